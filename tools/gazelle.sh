@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Regenerates the BUILD.bazel files of our Go packages from their sources.
+# Run after adding a package or an import; CI fails when BUILD files are
+# stale (tools/lint.sh runs this with -mode=diff).
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+[[ -x .cache/gazelle && -f .cache/godeps/WORKSPACE.gazelle ]] || bash tools/bootstrap.sh
+exec .cache/gazelle \
+  -repo_root="$repo" \
+  -go_prefix=github.com/cacheon/engine \
+  -go_naming_convention=import \
+  -go_naming_convention_external=import \
+  -external=external \
+  -proto=disable_global \
+  -repo_config=.cache/godeps/WORKSPACE.gazelle \
+  "$@" "$repo"
