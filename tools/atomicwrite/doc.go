@@ -1,0 +1,13 @@
+// Package atomicwrite publishes files and directory trees so that a reader
+// sees either nothing or the complete, verified result, never a partial one.
+//
+// WriteFile replaces one file through a sibling temporary file. WriteTree
+// builds a whole tree in a sibling temporary directory, makes it
+// deterministic (files 0444, directories 0755, access and modification
+// times of every file, directory and the root at the Unix epoch), syncs it,
+// reopens and re-verifies every byte, renames it into place without
+// replacing anything that exists, and verifies it once more. Any failure
+// removes what was written. Nothing about the tree depends on the umask,
+// the clock or the path it was built from, so two builds of the same inputs
+// are byte-identical wherever they run.
+package atomicwrite

@@ -1,0 +1,35 @@
+package atomicwrite
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func accessTime(info fs.FileInfo) (time.Time, bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(st.Atim.Sec, st.Atim.Nsec), true
+}
+
+// renameNoReplace renames a directory without ever replacing an existing
+// destination (a plain rename(2) silently replaces an empty directory).
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY):
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: fs.ErrExist}
+	case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS):
+		// The filesystem does not support the flag: check, then rename.
+		return renameChecked(from, to)
+	}
+	return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+}
