@@ -216,7 +216,9 @@ func (p *parser) number(path string) (any, error) {
 	if p.pos < len(p.data) {
 		switch p.data[p.pos] {
 		case '.', 'e', 'E':
-			return nil, p.errorf(path, "float %s is not allowed in an identity (carry it as a canonical decimal string)", p.floatText(start))
+			text := p.floatText(start)
+			p.pos = start // point the location at the number itself
+			return nil, p.errorf(path, "float %s is not allowed in an identity (carry it as a canonical decimal string)", text)
 		}
 	}
 	n, ok := new(big.Int).SetString(string(p.data[start:p.pos]), 10)
