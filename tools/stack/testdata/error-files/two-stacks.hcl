@@ -1,0 +1,8 @@
+stack "a" {
+  kind    = "reference"
+  catalog = "//catalog:targets.hcl"
+}
+stack "b" { # ERROR: One stack block required
+  kind    = "reference"
+  catalog = "//catalog:targets.hcl"
+}

@@ -1,0 +1,12 @@
+stack "reference" {
+  kind    = "reference"
+  catalog = "//catalog:targets.hcl"
+  substrate {
+    name               = "cacheon-substrate"
+    base_engine_digest = "2222222222222222222222222222222222222222222222222222222222222222"
+    runtime_digest     = "1111111111111111111111111111111111111111111111111111111111111111"
+  }
+  arena {
+    digest = "3333333333333333333333333333333333333333333333333333333333333333"
+  }
+}
