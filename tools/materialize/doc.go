@@ -1,0 +1,13 @@
+// Package materialize turns a stack into a deterministic engine tree: the
+// directory of namespaced contribution sources, entry shims, runtime
+// manifest and metadata that the engine substrate loads.
+//
+// The materializer never imports or runs contribution code. It stages
+// every contribution's source with stable double reads, checks the staged
+// bytes against the identity the stack binds, inspects the bundle against
+// the catalog, computes its Python import closure and CUDA include closure
+// statically, rewrites bundle-local imports into a namespace derived from
+// the selected delta digest, and writes the tree atomically with fixed
+// modes and times. The same stack always yields the same bytes and the
+// same tree digest, wherever and whenever it is built.
+package materialize

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package materialize
+
+import "io/fs"
+
+func addPlatformSig(*statSig, fs.FileInfo) {}
