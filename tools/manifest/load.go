@@ -14,6 +14,7 @@ type Bundle struct {
 	Dir      string
 	Tree     *Tree
 	Manifest *Manifest
+	Rebuild  *RebuildPlan // nil when the bundle has no rebuild.json
 }
 
 // Load reads the bundle directory dir: it enforces the intake limits,
@@ -49,7 +50,11 @@ func LoadBundle(dir string) (*Bundle, error) {
 	if err := checkFiles(dir, m); err != nil {
 		return nil, err
 	}
-	return &Bundle{Dir: dir, Tree: tree, Manifest: m}, nil
+	plan, err := LoadRebuildPlan(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Bundle{Dir: dir, Tree: tree, Manifest: m, Rebuild: plan}, nil
 }
 
 func checkFiles(dir string, m *Manifest) error {

@@ -250,3 +250,29 @@ func parseRange(s string) (start, count int, ok bool) {
 	}
 	return start, count, true
 }
+
+// DepPolicyDir is the only part of a pinned dependency a patch may touch:
+// validator policy names it per dependency.
+var depPolicy = map[string]string{"flashinfer": "flashinfer/data/csrc/fused_moe/"}
+
+// CheckDepPolicy applies the dependency-patch policy to a loaded manifest:
+// only registered dependencies may be patched, and only below their
+// allowed directory. Load must have parsed the patches.
+func CheckDepPolicy(m *Manifest) error {
+	for _, dp := range m.DepPatches {
+		prefix, ok := depPolicy[dp.Target]
+		key := fmt.Sprintf("dep_patches[%d]", dp.Index)
+		if !ok {
+			return newError(ErrDepPatch, FileName, key+".target", "dependency %q may not be patched", dp.Target)
+		}
+		if dp.Diff == nil {
+			return newError(ErrDepPatch, FileName, key+".path", "patch not loaded")
+		}
+		for _, f := range dp.Diff.Files {
+			if !strings.HasPrefix(f.Path, prefix) || len(f.Path) == len(prefix) {
+				return newError(ErrDepPatch, CleanPath(dp.Path), "", "patches %q outside %s*, the only part of %s a patch may touch", f.Path, prefix, dp.Target)
+			}
+		}
+	}
+	return nil
+}

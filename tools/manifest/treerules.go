@@ -1,0 +1,88 @@
+package manifest
+
+import (
+	"path"
+	"strings"
+)
+
+// FileClass is what the tree rules make of one bundle file.
+type FileClass int
+
+// File classes, from the static tree rules. Only the Violation classes
+// reject a bundle; the others say how the file is checked.
+const (
+	ClassPython          FileClass = iota // .py: parsed and scanned
+	ClassCUDASource                       // declared .cu/.cuh
+	ClassDepPatch                         // declared .patch/.diff
+	ClassBenign                           // manifest, rebuild plan, README*, LICENSE*, .gitignore, metadata JSON
+	ClassBinary                           // compiled object, library or bytecode: violation
+	ClassUndeclaredCUDA                   // .cu/.cuh no op declares: violation
+	ClassUndeclaredPatch                  // .patch/.diff no dep_patches row declares: violation
+	ClassOther                            // anything else: violation
+)
+
+// String names the class for reports.
+func (c FileClass) String() string {
+	return [...]string{"python", "cuda_source", "dep_patch", "benign", "binary",
+		"undeclared_cuda", "undeclared_patch", "other"}[c]
+}
+
+// Violation reports whether a file of this class rejects the bundle.
+func (c FileClass) Violation() bool { return c >= ClassBinary }
+
+// binarySuffixes are compiled artifacts a bundle may never carry.
+var binarySuffixes = []string{".so", ".o", ".a", ".dylib", ".bin", ".pyc"}
+
+// RebuildPlanName is the optional rebuild plan at the bundle root.
+const RebuildPlanName = "rebuild.json"
+
+// Classify applies the tree rules to one bundle path (clean POSIX,
+// relative to the root) given the manifest's declarations: Python is
+// scanned; CUDA sources and patches must be declared; compiled objects are
+// never allowed; anything else must be benign metadata — manifest.toml,
+// rebuild.json, .gitignore, names starting README or LICENSE, or a .json
+// file with a "metadata" directory component.
+func (m *Manifest) Classify(rel string) FileClass {
+	name := path.Base(rel)
+	switch {
+	case hasSuffix(rel, binarySuffixes):
+		return ClassBinary
+	case strings.HasSuffix(rel, ".py"):
+		return ClassPython
+	case strings.HasSuffix(rel, ".cu") || strings.HasSuffix(rel, ".cuh"):
+		if contains(m.CUDASourcePaths(), rel) {
+			return ClassCUDASource
+		}
+		return ClassUndeclaredCUDA
+	case strings.HasSuffix(rel, ".patch") || strings.HasSuffix(rel, ".diff"):
+		if contains(m.DepPatchPaths(), rel) {
+			return ClassDepPatch
+		}
+		return ClassUndeclaredPatch
+	case name == FileName || name == RebuildPlanName || name == ".gitignore",
+		strings.HasPrefix(name, "README"), strings.HasPrefix(name, "LICENSE"):
+		return ClassBenign
+	case strings.HasSuffix(rel, ".json") && hasMetadataDir(rel):
+		return ClassBenign
+	}
+	return ClassOther
+}
+
+func hasMetadataDir(rel string) bool {
+	parts := strings.Split(rel, "/")
+	for _, p := range parts[:len(parts)-1] {
+		if p == "metadata" {
+			return true
+		}
+	}
+	return false
+}
+
+func hasSuffix(s string, suffixes []string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}
