@@ -324,3 +324,7 @@ func (l FileLayer) Uncompressed() (io.ReadCloser, error) {
 	}
 	return rc, nil
 }
+
+// File returns the compressed layer file, so a layout writer can move it
+// into place instead of copying it.
+func (l FileLayer) File() string { return l.W.Path }

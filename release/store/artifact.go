@@ -1,0 +1,182 @@
+// Package store reads and writes release objects (the image, its
+// attestations and signature bundles) wherever they live: an OCI image
+// layout directory for offline use, or any OCI registry. Both backends
+// implement Store; attestations are OCI 1.1 artifacts whose subject field
+// refers to the image, found through the referrers API, the
+// "sha256-<hex>" tag fallback, or the layout's index.json.
+//
+// Nothing a Store returns is trusted: Manifest and Blob hand back the bytes
+// as served, and ReadManifest, ReadBlob and Referrers check them against
+// their descriptors, so a registry or a directory that serves other bytes
+// than it describes is caught with the digest it got and the one it wanted.
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Artifact types of the release objects attached to an image.
+const (
+	ArtifactProvenance = "application/vnd.in-toto+json"
+	ArtifactSBOM       = "application/spdx+json"
+	ArtifactBundle     = "application/vnd.dev.sigstore.bundle.v0.3+json"
+
+	// AnnotationPredicateType names the in-toto predicate inside a
+	// statement or a signed bundle.
+	AnnotationPredicateType = "dev.cacheon.release.predicate-type"
+)
+
+// emptyConfig is the OCI empty descriptor every artifact manifest uses as
+// its config (image-spec 1.1 "guidance for an empty descriptor").
+var emptyConfig = []byte("{}")
+
+func emptyDescriptor() v1.Descriptor {
+	h, n, _ := v1.SHA256(bytes.NewReader(emptyConfig))
+	return v1.Descriptor{MediaType: types.OCIEmptyJSON, Digest: h, Size: n, Data: emptyConfig}
+}
+
+// Artifact is one attachment: a single blob of a given artifact type.
+type Artifact struct {
+	ArtifactType string
+	Data         []byte
+	Annotations  map[string]string
+}
+
+// manifest is an OCI 1.1 image manifest used as an artifact. It is its own
+// type so the field order, and so the digest, is fixed here.
+type manifest struct {
+	SchemaVersion int64             `json:"schemaVersion"`
+	MediaType     types.MediaType   `json:"mediaType"`
+	ArtifactType  string            `json:"artifactType"`
+	Config        v1.Descriptor     `json:"config"`
+	Layers        []v1.Descriptor   `json:"layers"`
+	Subject       *v1.Descriptor    `json:"subject,omitempty"`
+	Annotations   map[string]string `json:"annotations,omitempty"`
+}
+
+// Manifest returns the artifact's manifest bytes referring to subject, the
+// descriptor of those bytes and the descriptor of the data blob.
+func (a Artifact) Manifest(subject v1.Descriptor) (raw []byte, desc, blob v1.Descriptor, err error) {
+	if a.ArtifactType == "" {
+		return nil, v1.Descriptor{}, v1.Descriptor{}, fmt.Errorf("artifact without an artifact type")
+	}
+	h, n, err := v1.SHA256(bytes.NewReader(a.Data))
+	if err != nil {
+		return nil, v1.Descriptor{}, v1.Descriptor{}, err
+	}
+	blob = v1.Descriptor{MediaType: types.MediaType(a.ArtifactType), Digest: h, Size: n}
+	sub := v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
+	m := manifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIManifestSchema1,
+		ArtifactType:  a.ArtifactType,
+		Config:        emptyDescriptor(),
+		Layers:        []v1.Descriptor{blob},
+		Subject:       &sub,
+		Annotations:   a.Annotations,
+	}
+	raw, err = json.Marshal(m)
+	if err != nil {
+		return nil, v1.Descriptor{}, v1.Descriptor{}, err
+	}
+	mh, mn, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return nil, v1.Descriptor{}, v1.Descriptor{}, err
+	}
+	desc = v1.Descriptor{
+		MediaType:    types.OCIManifestSchema1,
+		ArtifactType: a.ArtifactType,
+		Digest:       mh,
+		Size:         mn,
+		Annotations:  a.Annotations,
+	}
+	return raw, desc, blob, nil
+}
+
+// Referrer is an attachment read back and checked: its manifest hashes to
+// Descriptor.Digest, refers to the subject it was listed for, and its one
+// blob hashes to the manifest's layer descriptor.
+type Referrer struct {
+	Descriptor   v1.Descriptor
+	ArtifactType string
+	Annotations  map[string]string
+	Blob         v1.Descriptor
+	Data         []byte
+}
+
+// parseArtifact checks raw as an artifact manifest referring to subject.
+func parseArtifact(raw []byte, subject v1.Hash) (*manifest, error) {
+	var m manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("parse artifact manifest: %w", err)
+	}
+	if m.Subject == nil || m.Subject.Digest != subject {
+		got := "none"
+		if m.Subject != nil {
+			got = m.Subject.Digest.String()
+		}
+		return nil, fmt.Errorf("artifact manifest subject is %s, want %s", got, subject)
+	}
+	if len(m.Layers) != 1 {
+		return nil, fmt.Errorf("artifact manifest has %d blobs, want 1", len(m.Layers))
+	}
+	if m.ArtifactType == "" {
+		// Some writers put the type only on the blob.
+		m.ArtifactType = string(m.Layers[0].MediaType)
+	}
+	return &m, nil
+}
+
+// Referrers lists the artifacts attached to subject in s, checking every
+// byte, and returns them sorted by artifact type and manifest digest.
+// Candidates that are not artifacts for subject (an index can list
+// anything) are skipped; bytes that do not match their digests are errors.
+func Referrers(s Store, subject v1.Hash) ([]Referrer, error) {
+	descs, err := s.Referrers(subject)
+	if err != nil {
+		return nil, fmt.Errorf("list referrers of %s in %s: %w", subject, s.Location(), err)
+	}
+	var out []Referrer
+	seen := map[v1.Hash]bool{}
+	for _, d := range descs {
+		if seen[d.Digest] || !d.MediaType.IsImage() {
+			continue
+		}
+		seen[d.Digest] = true
+		raw, err := ReadManifest(s, d)
+		if err != nil {
+			return nil, err
+		}
+		m, err := parseArtifact(raw, subject)
+		if err != nil {
+			continue
+		}
+		data, err := ReadBlob(s, m.Layers[0], maxArtifactSize)
+		if err != nil {
+			return nil, fmt.Errorf("artifact %s (%s): %w", d.Digest, m.ArtifactType, err)
+		}
+		out = append(out, Referrer{
+			Descriptor:   d,
+			ArtifactType: m.ArtifactType,
+			Annotations:  m.Annotations,
+			Blob:         m.Layers[0],
+			Data:         data,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ArtifactType != out[j].ArtifactType {
+			return out[i].ArtifactType < out[j].ArtifactType
+		}
+		return out[i].Descriptor.Digest.String() < out[j].Descriptor.Digest.String()
+	})
+	return out, nil
+}
+
+// maxArtifactSize bounds what is read into memory for one attachment.
+const maxArtifactSize = 64 << 20

@@ -1,0 +1,446 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sys/unix"
+
+	"github.com/cacheon/engine/tools/atomicwrite"
+)
+
+const (
+	ociLayoutFile    = "oci-layout"
+	ociLayoutContent = `{"imageLayoutVersion":"1.0.0"}`
+	indexFile        = "index.json"
+	annotationRef    = "org.opencontainers.image.ref.name"
+)
+
+// Layout is a release in an OCI image layout directory: index.json lists
+// the release image (annotated with its reference name) and the artifacts
+// attached to it.
+type Layout struct{ dir string }
+
+var _ Store = (*Layout)(nil)
+
+// OpenLayout opens the OCI image layout at dir.
+func OpenLayout(dir string) (*Layout, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ociLayoutFile))
+	if err != nil {
+		return nil, fmt.Errorf("open OCI layout %s: %w", dir, err)
+	}
+	var v struct {
+		Version string `json:"imageLayoutVersion"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil || v.Version != "1.0.0" {
+		return nil, fmt.Errorf("open OCI layout %s: %s does not say imageLayoutVersion 1.0.0", dir, ociLayoutFile)
+	}
+	return &Layout{dir: dir}, nil
+}
+
+func (l *Layout) Location() string { return l.dir }
+
+// Dir returns the layout's directory.
+func (l *Layout) Dir() string { return l.dir }
+
+func (l *Layout) index() (*v1.IndexManifest, error) {
+	f, err := os.Open(filepath.Join(l.dir, indexFile))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", indexFile, err)
+	}
+	defer f.Close()
+	im, err := v1.ParseIndexManifest(f)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s/%s: %w", l.dir, indexFile, err)
+	}
+	return im, nil
+}
+
+// Resolve returns the one image in index.json that is not an artifact
+// (it has no artifactType and no subject).
+func (l *Layout) Resolve() (v1.Descriptor, error) {
+	im, err := l.index()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	var found []v1.Descriptor
+	for _, d := range im.Manifests {
+		if d.MediaType.IsImage() && d.ArtifactType == "" {
+			found = append(found, d)
+		}
+	}
+	if len(found) != 1 {
+		return v1.Descriptor{}, fmt.Errorf("OCI layout %s: index.json lists %d release images, want exactly 1", l.dir, len(found))
+	}
+	return found[0], nil
+}
+
+func (l *Layout) blobPath(h v1.Hash) (string, error) {
+	if h.Algorithm != "sha256" || len(h.Hex) != 64 {
+		return "", fmt.Errorf("digest %s: want sha256 with 64 hex digits", h)
+	}
+	return filepath.Join(l.dir, "blobs", h.Algorithm, h.Hex), nil
+}
+
+func (l *Layout) Manifest(d v1.Descriptor) ([]byte, error) {
+	p, err := l.blobPath(d.Digest)
+	if err != nil {
+		return nil, err
+	}
+	return readLimited(p, maxManifestSize)
+}
+
+// maxManifestSize is the distribution spec's recommended manifest limit.
+const maxManifestSize = 4 << 20
+
+func readLimited(p string, limit int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", p, limit)
+	}
+	return b, nil
+}
+
+func (l *Layout) Blob(d v1.Descriptor) (io.ReadCloser, error) {
+	p, err := l.blobPath(d.Digest)
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(p)
+}
+
+// Referrers lists index.json entries whose manifest names subject. The
+// layout holds few manifests, so each is read rather than trusting the
+// index's annotations.
+func (l *Layout) Referrers(subject v1.Hash) ([]v1.Descriptor, error) {
+	im, err := l.index()
+	if err != nil {
+		return nil, err
+	}
+	var out []v1.Descriptor
+	for _, d := range im.Manifests {
+		if !d.MediaType.IsImage() || d.Digest == subject {
+			continue
+		}
+		raw, err := l.Manifest(d)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest %s listed in index.json: %w", d.Digest, err)
+		}
+		var m struct {
+			Subject *v1.Descriptor `json:"subject"`
+		}
+		if json.Unmarshal(raw, &m) == nil && m.Subject != nil && m.Subject.Digest == subject {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Attach writes the artifact's blobs and manifest, then replaces
+// index.json atomically: a crash leaves either the old index or the new
+// one, and unreferenced blobs at worst.
+func (l *Layout) Attach(subject v1.Descriptor, a Artifact) (v1.Descriptor, error) {
+	raw, desc, blob, err := a.Manifest(subject)
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	for _, b := range []struct {
+		d    v1.Descriptor
+		data []byte
+	}{{emptyDescriptor(), emptyConfig}, {blob, a.Data}, {desc, raw}} {
+		if err := writeBlobBytes(l.dir, b.d.Digest, b.data); err != nil {
+			return v1.Descriptor{}, err
+		}
+	}
+	im, err := l.index()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	for _, d := range im.Manifests {
+		if d.Digest == desc.Digest {
+			return desc, nil // already attached: identical bytes, nothing to do
+		}
+	}
+	im.Manifests = append(im.Manifests, desc)
+	if err := writeIndex(l.dir, im, atomicwrite.WriteFile); err != nil {
+		return v1.Descriptor{}, err
+	}
+	return desc, nil
+}
+
+// writeIndex writes index.json: the image first, then artifacts by digest,
+// so the file depends only on its contents.
+func writeIndex(dir string, im *v1.IndexManifest, write func(string, []byte, fs.FileMode) error) error {
+	sort.SliceStable(im.Manifests, func(i, j int) bool {
+		ai, aj := im.Manifests[i].ArtifactType != "", im.Manifests[j].ArtifactType != ""
+		if ai != aj {
+			return !ai
+		}
+		return im.Manifests[i].Digest.String() < im.Manifests[j].Digest.String()
+	})
+	im.SchemaVersion = 2
+	im.MediaType = types.OCIImageIndex
+	b, err := json.Marshal(im)
+	if err != nil {
+		return err
+	}
+	if err := write(filepath.Join(dir, indexFile), b, 0o644); err != nil {
+		return fmt.Errorf("write %s/%s: %w", dir, indexFile, err)
+	}
+	return nil
+}
+
+// writeBlobBytes stores data as blobs/sha256/<hex>, checking the digest;
+// an existing blob is kept (its name is its content).
+func writeBlobBytes(dir string, h v1.Hash, data []byte) error {
+	sum := sha256.Sum256(data)
+	if hex.EncodeToString(sum[:]) != h.Hex || h.Algorithm != "sha256" {
+		return fmt.Errorf("blob %s: data hashes to sha256:%x", h, sum)
+	}
+	p := filepath.Join(dir, "blobs", "sha256", h.Hex)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return atomicwrite.WriteFile(p, data, 0o644)
+}
+
+// LayoutWriter builds a new release layout in a private sibling directory
+// and publishes it with one rename, so a reader never sees a half-written
+// release at the destination.
+type LayoutWriter struct {
+	dest    string
+	tmp     string
+	image   *v1.Descriptor
+	entries []v1.Descriptor
+}
+
+// NewLayoutWriter starts a layout that will appear at dest, which must not
+// exist yet.
+func NewLayoutWriter(dest string) (*LayoutWriter, error) {
+	if _, err := os.Lstat(dest); err == nil {
+		return nil, fmt.Errorf("output %s already exists; a release layout is written once", dest)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	parent := filepath.Dir(dest)
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("create staging directory for %s: %w", dest, err)
+	}
+	if err := os.MkdirAll(filepath.Join(tmp, "blobs", "sha256"), 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return &LayoutWriter{dest: dest, tmp: tmp}, nil
+}
+
+// ScratchDir is a private directory inside the staging area for files that
+// become blobs (it is removed before publishing); files written there can
+// be moved in by AddImage without a copy.
+func (w *LayoutWriter) ScratchDir() (string, error) {
+	d := filepath.Join(w.tmp, "scratch")
+	return d, os.MkdirAll(d, 0o700)
+}
+
+// FileBacked is a layer whose compressed bytes are already in a file.
+type FileBacked interface {
+	v1.Layer
+	File() string
+}
+
+// AddImage writes img's blobs and manifest and lists it under refName.
+func (w *LayoutWriter) AddImage(img v1.Image, refName string) (v1.Descriptor, error) {
+	if w.image != nil {
+		return v1.Descriptor{}, errors.New("a release layout holds exactly one image")
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	for _, l := range layers {
+		if err := w.addLayer(l); err != nil {
+			return v1.Descriptor{}, err
+		}
+	}
+	cfgName, err := img.ConfigName()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	cfg, err := img.RawConfigFile()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	if err := writeBlobBytes(w.tmp, cfgName, cfg); err != nil {
+		return v1.Descriptor{}, err
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	h, n, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	if err := writeBlobBytes(w.tmp, h, raw); err != nil {
+		return v1.Descriptor{}, err
+	}
+	d := v1.Descriptor{MediaType: mt, Digest: h, Size: n}
+	if refName != "" {
+		d.Annotations = map[string]string{annotationRef: refName}
+	}
+	w.image = &d
+	w.entries = append(w.entries, d)
+	return d, nil
+}
+
+func (w *LayoutWriter) addLayer(l v1.Layer) error {
+	h, err := l.Digest()
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(w.tmp, "blobs", "sha256", h.Hex)
+	if _, err := os.Stat(dst); err == nil {
+		return nil
+	}
+	// A layer file staged in our scratch directory is moved in; its
+	// digest was computed while it was written.
+	if fb, ok := l.(FileBacked); ok && strings.HasPrefix(fb.File(), w.tmp+string(filepath.Separator)) {
+		if err := os.Rename(fb.File(), dst); err != nil {
+			return fmt.Errorf("move layer %s into the layout: %w", h, err)
+		}
+		return os.Chmod(dst, 0o644)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return fmt.Errorf("read layer %s: %w", h, err)
+	}
+	defer rc.Close()
+	f, err := os.CreateTemp(filepath.Dir(dst), ".layer-*")
+	if err != nil {
+		return err
+	}
+	hasher := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(f, hasher), rc); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("copy layer %s: %w", h, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if got := hex.EncodeToString(hasher.Sum(nil)); got != h.Hex {
+		os.Remove(f.Name())
+		return fmt.Errorf("layer %s: its bytes hash to sha256:%s", h, got)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), dst)
+}
+
+// Attach adds an artifact referring to the image added with AddImage.
+func (w *LayoutWriter) Attach(a Artifact) (v1.Descriptor, error) {
+	if w.image == nil {
+		return v1.Descriptor{}, errors.New("attach before the image was added")
+	}
+	raw, desc, blob, err := a.Manifest(*w.image)
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	for _, b := range []struct {
+		d    v1.Descriptor
+		data []byte
+	}{{emptyDescriptor(), emptyConfig}, {blob, a.Data}, {desc, raw}} {
+		if err := writeBlobBytes(w.tmp, b.d.Digest, b.data); err != nil {
+			return v1.Descriptor{}, err
+		}
+	}
+	w.entries = append(w.entries, desc)
+	return desc, nil
+}
+
+// Commit writes index.json and oci-layout, syncs everything and renames
+// the staging directory to the destination.
+func (w *LayoutWriter) Commit() (*Layout, error) {
+	if w.image == nil {
+		return nil, errors.New("commit a layout without an image")
+	}
+	if err := os.RemoveAll(filepath.Join(w.tmp, "scratch")); err != nil {
+		return nil, err
+	}
+	plainWrite := func(p string, b []byte, perm fs.FileMode) error { return os.WriteFile(p, b, perm) }
+	if err := writeIndex(w.tmp, &v1.IndexManifest{Manifests: w.entries}, plainWrite); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(w.tmp, ociLayoutFile), []byte(ociLayoutContent), 0o644); err != nil {
+		return nil, err
+	}
+	// Fixed modes whatever the umask, and everything on disk before the
+	// rename makes it visible.
+	err := filepath.WalkDir(w.tmp, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Sync()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish layout %s: %w", w.dest, err)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, w.tmp, unix.AT_FDCWD, w.dest, unix.RENAME_NOREPLACE); err != nil {
+		return nil, fmt.Errorf("publish layout %s: %w", w.dest, err)
+	}
+	if d, err := os.Open(filepath.Dir(w.dest)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	w.tmp = ""
+	return OpenLayout(w.dest)
+}
+
+// Abort removes the staging directory; it is safe after Commit.
+func (w *LayoutWriter) Abort() {
+	if w.tmp != "" {
+		os.RemoveAll(w.tmp)
+		w.tmp = ""
+	}
+}

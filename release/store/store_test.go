@@ -1,0 +1,201 @@
+package store
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/cacheon/engine/release/image"
+	"github.com/cacheon/engine/release/internal/registrytest"
+	"github.com/cacheon/engine/release/layer"
+)
+
+func testImage(t *testing.T, scratch string) v1.Image {
+	t.Helper()
+	w, err := layer.Write(filepath.Join(scratch, "layer-"+strings.ReplaceAll(t.Name(), "/", "_")),
+		[]layer.Entry{{Path: "cacheon/hello.txt", Data: []byte("hello\n")}}, layer.Options{Compression: layer.Gzip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := image.Platform{OS: "linux", Architecture: "amd64"}
+	base, _ := image.Scratch(p)
+	img, err := image.Assemble(image.Spec{Base: base, Platform: p, Layers: []image.Added{{Layer: image.FileLayer{W: w}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func writeLayout(t *testing.T) (*Layout, v1.Descriptor) {
+	t.Helper()
+	dest := filepath.Join(t.TempDir(), "release")
+	w, err := NewLayoutWriter(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	scratch, err := w.ScratchDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := w.AddImage(testImage(t, scratch), "engine:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Attach(Artifact{ArtifactType: ArtifactSBOM, Data: []byte(`{"spdxVersion":"SPDX-2.3"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, desc
+}
+
+func TestLayoutRoundTrip(t *testing.T) {
+	l, desc := writeLayout(t)
+	got, err := l.Resolve()
+	if err != nil || got.Digest != desc.Digest {
+		t.Fatalf("Resolve = %v, %v; want %s", got.Digest, err, desc.Digest)
+	}
+	if _, err := os.Stat(filepath.Join(l.Dir(), "scratch")); !os.IsNotExist(err) {
+		t.Errorf("scratch directory published with the layout")
+	}
+	if _, err := l.Attach(desc, Artifact{ArtifactType: ArtifactBundle, Data: []byte(`{"bundle":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := Referrers(l, desc.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, r := range refs {
+		types = append(types, r.ArtifactType)
+	}
+	if strings.Join(types, ",") != ArtifactSBOM+","+ArtifactBundle {
+		t.Errorf("referrers %v, want bundle and sbom", types)
+	}
+	// Still exactly one release image: artifacts are not images.
+	if _, err := l.Resolve(); err != nil {
+		t.Errorf("Resolve after attach: %v", err)
+	}
+}
+
+func TestLayoutWriterRefusesExistingDestination(t *testing.T) {
+	dest := t.TempDir()
+	if _, err := NewLayoutWriter(dest); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("err = %v, want already exists", err)
+	}
+}
+
+func TestLayoutDetectsSwappedBlob(t *testing.T) {
+	l, desc := writeLayout(t)
+	raw, err := ReadManifest(l, desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := v1.ParseManifest(strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := filepath.Join(l.Dir(), "blobs", "sha256", m.Layers[0].Digest.Hex)
+	if err := os.WriteFile(lp, []byte("another layer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = CheckBlob(l, m.Layers[0], io.Discard)
+	var mismatch *DigestMismatchError
+	if !errors.As(err, &mismatch) || mismatch.Want != m.Layers[0].Digest {
+		t.Fatalf("err = %v, want a digest mismatch for %s", err, m.Layers[0].Digest)
+	}
+}
+
+func pushImage(t *testing.T, reg *registrytest.Registry) (string, v1.Descriptor) {
+	t.Helper()
+	img := testImage(t, t.TempDir())
+	ref := reg.Host + "/engine:test"
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	raw, _ := img.RawManifest()
+	return ref, v1.Descriptor{MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: d, Size: int64(len(raw))}
+}
+
+func TestRegistryAttachUsesReferrersFallback(t *testing.T) {
+	reg := registrytest.Start(t)
+	ref, desc := pushImage(t, reg)
+	s, err := OpenRegistry(ref, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Resolve()
+	if err != nil || got.Digest != desc.Digest {
+		t.Fatalf("Resolve = %v, %v", got.Digest, err)
+	}
+	want := []byte(`{"signed":true}`)
+	if _, err := s.Attach(desc, Artifact{ArtifactType: ArtifactBundle, Data: want}); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := Referrers(s, desc.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 1 || refs[0].ArtifactType != ArtifactBundle || string(refs[0].Data) != string(want) {
+		t.Fatalf("referrers = %+v", refs)
+	}
+	tags, err := remote.List(s.Reference().Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(tags, " "), "sha256-"+desc.Digest.Hex) {
+		t.Errorf("tags %v: want the sha256-<hex> referrers fallback tag", tags)
+	}
+}
+
+// A registry (or a proxy in front of it) that serves other bytes than the
+// digest it is asked for is caught with both digests.
+func TestRegistryServingDifferentBytesIsRejected(t *testing.T) {
+	reg := registrytest.Start(t)
+	_, desc := pushImage(t, reg)
+	target, _ := url.Parse("http://" + reg.Host)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if strings.Contains(resp.Request.URL.Path, "/blobs/") && resp.Request.Method == http.MethodGet {
+			resp.Body = io.NopCloser(strings.NewReader("forged bytes"))
+			resp.ContentLength = -1
+			resp.Header.Del("Content-Length")
+		}
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	defer srv.Close()
+	s, err := OpenRegistry(strings.TrimPrefix(srv.URL, "http://")+"/engine:test", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := ReadManifest(s, desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := v1.ParseManifest(strings.NewReader(string(raw)))
+	err = CheckBlob(s, m.Config, io.Discard)
+	var mismatch *DigestMismatchError
+	if !errors.As(err, &mismatch) || !strings.Contains(err.Error(), "do not match the descriptor") {
+		t.Fatalf("err = %v, want a digest mismatch", err)
+	}
+}
