@@ -150,7 +150,7 @@ type rawManifest struct {
 	mt  types.MediaType
 }
 
-func (m rawManifest) RawManifest() ([]byte, error)          { return m.raw, nil }
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
 func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
 
 // Attach uploads the artifact's blobs, then its manifest by digest; the
