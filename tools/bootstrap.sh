@@ -17,13 +17,12 @@
 #   CACHEON_NO_APT  set to 1 to skip Debian packages (then they must be present)
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$repo"
 
-cache=${CACHEON_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cacheon}
 rules_go_version=v0.34.0
 gazelle_version=v0.45.0
-want_go=$(sed -n 's/^toolchain go//p' go.mod)
+buildtools_version=v0.0.0-20260904073137-eaa4d125b423
 
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
 die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
@@ -49,9 +48,10 @@ else
 fi
 
 # --- Go ----------------------------------------------------------------------
-command -v go >/dev/null || die "Go is not installed; install go${want_go} (go.mod's toolchain line)"
+command -v go >/dev/null || die "Go is not installed; install Go 1.21 or newer (go.mod pins go${want_go}, which Go then fetches itself)"
 have_go=$(go env GOVERSION)
 [[ $have_go == "go$want_go" ]] || die "Go is $have_go but go.mod pins go$want_go: the toolchain is part of the release identity"
+say "Go $have_go"
 mkdir -p "$cache" .cache
 
 # --- 2. Prepared Go SDK --------------------------------------------------------
@@ -110,6 +110,17 @@ if [[ ! -x $gazelle ]]; then
   rmdir "$tmpbin"
 fi
 ln -sfn "$gazelle" .cache/gazelle
+
+buildifier="$cache/bin/buildifier-$buildtools_version"
+if [[ ! -x $buildifier ]]; then
+  say "building buildifier (buildtools $buildtools_version)"
+  mkdir -p "$cache/bin"
+  tmpbin=$(mktemp -d)
+  GOBIN="$tmpbin" go install "github.com/bazelbuild/buildtools/buildifier@$buildtools_version"
+  mv "$tmpbin/buildifier" "$buildifier"
+  rmdir "$tmpbin"
+fi
+ln -sfn "$buildifier" .cache/buildifier
 
 # The key covers everything that decides which external packages are needed:
 # the module graph and the import lists of our own packages.

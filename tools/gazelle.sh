@@ -6,7 +6,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 [[ -x .cache/gazelle && -f .cache/godeps/WORKSPACE.gazelle ]] || bash tools/bootstrap.sh
-exec .cache/gazelle \
+.cache/gazelle \
   -repo_root="$repo" \
   -go_prefix=github.com/cacheon/engine \
   -go_naming_convention=import \
@@ -15,3 +15,16 @@ exec .cache/gazelle \
   -proto=disable_global \
   -repo_config=.cache/godeps/WORKSPACE.gazelle \
   "$@" "$repo"
+# Keep MODULE.bazel's go_deps repositories equal to what the BUILD files name.
+if [[ " $* " != *" -mode=diff "* ]]; then
+  go run ./tools/cmd/bazeldeps -module MODULE.bazel
+else
+  cp MODULE.bazel "${TMPDIR:-/tmp}/MODULE.bazel.$$"
+  go run ./tools/cmd/bazeldeps -module "${TMPDIR:-/tmp}/MODULE.bazel.$$"
+  if ! diff -u MODULE.bazel "${TMPDIR:-/tmp}/MODULE.bazel.$$"; then
+    rm -f "${TMPDIR:-/tmp}/MODULE.bazel.$$"
+    echo "gazelle: MODULE.bazel's use_repo(go_deps, ...) is stale; run tools/gazelle.sh" >&2
+    exit 1
+  fi
+  rm -f "${TMPDIR:-/tmp}/MODULE.bazel.$$"
+fi

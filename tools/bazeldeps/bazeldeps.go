@@ -204,7 +204,9 @@ func runGazelle(o Options, dir, prefix, repoConfig string) error {
 	cmd := exec.Command(o.Gazelle,
 		"-repo_root="+dir,
 		"-go_prefix="+prefix,
-		"-go_naming_convention=import",
+		// import_alias also emits go_default_library aliases, the names
+		// rules_go's own BUILD files use for golang.org/x repositories.
+		"-go_naming_convention=import_alias",
 		"-go_naming_convention_external=import",
 		"-external=external",
 		"-proto=disable_global",
@@ -244,4 +246,23 @@ func depsBzl(mods []Module, out string) string {
 		b.WriteString("    pass\n")
 	}
 	return b.String()
+}
+
+// ListModules returns every module of the build list of the module at
+// root (`go list -m all`), main module excluded.
+func ListModules(root string) ([]Module, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{if not .Main}}{{.Path}} {{.Version}}{{end}}", "all")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -m all: %w", err)
+	}
+	var mods []Module
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 {
+			mods = append(mods, Module{Path: f[0], Version: f[1], Repo: RepoName(f[0])})
+		}
+	}
+	return mods, nil
 }

@@ -1,5 +1,7 @@
 // Command bazeldeps generates Bazel repositories for the project's external
-// Go modules; tools/bootstrap.sh runs it. See package bazeldeps.
+// Go modules (tools/bootstrap.sh runs it) and keeps MODULE.bazel's go_deps
+// repository list in step with the BUILD files (tools/gazelle.sh runs it
+// with -module). See package bazeldeps.
 package main
 
 import (
@@ -13,15 +15,41 @@ import (
 func main() {
 	gazelle := flag.String("gazelle", "", "path of the gazelle binary")
 	out := flag.String("out", ".cache/godeps", "output directory, relative to the repository root")
+	module := flag.String("module", "", "rewrite this MODULE.bazel's use_repo(go_deps, ...) list instead of generating repositories")
 	flag.Parse()
-	if *gazelle == "" {
-		fmt.Fprintln(os.Stderr, "bazeldeps: -gazelle is required")
-		os.Exit(1)
-	}
-	mods, err := bazeldeps.Generate(bazeldeps.Options{RepoRoot: ".", Out: *out, Gazelle: *gazelle, Log: os.Stderr})
-	if err != nil {
+	if err := run(*gazelle, *out, *module); err != nil {
 		fmt.Fprintf(os.Stderr, "bazeldeps: %v\n", err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "bazeldeps: %d module repositories in %s\n", len(mods), *out)
+}
+
+func run(gazelle, out, module string) error {
+	if module != "" {
+		mods, err := bazeldeps.ListModules(".")
+		if err != nil {
+			return err
+		}
+		repos, err := bazeldeps.ReferencedRepos(".", mods)
+		if err != nil {
+			return err
+		}
+		text, err := os.ReadFile(module)
+		if err != nil {
+			return err
+		}
+		updated, err := bazeldeps.RewriteUseRepo(string(text), repos)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(module, []byte(updated), 0o644)
+	}
+	if gazelle == "" {
+		return fmt.Errorf("-gazelle is required")
+	}
+	mods, err := bazeldeps.Generate(bazeldeps.Options{RepoRoot: ".", Out: out, Gazelle: gazelle, Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bazeldeps: %d module repositories in %s\n", len(mods), out)
+	return nil
 }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Static checks CI runs: gofmt, go vet, buildifier over every Starlark file,
+# and that the generated BUILD files match the Go sources.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+[[ -x .cache/buildifier && -x .cache/gazelle ]] || bash tools/bootstrap.sh
+
+status=0
+echo "lint: gofmt" >&2
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [[ -n $unformatted ]]; then
+  echo "lint: these files need gofmt -w:" >&2
+  echo "$unformatted" >&2
+  status=1
+fi
+
+echo "lint: go vet" >&2
+go vet ./... || status=1
+
+echo "lint: buildifier" >&2
+mapfile -t starlark < <(git ls-files 'WORKSPACE' 'MODULE.bazel' '*.bzl' '*BUILD.bazel' 'BUILD')
+.cache/buildifier -mode=check -lint=warn "${starlark[@]}" || {
+  echo "lint: fix with: .cache/buildifier -lint=fix -mode=fix <files>" >&2
+  status=1
+}
+
+echo "lint: BUILD files up to date (gazelle)" >&2
+if ! bash tools/gazelle.sh -mode=diff >/tmp/gazelle.diff.$$ 2>&1; then
+  cat /tmp/gazelle.diff.$$ >&2
+  echo "lint: BUILD files are stale; run tools/gazelle.sh" >&2
+  status=1
+fi
+rm -f /tmp/gazelle.diff.$$
+exit $status

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Sets up whatever is missing, then runs every check: lint, the Go tests
+# (which drive real worker processes, a real registry and real SQLite),
+# and `bazel test //...`. Ends with one line "N passed, N failed".
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$repo"
+bash tools/bootstrap.sh || exit 1
+
+failed_steps=()
+step() {
+  local name=$1
+  shift
+  printf '\n== %s\n' "$name" >&2
+  "$@" || failed_steps+=("$name")
+}
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+step lint bash tools/lint.sh
+step "go test" bash -c "set -o pipefail; go test ./... 2>&1 | tee '$log'"
+step "bazel test" bazel test //...
+
+go_ok=$(grep -c '^ok ' "$log" || true)
+go_fail=$(grep -c '^FAIL	' "$log" || true)
+printf '\n' >&2
+if ((${#failed_steps[@]})); then
+  printf 'failed steps: %s\n' "${failed_steps[*]}" >&2
+fi
+echo "tests: $go_ok passed, $((go_fail + ${#failed_steps[@]})) failed"
+((${#failed_steps[@]} == 0))
