@@ -81,7 +81,7 @@ type Contribution struct {
 	TargetID string
 	Kind     string // ProposalKind or IntegratedKind
 	// Source is a label of a bundle directory of this repository
-	// ("//kernels/contributions/silu_and_mul_triton") or a path relative
+	// ("//kernels/contributions:silu_and_mul_triton") or a path relative
 	// to the stack file.
 	Source                     string
 	AttributionDigest          string
@@ -385,7 +385,7 @@ func decodeContributionBlock(block *hcl.Block, stackKind Kind) (Contribution, hc
 			fmt.Sprintf("kind is %q; allowed: \"proposal\" (a bundle as proposed) and \"integrated\" (reviewed source).", c.Kind)))
 	}
 	if src, ok := attrs["source"]; ok && strings.TrimSpace(src) == "" {
-		diags = append(diags, errorAt(c.Range("source"), "Empty source", "source names the bundle directory: a label such as \"//kernels/contributions/silu_and_mul_triton\" or a path relative to the stack file."))
+		diags = append(diags, errorAt(c.Range("source"), "Empty source", "source names the bundle directory: a label such as \"//kernels/contributions:silu_and_mul_triton\" or a path relative to the stack file."))
 	}
 	if IsLabel(c.Source) {
 		if l, err := ParseLabel(c.Source); err != nil {

@@ -130,10 +130,13 @@ func TestParseLabel(t *testing.T) {
 	tests := []struct {
 		in, canon, short, dir, err string
 	}{
-		{in: "//kernels/contributions/silu", canon: "//kernels/contributions/silu:silu", short: "//kernels/contributions/silu", dir: "kernels/contributions/silu"},
-		{in: "@//kernels/contributions/silu:silu", canon: "//kernels/contributions/silu:silu", short: "//kernels/contributions/silu", dir: "kernels/contributions/silu"},
-		{in: "//catalog:targets.hcl", canon: "//catalog:targets.hcl", short: "//catalog:targets.hcl", err: "does not name a bundle directory"},
-		{in: "//:x", canon: "//:x", short: "//:x", err: "does not name a bundle directory"},
+		{in: "//kernels/contributions:silu", canon: "//kernels/contributions:silu", short: "//kernels/contributions:silu", dir: "kernels/contributions/silu"},
+		{in: "@//kernels/contributions:silu", canon: "//kernels/contributions:silu", short: "//kernels/contributions:silu", dir: "kernels/contributions/silu"},
+		{in: "//kernels:substrate", canon: "//kernels:substrate", short: "//kernels:substrate", dir: "kernels/substrate"},
+		{in: "//kernels/contributions/silu", canon: "//kernels/contributions/silu:silu", short: "//kernels/contributions/silu", err: "write //kernels/contributions:silu"},
+		{in: "//kernels/contributions/silu:silu", canon: "//kernels/contributions/silu:silu", short: "//kernels/contributions/silu", dir: "kernels/contributions/silu/silu"},
+		{in: "//:x", canon: "//:x", short: "//:x", dir: "x"},
+		{in: "//a:b/c", canon: "//a:b/c", short: "//a:b/c", err: "one directory beside the BUILD file"},
 		{in: "@repo//x", err: "only labels of the main repository"},
 		{in: "kernels/x", err: "must start with //"},
 		{in: "//a/../b", err: "not a clean relative path"},

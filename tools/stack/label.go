@@ -6,14 +6,19 @@ import (
 	"strings"
 )
 
-// Label is a Bazel-style label of this repository, in canonical form
-// "//package:name". A contribution label names the package whose directory
-// is the bundle, so "//kernels/contributions/silu" and
-// "//kernels/contributions/silu:silu" are the same label; a file label such
-// as "//catalog:targets.hcl" names one file of a package.
+// Label is a Bazel label of this repository, in canonical form
+// "//package:name". A directory label such as
+// "//kernels/contributions:silu_and_mul_triton" names the target that the
+// BUILD file of kernels/contributions declares for the directory
+// kernels/contributions/silu_and_mul_triton: bundle directories hold no
+// BUILD file of their own, so their bytes (and content hash) are exactly
+// what a miner submits and a scan accepts. A file label such as
+// "//catalog:targets.hcl" names one file of a package.
 type Label struct {
-	Package string // "kernels/contributions/silu", "" for the root package
-	Name    string
+	Package string // "kernels/contributions", "" for the root package
+	Name    string // "silu_and_mul_triton"
+
+	explicitName bool // written as //package:name rather than //package
 }
 
 // ParseLabel parses "//pkg", "//pkg:name" or "@//pkg:name" (the main
@@ -46,7 +51,7 @@ func ParseLabel(s string) (Label, error) {
 	if path.Clean(name) != name || strings.HasPrefix(name, "../") || name == ".." {
 		return Label{}, fmt.Errorf("label %q: target name %q is not a clean relative path", s, name)
 	}
-	return Label{Package: pkg, Name: name}, nil
+	return Label{Package: pkg, Name: name, explicitName: hasName}, nil
 }
 
 // IsLabel reports whether s is written as a label rather than a path.
@@ -66,14 +71,21 @@ func (l Label) Short() string {
 	return l.String()
 }
 
-// DirPath is the repository-relative directory a contribution label
-// names. Only labels whose name is the package's last component name a
-// bundle directory.
+// DirPath is the repository-relative directory a directory label names:
+// the subdirectory Name of Package ("//kernels/contributions:silu" names
+// kernels/contributions/silu). A label written without ":name" names a
+// package, not a directory beside its BUILD file, and is refused with the
+// spelling to use instead.
 func (l Label) DirPath() (string, error) {
-	if l.Package == "" || path.Base(l.Package) != l.Name {
-		return "", fmt.Errorf("label %s does not name a bundle directory: write it as //<dir> (the package of the bundle directory), e.g. //%s", l, path.Join(l.Package, l.Name))
+	if !l.explicitName {
+		parent, dir := path.Split(l.Package)
+		return "", fmt.Errorf("label %s names a package, not a bundle directory: write //%s:%s (the target the BUILD file of %s declares for the directory %s; bundle directories hold no BUILD file)",
+			l.Short(), strings.TrimSuffix(parent, "/"), dir, strings.TrimSuffix(parent, "/")+"/", l.Package)
 	}
-	return l.Package, nil
+	if strings.Contains(l.Name, "/") {
+		return "", fmt.Errorf("label %s does not name a bundle directory: the name must be one directory beside the BUILD file", l)
+	}
+	return path.Join(l.Package, l.Name), nil
 }
 
 // FilePath is the repository-relative path of the file a label names.

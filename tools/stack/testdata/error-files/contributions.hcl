@@ -10,16 +10,16 @@ stack "e" {
     digest = "3333333333333333333333333333333333333333333333333333333333333333"
   }
   contribution "activation.silu_and_mul" {
-    source             = "//kernels/contributions/silu"
+    source             = "//kernels/contributions:silu"
     attribution_digest = "4444444444444444444444444444444444444444444444444444444444444444"
   }
   contribution "activation.silu_and_mul" { # ERROR: Duplicate contribution
-    source             = "//kernels/contributions/other"
+    source             = "//kernels/contributions:other"
     attribution_digest = "4444444444444444444444444444444444444444444444444444444444444444"
   }
   contribution "norm.rmsnorm" {
     kind                      = "reviewed" # ERROR: Invalid contribution kind
-    source                    = "//kernels/contributions:rms" # ERROR: Invalid source label
+    source                    = "//kernels/contributions/rms" # ERROR: Invalid source label
     attribution_digest        = "4444444444444444444444444444444444444444444444444444444444444444"
   }
   contribution "bad target!" { # ERROR: Invalid target id
@@ -28,7 +28,7 @@ stack "e" {
     integration_record_digest = "4444444444444444444444444444444444444444444444444444444444444444" # ERROR: Attribute not allowed here
   }
   contribution "attention.sdpa" { # ERROR: Missing required argument
-    source = "//kernels/contributions/sdpa"
+    source = "//kernels/contributions:sdpa"
   }
   contribution "attention.decode" {
     source             = var.decode # ERROR: Variables not allowed

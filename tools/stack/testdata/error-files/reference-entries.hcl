@@ -10,7 +10,7 @@ stack "reference" {
     digest = "3333333333333333333333333333333333333333333333333333333333333333"
   }
   contribution "activation.silu_and_mul" { # ERROR: Contribution in a reference stack
-    source             = "//kernels/contributions/silu"
+    source             = "//kernels/contributions:silu"
     attribution_digest = "4444444444444444444444444444444444444444444444444444444444444444"
   }
 }

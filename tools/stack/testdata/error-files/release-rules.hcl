@@ -11,11 +11,11 @@ stack "r" {
   }
   contribution "activation.silu_and_mul" {
     kind               = "proposal" # ERROR: Proposal in a release stack
-    source             = "//kernels/contributions/silu"
+    source             = "//kernels/contributions:silu"
     attribution_digest = "4444444444444444444444444444444444444444444444444444444444444444"
   }
   contribution "norm.rmsnorm" { # ERROR: Missing integration record digest
-    source             = "//kernels/contributions/rms"
+    source             = "//kernels/contributions:rms"
     attribution_digest = "4444444444444444444444444444444444444444444444444444444444444444"
     artifact_digest    = "4444444444444444444444444444444444444444444444444444444444444444" # ERROR: Attribute not allowed here
   }

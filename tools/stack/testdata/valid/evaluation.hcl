@@ -18,7 +18,7 @@ stack "incumbent" {
   }
 
   contribution "norm.rmsnorm" {
-    source             = "//kernels/contributions/rmsnorm_triton"
+    source             = "//kernels/contributions:rmsnorm_triton"
     attribution_digest = "4444444444444444444444444444444444444444444444444444444444444444"
   }
 
