@@ -1,0 +1,234 @@
+package stack
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cacheon/engine/tools/identity"
+)
+
+// testProposal is the proposal reference projection, used here to pin the
+// manifest digests independently of the contribution package.
+type testProposal struct {
+	Type                  string `json:"type"`
+	SchemaVersion         int    `json:"schema_version"`
+	TargetID              string `json:"target_id"`
+	TargetSpecDigest      string `json:"target_spec_digest"`
+	ArtifactDigest        string `json:"artifact_digest"`
+	SelectedPayloadDigest string `json:"selected_payload_digest"`
+	AttributionDigest     string `json:"attribution_digest"`
+}
+
+func (p *testProposal) RefKind() string             { return p.Type }
+func (p *testProposal) RefTarget() (string, string) { return p.TargetID, p.TargetSpecDigest }
+func (p *testProposal) RefDigest() (string, error) {
+	return identity.Digest("cacheon.contribution.proposal", p)
+}
+func (p *testProposal) Validate() error {
+	return identity.CheckDigest("artifact_digest", p.ArtifactDigest, false)
+}
+
+func d64(c string) string { return strings.Repeat(c, 64) }
+
+func defaultSnapshot(t *testing.T) ([]byte, string, map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile("testdata/default-catalog.snapshot.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := identity.Digest(catalogDomain, json.RawMessage(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := snapshotSpecDigests(b, digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, digest, specs
+}
+
+func siluProposal(spec string) *testProposal {
+	return &testProposal{
+		Type: ProposalKind, SchemaVersion: 1, TargetID: "activation.silu_and_mul", TargetSpecDigest: spec,
+		ArtifactDigest:        "3d518dda8356bddd8c18fc2d3d02465a044135caee04853609ccdcb6c35c44db",
+		SelectedPayloadDigest: "c578ea5f8078cf7875577cdfbb1f36260c7ac7693e995528c53fdcd22d0e9ba5",
+		AttributionDigest:     d64("4"),
+	}
+}
+
+// The upstream goldens: the empty (pristine) evaluation stack with runtime
+// 1…, base 2…, arena 3… over the default catalog, and the same stack with
+// the silu example proposal attributed to 4….
+func TestEvaluationManifestUpstreamGoldens(t *testing.T) {
+	snap, catalogDigest, specs := defaultSnapshot(t)
+	if catalogDigest != "171302dde69a419264958499d07cd57f84e84516dee0e89c40a630f807a8152b" {
+		t.Fatalf("catalog digest %s", catalogDigest)
+	}
+	if specs["activation.silu_and_mul"] != "ad6ce779616860a534a8a7919a1fca2f2c45669fddf98454fda8861c86155350" {
+		t.Fatalf("silu spec digest %s", specs["activation.silu_and_mul"])
+	}
+	empty, err := NewEvaluationStackManifest(d64("1"), d64("2"), d64("3"), catalogDigest, snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := empty.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "938fd770") || !strings.HasSuffix(got, "9a4d") {
+		t.Errorf("empty stack digest %s, want 938fd770…9a4d", got)
+	}
+	withSilu, err := empty.WithContribution(siluProposal(specs["activation.silu_and_mul"]), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = withSilu.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "9cb9c501") || !strings.HasSuffix(got, "5927") {
+		t.Errorf("silu stack digest %s, want 9cb9c501…5927", got)
+	}
+	if len(empty.Entries) != 0 {
+		t.Errorf("WithContribution mutated its receiver")
+	}
+	back, err := withSilu.WithContribution(nil, []string{"activation.silu_and_mul"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := back.Digest(); !strings.HasPrefix(d, "938fd770") {
+		t.Errorf("removing the only entry gives %s, want the empty stack again", d)
+	}
+}
+
+func TestManifestRejects(t *testing.T) {
+	snap, catalogDigest, specs := defaultSnapshot(t)
+	silu := siluProposal(specs["activation.silu_and_mul"])
+	stale := siluProposal(d64("9"))
+	unknown := siluProposal(specs["activation.silu_and_mul"])
+	unknown.TargetID = "activation.gelu"
+	tests := []struct {
+		name    string
+		build   func() error
+		wantErr string
+	}{
+		{"bad arena", func() error {
+			_, err := NewEvaluationStackManifest(d64("1"), d64("2"), "x", catalogDigest, snap, nil)
+			return err
+		}, "arena_digest"},
+		{"zero runtime", func() error {
+			_, err := NewEvaluationStackManifest(d64("0"), d64("2"), d64("3"), catalogDigest, snap, nil)
+			return err
+		}, "runtime_digest: the all-zero digest"},
+		{"snapshot does not hash to digest", func() error {
+			_, err := NewEvaluationStackManifest(d64("1"), d64("2"), d64("3"), d64("5"), snap, nil)
+			return err
+		}, "catalog_snapshot hashes to 171302dd"},
+		{"stale target spec", func() error {
+			_, err := NewEvaluationStackManifest(d64("1"), d64("2"), d64("3"), catalogDigest, snap, []Ref{stale})
+			return err
+		}, "stale target-spec digest"},
+		{"unknown target", func() error {
+			_, err := NewEvaluationStackManifest(d64("1"), d64("2"), d64("3"), catalogDigest, snap, []Ref{unknown})
+			return err
+		}, "target is not in the stack's catalog"},
+		{"duplicate target", func() error {
+			_, err := NewEvaluationStackManifest(d64("1"), d64("2"), d64("3"), catalogDigest, snap, []Ref{silu, silu})
+			return err
+		}, "two entries for target activation.silu_and_mul"},
+		{"proposal in a release", func() error {
+			_, err := NewEngineReleaseManifest(d64("1"), d64("2"), catalogDigest, snap, []Ref{silu})
+			return err
+		}, "integrated (reviewed) contributions only"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.build()
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestReleaseManifestDigestDiffersFromEvaluation(t *testing.T) {
+	snap, catalogDigest, _ := defaultSnapshot(t)
+	rel, err := NewEngineReleaseManifest(d64("1"), d64("2"), catalogDigest, snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rel.CanonicalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), `{"base_engine_digest":"`+d64("2")) || strings.Contains(string(b), "arena_digest") ||
+		!strings.HasSuffix(string(b), `"schema_version":1,"stack_policy_version":"engine-release.v1","type":"engine_release"}`) {
+		t.Errorf("release canonical JSON = %.200s…", b)
+	}
+	d, err := rel.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := identity.MustDigest(ReleaseDomain, json.RawMessage(b))
+	if d != want {
+		t.Errorf("digest %s is not H(release, canonical JSON) %s", d, want)
+	}
+	ctx := Context{RuntimeDigest: d64("1"), BaseEngineDigest: d64("2"), CatalogDigest: catalogDigest, CatalogSnapshot: rel.CatalogSnapshot}
+	if err := rel.ValidateAgainst(ctx); err != nil {
+		t.Errorf("ValidateAgainst its own context: %v", err)
+	}
+	ctx.BaseEngineDigest = d64("7")
+	if err := rel.ValidateAgainst(ctx); err == nil || !strings.Contains(err.Error(), "base_engine_digest") {
+		t.Errorf("ValidateAgainst another base engine = %v", err)
+	}
+}
+
+func TestReferenceManifest(t *testing.T) {
+	snap, catalogDigest, specs := defaultSnapshot(t)
+	empty, _ := NewEvaluationStackManifest(d64("1"), d64("2"), d64("3"), catalogDigest, snap, nil)
+	in := ReferenceInputs{
+		PristineLaunchDigest: d64("a"), ControllerDistributionDigest: d64("b"), WorkerDistributionDigest: d64("c"),
+		ModelRevisionDigest: d64("d"), ModelManifestDigest: d64("e"), ModelContentDigest: d64("f"),
+		LogicalHardwareDigest: d64("5"), WorkloadDigest: d64("6"), TokenizerDigest: d64("7"),
+		HiddenCorpusCommitmentDigest: d64("8"), HiddenJudgeDigest: d64("9"), SelectionPolicyDigest: d64("4"),
+	}
+	ref, err := NewReferenceManifest(empty, d64("c"), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stackDigest, _ := empty.Digest()
+	if ref.PristineStackDigest != stackDigest || ref.ArenaDigest != d64("3") || ref.CatalogDigest != catalogDigest {
+		t.Errorf("reference = %+v", ref)
+	}
+	measured, err := ref.MeasuredDigest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _ := ref.Digest()
+	// A new controller build changes the reference identity but not
+	// what it measures, so calibrations stay valid.
+	moved := *ref
+	moved.ControllerDistributionDigest = d64("e")
+	moved.PristineLaunchDigest = d64("e")
+	if m, _ := moved.MeasuredDigest(); m != measured {
+		t.Errorf("measured digest moved with the controller")
+	}
+	if f, _ := moved.Digest(); f == full {
+		t.Errorf("full digest ignores the controller")
+	}
+	moved.TokenizerDigest = d64("e")
+	if m, _ := moved.MeasuredDigest(); m == measured {
+		t.Errorf("measured digest ignores the tokenizer")
+	}
+
+	withSilu, _ := empty.WithContribution(siluProposal(specs["activation.silu_and_mul"]), nil)
+	if _, err := NewReferenceManifest(withSilu, d64("c"), in); err == nil || !strings.Contains(err.Error(), "must be empty") {
+		t.Errorf("reference of a non-empty stack = %v", err)
+	}
+	in.HiddenJudgeDigest = ""
+	if _, err := NewReferenceManifest(empty, d64("c"), in); err == nil || !strings.Contains(err.Error(), "hidden_judge_digest") {
+		t.Errorf("reference with a missing digest = %v", err)
+	}
+}
