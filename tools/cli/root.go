@@ -72,6 +72,7 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 	root.AddCommand(
 		newDigestCommand(s),
 		newHashCommand(s),
+		newModelCommand(s),
 	)
 	return root
 }

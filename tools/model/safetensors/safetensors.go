@@ -40,22 +40,22 @@ type DType string
 
 // The element types of the format with a whole number of bytes per element.
 const (
-	Bool    DType = "BOOL"
-	U8      DType = "U8"
-	I8      DType = "I8"
-	F8E5M2  DType = "F8_E5M2"
-	F8E4M3  DType = "F8_E4M3"
-	F8E8M0  DType = "F8_E8M0"
-	I16     DType = "I16"
-	U16     DType = "U16"
-	F16     DType = "F16"
-	BF16    DType = "BF16"
-	I32     DType = "I32"
-	U32     DType = "U32"
-	F32     DType = "F32"
-	F64     DType = "F64"
-	I64     DType = "I64"
-	U64     DType = "U64"
+	Bool   DType = "BOOL"
+	U8     DType = "U8"
+	I8     DType = "I8"
+	F8E5M2 DType = "F8_E5M2"
+	F8E4M3 DType = "F8_E4M3"
+	F8E8M0 DType = "F8_E8M0"
+	I16    DType = "I16"
+	U16    DType = "U16"
+	F16    DType = "F16"
+	BF16   DType = "BF16"
+	I32    DType = "I32"
+	U32    DType = "U32"
+	F32    DType = "F32"
+	F64    DType = "F64"
+	I64    DType = "I64"
+	U64    DType = "U64"
 )
 
 var dtypeSizes = map[DType]int64{
