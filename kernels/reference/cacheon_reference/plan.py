@@ -1,0 +1,113 @@
+"""Case planning: catalog shapes, seeded jitter, and fresh replay inputs.
+
+Both the candidate harness and the reference checker call these functions
+with the same arguments and get the same answers, so neither has to trust
+the other's account of which inputs a call saw.
+"""
+
+import random
+from typing import Dict, List, Tuple
+
+import torch
+
+from .slots import Slot
+
+JITTER_POLICY = "cacheon.verify-jitter.v1"
+
+# Seed strides for fresh dynamic inputs: phase k, attempt a of a case with
+# seed s draws from s + REPLAY_STRIDE*(k+1) + ATTEMPT_STRIDE*a.
+REPLAY_STRIDE = 104_729
+ATTEMPT_STRIDE = 1_000_003
+MAX_ATTEMPTS = 8
+
+# Graph replays use phase indices 0..2; the eager repeat uses 3 so its
+# inputs never coincide with a replay's.
+GRAPH_REPLAYS = 3
+REPEAT_PHASE = 3
+
+
+class FreshInputError(RuntimeError):
+    """No attempt produced dynamic inputs that all differ from the previous call's."""
+
+
+def jitter(value: int, floor: int, rng: random.Random) -> int:
+    """max(floor, v + U{-1..3} + (v//3) * U{0,1})."""
+    a = rng.randint(-1, 3)
+    b = rng.randint(0, 1)
+    return max(floor, value + a + (value // 3) * b)
+
+
+def plan_cases(slot: Slot, seed: int, world: int) -> List[Dict[str, object]]:
+    """The slot's verification cases for seed: every catalog shape, with its
+    count parameters jittered from random.Random(seed). Case i draws its
+    inputs from seed + i. Each case carries both the jittered and the catalog
+    params with their live capability fields, so the controller can fall
+    back to the catalog shape when jitter leaves a declared domain."""
+    rng = random.Random(seed)
+    cases = []
+    for i, shape in enumerate(slot.catalog_shapes):
+        catalog = slot.normalize(slot.params(shape))
+        p = dict(catalog)
+        for key, floor in slot.jitter_keys(catalog).items():
+            p[key] = jitter(p[key], floor, rng)
+        p = slot.normalize(p)
+        cases.append({
+            "index": i,
+            "seed": seed + i,
+            "params": p,
+            "catalog_params": catalog,
+            "live": slot.live(p, world),
+            "catalog_live": slot.live(catalog, world),
+            "describe": slot.describe(p),
+        })
+    return cases
+
+
+def _dynamic(slot: Slot, p, dtype, seed: int, world: int) -> List[Dict[str, torch.Tensor]]:
+    per_rank = []
+    for r in range(world):
+        v = slot.generate(p, dtype, seed, r, world)
+        per_rank.append({n: v[n] for n in slot.dynamic_inputs})
+    return per_rank
+
+
+def fresh_seed(slot: Slot, p, dtype, case_seed: int, phase: int, previous_seed: int, world: int) -> int:
+    """The first seed for phase whose dynamic inputs differ, on every rank
+    and in every dynamic tensor, from those drawn from previous_seed."""
+    before = _dynamic(slot, p, dtype, previous_seed, world)
+    for attempt in range(MAX_ATTEMPTS):
+        s = case_seed + REPLAY_STRIDE * (phase + 1) + ATTEMPT_STRIDE * attempt
+        now = _dynamic(slot, p, dtype, s, world)
+        if all(not torch.equal(now[r][n], before[r][n]) for r in range(world) for n in now[r]):
+            return s
+    raise FreshInputError(f"{slot.name}: no fresh dynamic inputs after {MAX_ATTEMPTS} attempts for phase {phase}")
+
+
+def phase_seeds(slot: Slot, p, dtype, case_seed: int, world: int, graph: bool) -> List[Tuple[str, int]]:
+    """The calls of one case in order, each with the seed its dynamic inputs
+    come from: "eager" (the case seed: every input), "repeat" (fresh dynamic
+    inputs written in place into the same tensors, eager again), then when
+    the graph gate runs "replay0".."replay2" (fresh dynamic inputs copied
+    into the captured tensors before each replay)."""
+    phases = [("eager", case_seed)]
+    repeat = fresh_seed(slot, p, dtype, case_seed, REPEAT_PHASE, case_seed, world)
+    phases.append(("repeat", repeat))
+    if graph:
+        prev = repeat
+        for k in range(GRAPH_REPLAYS):
+            s = fresh_seed(slot, p, dtype, case_seed, k, prev, world)
+            phases.append((f"replay{k}", s))
+            prev = s
+    return phases
+
+
+def phase_inputs(slot: Slot, p, dtype, case_seed: int, seed: int, rank: int, world: int) -> Dict[str, object]:
+    """The full inputs of a call in a phase drawn from seed: static inputs
+    (weights, scalars) from the case seed, dynamic ones from seed."""
+    base = slot.generate(p, dtype, case_seed, rank, world)
+    if seed == case_seed:
+        return base
+    fresh = slot.generate(p, dtype, seed, rank, world)
+    for n in slot.dynamic_inputs:
+        base[n] = fresh[n]
+    return base

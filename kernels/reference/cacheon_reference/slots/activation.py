@@ -1,0 +1,33 @@
+"""activation.silu_and_mul: out = silu(x[:, :d]) * x[:, d:]."""
+
+import torch
+
+from ..spec import Correctness, OutputSpec
+from .base import Slot, Streams, randn, silu_mul_f32
+
+
+class SiluAndMul(Slot):
+    name = "activation.silu_and_mul"
+    kind = "op"
+    call = ("x", "out")
+    shape_params = ("T", "d")
+    catalog_shapes = ((1, 1024), (8, 1024), (128, 4096), (4096, 4096), (333, 2880))
+    count_keys = {"T": 1}
+    dynamic_inputs = ("x",)
+    correctness = Correctness("allclose")
+    summary = "gated SiLU: x (T, 2d) -> out (T, d) = silu(gate half) * up half"
+
+    def generate(self, p, dtype, seed, rank=0, world=1):
+        s = Streams(seed, rank)
+        return {"x": randn(s.rep, (p["T"], 2 * p["d"]), dtype)}
+
+    def output_specs(self, p, dtype):
+        return {"out": OutputSpec((p["T"], p["d"]), dtype)}
+
+    def truth(self, p, ranks, dtype):
+        x = ranks[0]["x"]
+        d = p["d"]
+        return {"out": silu_mul_f32(x[:, :d], x[:, d:])}
+
+    def live(self, p, world):
+        return {"num_tokens": p["T"], "last_dim": 2 * p["d"], "intermediate_dim": p["d"]}

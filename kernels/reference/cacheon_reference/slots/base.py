@@ -1,0 +1,142 @@
+"""The Slot base class and the generator helpers every slot shares."""
+
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from ..spec import Correctness, OutputSpec
+
+# Seed offset between the per-rank streams of a collective: rank r draws its
+# sharded tensors from seed + RANK_STRIDE*r; replicated tensors use seed.
+RANK_STRIDE = 1_000_003
+
+
+class Slot:
+    """One registered slot: contract data plus generator, allocation and truth.
+
+    Subclasses set the class attributes and implement generate, output_specs,
+    truth and live. Every tensor generate returns is on the CPU, drawn from
+    torch.Generator streams seeded from the case seed alone, so any process
+    regenerates bit-identical inputs.
+    """
+
+    name: str = ""
+    kind: str = "op"  # op | block | collective
+    call: Tuple[str, ...] = ()  # argument names in semantic call order
+    outputs: Tuple[str, ...] = ("out",)
+    prepare_args: Tuple[str, ...] = ()  # inputs prepare() consumes; the call gets "prepared" instead
+    shape_params: Tuple[str, ...] = ()
+    catalog_shapes: Tuple[Tuple[int, ...], ...] = ()
+    count_keys: Dict[str, int] = {}  # shape param -> floor under jitter
+    dynamic_inputs: Tuple[str, ...] = ()
+    correctness: Correctness = Correctness("allclose")
+    kl_threshold: Optional[float] = None
+    summary: str = ""
+
+    @property
+    def collective(self) -> bool:
+        return self.kind == "collective"
+
+    @property
+    def prepare(self) -> bool:
+        return bool(self.prepare_args)
+
+    def params(self, shape: Tuple[int, ...]) -> Dict[str, int]:
+        if len(shape) != len(self.shape_params):
+            raise ValueError(f"{self.name}: shape {shape} does not match params {self.shape_params}")
+        return dict(zip(self.shape_params, (int(v) for v in shape)))
+
+    def jitter_keys(self, p: Dict[str, int]) -> Dict[str, int]:
+        """The count params that jitter for this shape (name -> floor)."""
+        return dict(self.count_keys)
+
+    def normalize(self, p: Dict[str, int]) -> Dict[str, int]:
+        """Re-establish the slot's shape constraints after jitter."""
+        return p
+
+    def generate(self, p: Dict[str, int], dtype: torch.dtype, seed: int, rank: int = 0, world: int = 1) -> Dict[str, object]:
+        raise NotImplementedError
+
+    def output_specs(self, p: Dict[str, int], dtype: torch.dtype) -> Dict[str, OutputSpec]:
+        raise NotImplementedError
+
+    def truth(self, p: Dict[str, int], ranks: List[Dict[str, object]], dtype: torch.dtype) -> Dict[str, torch.Tensor]:
+        """fp32 expected outputs from the inputs of every rank (one entry for
+        non-collective slots). Inputs are upcast; the truth never sees the
+        candidate."""
+        raise NotImplementedError
+
+    def live(self, p: Dict[str, int], world: int) -> Dict[str, object]:
+        """The capability fields of a live call with these params."""
+        raise NotImplementedError
+
+    def describe(self, p: Dict[str, int]) -> str:
+        return " ".join(f"{k}={v}" for k, v in p.items())
+
+    def contract(self) -> Dict[str, object]:
+        """The slot's contract as plain JSON (for `slots` listings and plans)."""
+        c = self.correctness
+        return {
+            "slot": self.name,
+            "kind": self.kind,
+            "call": list(self.call),
+            "outputs": list(self.outputs),
+            "prepare": list(self.prepare_args) or None,
+            "shape_params": list(self.shape_params),
+            "catalog_shapes": [list(s) for s in self.catalog_shapes],
+            "dynamic_inputs": list(self.dynamic_inputs),
+            "correctness": {"mode": c.mode, "min_ratio": c.min_ratio, "min_cosine": c.min_cosine,
+                            "max_rel_norm_err": c.max_rel_norm_err, "top_k": c.top_k, "min_overlap": c.min_overlap},
+            "kl_threshold": self.kl_threshold,
+            "summary": self.summary,
+        }
+
+
+class Streams:
+    """The two deterministic CPU streams of one (case seed, rank): a replicated
+    stream every rank shares and a per-rank stream for sharded tensors."""
+
+    def __init__(self, seed: int, rank: int = 0):
+        self.rep = torch.Generator(device="cpu")
+        self.rep.manual_seed(_seed63(seed))
+        self.own = torch.Generator(device="cpu")
+        self.own.manual_seed(_seed63(seed + RANK_STRIDE * rank))
+
+
+def _seed63(seed: int) -> int:
+    # torch seeds are unsigned 64-bit; fold any Python int into range.
+    return seed % (1 << 63)
+
+
+def randn(g: torch.Generator, shape, dtype: torch.dtype, scale: float = 1.0) -> torch.Tensor:
+    t = torch.randn(*shape, generator=g, dtype=torch.float32)
+    if scale != 1.0:
+        t = t * scale
+    return t.to(dtype).contiguous()
+
+
+def uniform(g: torch.Generator, shape, lo: float, hi: float, dtype: torch.dtype) -> torch.Tensor:
+    t = torch.rand(*shape, generator=g, dtype=torch.float32) * (hi - lo) + lo
+    return t.to(dtype).contiguous()
+
+
+def seq_lens(g: torch.Generator, batch: int, lo: int, hi: int) -> torch.Tensor:
+    """int32 lengths uniform in [lo, hi] with row 0 pinned to hi (the full
+    context must always be exercised)."""
+    t = torch.randint(lo, hi + 1, (batch,), generator=g, dtype=torch.int64)
+    t[0] = hi
+    return t.to(torch.int32)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def rmsnorm_f32(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    xf = x.to(torch.float32)
+    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.to(torch.float32)
+
+
+def silu_mul_f32(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    g = gate.to(torch.float32)
+    return g * torch.sigmoid(g) * up.to(torch.float32)

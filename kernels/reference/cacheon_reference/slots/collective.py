@@ -1,0 +1,126 @@
+"""Collective slots: all-reduce, fused all-reduce + residual + RMSNorm, MoE finalize."""
+
+import torch
+
+from ..spec import Correctness, OutputSpec
+from .base import Slot, Streams, randn, rmsnorm_f32, uniform
+
+EPS = 1e-6
+
+
+class AllReduce(Slot):
+    name = "collective.all_reduce"
+    kind = "collective"
+    call = ("x", "out", "group")
+    shape_params = ("M", "H")
+    catalog_shapes = ((1, 4096), (8, 4096), (128, 7168))
+    count_keys = {"M": 1}
+    dynamic_inputs = ("x",)
+    correctness = Correctness("matched_ratio", min_ratio=0.99)
+    summary = "all-reduce: per-rank x (M, H) -> out (M, H) = sum over ranks"
+
+    def generate(self, p, dtype, seed, rank=0, world=1):
+        s = Streams(seed, rank)
+        return {"x": randn(s.own, (p["M"], p["H"]), dtype, 0.1)}
+
+    def output_specs(self, p, dtype):
+        return {"out": OutputSpec((p["M"], p["H"]), dtype)}
+
+    def truth(self, p, ranks, dtype):
+        return {"out": sum(r["x"].to(torch.float32) for r in ranks)}
+
+    def live(self, p, world):
+        return {"num_tokens": p["M"], "hidden_dim": p["H"], "last_dim": p["H"], "world_size": world, "tp_size": world}
+
+
+class ARResidualRMSNorm(Slot):
+    name = "collective.ar_residual_rmsnorm"
+    kind = "collective"
+    call = ("x", "residual", "weight", "eps", "out_norm", "out_residual", "group")
+    outputs = ("out_norm", "out_residual")
+    shape_params = ("M", "H")
+    catalog_shapes = ((4, 4096), (8, 6144), (32, 6144), (64, 6144), (256, 6144))
+    count_keys = {"M": 1}
+    dynamic_inputs = ("x", "residual")
+    correctness = Correctness("matched_ratio", min_ratio=0.99)
+    summary = ("all-reduce + residual add + RMSNorm: new_residual = sum(x) + residual, "
+               "out_norm = rmsnorm(new_residual) * weight")
+
+    def generate(self, p, dtype, seed, rank=0, world=1):
+        s = Streams(seed, rank)
+        M, H = p["M"], p["H"]
+        return {
+            "x": randn(s.own, (M, H), dtype, 0.1),
+            "residual": randn(s.rep, (M, H), dtype, 0.1),
+            "weight": uniform(s.rep, (H,), 0.75, 1.25, dtype),
+            "eps": EPS,
+        }
+
+    def output_specs(self, p, dtype):
+        shape = (p["M"], p["H"])
+        return {"out_norm": OutputSpec(shape, dtype), "out_residual": OutputSpec(shape, dtype)}
+
+    def truth(self, p, ranks, dtype):
+        r0 = ranks[0]
+        res = sum(r["x"].to(torch.float32) for r in ranks) + r0["residual"].to(torch.float32)
+        return {"out_norm": rmsnorm_f32(res, r0["weight"], r0["eps"]), "out_residual": res}
+
+    def live(self, p, world):
+        return {"num_tokens": p["M"], "hidden_dim": p["H"], "last_dim": p["H"], "world_size": world, "tp_size": world}
+
+
+class MoEFinalizeARRMSNorm(Slot):
+    name = "collective.moe_finalize_ar_rmsnorm"
+    kind = "collective"
+    call = ("gemm_out", "row_map", "scales", "residual", "weight", "eps", "out_norm", "out_residual", "group")
+    outputs = ("out_norm", "out_residual")
+    shape_params = ("T", "T_exp", "K", "H")
+    catalog_shapes = ((8, 16, 5, 4096), (64, 64, 5, 6144), (224, 256, 5, 6144))
+    count_keys = {"T": 1}
+    dynamic_inputs = ("gemm_out", "row_map", "scales", "residual")
+    correctness = Correctness("matched_ratio", min_ratio=0.99)
+    summary = ("MoE finalize + all-reduce + residual + RMSNorm: acc[t] = sum_k scales[t,k] * "
+               "gemm_out[row_map[t + k*T_exp]] over t < T, summed over ranks, then add + norm")
+
+    def normalize(self, p):
+        p = dict(p)
+        p["T"] = min(p["T"], p["T_exp"])  # the head trim never grows past the expert rows
+        return p
+
+    def generate(self, p, dtype, seed, rank=0, world=1):
+        s = Streams(seed, rank)
+        T, T_exp, K, H = p["T"], p["T_exp"], p["K"], p["H"]
+        gemm_out = randn(s.own, (T_exp * K, H), dtype, 0.1)
+        row_map = torch.randperm(T_exp * K, generator=s.rep).to(torch.int32)
+        scales = ((torch.rand(T_exp, K, generator=s.rep) + 0.1) / K).to(torch.float32)
+        return {
+            "gemm_out": gemm_out,
+            "row_map": row_map,
+            "scales": scales,
+            "residual": randn(s.rep, (T, H), dtype, 0.1),
+            "weight": uniform(s.rep, (H,), 0.75, 1.25, dtype),
+            "eps": EPS,
+        }
+
+    def output_specs(self, p, dtype):
+        shape = (p["T"], p["H"])
+        return {"out_norm": OutputSpec(shape, dtype), "out_residual": OutputSpec(shape, dtype)}
+
+    def truth(self, p, ranks, dtype):
+        T, T_exp, K = p["T"], p["T_exp"], p["K"]
+        total = None
+        for r in ranks:
+            g = r["gemm_out"].to(torch.float32)
+            rm = r["row_map"].to(torch.int64)
+            acc = torch.zeros(T, g.shape[1])
+            for k in range(K):
+                rows = rm[torch.arange(T) + k * T_exp]
+                acc += r["scales"][:T, k].unsqueeze(1) * g[rows]
+            total = acc if total is None else total + acc
+        r0 = ranks[0]
+        res = total + r0["residual"].to(torch.float32)
+        return {"out_norm": rmsnorm_f32(res, r0["weight"], r0["eps"]), "out_residual": res}
+
+    def live(self, p, world):
+        return {"num_tokens": p["T"], "exp_tokens": p["T_exp"], "top_k": p["K"], "hidden_dim": p["H"],
+                "last_dim": p["H"], "world_size": world, "tp_size": world}

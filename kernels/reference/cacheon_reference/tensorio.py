@@ -1,0 +1,73 @@
+"""Raw tensor files, digests and output poisoning.
+
+Outputs cross from the candidate process to the reference process as raw
+little-endian element bytes of the logical (contiguous) tensor; shape and
+dtype come from the validator's output contract, never from the file.
+"""
+
+import hashlib
+import os
+from typing import Dict
+
+import numpy as np
+import torch
+
+from .spec import DTYPE_NAMES
+
+
+def tensor_bytes(t: torch.Tensor) -> bytes:
+    c = t.detach().contiguous().cpu()
+    if c.dtype == torch.bool:
+        c = c.to(torch.uint8)
+    return c.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def digest(t: torch.Tensor) -> str:
+    """sha256 over dtype, shape and element bytes."""
+    h = hashlib.sha256()
+    h.update(DTYPE_NAMES.get(t.dtype, str(t.dtype)).encode())
+    h.update(repr(tuple(t.shape)).encode())
+    h.update(tensor_bytes(t))
+    return h.hexdigest()
+
+
+def digests(values: Dict[str, object]) -> Dict[str, str]:
+    return {k: digest(v) for k, v in values.items() if isinstance(v, torch.Tensor)}
+
+
+def write_tensor(path: str, t: torch.Tensor) -> Dict[str, object]:
+    data = tensor_bytes(t)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+    return {"file": os.path.basename(path), "bytes": len(data)}
+
+
+def read_tensor(path: str, dtype: torch.dtype, shape) -> torch.Tensor:
+    """Read a raw tensor file written by write_tensor; the byte count must
+    match shape and dtype exactly."""
+    elem = torch.empty((), dtype=dtype).element_size()
+    n = 1
+    for s in shape:
+        n *= int(s)
+    size = os.path.getsize(path)
+    if size != n * elem:
+        raise ValueError(f"{os.path.basename(path)}: {size} bytes, expected {n * elem} for {tuple(shape)} {dtype}")
+    raw = np.fromfile(path, dtype=np.uint8)
+    t = torch.from_numpy(raw)
+    if dtype == torch.bool:
+        return t.to(torch.bool).reshape(shape)
+    return t.view(dtype).reshape(shape).clone()
+
+
+def poison(t: torch.Tensor, call: int = 0) -> None:
+    """Fill t so stale or unwritten cells are detectable: floats NaN, ints
+    max - call%17, bools alternating (starting with call parity)."""
+    if t.dtype.is_floating_point:
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        pattern = (torch.arange(t.numel(), device=t.device) + call) % 2 == 0
+        t.copy_(pattern.reshape(t.shape))
+    else:
+        t.fill_(torch.iinfo(t.dtype).max - (call % 17))

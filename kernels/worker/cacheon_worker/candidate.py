@@ -1,0 +1,276 @@
+"""The candidate role: run a contribution's entry on validator inputs.
+
+For every case the harness generates the inputs (cacheon_reference), hands
+the candidate validator-allocated outputs poisoned with NaN (or integer
+sentinels), calls prepare/entry, and then checks what only this process can
+see: outputs still the same tensors (type, storage, offset, shape, stride,
+dtype, device), row padding untouched, inputs still bound to their storage
+and bit-identical. It records input digests and writes every output's raw
+bytes for the reference role, which recomputes the truth in a process that
+never loads candidate code. This process never compares against the truth:
+the expected values never exist here.
+
+Calls per case: "eager" on fresh tensors, "repeat" with fresh dynamic
+inputs written in place into the same tensors (defeats caches keyed on
+tensor identity), and on CUDA when the graph gate applies, a capture
+followed by three replays on fresh dynamic inputs with poisoned outputs.
+"""
+
+import os
+import traceback
+
+import torch
+
+import cacheon_reference as ref
+from cacheon_reference import tensorio
+from cacheon_reference.plan import phase_inputs, phase_seeds
+
+from .loader import LoadError, callable_attr, load_module
+from .protocol import PROTOCOL, RESULT_FILE, write_json_atomic
+from . import distributed, environment
+
+
+def _storage(t):
+    """(data pointer, size in bytes) of t's storage across torch versions."""
+    if hasattr(t, "untyped_storage"):
+        s = t.untyped_storage()
+        return s.data_ptr(), s.nbytes()
+    s = t.storage()
+    return s.data_ptr(), s.size() * s.element_size()
+
+
+def identity(t):
+    if not isinstance(t, torch.Tensor):
+        return ("not-a-tensor", type(t).__name__)
+    ptr, nbytes = _storage(t)
+    return (type(t).__name__, t.data_ptr(), ptr, nbytes, t.storage_offset(), tuple(t.shape), tuple(t.stride()),
+            str(t.dtype), str(t.device))
+
+
+def _describe_change(name, before, after):
+    fields = ("type", "data_ptr", "storage", "storage bytes", "storage offset", "shape", "stride", "dtype", "device")
+    if len(before) != len(after):
+        return f"{name} was replaced by a {after[1] if len(after) > 1 else 'non-tensor'}"
+    changed = [f for f, a, b in zip(fields, before, after) if a != b]
+    return f"{name} changed {', '.join(changed)}"
+
+
+def _error_text(exc):
+    tb = traceback.format_exc().splitlines()
+    return {"error": f"{type(exc).__name__}: {exc}"[:2000], "traceback": "\n".join(tb[-25:])}
+
+
+class Call:
+    """One case's tensors: inputs, outputs, the prepared state and the call."""
+
+    def __init__(self, slot, params, dtype, device, case_seed, rank, world, group, entry):
+        self.slot, self.params, self.dtype, self.device = slot, params, dtype, device
+        self.case_seed, self.rank, self.world, self.group = case_seed, rank, world, group
+        self.entry = entry
+        cpu = phase_inputs(slot, params, dtype, case_seed, case_seed, rank, world)
+        self.inputs = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in cpu.items()}
+        self.specs = slot.output_specs(params, dtype)
+        self.outputs, self.backing = {}, {}
+        for name, spec in self.specs.items():
+            view, backing = spec.allocate(device)
+            self.outputs[name], self.backing[name] = view, backing
+        self.prepared = None
+        self.calls = 0
+
+    def args(self):
+        a = []
+        for name in self.slot.call:
+            if name == "prepared":
+                a.append(self.prepared)
+            elif name == "group":
+                a.append(self.group)
+            elif name in self.outputs:
+                a.append(self.outputs[name])
+            else:
+                a.append(self.inputs[name])
+        return a
+
+    def load_fresh(self, seed):
+        """Write the dynamic inputs drawn from seed into the existing tensors."""
+        fresh = phase_inputs(self.slot, self.params, self.dtype, self.case_seed, seed, self.rank, self.world)
+        for n in self.slot.dynamic_inputs:
+            self.inputs[n].copy_(fresh[n].to(self.device))
+
+    def poison(self):
+        for name, b in self.backing.items():
+            tensorio.poison(b, self.calls)
+        self.calls += 1
+
+    def snapshot(self):
+        return ({k: identity(v) for k, v in self.inputs.items() if isinstance(v, torch.Tensor)},
+                {k: identity(v) for k, v in self.outputs.items()},
+                {k: identity(v) for k, v in self.backing.items()})
+
+    def violations(self, snap, pre_digests):
+        """What the call changed that it must not have."""
+        ins, outs, backs = snap
+        now_ins, now_outs, now_backs = self.snapshot()
+        found = []
+        for k, before in outs.items():
+            if now_outs[k] != before:
+                found.append("output " + _describe_change(k, before, now_outs[k]))
+            elif type(self.outputs[k]) is not torch.Tensor:
+                found.append(f"output {k} is a {type(self.outputs[k]).__name__}, not a plain torch.Tensor")
+        for k, before in backs.items():
+            if now_backs[k] != before:
+                found.append("output storage " + _describe_change(k, before, now_backs[k]))
+        for name, spec in self.specs.items():
+            mask = spec.padding_mask(self.device)
+            if mask is not None and not bool(torch.isnan(self.backing[name][mask]).all()):
+                found.append(f"output {name}: row padding outside the logical view was written")
+        for k, before in ins.items():
+            if now_ins[k] != before:
+                found.append("input " + _describe_change(k, before, now_ins[k]))
+        post = tensorio.digests(self.inputs)
+        for k, d in pre_digests.items():
+            if post.get(k) != d:
+                found.append(f"input {k} was modified in place")
+        return found, post
+
+    def dump(self, work_dir, case, phase):
+        files = {}
+        for name, t in self.outputs.items():
+            path = os.path.join(work_dir, f"c{case}_{phase}_{name}.bin")
+            files[name] = tensorio.write_tensor(path, t)
+        return files
+
+
+def _sync(device):
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
+def run_phase(call, work_dir, case_index, phase, seed, fn, progress):
+    """Run fn() as one checked call and return its record."""
+    rec = {"phase": phase, "seed": seed}
+    if phase != "eager" and not phase.startswith("replay"):
+        call.load_fresh(seed)
+    pre = tensorio.digests(call.inputs)
+    rec["inputs_pre"] = pre
+    call.poison()
+    snap = call.snapshot()
+    progress("call", case=case_index, phase=phase)
+    try:
+        fn()
+        _sync(call.device)
+    except Exception as e:  # the candidate raised: a verdict, not a crash
+        rec.update(status="raised", **_error_text(e))
+        return rec
+    found, post = call.violations(snap, pre)
+    rec["inputs_post"] = post
+    rec["violations"] = found
+    rec["outputs"] = call.dump(work_dir, case_index, phase)
+    rec["status"] = "violated" if found else "ok"
+    return rec
+
+
+def run_graph(call, work_dir, case_index, seeds, progress):
+    """Capture one call in a CUDA graph and replay it on fresh inputs."""
+    graph = {"status": "not_run"}
+    phases = []
+    progress("graph_capture", case=case_index)
+    try:
+        side = torch.cuda.Stream(device=call.device)
+        side.wait_stream(torch.cuda.current_stream(call.device))
+        with torch.cuda.stream(side):
+            call.entry(*call.args())
+        torch.cuda.current_stream(call.device).wait_stream(side)
+        _sync(call.device)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            call.entry(*call.args())
+        _sync(call.device)
+    except Exception as e:
+        graph.update(status="capture_failed", **_error_text(e))
+        return graph, phases
+    graph["status"] = "captured"
+    for phase, seed in seeds:
+        call.load_fresh(seed)
+        phases.append(run_phase(call, work_dir, case_index, phase, seed, g.replay, progress))
+    return graph, phases
+
+
+def run(req, progress):
+    work_dir = req["work_dir"]
+    slot = ref.get(req["slot"])
+    dtype = ref.dtype_of(req["dtype"])
+    world, rank = int(req.get("world_size", 1)), int(req.get("rank", 0))
+    device = environment.rank_device(req["device"], rank, slot.collective)
+    result = {"protocol": PROTOCOL, "role": "candidate", "slot": slot.name, "variant": req.get("variant"),
+              "rank": rank, "world_size": world, "device": str(device), "complete": False,
+              "env": environment.describe(req["device"]), "cases": []}
+    path = os.path.join(work_dir, RESULT_FILE)
+    write_json_atomic(path, result)
+
+    group = None
+    if slot.collective:
+        progress("distributed_init", rank=rank, world=world)
+        group = distributed.init(req["rendezvous"], rank, world, req["device"], float(req.get("timeout_s", 300)))
+
+    progress("import_candidate", source=req["source"])
+    try:
+        module = load_module(req["bundle_root"], req["source"])
+        entry = callable_attr(module, req["entry"], "entry")
+        prepare = None
+        if slot.prepare:
+            if not req.get("prepare"):
+                raise LoadError(f"{slot.name} needs a prepare callable; the op row declares none")
+            prepare = callable_attr(module, req["prepare"], "prepare")
+    except Exception as e:
+        result["load"] = {"ok": False, **_error_text(e)}
+        result["complete"] = True
+        write_json_atomic(path, result)
+        return result
+    result["load"] = {"ok": True}
+    write_json_atomic(path, result)
+
+    for c in req["cases"]:
+        case = ref.Case.from_json(c)
+        crec = {"index": case.index, "seed": case.seed, "params": case.params, "phases": []}
+        result["cases"].append(crec)
+        progress("case", case=case.index)
+        call = Call(slot, case.params, dtype, device, case.seed, rank, world, group, entry)
+        if prepare is not None:
+            progress("prepare", case=case.index)
+            pre = tensorio.digests({n: call.inputs[n] for n in slot.prepare_args})
+            try:
+                call.prepared = prepare(*[call.inputs[n] for n in slot.prepare_args])
+                _sync(device)
+            except Exception as e:
+                crec["prepare"] = {"status": "raised", **_error_text(e)}
+                write_json_atomic(path, result)
+                continue
+            post = tensorio.digests({n: call.inputs[n] for n in slot.prepare_args})
+            changed = [n for n in pre if post.get(n) != pre[n]]
+            crec["prepare"] = {"status": "violated" if changed else "ok",
+                               "violations": [f"prepare modified input {n} in place" for n in changed]}
+            if changed:
+                write_json_atomic(path, result)
+                continue
+        seeds = phase_seeds(slot, case.params, dtype, case.seed, world, bool(req.get("graph")))
+        for phase, seed in seeds[:2]:
+            rec = run_phase(call, work_dir, case.index, phase, seed, lambda: entry(*call.args()), progress)
+            crec["phases"].append(rec)
+            write_json_atomic(path, result)
+            if rec["status"] == "raised":
+                break
+        # Ranks of a collective must make the same calls, so the gate skips
+        # only what every rank skips alike: a case whose eager calls raised.
+        if req.get("graph") and len(crec["phases"]) == 2 and all(p["status"] != "raised" for p in crec["phases"]):
+            graph, replays = run_graph(call, work_dir, case.index, seeds[2:], progress)
+            crec["graph"] = graph
+            crec["phases"].extend(replays)
+            write_json_atomic(path, result)
+        del call
+
+    if group is not None:
+        distributed.finish()
+    result["complete"] = True
+    write_json_atomic(path, result)
+    progress("done")
+    return result

@@ -1,0 +1,177 @@
+"""The reference role: judge a candidate's recorded outputs.
+
+This process never imports candidate code. It regenerates every call's
+inputs from the case seeds, computes the fp32 truth, and compares it with
+the raw outputs the candidate process wrote, under the slot's correctness
+policy. It also checks the candidate's account of its inputs against its
+own: the digest the candidate recorded before each call must equal the
+digest of the regenerated inputs (so a candidate that tampers with the
+generator at import time is caught), and the digest after the call must
+be unchanged (inputs are read-only).
+"""
+
+import json
+import os
+
+import torch
+
+import cacheon_reference as ref
+from cacheon_reference import tensorio
+from cacheon_reference.plan import phase_inputs, phase_seeds
+
+from .protocol import PROTOCOL, RESULT_FILE
+
+
+def _load_record(d):
+    path = os.path.join(d, RESULT_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+def _phase_label(phase):
+    if phase == "eager":
+        return "eager call"
+    if phase == "repeat":
+        return "repeat call on fresh inputs"
+    return f"graph {phase.replace('replay', 'replay ')}"
+
+
+def judge_phase(slot, params, dtype, rec, own_pre, expected, rank_dir, world):
+    """Verdict of one rank's record of one call: (passed, reason, comparison)."""
+    status = rec.get("status")
+    if status == "raised":
+        return False, f"entry raised {rec.get('error', 'an exception')}", None
+    violations = rec.get("violations") or []
+    if status not in ("ok", "violated"):
+        return False, f"unknown call status {status!r}", None
+    pre = rec.get("inputs_pre") or {}
+    for name, d in own_pre.items():
+        if pre.get(name) != d:
+            return False, (f"input {name} seen by the candidate differs from the validator's regenerated input "
+                           f"(inputs were tampered with before the call)"), None
+    post = rec.get("inputs_post") or {}
+    for name, d in own_pre.items():
+        if post.get(name) != d:
+            violations = violations + [f"input {name} was modified in place"]
+    if violations:
+        return False, "; ".join(dict.fromkeys(violations)), None
+    specs = slot.output_specs(params, dtype)
+    atol, rtol = ref.tolerance(ref.spec.DTYPE_NAMES[dtype])
+    actual = {}
+    files = rec.get("outputs") or {}
+    for name, spec in specs.items():
+        f = files.get(name)
+        if not f:
+            return False, f"output {name} was not recorded", None
+        fname = os.path.basename(str(f.get("file", "")))
+        try:
+            actual[name] = tensorio.read_tensor(os.path.join(rank_dir, fname), spec.dtype, spec.shape)
+        except (OSError, ValueError) as e:
+            return False, f"output {name} unreadable: {e}", None
+    results = ref.compare_all(actual, expected, slot.correctness, atol, rtol)
+    c = ref.worst(results)
+    unwritten = [n for n, t in actual.items() if t.dtype.is_floating_point and bool(torch.isnan(t).all())]
+    if unwritten and not c.passed:
+        return False, f"output {', '.join(unwritten)} never written (still the NaN poison)", c
+    return c.passed, c.reason, c
+
+
+def run(req, progress):
+    slot = ref.get(req["slot"])
+    dtype = ref.dtype_of(req["dtype"])
+    world = int(req.get("world_size", 1))
+    graph = bool(req.get("graph"))
+    dirs = req["candidate_dirs"]
+    if len(dirs) != world:
+        raise ValueError(f"{len(dirs)} candidate directories for world size {world}")
+    records = [_load_record(d) for d in dirs]
+    verdict = {"protocol": PROTOCOL, "role": "reference", "slot": slot.name, "variant": req.get("variant"),
+               "correctness": slot.correctness.describe(), "cases": [], "passed": False, "reason": ""}
+    atol, rtol = ref.tolerance(req["dtype"])
+    verdict["tolerance"] = {"atol": atol, "rtol": rtol}
+
+    for r, rec in enumerate(records):
+        if rec is None:
+            verdict["reason"] = f"rank {r} left no record"
+            return verdict
+        load = rec.get("load")
+        if load is not None and not load.get("ok"):
+            verdict["reason"] = f"candidate module failed to load: {load.get('error')}"
+            verdict["load_error"] = load
+            return verdict
+
+    all_passed = True
+    for c in req["cases"]:
+        case = ref.Case.from_json(c)
+        progress("judge", case=case.index)
+        out = {"index": case.index, "params": case.params, "describe": slot.describe(case.params),
+               "phases": [], "passed": False, "reason": ""}
+        verdict["cases"].append(out)
+        case_recs = []
+        for r, rec in enumerate(records):
+            cr = next((x for x in rec.get("cases", []) if x.get("index") == case.index), None)
+            case_recs.append(cr)
+        missing = [r for r, cr in enumerate(case_recs) if cr is None]
+        if missing:
+            out["reason"] = f"no record for this case on rank {missing[0]} (the worker ended before it)"
+            all_passed = False
+            continue
+        bad_prepare = next(((r, cr["prepare"]) for r, cr in enumerate(case_recs)
+                            if cr.get("prepare") and cr["prepare"].get("status") != "ok"), None)
+        if bad_prepare:
+            r, pr = bad_prepare
+            out["reason"] = (f"prepare raised {pr.get('error')}" if pr.get("status") == "raised"
+                             else "; ".join(pr.get("violations") or ["prepare failed"]))
+            all_passed = False
+            continue
+        seeds = phase_seeds(slot, case.params, dtype, case.seed, world, graph)
+        case_ok = True
+        for phase, seed in seeds:
+            inputs = [phase_inputs(slot, case.params, dtype, case.seed, seed, r, world) for r in range(world)]
+            expected = slot.truth(case.params, inputs, dtype)
+            prow = {"phase": phase, "passed": True, "reason": ""}
+            for r, cr in enumerate(case_recs):
+                rec = next((x for x in cr.get("phases", []) if x.get("phase") == phase), None)
+                if rec is None:
+                    g = cr.get("graph") or {}
+                    if phase.startswith("replay") and g.get("status") == "capture_failed":
+                        reason = f"CUDA graph capture failed: {g.get('error')}"
+                    else:
+                        reason = f"no record of the {_phase_label(phase)}"
+                    passed, comp = False, None
+                else:
+                    if int(rec.get("seed", -1)) != seed:
+                        passed, reason, comp = False, f"recorded seed {rec.get('seed')} for {phase}, expected {seed}", None
+                    else:
+                        own = tensorio.digests(inputs[r])
+                        passed, reason, comp = judge_phase(slot, case.params, dtype, rec, own, expected, dirs[r], world)
+                if comp is not None:
+                    prow.setdefault("comparisons", []).append(dict(comp.to_json(), rank=r))
+                if not passed:
+                    prow["passed"] = False
+                    where = f"rank {r}: " if world > 1 else ""
+                    prow["reason"] = f"{_phase_label(phase)}: {where}{reason}"
+                    break
+                prow["reason"] = reason
+            out["phases"].append(prow)
+            if not prow["passed"]:
+                case_ok = False
+                if not out["reason"]:
+                    out["reason"] = prow["reason"]
+        out["passed"] = case_ok
+        if case_ok:
+            out["reason"] = out["phases"][0]["reason"] if out["phases"] else ""
+        all_passed = all_passed and case_ok
+
+    if not req["cases"]:
+        verdict["reason"] = "no applicable case"
+    elif all_passed:
+        verdict["passed"] = True
+        verdict["reason"] = f"{len(req['cases'])} of {len(req['cases'])} cases pass"
+    else:
+        failed = [c for c in verdict["cases"] if not c["passed"]]
+        verdict["reason"] = f"{len(failed)} of {len(req['cases'])} cases fail; first: case {failed[0]['index']}: {failed[0]['reason']}"
+    return verdict
