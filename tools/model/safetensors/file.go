@@ -89,6 +89,10 @@ func (f *File) TensorData(name string) ([]byte, error) {
 		return nil, fmt.Errorf("no tensor %q", name)
 	}
 	buf := make([]byte, e.End-e.Begin)
+	if len(buf) == 0 {
+		// Some readers report EOF for an empty read at the end.
+		return buf, nil
+	}
 	if _, err := f.r.ReadAt(buf, 8+f.HeaderSize+e.Begin); err != nil {
 		return nil, fmt.Errorf("reading tensor %q: %w", name, err)
 	}

@@ -157,7 +157,7 @@ func Layout(tensors []Tensor, metadata map[string]string) (*Header, error) {
 		h.Tensors = append(h.Tensors, Entry{
 			Name:  t.Name,
 			DType: t.DType,
-			Shape: append([]int64(nil), t.Shape...),
+			Shape: append([]int64{}, t.Shape...),
 			Begin: offset,
 			End:   offset + n,
 		})
