@@ -163,8 +163,12 @@ func Write(out string, s Shape, seed uint64) (*Result, error) {
 	if err := syncDir(tmp); err != nil {
 		return nil, err
 	}
-	// rename(2) replaces an empty directory and fails on a non-empty
-	// one, so a directory filled since the check above is not lost.
+	// An empty directory at out gives way (os.Remove refuses a directory
+	// that was filled since the check above); rename(2) then fails rather
+	// than replace anything that appears in the meantime.
+	if err := removeEmptyDir(abs); err != nil {
+		return nil, err
+	}
 	if err := os.Rename(tmp, abs); err != nil {
 		return nil, fmt.Errorf("publishing model directory %s: %w", abs, err)
 	}
@@ -194,6 +198,14 @@ func checkOutput(abs string) error {
 		return fmt.Errorf("%s: %w (it holds %s)", abs, ErrOutputExists, entries[0].Name())
 	}
 	return nil
+}
+
+func removeEmptyDir(abs string) error {
+	err := os.Remove(abs)
+	if err == nil || errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: %v", abs, ErrOutputExists, err)
 }
 
 // writeFile creates path read-only, fills it through a buffer while
