@@ -17,6 +17,7 @@ import (
 // what one block can check alone; validate.go checks the rest.
 type document struct {
 	policy       item
+	catalogDef   hcl.Range
 	vocabulary   []item
 	observedOnly []item
 	featuresDef  hcl.Range
@@ -104,7 +105,9 @@ func decodeFile(file *hcl.File) (*document, hcl.Diagnostics) {
 	byType := content.Blocks.ByType()
 	catalogBlock := single(byType["catalog"], "catalog", doc.fileRange, &diags)
 	featuresBlock := single(byType["features"], "features", doc.fileRange, &diags)
+	doc.catalogDef = doc.fileRange
 	if catalogBlock != nil {
+		doc.catalogDef = catalogBlock.DefRange
 		doc.policy = decodeCatalogBlock(catalogBlock, &diags)
 	}
 	if featuresBlock != nil {
@@ -901,6 +904,9 @@ func decodeTargetBlock(b *hcl.Block, featCtx *hcl.EvalContext, diags *hcl.Diagno
 		{"allowed_features", &t.features, featCtx},
 	}
 	for _, l := range lists {
+		if l.ctx != nil && !knownFeatureSets(a.attrs[l.name], l.ctx, diags) {
+			continue
+		}
 		*l.dst, _ = a.strList(l.name, l.ctx)
 		checkUnique(l.name, *l.dst, diags)
 	}
@@ -917,6 +923,36 @@ func decodeTargetBlock(b *hcl.Block, featCtx *hcl.EvalContext, diags *hcl.Diagno
 		}
 	}
 	return t
+}
+
+// knownFeatureSets reports references to undeclared feature sets with a
+// suggestion, before evaluation would report them less helpfully.
+func knownFeatureSets(attr *hcl.Attribute, ctx *hcl.EvalContext, diags *hcl.Diagnostics) bool {
+	if attr == nil {
+		return true
+	}
+	sets := ctx.Variables["feature_set"].Type().AttributeTypes()
+	names := sortedKeys(sets)
+	ok := true
+	for _, trav := range attr.Expr.Variables() {
+		if trav.RootName() != "feature_set" || len(trav) < 2 {
+			continue
+		}
+		step, isAttr := trav[1].(hcl.TraverseAttr)
+		if !isAttr {
+			continue
+		}
+		if _, found := sets[step.Name]; !found {
+			*diags = append(*diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unknown feature set",
+				Detail:   fmt.Sprintf("feature_set.%s is not declared; declared sets: %s.%s", step.Name, quoteList(names), suggest(step.Name, names)),
+				Subject:  trav.SourceRange().Ptr(),
+			})
+			ok = false
+		}
+	}
+	return ok
 }
 
 var ruleSchema = &hcl.BodySchema{

@@ -61,7 +61,7 @@ func validate(doc *document) hcl.Diagnostics {
 	}
 	v.composition()
 	if len(doc.targets) == 0 {
-		v.diags = append(v.diags, violation(RuleNonEmpty, doc.fileRange, "Empty catalog",
+		v.diags = append(v.diags, violation(RuleNonEmpty, doc.catalogDef, "Empty catalog",
 			"The catalog registers no target; declare at least one target block."))
 	}
 	return v.diags
@@ -599,18 +599,21 @@ func (v *validator) composition() {
 		if first, dup := rulesByPair[key]; dup {
 			v.add(RuleCompatibleSingleRule, r.def, "Second composition rule for a pair",
 				"Composition rule %q orders %q and %q, which rule %q already orders; a compatible pair has exactly one rule.", r.id.Value, key[0], key[1], first.id.Value)
-		} else {
-			rulesByPair[key] = r
+			continue // its precedence would only add a spurious cycle
 		}
+		rulesByPair[key] = r
+		var mismatched []string
 		for _, id := range []string{a, b} {
 			if fam := v.bindingFamily(id); fam != r.family.Value {
-				detail := fmt.Sprintf("whose contract has binding family %q", fam)
 				if fam == "" {
-					detail = "which is not a slot target with a contract"
+					fam = "none: not a slot target"
 				}
-				v.add(RuleCompositionBindingFamily, r.family.Range, "Binding family mismatch",
-					"Composition rule %q binds family %q, but orders %q, %s; both targets of a rule must bind at the rule's call site.", r.id.Value, r.family.Value, id, detail)
+				mismatched = append(mismatched, fmt.Sprintf("%q (binding family %s)", id, fam))
 			}
+		}
+		if len(mismatched) > 0 {
+			v.add(RuleCompositionBindingFamily, r.family.Range, "Binding family mismatch",
+				"Composition rule %q binds family %q, but orders %s; both targets of a rule bind at the rule's call site, so their contracts share its binding family.", r.id.Value, r.family.Value, strings.Join(mismatched, " and "))
 		}
 		edges[a] = append(edges[a], b)
 	}
