@@ -352,7 +352,7 @@ func (p *provisioner) hashOne(n node, buf []byte) (File, error) {
 		return File{}, fmt.Errorf("reading model file %s: %w", full, err)
 	}
 	if sig, _ := statOf(closing); sig != n.sig {
-		return File{}, mutated("written to while it was read")
+		return File{}, mutated("changed while it was read (size, times, mode or link count moved)")
 	}
 	after, err := os.Lstat(full)
 	if err != nil {
