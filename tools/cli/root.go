@@ -73,6 +73,7 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newDigestCommand(s),
 		newHashCommand(s),
 		newModelCommand(s),
+		newVerifyCommand(s),
 	)
 	return root
 }

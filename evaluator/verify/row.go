@@ -1,0 +1,285 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/tools/manifest"
+)
+
+// Graph gate policies recorded per row.
+const (
+	GraphRequired    = "required"     // CUDA: capture + 3 fresh-input replays
+	GraphNotRequired = "not_required" // CUDA: a block or collective without graph_safe metadata
+	GraphCPU         = "cpu"          // the gate cannot run on CPU
+)
+
+// Stages a candidate process reaches before any candidate code runs; a
+// worker that dies in one of them failed for a reason of our own.
+var harnessStages = map[string]bool{"": true, "start": true, "distributed_init": true}
+
+// verifyRow selects the row's applicable cases, runs the candidate
+// process(es) and then the reference process, and fills row.
+func (r *runner) verifyRow(index int, op *manifest.Op, ps worker.PlanSlot, env worker.Env, row *RowResult) {
+	row.Kind = ps.Contract.Kind
+	elig, err := manifest.OpEligibility(op)
+	if err != nil {
+		row.Verdict, row.Reason = Fail, err.Error()
+		return
+	}
+	arch := ""
+	if env.Architecture != nil {
+		arch = *env.Architecture
+	}
+	var cases []worker.CaseRef
+	var firstNA string
+	for _, pc := range ps.Cases {
+		cr := CaseResult{Index: pc.Index, Describe: pc.Describe, Params: pc.Params, Jittered: true}
+		ok, why := admits(elig, callContext(pc.Live, r.o.DType, arch))
+		if !ok {
+			// Jitter may step outside a declared bound the catalog shape
+			// respects; the catalog shape then stands in.
+			if okCat, _ := admits(elig, callContext(pc.CatalogLive, r.o.DType, arch)); okCat {
+				ok, cr.Params, cr.Jittered = true, pc.CatalogParams, false
+				cr.Describe = describeParams(ps.Contract.Slot, pc.CatalogParams, pc.Describe)
+			}
+		}
+		if !ok {
+			cr.Verdict, cr.Reason = NotApplicable, "outside the declared domain: "+why
+			if firstNA == "" {
+				firstNA = why
+			}
+		} else {
+			cases = append(cases, worker.CaseRef{Index: pc.Index, Seed: pc.Seed, Params: cr.Params})
+		}
+		row.Cases = append(row.Cases, cr)
+	}
+	if len(cases) == 0 {
+		row.Verdict, row.Reason = NotApplicable, "no case falls in the row's declared domain ("+firstNA+")"
+		return
+	}
+
+	row.Graph = GraphCPU
+	if r.o.Device == "cuda" {
+		row.Graph = GraphNotRequired
+		if ps.Contract.Kind == "op" || (op.MetadataDoc != nil && op.MetadataDoc.GraphSafe) {
+			row.Graph = GraphRequired
+		}
+	}
+	world := 1
+	if ps.Contract.Kind == "collective" {
+		world = ps.WorldSize
+		row.WorldSize = world
+		if r.o.Device == "cuda" && env.DeviceCount < world {
+			row.Verdict = Error
+			row.Reason = fmt.Sprintf("a collective over %d ranks needs %d GPUs; this host has %d", world, world, env.DeviceCount)
+			return
+		}
+	}
+
+	rowDir := filepath.Join(r.runDir, "rows", fmt.Sprintf("%02d-%s-%s", index, safeName(op.Slot), safeName(op.Variant)))
+	graph := row.Graph == GraphRequired
+	records, dirs, verdict, reason := r.runCandidates(op, ps, rowDir, world, cases, graph, row)
+	if verdict != "" {
+		row.Verdict, row.Reason = verdict, reason
+		return
+	}
+	refDir := filepath.Join(rowDir, "reference")
+	req := worker.ReferenceRequest{Protocol: worker.Protocol, Role: worker.RoleReference, WorkDir: refDir,
+		Slot: op.Slot, Variant: op.Variant, DType: r.o.DType, WorldSize: world, Graph: graph, Cases: cases, CandidateDirs: dirs}
+	fmt.Fprintf(r.o.Progress, "%s [%s]: judging %d case(s) against the fp32 truth\n", op.Slot, op.Variant, len(cases))
+	out, err := worker.Run(r.ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root, WorkDir: refDir, Request: req, Timeout: r.o.Timeout})
+	row.Workers = append(row.Workers, workerRun(worker.RoleReference, 0, out))
+	if err != nil {
+		row.Verdict, row.Reason = Error, err.Error()
+		return
+	}
+	var v worker.Verdict
+	if !out.Clean() {
+		row.Verdict = Error
+		row.Reason = "reference worker " + out.Describe() + ": " + lastLine(worker.Tail(refDir, worker.StderrFile, 2000))
+		return
+	}
+	if err := worker.ReadResult(refDir, &v); err != nil {
+		row.Verdict, row.Reason = Error, err.Error()
+		return
+	}
+	if v.HarnessError != "" {
+		row.Verdict, row.Reason = Error, "reference worker: "+v.HarnessError
+		return
+	}
+	mergeVerdict(row, &v, records)
+}
+
+// runCandidates runs one candidate process per rank. A non-empty verdict
+// means the row is decided without a reference run (a crash, a timeout, or
+// an infrastructure failure).
+func (r *runner) runCandidates(op *manifest.Op, ps worker.PlanSlot, rowDir string, world int, cases []worker.CaseRef,
+	graph bool, row *RowResult) ([]worker.CandidateRecord, []string, string, string) {
+	rendezvous := ""
+	if world > 1 {
+		rendezvous = filepath.Join(rowDir, "rendezvous")
+		if err := os.MkdirAll(rendezvous, 0o755); err != nil {
+			return nil, nil, Error, err.Error()
+		}
+	}
+	fmt.Fprintf(r.o.Progress, "%s [%s]: running %d case(s) in %d fresh worker process(es)\n", op.Slot, op.Variant, len(cases), world)
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	outs := make([]worker.Outcome, world)
+	errs := make([]error, world)
+	dirs := make([]string, world)
+	var wg sync.WaitGroup
+	for rank := 0; rank < world; rank++ {
+		dirs[rank] = filepath.Join(rowDir, fmt.Sprintf("rank%d", rank))
+		req := worker.CandidateRequest{Protocol: worker.Protocol, Role: worker.RoleCandidate, WorkDir: dirs[rank],
+			Slot: op.Slot, Variant: op.Variant, Device: r.o.Device, DType: r.o.DType, WorldSize: world, Rank: rank,
+			Rendezvous: rendezvous, BundleRoot: r.bundle, Source: op.Source, Entry: op.Entry, Prepare: op.Prepare,
+			Cases: cases, Graph: graph, TimeoutS: r.o.Timeout.Seconds()}
+		wg.Add(1)
+		go func(rank int) {
+			defer wg.Done()
+			outs[rank], errs[rank] = worker.Run(ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root,
+				WorkDir: dirs[rank], Request: req, Timeout: r.o.Timeout})
+			// One rank failing leaves the others blocked in a collective.
+			if errs[rank] != nil || !outs[rank].Clean() {
+				cancel()
+			}
+		}(rank)
+	}
+	wg.Wait()
+
+	records := make([]worker.CandidateRecord, world)
+	for rank := 0; rank < world; rank++ {
+		row.Workers = append(row.Workers, workerRun(worker.RoleCandidate, rank, outs[rank]))
+		if errs[rank] != nil {
+			return nil, nil, Error, errs[rank].Error()
+		}
+		_ = worker.ReadResult(dirs[rank], &records[rank])
+	}
+	// The first rank that ended on its own decides; ranks the controller
+	// stopped because of it are not the cause.
+	for rank := 0; rank < world; rank++ {
+		o := outs[rank]
+		if o.Canceled && r.ctx.Err() == nil {
+			continue
+		}
+		if o.Clean() && records[rank].Complete {
+			continue
+		}
+		where := ""
+		if world > 1 {
+			where = fmt.Sprintf("rank %d ", rank)
+		}
+		if harnessStages[o.Progress.Stage] {
+			detail := lastLine(worker.Tail(dirs[rank], worker.StderrFile, 4000))
+			return nil, nil, Error, fmt.Sprintf("candidate worker %s%s before loading the candidate: %s", where, o.Describe(), detail)
+		}
+		reason := fmt.Sprintf("candidate worker %s%s during %s", where, o.Describe(), o.Progress.Where())
+		switch {
+		case o.Clean():
+			reason = fmt.Sprintf("candidate worker %sexited before finishing, during %s", where, o.Progress.Where())
+		case o.ExitCode == worker.ExitHarnessError:
+			reason = fmt.Sprintf("candidate code broke the harness %sduring %s: %s", where, o.Progress.Where(), o.Progress.Error)
+		}
+		return nil, nil, Fail, reason
+	}
+	if r.ctx.Err() != nil {
+		return nil, nil, Error, r.ctx.Err().Error()
+	}
+	return records, dirs, "", ""
+}
+
+// mergeVerdict copies the reference verdict into row.
+func mergeVerdict(row *RowResult, v *worker.Verdict, records []worker.CandidateRecord) {
+	row.Correctness = v.Correctness
+	tol := v.Tolerance
+	row.Tolerance = &tol
+	byIndex := map[int]*worker.CaseVerdict{}
+	for i := range v.Cases {
+		byIndex[v.Cases[i].Index] = &v.Cases[i]
+	}
+	graphStatus := map[int]string{}
+	if len(records) > 0 {
+		for _, c := range records[0].Cases {
+			if c.Graph != nil {
+				graphStatus[c.Index] = c.Graph.Status
+			}
+		}
+	}
+	for i := range row.Cases {
+		c := &row.Cases[i]
+		if c.Verdict == NotApplicable {
+			continue
+		}
+		cv, ok := byIndex[c.Index]
+		if !ok {
+			c.Verdict, c.Reason = Fail, "the reference did not judge this case"
+			continue
+		}
+		c.Verdict = Fail
+		if cv.Passed {
+			c.Verdict = Pass
+		}
+		c.Reason = cv.Reason
+		c.Graph = graphStatus[c.Index]
+		if row.Graph == GraphRequired && c.Graph == "" {
+			c.Graph = "not_run"
+		}
+		for _, p := range cv.Phases {
+			c.Phases = append(c.Phases, PhaseResult{Phase: p.Phase, Passed: p.Passed, Reason: p.Reason})
+		}
+	}
+	if v.Passed {
+		row.Verdict = Pass
+	} else {
+		row.Verdict = Fail
+	}
+	row.Reason = v.Reason
+}
+
+func workerRun(role string, rank int, o worker.Outcome) WorkerRun {
+	return WorkerRun{Role: role, Rank: rank, Exit: o.Describe(), Seconds: o.Duration.Seconds(), LastStage: o.Progress.Where()}
+}
+
+// callContext adds the context fields of this verify run to a case's live
+// shape fields.
+func callContext(live map[string]any, dtype, arch string) map[string]any {
+	m := make(map[string]any, len(live)+3)
+	for k, v := range live {
+		m[k] = v
+	}
+	m["dtype"] = dtype
+	m["quant"] = "dense"
+	if arch != "" {
+		m["architecture"] = arch
+	}
+	return m
+}
+
+func describeParams(_ string, params map[string]int64, fallback string) string {
+	if len(params) == 0 {
+		return fallback
+	}
+	// Keep the plan's parameter order by rewriting its description.
+	var b strings.Builder
+	for _, f := range strings.Fields(fallback) {
+		k, _, ok := strings.Cut(f, "=")
+		if v, has := params[k]; ok && has {
+			fmt.Fprintf(&b, "%s=%d ", k, v)
+			continue
+		}
+		b.WriteString(f + " ")
+	}
+	return strings.TrimSpace(b.String())
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }

@@ -1,0 +1,205 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/tools/manifest"
+)
+
+// Options configure a verify run.
+type Options struct {
+	Device    string        // "cpu" or "cuda"
+	DType     string        // "bfloat16", "float16" or "float32"
+	Seed      int64         // case seeds and shape jitter derive from it
+	WorldSize int           // ranks for collective slots
+	Python    string        // worker interpreter; "" = $CACHEON_PYTHON or python3 on PATH
+	Timeout   time.Duration // per worker process
+	WorkDir   string        // parent of the run directory; "" = the system temp dir
+	KeepWork  bool          // keep the run directory (worker logs, raw outputs)
+	Progress  io.Writer     // one line per step; nil = silent
+}
+
+// Defaults for Options fields left zero.
+const (
+	DefaultDType     = "bfloat16"
+	DefaultWorldSize = 2
+	DefaultTimeout   = 10 * time.Minute
+)
+
+// ErrUsage marks an invalid option.
+var ErrUsage = errors.New("invalid verify options")
+
+func (o *Options) normalize() error {
+	if o.Device == "" {
+		o.Device = "cpu"
+	}
+	if o.Device != "cpu" && o.Device != "cuda" {
+		return fmt.Errorf("%w: device %q (want cpu or cuda)", ErrUsage, o.Device)
+	}
+	if o.DType == "" {
+		o.DType = DefaultDType
+	}
+	switch o.DType {
+	case "bfloat16", "float16", "float32":
+	default:
+		return fmt.Errorf("%w: dtype %q (want bfloat16, float16 or float32)", ErrUsage, o.DType)
+	}
+	if o.WorldSize == 0 {
+		o.WorldSize = DefaultWorldSize
+	}
+	if o.WorldSize < 2 || o.WorldSize > 64 {
+		return fmt.Errorf("%w: world size %d (want 2..64)", ErrUsage, o.WorldSize)
+	}
+	if o.Seed < 0 {
+		return fmt.Errorf("%w: seed %d is negative", ErrUsage, o.Seed)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("%w: timeout %s is negative", ErrUsage, o.Timeout)
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	return nil
+}
+
+// Run verifies the bundle at dir: every op row whose slot is registered is
+// run in fresh worker processes on validator inputs and judged against the
+// fp32 truth. The returned error is a usage or infrastructure failure that
+// prevented a report (an unreadable manifest, no interpreter, a broken
+// plan); a candidate's failure is a FAIL row in the report, never an error.
+func Run(ctx context.Context, dir string, o Options) (*Report, error) {
+	if err := o.normalize(); err != nil {
+		return nil, err
+	}
+	bundle, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := manifest.Load(bundle)
+	if err != nil {
+		return nil, err
+	}
+	python, err := worker.ResolvePython(o.Python)
+	if err != nil {
+		return nil, err
+	}
+	runDir, err := os.MkdirTemp(o.WorkDir, "cacheon-verify-")
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	if !o.KeepWork {
+		defer worker.RemoveAll(runDir)
+	} else {
+		fmt.Fprintf(o.Progress, "work directory: %s\n", runDir)
+	}
+	root, err := worker.ValidatorRoot(filepath.Join(runDir, "validator"))
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{ctx: ctx, o: o, python: python, root: root, runDir: runDir, bundle: bundle}
+
+	rep := &Report{Schema: ReportSchema, Bundle: bundle, BundleID: m.BundleID, ABI: m.ABIVersion,
+		Device: o.Device, DType: o.DType, Seed: o.Seed, WorldSize: o.WorldSize, Notes: []string{}}
+	plan, err := r.plan(m)
+	if err != nil {
+		return nil, err
+	}
+	rep.Worker = workerInfo(python, plan.Env, o.Timeout)
+	if o.Device == "cpu" {
+		rep.Notes = append(rep.Notes, "running on CPU: the CUDA graph gate does not run here, and kernels that "+
+			"need a GPU (Triton, CUDA) cannot pass; verify on --device cuda before proposing")
+	}
+
+	domainErr := manifest.CheckVariantDomains(m)
+	for i := range m.Ops {
+		op := &m.Ops[i]
+		row := RowResult{Slot: op.Slot, Variant: op.Variant, Source: op.Source, Entry: op.Entry, Cases: []CaseResult{}, Workers: []WorkerRun{}}
+		ps, known := plan.Slots[op.Slot]
+		switch {
+		case !known || !ps.Known:
+			row.Verdict, row.Reason = Skip, "not a registered slot"
+		case domainErr != nil:
+			row.Verdict, row.Reason = Fail, domainErr.Error()
+		default:
+			r.verifyRow(i, op, ps, plan.Env, &row)
+		}
+		fmt.Fprintf(o.Progress, "[%s] %s [variant '%s']: %s\n", row.Verdict, row.Slot, row.Variant, row.Reason)
+		rep.Rows = append(rep.Rows, row)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	rep.decide()
+	return rep, nil
+}
+
+type runner struct {
+	ctx    context.Context
+	o      Options
+	python string
+	root   string
+	runDir string
+	bundle string
+}
+
+// plan runs the plan role for the bundle's slots.
+func (r *runner) plan(m *manifest.Manifest) (*worker.PlanResult, error) {
+	slots := map[string]bool{}
+	for _, op := range m.Ops {
+		slots[op.Slot] = true
+	}
+	names := make([]string, 0, len(slots))
+	for s := range slots {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	dir := filepath.Join(r.runDir, "plan")
+	req := worker.PlanRequest{Protocol: worker.Protocol, Role: worker.RolePlan, WorkDir: dir, Slots: names,
+		Seed: r.o.Seed, WorldSize: r.o.WorldSize, Device: r.o.Device}
+	fmt.Fprintf(r.o.Progress, "planning cases with %s\n", r.python)
+	out, err := worker.Run(r.ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root, WorkDir: dir, Request: req, Timeout: r.o.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	if !out.Clean() {
+		return nil, fmt.Errorf("worker interpreter %s could not plan the cases (%s): %s", r.python, out.Describe(),
+			lastLine(worker.Tail(dir, worker.StderrFile, 2000)))
+	}
+	var plan worker.PlanResult
+	if err := worker.ReadResult(dir, &plan); err != nil {
+		return nil, err
+	}
+	if plan.HarnessError != "" {
+		return nil, fmt.Errorf("plan worker: %s", plan.HarnessError)
+	}
+	return &plan, nil
+}
+
+func workerInfo(python string, env worker.Env, timeout time.Duration) WorkerInfo {
+	w := WorkerInfo{Python: python, PythonVersion: env.PythonVersion, Torch: env.Torch, Triton: env.Triton,
+		DeviceName: env.DeviceName, Timeout: timeout.String()}
+	if env.Architecture != nil {
+		w.Architecture = *env.Architecture
+	}
+	return w
+}
+
+func lastLine(s string) string {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			return s[i+1:]
+		}
+	}
+	return s
+}

@@ -1,0 +1,191 @@
+package worker
+
+// Protocol is the worker protocol version every request and result carries.
+const Protocol = "cacheon-worker-v1"
+
+// Worker roles.
+const (
+	RolePlan      = "plan"
+	RoleCandidate = "candidate"
+	RoleReference = "reference"
+)
+
+// CaseRef names one case to run: its catalog index, input seed and shape
+// parameters. The worker regenerates every tensor from these alone.
+type CaseRef struct {
+	Index  int              `json:"index"`
+	Seed   int64            `json:"seed"`
+	Params map[string]int64 `json:"params"`
+}
+
+// PlanRequest asks for the cases of a list of slots.
+type PlanRequest struct {
+	Protocol  string   `json:"protocol"`
+	Role      string   `json:"role"`
+	WorkDir   string   `json:"work_dir"`
+	Slots     []string `json:"slots"`
+	Seed      int64    `json:"seed"`
+	WorldSize int      `json:"world_size"`
+	Device    string   `json:"device"`
+}
+
+// Env describes the interpreter and device a worker ran on.
+type Env struct {
+	Python        string  `json:"python"`
+	PythonVersion string  `json:"python_version"`
+	Torch         string  `json:"torch"`
+	Triton        *string `json:"triton"`
+	CUDAAvailable bool    `json:"cuda_available"`
+	DeviceName    string  `json:"device_name,omitempty"`
+	DeviceCount   int     `json:"device_count,omitempty"`
+	CUDA          *string `json:"cuda,omitempty"`
+	Architecture  *string `json:"architecture"`
+}
+
+// PlanResult is the plan role's answer.
+type PlanResult struct {
+	Env          Env                 `json:"env"`
+	Slots        map[string]PlanSlot `json:"slots"`
+	HarnessError string              `json:"harness_error,omitempty"`
+}
+
+// PlanSlot is one slot's contract summary and cases.
+type PlanSlot struct {
+	Known     bool          `json:"known"`
+	Contract  Contract      `json:"contract"`
+	WorldSize int           `json:"world_size"`
+	Cases     []PlannedCase `json:"cases"`
+}
+
+// Contract is the part of a slot contract the controller needs.
+type Contract struct {
+	Slot          string   `json:"slot"`
+	Kind          string   `json:"kind"`
+	Prepare       []string `json:"prepare"`
+	DynamicInputs []string `json:"dynamic_inputs"`
+	Summary       string   `json:"summary"`
+}
+
+// PlannedCase is one case with and without jitter. Live maps hold the
+// capability fields of the call: JSON numbers and strings.
+type PlannedCase struct {
+	Index         int              `json:"index"`
+	Seed          int64            `json:"seed"`
+	Params        map[string]int64 `json:"params"`
+	CatalogParams map[string]int64 `json:"catalog_params"`
+	Live          map[string]any   `json:"live"`
+	CatalogLive   map[string]any   `json:"catalog_live"`
+	Describe      string           `json:"describe"`
+}
+
+// CandidateRequest runs one op row's entry on the given cases (one rank).
+type CandidateRequest struct {
+	Protocol   string    `json:"protocol"`
+	Role       string    `json:"role"`
+	WorkDir    string    `json:"work_dir"`
+	Slot       string    `json:"slot"`
+	Variant    string    `json:"variant"`
+	Device     string    `json:"device"`
+	DType      string    `json:"dtype"`
+	WorldSize  int       `json:"world_size"`
+	Rank       int       `json:"rank"`
+	Rendezvous string    `json:"rendezvous,omitempty"`
+	BundleRoot string    `json:"bundle_root"`
+	Source     string    `json:"source"`
+	Entry      string    `json:"entry"`
+	Prepare    string    `json:"prepare,omitempty"`
+	Cases      []CaseRef `json:"cases"`
+	Graph      bool      `json:"graph"`
+	TimeoutS   float64   `json:"timeout_s"`
+}
+
+// CandidateRecord is what a candidate process recorded (read for crash
+// attribution and the graph gate status; the verdict comes from the
+// reference role).
+type CandidateRecord struct {
+	Complete bool            `json:"complete"`
+	Load     *LoadStatus     `json:"load"`
+	Env      Env             `json:"env"`
+	Cases    []CandidateCase `json:"cases"`
+}
+
+// LoadStatus says whether the candidate module imported.
+type LoadStatus struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+// CandidateCase is one case's calls as the candidate process saw them.
+type CandidateCase struct {
+	Index   int          `json:"index"`
+	Phases  []CallRecord `json:"phases"`
+	Graph   *CallRecord  `json:"graph,omitempty"`
+	Prepare *CallRecord  `json:"prepare,omitempty"`
+}
+
+// CallRecord is the status of one call (or of the capture).
+type CallRecord struct {
+	Phase  string `json:"phase,omitempty"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// ReferenceRequest judges the outputs left in CandidateDirs (one per rank).
+type ReferenceRequest struct {
+	Protocol      string    `json:"protocol"`
+	Role          string    `json:"role"`
+	WorkDir       string    `json:"work_dir"`
+	Slot          string    `json:"slot"`
+	Variant       string    `json:"variant"`
+	DType         string    `json:"dtype"`
+	WorldSize     int       `json:"world_size"`
+	Graph         bool      `json:"graph"`
+	Cases         []CaseRef `json:"cases"`
+	CandidateDirs []string  `json:"candidate_dirs"`
+}
+
+// Verdict is the reference role's judgement of one op row.
+type Verdict struct {
+	Passed       bool          `json:"passed"`
+	Reason       string        `json:"reason"`
+	Correctness  string        `json:"correctness"`
+	Tolerance    Tolerance     `json:"tolerance"`
+	Cases        []CaseVerdict `json:"cases"`
+	HarnessError string        `json:"harness_error,omitempty"`
+}
+
+// Tolerance is the (atol, rtol) pair the comparison used.
+type Tolerance struct {
+	Atol float64 `json:"atol"`
+	Rtol float64 `json:"rtol"`
+}
+
+// CaseVerdict is one case's judgement.
+type CaseVerdict struct {
+	Index    int              `json:"index"`
+	Params   map[string]int64 `json:"params"`
+	Describe string           `json:"describe"`
+	Passed   bool             `json:"passed"`
+	Reason   string           `json:"reason"`
+	Phases   []PhaseVerdict   `json:"phases"`
+}
+
+// PhaseVerdict is one call's judgement.
+type PhaseVerdict struct {
+	Phase       string       `json:"phase"`
+	Passed      bool         `json:"passed"`
+	Reason      string       `json:"reason"`
+	Comparisons []Comparison `json:"comparisons,omitempty"`
+}
+
+// Comparison is one output's comparison with the truth. Score and
+// MaxAbsErr are numbers, or the strings "nan"/"inf" JSON cannot carry.
+type Comparison struct {
+	Rank      int     `json:"rank"`
+	Passed    bool    `json:"passed"`
+	Mode      string  `json:"mode"`
+	Score     any     `json:"score"`
+	Threshold float64 `json:"threshold"`
+	MaxAbsErr any     `json:"max_abs_err"`
+	Reason    string  `json:"reason"`
+}

@@ -1,0 +1,128 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	kref "github.com/cacheon/engine/kernels/reference"
+	kworker "github.com/cacheon/engine/kernels/worker"
+)
+
+// DefaultPython is the interpreter used when none is configured. It is
+// resolved on PATH and recorded in every report; on hosts where the torch
+// install lives elsewhere, pass the interpreter explicitly.
+const DefaultPython = "python3"
+
+// PythonEnv is the environment variable that overrides DefaultPython.
+const PythonEnv = "CACHEON_PYTHON"
+
+// ResolvePython turns a configured interpreter (empty: $CACHEON_PYTHON, else
+// DefaultPython) into an absolute path. It does not follow symlinks: a
+// virtual environment's python3 must keep its own path to find its
+// site-packages.
+func ResolvePython(configured string) (string, error) {
+	p := configured
+	if p == "" {
+		p = os.Getenv(PythonEnv)
+	}
+	if p == "" {
+		p = DefaultPython
+	}
+	found, err := exec.LookPath(p)
+	if err != nil {
+		return "", fmt.Errorf("worker interpreter %q: %w", p, err)
+	}
+	abs, err := filepath.Abs(found)
+	if err != nil {
+		return "", fmt.Errorf("worker interpreter %q: %w", p, err)
+	}
+	return abs, nil
+}
+
+// ValidatorRoot writes the embedded validator packages under dir (which must
+// not exist yet) with read-only files, and returns dir. Workers get dir
+// first on sys.path.
+func ValidatorRoot(dir string) (string, error) {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", fmt.Errorf("validator root: %w", err)
+	}
+	for _, src := range []fs.FS{kref.Files, kworker.Files} {
+		if err := copyTree(src, dir); err != nil {
+			return "", fmt.Errorf("validator root: %w", err)
+		}
+	}
+	// Directories become read-only last, once every file is in place.
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return os.Chmod(path, 0o555)
+	})
+	if err != nil {
+		return "", fmt.Errorf("validator root: %w", err)
+	}
+	return dir, nil
+}
+
+func copyTree(src fs.FS, dst string) error {
+	return fs.WalkDir(src, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, filepath.FromSlash(path))
+		if d.IsDir() {
+			if err := os.MkdirAll(target, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			return nil
+		}
+		data, err := fs.ReadFile(src, path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o444)
+	})
+}
+
+// RemoveAll deletes a run directory that ValidatorRoot made read-only.
+func RemoveAll(dir string) error {
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path, 0o755)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+// bootstrap is the interpreter's -c program: put the validator root first
+// on sys.path and run cacheon_worker as __main__. The interpreter runs
+// isolated (-I: no PYTHON* variables, no user site, no current directory on
+// the path), so nothing in the caller's environment can shadow the
+// validator's packages.
+const bootstrap = "import runpy, sys; root = sys.argv.pop(1); sys.path.insert(0, root); " +
+	"runpy.run_module('" + kworker.Package + "', run_name='__main__', alter_sys=True)"
+
+// command returns the argv that runs the worker harness.
+func command(python, validatorRoot string) []string {
+	return []string{python, "-I", "-B", "-u", "-c", bootstrap, validatorRoot}
+}
+
+// workerEnv is the caller's environment without PYTHON* variables, plus
+// the ones the worker needs.
+func workerEnv(extra []string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "PYTHON") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1")
+	return append(env, extra...)
+}

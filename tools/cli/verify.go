@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/evaluator/verify"
+)
+
+type verifyOptions struct {
+	device    string
+	dtype     string
+	seed      int64
+	worldSize int
+	python    string
+	timeout   time.Duration
+	jsonOut   bool
+	keepWork  bool
+	quiet     bool
+}
+
+func newVerifyCommand(s Streams) *cobra.Command {
+	var o verifyOptions
+	cmd := &cobra.Command{
+		Use:   "verify BUNDLE",
+		Short: "Check a kernel bundle's correctness against the validator's fp32 references",
+		Long: `Verify runs every op row of BUNDLE whose slot is registered on validator
+inputs and judges its outputs against the validator's fp32 truth, the same
+check a validator runs before it measures anything.
+
+The cacheon process never loads bundle code. For each op row it spawns fresh
+Python worker processes: one per rank runs the row's entry on generated
+inputs and validator-allocated outputs, then a separate process that never
+imports the bundle regenerates the inputs, computes the truth and compares.
+Every worker runs in its own process group under --timeout; a kernel that
+raises, hangs, crashes its process, writes NaN, writes a new tensor instead
+of the given output, re-strides an output or modifies an input fails.
+
+Each case is called twice eagerly (the second time with fresh inputs written
+into the same tensors). On --device cuda, op slots (and blocks or
+collectives whose metadata says graph_safe) must also pass the CUDA graph
+gate: one capture, then three replays on fresh inputs with the outputs
+poisoned before each. Collective slots run over --world-size ranks (gloo
+on CPU, NCCL on CUDA with one GPU per rank).
+
+Shapes are the slot's catalog shapes with their token, batch and context
+counts jittered from --seed; an op row's declared domain (manifest dtypes
+and architectures, metadata bounds and capabilities) decides which cases
+apply. A case outside it is N/A and never runs.
+
+The worker interpreter is --python, else $CACHEON_PYTHON, else python3 on
+PATH; it needs torch (and triton for Triton kernels). The interpreter and
+its torch version are recorded in the report.
+
+Exit codes: 0 every applicable row passed; 2 a row failed, or nothing was
+applicable; 1 a usage or infrastructure error (no interpreter, no torch,
+a worker of the validator's own failing).`,
+		Example: `  # CPU check of a pure-torch kernel
+  cacheon verify kernels/contributions/silu_and_mul_torch --device cpu --dtype float32
+
+  # Full check on a GPU, machine-readable
+  cacheon verify ./my-bundle --device cuda --dtype bfloat16 --json
+
+  # Pick the interpreter that has torch installed
+  cacheon verify ./my-bundle --python /usr/bin/python3 --timeout 2m`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVerify(cmd, s, args[0], o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.device, "device", "cpu", "device to verify on: cpu or cuda")
+	f.StringVar(&o.dtype, "dtype", verify.DefaultDType, "activation dtype: bfloat16, float16 or float32")
+	f.Int64Var(&o.seed, "seed", 0, "seed for inputs and shape jitter")
+	f.IntVar(&o.worldSize, "world-size", verify.DefaultWorldSize, "ranks for collective slots")
+	f.StringVar(&o.python, "python", "", "worker interpreter (default $CACHEON_PYTHON, else python3 on PATH)")
+	f.DurationVar(&o.timeout, "timeout", verify.DefaultTimeout, "wall-clock limit per worker process")
+	f.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
+	f.BoolVar(&o.keepWork, "keep-work", false, "keep the run directory (worker logs, raw outputs) and print its path")
+	f.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
+	return cmd
+}
+
+func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) error {
+	var progress io.Writer = s.Err
+	if o.quiet {
+		progress = io.Discard
+	}
+	rep, err := verify.Run(cmd.Context(), bundle, verify.Options{
+		Device: o.device, DType: o.dtype, Seed: o.seed, WorldSize: o.worldSize, Python: o.python,
+		Timeout: o.timeout, KeepWork: o.keepWork, Progress: progress,
+	})
+	if err != nil {
+		if errors.Is(err, verify.ErrUsage) {
+			return err
+		}
+		return fmt.Errorf("verify %s: %w", bundle, err)
+	}
+	if o.jsonOut {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		writeVerifyText(s.Out, rep)
+	}
+	switch rep.Verdict {
+	case verify.Pass:
+		return nil
+	case verify.Error:
+		return ExitWith(ExitError)
+	default:
+		return ExitWith(ExitRejected)
+	}
+}
+
+func writeVerifyText(w io.Writer, rep *verify.Report) {
+	fmt.Fprintf(w, "bundle: %s  abi: %s  ops: %d\n", rep.BundleID, rep.ABI, len(rep.Rows))
+	wi := rep.Worker
+	triton := "none"
+	if wi.Triton != nil {
+		triton = *wi.Triton
+	}
+	dev := rep.Device
+	if wi.DeviceName != "" {
+		dev += " (" + wi.DeviceName + ")"
+	}
+	fmt.Fprintf(w, "worker: %s  python %s  torch %s  triton %s\n", wi.Python, wi.PythonVersion, wi.Torch, triton)
+	fmt.Fprintf(w, "device: %s  arch %s  dtype %s  seed %d  timeout %s\n", dev, wi.Architecture, rep.DType, rep.Seed, wi.Timeout)
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	for _, row := range rep.Rows {
+		fmt.Fprintf(w, "\n[%s] %s [variant '%s']  %s:%s\n", row.Verdict, row.Slot, row.Variant, row.Source, row.Entry)
+		if row.Correctness != "" {
+			tol := ""
+			if row.Tolerance != nil {
+				tol = fmt.Sprintf(", atol %g rtol %g", row.Tolerance.Atol, row.Tolerance.Rtol)
+			}
+			graph := map[string]string{verify.GraphRequired: "graph gate required", verify.GraphNotRequired: "graph gate not required",
+				verify.GraphCPU: "graph gate not run on cpu"}[row.Graph]
+			ranks := ""
+			if row.WorldSize > 1 {
+				ranks = fmt.Sprintf(", %d ranks", row.WorldSize)
+			}
+			fmt.Fprintf(w, "  %s%s; %s%s\n", row.Correctness, tol, graph, ranks)
+		}
+		for _, c := range row.Cases {
+			shape := c.Describe
+			if !c.Jittered {
+				shape += " (catalog shape)"
+			}
+			extra := ""
+			if c.Graph != "" && c.Graph != "captured" {
+				extra = " [graph " + strings.ReplaceAll(c.Graph, "_", " ") + "]"
+			}
+			fmt.Fprintf(w, "  case %d  %-36s %-4s %s%s\n", c.Index, shape, c.Verdict, c.Reason, extra)
+		}
+		fmt.Fprintf(w, "  => %s\n", row.Reason)
+	}
+	c := rep.Counts()
+	fmt.Fprintf(w, "\nverdict: %s (%d passed, %d failed, %d errors, %d not applicable, %d skipped)\n",
+		rep.Verdict, c[verify.Pass], c[verify.Fail], c[verify.Error], c[verify.NotApplicable], c[verify.Skip])
+	if rep.Verdict != verify.Pass {
+		fmt.Fprintf(w, "reason: %s\n", rep.Reason)
+	}
+}
