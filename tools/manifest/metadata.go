@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // MaxMetadataBytes bounds one op metadata document.
@@ -406,7 +408,7 @@ func (md *Metadata) CanonicalProjection() map[string]any {
 			case len(p.Allowed) == 1:
 				caps[p.Field] = map[string]any{"exact": p.Allowed[0]}
 			case len(p.Allowed) > 1:
-				caps[p.Field] = map[string]any{"one_of": p.Allowed}
+				caps[p.Field] = map[string]any{"one_of": sortedByCanonicalJSON(p.Allowed)}
 			default:
 				r := map[string]any{}
 				if p.Min != nil {
@@ -424,42 +426,132 @@ func (md *Metadata) CanonicalProjection() map[string]any {
 }
 
 // CanonicalBytes renders the canonical projection as the engine tree
-// writes it: JSON indented by two spaces, keys sorted, non-ASCII escaped,
-// and a final newline.
+// writes it: JSON indented by two spaces, keys sorted, non-ASCII written
+// raw, and a final newline (Python's json.dumps(indent=2, sort_keys=True,
+// ensure_ascii=False) + "\n").
 func (md *Metadata) CanonicalBytes() ([]byte, error) {
-	return indentedJSON(md.CanonicalProjection())
-}
-
-// indentedJSON renders v like Python's json.dumps(v, indent=2,
-// sort_keys=True) plus a newline. Go's encoder sorts map keys; it must not
-// escape HTML characters, and it must escape non-ASCII as \uXXXX.
-func indentedJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return asciiEscape(buf.Bytes()), nil
+	writeIndented(&buf, md.CanonicalProjection(), 0)
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
 }
 
-// asciiEscape rewrites every non-ASCII rune of JSON text as \uXXXX
-// (surrogate pairs above the BMP), as Python's ensure_ascii does.
-func asciiEscape(b []byte) []byte {
-	var out bytes.Buffer
-	for _, r := range string(b) {
-		switch {
-		case r < 0x80:
-			out.WriteRune(r)
-		case r > 0xFFFF:
-			r -= 0x10000
-			fmt.Fprintf(&out, `\u%04x\u%04x`, 0xD800+(r>>10), 0xDC00+(r&0x3FF))
+// writeIndented renders the projection's value universe (maps, lists,
+// strings, bools, *big.Int) exactly as Python's indented json.dumps does.
+func writeIndented(buf *bytes.Buffer, v any, depth int) {
+	pad := func(d int) { buf.WriteString(strings.Repeat("  ", d)) }
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			buf.WriteString("{}")
+			return
+		}
+		keys := sortedKeys(boolSet(x))
+		buf.WriteString("{\n")
+		for i, k := range keys {
+			pad(depth + 1)
+			writePyString(buf, k)
+			buf.WriteString(": ")
+			writeIndented(buf, x[k], depth+1)
+			if i < len(keys)-1 {
+				buf.WriteByte(',')
+			}
+			buf.WriteByte('\n')
+		}
+		pad(depth)
+		buf.WriteByte('}')
+	case []any:
+		writeIndentedList(buf, len(x), func(i int) { writeIndented(buf, x[i], depth+1) }, depth)
+	case []string:
+		writeIndentedList(buf, len(x), func(i int) { writePyString(buf, x[i]) }, depth)
+	case string:
+		writePyString(buf, x)
+	case bool:
+		if x {
+			buf.WriteString("true")
+		} else {
+			buf.WriteString("false")
+		}
+	case *big.Int:
+		buf.WriteString(x.String())
+	case nil:
+		buf.WriteString("null")
+	default:
+		panic(fmt.Sprintf("manifest: unexpected projection value %T", v))
+	}
+}
+
+func writeIndentedList(buf *bytes.Buffer, n int, item func(int), depth int) {
+	if n == 0 {
+		buf.WriteString("[]")
+		return
+	}
+	buf.WriteString("[\n")
+	for i := 0; i < n; i++ {
+		buf.WriteString(strings.Repeat("  ", depth+1))
+		item(i)
+		if i < n-1 {
+			buf.WriteByte(',')
+		}
+		buf.WriteByte('\n')
+	}
+	buf.WriteString(strings.Repeat("  ", depth))
+	buf.WriteByte(']')
+}
+
+// writePyString writes s as Python's json module does with
+// ensure_ascii=False: short escapes for \b \f \n \r \t, \u00XX for
+// other control characters, everything else raw.
+func writePyString(buf *bytes.Buffer, s string) {
+	buf.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			buf.WriteString(`\"`)
+		case '\\':
+			buf.WriteString(`\\`)
+		case '\b':
+			buf.WriteString(`\b`)
+		case '\f':
+			buf.WriteString(`\f`)
+		case '\n':
+			buf.WriteString(`\n`)
+		case '\r':
+			buf.WriteString(`\r`)
+		case '\t':
+			buf.WriteString(`\t`)
 		default:
-			fmt.Fprintf(&out, `\u%04x`, r)
+			if r < 0x20 {
+				fmt.Fprintf(buf, `\u%04x`, r)
+			} else {
+				buf.WriteRune(r)
+			}
 		}
 	}
-	return out.Bytes()
+	buf.WriteByte('"')
+}
+
+// sortedByCanonicalJSON orders predicate values by their canonical JSON
+// bytes, the order the engine tree emits them in.
+func sortedByCanonicalJSON(values []any) []any {
+	type keyed struct {
+		key string
+		v   any
+	}
+	rows := make([]keyed, len(values))
+	for i, v := range values {
+		b, err := canonjson.Marshal(v)
+		if err != nil {
+			panic(fmt.Sprintf("manifest: predicate value %v: %v", v, err))
+		}
+		rows[i] = keyed{string(b), v}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].key < rows[j].key })
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		out[i] = r.v
+	}
+	return out
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -154,3 +154,31 @@ func TestRebuildPlan(t *testing.T) {
 		}
 	}
 }
+
+func TestMetadataCanonicalBytesKeepsNonASCIIRaw(t *testing.T) {
+	md, err := parseMetadata("metadata/m.json", []byte(`{"capabilities":{"model":"Modèle-\u0007X"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := md.CanonicalBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"capabilities\": {\n    \"model\": {\n      \"exact\": \"Modèle-\\u0007X\"\n    }\n  }\n}\n"
+	if string(got) != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestCheckLogicalPath(t *testing.T) {
+	for _, ok := range []string{"k.py", "kernels/a.py", "a/b/c.cu", "a..b/c"} {
+		if err := CheckLogicalPath(ok); err != nil {
+			t.Errorf("CheckLogicalPath(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "/k.py", "./k.py", "a//b.py", "a/../b.py", "a\\b.py", "__pycache__/x.py", "x.pyc", "._x.py", ".git/config"} {
+		if err := CheckLogicalPath(bad); err == nil {
+			t.Errorf("CheckLogicalPath(%q) accepted", bad)
+		}
+	}
+}

@@ -72,3 +72,32 @@ func openContained(root, rel string) (fs.FileInfo, error) {
 	}
 	panic("unreachable")
 }
+
+// CheckLogicalPath reports whether rel is a canonical bundle path as
+// identities record it: relative POSIX with no empty, "." or ".."
+// component, no backslash or NUL, and nothing the content hash skips
+// (__pycache__ or .git components, .pyc/.pyo files, "._" names). Parse
+// accepts any contained spelling ("./k.py"); a selected payload names
+// files only by their canonical path.
+func CheckLogicalPath(rel string) error {
+	if rel == "" || strings.HasPrefix(rel, "/") {
+		return fmt.Errorf("%q is not a non-empty relative path", rel)
+	}
+	if strings.ContainsAny(rel, "\\\x00") {
+		return fmt.Errorf("%q is not canonical POSIX syntax", rel)
+	}
+	parts := strings.Split(rel, "/")
+	for _, p := range parts {
+		switch p {
+		case "", ".", "..":
+			return fmt.Errorf("%q is not a canonical relative path", rel)
+		case "__pycache__", ".git":
+			return fmt.Errorf("%q uses a reserved ignored directory", rel)
+		}
+	}
+	name := parts[len(parts)-1]
+	if strings.HasSuffix(name, ".pyc") || strings.HasSuffix(name, ".pyo") || strings.HasPrefix(name, "._") {
+		return fmt.Errorf("%q uses a reserved ignored file name", rel)
+	}
+	return nil
+}
