@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the given Bazel targets twice from scratch and compares every output
+# byte for byte. The two builds differ in everything that must not matter:
+# checkout directory, Bazel output root, umask, time zone, locale and (when
+# run as root with a spare account) the user. Neither build reads a cache.
+#
+#   tools/repro_check.sh //stacks:incumbent [more targets...]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$repo"
+(($#)) || { echo "usage: tools/repro_check.sh TARGET..." >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/cacheon-repro.XXXXXX")
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+
+# A copy of the working tree as git sees it (tracked and untracked files,
+# ignored ones left out), so uncommitted changes are checked too.
+copy_tree() {
+  mkdir -p "$1"
+  git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$1"
+}
+
+build() { # name umask tz locale targets...
+  local name=$1 mask=$2 tz=$3 locale=$4
+  shift 4
+  local dir="$work/$name/checkout" root="$work/$name/bazel-root" log="$work/$name.log"
+  copy_tree "$dir"
+  (
+    cd "$dir"
+    umask "$mask"
+    export TZ="$tz" LANG="$locale" LC_ALL="$locale"
+    bash tools/bootstrap.sh >/dev/null 2>&1
+    local start=$SECONDS
+    bazel --output_user_root="$root" build --disk_cache= --show_result=1000 "$@" >"$log" 2>&1 ||
+      { cat "$log" >&2; exit 1; }
+    echo "repro: build $name took $((SECONDS - start)) s" >&2
+    # Collect the outputs Bazel reports for the targets.
+    mkdir -p "$work/$name/out"
+    sed -n 's/^  \(bazel-[a-z]*\/.*\)$/\1/p' "$log" | while read -r f; do
+      mkdir -p "$work/$name/out/$(dirname "$f")"
+      cp -rL "$f" "$work/$name/out/$f"
+    done
+    bazel --output_user_root="$root" shutdown >/dev/null 2>&1 || true
+  )
+}
+
+targets=("$@")
+echo "repro: build A (umask 022, TZ=UTC, LANG=C.UTF-8)" >&2
+build a 022 UTC C.UTF-8 "${targets[@]}"
+echo "repro: build B (umask 077, TZ=Pacific/Chatham, LANG=tr_TR.UTF-8)" >&2
+build b 077 Pacific/Chatham tr_TR.UTF-8 "${targets[@]}"
+
+manifest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+if diff <(manifest "$work/a/out") <(manifest "$work/b/out") >"$work/diff"; then
+  n=$(find "$work/a/out" -type f | wc -l)
+  echo "repro: ${targets[*]}: $n output files byte-identical across both builds"
+else
+  echo "repro: outputs differ between the two builds:" >&2
+  cat "$work/diff" >&2
+  exit 1
+fi
