@@ -168,3 +168,28 @@ func TestWriteReceiptNeverReplacesAnotherFile(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseReceipt(f *testing.F) {
+	files := []File{{"a", 1, strings.Repeat("a", 64)}, {"b/c", 0, strings.Repeat("b", 64)}}
+	r, _ := NewReceipt(files)
+	good, _ := r.Marshal()
+	f.Add(good)
+	f.Add([]byte(`{"type":"cacheon.model-provision","schema_version":1,"content_digest":"x","files":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := ParseReceipt(data)
+		if err != nil {
+			if !IsRejection(err) {
+				t.Fatalf("error %v is not a rejection", err)
+			}
+			return
+		}
+		b, err := r.Marshal()
+		if err != nil {
+			t.Fatalf("accepted receipt does not marshal: %v", err)
+		}
+		back, err := ParseReceipt(b)
+		if err != nil || !reflect.DeepEqual(back, r) {
+			t.Fatalf("accepted receipt does not round-trip: %v", err)
+		}
+	})
+}
