@@ -12,10 +12,10 @@ type ActiveRule string
 
 // The active-set rules.
 const (
-	ActiveKnown        ActiveRule = "active-known-target"     // every active id is a registered target
-	ActiveUnique       ActiveRule = "active-unique"           // no target is listed twice
-	ActiveDisplacement ActiveRule = "active-displacement"     // no active target displaces another
-	ActiveRequires     ActiveRule = "active-requires-active"  // each active target's requirements are active
+	ActiveKnown        ActiveRule = "active-known-target"    // every active id is a registered target
+	ActiveUnique       ActiveRule = "active-unique"          // no target is listed twice
+	ActiveDisplacement ActiveRule = "active-displacement"    // no active target displaces another
+	ActiveRequires     ActiveRule = "active-requires-active" // each active target's requirements are active
 )
 
 // ActiveSetError is one violation of an active-set rule.

@@ -64,18 +64,18 @@ type ResolutionRule string
 
 // The resolution rules, in the order resolution checks them.
 const (
-	ResolveCompetitionMode ResolutionRule = "competition-mode"        // mode is slot, atomic or system
-	ResolveUnknownTarget   ResolutionRule = "unknown-target"          // the requested target is registered
-	ResolveKindMismatch    ResolutionRule = "kind-mismatch"           // the mode equals the target's kind
-	ResolveMemberSet       ResolutionRule = "member-set"              // the op slots equal the target's members
-	ResolveFeature         ResolutionRule = "feature-not-allowed"     // every feature is admitted by the target
-	ResolveDiscoveryLane   ResolutionRule = "discovery-lane"          // setup hooks never resolve to a target
-	ResolveDepPatch        ResolutionRule = "dep-patch-evidence"      // a patch is declared iff the rebuild applied one
-	ResolveCUDA            ResolutionRule = "cuda-evidence"           // CUDA sources are declared iff the rebuild built them
-	ResolveAOT             ResolutionRule = "aot-evidence"            // AOT exports carry their provider's features
-	ResolveAOTRebuild      ResolutionRule = "aot-rebuild-evidence"    // a provider rebuild implies declared exports
-	ResolveIncomplete      ResolutionRule = "evidence-incomplete"     // intake needs the rebuild record
-	ResolveUnregistered    ResolutionRule = "unregistered"            // intake needs a registered target
+	ResolveCompetitionMode ResolutionRule = "competition-mode"     // mode is slot, atomic or system
+	ResolveUnknownTarget   ResolutionRule = "unknown-target"       // the requested target is registered
+	ResolveKindMismatch    ResolutionRule = "kind-mismatch"        // the mode equals the target's kind
+	ResolveMemberSet       ResolutionRule = "member-set"           // the op slots equal the target's members
+	ResolveFeature         ResolutionRule = "feature-not-allowed"  // every feature is admitted by the target
+	ResolveDiscoveryLane   ResolutionRule = "discovery-lane"       // setup hooks never resolve to a target
+	ResolveDepPatch        ResolutionRule = "dep-patch-evidence"   // a patch is declared iff the rebuild applied one
+	ResolveCUDA            ResolutionRule = "cuda-evidence"        // CUDA sources are declared iff the rebuild built them
+	ResolveAOT             ResolutionRule = "aot-evidence"         // AOT exports carry their provider's features
+	ResolveAOTRebuild      ResolutionRule = "aot-rebuild-evidence" // a provider rebuild implies declared exports
+	ResolveIncomplete      ResolutionRule = "evidence-incomplete"  // intake needs the rebuild record
+	ResolveUnregistered    ResolutionRule = "unregistered"         // intake needs a registered target
 )
 
 // ResolutionError is a request that breaks a resolution rule.

@@ -94,7 +94,7 @@ func TestResolve(t *testing.T) {
 				Observed: []string{"rebuild:build_cute_cubin"}},
 			target: "norm.rmsnorm"},
 		{name: "aot export without its rebuild",
-			req: Request{Slots: []string{"norm.rmsnorm"}, Declared: []string{"entry", "aot:cutlass.cute.cubin.v1"}, EvidenceComplete: true},
+			req:  Request{Slots: []string{"norm.rmsnorm"}, Declared: []string{"entry", "aot:cutlass.cute.cubin.v1"}, EvidenceComplete: true},
 			rule: ResolveAOT},
 		{name: "cubin rebuild without an export",
 			req: Request{Slots: []string{"norm.rmsnorm"}, Declared: []string{"entry"}, EvidenceComplete: true,
