@@ -1,0 +1,18 @@
+// Package pyparse parses Python 3 source (the grammar of 3.8 through 3.12:
+// f-strings with PEP 701 nesting, the walrus operator, match statements,
+// async code, decorators, type hints and PEP 695 type parameters) into a
+// syntax tree whose nodes mirror Python's ast module and carry byte spans.
+//
+// It exists so that contribution code is inspected without ever being
+// imported or run, and without running Python at all: the static scanner,
+// the import-closure walker and the namespace rewriter read trees from
+// here. Like Python's own parser it rejects what Python rejects (syntax
+// errors, NUL bytes, invalid UTF-8, inconsistent tabs), and in addition it
+// refuses source declaring an encoding other than UTF-8, which Python would
+// decode differently from a UTF-8 reader. Identifiers are NFKC-normalized
+// as Python does, so `ｅｖａｌ` is the name eval.
+//
+// Hostile input is bounded: bracket nesting stops at 200 levels and
+// indentation at 100 (CPython's limits) and other expression nesting at
+// 1,000, each with a syntax error rather than stack exhaustion.
+package pyparse

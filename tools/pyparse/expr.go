@@ -1,0 +1,632 @@
+package pyparse
+
+import (
+	"strings"
+)
+
+// Expression parsing follows the precedence levels of Python's grammar,
+// one method per level. Left-associative operators loop instead of
+// recursing, so long chains like a+a+...+a cost no stack.
+
+func (p *parser) exprStart() int { return int(p.tok().start) }
+
+// starExpressions is `star_expressions`: a bare tuple when commas occur.
+func (p *parser) starExpressions() Expr {
+	start := p.exprStart()
+	first := p.starExpression()
+	if !p.isOp(",") {
+		return first
+	}
+	elts := []Expr{first}
+	for p.acceptOp(",") {
+		if !p.startsExpression() {
+			break
+		}
+		elts = append(elts, p.starExpression())
+	}
+	return &Tuple{Loc{start, p.prevEnd()}, elts, Load}
+}
+
+func (p *parser) starExpression() Expr {
+	if p.isOp("*") {
+		start := int(p.advance().start)
+		v := p.bitwiseOr()
+		return &Starred{Loc{start, p.prevEnd()}, v, Load}
+	}
+	return p.expression()
+}
+
+func (p *parser) starNamedExpression() Expr {
+	if p.isOp("*") {
+		start := int(p.advance().start)
+		v := p.bitwiseOr()
+		return &Starred{Loc{start, p.prevEnd()}, v, Load}
+	}
+	return p.namedExpression()
+}
+
+// startsExpression reports whether the current token can begin an
+// expression (used after a trailing comma).
+func (p *parser) startsExpression() bool {
+	t := p.tok()
+	switch t.kind {
+	case tName:
+		if t.raw || !keywords[t.text] {
+			return true
+		}
+		switch t.text {
+		case "None", "True", "False", "not", "lambda", "await", "yield":
+			return true
+		}
+		return false
+	case tNumber, tString, tFStart:
+		return true
+	case tOp:
+		switch t.text {
+		case "(", "[", "{", "-", "+", "~", "*", "...":
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) namedExpression() Expr {
+	t := p.tok()
+	if t.isName() && p.peek(1).isOp(":=") {
+		id := p.ident()
+		p.advance()
+		v := p.expression()
+		return &NamedExpr{Loc{id.Start, p.prevEnd()}, &Name{id.Loc, id.Name, Store}, v}
+	}
+	e := p.expression()
+	if p.isOp(":=") {
+		s, _ := e.Span()
+		p.failAt(s, "cannot use assignment expressions with %s", describe(e))
+	}
+	return e
+}
+
+func (p *parser) expression() Expr {
+	p.enter()
+	defer p.leave()
+	if p.isKw("lambda") {
+		return p.lambda()
+	}
+	start := p.exprStart()
+	body := p.disjunction()
+	if p.isKw("if") {
+		p.advance()
+		test := p.disjunction()
+		p.expectKw("else")
+		orelse := p.expression()
+		return &IfExp{Loc{start, p.prevEnd()}, test, body, orelse}
+	}
+	return body
+}
+
+func (p *parser) lambda() Expr {
+	start := int(p.advance().start)
+	args := p.parameters(":", false)
+	p.expectOp(":")
+	body := p.expression()
+	return &Lambda{Loc{start, p.prevEnd()}, args, body}
+}
+
+func (p *parser) yieldExpr() Expr {
+	start := int(p.advance().start)
+	if p.acceptKw("from") {
+		v := p.expression()
+		return &YieldFrom{Loc{start, p.prevEnd()}, v}
+	}
+	var v Expr
+	if p.startsExpression() {
+		v = p.starExpressions()
+	}
+	return &Yield{Loc{start, p.prevEnd()}, v}
+}
+
+func (p *parser) disjunction() Expr {
+	start := p.exprStart()
+	first := p.conjunction()
+	if !p.isKw("or") {
+		return first
+	}
+	vals := []Expr{first}
+	for p.acceptKw("or") {
+		vals = append(vals, p.conjunction())
+	}
+	return &BoolOp{Loc{start, p.prevEnd()}, "or", vals}
+}
+
+func (p *parser) conjunction() Expr {
+	start := p.exprStart()
+	first := p.inversion()
+	if !p.isKw("and") {
+		return first
+	}
+	vals := []Expr{first}
+	for p.acceptKw("and") {
+		vals = append(vals, p.inversion())
+	}
+	return &BoolOp{Loc{start, p.prevEnd()}, "and", vals}
+}
+
+func (p *parser) inversion() Expr {
+	if p.isKw("not") {
+		p.enter()
+		defer p.leave()
+		start := int(p.advance().start)
+		v := p.inversion()
+		return &UnaryOp{Loc{start, p.prevEnd()}, "not", v}
+	}
+	return p.comparison()
+}
+
+func (p *parser) compareOp() (string, bool) {
+	t := p.tok()
+	if t.kind == tOp {
+		switch t.text {
+		case "==", "!=", "<", "<=", ">", ">=":
+			p.advance()
+			return t.text, true
+		}
+		return "", false
+	}
+	switch {
+	case t.isKw("in"):
+		p.advance()
+		return "in", true
+	case t.isKw("not") && p.peek(1).isKw("in"):
+		p.p += 2
+		return "not in", true
+	case t.isKw("is"):
+		p.advance()
+		if p.acceptKw("not") {
+			return "is not", true
+		}
+		return "is", true
+	}
+	return "", false
+}
+
+func (p *parser) comparison() Expr {
+	start := p.exprStart()
+	left := p.bitwiseOr()
+	var ops []string
+	var comps []Expr
+	for {
+		op, ok := p.compareOp()
+		if !ok {
+			break
+		}
+		ops = append(ops, op)
+		comps = append(comps, p.bitwiseOr())
+	}
+	if len(ops) == 0 {
+		return left
+	}
+	return &Compare{Loc{start, p.prevEnd()}, left, ops, comps}
+}
+
+// binaryLevel parses a left-associative level of binary operators.
+func (p *parser) binaryLevel(ops []string, next func() Expr) Expr {
+	start := p.exprStart()
+	left := next()
+	for {
+		t := p.tok()
+		if t.kind != tOp {
+			return left
+		}
+		found := ""
+		for _, op := range ops {
+			if t.text == op {
+				found = op
+				break
+			}
+		}
+		if found == "" {
+			return left
+		}
+		p.advance()
+		right := next()
+		left = &BinOp{Loc{start, p.prevEnd()}, left, found, right}
+	}
+}
+
+var (
+	opsOr    = []string{"|"}
+	opsXor   = []string{"^"}
+	opsAnd   = []string{"&"}
+	opsShift = []string{"<<", ">>"}
+	opsSum   = []string{"+", "-"}
+	opsTerm  = []string{"*", "/", "//", "%", "@"}
+)
+
+func (p *parser) bitwiseOr() Expr  { return p.binaryLevel(opsOr, p.bitwiseXor) }
+func (p *parser) bitwiseXor() Expr { return p.binaryLevel(opsXor, p.bitwiseAnd) }
+func (p *parser) bitwiseAnd() Expr { return p.binaryLevel(opsAnd, p.shiftExpr) }
+func (p *parser) shiftExpr() Expr  { return p.binaryLevel(opsShift, p.sum) }
+func (p *parser) sum() Expr        { return p.binaryLevel(opsSum, p.term) }
+func (p *parser) term() Expr       { return p.binaryLevel(opsTerm, p.factor) }
+
+func (p *parser) factor() Expr {
+	t := p.tok()
+	if t.kind == tOp && (t.text == "-" || t.text == "+" || t.text == "~") {
+		p.enter()
+		defer p.leave()
+		p.advance()
+		v := p.factor()
+		return &UnaryOp{Loc{int(t.start), p.prevEnd()}, t.text, v}
+	}
+	return p.power()
+}
+
+func (p *parser) power() Expr {
+	start := p.exprStart()
+	base := p.awaitPrimary()
+	if p.acceptOp("**") {
+		p.enter()
+		defer p.leave()
+		exp := p.factor()
+		return &BinOp{Loc{start, p.prevEnd()}, base, "**", exp}
+	}
+	return base
+}
+
+func (p *parser) awaitPrimary() Expr {
+	if p.isKw("await") {
+		p.enter()
+		defer p.leave()
+		start := int(p.advance().start)
+		v := p.primary()
+		return &Await{Loc{start, p.prevEnd()}, v}
+	}
+	return p.primary()
+}
+
+func (p *parser) primary() Expr {
+	start := p.exprStart()
+	e := p.atom()
+	for {
+		switch {
+		case p.isOp("."):
+			p.advance()
+			id := p.ident()
+			e = &Attribute{Loc{start, p.prevEnd()}, e, id, Load}
+		case p.isOp("("):
+			p.advance()
+			args, kws := p.callArguments()
+			p.expectOp(")")
+			e = &Call{Loc{start, p.prevEnd()}, e, args, kws}
+		case p.isOp("["):
+			p.advance()
+			sl := p.slices()
+			p.expectOp("]")
+			e = &Subscript{Loc{start, p.prevEnd()}, e, sl, Load}
+		default:
+			return e
+		}
+	}
+}
+
+// callArguments parses call (or class base) arguments up to ')'.
+func (p *parser) callArguments() ([]Expr, []*Keyword) {
+	var args []Expr
+	var kws []*Keyword
+	sawKeyword, sawDoubleStar := false, false
+	for !p.isOp(")") {
+		start := p.exprStart()
+		switch {
+		case p.isOp("*"):
+			if sawDoubleStar {
+				p.fail("iterable argument unpacking follows keyword argument unpacking")
+			}
+			p.advance()
+			v := p.expression()
+			args = append(args, &Starred{Loc{start, p.prevEnd()}, v, Load})
+		case p.isOp("**"):
+			p.advance()
+			v := p.expression()
+			kws = append(kws, &Keyword{Loc{start, p.prevEnd()}, nil, v})
+			sawDoubleStar = true
+		case p.tok().isName() && p.peek(1).isOp("="):
+			id := p.ident()
+			p.advance()
+			v := p.expression()
+			kws = append(kws, &Keyword{Loc{start, p.prevEnd()}, id, v})
+			sawKeyword = true
+		default:
+			e := p.namedExpression()
+			if p.isKw("for") || p.isKw("async") {
+				gens := p.comprehensions()
+				e = &GeneratorExp{Loc{start, p.prevEnd()}, e, gens}
+				if len(args) > 0 || len(kws) > 0 || !(p.isOp(")") || p.isOp(",") && p.peek(1).isOp(")")) {
+					p.failAt(start, "Generator expression must be parenthesized")
+				}
+			}
+			if p.isOp("=") {
+				p.failAt(start, "expression cannot contain assignment, perhaps you meant \"==\"?")
+			}
+			if sawDoubleStar {
+				p.failAt(start, "positional argument follows keyword argument unpacking")
+			}
+			if sawKeyword {
+				p.failAt(start, "positional argument follows keyword argument")
+			}
+			args = append(args, e)
+		}
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	return args, kws
+}
+
+func (p *parser) slices() Expr {
+	start := p.exprStart()
+	first := p.slice()
+	if !p.isOp(",") {
+		if _, ok := first.(*Starred); ok {
+			// x[*a] subscripts with a one-element tuple.
+			return &Tuple{Loc{start, p.prevEnd()}, []Expr{first}, Load}
+		}
+		return first
+	}
+	elts := []Expr{first}
+	for p.acceptOp(",") {
+		if p.isOp("]") {
+			break
+		}
+		elts = append(elts, p.slice())
+	}
+	return &Tuple{Loc{start, p.prevEnd()}, elts, Load}
+}
+
+func (p *parser) slice() Expr {
+	start := p.exprStart()
+	if p.isOp("*") {
+		return p.starNamedExpression()
+	}
+	var lower Expr
+	if !p.isOp(":") {
+		paren := p.isOp("(")
+		lower = p.namedExpression()
+		if !p.isOp(":") {
+			return lower
+		}
+		if _, ok := lower.(*NamedExpr); ok && !paren {
+			p.failAt(start, "invalid syntax")
+		}
+	}
+	p.expectOp(":")
+	s := &Slice{Lower: lower}
+	if !p.isOp(":") && !p.isOp("]") && !p.isOp(",") {
+		s.Upper = p.expression()
+	}
+	if p.acceptOp(":") {
+		if !p.isOp("]") && !p.isOp(",") {
+			s.Step = p.expression()
+		}
+	}
+	s.Loc = Loc{start, p.prevEnd()}
+	return s
+}
+
+func (p *parser) atom() Expr {
+	t := p.tok()
+	start, end := int(t.start), int(t.end)
+	switch t.kind {
+	case tName:
+		if !t.raw {
+			switch t.text {
+			case "None":
+				p.advance()
+				return &Constant{Loc: Loc{start, end}, Kind: ConstNone}
+			case "True":
+				p.advance()
+				return &Constant{Loc: Loc{start, end}, Kind: ConstTrue}
+			case "False":
+				p.advance()
+				return &Constant{Loc: Loc{start, end}, Kind: ConstFalse}
+			}
+			if keywords[t.text] {
+				p.invalid()
+			}
+		}
+		p.advance()
+		return &Name{Loc{start, end}, t.text, Load}
+	case tNumber:
+		p.advance()
+		return &Constant{Loc: Loc{start, end}, Kind: numberKind(p.f.Src[start:end]), Str: p.f.Src[start:end]}
+	case tString, tFStart:
+		return p.strings()
+	case tOp:
+		switch t.text {
+		case "...":
+			p.advance()
+			return &Constant{Loc: Loc{start, end}, Kind: ConstEllipsis}
+		case "(":
+			return p.parenAtom()
+		case "[":
+			return p.listAtom()
+		case "{":
+			return p.braceAtom()
+		}
+	}
+	p.invalid()
+	return nil
+}
+
+func numberKind(s string) ConstKind {
+	l := strings.ToLower(s)
+	switch {
+	case strings.HasSuffix(l, "j"):
+		return ConstComplex
+	case strings.HasPrefix(l, "0x") || strings.HasPrefix(l, "0o") || strings.HasPrefix(l, "0b"):
+		return ConstInt
+	case strings.ContainsAny(l, ".e"):
+		return ConstFloat
+	}
+	return ConstInt
+}
+
+func (p *parser) parenAtom() Expr {
+	p.enter()
+	defer p.leave()
+	start := int(p.advance().start)
+	if p.isOp(")") {
+		p.advance()
+		return &Tuple{Loc{start, p.prevEnd()}, nil, Load}
+	}
+	if p.isKw("yield") {
+		e := p.yieldExpr()
+		p.expectOp(")")
+		return e
+	}
+	first := p.starNamedExpression()
+	if p.isKw("for") || p.isKw("async") {
+		if _, ok := first.(*Starred); ok {
+			p.failAt(start, "iterable unpacking cannot be used in comprehension")
+		}
+		gens := p.comprehensions()
+		p.expectOp(")")
+		return &GeneratorExp{Loc{start, p.prevEnd()}, first, gens}
+	}
+	if p.acceptOp(")") {
+		if _, ok := first.(*Starred); ok {
+			p.failAt(start, "cannot use starred expression here")
+		}
+		return first // a parenthesized expression keeps its inner node
+	}
+	elts := []Expr{first}
+	for p.acceptOp(",") {
+		if p.isOp(")") {
+			break
+		}
+		elts = append(elts, p.starNamedExpression())
+	}
+	p.expectOp(")")
+	return &Tuple{Loc{start, p.prevEnd()}, elts, Load}
+}
+
+func (p *parser) listAtom() Expr {
+	p.enter()
+	defer p.leave()
+	start := int(p.advance().start)
+	if p.acceptOp("]") {
+		return &List{Loc{start, p.prevEnd()}, nil, Load}
+	}
+	first := p.starNamedExpression()
+	if p.isKw("for") || p.isKw("async") {
+		if _, ok := first.(*Starred); ok {
+			p.failAt(start, "iterable unpacking cannot be used in comprehension")
+		}
+		gens := p.comprehensions()
+		p.expectOp("]")
+		return &ListComp{Loc{start, p.prevEnd()}, first, gens}
+	}
+	elts := []Expr{first}
+	for p.acceptOp(",") {
+		if p.isOp("]") {
+			break
+		}
+		elts = append(elts, p.starNamedExpression())
+	}
+	p.expectOp("]")
+	return &List{Loc{start, p.prevEnd()}, elts, Load}
+}
+
+func (p *parser) braceAtom() Expr {
+	p.enter()
+	defer p.leave()
+	start := int(p.advance().start)
+	if p.acceptOp("}") {
+		return &Dict{Loc: Loc{start, p.prevEnd()}}
+	}
+	if p.isOp("**") {
+		return p.dictRest(start, nil, nil)
+	}
+	firstParen := p.isOp("(")
+	first := p.starNamedExpression()
+	if p.acceptOp(":") {
+		_, named := first.(*NamedExpr)
+		_, starred := first.(*Starred)
+		if starred || named && !firstParen {
+			s, _ := first.Span()
+			p.failAt(s, "invalid syntax")
+		}
+		value := p.expression()
+		if p.isKw("for") || p.isKw("async") {
+			gens := p.comprehensions()
+			p.expectOp("}")
+			return &DictComp{Loc{start, p.prevEnd()}, first, value, gens}
+		}
+		return p.dictRest(start, []Expr{first}, []Expr{value})
+	}
+	if p.isKw("for") || p.isKw("async") {
+		if _, ok := first.(*Starred); ok {
+			p.failAt(start, "iterable unpacking cannot be used in comprehension")
+		}
+		gens := p.comprehensions()
+		p.expectOp("}")
+		return &SetComp{Loc{start, p.prevEnd()}, first, gens}
+	}
+	elts := []Expr{first}
+	for p.acceptOp(",") {
+		if p.isOp("}") {
+			break
+		}
+		elts = append(elts, p.starNamedExpression())
+	}
+	p.expectOp("}")
+	return &Set{Loc{start, p.prevEnd()}, elts}
+}
+
+// dictRest parses the remaining `key: value` and `**mapping` items of a
+// dict display whose first items are already parsed.
+func (p *parser) dictRest(start int, keys, values []Expr) Expr {
+	if len(keys) > 0 && !p.acceptOp(",") {
+		p.expectOp("}")
+		return &Dict{Loc{start, p.prevEnd()}, keys, values}
+	}
+	for !p.isOp("}") {
+		if p.acceptOp("**") {
+			keys = append(keys, nil)
+			values = append(values, p.bitwiseOr())
+		} else {
+			k := p.expression()
+			p.expectOp(":")
+			keys = append(keys, k)
+			values = append(values, p.expression())
+		}
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	p.expectOp("}")
+	return &Dict{Loc{start, p.prevEnd()}, keys, values}
+}
+
+func (p *parser) comprehensions() []*Comprehension {
+	var out []*Comprehension
+	for p.isKw("for") || p.isKw("async") && p.peek(1).isKw("for") {
+		start := p.exprStart()
+		c := &Comprehension{}
+		if p.acceptKw("async") {
+			c.Async = true
+		}
+		p.expectKw("for")
+		c.Target = p.targetTuple(Store)
+		p.expectKw("in")
+		c.Iter = p.disjunction()
+		for p.acceptKw("if") {
+			c.Ifs = append(c.Ifs, p.disjunction())
+		}
+		c.Loc = Loc{start, p.prevEnd()}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		p.invalid()
+	}
+	return out
+}

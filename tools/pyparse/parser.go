@@ -1,0 +1,1054 @@
+package pyparse
+
+import (
+	"fmt"
+)
+
+// maxNesting bounds how deeply expressions and blocks may nest. Hostile
+// input such as ten thousand opening brackets or unary minus signs fails
+// with a syntax error instead of exhausting the stack. CPython gives up on
+// such input too ("too many nested parentheses", "too complex").
+const maxNesting = 1000
+
+// Parse parses src as a Python 3 module (grammar of 3.8 through 3.12) and
+// returns the file with its line table and the syntax tree. The source is
+// only read, never imported or run. A syntax error is returned as
+// *SyntaxError.
+func Parse(name string, src []byte) (*File, *Module, error) {
+	f := NewFile(name, src)
+	toks, err := tokenize(f)
+	if err != nil {
+		return f, nil, err
+	}
+	p := &parser{f: f, toks: toks}
+	mod, err := p.run()
+	return f, mod, err
+}
+
+type parser struct {
+	f     *File
+	toks  []token
+	p     int
+	depth int
+}
+
+type parseError struct{ err *SyntaxError }
+
+func (p *parser) run() (mod *Module, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			pe, ok := r.(parseError)
+			if !ok {
+				panic(r)
+			}
+			mod, err = nil, pe.err
+		}
+	}()
+	mod = &Module{Loc: Loc{0, len(p.f.Src)}}
+	for p.tok().kind != tEnd {
+		mod.Body = append(mod.Body, p.statement()...)
+	}
+	return mod, nil
+}
+
+func (p *parser) failAt(off int, format string, args ...any) {
+	panic(parseError{&SyntaxError{File: p.f.Name, Pos: p.f.Position(off), Msg: fmt.Sprintf(format, args...)}})
+}
+
+// fail reports an error at the current token.
+func (p *parser) fail(format string, args ...any) {
+	p.failAt(int(p.tok().start), format, args...)
+}
+
+func (p *parser) invalid() {
+	t := p.tok()
+	switch t.kind {
+	case tIndent:
+		p.fail("unexpected indent")
+	case tDedent:
+		p.fail("unindent does not match any outer indentation level")
+	case tEnd:
+		p.fail("unexpected end of file")
+	}
+	p.fail("invalid syntax")
+}
+
+func (p *parser) enter() {
+	p.depth++
+	if p.depth > maxNesting {
+		p.fail("too many nested expressions or blocks")
+	}
+}
+
+func (p *parser) leave() { p.depth-- }
+
+func (p *parser) tok() *token { return &p.toks[p.p] }
+
+func (p *parser) peek(n int) *token {
+	if p.p+n < len(p.toks) {
+		return &p.toks[p.p+n]
+	}
+	return &p.toks[len(p.toks)-1]
+}
+
+func (p *parser) advance() token {
+	t := p.toks[p.p]
+	if t.kind != tEnd {
+		p.p++
+	}
+	return t
+}
+
+// prevEnd is the end offset of the last consumed token.
+func (p *parser) prevEnd() int {
+	if p.p == 0 {
+		return 0
+	}
+	return int(p.toks[p.p-1].end)
+}
+
+func (p *parser) isOp(s string) bool {
+	t := p.tok()
+	return t.kind == tOp && t.text == s
+}
+
+func (p *parser) isKw(s string) bool {
+	t := p.tok()
+	return t.kind == tName && !t.raw && t.text == s
+}
+
+func (t *token) isKw(s string) bool { return t.kind == tName && !t.raw && t.text == s }
+func (t *token) isOp(s string) bool { return t.kind == tOp && t.text == s }
+
+func (p *parser) acceptOp(s string) bool {
+	if p.isOp(s) {
+		p.p++
+		return true
+	}
+	return false
+}
+
+func (p *parser) acceptKw(s string) bool {
+	if p.isKw(s) {
+		p.p++
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectOp(s string) token {
+	if !p.isOp(s) {
+		p.fail("expected '%s'", s)
+	}
+	return p.advance()
+}
+
+func (p *parser) expectKw(s string) token {
+	if !p.isKw(s) {
+		p.fail("expected '%s'", s)
+	}
+	return p.advance()
+}
+
+// keywords are Python 3's hard keywords; soft keywords (match, case,
+// type, _) stay ordinary names outside their statements.
+var keywords = map[string]bool{
+	"False": true, "None": true, "True": true, "and": true, "as": true, "assert": true,
+	"async": true, "await": true, "break": true, "class": true, "continue": true,
+	"def": true, "del": true, "elif": true, "else": true, "except": true, "finally": true,
+	"for": true, "from": true, "global": true, "if": true, "import": true, "in": true,
+	"is": true, "lambda": true, "nonlocal": true, "not": true, "or": true, "pass": true,
+	"raise": true, "return": true, "try": true, "while": true, "with": true, "yield": true,
+}
+
+func (t *token) isName() bool { return t.kind == tName && (t.raw || !keywords[t.text]) }
+
+func (p *parser) ident() *Ident {
+	t := p.tok()
+	if !t.isName() {
+		p.fail("expected a name")
+	}
+	p.p++
+	return &Ident{Loc: Loc{int(t.start), int(t.end)}, Name: t.text}
+}
+
+// speculate runs fn and reports whether it parsed; on failure the
+// position is restored so another reading can be tried.
+func (p *parser) speculate(fn func()) (ok bool) {
+	save, depth := p.p, p.depth
+	defer func() {
+		if r := recover(); r != nil {
+			if _, isParse := r.(parseError); !isParse {
+				panic(r)
+			}
+			p.p, p.depth = save, depth
+			ok = false
+		}
+	}()
+	fn()
+	return true
+}
+
+// ---- statements ----
+
+func (p *parser) statement() []Stmt {
+	t := p.tok()
+	if t.kind == tIndent {
+		p.fail("unexpected indent")
+	}
+	if t.kind == tDedent {
+		p.fail("unindent does not match any outer indentation level")
+	}
+	if t.kind == tOp && t.text == "@" {
+		return []Stmt{p.decorated()}
+	}
+	if t.kind == tName && !t.raw {
+		start := int(t.start)
+		switch t.text {
+		case "def":
+			return []Stmt{p.funcDef(start, false, nil)}
+		case "class":
+			return []Stmt{p.classDef(start, nil)}
+		case "if":
+			return []Stmt{p.ifStmt()}
+		case "while":
+			return []Stmt{p.whileStmt()}
+		case "for":
+			return []Stmt{p.forStmt(start, false)}
+		case "try":
+			return []Stmt{p.tryStmt()}
+		case "with":
+			return []Stmt{p.withStmt(start, false)}
+		case "async":
+			p.advance()
+			switch {
+			case p.isKw("def"):
+				return []Stmt{p.funcDef(start, true, nil)}
+			case p.isKw("for"):
+				return []Stmt{p.forStmt(start, true)}
+			case p.isKw("with"):
+				return []Stmt{p.withStmt(start, true)}
+			}
+			p.invalid()
+		case "match":
+			if s := p.matchStmt(); s != nil {
+				return []Stmt{s}
+			}
+		}
+	}
+	return p.simpleStmts()
+}
+
+func (p *parser) simpleStmts() []Stmt {
+	var out []Stmt
+	for {
+		out = append(out, p.simpleStmt())
+		if !p.acceptOp(";") {
+			break
+		}
+		if p.tok().kind == tNewline {
+			break
+		}
+	}
+	if p.tok().kind != tNewline {
+		p.invalid()
+	}
+	p.advance()
+	return out
+}
+
+// block parses the body after a compound statement's ':'.
+func (p *parser) block() []Stmt {
+	p.expectOp(":")
+	if p.tok().kind != tNewline {
+		return p.simpleStmts()
+	}
+	p.advance()
+	if p.tok().kind != tIndent {
+		p.fail("expected an indented block")
+	}
+	p.advance()
+	p.enter()
+	var body []Stmt
+	for p.tok().kind != tDedent && p.tok().kind != tEnd {
+		body = append(body, p.statement()...)
+	}
+	p.leave()
+	if p.tok().kind == tDedent {
+		p.advance()
+	}
+	return body
+}
+
+func stmtEnd(body []Stmt, fallback int) int {
+	if len(body) == 0 {
+		return fallback
+	}
+	_, e := body[len(body)-1].Span()
+	return e
+}
+
+func (p *parser) simpleStmt() Stmt {
+	t := p.tok()
+	start := int(t.start)
+	if t.kind == tName && !t.raw {
+		switch t.text {
+		case "pass":
+			p.advance()
+			return &Pass{Loc{start, p.prevEnd()}}
+		case "break":
+			p.advance()
+			return &Break{Loc{start, p.prevEnd()}}
+		case "continue":
+			p.advance()
+			return &Continue{Loc{start, p.prevEnd()}}
+		case "return":
+			p.advance()
+			var v Expr
+			if !p.atStmtEnd() {
+				v = p.starExpressions()
+			}
+			return &Return{Loc{start, p.prevEnd()}, v}
+		case "raise":
+			p.advance()
+			r := &Raise{}
+			if !p.atStmtEnd() {
+				r.Exc = p.expression()
+				if p.acceptKw("from") {
+					r.Cause = p.expression()
+				}
+			}
+			r.Loc = Loc{start, p.prevEnd()}
+			return r
+		case "global", "nonlocal":
+			p.advance()
+			var names []*Ident
+			for {
+				names = append(names, p.ident())
+				if !p.acceptOp(",") {
+					break
+				}
+			}
+			if t.text == "global" {
+				return &Global{Loc{start, p.prevEnd()}, names}
+			}
+			return &Nonlocal{Loc{start, p.prevEnd()}, names}
+		case "del":
+			p.advance()
+			targets := p.targetList(Del)
+			return &Delete{Loc{start, p.prevEnd()}, targets}
+		case "assert":
+			p.advance()
+			a := &Assert{Test: p.expression()}
+			if p.acceptOp(",") {
+				a.Msg = p.expression()
+			}
+			a.Loc = Loc{start, p.prevEnd()}
+			return a
+		case "import":
+			return p.importStmt()
+		case "from":
+			return p.fromImport()
+		case "type":
+			// `type X = ...` and `type X[T] = ...`; otherwise `type` is a name.
+			if n := p.peek(1); n.isName() {
+				if nn := p.peek(2); nn.isOp("=") || nn.isOp("[") {
+					return p.typeAlias()
+				}
+			}
+		}
+	}
+	return p.exprOrAssign()
+}
+
+func (p *parser) atStmtEnd() bool {
+	t := p.tok()
+	return t.kind == tNewline || t.kind == tEnd || t.isOp(";")
+}
+
+func (p *parser) exprOrAssign() Stmt {
+	start := int(p.tok().start)
+	parenthesized := p.isOp("(")
+	first := p.starExpressionsOrYield()
+	switch {
+	case p.isOp("="):
+		targets := []Expr{first}
+		for p.acceptOp("=") {
+			targets = append(targets, p.starExpressionsOrYield())
+		}
+		value := targets[len(targets)-1]
+		targets = targets[:len(targets)-1]
+		for _, t := range targets {
+			p.setContext(t, Store)
+		}
+		return &Assign{Loc{start, p.prevEnd()}, targets, value}
+	case p.tok().kind == tOp && augOps[p.tok().text]:
+		op := p.advance().text
+		switch first.(type) {
+		case *Name, *Attribute, *Subscript:
+		default:
+			p.failAt(start, "'%s' is an illegal expression for augmented assignment", describe(first))
+		}
+		p.setContext(first, Store)
+		value := p.starExpressionsOrYield()
+		return &AugAssign{Loc{start, p.prevEnd()}, first, op[:len(op)-1], value}
+	case p.isOp(":"):
+		switch first.(type) {
+		case *Name, *Attribute, *Subscript:
+		case *Tuple:
+			p.failAt(start, "only single target (not tuple) can be annotated")
+		case *List:
+			p.failAt(start, "only single target (not list) can be annotated")
+		default:
+			p.failAt(start, "illegal target for annotation")
+		}
+		p.advance()
+		p.setContext(first, Store)
+		a := &AnnAssign{Target: first, Annotation: p.expression()}
+		_, isName := first.(*Name)
+		a.Simple = isName && !parenthesized
+		if p.acceptOp("=") {
+			a.Value = p.starExpressionsOrYield()
+		}
+		a.Loc = Loc{start, p.prevEnd()}
+		return a
+	}
+	return &ExprStmt{Loc{start, p.prevEnd()}, first}
+}
+
+var augOps = map[string]bool{"+=": true, "-=": true, "*=": true, "/=": true, "//=": true, "%=": true,
+	"@=": true, "&=": true, "|=": true, "^=": true, ">>=": true, "<<=": true, "**=": true}
+
+func (p *parser) starExpressionsOrYield() Expr {
+	if p.isKw("yield") {
+		return p.yieldExpr()
+	}
+	return p.starExpressions()
+}
+
+func (p *parser) dottedName() *DottedName {
+	first := p.ident()
+	name := first.Name
+	end := first.End
+	for p.isOp(".") {
+		p.advance()
+		id := p.ident()
+		name += "." + id.Name
+		end = id.End
+	}
+	return &DottedName{Loc{first.Start, end}, name}
+}
+
+func (p *parser) importStmt() Stmt {
+	start := int(p.advance().start)
+	var names []*Alias
+	for {
+		dn := p.dottedName()
+		a := &Alias{Name: dn}
+		if p.acceptKw("as") {
+			a.AsName = p.ident()
+		}
+		a.Loc = Loc{dn.Start, p.prevEnd()}
+		names = append(names, a)
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	return &Import{Loc{start, p.prevEnd()}, names}
+}
+
+func (p *parser) fromImport() Stmt {
+	start := int(p.advance().start)
+	level := 0
+	for {
+		if p.acceptOp(".") {
+			level++
+		} else if p.acceptOp("...") {
+			level += 3
+		} else {
+			break
+		}
+	}
+	var mod *DottedName
+	if !p.isKw("import") {
+		mod = p.dottedName()
+	} else if level == 0 {
+		p.fail("expected a module name")
+	}
+	p.expectKw("import")
+	var names []*Alias
+	if p.isOp("*") {
+		t := p.advance()
+		l := Loc{int(t.start), int(t.end)}
+		names = []*Alias{{Loc: l, Name: &DottedName{l, "*"}}}
+		return &ImportFrom{Loc{start, p.prevEnd()}, mod, level, names}
+	}
+	paren := p.acceptOp("(")
+	for {
+		id := p.ident()
+		a := &Alias{Name: &DottedName{id.Loc, id.Name}}
+		if p.acceptKw("as") {
+			a.AsName = p.ident()
+		}
+		a.Loc = Loc{id.Start, p.prevEnd()}
+		names = append(names, a)
+		if !p.acceptOp(",") {
+			break
+		}
+		if paren && p.isOp(")") {
+			break
+		}
+		if !paren && p.atStmtEnd() {
+			p.fail("trailing comma not allowed without surrounding parentheses")
+		}
+	}
+	if paren {
+		p.expectOp(")")
+	}
+	return &ImportFrom{Loc{start, p.prevEnd()}, mod, level, names}
+}
+
+func (p *parser) typeAlias() Stmt {
+	start := int(p.advance().start)
+	id := p.ident()
+	ta := &TypeAlias{Name: &Name{Loc: id.Loc, ID: id.Name, Ctx: Store}}
+	if p.isOp("[") {
+		ta.TypeParams = p.typeParams()
+	}
+	p.expectOp("=")
+	ta.Value = p.expression()
+	ta.Loc = Loc{start, p.prevEnd()}
+	return ta
+}
+
+func (p *parser) typeParams() []TypeParam {
+	p.expectOp("[")
+	var out []TypeParam
+	for !p.isOp("]") {
+		start := int(p.tok().start)
+		switch {
+		case p.acceptOp("*"):
+			tp := &TypeVarTuple{Name: p.ident()}
+			if p.acceptOp("=") {
+				tp.Default = p.starExpression()
+			}
+			tp.Loc = Loc{start, p.prevEnd()}
+			out = append(out, tp)
+		case p.acceptOp("**"):
+			tp := &ParamSpec{Name: p.ident()}
+			if p.acceptOp("=") {
+				tp.Default = p.expression()
+			}
+			tp.Loc = Loc{start, p.prevEnd()}
+			out = append(out, tp)
+		default:
+			tp := &TypeVar{Name: p.ident()}
+			if p.acceptOp(":") {
+				tp.Bound = p.expression()
+			}
+			if p.acceptOp("=") {
+				tp.Default = p.expression()
+			}
+			tp.Loc = Loc{start, p.prevEnd()}
+			out = append(out, tp)
+		}
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if len(out) == 0 {
+		p.fail("type parameter list cannot be empty")
+	}
+	p.expectOp("]")
+	return out
+}
+
+func (p *parser) decorated() Stmt {
+	start := int(p.tok().start)
+	var decos []Expr
+	for p.acceptOp("@") {
+		decos = append(decos, p.namedExpression())
+		if p.tok().kind != tNewline {
+			p.invalid()
+		}
+		p.advance()
+	}
+	switch {
+	case p.isKw("def"):
+		return p.funcDef(start, false, decos)
+	case p.isKw("class"):
+		return p.classDef(start, decos)
+	case p.isKw("async") && p.peek(1).isKw("def"):
+		p.advance()
+		return p.funcDef(start, true, decos)
+	}
+	p.invalid()
+	return nil
+}
+
+func (p *parser) funcDef(start int, async bool, decos []Expr) Stmt {
+	p.expectKw("def")
+	fd := &FunctionDef{Async: async, Name: p.ident(), Decorators: decos}
+	if p.isOp("[") {
+		fd.TypeParams = p.typeParams()
+	}
+	p.expectOp("(")
+	fd.Args = p.parameters(")", true)
+	p.expectOp(")")
+	if p.acceptOp("->") {
+		fd.Returns = p.expression()
+	}
+	fd.Body = p.block()
+	fd.Loc = Loc{start, stmtEnd(fd.Body, p.prevEnd())}
+	return fd
+}
+
+// parameters parses a def (annotated) or lambda parameter list up to the
+// closing token.
+func (p *parser) parameters(closer string, annotated bool) *Arguments {
+	a := &Arguments{}
+	start := int(p.tok().start)
+	var defaults []Expr
+	star, slash, sawDefault := false, false, false
+	param := func(starAnnotation bool) *Arg {
+		id := p.ident()
+		arg := &Arg{Name: id}
+		if annotated && p.acceptOp(":") {
+			if starAnnotation && p.isOp("*") {
+				arg.Annotation = p.starExpression()
+			} else {
+				arg.Annotation = p.expression()
+			}
+		}
+		arg.Loc = Loc{id.Start, p.prevEnd()}
+		return arg
+	}
+	for !p.isOp(closer) {
+		switch {
+		case p.isOp("/"):
+			if slash || star {
+				p.fail("/ must be ahead of *")
+			}
+			if len(a.Args) == 0 {
+				p.fail("at least one argument must precede /")
+			}
+			p.advance()
+			slash = true
+			a.PosOnly, a.Args = a.Args, nil
+		case p.isOp("*"):
+			if star {
+				p.fail("* argument may appear only once")
+			}
+			p.advance()
+			star = true
+			if p.isOp(",") || p.isOp(closer) {
+				if p.isOp(closer) || p.peek(1).isOp(closer) || p.peek(1).isOp("**") {
+					p.fail("named arguments must follow bare *")
+				}
+			} else {
+				a.Vararg = param(true)
+			}
+		case p.isOp("**"):
+			p.advance()
+			a.Kwarg = param(false)
+			if p.isOp("=") {
+				p.fail("var-keyword argument cannot have default value")
+			}
+			p.acceptOp(",")
+			if !p.isOp(closer) {
+				p.fail("arguments cannot follow var-keyword argument")
+			}
+			continue
+		default:
+			arg := param(false)
+			var def Expr
+			if p.acceptOp("=") {
+				def = p.expression()
+			}
+			if star {
+				a.KwOnly = append(a.KwOnly, arg)
+				a.KwDefaults = append(a.KwDefaults, def)
+			} else {
+				a.Args = append(a.Args, arg)
+				if def != nil {
+					defaults = append(defaults, def)
+					sawDefault = true
+				} else if sawDefault {
+					p.failAt(arg.Start, "parameter without a default follows parameter with a default")
+				}
+			}
+		}
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if star && a.Vararg == nil && len(a.KwOnly) == 0 {
+		p.fail("named arguments must follow bare *")
+	}
+	a.Defaults = defaults
+	a.Loc = Loc{start, p.prevEnd()}
+	return a
+}
+
+func (p *parser) classDef(start int, decos []Expr) Stmt {
+	p.expectKw("class")
+	cd := &ClassDef{Name: p.ident(), Decorators: decos}
+	if p.isOp("[") {
+		cd.TypeParams = p.typeParams()
+	}
+	if p.acceptOp("(") {
+		cd.Bases, cd.Keywords = p.callArguments()
+		p.expectOp(")")
+	}
+	cd.Body = p.block()
+	cd.Loc = Loc{start, stmtEnd(cd.Body, p.prevEnd())}
+	return cd
+}
+
+func (p *parser) ifStmt() Stmt {
+	start := int(p.advance().start) // if or elif
+	s := &If{Test: p.namedExpression()}
+	s.Body = p.block()
+	switch {
+	case p.isKw("elif"):
+		s.Orelse = []Stmt{p.ifStmt()}
+	case p.isKw("else"):
+		p.advance()
+		s.Orelse = p.block()
+	}
+	s.Loc = Loc{start, stmtEnd(s.Orelse, stmtEnd(s.Body, p.prevEnd()))}
+	return s
+}
+
+func (p *parser) whileStmt() Stmt {
+	start := int(p.advance().start)
+	s := &While{Test: p.namedExpression()}
+	s.Body = p.block()
+	if p.acceptKw("else") {
+		s.Orelse = p.block()
+	}
+	s.Loc = Loc{start, stmtEnd(s.Orelse, stmtEnd(s.Body, p.prevEnd()))}
+	return s
+}
+
+func (p *parser) forStmt(start int, async bool) Stmt {
+	p.expectKw("for")
+	s := &For{Async: async}
+	s.Target = p.targetTuple(Store)
+	p.expectKw("in")
+	s.Iter = p.starExpressions()
+	s.Body = p.block()
+	if p.acceptKw("else") {
+		s.Orelse = p.block()
+	}
+	s.Loc = Loc{start, stmtEnd(s.Orelse, stmtEnd(s.Body, p.prevEnd()))}
+	return s
+}
+
+func (p *parser) tryStmt() Stmt {
+	start := int(p.advance().start)
+	s := &Try{Body: p.block()}
+	sawPlain := false
+	for p.isKw("except") {
+		hstart := int(p.advance().start)
+		h := &ExceptHandler{}
+		star := p.acceptOp("*")
+		if star {
+			s.Star = true
+		} else {
+			sawPlain = true
+		}
+		if s.Star && sawPlain {
+			p.failAt(hstart, "cannot have both 'except' and 'except*' on the same 'try'")
+		}
+		if !p.isOp(":") {
+			h.Type = p.expression()
+			if p.isOp(",") {
+				p.fail("multiple exception types must be parenthesized")
+			}
+			if p.acceptKw("as") {
+				h.Name = p.ident()
+			}
+		} else if star {
+			p.fail("expected one or more exception types")
+		}
+		h.Body = p.block()
+		h.Loc = Loc{hstart, stmtEnd(h.Body, p.prevEnd())}
+		s.Handlers = append(s.Handlers, h)
+	}
+	if len(s.Handlers) > 0 && p.acceptKw("else") {
+		s.Orelse = p.block()
+	}
+	if p.acceptKw("finally") {
+		s.Finalbody = p.block()
+	}
+	if len(s.Handlers) == 0 && s.Finalbody == nil {
+		p.fail("expected 'except' or 'finally' block")
+	}
+	end := stmtEnd(s.Body, p.prevEnd())
+	if len(s.Handlers) > 0 {
+		end = s.Handlers[len(s.Handlers)-1].End
+	}
+	s.Loc = Loc{start, stmtEnd(s.Finalbody, stmtEnd(s.Orelse, end))}
+	return s
+}
+
+func (p *parser) withStmt(start int, async bool) Stmt {
+	p.expectKw("with")
+	s := &With{Async: async}
+	if p.isOp("(") {
+		// `with (a as b, c):` groups items in brackets; `with (a, b) as c:`
+		// is a tuple expression. Try the grouped form first, as CPython does.
+		var items []*WithItem
+		if p.speculate(func() {
+			p.advance()
+			for {
+				items = append(items, p.withItem())
+				if !p.acceptOp(",") || p.isOp(")") {
+					break
+				}
+			}
+			p.expectOp(")")
+			if !p.isOp(":") {
+				p.invalid()
+			}
+		}) {
+			s.Items = items
+			s.Body = p.block()
+			s.Loc = Loc{start, stmtEnd(s.Body, p.prevEnd())}
+			return s
+		}
+	}
+	for {
+		s.Items = append(s.Items, p.withItem())
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	s.Body = p.block()
+	s.Loc = Loc{start, stmtEnd(s.Body, p.prevEnd())}
+	return s
+}
+
+func (p *parser) withItem() *WithItem {
+	e := p.expression()
+	w := &WithItem{ContextExpr: e}
+	if p.acceptKw("as") {
+		w.OptionalVars = p.target(Store)
+	}
+	start, _ := e.Span()
+	w.Loc = Loc{start, p.prevEnd()}
+	return w
+}
+
+// matchStmt parses a match statement, or returns nil (consuming nothing)
+// when `match` is an ordinary name here.
+func (p *parser) matchStmt() Stmt {
+	start := int(p.tok().start)
+	var subject Expr
+	if !p.speculate(func() {
+		p.advance()
+		subject = p.matchSubject()
+		p.expectOp(":")
+		if p.tok().kind != tNewline {
+			p.invalid()
+		}
+	}) {
+		return nil
+	}
+	p.advance() // newline
+	if p.tok().kind != tIndent {
+		p.fail("expected an indented block")
+	}
+	p.advance()
+	m := &Match{Subject: subject}
+	p.enter()
+	for p.tok().kind != tDedent && p.tok().kind != tEnd {
+		if !p.isKw("case") {
+			p.fail("expected 'case'")
+		}
+		cstart := int(p.advance().start)
+		c := &MatchCase{Pattern: p.patterns()}
+		if p.acceptKw("if") {
+			c.Guard = p.namedExpression()
+		}
+		c.Body = p.block()
+		c.Loc = Loc{cstart, stmtEnd(c.Body, p.prevEnd())}
+		m.Cases = append(m.Cases, c)
+	}
+	p.leave()
+	if len(m.Cases) == 0 {
+		p.fail("expected 'case'")
+	}
+	if p.tok().kind == tDedent {
+		p.advance()
+	}
+	m.Loc = Loc{start, m.Cases[len(m.Cases)-1].End}
+	return m
+}
+
+func (p *parser) isKwTok(t *token, s string) bool { return t.isKw(s) }
+
+func (p *parser) matchSubject() Expr {
+	start := int(p.tok().start)
+	first := p.starNamedExpression()
+	if !p.isOp(",") {
+		if _, ok := first.(*Starred); ok {
+			p.failAt(start, "invalid syntax")
+		}
+		return first
+	}
+	elts := []Expr{first}
+	for p.acceptOp(",") {
+		if p.isOp(":") {
+			break
+		}
+		elts = append(elts, p.starNamedExpression())
+	}
+	return &Tuple{Loc{start, p.prevEnd()}, elts, Load}
+}
+
+// ---- assignment targets ----
+
+// targetTuple parses `for` targets: comma-separated targets that stop
+// before `in`, forming a tuple when there is a comma.
+func (p *parser) targetTuple(ctx Context) Expr {
+	start := int(p.tok().start)
+	first := p.starTarget(ctx)
+	if !p.isOp(",") {
+		if _, ok := first.(*Starred); ok {
+			p.failAt(start, "starred assignment target must be in a list or tuple")
+		}
+		return first
+	}
+	elts := []Expr{first}
+	for p.acceptOp(",") {
+		if p.isKw("in") || p.isOp("=") {
+			break
+		}
+		elts = append(elts, p.starTarget(ctx))
+	}
+	return &Tuple{Loc{start, p.prevEnd()}, elts, ctx}
+}
+
+func (p *parser) starTarget(ctx Context) Expr {
+	if p.isOp("*") {
+		start := int(p.advance().start)
+		v := p.target(ctx)
+		return &Starred{Loc{start, p.prevEnd()}, v, ctx}
+	}
+	return p.target(ctx)
+}
+
+// target parses one target at bitwise-or precedence, so comparisons
+// (notably `in`) end it.
+func (p *parser) target(ctx Context) Expr {
+	e := p.bitwiseOr()
+	p.setContext(e, ctx)
+	return e
+}
+
+// targetList parses `del` targets.
+func (p *parser) targetList(ctx Context) []Expr {
+	var out []Expr
+	for {
+		out = append(out, p.target(ctx))
+		if !p.acceptOp(",") || p.atStmtEnd() {
+			break
+		}
+	}
+	return out
+}
+
+// setContext marks an expression as an assignment or deletion target and
+// rejects expressions that cannot be one, as Python's parser does.
+func (p *parser) setContext(e Expr, ctx Context) {
+	verb := "assign to"
+	if ctx == Del {
+		verb = "delete"
+	}
+	switch x := e.(type) {
+	case *Name:
+		x.Ctx = ctx
+	case *Attribute:
+		x.Ctx = ctx
+	case *Subscript:
+		x.Ctx = ctx
+	case *Starred:
+		if ctx == Del {
+			p.failAt(x.Start, "cannot delete starred")
+		}
+		x.Ctx = ctx
+		p.setContext(x.Value, ctx)
+	case *Tuple:
+		x.Ctx = ctx
+		for _, el := range x.Elts {
+			p.setContext(el, ctx)
+		}
+	case *List:
+		x.Ctx = ctx
+		for _, el := range x.Elts {
+			p.setContext(el, ctx)
+		}
+	default:
+		s, _ := e.Span()
+		p.failAt(s, "cannot %s %s", verb, describe(e))
+	}
+}
+
+// describe names an expression the way CPython's error messages do.
+func describe(e Expr) string {
+	switch x := e.(type) {
+	case *Call:
+		return "function call"
+	case *Constant:
+		switch x.Kind {
+		case ConstNone:
+			return "None"
+		case ConstTrue:
+			return "True"
+		case ConstFalse:
+			return "False"
+		case ConstEllipsis:
+			return "ellipsis"
+		}
+		return "literal"
+	case *BinOp, *UnaryOp:
+		return "expression"
+	case *BoolOp:
+		return "expression"
+	case *Compare:
+		return "comparison"
+	case *Lambda:
+		return "lambda"
+	case *IfExp:
+		return "conditional expression"
+	case *NamedExpr:
+		return "named expression"
+	case *Dict:
+		return "dict literal"
+	case *Set:
+		return "set display"
+	case *ListComp:
+		return "list comprehension"
+	case *SetComp:
+		return "set comprehension"
+	case *DictComp:
+		return "dict comprehension"
+	case *GeneratorExp:
+		return "generator expression"
+	case *Await:
+		return "await expression"
+	case *Yield, *YieldFrom:
+		return "yield expression"
+	case *JoinedStr:
+		return "f-string expression"
+	case *Tuple:
+		return "tuple"
+	case *List:
+		return "list"
+	case *Starred:
+		return "starred"
+	}
+	return "expression"
+}

@@ -1,0 +1,83 @@
+package pyparse
+
+import (
+	"fmt"
+	"sort"
+	"unicode/utf8"
+)
+
+// File is a source file's name and text with a line table, so byte offsets
+// kept in the tree can be turned into line and column when reporting.
+type File struct {
+	Name  string
+	Src   string
+	lines []int // byte offset of the start of each line
+}
+
+// NewFile indexes src for position lookups. Lines end at "\n", "\r\n" or a
+// lone "\r", as Python's universal newlines read them.
+func NewFile(name string, src []byte) *File {
+	f := &File{Name: name, Src: string(src)}
+	f.lines = append(f.lines, 0)
+	s := f.Src
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\n':
+			f.lines = append(f.lines, i+1)
+		case '\r':
+			if i+1 < len(s) && s[i+1] == '\n' {
+				i++
+			}
+			f.lines = append(f.lines, i+1)
+		}
+	}
+	return f
+}
+
+// Position is a human-facing source location: 1-based line and 1-based
+// column counted in characters (runes), which is what editors show.
+type Position struct {
+	Offset int
+	Line   int
+	Col    int
+}
+
+func (p Position) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }
+
+// Position converts a byte offset into line and column.
+func (f *File) Position(off int) Position {
+	if off < 0 {
+		off = 0
+	}
+	if off > len(f.Src) {
+		off = len(f.Src)
+	}
+	line := sort.Search(len(f.lines), func(i int) bool { return f.lines[i] > off }) - 1
+	start := f.lines[line]
+	col := 1
+	for i := start; i < off; {
+		r, n := utf8.DecodeRuneInString(f.Src[i:])
+		_ = r
+		i += n
+		col++
+	}
+	return Position{Offset: off, Line: line + 1, Col: col}
+}
+
+// Text returns the source text of a node.
+func (f *File) Text(n Node) string {
+	s, e := n.Span()
+	return f.Src[s:e]
+}
+
+// SyntaxError is a parse failure at a position, the counterpart of
+// Python's SyntaxError: a file that does not parse is never accepted.
+type SyntaxError struct {
+	File string
+	Pos  Position
+	Msg  string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("%s:%d:%d: syntax error: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
+}

@@ -1,0 +1,325 @@
+package pyparse
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// strings parses one or more adjacent string literals, which Python joins
+// into a single constant (or a single f-string when any part is one).
+func (p *parser) strings() Expr {
+	start := p.exprStart()
+	var parts []Expr
+	var buf strings.Builder
+	isF, inexact := false, false
+	kind := -1 // 0 str, 1 bytes
+	flushConst := func(s string, at int) {
+		if s == "" {
+			return
+		}
+		if n := len(parts); n > 0 {
+			if c, ok := parts[n-1].(*Constant); ok {
+				c.Str += s
+				c.End = at
+				return
+			}
+		}
+		parts = append(parts, &Constant{Loc: Loc{at, at}, Kind: ConstStr, Str: s})
+	}
+	for {
+		t := p.tok()
+		if t.kind == tString {
+			val, isBytes, inx := p.decodeString(t)
+			k := 0
+			if isBytes {
+				k = 1
+			}
+			if kind >= 0 && k != kind {
+				p.fail("cannot mix bytes and nonbytes literals")
+			}
+			kind = k
+			inexact = inexact || inx
+			buf.WriteString(val)
+			flushConst(val, int(t.end))
+			p.advance()
+			continue
+		}
+		if t.kind == tFStart {
+			if kind == 1 {
+				p.fail("cannot mix bytes and nonbytes literals")
+			}
+			kind = 0
+			isF = true
+			for _, part := range p.fstring() {
+				if c, ok := part.(*Constant); ok {
+					inexact = inexact || c.Inexact
+					flushConst(c.Str, c.End)
+					continue
+				}
+				parts = append(parts, part)
+			}
+			continue
+		}
+		break
+	}
+	loc := Loc{start, p.prevEnd()}
+	if !isF {
+		k := ConstStr
+		if kind == 1 {
+			k = ConstBytes
+		}
+		return &Constant{Loc: loc, Kind: k, Str: buf.String(), Inexact: inexact}
+	}
+	for _, part := range parts {
+		if c, ok := part.(*Constant); ok {
+			c.Inexact = inexact
+		}
+	}
+	return &JoinedStr{loc, parts}
+}
+
+// fstring parses one f-string from its start token to its end token.
+func (p *parser) fstring() []Expr {
+	st := p.advance()
+	prefix := strings.ToLower(p.f.Src[st.start:st.end])
+	raw := strings.Contains(strings.TrimRight(prefix, "'\""), "r")
+	p.enter()
+	defer p.leave()
+	var parts []Expr
+	for {
+		t := p.tok()
+		switch {
+		case t.kind == tFEnd:
+			p.advance()
+			return parts
+		case t.kind == tFMiddle:
+			val, inx := p.decodeFText(t, raw, true)
+			parts = append(parts, &Constant{Loc: Loc{int(t.start), int(t.end)}, Kind: ConstStr, Str: val, Inexact: inx})
+			p.advance()
+		case t.isOp("{"):
+			parts = append(parts, p.fstringField(raw)...)
+		default:
+			p.invalid()
+		}
+	}
+}
+
+// fstringField parses `{expr[=][!conv][:spec]}`; a debug `=` adds the
+// expression text before the value, as Python does.
+func (p *parser) fstringField(raw bool) []Expr {
+	lb := p.advance()
+	if p.isOp("}") {
+		p.fail("f-string: valid expression required before '}'")
+	}
+	var e Expr
+	if p.isKw("yield") {
+		e = p.yieldExpr()
+	} else {
+		e = p.starExpressions()
+	}
+	var out []Expr
+	fv := &FormattedValue{Value: e}
+	if p.isOp("=") {
+		p.advance()
+		textEnd := int(p.tok().start)
+		text := normalizeNewlines(p.f.Src[lb.end:textEnd])
+		out = append(out, &Constant{Loc: Loc{int(lb.end), textEnd}, Kind: ConstStr, Str: text})
+	}
+	debug := len(out) > 0
+	if p.isOp("!") {
+		bang := p.advance()
+		t := p.tok()
+		if t.kind != tName || t.start != bang.end {
+			p.fail("f-string: conversion type must come right after the exclamation mark")
+		}
+		switch t.text {
+		case "s", "r", "a":
+			fv.Conversion = rune(t.text[0])
+		default:
+			p.fail("f-string: invalid conversion character %q: expected 's', 'r', or 'a'", t.text)
+		}
+		p.advance()
+	}
+	if p.isOp(":") {
+		colon := p.advance()
+		spec := &JoinedStr{}
+		for !p.isOp("}") {
+			t := p.tok()
+			switch {
+			case t.kind == tFMiddle:
+				val, inx := p.decodeFText(t, raw, false)
+				spec.Values = append(spec.Values, &Constant{Loc: Loc{int(t.start), int(t.end)}, Kind: ConstStr, Str: val, Inexact: inx})
+				p.advance()
+			case t.isOp("{"):
+				spec.Values = append(spec.Values, p.fstringField(raw)...)
+			default:
+				p.fail("f-string: expecting '}'")
+			}
+		}
+		spec.Loc = Loc{int(colon.end), int(p.tok().start)}
+		fv.FormatSpec = spec
+	}
+	if !p.isOp("}") {
+		p.fail("f-string: expecting '}'")
+	}
+	p.advance()
+	if debug && fv.Conversion == 0 && fv.FormatSpec == nil {
+		fv.Conversion = 'r'
+	}
+	fv.Loc = Loc{int(lb.start), p.prevEnd()}
+	return append(out, fv)
+}
+
+func normalizeNewlines(s string) string {
+	if !strings.Contains(s, "\r") {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return strings.ReplaceAll(s, "\r", "\n")
+}
+
+// decodeString returns the value of a plain (non-f) string token.
+func (p *parser) decodeString(t *token) (val string, isBytes, inexact bool) {
+	text := p.f.Src[t.start:t.end]
+	q := strings.IndexAny(text, "'\"")
+	prefix := strings.ToLower(text[:q])
+	body := text[q:]
+	n := 1
+	if len(body) >= 6 && body[1] == body[0] && body[2] == body[0] {
+		n = 3
+	}
+	body = normalizeNewlines(body[n : len(body)-n])
+	isBytes = strings.Contains(prefix, "b")
+	if isBytes {
+		for i := 0; i < len(body); i++ {
+			if body[i] >= utf8.RuneSelf {
+				p.fail("bytes can only contain ASCII literal characters")
+			}
+		}
+	}
+	if strings.Contains(prefix, "r") {
+		return body, isBytes, false
+	}
+	val, inexact = p.unescape(t, body, isBytes)
+	return val, isBytes, inexact
+}
+
+// decodeFText returns the value of literal f-string text: escapes are
+// processed unless raw, and outside format specs doubled braces collapse.
+func (p *parser) decodeFText(t *token, raw, literal bool) (string, bool) {
+	body := normalizeNewlines(p.f.Src[t.start:t.end])
+	if literal {
+		body = strings.ReplaceAll(strings.ReplaceAll(body, "{{", "{"), "}}", "}")
+	}
+	if raw {
+		return body, false
+	}
+	return p.unescape(t, body, false)
+}
+
+func hexVal(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// unescape processes backslash escapes the way Python's string and bytes
+// literals do. Unknown escapes keep their backslash. \N{name} is marked
+// inexact: the value stands in U+FFFD for the named character.
+func (p *parser) unescape(t *token, body string, isBytes bool) (string, bool) {
+	if !strings.Contains(body, "\\") {
+		return body, false
+	}
+	var b strings.Builder
+	inexact := false
+	put := func(r int) {
+		if isBytes {
+			b.WriteByte(byte(r))
+			return
+		}
+		if r >= 0xD800 && r <= 0xDFFF {
+			inexact = true
+			r = utf8.RuneError
+		}
+		b.WriteRune(rune(r))
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' || i+1 >= len(body) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		d := body[i]
+		switch d {
+		case '\n':
+		case '\\', '\'', '"':
+			b.WriteByte(d)
+		case 'a':
+			b.WriteByte(7)
+		case 'b':
+			b.WriteByte(8)
+		case 'f':
+			b.WriteByte(12)
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte(11)
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			v := int(d - '0')
+			for k := 0; k < 2 && i+1 < len(body) && body[i+1] >= '0' && body[i+1] <= '7'; k++ {
+				i++
+				v = v*8 + int(body[i]-'0')
+			}
+			if isBytes {
+				v &= 0xFF
+			}
+			put(v)
+		case 'x', 'u', 'U':
+			digits := map[byte]int{'x': 2, 'u': 4, 'U': 8}[d]
+			if isBytes && d != 'x' {
+				b.WriteByte('\\')
+				b.WriteByte(d)
+				continue
+			}
+			v := 0
+			for k := 0; k < digits; k++ {
+				if i+1 >= len(body) || hexVal(body[i+1]) < 0 {
+					p.failAt(int(t.start), "(unicode error) truncated \\%c escape", d)
+				}
+				i++
+				v = v*16 + hexVal(body[i])
+			}
+			if v > 0x10FFFF {
+				p.failAt(int(t.start), "(unicode error) illegal Unicode character")
+			}
+			put(v)
+		case 'N':
+			if isBytes {
+				b.WriteString("\\N")
+				continue
+			}
+			end := strings.IndexByte(body[i:], '}')
+			if i+1 >= len(body) || body[i+1] != '{' || end < 0 {
+				p.failAt(int(t.start), "(unicode error) malformed \\N character escape")
+			}
+			i += end
+			inexact = true
+			b.WriteRune(utf8.RuneError)
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(d)
+		}
+	}
+	return b.String(), inexact
+}

@@ -1,0 +1,3 @@
+# just a comment
+
+   # another

@@ -1,0 +1,2 @@
+import a; import b;
+x = 1; y = 2

@@ -1,0 +1,305 @@
+package pyparse
+
+// Inspect walks the tree rooted at n in source order, calling fn for each
+// node; when fn returns false the node's children are skipped. Recursion
+// depth is bounded by the parser's nesting limit.
+func Inspect(n Node, fn func(Node) bool) {
+	if n == nil || isNilNode(n) || !fn(n) {
+		return
+	}
+	for _, c := range Children(n) {
+		Inspect(c, fn)
+	}
+}
+
+func isNilNode(n Node) bool {
+	switch x := n.(type) {
+	case *Ident:
+		return x == nil
+	case *DottedName:
+		return x == nil
+	case *Arguments:
+		return x == nil
+	case *JoinedStr:
+		return x == nil
+	}
+	return false
+}
+
+type kids []Node
+
+func (k *kids) expr(es ...Expr) {
+	for _, e := range es {
+		if e != nil {
+			*k = append(*k, e)
+		}
+	}
+}
+
+func (k *kids) stmts(ss []Stmt) {
+	for _, s := range ss {
+		*k = append(*k, s)
+	}
+}
+
+func (k *kids) ident(ids ...*Ident) {
+	for _, id := range ids {
+		if id != nil {
+			*k = append(*k, id)
+		}
+	}
+}
+
+func (k *kids) pats(ps []Pattern) {
+	for _, p := range ps {
+		if p != nil {
+			*k = append(*k, p)
+		}
+	}
+}
+
+func (k *kids) typeParams(tps []TypeParam) {
+	for _, t := range tps {
+		*k = append(*k, t)
+	}
+}
+
+func (k *kids) args(a *Arguments) {
+	if a != nil {
+		*k = append(*k, a)
+	}
+}
+
+// Children returns the direct children of n in source order.
+func Children(n Node) []Node {
+	var k kids
+	switch x := n.(type) {
+	case *Module:
+		k.stmts(x.Body)
+	case *FunctionDef:
+		k.expr(x.Decorators...)
+		k.ident(x.Name)
+		k.typeParams(x.TypeParams)
+		k.args(x.Args)
+		k.expr(x.Returns)
+		k.stmts(x.Body)
+	case *ClassDef:
+		k.expr(x.Decorators...)
+		k.ident(x.Name)
+		k.typeParams(x.TypeParams)
+		k.expr(x.Bases...)
+		for _, kw := range x.Keywords {
+			k = append(k, kw)
+		}
+		k.stmts(x.Body)
+	case *Return:
+		k.expr(x.Value)
+	case *Delete:
+		k.expr(x.Targets...)
+	case *Assign:
+		k.expr(x.Targets...)
+		k.expr(x.Value)
+	case *AugAssign:
+		k.expr(x.Target, x.Value)
+	case *AnnAssign:
+		k.expr(x.Target, x.Annotation, x.Value)
+	case *TypeAlias:
+		k.expr(x.Name)
+		k.typeParams(x.TypeParams)
+		k.expr(x.Value)
+	case *For:
+		k.expr(x.Target, x.Iter)
+		k.stmts(x.Body)
+		k.stmts(x.Orelse)
+	case *While:
+		k.expr(x.Test)
+		k.stmts(x.Body)
+		k.stmts(x.Orelse)
+	case *If:
+		k.expr(x.Test)
+		k.stmts(x.Body)
+		k.stmts(x.Orelse)
+	case *With:
+		for _, it := range x.Items {
+			k = append(k, it)
+		}
+		k.stmts(x.Body)
+	case *WithItem:
+		k.expr(x.ContextExpr, x.OptionalVars)
+	case *Match:
+		k.expr(x.Subject)
+		for _, c := range x.Cases {
+			k = append(k, c)
+		}
+	case *MatchCase:
+		k.pats([]Pattern{x.Pattern})
+		k.expr(x.Guard)
+		k.stmts(x.Body)
+	case *Raise:
+		k.expr(x.Exc, x.Cause)
+	case *Try:
+		k.stmts(x.Body)
+		for _, h := range x.Handlers {
+			k = append(k, h)
+		}
+		k.stmts(x.Orelse)
+		k.stmts(x.Finalbody)
+	case *ExceptHandler:
+		k.expr(x.Type)
+		k.ident(x.Name)
+		k.stmts(x.Body)
+	case *Assert:
+		k.expr(x.Test, x.Msg)
+	case *Import:
+		for _, a := range x.Names {
+			k = append(k, a)
+		}
+	case *ImportFrom:
+		if x.Module != nil {
+			k = append(k, x.Module)
+		}
+		for _, a := range x.Names {
+			k = append(k, a)
+		}
+	case *Alias:
+		k = append(k, x.Name)
+		k.ident(x.AsName)
+	case *Global:
+		k.ident(x.Names...)
+	case *Nonlocal:
+		k.ident(x.Names...)
+	case *ExprStmt:
+		k.expr(x.Value)
+	case *Arguments:
+		all := append(append([]*Arg{}, x.PosOnly...), x.Args...)
+		for _, a := range all {
+			k = append(k, a)
+		}
+		k.expr(x.Defaults...)
+		if x.Vararg != nil {
+			k = append(k, x.Vararg)
+		}
+		for i, a := range x.KwOnly {
+			k = append(k, a)
+			k.expr(x.KwDefaults[i])
+		}
+		if x.Kwarg != nil {
+			k = append(k, x.Kwarg)
+		}
+	case *Arg:
+		k.ident(x.Name)
+		k.expr(x.Annotation)
+	case *Keyword:
+		k.ident(x.Arg)
+		k.expr(x.Value)
+	case *TypeVar:
+		k.ident(x.Name)
+		k.expr(x.Bound, x.Default)
+	case *TypeVarTuple:
+		k.ident(x.Name)
+		k.expr(x.Default)
+	case *ParamSpec:
+		k.ident(x.Name)
+		k.expr(x.Default)
+	case *BoolOp:
+		k.expr(x.Values...)
+	case *NamedExpr:
+		k.expr(x.Target, x.Value)
+	case *BinOp:
+		k.expr(x.Left, x.Right)
+	case *UnaryOp:
+		k.expr(x.Operand)
+	case *Lambda:
+		k.args(x.Args)
+		k.expr(x.Body)
+	case *IfExp:
+		k.expr(x.Body, x.Test, x.Orelse)
+	case *Dict:
+		for i := range x.Keys {
+			k.expr(x.Keys[i], x.Values[i])
+		}
+	case *Set:
+		k.expr(x.Elts...)
+	case *ListComp:
+		k.expr(x.Elt)
+		k.comps(x.Generators)
+	case *SetComp:
+		k.expr(x.Elt)
+		k.comps(x.Generators)
+	case *DictComp:
+		k.expr(x.Key, x.Value)
+		k.comps(x.Generators)
+	case *GeneratorExp:
+		k.expr(x.Elt)
+		k.comps(x.Generators)
+	case *Comprehension:
+		k.expr(x.Target, x.Iter)
+		k.expr(x.Ifs...)
+	case *Await:
+		k.expr(x.Value)
+	case *Yield:
+		k.expr(x.Value)
+	case *YieldFrom:
+		k.expr(x.Value)
+	case *Compare:
+		k.expr(x.Left)
+		k.expr(x.Comparators...)
+	case *Call:
+		k.expr(x.Func)
+		k.expr(x.Args...)
+		for _, kw := range x.Keywords {
+			k = append(k, kw)
+		}
+	case *FormattedValue:
+		k.expr(x.Value)
+		if x.FormatSpec != nil {
+			k = append(k, x.FormatSpec)
+		}
+	case *JoinedStr:
+		k.expr(x.Values...)
+	case *Attribute:
+		k.expr(x.Value)
+		k.ident(x.Attr)
+	case *Subscript:
+		k.expr(x.Value, x.Slice)
+	case *Starred:
+		k.expr(x.Value)
+	case *List:
+		k.expr(x.Elts...)
+	case *Tuple:
+		k.expr(x.Elts...)
+	case *Slice:
+		k.expr(x.Lower, x.Upper, x.Step)
+	case *MatchValue:
+		k.expr(x.Value)
+	case *MatchSequence:
+		k.pats(x.Patterns)
+	case *MatchMapping:
+		for i := range x.Keys {
+			k.expr(x.Keys[i])
+			k.pats([]Pattern{x.Patterns[i]})
+		}
+		k.ident(x.Rest)
+	case *MatchClass:
+		k.expr(x.Cls)
+		k.pats(x.Patterns)
+		for i := range x.KwdAttrs {
+			k.ident(x.KwdAttrs[i])
+			k.pats([]Pattern{x.KwdPatterns[i]})
+		}
+	case *MatchStar:
+		k.ident(x.Name)
+	case *MatchAs:
+		k.pats([]Pattern{x.Pattern})
+		k.ident(x.Name)
+	case *MatchOr:
+		k.pats(x.Patterns)
+	}
+	return k
+}
+
+func (k *kids) comps(cs []*Comprehension) {
+	for _, c := range cs {
+		*k = append(*k, c)
+	}
+}
