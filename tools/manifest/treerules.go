@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"path"
 	"strings"
 )
@@ -85,4 +86,34 @@ func hasSuffix(s string, suffixes []string) bool {
 		}
 	}
 	return false
+}
+
+// ErrTreeRule is the class of a file the static tree rules refuse.
+var ErrTreeRule = fmt.Errorf("%w: tree rule", ErrInvalid)
+
+// TreeViolations applies the static tree rules to every file of a loaded
+// bundle and returns one error per refused file, in tree order: compiled
+// objects, undeclared CUDA sources or patches, and stray files. Python
+// files are not judged here; the source scanner reads them.
+func (b *Bundle) TreeViolations() []*Error {
+	var out []*Error
+	for _, f := range b.Tree.Files {
+		class := b.Manifest.Classify(f.Path)
+		if !class.Violation() {
+			continue
+		}
+		var why string
+		switch class {
+		case ClassBinary:
+			why = "compiled objects, libraries and bytecode may not be shipped; bundles carry source"
+		case ClassUndeclaredCUDA:
+			why = "CUDA source not declared in any op's cuda_sources"
+		case ClassUndeclaredPatch:
+			why = "patch not declared in [[dep_patches]]"
+		default:
+			why = "not source, a declared input or benign metadata (manifest.toml, rebuild.json, README*, LICENSE*, .gitignore, metadata/*.json)"
+		}
+		out = append(out, newError(ErrTreeRule, f.Path, "", "%s [%s]", why, class))
+	}
+	return out
 }

@@ -1,0 +1,191 @@
+package contribution
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/tools/manifest"
+)
+
+// Inspection stages, in the order Inspect runs them. A RejectedError
+// names the stage that refused the bundle.
+const (
+	StageLoad      = "load"       // intake limits, manifest.toml, declared paths, metadata, patches, rebuild plan
+	StageTree      = "tree"       // static tree rules: binaries, undeclared CUDA sources and patches, stray files
+	StageResolve   = "resolve"    // target resolution against the catalog
+	StageVariants  = "variants"   // variant eligibility domains
+	StageDepPolicy = "dep-policy" // where a dependency patch may write
+	StagePayload   = "payload"    // Python import closure, CUDA includes, selected payload
+)
+
+// RejectedError is a bundle refused by one inspection stage. Errors that
+// are not a RejectedError are I/O or usage failures.
+type RejectedError struct {
+	Stage string
+	Err   error
+}
+
+func (e *RejectedError) Error() string { return fmt.Sprintf("%s: %v", e.Stage, e.Err) }
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+func reject(stage string, err error) error { return &RejectedError{Stage: stage, Err: err} }
+
+// Target is where a bundle resolved.
+type Target struct {
+	Registered       bool
+	TargetID         string
+	Kind             string // "slot" or "atomic"
+	TargetSpecDigest string
+	// Unregistered says why the bundle resolved to no target (the
+	// discovery lane); empty when Registered.
+	Unregistered string
+}
+
+// Inspection is everything the validator derives from a bundle without
+// running it.
+type Inspection struct {
+	Dir                  string
+	Bundle               *manifest.Bundle
+	ContentHash          string // the proposal's artifact digest
+	CommittedContentHash string // without the top-level carrier receipt
+	DeclaredFeatures     []string
+	ObservedFeatures     []string // from the rebuild plan
+	Features             []string // declared ∪ observed
+	Target               Target
+	Swappable            bool
+	SwapReason           string // first reason it is not swappable; empty when it is
+
+	SelectedPayload       *SelectedPayload
+	SelectedPayloadDigest string
+	// SelectedDeltaDigest binds the payload to its target; empty when the
+	// bundle is unregistered.
+	SelectedDeltaDigest string
+}
+
+// Registered reports whether the bundle resolved to a registered target.
+func (in *Inspection) Registered() bool { return in.Target.Registered }
+
+// Options are the validator-owned inputs of an inspection.
+type Options struct {
+	Catalog *catalog.Catalog // required
+	Payload PayloadOptions
+}
+
+// Inspect loads the bundle at dir and derives its identities: content
+// hashes, features, target, swappability, selected payload and delta. It
+// never imports or runs bundle code. A bundle the rules refuse yields a
+// *RejectedError naming the stage; an unregistered bundle (legacy system
+// mode, or a member set no target has) is not an error: Target says why
+// it is unregistered and SelectedDeltaDigest stays empty.
+func Inspect(dir string, opts Options) (*Inspection, error) {
+	if opts.Catalog == nil {
+		return nil, errors.New("inspect: no target catalog")
+	}
+	b, err := manifest.LoadBundle(dir)
+	if err != nil {
+		if errors.Is(err, manifest.ErrInvalid) {
+			return nil, reject(StageLoad, err)
+		}
+		return nil, err
+	}
+	in := &Inspection{Dir: dir, Bundle: b}
+	m := b.Manifest
+
+	if v := b.TreeViolations(); len(v) > 0 {
+		errs := make([]error, len(v))
+		for i, e := range v {
+			errs[i] = e
+		}
+		return nil, reject(StageTree, errors.Join(errs...))
+	}
+	if in.ContentHash, err = bundlehash.ContentHash(dir); err != nil {
+		return nil, err
+	}
+	if in.CommittedContentHash, err = bundlehash.CommittedContentHash(dir); err != nil {
+		return nil, err
+	}
+
+	res, err := Resolve(b, opts.Catalog)
+	in.DeclaredFeatures, in.ObservedFeatures, in.Features = res.Declared, res.Observed, res.Features
+	if err != nil {
+		return nil, reject(StageResolve, err)
+	}
+	in.Target = res.Target
+	in.Swappable, in.SwapReason = m.Swappability()
+
+	if err := manifest.CheckVariantDomains(m); err != nil {
+		return nil, reject(StageVariants, err)
+	}
+	if err := manifest.CheckDepPolicy(m); err != nil {
+		return nil, reject(StageDepPolicy, err)
+	}
+	p, err := ComputeSelectedPayload(b, opts.Payload)
+	if err != nil {
+		return nil, reject(StagePayload, err)
+	}
+	in.SelectedPayload = p
+	if in.SelectedPayloadDigest, err = p.Digest(); err != nil {
+		return nil, err
+	}
+	if in.Target.Registered {
+		if in.SelectedDeltaDigest, err = SelectedDelta(in.SelectedPayloadDigest, in.Target.TargetID, in.Target.TargetSpecDigest); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// Resolution is a bundle's target resolution with the features it used.
+type Resolution struct {
+	Target   Target
+	Declared []string // features the manifest declares
+	Observed []string // features the rebuild plan proves
+	Features []string // declared ∪ observed
+}
+
+// Resolve derives a loaded bundle's features (spec: resolution step 1) and
+// resolves them against the catalog. The rebuild plan is read from the
+// bundle itself, so the rebuild evidence counts as complete: declared
+// CUDA sources need a build_cuda_ext step, declared patches an
+// apply_dep_patch step, and the other way round.
+func Resolve(b *manifest.Bundle, cat *catalog.Catalog) (Resolution, error) {
+	m := b.Manifest
+	out := Resolution{Declared: m.DeclaredFeatures(), Observed: b.Rebuild.ObservedFeatures()}
+	if out.Observed == nil {
+		out.Observed = []string{}
+	}
+	req := catalog.Request{
+		Slots:                m.Slots(),
+		Declared:             out.Declared,
+		Observed:             out.Observed,
+		EvidenceComplete:     true,
+		CUDATranslationUnits: countTranslationUnits(m),
+	}
+	if m.Competition != nil {
+		req.Competition = &catalog.Competition{Target: m.Competition.Target, Mode: m.Competition.Mode}
+	}
+	res, err := cat.Resolve(req)
+	out.Features = res.Features
+	if err != nil {
+		return out, err
+	}
+	if res.Registered {
+		out.Target = Target{Registered: true, TargetID: res.Target.ID, Kind: string(res.Target.Kind), TargetSpecDigest: res.TargetSpecDigest}
+	} else {
+		out.Target = Target{Unregistered: res.Unregistered}
+	}
+	return out, nil
+}
+
+func countTranslationUnits(m *manifest.Manifest) int {
+	n := 0
+	for _, p := range m.CUDASourcePaths() {
+		if strings.HasSuffix(p, ".cu") {
+			n++
+		}
+	}
+	return n
+}

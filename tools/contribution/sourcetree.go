@@ -1,0 +1,42 @@
+package contribution
+
+import (
+	"fmt"
+
+	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/tools/manifest"
+)
+
+type sourceTreeRow struct {
+	Mode   int    `json:"mode"`
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// IntegratedSourceTreeDigest is the identity of a reviewed source tree:
+// H(cacheon.integrated-source-tree, {files: [{mode 292, path, sha256}]})
+// over every file the content hash covers, in path-component order, with
+// modes normalized. Links and special files reject the tree (the intake
+// limits apply), so the identity never depends on what a link points at.
+func IntegratedSourceTreeDigest(dir string) (string, error) {
+	tree, err := manifest.ReadTree(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(tree.Files) == 0 {
+		return "", fmt.Errorf("integrated source tree %s: %w", dir, bundlehash.ErrNoFiles)
+	}
+	rows := make([]sourceTreeRow, 0, len(tree.Files))
+	for _, f := range tree.Files {
+		if err := manifest.CheckLogicalPath(f.Path); err != nil {
+			return "", fmt.Errorf("integrated source tree %s: %w", dir, err)
+		}
+		sum, _, err := hashFile(dir, f.Path)
+		if err != nil {
+			return "", err
+		}
+		rows = append(rows, sourceTreeRow{Mode: FileMode, Path: f.Path, SHA256: sum})
+	}
+	return identity.Digest(IntegratedSourceTreeDomain, map[string]any{"files": rows})
+}
