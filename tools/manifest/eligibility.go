@@ -217,6 +217,9 @@ func CheckVariantDomains(m *Manifest) error {
 	sort.Strings(slots)
 	for _, s := range slots {
 		ops := bySlot[s]
+		// Variant order, not manifest order, so the verdict and its
+		// message never depend on how rows are listed.
+		sort.Slice(ops, func(i, j int) bool { return ops[i].Variant < ops[j].Variant })
 		elig := make([]*Eligibility, len(ops))
 		for i, op := range ops {
 			e, err := OpEligibility(op)

@@ -1,0 +1,120 @@
+package contribution
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/tools/manifest"
+)
+
+// fixtureExpectation is what one broken or hostile bundle under
+// kernels/fixtures must do. Stages this package owns are asserted
+// exactly; for stages owned elsewhere (the source scan, verify) the
+// fixture must pass every stage here, so that the owning stage is the one
+// that refuses it.
+type fixtureExpectation struct {
+	stage    string                 // inspection stage that rejects it, or "scan"/"verify"/"unregistered"
+	class    error                  // manifest error class, for StageLoad
+	rule     catalog.ResolutionRule // for StageResolve
+	contains string                 // substring of the error or unregistered reason
+}
+
+var fixtures = map[string]fixtureExpectation{
+	"silu_drops_silu":               {stage: "verify"},
+	"silu_new_tensor":               {stage: "verify"},
+	"silu_mutates_input":            {stage: "verify"},
+	"banned_import":                 {stage: "scan"},
+	"exec_call":                     {stage: "scan"},
+	"getattr_dynamic":               {stage: "scan"},
+	"undeclared_cu":                 {stage: StageTree, contains: "kernels/silu.cu: CUDA source not declared"},
+	"binary_object":                 {stage: StageTree, contains: "kernels/_ext.so: compiled objects"},
+	"path_traversal_source":         {stage: StageLoad, class: manifest.ErrPath, contains: `manifest.toml: ops[0].source: path "../kernels/silu_and_mul.py" escapes the bundle root`},
+	"repeated_slot_without_variant": {stage: StageLoad, class: manifest.ErrSchema, contains: "manifest.toml: ops[1].variant: slot \"activation.silu_and_mul\" repeats"},
+	"dep_patch_rename":              {stage: StageLoad, class: manifest.ErrDepPatch, contains: "patches/rename.patch: dep patch for flashinfer rejected"},
+	"metadata_unknown_capability":   {stage: StageLoad, class: manifest.ErrMetadata, contains: `metadata/silu_and_mul.json: capabilities: unsupported capability field "colour"`},
+	"metadata_disjoint_dtypes":      {stage: StageLoad, class: manifest.ErrMetadata, contains: "ops[0].dtypes: manifest dtypes"},
+	"rebuild_bundle_python":         {stage: StageLoad, class: manifest.ErrSchema, contains: "rebuild.json: steps[0].type: \"bundle_python\" is not allowed"},
+	"setup_op":                      {stage: StageResolve, rule: catalog.ResolveDiscoveryLane, contains: "setup"},
+	"competition_mode_mismatch":     {stage: StageResolve, rule: catalog.ResolveKindMismatch, contains: "activation.silu_and_mul"},
+	"competition_target_mismatch":   {stage: StageResolve, rule: catalog.ResolveMemberSet, contains: "norm.rmsnorm"},
+	"atomic_missing_member":         {stage: StageResolve, rule: catalog.ResolveMemberSet, contains: "collective.moe_epilogue.v1"},
+	"feature_not_allowed":           {stage: StageResolve, rule: catalog.ResolveFeature, contains: "op_extra:fast_path"},
+	"dep_patch_not_allowed":         {stage: StageResolve, rule: catalog.ResolveFeature, contains: "dep_patch:flashinfer"},
+	"cuda_without_rebuild":          {stage: StageResolve, rule: catalog.ResolveCUDA, contains: "rebuild:build_cuda_ext"},
+	"variants_overlap":              {stage: StageVariants, class: manifest.ErrMetadata, contains: "variants \"large\" and \"small\" of activation.silu_and_mul have overlapping eligibility domains"},
+	"system_mode":                   {stage: "unregistered", contains: "never crownable"},
+	"unregistered_slot":             {stage: "unregistered", contains: "classified for discovery"},
+}
+
+func TestFixturesFailForTheirReason(t *testing.T) {
+	root := repoPath("kernels/fixtures")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		seen[name] = true
+		t.Run(name, func(t *testing.T) {
+			want, ok := fixtures[name]
+			if !ok {
+				t.Fatalf("fixture %s has no expectation in this test", name)
+			}
+			readme, err := os.ReadFile(filepath.Join(root, name, "README.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lines := strings.Split(strings.TrimSpace(string(readme)), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "Must ") {
+				t.Errorf("README.md must be one line saying what the fixture must fail with, got %q", readme)
+			}
+			in, err := Inspect(filepath.Join(root, name), testOptions(t))
+			switch want.stage {
+			case "scan", "verify":
+				if err != nil || !in.Registered() {
+					t.Fatalf("must pass every static stage so that %s refuses it; got %v", want.stage, err)
+				}
+				return
+			case "unregistered":
+				if err != nil {
+					t.Fatal(err)
+				}
+				if in.Registered() || !strings.Contains(in.Target.Unregistered, want.contains) {
+					t.Fatalf("target = %+v, want unregistered with %q", in.Target, want.contains)
+				}
+				return
+			}
+			var re *RejectedError
+			if !errors.As(err, &re) {
+				t.Fatalf("got %v, want a rejection at stage %s", err, want.stage)
+			}
+			if re.Stage != want.stage {
+				t.Fatalf("rejected at stage %s (%v), want %s", re.Stage, err, want.stage)
+			}
+			if want.class != nil && !errors.Is(err, want.class) {
+				t.Errorf("error class: %v, want %v", err, want.class)
+			}
+			if want.rule != "" {
+				var ce *catalog.ResolutionError
+				if !errors.As(err, &ce) || ce.Rule != want.rule {
+					t.Errorf("resolution rule: %v, want %s", err, want.rule)
+				}
+			}
+			if !strings.Contains(err.Error(), want.contains) {
+				t.Errorf("error %q does not contain %q", err, want.contains)
+			}
+		})
+	}
+	for name := range fixtures {
+		if !seen[name] {
+			t.Errorf("expectation for missing fixture %s", name)
+		}
+	}
+}
