@@ -74,6 +74,8 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newHashCommand(s),
 		newModelCommand(s),
 		newVerifyCommand(s),
+		newCatalogCommand(s),
+		newSlotsCommand(s),
 	)
 	return root
 }

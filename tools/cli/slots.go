@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/catalog"
+)
+
+// slotView is one slot in --json output: the whole slot specification.
+type slotView struct {
+	SlotID             string           `json:"slot_id"`
+	Kind               catalog.SlotKind `json:"kind"`
+	Summary            string           `json:"summary"`
+	Entry              string           `json:"entry"`
+	Prepare            *string          `json:"prepare"`
+	Call               []string         `json:"call"`
+	Outputs            []string         `json:"outputs"`
+	GraphDynamicInputs []string         `json:"graph_dynamic_inputs"`
+	BindingFamilyID    string           `json:"binding_family_id"`
+	InputABIID         string           `json:"input_abi_id"`
+	OutputABIID        string           `json:"output_abi_id"`
+	ReferenceID        string           `json:"reference_id"`
+	VerificationID     string           `json:"verification_profile_id"`
+	Correctness        correctnessView  `json:"correctness"`
+	Tolerances         []toleranceView  `json:"tolerances"`
+	KLThreshold        *catalog.Decimal `json:"kl_threshold"`
+	ShapeParams        []string         `json:"shape_params"`
+	Shapes             []shapeView      `json:"shapes"`
+}
+
+type correctnessView struct {
+	Mode          catalog.CorrectnessMode `json:"mode"`
+	TopK          int                     `json:"top_k"`
+	MinRatio      catalog.Decimal         `json:"min_ratio"`
+	MinCosine     catalog.Decimal         `json:"min_cosine"`
+	MaxRelNormErr catalog.Decimal         `json:"max_rel_norm_err"`
+	MinOverlap    catalog.Decimal         `json:"min_overlap"`
+}
+
+type toleranceView struct {
+	DType string          `json:"dtype"`
+	ATol  catalog.Decimal `json:"atol"`
+	RTol  catalog.Decimal `json:"rtol"`
+}
+
+type shapeView struct {
+	Dims []int64 `json:"dims"`
+	Tag  string  `json:"tag,omitempty"`
+}
+
+func newSlotView(s catalog.Slot) slotView {
+	v := slotView{
+		SlotID: s.ID, Kind: s.Kind, Summary: s.Summary, Entry: s.Entry,
+		Call: s.Call, Outputs: s.Outputs, GraphDynamicInputs: s.GraphDynamicInputs,
+		BindingFamilyID: s.BindingFamilyID, InputABIID: s.InputABIID, OutputABIID: s.OutputABIID,
+		ReferenceID: s.ReferenceID, VerificationID: s.VerificationProfileID,
+		Correctness: correctnessView(s.Correctness),
+		Tolerances:  []toleranceView{},
+		KLThreshold: s.KLThreshold,
+		ShapeParams: s.ShapeParams,
+		Shapes:      []shapeView{},
+	}
+	if s.Prepare != "" {
+		prepare := s.Prepare
+		v.Prepare = &prepare
+	}
+	for _, t := range s.Tolerances {
+		v.Tolerances = append(v.Tolerances, toleranceView(t))
+	}
+	for _, sh := range s.Shapes {
+		v.Shapes = append(v.Shapes, shapeView(sh))
+	}
+	return v
+}
+
+type slotsView struct {
+	FormatVersion int        `json:"format_version"`
+	File          string     `json:"file"`
+	Embedded      bool       `json:"embedded"`
+	CatalogDigest string     `json:"catalog_digest"`
+	Count         int        `json:"count"`
+	Slots         []slotView `json:"slots"`
+}
+
+func newSlotsCommand(s Streams) *cobra.Command {
+	var file string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "slots [--file FILE] [--json]",
+		Short: "List the registered slots (the submission ABI)",
+		Long: `List the registered slots: the validator-owned call boundaries a kernel
+contribution fills. For each slot the validator owns the call site and
+allocates every output; the contribution's entry callable only fills the
+outputs, and is checked against a trusted high-precision reference.
+
+The slots come from the default catalog compiled into this binary, or from
+--file. --json prints each slot in full: entry and prepare names, call
+arguments in semantic order, outputs, graph-dynamic inputs, correctness
+policy, per-dtype tolerances, KL threshold, binding family, contract ids
+and the catalog shapes the verifier runs.`,
+		Example: `  cacheon slots
+  cacheon slots --json | jq '.slots[] | {slot_id, entry, call}'
+  cacheon catalog show moe.fused_experts   # one slot's target and contract`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var fileArgs []string
+			if file != "" {
+				fileArgs = []string{file}
+			}
+			l, err := loadCatalogArg(fileArgs)
+			if err != nil {
+				return err
+			}
+			if l.catalog == nil {
+				return l.rejection(s.Err)
+			}
+			slots := l.catalog.Slots()
+			if asJSON {
+				view := slotsView{
+					FormatVersion: 1, File: l.name, Embedded: l.embedded,
+					CatalogDigest: l.catalog.Digest(), Count: len(slots), Slots: []slotView{},
+				}
+				for _, slot := range slots {
+					view.Slots = append(view.Slots, newSlotView(slot))
+				}
+				return writeCatalogJSON(s.Out, view)
+			}
+			fmt.Fprintln(s.Out, "Registered op-slots (the submission ABI):")
+			tw := tabwriter.NewWriter(s.Out, 0, 0, 2, ' ', 0)
+			for _, slot := range slots {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", slot.ID, slot.Kind, slot.Summary)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&file, "file", "", "catalog file (default: the catalog compiled into this binary)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print every slot specification as JSON")
+	return cmd
+}
