@@ -1,0 +1,570 @@
+// Package build turns a release stack's materialized engine tree into a
+// release: an OCI image (written as an OCI image layout), its SPDX 2.3
+// SBOM and its in-toto provenance statement, both attached to the image
+// as OCI 1.1 artifacts.
+//
+// Every input is named explicitly (no default paths, no environment, no
+// clock), and nothing about the host reaches the output: building the same
+// inputs in another directory, under another umask, timezone or locale,
+// gives byte-identical layouts. That is what lets a Bazel action run it
+// and a consumer rebuild it. The Go toolchain that built the tool is part
+// of the release identity: it decides the gzip bytes of the layers.
+package build
+
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/cacheon/engine/release/descriptor"
+	"github.com/cacheon/engine/release/image"
+	"github.com/cacheon/engine/release/layer"
+	"github.com/cacheon/engine/release/provenance"
+	"github.com/cacheon/engine/release/review"
+	"github.com/cacheon/engine/release/sbom"
+	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/tools/model"
+)
+
+// ScratchBase names the project's own empty base image, used when no base
+// layout is given.
+const ScratchBase = "scratch"
+
+// SBOMCreator is the SPDX creator line; it names the format, not the
+// binary's version, so any build of the tool regenerates the same SBOM.
+const SBOMCreator = "Tool: cacheon-release-v1"
+
+// DefaultServeCommand runs the project's substrate on the engine tree.
+var DefaultServeCommand = []string{"python3", "-m", "cacheon_substrate.serve", "--engine-tree", "{engine_tree}", "--model", "{model}"}
+
+// DefaultServeEnvironment makes the substrate and the tree importable and
+// keeps Python from writing into the read-only image.
+var DefaultServeEnvironment = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH={substrate}:{engine_tree}"}
+
+// Inputs name everything a release is built from.
+type Inputs struct {
+	EngineTree      string   // materialized engine tree directory
+	ReleaseManifest string   // release stack manifest (canonical JSON)
+	Reviews         []string // integration review record files
+	Substrate       string   // substrate directory (Python runtime)
+	ModelReceipt    string   // sealed model's provision receipt
+	BaseLayout      string   // OCI layout of the base image; "" for the scratch base
+	BaseDigest      string   // sha256:<hex> pin of the base manifest
+	BaseName        string   // human name of the base, e.g. nvcr.io/nvidia/pytorch:25.01-py3
+	Entrypoint      string   // static cacheon binary
+	Platform        string   // os/arch
+	Name            string   // image name, e.g. cacheon-engine:1.0
+	ServeCommand    []string
+	ServeEnv        []string
+	ModelMount      string
+	Epoch           int64
+	Compression     layer.Compression
+	Level           int
+	Out             string // new OCI layout directory
+}
+
+// Result is what a build produced.
+type Result struct {
+	Layout             string `json:"layout"`
+	Image              string `json:"image"`
+	ImageDigest        string `json:"image_digest"`
+	EngineTreeDigest   string `json:"engine_tree_digest"`
+	DescriptorDigest   string `json:"descriptor_digest"`
+	ReleaseManifest    string `json:"release_manifest_digest"`
+	SBOMDigest         string `json:"sbom_digest"`
+	ProvenanceDigest   string `json:"provenance_digest"`
+	GoVersion          string `json:"go_version"`
+	Contributions      int    `json:"contributions"`
+	BaseImageDigest    string `json:"base_image_digest"`
+	SourceDateEpoch    int64  `json:"source_date_epoch"`
+	ImageLayers        int    `json:"image_layers"`
+	StatementSHA256    string `json:"statement_sha256"`
+	StatementPredicate string `json:"statement_predicate_type"`
+}
+
+// Progress receives one line per stage; nil discards.
+type Progress func(stage string)
+
+// hashFiles computes the SHA-1 and SHA-256 of each entry, as the SBOM
+// lists them.
+func hashFiles(entries []layer.Entry) ([]sbom.File, error) {
+	out := make([]sbom.File, 0, len(entries))
+	for _, e := range entries {
+		f, err := os.Open(e.Source)
+		if err != nil {
+			return nil, err
+		}
+		h1, h2 := sha1.New(), sha256.New()
+		_, err = io.Copy(io.MultiWriter(h1, h2), f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("hash %s: %w", e.Source, err)
+		}
+		out = append(out, sbom.File{Path: e.Path, SHA1: hex.EncodeToString(h1.Sum(nil)), SHA256: hex.EncodeToString(h2.Sum(nil))})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// ToolVersions are the builder's versions recorded in the provenance.
+func ToolVersions() map[string]string {
+	v := map[string]string{"go": runtime.Version(), "cacheon-release": "1"}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			switch d.Path {
+			case "github.com/google/go-containerregistry", "github.com/klauspost/compress", "github.com/sigstore/sigstore-go", "github.com/in-toto/attestation":
+				v[d.Path] = d.Version
+			}
+		}
+	}
+	return v
+}
+
+// Build builds the release described by in. On any error nothing is left
+// at in.Out.
+func Build(in Inputs, progress Progress) (*Result, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	if in.Compression == "" {
+		in.Compression = layer.Gzip
+	}
+	if _, err := in.Compression.MediaType(); err != nil {
+		return nil, err
+	}
+	if in.ModelMount == "" {
+		in.ModelMount = descriptor.DefaultModel
+	}
+	if len(in.ServeCommand) == 0 {
+		in.ServeCommand = DefaultServeCommand
+	}
+	if in.ServeEnv == nil {
+		in.ServeEnv = DefaultServeEnvironment
+	}
+	env := append([]string(nil), in.ServeEnv...)
+	sort.Strings(env)
+	if err := descriptor.CheckEnvironment(env); err != nil {
+		return nil, fmt.Errorf("serve environment: %w", err)
+	}
+	if in.Name == "" {
+		return nil, fmt.Errorf("no image name")
+	}
+	platform, err := image.ParsePlatform(in.Platform)
+	if err != nil {
+		return nil, err
+	}
+
+	progress("checking the release stack and its integration records")
+	manifestBytes, err := os.ReadFile(in.ReleaseManifest)
+	if err != nil {
+		return nil, fmt.Errorf("read release manifest: %w", err)
+	}
+	m, err := ParseReleaseManifest(manifestBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in.ReleaseManifest, err)
+	}
+	manifestDigest, err := m.Digest()
+	if err != nil {
+		return nil, err
+	}
+	canonManifest, _ := m.CanonicalJSON()
+	canonManifest = append(canonManifest, '\n')
+	records, recordBytes, err := ReadReviews(in.Reviews)
+	if err != nil {
+		return nil, err
+	}
+	covered, err := review.CheckCoverage(m, records)
+	if err != nil {
+		return nil, err
+	}
+
+	progress("checking the engine tree")
+	tree, err := CheckEngineTree(in.EngineTree, m)
+	if err != nil {
+		return nil, err
+	}
+
+	progress("checking the substrate, model receipt, entrypoint and base image")
+	substrateDigest, err := bundlehash.ContentHash(in.Substrate)
+	if err != nil {
+		return nil, fmt.Errorf("substrate %s: %w", in.Substrate, err)
+	}
+	receiptBytes, err := os.ReadFile(in.ModelReceipt)
+	if err != nil {
+		return nil, fmt.Errorf("read model receipt: %w", err)
+	}
+	receipt, err := model.ParseReceipt(receiptBytes)
+	if err != nil {
+		return nil, fmt.Errorf("model receipt %s: %w", in.ModelReceipt, err)
+	}
+	receiptDigest, err := receipt.Digest()
+	if err != nil {
+		return nil, err
+	}
+	entryBytes, err := os.ReadFile(in.Entrypoint)
+	if err != nil {
+		return nil, fmt.Errorf("read entrypoint binary: %w", err)
+	}
+	var base v1.Image
+	baseName := in.BaseName
+	if in.BaseLayout == "" {
+		if in.BaseDigest != "" {
+			return nil, fmt.Errorf("--base-digest given without --base-layout")
+		}
+		if base, err = image.Scratch(platform); err != nil {
+			return nil, err
+		}
+		if baseName == "" {
+			baseName = ScratchBase
+		}
+	} else {
+		pin, err := v1.NewHash(in.BaseDigest)
+		if err != nil {
+			return nil, fmt.Errorf("base digest %q: %w (pin the base by its manifest digest, sha256:<hex>)", in.BaseDigest, err)
+		}
+		if base, err = image.LoadBase(in.BaseLayout, pin, platform); err != nil {
+			return nil, err
+		}
+		if baseName == "" {
+			return nil, fmt.Errorf("--base-name is required with --base-layout (it is recorded in the SBOM and provenance)")
+		}
+	}
+	baseDigest, err := base.Digest()
+	if err != nil {
+		return nil, err
+	}
+	baseManifest, err := base.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	var baseLayers []string
+	for _, l := range baseManifest.Layers {
+		baseLayers = append(baseLayers, l.Digest.String())
+	}
+
+	d := &descriptor.Descriptor{
+		Type:                  descriptor.Type,
+		SchemaVersion:         descriptor.SchemaVersion,
+		ReleaseManifestDigest: manifestDigest,
+		EngineTreeDigest:      tree.Digest,
+		CatalogDigest:         m.CatalogDigest,
+		RuntimeDigest:         m.RuntimeDigest,
+		BaseEngineDigest:      m.BaseEngineDigest,
+		SubstrateDigest:       substrateDigest,
+		Model: descriptor.Model{
+			ContentDigest: receipt.ContentDigest,
+			ReceiptDigest: receiptDigest,
+			ReceiptSHA256: descriptor.SHA256(receiptBytes),
+		},
+		BaseImage: descriptor.BaseImage{Name: baseName, Digest: baseDigest.String(), Platform: platform.String(), Layers: nonNil(baseLayers)},
+		Entrypoint: descriptor.Entrypoint{
+			SHA256: descriptor.SHA256(entryBytes),
+			Size:   int64(len(entryBytes)),
+		},
+		Serve:     descriptor.Serve{Command: in.ServeCommand, Environment: env, ModelMount: in.ModelMount},
+		Toolchain: descriptor.Toolchain{GoVersion: runtime.Version(), Compression: string(in.Compression), CompressionLevel: in.Level, SourceDateEpoch: in.Epoch},
+	}
+	recordByDigest := map[string][]byte{}
+	for i, r := range records {
+		dg, _ := r.Digest()
+		recordByDigest[dg] = recordBytes[i]
+	}
+	d.Integrations = []descriptor.Integration{}
+	for _, c := range covered {
+		d.Integrations = append(d.Integrations, descriptor.Integration{
+			TargetID:                   c.TargetID,
+			IntegratedRefDigest:        c.IntegratedRefDigest,
+			IntegrationRecordDigest:    c.RecordDigest,
+			IntegratedSourceTreeDigest: c.Record.IntegratedSourceTreeDigest,
+			SelectedPayloadDigest:      c.Record.SelectedPayloadDigest,
+			ReviewCommit:               c.Record.ReviewCommit,
+			Reviewer:                   c.Record.Reviewer,
+			RecordSHA256:               descriptor.SHA256(recordByDigest[c.RecordDigest]),
+		})
+	}
+	d.SortIntegrations()
+	descBytes, err := d.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	descDigest, err := d.Digest()
+	if err != nil {
+		return nil, err
+	}
+
+	w, err := store.NewLayoutWriter(in.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Abort()
+	scratch, err := w.ScratchDir()
+	if err != nil {
+		return nil, err
+	}
+
+	progress("writing layers")
+	substrateEntries, err := layer.FromDir(in.Substrate, descriptor.SubstrateDir, bundlehash.Skipped)
+	if err != nil {
+		return nil, err
+	}
+	treeEntries, err := layer.FromDir(in.EngineTree, descriptor.EngineTreeDir, nil)
+	if err != nil {
+		return nil, err
+	}
+	releaseEntries := []layer.Entry{
+		{Path: descriptor.DescriptorPath, Data: descBytes},
+		{Path: descriptor.ManifestPath, Data: canonManifest},
+		{Path: descriptor.ModelReceipt, Data: receiptBytes},
+	}
+	for _, c := range covered {
+		releaseEntries = append(releaseEntries, layer.Entry{Path: descriptor.ReviewPath(c.RecordDigest), Data: recordByDigest[c.RecordDigest]})
+	}
+	entryEntries := []layer.Entry{{Path: descriptor.EntrypointPath, Data: entryBytes, Executable: true}}
+	opts := layer.Options{Epoch: in.Epoch, Compression: in.Compression, Level: in.Level}
+	type spec struct {
+		role    string
+		entries []layer.Entry
+	}
+	// Order: what changes least first, so image layers are shared between
+	// releases.
+	specs := []spec{{"substrate", substrateEntries}, {"entrypoint", entryEntries}, {"engine-tree", treeEntries}, {"release", releaseEntries}}
+	written := make([]*layer.Written, len(specs))
+	errs := make([]error, len(specs))
+	done := make(chan int, len(specs))
+	for i, s := range specs {
+		go func(i int, s spec) {
+			written[i], errs[i] = layer.Write(filepath.Join(scratch, "layer-"+s.role), s.entries, opts)
+			done <- i
+		}(i, s)
+	}
+	for range specs {
+		<-done
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("%s layer: %w", specs[i].role, err)
+		}
+	}
+	var added []image.Added
+	for i, s := range specs {
+		added = append(added, image.Added{Layer: image.FileLayer{W: written[i]}, CreatedBy: "cacheon release build: " + s.role})
+	}
+
+	progress("assembling the image")
+	img, err := image.Assemble(image.Spec{
+		Base: base, BaseName: baseName, Platform: platform, Layers: added, Epoch: in.Epoch,
+		Config: image.Config{
+			Entrypoint: []string{"/" + descriptor.EntrypointPath, "release", "serve"},
+			WorkingDir: "/",
+			Labels: map[string]string{
+				"org.opencontainers.image.title":  in.Name,
+				"dev.cacheon.release.descriptor":  descDigest,
+				"dev.cacheon.release.stack":       manifestDigest,
+				"dev.cacheon.release.engine-tree": tree.Digest,
+			},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	imgDigest, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+
+	progress("writing the SBOM and provenance")
+	engineFiles, err := hashFiles(treeEntries)
+	if err != nil {
+		return nil, err
+	}
+	substrateFiles, err := hashFiles(substrateEntries)
+	if err != nil {
+		return nil, err
+	}
+	sbomIn := SBOMInput(d, descDigest, in.Name, imgDigest.String(), engineFiles, substrateFiles, entryBytes)
+	sbomBytes, err := sbom.Generate(sbomIn)
+	if err != nil {
+		return nil, err
+	}
+	var layerInfo []LayerInfo
+	for i, s := range specs {
+		layerInfo = append(layerInfo, LayerInfo{Role: s.role, Digest: written[i].Digest, DiffID: written[i].DiffID, MediaType: written[i].MediaType})
+	}
+	prov := Provenance(ProvenanceInput{
+		Descriptor: d, DescriptorDigest: descDigest, DescriptorSHA256: descriptor.SHA256(descBytes),
+		ImageName: in.Name, ImageDigest: imgDigest.String(), SBOMSHA256: descriptor.SHA256(sbomBytes),
+		Layers: layerInfo, Builder: ToolVersions(),
+	})
+	statement, err := prov.Statement()
+	if err != nil {
+		return nil, err
+	}
+
+	progress("writing the OCI layout")
+	if _, err := w.AddImage(img, in.Name); err != nil {
+		return nil, err
+	}
+	if _, err := w.Attach(store.Artifact{ArtifactType: store.ArtifactSBOM, Data: sbomBytes}); err != nil {
+		return nil, err
+	}
+	if _, err := w.Attach(store.Artifact{ArtifactType: store.ArtifactProvenance, Data: statement,
+		Annotations: map[string]string{store.AnnotationPredicateType: provenance.PredicateType}}); err != nil {
+		return nil, err
+	}
+	if _, err := w.Commit(); err != nil {
+		return nil, err
+	}
+	return &Result{
+		Layout: in.Out, Image: in.Name, ImageDigest: imgDigest.String(), EngineTreeDigest: tree.Digest,
+		DescriptorDigest: descDigest, ReleaseManifest: manifestDigest,
+		SBOMDigest: "sha256:" + descriptor.SHA256(sbomBytes), ProvenanceDigest: "sha256:" + descriptor.SHA256(statement),
+		GoVersion: runtime.Version(), Contributions: len(covered), BaseImageDigest: baseDigest.String(),
+		SourceDateEpoch: in.Epoch, ImageLayers: len(baseLayers) + len(specs),
+		StatementSHA256: descriptor.SHA256(statement), StatementPredicate: provenance.PredicateType,
+	}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// SBOMInput assembles the SBOM's typed input from a release descriptor
+// and the files the image ships: the builder and the verifier both call
+// it, so the verifier regenerates exactly what was built.
+func SBOMInput(d *descriptor.Descriptor, descDigest, name, imageDigest string, engineFiles, substrateFiles []sbom.File, entrypoint []byte) sbom.Input {
+	h1 := sha1.Sum(entrypoint)
+	in := sbom.Input{
+		ImageName: name, ImageDigest: imageDigest, BaseName: d.BaseImage.Name, BaseDigest: d.BaseImage.Digest,
+		EngineTree: d.EngineTreeDigest, EngineFiles: engineFiles,
+		Substrate: d.SubstrateDigest, SubstrateFiles: substrateFiles,
+		Entrypoint:   sbom.File{Path: descriptor.EntrypointPath, SHA1: hex.EncodeToString(h1[:]), SHA256: d.Entrypoint.SHA256},
+		ModelContent: d.Model.ContentDigest, ModelReceipt: d.Model.ReceiptDigest,
+		ReleaseDigest: descDigest, Epoch: d.Toolchain.SourceDateEpoch, Creator: SBOMCreator,
+	}
+	for _, c := range d.Integrations {
+		in.Contributions = append(in.Contributions, sbom.Contribution{
+			TargetID: c.TargetID, IntegratedSourceTreeDigest: c.IntegratedSourceTreeDigest,
+			IntegratedRefDigest: c.IntegratedRefDigest, IntegrationRecordDigest: c.IntegrationRecordDigest,
+			ReviewCommit: c.ReviewCommit, Reviewer: c.Reviewer,
+		})
+	}
+	return in
+}
+
+// LayerInfo is one layer the build added, as the provenance records it.
+type LayerInfo struct {
+	Role      string
+	Digest    string
+	DiffID    string
+	MediaType string
+}
+
+// ProvenanceInput is what the provenance statement is generated from.
+type ProvenanceInput struct {
+	Descriptor       *descriptor.Descriptor
+	DescriptorDigest string
+	DescriptorSHA256 string
+	ImageName        string
+	ImageDigest      string
+	SBOMSHA256       string
+	Layers           []LayerInfo
+	Builder          map[string]string
+}
+
+// Resource names used in the provenance; the verifier looks them up.
+const (
+	DepReleaseManifest = "release-manifest"
+	DepCatalog         = "catalog"
+	DepSubstrate       = "substrate"
+	DepModelReceipt    = "model-provision-receipt"
+	DepBaseImage       = "base-image"
+	DepEntrypoint      = "entrypoint"
+	DepRuntime         = "runtime"
+	DepBaseEngine      = "base-engine"
+	ByproductSBOM      = "sbom.spdx.json"
+	ByproductRelease   = "release.json"
+	SubjectEngineTree  = "engine-tree"
+	contributionPrefix = "contribution/"
+	reviewPrefix       = "integration-review/"
+	layerPrefix        = "layer/"
+)
+
+// ContributionDep and ReviewDep name per-target dependencies.
+func ContributionDep(target string) string { return contributionPrefix + target }
+func ReviewDep(target string) string       { return reviewPrefix + target }
+func LayerByproduct(role string) string    { return layerPrefix + role }
+
+// Provenance builds the release's SLSA provenance.
+func Provenance(in ProvenanceInput) *provenance.Provenance {
+	d := in.Descriptor
+	hexOf := func(s string) string { return strings.TrimPrefix(s, "sha256:") }
+	serve, _ := json.Marshal(d.Serve.Command)
+	p := &provenance.Provenance{
+		Subjects: []provenance.Resource{
+			{Name: in.ImageName, Digest: map[string]string{"sha256": hexOf(in.ImageDigest)}},
+			{Name: SubjectEngineTree, Digest: map[string]string{"cacheon.materialized-engine-tree": d.EngineTreeDigest}},
+		},
+		BuildType: provenance.BuildType,
+		ExternalParameters: map[string]string{
+			"image_name":              in.ImageName,
+			"platform":                d.BaseImage.Platform,
+			"release_manifest_digest": d.ReleaseManifestDigest,
+			"base_image":              d.BaseImage.Name + "@" + d.BaseImage.Digest,
+			"source_date_epoch":       strconv.FormatInt(d.Toolchain.SourceDateEpoch, 10),
+			"compression":             d.Toolchain.Compression,
+			"compression_level":       strconv.Itoa(d.Toolchain.CompressionLevel),
+			"serve_command":           string(serve),
+			"model_mount":             d.Serve.ModelMount,
+		},
+		BuilderID:      provenance.BuilderID,
+		BuilderVersion: in.Builder,
+		InvocationID:   d.ReleaseManifestDigest,
+		Epoch:          d.Toolchain.SourceDateEpoch,
+	}
+	p.Dependencies = append(p.Dependencies,
+		provenance.Resource{Name: DepReleaseManifest, Digest: map[string]string{"cacheon.stack.release": d.ReleaseManifestDigest}},
+		provenance.Resource{Name: DepCatalog, Digest: map[string]string{"cacheon.target-catalog": d.CatalogDigest}},
+		provenance.Resource{Name: DepRuntime, Digest: map[string]string{"cacheon.runtime": d.RuntimeDigest}},
+		provenance.Resource{Name: DepBaseEngine, Digest: map[string]string{"cacheon.base-engine": d.BaseEngineDigest}},
+		provenance.Resource{Name: DepSubstrate, Digest: map[string]string{"cacheon.bundle-content": d.SubstrateDigest}},
+		provenance.Resource{Name: DepModelReceipt, MediaType: "application/json", Digest: map[string]string{
+			"sha256": d.Model.ReceiptSHA256, "cacheon.model-provision-receipt": d.Model.ReceiptDigest, "cacheon.model-content": d.Model.ContentDigest}},
+		provenance.Resource{Name: DepBaseImage, URI: "oci:" + d.BaseImage.Name, Digest: map[string]string{"sha256": hexOf(d.BaseImage.Digest)}},
+		provenance.Resource{Name: DepEntrypoint, Digest: map[string]string{"sha256": d.Entrypoint.SHA256}},
+	)
+	for _, c := range d.Integrations {
+		p.Dependencies = append(p.Dependencies,
+			provenance.Resource{Name: ContributionDep(c.TargetID), Digest: map[string]string{
+				"cacheon.integrated-source-tree": c.IntegratedSourceTreeDigest, "gitCommit": c.ReviewCommit,
+				"cacheon.contribution.integrated": c.IntegratedRefDigest}},
+			provenance.Resource{Name: ReviewDep(c.TargetID), MediaType: "application/json", Digest: map[string]string{
+				"sha256": c.RecordSHA256, "cacheon.contribution.integration-review": c.IntegrationRecordDigest}},
+		)
+	}
+	p.Byproducts = append(p.Byproducts,
+		provenance.Resource{Name: ByproductSBOM, MediaType: sbom.MediaType, Digest: map[string]string{"sha256": in.SBOMSHA256}},
+		provenance.Resource{Name: ByproductRelease, MediaType: "application/json", URI: "file:///" + descriptor.DescriptorPath,
+			Digest: map[string]string{"sha256": in.DescriptorSHA256, descriptor.Domain: in.DescriptorDigest}},
+	)
+	for _, l := range in.Layers {
+		p.Byproducts = append(p.Byproducts, provenance.Resource{Name: LayerByproduct(l.Role), MediaType: l.MediaType,
+			Digest: map[string]string{"sha256": hexOf(l.Digest)}, Annotations: map[string]string{"diff_id": l.DiffID}})
+	}
+	return p
+}

@@ -1,0 +1,323 @@
+// Package sbom writes and checks the release's SPDX 2.3 software bill of
+// materials (JSON).
+//
+// The document describes the release image and what it is made of: the
+// pinned base image, the engine tree and substrate with every file
+// (SHA-1 and SHA-256, as SPDX 2.3 requires SHA-1 for files), each
+// integrated contribution with its review, the entrypoint binary, and the
+// model the engine runs against (a runtime dependency, not shipped). It is
+// generated from typed inputs only, dated at the source date epoch and
+// encoded as canonical JSON, so the same release always gets the same
+// bytes.
+package sbom
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cacheon/engine/tools/canonjson"
+)
+
+// MediaType of the document.
+const MediaType = "application/spdx+json"
+
+// File is one file shipped in a package.
+type File struct {
+	Path   string // path inside the image, slash-separated, no leading slash
+	SHA1   string
+	SHA256 string
+}
+
+// Contribution is one integrated contribution.
+type Contribution struct {
+	TargetID                   string
+	IntegratedSourceTreeDigest string
+	IntegratedRefDigest        string
+	IntegrationRecordDigest    string
+	ReviewCommit               string
+	Reviewer                   string
+}
+
+// Input is everything the SBOM states.
+type Input struct {
+	ImageName      string // e.g. "cacheon-engine"
+	ImageDigest    string // sha256:<hex> of the image manifest
+	BaseName       string
+	BaseDigest     string // sha256:<hex>
+	EngineTree     string // materialized engine tree digest
+	EngineFiles    []File
+	Substrate      string // substrate content hash
+	SubstrateFiles []File
+	Entrypoint     File
+	Contributions  []Contribution
+	ModelContent   string // model content digest
+	ModelReceipt   string // model provision receipt digest
+	ReleaseDigest  string // release descriptor digest
+	Epoch          int64
+	Creator        string // "Tool: cacheon-<version>"
+}
+
+// SPDX 2.3 JSON structures (the subset a release uses).
+type checksum struct {
+	Algorithm string `json:"algorithm"`
+	Value     string `json:"checksumValue"`
+}
+
+type externalRef struct {
+	Category string `json:"referenceCategory"`
+	Type     string `json:"referenceType"`
+	Locator  string `json:"referenceLocator"`
+}
+
+type verificationCode struct {
+	Value string `json:"packageVerificationCodeValue"`
+}
+
+type pkg struct {
+	SPDXID               string            `json:"SPDXID"`
+	Name                 string            `json:"name"`
+	VersionInfo          string            `json:"versionInfo,omitempty"`
+	DownloadLocation     string            `json:"downloadLocation"`
+	FilesAnalyzed        bool              `json:"filesAnalyzed"`
+	VerificationCode     *verificationCode `json:"packageVerificationCode,omitempty"`
+	Checksums            []checksum        `json:"checksums,omitempty"`
+	PrimaryPurpose       string            `json:"primaryPackagePurpose,omitempty"`
+	SourceInfo           string            `json:"sourceInfo,omitempty"`
+	LicenseConcluded     string            `json:"licenseConcluded"`
+	LicenseDeclared      string            `json:"licenseDeclared"`
+	CopyrightText        string            `json:"copyrightText"`
+	ExternalRefs         []externalRef     `json:"externalRefs,omitempty"`
+	HasFiles             []string          `json:"hasFiles,omitempty"`
+	Supplier             string            `json:"supplier,omitempty"`
+	Comment              string            `json:"comment,omitempty"`
+	LicenseInfoFromFiles []string          `json:"licenseInfoFromFiles,omitempty"`
+}
+
+type file struct {
+	SPDXID           string     `json:"SPDXID"`
+	FileName         string     `json:"fileName"`
+	Checksums        []checksum `json:"checksums"`
+	LicenseConcluded string     `json:"licenseConcluded"`
+	CopyrightText    string     `json:"copyrightText"`
+}
+
+type relationship struct {
+	Element string `json:"spdxElementId"`
+	Type    string `json:"relationshipType"`
+	Related string `json:"relatedSpdxElement"`
+}
+
+type creationInfo struct {
+	Created  string   `json:"created"`
+	Creators []string `json:"creators"`
+}
+
+// Document is an SPDX 2.3 document.
+type Document struct {
+	SPDXVersion       string         `json:"spdxVersion"`
+	DataLicense       string         `json:"dataLicense"`
+	SPDXID            string         `json:"SPDXID"`
+	Name              string         `json:"name"`
+	DocumentNamespace string         `json:"documentNamespace"`
+	CreationInfo      creationInfo   `json:"creationInfo"`
+	DocumentDescribes []string       `json:"documentDescribes"`
+	Packages          []pkg          `json:"packages"`
+	Files             []file         `json:"files"`
+	Relationships     []relationship `json:"relationships"`
+}
+
+const (
+	noAssertion = "NOASSERTION"
+	idImage     = "SPDXRef-Image"
+	idBase      = "SPDXRef-BaseImage"
+	idTree      = "SPDXRef-EngineTree"
+	idSubstrate = "SPDXRef-Substrate"
+	idEntry     = "SPDXRef-Entrypoint"
+	idModel     = "SPDXRef-Model"
+)
+
+// spdxID turns s into an SPDX identifier (letters, digits, "." and "-").
+func spdxID(prefix, s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return prefix + b.String()
+}
+
+func cacheonRef(kind, value string) externalRef {
+	return externalRef{Category: "OTHER", Type: "cacheon-" + kind, Locator: value}
+}
+
+// verificationCodeOf is SPDX's package verification code: the SHA-1 of
+// the sorted, concatenated SHA-1s of the package's files.
+func verificationCodeOf(files []File) string {
+	sums := make([]string, len(files))
+	for i, f := range files {
+		sums[i] = f.SHA1
+	}
+	sort.Strings(sums)
+	h := sha1.Sum([]byte(strings.Join(sums, "")))
+	return hex.EncodeToString(h[:])
+}
+
+func hexOf(d string) string { return strings.TrimPrefix(d, "sha256:") }
+
+// Generate returns the SBOM of in as canonical JSON.
+func Generate(in Input) ([]byte, error) {
+	if !strings.HasPrefix(in.ImageDigest, "sha256:") || !strings.HasPrefix(in.BaseDigest, "sha256:") {
+		return nil, fmt.Errorf("sbom: image and base digests must be sha256:<hex>")
+	}
+	doc := Document{
+		SPDXVersion:       "SPDX-2.3",
+		DataLicense:       "CC0-1.0",
+		SPDXID:            "SPDXRef-DOCUMENT",
+		Name:              "cacheon-engine-release-" + in.ImageName,
+		DocumentNamespace: "https://cacheon.dev/spdx/engine-release/" + hexOf(in.ImageDigest),
+		CreationInfo: creationInfo{
+			Created:  time.Unix(in.Epoch, 0).UTC().Format(time.RFC3339),
+			Creators: []string{in.Creator},
+		},
+		DocumentDescribes: []string{idImage},
+	}
+	add := func(p pkg) {
+		if p.DownloadLocation == "" {
+			p.DownloadLocation = noAssertion
+		}
+		p.LicenseConcluded, p.LicenseDeclared, p.CopyrightText = noAssertion, noAssertion, noAssertion
+		doc.Packages = append(doc.Packages, p)
+	}
+	rel := func(a, typ, b string) {
+		doc.Relationships = append(doc.Relationships, relationship{Element: a, Type: typ, Related: b})
+	}
+	add(pkg{
+		SPDXID: idImage, Name: in.ImageName, VersionInfo: in.ImageDigest, PrimaryPurpose: "CONTAINER",
+		Checksums:    []checksum{{Algorithm: "SHA256", Value: hexOf(in.ImageDigest)}},
+		ExternalRefs: []externalRef{cacheonRef("release-descriptor", in.ReleaseDigest)},
+	})
+	add(pkg{
+		SPDXID: idBase, Name: in.BaseName, VersionInfo: in.BaseDigest, PrimaryPurpose: "CONTAINER",
+		Checksums: []checksum{{Algorithm: "SHA256", Value: hexOf(in.BaseDigest)}},
+	})
+	addTree := func(id, name, digestKind, digest string, files []File) {
+		p := pkg{
+			SPDXID: id, Name: name, VersionInfo: digest, FilesAnalyzed: true, PrimaryPurpose: "SOURCE",
+			VerificationCode: &verificationCode{Value: verificationCodeOf(files)},
+			ExternalRefs:     []externalRef{cacheonRef(digestKind, digest)},
+			// SPDX 2.3 requires licenseInfoFromFiles when files are analyzed.
+			LicenseInfoFromFiles: []string{noAssertion},
+		}
+		for _, f := range files {
+			fid := spdxID("SPDXRef-File-", f.Path)
+			p.HasFiles = append(p.HasFiles, fid)
+			doc.Files = append(doc.Files, file{
+				SPDXID: fid, FileName: "./" + f.Path,
+				Checksums:        []checksum{{Algorithm: "SHA1", Value: f.SHA1}, {Algorithm: "SHA256", Value: f.SHA256}},
+				LicenseConcluded: noAssertion, CopyrightText: noAssertion,
+			})
+		}
+		add(p)
+		rel(idImage, "CONTAINS", id)
+	}
+	addTree(idTree, "engine-tree", "materialized-engine-tree", in.EngineTree, in.EngineFiles)
+	addTree(idSubstrate, "substrate", "bundle-content-hash", in.Substrate, in.SubstrateFiles)
+	add(pkg{
+		SPDXID: idEntry, Name: "cacheon", PrimaryPurpose: "APPLICATION",
+		Checksums: []checksum{{Algorithm: "SHA1", Value: in.Entrypoint.SHA1}, {Algorithm: "SHA256", Value: in.Entrypoint.SHA256}},
+		Comment:   "static entrypoint at /" + in.Entrypoint.Path + ": verifies the signed release, then serves",
+	})
+	rel(idImage, "CONTAINS", idEntry)
+	rel(idImage, "DESCENDANT_OF", idBase)
+	for _, c := range in.Contributions {
+		id := spdxID("SPDXRef-Contribution-", c.TargetID)
+		add(pkg{
+			SPDXID: id, Name: c.TargetID, VersionInfo: c.IntegratedSourceTreeDigest, PrimaryPurpose: "SOURCE",
+			SourceInfo: fmt.Sprintf("integrated source reviewed by %s at git commit %s", c.Reviewer, c.ReviewCommit),
+			ExternalRefs: []externalRef{
+				cacheonRef("integrated-source-tree", c.IntegratedSourceTreeDigest),
+				cacheonRef("integrated-contribution", c.IntegratedRefDigest),
+				cacheonRef("integration-review", c.IntegrationRecordDigest),
+				cacheonRef("git-commit", c.ReviewCommit),
+			},
+		})
+		rel(idTree, "GENERATED_FROM", id)
+	}
+	add(pkg{
+		SPDXID: idModel, Name: "model", VersionInfo: in.ModelContent, PrimaryPurpose: "OTHER",
+		Comment:      "sealed model tree mounted at run time; not shipped in the image",
+		ExternalRefs: []externalRef{cacheonRef("model-content", in.ModelContent), cacheonRef("model-provision-receipt", in.ModelReceipt)},
+	})
+	rel(idModel, "RUNTIME_DEPENDENCY_OF", idImage)
+	rel("SPDXRef-DOCUMENT", "DESCRIBES", idImage)
+	sort.SliceStable(doc.Files, func(i, j int) bool { return doc.Files[i].FileName < doc.Files[j].FileName })
+	return canonjson.Marshal(doc)
+}
+
+// Parse reads an SBOM and checks it is an SPDX 2.3 JSON document with the
+// fields a release SBOM always has.
+func Parse(b []byte) (*Document, error) {
+	var d Document
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("parse SPDX document: %w", err)
+	}
+	if d.SPDXVersion != "SPDX-2.3" || d.SPDXID != "SPDXRef-DOCUMENT" || d.DataLicense != "CC0-1.0" {
+		return nil, fmt.Errorf("not an SPDX 2.3 document (spdxVersion %q, SPDXID %q, dataLicense %q)", d.SPDXVersion, d.SPDXID, d.DataLicense)
+	}
+	if d.DocumentNamespace == "" || d.Name == "" || len(d.CreationInfo.Creators) == 0 || d.CreationInfo.Created == "" {
+		return nil, fmt.Errorf("SPDX document lacks name, documentNamespace or creationInfo")
+	}
+	ids := map[string]bool{"SPDXRef-DOCUMENT": true}
+	for _, p := range d.Packages {
+		if p.SPDXID == "" || p.Name == "" || p.DownloadLocation == "" {
+			return nil, fmt.Errorf("SPDX package %q lacks SPDXID, name or downloadLocation", p.SPDXID)
+		}
+		ids[p.SPDXID] = true
+	}
+	for _, f := range d.Files {
+		ids[f.SPDXID] = true
+	}
+	for _, r := range d.Relationships {
+		if !ids[r.Element] || !ids[r.Related] {
+			return nil, fmt.Errorf("SPDX relationship %s %s %s names an element the document does not define", r.Element, r.Type, r.Related)
+		}
+	}
+	return &d, nil
+}
+
+// Equal reports whether two SBOM documents are the same bytes once both
+// are canonical, and if not, the first differing top-level field.
+func Equal(want, got []byte) (bool, string) {
+	if string(want) == string(got) {
+		return true, ""
+	}
+	var a, b map[string]json.RawMessage
+	if json.Unmarshal(want, &a) != nil || json.Unmarshal(got, &b) != nil {
+		return false, "document"
+	}
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if string(a[k]) != string(b[k]) {
+			return false, k
+		}
+	}
+	return false, "encoding"
+}
