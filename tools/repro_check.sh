@@ -13,11 +13,13 @@ cd "$repo"
 work=$(mktemp -d "${TMPDIR:-/tmp}/cacheon-repro.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 
-# A copy of the working tree as git sees it (tracked and untracked files,
-# ignored ones left out), so uncommitted changes are checked too.
+# One snapshot of the working tree as git sees it (tracked and untracked
+# files, ignored ones left out), extracted once per build, so both builds
+# see the same sources and uncommitted changes are checked too.
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf "$work/sources.tar"
 copy_tree() {
   mkdir -p "$1"
-  git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$1"
+  tar -xf "$work/sources.tar" -C "$1"
 }
 
 build() { # name umask tz locale targets...
