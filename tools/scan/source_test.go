@@ -1,0 +1,165 @@
+package scan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// rules returns "line:col rule" for each finding, in order.
+func rules(fs []Finding) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, fmt.Sprintf("%d:%d %s", f.Line, f.Col, f.Rule))
+	}
+	return out
+}
+
+type sourceCase struct {
+	name string
+	src  string
+	want []string // "line:col rule"; empty means clean
+}
+
+func runSourceCases(t *testing.T, cases []sourceCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			got := rules(Source("k.py", []byte(tt.src)))
+			want := tt.want
+			if want == nil {
+				want = []string{}
+			}
+			if strings.Join(got, "; ") != strings.Join(want, "; ") {
+				t.Errorf("findings for\n%s\n got %q\nwant %q\n(%v)", tt.src, got, want, Source("k.py", []byte(tt.src)))
+			}
+		})
+	}
+}
+
+// One case (at least) per upstream rule.
+func TestSourceRules(t *testing.T) {
+	runSourceCases(t, []sourceCase{
+		{"syntax error is a violation", "x = = 1\n", []string{"1:5 syntax-error"}},
+		{"banned import", "import subprocess\n", []string{"1:8 banned-import"}},
+		{"banned import submodule", "import urllib.request\n", []string{"1:8 banned-import"}},
+		{"banned from import", "from ctypes import CDLL\n", []string{"1:1 banned-import"}},
+		{"banned from submodule", "from importlib.machinery import SourceFileLoader\n", []string{"1:1 banned-import"}},
+		{"allowed imports", "import torch\nimport triton\nimport triton.language as tl\nfrom os import path\n", nil},
+		{"relative import is local", "from . import subprocess\n", nil},
+		{"every banned builtin call", "eval('1')\nexec('1')\ncompile('1','f','exec')\n__import__('os')\nopen('f')\ninput()\nbreakpoint()\nglobals()\nvars()\nlocals()\n",
+			[]string{"1:1 banned-call", "2:1 banned-call", "3:1 banned-call", "4:1 banned-call", "5:1 banned-call",
+				"6:1 banned-call", "7:1 banned-call", "8:1 banned-call", "9:1 banned-call", "10:1 banned-call"}},
+		{"method named like a builtin is fine", "model.eval()\nre.compile('x')\ntorch.compile(f)\n", nil},
+		{"getattr with name variable", "getattr(x, name)\n", []string{"1:1 dynamic-attribute"}},
+		{"setattr with name variable", "setattr(x, n, 1)\n", []string{"1:1 dynamic-attribute"}},
+		{"delattr with name variable", "delattr(x, n)\n", []string{"1:1 dynamic-attribute"}},
+		{"getattr with one argument", "getattr(x)\n", []string{"1:1 dynamic-attribute"}},
+		{"getattr with literal is fine", "getattr(x, 'weight', None)\nsetattr(m, \"bias\", b)\n", nil},
+		{"subscript of __builtins__", "__builtins__['eval']\n", []string{"1:1 namespace-subscript"}},
+		{"subscript of __globals__", "__globals__['x']\n", []string{"1:1 namespace-subscript"}},
+		{"subscript of __dict__", "__dict__['x']\n", []string{"1:1 namespace-subscript"}},
+		{"banned attribute call", "os.system('id')\n", []string{"1:1 banned-attribute"}},
+		{"banned attribute bare", "run = os.popen\n", []string{"1:7 banned-attribute"}},
+		{"banned attribute exec family", "os.execvpe(a, b, c)\nos.spawnlp(0, 'x')\nos.killpg(1, 9)\n",
+			[]string{"1:1 banned-attribute", "2:1 banned-attribute", "3:1 banned-attribute"}},
+		{"banned loader attributes", "lib = ct.CDLL('x')\nh = w.LoadLibrary('y')\nd = m.dlopen('z')\n",
+			[]string{"1:7 banned-attribute", "2:5 banned-attribute", "3:5 banned-attribute"}},
+		{"pickle-like load", "torch.load('w.pt')\njoblib.load(f)\nmarshal.loads(b)\n",
+			[]string{"1:1 pickle-load", "2:1 pickle-load", "3:1 pickle-load"}},
+		{"tl.load is allowed", "x = tl.load(ptr + offs, mask=m)\njson.loads(s)\n", nil},
+		{"dunder attributes", "a.__globals__\nb.__class__\nc.__subclasses__()\nd.__mro__\ne.__code__\nf.__dict__\n",
+			[]string{"1:1 dunder-attribute", "2:1 dunder-attribute", "3:1 dunder-attribute", "4:1 dunder-attribute",
+				"5:1 dunder-attribute", "6:1 dunder-attribute"}},
+		{"ordinary dunders are fine", "def __init__(self): super().__init__()\nx.__name__\n", nil},
+		{"broken kernel", "import triton\n@triton.jit\ndef k(x, N):\n    B = triton.next_power_of_2(N)\n",
+			[]string{"4:9 broken-kernel"}},
+		{"next_power_of_2 on host is fine", "import triton\ndef launch(n):\n    return triton.next_power_of_2(n)\n", nil},
+		{"broken kernel via called decorator", "@triton.jit(do_not_specialize=['n'])\ndef k(n):\n    b = triton.next_power_of_2(n)\n",
+			[]string{"3:9 broken-kernel"}},
+		{"broken kernel bare jit", "from triton import jit\nimport triton\n@jit\ndef k(n):\n    if n:\n        b = triton.next_power_of_2(n)\n",
+			[]string{"6:13 broken-kernel"}},
+	})
+}
+
+// Attempts to get past the rules by aliasing, indirection and syntax.
+func TestSourceRulesResistBypasses(t *testing.T) {
+	runSourceCases(t, []sourceCase{
+		{"import alias then call", "import os as o\no.system('id')\n", []string{"2:1 banned-attribute"}},
+		{"from-import of banned name", "from os import system\nsystem('id')\n", []string{"1:16 banned-import-name"}},
+		{"from-import renamed", "from os import popen as p\n", []string{"1:16 banned-import-name"}},
+		{"star import of banned module", "from subprocess import *\n", []string{"1:1 banned-import"}},
+		{"star import of os", "from os import *\nsystem('id')\n", []string{"1:16 star-import"}},
+		{"getattr with string concatenation", "getattr(os, 'sys' + 'tem')('id')\n", []string{"1:1 dynamic-attribute"}},
+		{"getattr with implicit concatenation still literal", "getattr(os, 'sys' 'tem')('id')\n", []string{"1:1 banned-attribute"}},
+		{"getattr with f-string", "getattr(os, f'{\"sys\"}tem')\n", []string{"1:1 dynamic-attribute"}},
+		{"getattr with escaped literal", "getattr(os, '\\x73ystem')('id')\n", []string{"1:1 banned-attribute"}},
+		{"getattr literal dunder", "getattr(f, '__globals__')\n", []string{"1:1 dunder-attribute"}},
+		{"getattr with bytes", "getattr(os, b'system')\n", []string{"1:1 dynamic-attribute"}},
+		{"getattr with starred args", "getattr(*args)\n", []string{"1:1 dynamic-attribute"}},
+		{"aliased getattr", "g = getattr\ng(os, name)\n", []string{"1:5 banned-builtin-ref"}},
+		{"aliased eval", "e = eval\ne('1')\n", []string{"1:5 banned-builtin-ref"}},
+		{"eval in a list", "[eval][0]('1')\n", []string{"1:2 banned-builtin-ref"}},
+		{"locally bound name is not the builtin", "def f(open):\n    return open\n", nil},
+		{"__builtins__ attribute", "__builtins__.eval('1')\n", []string{"1:1 introspection"}},
+		{"__builtins__ subscript reported once", "__builtins__['eval']('1')\n", []string{"1:1 namespace-subscript"}},
+		{"dict of builtins module", "f.__globals__['__builtins__']\n", []string{"1:1 dunder-attribute"}},
+		{"subclasses walk", "().__class__.__base__.__subclasses__()\n",
+			[]string{"1:1 dunder-attribute", "1:1 dunder-attribute", "1:1 dunder-attribute"}},
+		{"nested function", "def outer():\n    def inner():\n        import socket\n    return inner\n", []string{"3:16 banned-import"}},
+		{"lambda body", "f = lambda: __import__('os')\n", []string{"1:13 banned-call"}},
+		{"decorator expression", "@eval('lambda f: f')\ndef g(): pass\n", []string{"1:2 banned-call"}},
+		{"default argument", "def f(x=exec('1')): pass\n", []string{"1:9 banned-call"}},
+		{"class body", "class K:\n    p = os.popen\n", []string{"2:9 banned-attribute"}},
+		{"inside f-string", "s = f\"{__import__('os').system('id')}\"\n", []string{"1:8 banned-attribute", "1:8 banned-call"}},
+		{"inside nested f-string", "s = f\"{f'{eval(\"1\")}'}\"\n", []string{"1:11 banned-call"}},
+		{"fullwidth eval", "ｅｖａｌ('1')\n", []string{"1:1 banned-call"}},
+		{"mathematical bold import", "__𝐢𝐦𝐩𝐨𝐫𝐭__('os')\n", []string{"1:1 banned-call"}},
+		{"fullwidth attribute", "os.ｓｙｓｔｅｍ('id')\n", []string{"1:1 banned-attribute"}},
+		{"torch alias load", "import torch as t\nt.load('w')\n", []string{"2:1 pickle-load"}},
+		{"torch submodule load", "torch.serialization.load(f)\n", []string{"1:1 pickle-load"}},
+		{"from torch import load", "from torch import load\n", []string{"1:19 pickle-load"}},
+		{"star import from torch", "from torch import *\n", []string{"1:19 star-import"}},
+		{"sys.modules", "import sys\nsys.modules['subprocess'].run(['id'])\n", []string{"2:1 introspection"}},
+		{"frame walk", "import sys\nsys._getframe().f_builtins['eval']\n", []string{"2:1 introspection", "2:1 introspection"}},
+		{"generator frame", "g.gi_frame.f_globals\n", []string{"1:1 introspection", "1:1 introspection"}},
+		{"walrus alias", "if (e := eval):\n    e('1')\n", []string{"1:10 banned-builtin-ref"}},
+		{"match capture of banned attr", "match x:\n    case os.system: pass\n", []string{"2:10 banned-attribute"}},
+		{"comment and string are not code", "# os.system('id')\ns = 'eval(1)'\n", nil},
+		{"utf-7 cookie is refused", "# coding: utf-7\n+AAo-import os\n", []string{"1:1 syntax-error"}},
+		{"nul byte", "x = 1\x00\n", []string{"1:6 syntax-error"}},
+		{"invalid utf-8", "x = '\xc3\x28'\n", []string{"1:6 syntax-error"}},
+		{"python 2 exec statement", "exec 'import os'\n", []string{"1:6 syntax-error"}},
+		{"tab/space confusion", "if x:\n        pass\n\tos.system('id')\n", []string{"3:2 syntax-error"}},
+	})
+}
+
+func TestSourceFindingsCarryPathAndMessage(t *testing.T) {
+	fs := Source("kernels/k.py", []byte("import os\nos.system('id')\n"))
+	if len(fs) != 1 {
+		t.Fatalf("got %d findings, want 1: %v", len(fs), fs)
+	}
+	got := fs[0].String()
+	want := "kernels/k.py:2:1: banned-attribute: attribute \"system\" is a process or loader primitive"
+	if got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+func TestRuleIDsAreUnique(t *testing.T) {
+	all := []Rule{RuleSyntax, RuleBannedImport, RuleBannedImportName, RuleStarImport, RuleBannedCall,
+		RuleBannedBuiltinRef, RuleDynamicAttribute, RuleNamespaceSubscript, RuleBannedAttribute, RulePickleLoad,
+		RuleDunderAttribute, RuleIntrospection, RuleFileTooLarge, RuleBrokenKernel, RuleSymlink, RuleSpecialFile,
+		RuleBinary, RuleUndeclaredCUDA, RuleUndeclaredPatch, RuleUnexpectedFile, RuleUnreadable, RuleBundleLimit}
+	seen := map[Rule]bool{}
+	var ids []string
+	for _, r := range all {
+		if seen[r] {
+			t.Errorf("rule id %q used twice", r)
+		}
+		seen[r] = true
+		ids = append(ids, string(r))
+	}
+	sort.Strings(ids)
+}
