@@ -76,6 +76,7 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newVerifyCommand(s),
 		newCatalogCommand(s),
 		newSlotsCommand(s),
+		newScanCommand(s),
 	)
 	return root
 }
