@@ -20,7 +20,6 @@ type document struct {
 	catalogDef   hcl.Range
 	vocabulary   []item
 	observedOnly []item
-	featuresDef  hcl.Range
 
 	featureSets   []*featureSetDecl
 	toleranceSets []*toleranceSetDecl
@@ -111,7 +110,6 @@ func decodeFile(file *hcl.File) (*document, hcl.Diagnostics) {
 		doc.policy = decodeCatalogBlock(catalogBlock, &diags)
 	}
 	if featuresBlock != nil {
-		doc.featuresDef = featuresBlock.DefRange
 		doc.vocabulary, doc.observedOnly = decodeFeaturesBlock(featuresBlock, &diags)
 	}
 	for _, b := range byType["feature_set"] {
