@@ -103,15 +103,20 @@ type Progress func(stage string)
 func hashFiles(entries []layer.Entry) ([]sbom.File, error) {
 	out := make([]sbom.File, 0, len(entries))
 	for _, e := range entries {
-		f, err := os.Open(e.Source)
-		if err != nil {
-			return nil, err
-		}
 		h1, h2 := sha1.New(), sha256.New()
-		_, err = io.Copy(io.MultiWriter(h1, h2), f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("hash %s: %w", e.Source, err)
+		if e.Data != nil || e.Source == "" {
+			h1.Write(e.Data)
+			h2.Write(e.Data)
+		} else {
+			f, err := os.Open(e.Source)
+			if err != nil {
+				return nil, err
+			}
+			_, err = io.Copy(io.MultiWriter(h1, h2), f)
+			f.Close()
+			if err != nil {
+				return nil, fmt.Errorf("hash %s: %w", e.Source, err)
+			}
 		}
 		out = append(out, sbom.File{Path: e.Path, SHA1: hex.EncodeToString(h1.Sum(nil)), SHA256: hex.EncodeToString(h2.Sum(nil))})
 	}
@@ -133,9 +138,54 @@ func ToolVersions() map[string]string {
 	return v
 }
 
-// Build builds the release described by in. On any error nothing is left
-// at in.Out.
+// Plan is a checked release, ready to be written: the descriptor and the
+// files of each layer. Prepare makes it from inputs; Write turns it into a
+// layout. Between the two nothing is read from the inputs but the files
+// the layers list.
+type Plan struct {
+	Name       string
+	Platform   image.Platform
+	Base       v1.Image
+	BaseName   string
+	Descriptor *descriptor.Descriptor
+	// Layers are the four release layers in image order: substrate,
+	// entrypoint, engine-tree, release (release.json is added by Write).
+	Layers []PlanLayer
+	Epoch  int64
+	Opts   layer.Options
+	// Contributions is the number of integrated contributions.
+	Contributions int
+}
+
+// PlanLayer is one layer of a plan.
+type PlanLayer struct {
+	Role    string
+	Entries []layer.Entry
+}
+
+// Layer roles, in image order.
+const (
+	RoleSubstrate  = "substrate"
+	RoleEntrypoint = "entrypoint"
+	RoleEngineTree = "engine-tree"
+	RoleRelease    = "release"
+)
+
+// Build checks the inputs and writes the release to in.Out. On any error
+// nothing is left at in.Out.
 func Build(in Inputs, progress Progress) (*Result, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	plan, err := Prepare(in, progress)
+	if err != nil {
+		return nil, err
+	}
+	return plan.Write(in.Out, progress)
+}
+
+// Prepare checks every input and returns the plan of the release.
+func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
@@ -296,26 +346,10 @@ func Build(in Inputs, progress Progress) (*Result, error) {
 		})
 	}
 	d.SortIntegrations()
-	descBytes, err := d.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	descDigest, err := d.Digest()
-	if err != nil {
-		return nil, err
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("release descriptor: %w", err)
 	}
 
-	w, err := store.NewLayoutWriter(in.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Abort()
-	scratch, err := w.ScratchDir()
-	if err != nil {
-		return nil, err
-	}
-
-	progress("writing layers")
 	substrateEntries, err := layer.FromDir(in.Substrate, descriptor.SubstrateDir, bundlehash.Skipped)
 	if err != nil {
 		return nil, err
@@ -325,7 +359,6 @@ func Build(in Inputs, progress Progress) (*Result, error) {
 		return nil, err
 	}
 	releaseEntries := []layer.Entry{
-		{Path: descriptor.DescriptorPath, Data: descBytes},
 		{Path: descriptor.ManifestPath, Data: canonManifest},
 		{Path: descriptor.ModelReceipt, Data: receiptBytes},
 	}
@@ -333,20 +366,72 @@ func Build(in Inputs, progress Progress) (*Result, error) {
 		releaseEntries = append(releaseEntries, layer.Entry{Path: descriptor.ReviewPath(c.RecordDigest), Data: recordByDigest[c.RecordDigest]})
 	}
 	entryEntries := []layer.Entry{{Path: descriptor.EntrypointPath, Data: entryBytes, Executable: true}}
-	opts := layer.Options{Epoch: in.Epoch, Compression: in.Compression, Level: in.Level}
-	type spec struct {
-		role    string
-		entries []layer.Entry
+	return &Plan{
+		Name: in.Name, Platform: platform, Base: base, BaseName: baseName, Descriptor: d,
+		// What changes least comes first, so releases share layers.
+		Layers: []PlanLayer{
+			{RoleSubstrate, substrateEntries}, {RoleEntrypoint, entryEntries},
+			{RoleEngineTree, treeEntries}, {RoleRelease, releaseEntries},
+		},
+		Epoch: in.Epoch, Opts: layer.Options{Epoch: in.Epoch, Compression: in.Compression, Level: in.Level},
+		Contributions: len(covered),
+	}, nil
+}
+
+// Write writes the plan as a new OCI layout at out.
+func (p *Plan) Write(out string, progress Progress) (*Result, error) {
+	if progress == nil {
+		progress = func(string) {}
 	}
-	// Order: what changes least first, so image layers are shared between
-	// releases.
-	specs := []spec{{"substrate", substrateEntries}, {"entrypoint", entryEntries}, {"engine-tree", treeEntries}, {"release", releaseEntries}}
+	d := p.Descriptor
+	descBytes, err := d.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	descDigest, err := d.Digest()
+	if err != nil {
+		return nil, err
+	}
+	w, err := store.NewLayoutWriter(out)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Abort()
+	scratch, err := w.ScratchDir()
+	if err != nil {
+		return nil, err
+	}
+	progress("writing layers")
+	specs := append([]PlanLayer(nil), p.Layers...)
+	for i := range specs {
+		if specs[i].Role == RoleRelease {
+			specs[i].Entries = append([]layer.Entry{{Path: descriptor.DescriptorPath, Data: descBytes}}, specs[i].Entries...)
+		}
+	}
+	var treeEntries, substrateEntries []layer.Entry
+	var entryBytes []byte
+	for _, s := range specs {
+		switch s.Role {
+		case RoleEngineTree:
+			treeEntries = s.Entries
+		case RoleSubstrate:
+			substrateEntries = s.Entries
+		case RoleEntrypoint:
+			if len(s.Entries) == 1 {
+				if entryBytes = s.Entries[0].Data; entryBytes == nil && s.Entries[0].Source != "" {
+					if entryBytes, err = os.ReadFile(s.Entries[0].Source); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+	}
 	written := make([]*layer.Written, len(specs))
 	errs := make([]error, len(specs))
 	done := make(chan int, len(specs))
 	for i, s := range specs {
-		go func(i int, s spec) {
-			written[i], errs[i] = layer.Write(filepath.Join(scratch, "layer-"+s.role), s.entries, opts)
+		go func(i int, s PlanLayer) {
+			written[i], errs[i] = layer.Write(filepath.Join(scratch, "layer-"+s.Role), s.Entries, p.Opts)
 			done <- i
 		}(i, s)
 	}
@@ -355,25 +440,25 @@ func Build(in Inputs, progress Progress) (*Result, error) {
 	}
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("%s layer: %w", specs[i].role, err)
+			return nil, fmt.Errorf("%s layer: %w", specs[i].Role, err)
 		}
 	}
 	var added []image.Added
 	for i, s := range specs {
-		added = append(added, image.Added{Layer: image.FileLayer{W: written[i]}, CreatedBy: "cacheon release build: " + s.role})
+		added = append(added, image.Added{Layer: image.FileLayer{W: written[i]}, CreatedBy: "cacheon release build: " + s.Role})
 	}
 
 	progress("assembling the image")
 	img, err := image.Assemble(image.Spec{
-		Base: base, BaseName: baseName, Platform: platform, Layers: added, Epoch: in.Epoch,
+		Base: p.Base, BaseName: p.BaseName, Platform: p.Platform, Layers: added, Epoch: p.Epoch,
 		Config: image.Config{
 			Entrypoint: []string{"/" + descriptor.EntrypointPath, "release", "serve"},
 			WorkingDir: "/",
 			Labels: map[string]string{
-				"org.opencontainers.image.title":  in.Name,
+				"org.opencontainers.image.title":  p.Name,
 				"dev.cacheon.release.descriptor":  descDigest,
-				"dev.cacheon.release.stack":       manifestDigest,
-				"dev.cacheon.release.engine-tree": tree.Digest,
+				"dev.cacheon.release.stack":       d.ReleaseManifestDigest,
+				"dev.cacheon.release.engine-tree": d.EngineTreeDigest,
 			},
 		},
 	})
@@ -394,18 +479,18 @@ func Build(in Inputs, progress Progress) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sbomIn := SBOMInput(d, descDigest, in.Name, imgDigest.String(), engineFiles, substrateFiles, entryBytes)
+	sbomIn := SBOMInput(d, descDigest, p.Name, imgDigest.String(), engineFiles, substrateFiles, entryBytes)
 	sbomBytes, err := sbom.Generate(sbomIn)
 	if err != nil {
 		return nil, err
 	}
 	var layerInfo []LayerInfo
 	for i, s := range specs {
-		layerInfo = append(layerInfo, LayerInfo{Role: s.role, Digest: written[i].Digest, DiffID: written[i].DiffID, MediaType: written[i].MediaType})
+		layerInfo = append(layerInfo, LayerInfo{Role: s.Role, Digest: written[i].Digest, DiffID: written[i].DiffID, MediaType: written[i].MediaType})
 	}
 	prov := Provenance(ProvenanceInput{
 		Descriptor: d, DescriptorDigest: descDigest, DescriptorSHA256: descriptor.SHA256(descBytes),
-		ImageName: in.Name, ImageDigest: imgDigest.String(), SBOMSHA256: descriptor.SHA256(sbomBytes),
+		ImageName: p.Name, ImageDigest: imgDigest.String(), SBOMSHA256: descriptor.SHA256(sbomBytes),
 		Layers: layerInfo, Builder: ToolVersions(),
 	})
 	statement, err := prov.Statement()
@@ -414,7 +499,7 @@ func Build(in Inputs, progress Progress) (*Result, error) {
 	}
 
 	progress("writing the OCI layout")
-	if _, err := w.AddImage(img, in.Name); err != nil {
+	if _, err := w.AddImage(img, p.Name); err != nil {
 		return nil, err
 	}
 	if _, err := w.Attach(store.Artifact{ArtifactType: store.ArtifactSBOM, Data: sbomBytes}); err != nil {
@@ -428,11 +513,11 @@ func Build(in Inputs, progress Progress) (*Result, error) {
 		return nil, err
 	}
 	return &Result{
-		Layout: in.Out, Image: in.Name, ImageDigest: imgDigest.String(), EngineTreeDigest: tree.Digest,
-		DescriptorDigest: descDigest, ReleaseManifest: manifestDigest,
+		Layout: out, Image: p.Name, ImageDigest: imgDigest.String(), EngineTreeDigest: d.EngineTreeDigest,
+		DescriptorDigest: descDigest, ReleaseManifest: d.ReleaseManifestDigest,
 		SBOMDigest: "sha256:" + descriptor.SHA256(sbomBytes), ProvenanceDigest: "sha256:" + descriptor.SHA256(statement),
-		GoVersion: runtime.Version(), Contributions: len(covered), BaseImageDigest: baseDigest.String(),
-		SourceDateEpoch: in.Epoch, ImageLayers: len(baseLayers) + len(specs),
+		GoVersion: runtime.Version(), Contributions: p.Contributions, BaseImageDigest: d.BaseImage.Digest,
+		SourceDateEpoch: p.Epoch, ImageLayers: len(d.BaseImage.Layers) + len(specs),
 		StatementSHA256: descriptor.SHA256(statement), StatementPredicate: provenance.PredicateType,
 	}, nil
 }

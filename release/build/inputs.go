@@ -143,10 +143,12 @@ func CheckTreeMetadata(p string, m *stack.EngineReleaseManifest) error {
 	if err != nil {
 		return fmt.Errorf("engine tree metadata: %w", err)
 	}
-	return checkTreeMetadataBytes(p, b, m)
+	return CheckTreeMetadataBytes(p, b, m)
 }
 
-func checkTreeMetadataBytes(name string, b []byte, m *stack.EngineReleaseManifest) error {
+// CheckTreeMetadataBytes checks the metadata bytes b (named name in
+// messages) against m.
+func CheckTreeMetadataBytes(name string, b []byte, m *stack.EngineReleaseManifest) error {
 	if _, err := canonjson.Parse(b); err != nil {
 		return fmt.Errorf("engine tree metadata %s: %w", name, err)
 	}

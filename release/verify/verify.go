@@ -1,0 +1,702 @@
+// Package verify checks a release offline, with nothing but the store
+// that holds it (an OCI layout directory or a registry) and a trusted
+// public key: no chain, wallet, miner URL, referee database, transparency
+// log or timestamp authority.
+//
+// Every check has a stable name (the Check* constants) and a failure
+// names it, says what was expected and what was found: the signature and
+// the key policy, the statement's predicate type, builder and subjects,
+// every blob of the image against its descriptor, the layers against the
+// provenance, the engine tree, substrate, entrypoint and model receipt
+// shipped in the image against the signed release descriptor, integrated
+// -only coverage of the release stack by its review records, and the SBOM
+// and provenance regenerated from what the image holds.
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/cacheon/engine/release/build"
+	"github.com/cacheon/engine/release/descriptor"
+	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/release/layer"
+	"github.com/cacheon/engine/release/provenance"
+	"github.com/cacheon/engine/release/review"
+	"github.com/cacheon/engine/release/sbom"
+	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/tools/materialize"
+	"github.com/cacheon/engine/tools/model"
+)
+
+// Names of the checks, in the order they run.
+const (
+	CheckImage        = "image-manifest"
+	CheckAttestations = "attestations"
+	CheckSignature    = "signature"
+	CheckKeyPolicy    = "key-policy"
+	CheckPredicate    = "predicate-type"
+	CheckBuilder      = "builder"
+	CheckSubjects     = "subjects"
+	CheckLayers       = "layers"
+	CheckBlobs        = "image-blobs"
+	CheckDescriptor   = "release-descriptor"
+	CheckEngineTree   = "engine-tree"
+	CheckIntegrations = "integrations"
+	CheckSubstrate    = "substrate"
+	CheckEntrypoint   = "entrypoint"
+	CheckModelReceipt = "model-receipt"
+	CheckSBOM         = "sbom"
+	CheckProvenance   = "provenance"
+	CheckLayout       = "in-toto-layout"
+)
+
+// FormatVersion of the JSON report.
+const FormatVersion = 1
+
+// Failure is a failed check.
+type Failure struct {
+	Check string
+	Err   error
+}
+
+func (f *Failure) Error() string { return fmt.Sprintf("%s check failed: %v", f.Check, f.Err) }
+func (f *Failure) Unwrap() error { return f.Err }
+
+func fail(check string, err error) error { return &Failure{Check: check, Err: err} }
+
+func failf(check, format string, args ...any) error {
+	return &Failure{Check: check, Err: fmt.Errorf(format, args...)}
+}
+
+// Options configure a verification.
+type Options struct {
+	Policy   *key.Policy
+	Now      time.Time // when the key policy is evaluated; zero means now
+	Progress func(string)
+	// Layout, when set, also checks the release against a signed in-toto
+	// supply-chain layout (see CheckLayout).
+	Layout LayoutCheck
+}
+
+// LayoutCheck checks a verified release against a supply-chain layout.
+type LayoutCheck func(r *Release) error
+
+// CheckResult is one check in a report.
+type CheckResult struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Report is the outcome of a verification.
+type Report struct {
+	FormatVersion         int           `json:"format_version"`
+	Location              string        `json:"location"`
+	Image                 string        `json:"image"`
+	ImageDigest           string        `json:"image_digest"`
+	EngineTreeDigest      string        `json:"engine_tree_digest"`
+	DescriptorDigest      string        `json:"descriptor_digest"`
+	ReleaseManifestDigest string        `json:"release_manifest_digest"`
+	KeyID                 string        `json:"key_id"`
+	GoVersion             string        `json:"go_version"`
+	Contributions         []string      `json:"contributions"`
+	BytesVerified         int64         `json:"bytes_verified"`
+	Verified              bool          `json:"verified"`
+	Checks                []CheckResult `json:"checks"`
+}
+
+func (r *Report) pass(name, format string, args ...any) {
+	r.Checks = append(r.Checks, CheckResult{Name: name, OK: true, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Release is what a successful verification established, for callers that
+// go on (rebuild, the in-toto layout check).
+type Release struct {
+	Report      *Report
+	Image       v1.Descriptor
+	Manifest    *v1.Manifest
+	Statement   []byte
+	Provenance  *provenance.Provenance
+	Descriptor  *descriptor.Descriptor
+	Files       map[string][]byte // the release layer's files
+	Records     []*review.Record
+	ReleaseJSON []byte
+	SBOM        []byte
+	// Bundle is the signature bundle that verified.
+	Bundle []byte
+	// Attachments are every verified artifact attached to the image.
+	Attachments []store.Referrer
+}
+
+// Our layers, in image order, after the base image's.
+var ourLayers = []string{"substrate", "entrypoint", "engine-tree", "release"}
+
+const maxReleaseFile = 16 << 20
+
+// Run verifies the release in s.
+func Run(s store.Store, opts Options) (*Release, error) {
+	rep := &Report{FormatVersion: FormatVersion, Location: s.Location(), Contributions: []string{}, Checks: []CheckResult{}}
+	rel, err := run(s, opts, rep)
+	if err != nil {
+		var f *Failure
+		if errors.As(err, &f) {
+			rep.Checks = append(rep.Checks, CheckResult{Name: f.Check, OK: false, Detail: f.Err.Error()})
+		}
+		return &Release{Report: rep}, err
+	}
+	rep.Verified = true
+	return rel, nil
+}
+
+func run(s store.Store, opts Options, rep *Report) (*Release, error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	if opts.Policy == nil {
+		return nil, errors.New("verify: no trusted key")
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	rel := &Release{Report: rep}
+
+	progress("reading the image manifest")
+	desc, err := s.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := store.ReadManifest(s, desc)
+	if err != nil {
+		return nil, fail(CheckImage, err)
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(raw))
+	if err != nil {
+		return nil, failf(CheckImage, "parse manifest %s: %v", desc.Digest, err)
+	}
+	if m.MediaType != types.OCIManifestSchema1 || m.Config.MediaType != types.OCIConfigJSON {
+		return nil, failf(CheckImage, "manifest %s has media types %s / %s, want OCI", desc.Digest, m.MediaType, m.Config.MediaType)
+	}
+	rel.Image, rel.Manifest = desc, m
+	rep.ImageDigest = desc.Digest.String()
+	rep.pass(CheckImage, "%s (%d layers)", desc.Digest, len(m.Layers))
+
+	progress("reading attestations")
+	refs, err := store.Referrers(s, desc.Digest)
+	if err != nil {
+		var mm *store.DigestMismatchError
+		if errors.As(err, &mm) {
+			return nil, fail(CheckAttestations, err)
+		}
+		return nil, err
+	}
+	rel.Attachments = refs
+	var bundles, provs, sboms []store.Referrer
+	for _, r := range refs {
+		switch r.ArtifactType {
+		case store.ArtifactBundle:
+			bundles = append(bundles, r)
+		case store.ArtifactProvenance:
+			provs = append(provs, r)
+		case store.ArtifactSBOM:
+			sboms = append(sboms, r)
+		}
+	}
+	if len(bundles) == 0 {
+		return nil, failf(CheckAttestations, "missing attestation: no signature bundle (%s) is attached to image %s: the release is unsigned", store.ArtifactBundle, desc.Digest)
+	}
+	if len(provs) == 0 {
+		return nil, failf(CheckAttestations, "missing attestation: no provenance statement (%s) is attached to image %s", store.ArtifactProvenance, desc.Digest)
+	}
+	if len(sboms) == 0 {
+		return nil, failf(CheckAttestations, "missing attestation: no SBOM (%s) is attached to image %s", store.ArtifactSBOM, desc.Digest)
+	}
+	rep.pass(CheckAttestations, "%d signature bundle(s), %d provenance statement(s), %d SBOM(s)", len(bundles), len(provs), len(sboms))
+
+	progress("checking the signature")
+	var signed *SignedStatement
+	var firstErr error
+	for _, b := range bundles {
+		st, err := Bundle(b.Data, opts.Policy, now)
+		if err == nil {
+			signed, rel.Bundle = st, b.Data
+			break
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if signed == nil {
+		return nil, firstErr
+	}
+	rep.KeyID = signed.KeyID
+	rep.pass(CheckKeyPolicy, "key %s is trusted and valid at %s", signed.KeyID, now.UTC().Format(time.RFC3339))
+	rep.pass(CheckSignature, "DSSE signature by key %s verifies", signed.KeyID)
+	rel.Statement = signed.Statement
+
+	prov, err := provenance.Parse(signed.Statement)
+	if err != nil {
+		return nil, fail(CheckPredicate, err)
+	}
+	rel.Provenance = prov
+	rep.pass(CheckPredicate, "%s", provenance.PredicateType)
+	if prov.BuilderID != provenance.BuilderID {
+		return nil, failf(CheckBuilder, "builder.id %q, want %q", prov.BuilderID, provenance.BuilderID)
+	}
+	if prov.BuildType != provenance.BuildType {
+		return nil, failf(CheckBuilder, "buildType %q, want %q", prov.BuildType, provenance.BuildType)
+	}
+	rep.pass(CheckBuilder, "builder %s, build type %s, go %s", prov.BuilderID, prov.BuildType, prov.BuilderVersion["go"])
+	rep.GoVersion = prov.BuilderVersion["go"]
+
+	if len(prov.Subjects) != 2 {
+		return nil, failf(CheckSubjects, "statement has %d subjects, want 2 (the image and the engine tree)", len(prov.Subjects))
+	}
+	imgSubject := prov.Subjects[0]
+	if imgSubject.Digest["sha256"] != desc.Digest.Hex {
+		return nil, failf(CheckSubjects, "signed image subject %q is sha256:%s, but the image in %s is %s", imgSubject.Name, imgSubject.Digest["sha256"], s.Location(), desc.Digest)
+	}
+	treeSubject, ok := provenance.Find(prov.Subjects, build.SubjectEngineTree)
+	if !ok || treeSubject.Digest["cacheon.materialized-engine-tree"] == "" {
+		return nil, failf(CheckSubjects, "statement has no engine-tree subject")
+	}
+	rep.Image = imgSubject.Name
+
+	var attached []byte
+	for _, p := range provs {
+		if bytes.Equal(p.Data, signed.Statement) {
+			attached = p.Data
+		}
+	}
+	if attached == nil {
+		return nil, failf(CheckProvenance, "the attached provenance statement (%s) is not the statement the bundle signs", provs[0].Blob.Digest)
+	}
+
+	progress("checking the layers against the provenance")
+	n := len(m.Layers)
+	if n < len(ourLayers) {
+		return nil, failf(CheckLayers, "image has %d layers, a release has at least %d", n, len(ourLayers))
+	}
+	for i, role := range ourLayers {
+		l := m.Layers[n-len(ourLayers)+i]
+		bp, ok := provenance.Find(prov.Byproducts, build.LayerByproduct(role))
+		if !ok {
+			return nil, failf(CheckLayers, "provenance lists no %s layer", role)
+		}
+		if bp.Digest["sha256"] != l.Digest.Hex {
+			return nil, failf(CheckLayers, "%s layer: the image has %s, the signed provenance says sha256:%s", role, l.Digest, bp.Digest["sha256"])
+		}
+	}
+
+	progress("hashing the image blobs")
+	contents, verifiedBytes, err := readBlobs(s, m, n-len(ourLayers))
+	if err != nil {
+		return nil, err
+	}
+	rep.BytesVerified = verifiedBytes + int64(len(raw))
+	rep.pass(CheckBlobs, "config and %d layers (%d bytes) match their descriptors", n, verifiedBytes)
+
+	// The release descriptor.
+	rel.Files = contents["release"].files
+	descBytes := rel.Files[descriptor.DescriptorPath]
+	bp, ok := provenance.Find(prov.Byproducts, build.ByproductRelease)
+	if !ok {
+		return nil, failf(CheckDescriptor, "provenance lists no %s byproduct", build.ByproductRelease)
+	}
+	if descBytes == nil {
+		return nil, failf(CheckDescriptor, "/%s is missing from the release layer", descriptor.DescriptorPath)
+	}
+	if got := descriptor.SHA256(descBytes); got != bp.Digest["sha256"] {
+		return nil, failf(CheckDescriptor, "/%s hashes to sha256:%s, the signed provenance says sha256:%s", descriptor.DescriptorPath, got, bp.Digest["sha256"])
+	}
+	d, err := descriptor.Parse(descBytes)
+	if err != nil {
+		return nil, fail(CheckDescriptor, err)
+	}
+	descDigest, _ := d.Digest()
+	if descDigest != bp.Digest[descriptor.Domain] {
+		return nil, failf(CheckDescriptor, "descriptor digest %s, the signed provenance says %s", descDigest, bp.Digest[descriptor.Domain])
+	}
+	rel.Descriptor, rel.ReleaseJSON = d, descBytes
+	rep.DescriptorDigest, rep.ReleaseManifestDigest = descDigest, d.ReleaseManifestDigest
+	rep.pass(CheckDescriptor, "%s", descDigest)
+
+	// Base layers are the pinned base's.
+	if got := n - len(ourLayers); got != len(d.BaseImage.Layers) {
+		return nil, failf(CheckLayers, "image has %d base layers, the descriptor's base %s has %d", got, d.BaseImage.Digest, len(d.BaseImage.Layers))
+	}
+	for i, want := range d.BaseImage.Layers {
+		if m.Layers[i].Digest.String() != want {
+			return nil, failf(CheckLayers, "base layer %d is %s, the pinned base %s has %s", i, m.Layers[i].Digest, d.BaseImage.Digest, want)
+		}
+	}
+	if m.Annotations["org.opencontainers.image.base.digest"] != d.BaseImage.Digest {
+		return nil, failf(CheckLayers, "manifest base annotation %q, the descriptor's base is %s", m.Annotations["org.opencontainers.image.base.digest"], d.BaseImage.Digest)
+	}
+	rep.pass(CheckLayers, "%d base layers of %s, then substrate, entrypoint, engine tree and release layers", len(d.BaseImage.Layers), d.BaseImage.Digest)
+
+	// The engine tree.
+	tree := contents["engine-tree"]
+	treeDigest, err := materialize.TreeDigest(tree.rows)
+	if err != nil {
+		return nil, fail(CheckEngineTree, err)
+	}
+	if treeDigest != d.EngineTreeDigest || treeDigest != treeSubject.Digest["cacheon.materialized-engine-tree"] {
+		return nil, failf(CheckEngineTree, "the engine tree in the image has digest %s; the descriptor says %s and the signed subject %s", treeDigest, d.EngineTreeDigest, treeSubject.Digest["cacheon.materialized-engine-tree"])
+	}
+	rep.EngineTreeDigest = treeDigest
+
+	// Integrations: the release stack, its records, one-to-one coverage.
+	mb := rel.Files[descriptor.ManifestPath]
+	if mb == nil {
+		return nil, failf(CheckIntegrations, "/%s is missing from the release layer", descriptor.ManifestPath)
+	}
+	rm, err := build.ParseReleaseManifest(mb)
+	if err != nil {
+		return nil, fail(CheckIntegrations, err)
+	}
+	if md, _ := rm.Digest(); md != d.ReleaseManifestDigest {
+		return nil, failf(CheckIntegrations, "the release stack in the image has digest %s, the descriptor says %s", md, d.ReleaseManifestDigest)
+	}
+	if meta := tree.metadata; meta == nil {
+		return nil, failf(CheckEngineTree, "%s is missing from the engine tree", build.TreeMetadataPath)
+	} else if err := build.CheckTreeMetadataBytes(build.TreeMetadataPath, meta, rm); err != nil {
+		return nil, fail(CheckEngineTree, err)
+	}
+	rep.pass(CheckEngineTree, "%s (%d files), materialized from release stack %s", treeDigest, len(tree.rows), d.ReleaseManifestDigest)
+	var records []*review.Record
+	for p, b := range rel.Files {
+		if !strings.HasPrefix(p, descriptor.ReviewDir+"/") {
+			continue
+		}
+		r, err := review.Parse(b)
+		if err != nil {
+			return nil, failf(CheckIntegrations, "/%s: %v", p, err)
+		}
+		dg, _ := r.Digest()
+		if descriptor.ReviewPath(dg) != p {
+			return nil, failf(CheckIntegrations, "/%s holds record %s", p, dg)
+		}
+		records = append(records, r)
+	}
+	covered, err := review.CheckCoverage(rm, records)
+	if err != nil {
+		return nil, fail(CheckIntegrations, err)
+	}
+	if len(covered) != len(d.Integrations) {
+		return nil, failf(CheckIntegrations, "%d integrations covered, the descriptor lists %d", len(covered), len(d.Integrations))
+	}
+	for i, c := range covered {
+		want := d.Integrations[i]
+		got := descriptor.Integration{
+			TargetID: c.TargetID, IntegratedRefDigest: c.IntegratedRefDigest, IntegrationRecordDigest: c.RecordDigest,
+			IntegratedSourceTreeDigest: c.Record.IntegratedSourceTreeDigest, SelectedPayloadDigest: c.Record.SelectedPayloadDigest,
+			ReviewCommit: c.Record.ReviewCommit, Reviewer: c.Record.Reviewer,
+			RecordSHA256: descriptor.SHA256(rel.Files[descriptor.ReviewPath(c.RecordDigest)]),
+		}
+		if got != want {
+			return nil, failf(CheckIntegrations, "integration %s: the records in the image give %+v, the descriptor says %+v", c.TargetID, got, want)
+		}
+		rep.Contributions = append(rep.Contributions, c.TargetID)
+	}
+	rel.Records = records
+	rep.pass(CheckIntegrations, "%d integrated contribution(s), each covered by exactly one approved review record", len(covered))
+
+	// Substrate, entrypoint, model receipt.
+	sub := contents["substrate"]
+	if sub.contentHash != d.SubstrateDigest {
+		return nil, failf(CheckSubstrate, "the substrate in the image has content hash %s, the descriptor says %s", sub.contentHash, d.SubstrateDigest)
+	}
+	rep.pass(CheckSubstrate, "%s (%d files)", sub.contentHash, len(sub.sbomFiles))
+	entry := contents["entrypoint"]
+	if entry.entrySHA256 != d.Entrypoint.SHA256 || entry.entrySize != d.Entrypoint.Size {
+		return nil, failf(CheckEntrypoint, "/%s is sha256:%s (%d bytes), the descriptor says sha256:%s (%d bytes)", descriptor.EntrypointPath, entry.entrySHA256, entry.entrySize, d.Entrypoint.SHA256, d.Entrypoint.Size)
+	}
+	rep.pass(CheckEntrypoint, "/%s sha256:%s", descriptor.EntrypointPath, entry.entrySHA256)
+	rb := rel.Files[descriptor.ModelReceipt]
+	if rb == nil || descriptor.SHA256(rb) != d.Model.ReceiptSHA256 {
+		return nil, failf(CheckModelReceipt, "/%s is missing or does not hash to sha256:%s", descriptor.ModelReceipt, d.Model.ReceiptSHA256)
+	}
+	receipt, err := model.ParseReceipt(rb)
+	if err != nil {
+		return nil, fail(CheckModelReceipt, err)
+	}
+	if rd, _ := receipt.Digest(); rd != d.Model.ReceiptDigest || receipt.ContentDigest != d.Model.ContentDigest {
+		return nil, failf(CheckModelReceipt, "receipt %s for model content %s, the descriptor says %s for %s", rd, receipt.ContentDigest, d.Model.ReceiptDigest, d.Model.ContentDigest)
+	}
+	rep.pass(CheckModelReceipt, "model content %s", receipt.ContentDigest)
+
+	// SBOM: attached, recorded in the provenance, and regenerated equal.
+	sb, ok := provenance.Find(prov.Byproducts, build.ByproductSBOM)
+	if !ok {
+		return nil, failf(CheckSBOM, "provenance lists no %s byproduct", build.ByproductSBOM)
+	}
+	var sbomBytes []byte
+	for _, r := range sboms {
+		if descriptor.SHA256(r.Data) == sb.Digest["sha256"] {
+			sbomBytes = r.Data
+		}
+	}
+	if sbomBytes == nil {
+		return nil, failf(CheckSBOM, "no attached SBOM hashes to sha256:%s, the SBOM the signed provenance names (attached: sha256:%s)", sb.Digest["sha256"], descriptor.SHA256(sboms[0].Data))
+	}
+	if _, err := sbom.Parse(sbomBytes); err != nil {
+		return nil, fail(CheckSBOM, err)
+	}
+	want, err := sbom.Generate(build.SBOMInput(d, descDigest, imgSubject.Name, desc.Digest.String(), tree.sbomFiles, sub.sbomFiles, entry.entryBytes))
+	if err != nil {
+		return nil, fail(CheckSBOM, err)
+	}
+	if same, field := sbom.Equal(want, sbomBytes); !same {
+		return nil, failf(CheckSBOM, "the SBOM does not describe this image: field %q differs from the SBOM regenerated from the image's contents", field)
+	}
+	rel.SBOM = sbomBytes
+	rep.pass(CheckSBOM, "SPDX 2.3, sha256:%s, consistent with the image", sb.Digest["sha256"])
+
+	// Provenance: regenerated from the image, it must be the signed bytes.
+	var layers []build.LayerInfo
+	for i, role := range ourLayers {
+		l := m.Layers[n-len(ourLayers)+i]
+		layers = append(layers, build.LayerInfo{Role: role, Digest: l.Digest.String(), DiffID: contents[role].diffID, MediaType: string(l.MediaType)})
+	}
+	regen, err := build.Provenance(build.ProvenanceInput{
+		Descriptor: d, DescriptorDigest: descDigest, DescriptorSHA256: descriptor.SHA256(descBytes),
+		ImageName: imgSubject.Name, ImageDigest: desc.Digest.String(), SBOMSHA256: descriptor.SHA256(sbomBytes),
+		Layers: layers, Builder: prov.BuilderVersion,
+	}).Statement()
+	if err != nil {
+		return nil, fail(CheckProvenance, err)
+	}
+	if !bytes.Equal(regen, signed.Statement) {
+		return nil, failf(CheckProvenance, "the signed provenance is not the one this image's contents give: %s", firstDifference(regen, signed.Statement))
+	}
+	rep.pass(CheckProvenance, "resolved dependencies, byproducts and parameters match the image")
+
+	if opts.Layout != nil {
+		if err := opts.Layout(rel); err != nil {
+			var f *Failure
+			if errors.As(err, &f) {
+				return nil, err
+			}
+			return nil, fail(CheckLayout, err)
+		}
+	}
+	return rel, nil
+}
+
+// firstDifference describes where two JSON documents first differ.
+func firstDifference(want, got []byte) string {
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	lo := max(0, i-40)
+	clip := func(b []byte) string { return string(b[lo:min(len(b), i+40)]) }
+	return fmt.Sprintf("at byte %d: expected …%s… found …%s…", i, clip(want), clip(got))
+}
+
+// layerContents is what verification reads out of one of our layers.
+type layerContents struct {
+	diffID      string
+	files       map[string][]byte // release layer
+	rows        []atomicwrite.Written
+	sbomFiles   []sbom.File
+	metadata    []byte
+	contentHash string
+	entryBytes  []byte
+	entrySHA256 string
+	entrySize   int64
+}
+
+// readBlobs checks the config and every layer against its descriptor,
+// in parallel; the layers from index ours on are also read for their
+// contents. It returns the contents by role and the bytes hashed.
+func readBlobs(s store.Store, m *v1.Manifest, ours int) (map[string]*layerContents, int64, error) {
+	type job struct {
+		desc v1.Descriptor
+		role string // "" for blobs only hashed
+	}
+	jobs := []job{{desc: m.Config}}
+	for i, l := range m.Layers {
+		j := job{desc: l}
+		if i >= ours {
+			j.role = ourLayers[i-ours]
+		}
+		jobs = append(jobs, j)
+	}
+	out := map[string]*layerContents{}
+	var mu sync.Mutex
+	var total int64
+	var firstErr error
+	sem := make(chan struct{}, max(2, runtime.NumCPU()))
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(j job) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			var c *layerContents
+			var err error
+			if j.role == "" {
+				err = store.CheckBlob(s, j.desc, io.Discard)
+			} else {
+				c, err = readLayer(s, j.desc, j.role)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					var mm *store.DigestMismatchError
+					if errors.As(err, &mm) || errors.Is(err, errLayerContent) {
+						firstErr = fail(CheckBlobs, err)
+					} else {
+						firstErr = err
+					}
+				}
+				return
+			}
+			total += j.desc.Size
+			if c != nil {
+				out[j.role] = c
+			}
+		}(j)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, 0, firstErr
+	}
+	return out, total, nil
+}
+
+var errLayerContent = errors.New("unexpected layer content")
+
+// readLayer streams one of our layers once: the compressed bytes are
+// checked against the descriptor while the tar inside is read.
+func readLayer(s store.Store, d v1.Descriptor, role string) (*layerContents, error) {
+	pr, pw := io.Pipe()
+	checked := make(chan error, 1)
+	go func() {
+		err := store.CheckBlob(s, d, pw)
+		pw.CloseWithError(err)
+		checked <- err
+	}()
+	c := &layerContents{files: map[string][]byte{}}
+	err := readLayerContents(pr, d, role, c)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if cerr := <-checked; cerr != nil && !errors.Is(cerr, io.ErrClosedPipe) {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s layer %s: %w", role, d.Digest, err)
+	}
+	return c, nil
+}
+
+func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerContents) error {
+	tarStream, err := layer.Decompress(io.NopCloser(r), string(d.MediaType))
+	if err != nil {
+		return err
+	}
+	defer tarStream.Close()
+	diff := newHasher()
+	tee := io.TeeReader(tarStream, diff)
+	prefix := map[string]string{"substrate": descriptor.SubstrateDir, "entrypoint": "cacheon/bin", "engine-tree": descriptor.EngineTreeDir, "release": descriptor.ReleaseDir}[role] + "/"
+	var substrateDir string
+	if role == "substrate" {
+		if substrateDir, err = os.MkdirTemp("", "cacheon-verify-substrate-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(substrateDir)
+	}
+	err = layer.Walk(tee, func(name string, exec bool, contents io.Reader) error {
+		if !strings.HasPrefix(name, prefix) {
+			return fmt.Errorf("%w: %s is outside %s", errLayerContent, name, prefix)
+		}
+		rel := strings.TrimPrefix(name, prefix)
+		switch role {
+		case "release":
+			b, err := io.ReadAll(io.LimitReader(contents, maxReleaseFile+1))
+			if err != nil {
+				return err
+			}
+			if len(b) > maxReleaseFile {
+				return fmt.Errorf("%w: %s is larger than %d bytes", errLayerContent, name, maxReleaseFile)
+			}
+			c.files[name] = b
+		case "entrypoint":
+			if name != descriptor.EntrypointPath {
+				return fmt.Errorf("%w: %s in the entrypoint layer", errLayerContent, name)
+			}
+			b, err := io.ReadAll(contents)
+			if err != nil {
+				return err
+			}
+			c.entryBytes, c.entrySHA256, c.entrySize = b, descriptor.SHA256(b), int64(len(b))
+		case "engine-tree", "substrate":
+			h := newHasher()
+			var w io.Writer = h
+			var meta bytes.Buffer
+			if role == "engine-tree" && rel == build.TreeMetadataPath {
+				w = io.MultiWriter(h, &meta)
+			}
+			var f *os.File
+			if role == "substrate" {
+				p := filepath.Join(substrateDir, filepath.FromSlash(rel))
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					return err
+				}
+				if f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+					return fmt.Errorf("%w: %s: %v", errLayerContent, name, err)
+				}
+				defer f.Close()
+				w = io.MultiWriter(w, f)
+			}
+			n, err := io.Copy(w, contents)
+			if err != nil {
+				return err
+			}
+			if meta.Len() > 0 {
+				c.metadata = meta.Bytes()
+			}
+			c.rows = append(c.rows, atomicwrite.Written{Path: rel, SHA256: h.sha256(), Size: n})
+			c.sbomFiles = append(c.sbomFiles, sbom.File{Path: name, SHA1: h.sha1(), SHA256: h.sha256()})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Drain what follows the tar's end marker so the diff ID covers the
+	// whole stream.
+	if _, err := io.Copy(io.Discard, tee); err != nil {
+		return err
+	}
+	c.diffID = "sha256:" + diff.sha256()
+	if role == "substrate" {
+		if c.contentHash, err = bundlehash.ContentHash(substrateDir); err != nil {
+			return err
+		}
+	}
+	sortFiles(c.sbomFiles)
+	return nil
+}
+
+// ReportJSON renders a report as indented JSON.
+func ReportJSON(r *Report) ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
