@@ -385,3 +385,40 @@ func (h *header) validateAgainst(kind string, ctx Context) error {
 	}
 	return nil
 }
+
+// Manifest is what the materializer and planner read of either stack
+// manifest.
+type Manifest interface {
+	// Kind is Evaluation or Release.
+	Kind() Kind
+	Digest() (string, error)
+	Validate() error
+	CanonicalJSON() ([]byte, error)
+	// TargetIDs returns the targets with an entry, sorted.
+	TargetIDs() []string
+	// Entry returns the reference active at target.
+	Entry(target string) (Ref, bool)
+	// Catalog returns the catalog digest and canonical snapshot the stack
+	// was built against.
+	Catalog() (digest string, snapshot []byte)
+}
+
+// Kind is Evaluation.
+func (m *EvaluationStackManifest) Kind() Kind { return Evaluation }
+
+// Kind is Release.
+func (m *EngineReleaseManifest) Kind() Kind { return Release }
+
+// Entry returns the reference active at target.
+func (h *header) Entry(target string) (Ref, bool) {
+	r, ok := h.Entries[target]
+	return r, ok
+}
+
+// Catalog returns the catalog digest and canonical snapshot.
+func (h *header) Catalog() (string, []byte) { return h.CatalogDigest, h.CatalogSnapshot }
+
+var (
+	_ Manifest = (*EvaluationStackManifest)(nil)
+	_ Manifest = (*EngineReleaseManifest)(nil)
+)

@@ -1,0 +1,648 @@
+package materialize
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/tools/stack"
+)
+
+// Source kinds recorded in the tree metadata.
+const (
+	SourceProposalArtifact = "proposal_artifact"
+	SourceIntegrated       = "integrated_source"
+)
+
+// PythonRewriter rewrites the bundle-local imports of the bundle file rel
+// (whose bytes are src) so that they resolve inside the package
+// namespace. It parses the file and never imports or runs it.
+type PythonRewriter func(bundleDir, rel, namespace string, src []byte) ([]byte, error)
+
+// Resolver returns the source directory of a stack entry: the bundle of a
+// proposal, the reviewed source tree of an integrated contribution.
+type Resolver func(target string, ref stack.Ref) (string, error)
+
+// Options are the validator-owned inputs of a materialization.
+type Options struct {
+	// Catalog is the catalog in force; it must be the one the stack
+	// embeds. Required.
+	Catalog *catalog.Catalog
+	// Payload computes selected payloads (Python closure, CUDA include
+	// check, reviewed patcher digests) exactly as intake did.
+	Payload contribution.PayloadOptions
+	// RewritePython namespaces Python files. Required when any
+	// contribution has Python files (every contribution does).
+	RewritePython PythonRewriter
+	// Records are the integration review records of a release stack,
+	// one per entry. An evaluation stack takes none.
+	Records []contribution.IntegrationRecord
+	// AfterFile is called after each file is written into the
+	// unpublished tree (fault-injection tests stop the writer there).
+	AfterFile func(n int, path string)
+	// Progress, when set, receives one line per stage.
+	Progress func(format string, args ...any)
+}
+
+// Result describes a published engine tree.
+type Result struct {
+	StackDigest   string            `json:"stack_digest"`
+	TreeDigest    string            `json:"tree_digest"`
+	Contributions []ContributionRow `json:"contributions"`
+	Files         []FileRow         `json:"files"`
+}
+
+// Error is a materialization refused because of its input (a bundle, the
+// stack, the destination), as opposed to an I/O failure. Target is empty
+// when the problem is not one contribution's.
+type Error struct {
+	Target string
+	Dir    string
+	Rule   string
+	Err    error
+}
+
+// Rules an Error names.
+const (
+	RuleStack         = "stack"           // the manifest itself or its catalog
+	RuleDestination   = "destination"     // exists, or overlaps a source
+	RuleSourceEntry   = "source-entry"    // a symlink or special file in a source
+	RuleUnstable      = "source-unstable" // a source changed while it was read
+	RuleIdentity      = "source-identity" // the bytes are not the ones the stack names
+	RuleInspection    = "inspection"      // intake rules (manifest, tree, resolution, closure)
+	RuleTargetBinding = "target-binding"  // the bundle resolves elsewhere or selects other bytes
+	RuleCollision     = "emit-collision"  // two contributions write the same thing
+	RuleRecords       = "integration-records"
+)
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("materialize")
+	if e.Target != "" {
+		fmt.Fprintf(&b, " %s", e.Target)
+	}
+	if e.Dir != "" {
+		fmt.Fprintf(&b, " (%s)", e.Dir)
+	}
+	fmt.Fprintf(&b, ": [%s] %v", e.Rule, e.Err)
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsRejection reports whether err refuses the input rather than failing
+// on I/O.
+func IsRejection(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}
+
+// unit is one contribution on its way into the tree.
+type unit struct {
+	target       string
+	ref          stack.Ref
+	refDigest    string
+	sourceKind   string
+	sourceDigest string
+	dir          string // the source as given
+	staged       *staged
+	inspection   *contribution.Inspection
+	namespace    string
+	rewriter     PythonRewriter
+}
+
+// Materialize writes the engine tree of m to dest, which must not exist
+// and must not overlap any source. On error nothing is left at dest.
+func Materialize(m stack.Manifest, resolve Resolver, dest string, opts Options) (*Result, error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	if opts.Catalog == nil {
+		return nil, errors.New("materialize: no catalog")
+	}
+	if err := m.Validate(); err != nil {
+		return nil, &Error{Rule: RuleStack, Err: err}
+	}
+	stackDigest, err := m.Digest()
+	if err != nil {
+		return nil, &Error{Rule: RuleStack, Err: err}
+	}
+	catDigest, catSnapshot := m.Catalog()
+	if catDigest != opts.Catalog.Digest() || string(catSnapshot) != string(opts.Catalog.Snapshot()) {
+		return nil, &Error{Rule: RuleStack, Err: fmt.Errorf("the stack was built against catalog %s, the catalog given is %s", catDigest, opts.Catalog.Digest())}
+	}
+	order, err := opts.Catalog.OrderedActiveTargets(m.TargetIDs())
+	if err != nil {
+		return nil, &Error{Rule: RuleStack, Err: err}
+	}
+	if err := checkRecords(m, opts.Records); err != nil {
+		return nil, err
+	}
+
+	dest, err = filepath.Abs(dest)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		return nil, &Error{Rule: RuleDestination, Dir: dest, Err: fmt.Errorf("destination exists; materialize into a new path")}
+	}
+	units := make([]*unit, 0, len(order))
+	var sources []string
+	for _, id := range order {
+		ref, _ := m.Entry(id)
+		dir, err := resolve(id, ref)
+		if err != nil {
+			return nil, &Error{Target: id, Rule: RuleStack, Err: err}
+		}
+		u := &unit{target: id, ref: ref, dir: dir}
+		if u.refDigest, err = ref.RefDigest(); err != nil {
+			return nil, &Error{Target: id, Rule: RuleStack, Err: err}
+		}
+		units = append(units, u)
+		sources = append(sources, dir)
+	}
+	if err := checkOverlap(dest, sources); err != nil {
+		return nil, err
+	}
+
+	work, err := os.MkdirTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".work-")
+	if err != nil {
+		return nil, fmt.Errorf("materialize: create work directory beside %s: %w", dest, err)
+	}
+	defer os.RemoveAll(work)
+
+	for _, u := range units {
+		progress("stage %s from %s", u.target, u.dir)
+		if err := u.prepare(work, opts); err != nil {
+			return nil, err
+		}
+	}
+	tree, err := assemble(units, stackDigest)
+	if err != nil {
+		return nil, err
+	}
+	progress("write %d files to %s", len(tree.files), dest)
+	var wopts []atomicwrite.Option
+	if opts.AfterFile != nil {
+		wopts = append(wopts, atomicwrite.AfterFile(opts.AfterFile))
+	}
+	written, err := atomicwrite.WriteTree(dest, tree.files, wopts...)
+	if err != nil {
+		if errors.Is(err, atomicwrite.ErrExists) {
+			return nil, &Error{Rule: RuleDestination, Dir: dest, Err: err}
+		}
+		return nil, fmt.Errorf("materialize: %w", err)
+	}
+	res, err := Verify(dest)
+	if err != nil {
+		os.RemoveAll(dest)
+		return nil, fmt.Errorf("materialize: reopen %s: %w", dest, err)
+	}
+	if res.StackDigest != stackDigest || len(written) != len(res.Files) {
+		os.RemoveAll(dest)
+		return nil, fmt.Errorf("materialize: reopened tree %s does not match what was written", dest)
+	}
+	return res, nil
+}
+
+// checkRecords enforces that a release stack comes with exactly one
+// approved integration record per entry, each deriving that entry, and
+// that an evaluation stack comes with none.
+func checkRecords(m stack.Manifest, records []contribution.IntegrationRecord) error {
+	if m.Kind() != stack.Release {
+		if len(records) > 0 {
+			return &Error{Rule: RuleRecords, Err: errors.New("an evaluation stack takes no integration records")}
+		}
+		return nil
+	}
+	byTarget := map[string]contribution.IntegrationRecord{}
+	for _, rec := range records {
+		id := rec.TargetID()
+		if _, dup := byTarget[id]; dup {
+			return &Error{Target: id, Rule: RuleRecords, Err: errors.New("two integration records for one target")}
+		}
+		byTarget[id] = rec
+	}
+	for _, id := range m.TargetIDs() {
+		rec, ok := byTarget[id]
+		if !ok {
+			return &Error{Target: id, Rule: RuleRecords, Err: errors.New("no integration record for this entry")}
+		}
+		delete(byTarget, id)
+		derived, err := contribution.IntegratedRefFromRecord(rec)
+		if err != nil {
+			return &Error{Target: id, Rule: RuleRecords, Err: err}
+		}
+		entry, _ := m.Entry(id)
+		want, err := entry.RefDigest()
+		if err != nil {
+			return &Error{Target: id, Rule: RuleRecords, Err: err}
+		}
+		got, err := derived.RefDigest()
+		if err != nil || got != want {
+			return &Error{Target: id, Rule: RuleRecords, Err: fmt.Errorf("the record derives integrated ref %s, the stack holds %s", got, want)}
+		}
+	}
+	for id := range byTarget {
+		return &Error{Target: id, Rule: RuleRecords, Err: errors.New("integration record for a target the stack does not hold")}
+	}
+	return nil
+}
+
+// checkOverlap refuses a destination inside a source or a source inside
+// the destination, comparing real paths.
+func checkOverlap(dest string, sources []string) error {
+	realDest, err := realPath(dest)
+	if err != nil {
+		return err
+	}
+	for _, src := range sources {
+		realSrc, err := realPath(src)
+		if err != nil {
+			return &Error{Dir: src, Rule: RuleSourceEntry, Err: err}
+		}
+		if within(realDest, realSrc) || within(realSrc, realDest) {
+			return &Error{Dir: dest, Rule: RuleDestination, Err: fmt.Errorf("destination overlaps the source %s; materialize outside every contribution source", src)}
+		}
+	}
+	return nil
+}
+
+// realPath resolves symlinks in the longest existing prefix of p.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for cur := abs; ; {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(cur)}, rest...)
+		cur = parent
+	}
+}
+
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+// prepare stages the unit's source, checks its identity and inspects it.
+func (u *unit) prepare(work string, opts Options) error {
+	s, err := stage(u.dir, work)
+	if err != nil {
+		rule := RuleUnstable
+		switch {
+		case errors.Is(err, ErrBadSourceEntry):
+			rule = RuleSourceEntry
+		case errors.Is(err, os.ErrNotExist):
+			rule = RuleSourceEntry
+		case !errors.Is(err, ErrUnstableSource):
+			return fmt.Errorf("materialize %s: %w", u.target, err)
+		}
+		return &Error{Target: u.target, Dir: u.dir, Rule: rule, Err: err}
+	}
+	u.staged = s
+
+	switch r := u.ref.(type) {
+	case *contribution.ProposalRef:
+		u.sourceKind, u.sourceDigest = SourceProposalArtifact, r.ArtifactDigest
+		got, err := bundlehash.ContentHash(s.dir)
+		if err != nil {
+			return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity, Err: err}
+		}
+		if got != r.ArtifactDigest {
+			return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity,
+				Err: fmt.Errorf("bundle content hash is %s, the stack names artifact %s: the bundle changed since the stack was built, or the wrong directory was given", got, r.ArtifactDigest)}
+		}
+	case *contribution.IntegratedRef:
+		u.sourceKind, u.sourceDigest = SourceIntegrated, r.IntegratedSourceTreeDigest
+		got, err := contribution.IntegratedSourceTreeDigest(s.dir)
+		if err != nil {
+			return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity, Err: err}
+		}
+		if got != r.IntegratedSourceTreeDigest {
+			return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity,
+				Err: fmt.Errorf("integrated source tree digest is %s, the stack names %s", got, r.IntegratedSourceTreeDigest)}
+		}
+	default:
+		return &Error{Target: u.target, Rule: RuleStack, Err: fmt.Errorf("unsupported entry type %T", u.ref)}
+	}
+
+	in, err := contribution.Inspect(s.dir, contribution.Options{Catalog: opts.Catalog, Payload: opts.Payload})
+	if err != nil {
+		var rej *contribution.RejectedError
+		if errors.As(err, &rej) {
+			return &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: err}
+		}
+		return fmt.Errorf("materialize %s: inspect %s: %w", u.target, u.dir, err)
+	}
+	_, spec := u.ref.RefTarget()
+	switch {
+	case !in.Registered():
+		return &Error{Target: u.target, Dir: u.dir, Rule: RuleTargetBinding, Err: fmt.Errorf("the bundle resolves to no registered target (%s)", in.Target.Unregistered)}
+	case in.Target.TargetID != u.target:
+		return &Error{Target: u.target, Dir: u.dir, Rule: RuleTargetBinding, Err: fmt.Errorf("the bundle resolves to target %s, but the stack places it at %s", in.Target.TargetID, u.target)}
+	case in.Target.TargetSpecDigest != spec:
+		return &Error{Target: u.target, Dir: u.dir, Rule: RuleTargetBinding, Err: fmt.Errorf("the catalog's target-spec digest is %s, the stack entry names %s", in.Target.TargetSpecDigest, spec)}
+	}
+	wantPayload := selectedPayloadOf(u.ref)
+	if in.SelectedPayloadDigest != wantPayload {
+		return &Error{Target: u.target, Dir: u.dir, Rule: RuleTargetBinding, Err: fmt.Errorf("the bundle selects payload %s, the stack entry names %s", in.SelectedPayloadDigest, wantPayload)}
+	}
+	if opts.RewritePython == nil {
+		return errors.New("materialize: no Python rewriter")
+	}
+	u.inspection = in
+	u.namespace = Namespace(in.SelectedDeltaDigest)
+	u.rewriter = opts.RewritePython
+	return nil
+}
+
+func selectedPayloadOf(r stack.Ref) string {
+	switch r := r.(type) {
+	case *contribution.ProposalRef:
+		return r.SelectedPayloadDigest
+	case *contribution.IntegratedRef:
+		return r.SelectedPayloadDigest
+	}
+	return ""
+}
+
+// plannedTree is everything the writer publishes.
+type plannedTree struct {
+	files []atomicwrite.File
+}
+
+// assemble lays out every unit's files, the runtime manifest and rebuild
+// plan, and the tree metadata.
+func assemble(units []*unit, stackDigest string) (*plannedTree, error) {
+	var (
+		files   []atomicwrite.File
+		ops     []runtimeOp
+		patches []runtimePatch
+		steps   []rebuildStep
+		rows    []ContributionRow
+		abi     = manifest.ABIVersion
+	)
+	patched := map[string]string{} // "<dependency>/<file>" -> target writing it
+	for _, u := range units {
+		e, err := u.emit()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, e.files...)
+		ops = append(ops, e.ops...)
+		patches = append(patches, e.patches...)
+		steps = append(steps, e.steps...)
+		for _, w := range e.patchWrites {
+			if prev, ok := patched[w]; ok {
+				return nil, &Error{Target: u.target, Rule: RuleCollision, Err: fmt.Errorf("dependency patch writes %s, which %s also patches", w, prev)}
+			}
+			patched[w] = u.target
+		}
+		rows = append(rows, ContributionRow{
+			ContributionRefDigest: u.refDigest, Namespace: u.namespace,
+			SelectedDeltaDigest: u.inspection.SelectedDeltaDigest, SelectedPayloadDigest: u.inspection.SelectedPayloadDigest,
+			SourceDigest: u.sourceDigest, SourceKind: u.sourceKind, TargetID: u.target, TargetSpecDigest: u.inspection.Target.TargetSpecDigest,
+		})
+	}
+	runtimePath := ""
+	if len(units) > 0 {
+		b, err := runtimeManifest(abi, ops, patches)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, atomicwrite.File{Path: RuntimeManifestName, Data: b})
+		runtimePath = RuntimeManifestName
+		union, err := unionRebuild(steps)
+		if err != nil {
+			return nil, &Error{Rule: RuleCollision, Err: err}
+		}
+		if len(union) > 0 {
+			b, err := indentedJSON(map[string]any{"steps": union})
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, atomicwrite.File{Path: RuntimeRebuildName, Data: b})
+		}
+	}
+	seen := map[string]string{}
+	for _, f := range files {
+		if prev, ok := seen[f.Path]; ok {
+			return nil, &Error{Rule: RuleCollision, Err: fmt.Errorf("two files would be written at %s (%s)", f.Path, prev)}
+		}
+		seen[f.Path] = f.Path
+	}
+	meta, err := treeMetadata(rows, files, runtimePath, stackDigest)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, atomicwrite.File{Path: TreeMetadataName, Data: meta})
+	return &plannedTree{files: files}, nil
+}
+
+// emitted is one unit's share of the tree.
+type emitted struct {
+	files       []atomicwrite.File
+	ops         []runtimeOp
+	patches     []runtimePatch
+	steps       []rebuildStep
+	patchWrites []string
+}
+
+// emit lays out one contribution: namespaced Python, renamed CUDA units,
+// headers under their own names, dependency patches, metadata and entry
+// shims, and its runtime op rows.
+func (u *unit) emit() (*emitted, error) {
+	in := u.inspection
+	p := in.SelectedPayload
+	ns := u.namespace
+	out := &emitted{}
+	staged := func(rel string) string { return filepath.Join(u.staged.dir, filepath.FromSlash(rel)) }
+
+	cudaPath := map[string]string{}
+	hasInit := false
+	for _, f := range p.Files {
+		switch f.Role {
+		case contribution.RolePython:
+			src, err := os.ReadFile(staged(f.Path))
+			if err != nil {
+				return nil, err
+			}
+			rewritten, err := u.rewrite(f.Path, src)
+			if err != nil {
+				return nil, err
+			}
+			out.files = append(out.files, atomicwrite.File{Path: ns + "/" + f.Path, Data: rewritten})
+			if f.Path == "__init__.py" {
+				hasInit = true
+			}
+		case contribution.RoleCUDA:
+			dst := "cuda/" + ns + "/" + f.Path
+			if strings.HasSuffix(f.Path, ".cu") {
+				dst = path.Join("cuda", ns, path.Dir(f.Path), emittedName(ns, f.Path)+".cu")
+			}
+			cudaPath[f.Path] = dst
+			out.files = append(out.files, atomicwrite.File{Path: dst, From: staged(f.Path), SHA256: f.SHA256})
+		case contribution.RoleDepPatch:
+			// Emitted with the patch rows below.
+		default:
+			return nil, fmt.Errorf("materialize %s: selected file %s has unknown role %q", u.target, f.Path, f.Role)
+		}
+	}
+	if !hasInit {
+		out.files = append(out.files, atomicwrite.File{Path: ns + "/__init__.py", Data: []byte{}})
+	}
+
+	m := in.Bundle.Manifest
+	for _, dp := range m.DepPatches {
+		dst := "patches/" + emittedName(ns, dp.Path) + path.Ext(dp.Path)
+		out.files = append(out.files, atomicwrite.File{Path: dst, From: staged(dp.Path), SHA256: u.staged.files[dp.Path]})
+		out.patches = append(out.patches, runtimePatch{Target: dp.Target, Path: dst})
+		if dp.Diff != nil {
+			for _, pf := range dp.Diff.Files {
+				out.patchWrites = append(out.patchWrites, dp.Target+"/"+pf.Path)
+			}
+		}
+	}
+
+	metaPath := map[string]string{}
+	for rel, b := range p.EmittedMetadata {
+		dst := "metadata/" + emittedName(ns, rel) + ".json"
+		metaPath[rel] = dst
+		out.files = append(out.files, atomicwrite.File{Path: dst, Data: b})
+	}
+
+	type shimNames struct{ required, optional map[string]bool }
+	shims := map[string]*shimNames{}
+	rows := make([]*manifest.Op, len(m.Ops))
+	for i := range m.Ops {
+		rows[i] = &m.Ops[i]
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Slot != rows[j].Slot {
+			return rows[i].Slot < rows[j].Slot
+		}
+		return rows[i].Variant < rows[j].Variant
+	})
+	for _, op := range rows {
+		s := shims[op.Source]
+		if s == nil {
+			s = &shimNames{map[string]bool{}, map[string]bool{}}
+			shims[op.Source] = s
+		}
+		if op.IsOverride() {
+			s.required[op.Entry+"_ref"] = true
+			s.optional[op.Entry] = true
+		} else {
+			s.required[op.Entry] = true
+		}
+		for _, n := range []string{op.Prepare, op.Setup} {
+			if n != "" {
+				s.required[n] = true
+			}
+		}
+		row := runtimeOp{
+			Slot: op.Slot, Variant: op.Variant, Source: "entries/" + emittedName(ns, op.Source) + ".py", Entry: op.Entry,
+			Prepare: op.Prepare, Setup: op.Setup, BaseKernel: op.BaseKernel, OverridePoint: op.OverridePoint,
+		}
+		if op.Metadata != "" {
+			row.Metadata = metaPath[op.Metadata]
+		}
+		var err error
+		if row.Dtypes, err = canonicalList("dtype", op.Dtypes); err != nil {
+			return nil, &Error{Target: u.target, Rule: RuleInspection, Err: err}
+		}
+		if row.Architectures, err = canonicalList("architecture", op.Architectures); err != nil {
+			return nil, &Error{Target: u.target, Rule: RuleInspection, Err: err}
+		}
+		for _, c := range op.CUDASources {
+			row.CUDASources = append(row.CUDASources, cudaPath[c])
+		}
+		sort.Strings(row.CUDASources)
+		out.ops = append(out.ops, row)
+	}
+	for src, names := range shims {
+		module, err := moduleName(ns, src)
+		if err != nil {
+			return nil, &Error{Target: u.target, Rule: RuleInspection, Err: err}
+		}
+		for n := range names.required {
+			delete(names.optional, n)
+		}
+		out.files = append(out.files, atomicwrite.File{
+			Path: "entries/" + emittedName(ns, src) + ".py",
+			Data: entryShim(module, sortedSet(names.required), sortedSet(names.optional)),
+		})
+	}
+	if in.Bundle.Rebuild != nil {
+		for _, s := range in.Bundle.Rebuild.Steps {
+			out.steps = append(out.steps, rebuildStep{Type: "repo_python", Path: manifest.PatcherDir + "/" + s.Name})
+		}
+	}
+	return out, nil
+}
+
+func (u *unit) rewrite(rel string, src []byte) ([]byte, error) {
+	// The rewriter sees the staged copy, never the live source.
+	out, err := u.rewriter(u.staged.dir, rel, u.namespace, src)
+	if err != nil {
+		return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: fmt.Errorf("namespace %s: %w", rel, err)}
+	}
+	return out, nil
+}
+
+// moduleName is the dotted module of a bundle Python file inside ns.
+func moduleName(ns, rel string) (string, error) {
+	if !strings.HasSuffix(rel, ".py") {
+		return "", fmt.Errorf("op source %s is not a .py file", rel)
+	}
+	parts := strings.Split(strings.TrimSuffix(rel, ".py"), "/")
+	if parts[len(parts)-1] == "__init__" {
+		parts = parts[:len(parts)-1]
+	}
+	for _, p := range parts {
+		if !manifest.IsPythonIdentifier(p) {
+			return "", fmt.Errorf("op source %s: %q is not a Python identifier, so the file cannot be imported as a module", rel, p)
+		}
+	}
+	return strings.Join(append([]string{ns}, parts...), "."), nil
+}
+
+func canonicalList(field string, values []string) ([]string, error) {
+	set := map[string]bool{}
+	for _, v := range values {
+		c, err := manifest.CanonicalText(field, v)
+		if err != nil {
+			return nil, err
+		}
+		set[c] = true
+	}
+	return sortedSet(set), nil
+}
+
+func sortedSet(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

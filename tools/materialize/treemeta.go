@@ -1,0 +1,162 @@
+package materialize
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/tools/identity"
+)
+
+// ContributionRow is one contribution as the tree metadata records it.
+type ContributionRow struct {
+	ContributionRefDigest string `json:"contribution_ref_digest"`
+	Namespace             string `json:"namespace"`
+	SelectedDeltaDigest   string `json:"selected_delta_digest"`
+	SelectedPayloadDigest string `json:"selected_payload_digest"`
+	SourceDigest          string `json:"source_digest"`
+	SourceKind            string `json:"source_kind"`
+	TargetID              string `json:"target_id"`
+	TargetSpecDigest      string `json:"target_spec_digest"`
+}
+
+// treeMetadataDoc is metadata/cacheon_engine_tree.json.
+type treeMetadataDoc struct {
+	Contributions             []ContributionRow `json:"contributions"`
+	Files                     []FileRow         `json:"files"`
+	MaterializerPolicyVersion int               `json:"materializer_policy_version"`
+	RuntimeManifest           *string           `json:"runtime_manifest"`
+	StackDigest               string            `json:"stack_digest"`
+}
+
+// treeMetadata renders the tree metadata over every other file of the
+// tree, indented with sorted keys.
+func treeMetadata(rows []ContributionRow, files []atomicwrite.File, runtimeManifest, stackDigest string) ([]byte, error) {
+	doc := treeMetadataDoc{
+		Contributions:             append([]ContributionRow{}, rows...),
+		Files:                     make([]FileRow, 0, len(files)),
+		MaterializerPolicyVersion: PolicyVersion,
+		StackDigest:               stackDigest,
+	}
+	sort.Slice(doc.Contributions, func(i, j int) bool { return doc.Contributions[i].TargetID < doc.Contributions[j].TargetID })
+	if runtimeManifest != "" {
+		doc.RuntimeManifest = &runtimeManifest
+	}
+	for _, f := range files {
+		sum, size, err := fileDigest(f)
+		if err != nil {
+			return nil, err
+		}
+		doc.Files = append(doc.Files, FileRow{Mode: publishedMode, Path: f.Path, SHA256: sum, Size: size})
+	}
+	sort.Slice(doc.Files, func(i, j int) bool { return doc.Files[i].Path < doc.Files[j].Path })
+	return indentedJSON(doc)
+}
+
+// fileDigest returns the digest and size a file will have in the tree. A
+// file copied from the private staging area carries the digest its two
+// stable reads agreed on (the writer checks it again); only its size is
+// looked up.
+func fileDigest(f atomicwrite.File) (string, int64, error) {
+	if f.Data != nil {
+		return sha256Hex(f.Data), int64(len(f.Data)), nil
+	}
+	if f.SHA256 == "" {
+		return "", 0, fmt.Errorf("tree file %s: copied without a known digest", f.Path)
+	}
+	info, err := os.Stat(f.From)
+	if err != nil {
+		return "", 0, err
+	}
+	return f.SHA256, info.Size(), nil
+}
+
+// Verify reopens a published engine tree and checks it the way a
+// consumer would before loading it: the published shape (modes, times,
+// no links, no empty directories), a tree metadata file that is exactly
+// the canonical rendering of a well-formed document, contribution rows
+// whose namespaces and selected deltas recompute, a runtime manifest
+// present exactly when there are contributions, and a file inventory that
+// equals the tree. It returns the tree's identity.
+func Verify(root string) (*Result, error) {
+	written, err := atomicwrite.Inventory(root)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(TreeMetadataName)))
+	if err != nil {
+		return nil, fmt.Errorf("tree metadata: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var doc treeMetadataDoc
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("tree metadata: %w", err)
+	}
+	again, err := indentedJSON(doc)
+	if err != nil {
+		return nil, fmt.Errorf("tree metadata: %w", err)
+	}
+	if !bytes.Equal(again, raw) {
+		return nil, errors.New("tree metadata is not in canonical form (fields missing, extra or reordered)")
+	}
+	if doc.MaterializerPolicyVersion != PolicyVersion {
+		return nil, fmt.Errorf("tree metadata: materializer policy %d, this tool reads %d", doc.MaterializerPolicyVersion, PolicyVersion)
+	}
+	if err := identity.CheckDigest("stack_digest", doc.StackDigest, false); err != nil {
+		return nil, fmt.Errorf("tree metadata: %w", err)
+	}
+	for i, c := range doc.Contributions {
+		if i > 0 && doc.Contributions[i-1].TargetID >= c.TargetID {
+			return nil, errors.New("tree metadata: contributions are not sorted by target")
+		}
+		delta, err := contribution.SelectedDelta(c.SelectedPayloadDigest, c.TargetID, c.TargetSpecDigest)
+		if err != nil {
+			return nil, fmt.Errorf("tree metadata: contribution %s: %w", c.TargetID, err)
+		}
+		if delta != c.SelectedDeltaDigest || c.Namespace != Namespace(delta) {
+			return nil, fmt.Errorf("tree metadata: contribution %s: selected delta or namespace does not recompute", c.TargetID)
+		}
+		if c.SourceKind != SourceProposalArtifact && c.SourceKind != SourceIntegrated {
+			return nil, fmt.Errorf("tree metadata: contribution %s: source kind %q", c.TargetID, c.SourceKind)
+		}
+		for _, d := range []struct{ n, v string }{{"contribution_ref_digest", c.ContributionRefDigest}, {"source_digest", c.SourceDigest}} {
+			if err := identity.CheckDigest(d.n, d.v, false); err != nil {
+				return nil, fmt.Errorf("tree metadata: contribution %s: %w", c.TargetID, err)
+			}
+		}
+	}
+	hasRuntime := doc.RuntimeManifest != nil
+	if hasRuntime != (len(doc.Contributions) > 0) || (hasRuntime && *doc.RuntimeManifest != RuntimeManifestName) {
+		return nil, errors.New("tree metadata: a runtime manifest must be present exactly when the stack has contributions")
+	}
+	var inventory []FileRow
+	for _, r := range rowsOf(written) {
+		if r.Path != TreeMetadataName {
+			inventory = append(inventory, r)
+		}
+	}
+	if len(inventory) != len(doc.Files) {
+		return nil, fmt.Errorf("tree metadata lists %d files, the tree holds %d", len(doc.Files), len(inventory))
+	}
+	for i := range inventory {
+		if inventory[i] != doc.Files[i] {
+			return nil, fmt.Errorf("tree metadata: file %s does not match the tree (%s)", doc.Files[i].Path, inventory[i].Path)
+		}
+		if !hasRuntime && strings.HasPrefix(inventory[i].Path, "entries/") {
+			return nil, errors.New("tree metadata: entry shims without a runtime manifest")
+		}
+	}
+	digest, err := TreeDigest(written)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{StackDigest: doc.StackDigest, TreeDigest: digest, Contributions: doc.Contributions, Files: rowsOf(written)}, nil
+}
