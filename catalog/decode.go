@@ -445,6 +445,7 @@ var slotSchema = &hcl.BodySchema{
 		{Name: "tolerances", Required: true},
 		{Name: "kl_threshold"},
 		{Name: "shape_params", Required: true},
+		{Name: "shape_flags"},
 		{Name: "shapes", Required: true},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "correctness"}},
@@ -687,8 +688,9 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-// decodeSlotShapes decodes shape_params and shapes. A shape is a list of
-// positive integers, one per parameter, optionally followed by a tag.
+// decodeSlotShapes decodes shape_params, shape_flags and shapes. A shape
+// is a list of integers, one per parameter: positive for a size, 0 or 1
+// for a parameter named in shape_flags.
 func decodeSlotShapes(s *slotDecl, a attrDecoder, diags *hcl.Diagnostics) {
 	params, ok := a.strList("shape_params", nil)
 	if !ok || !checkUnique("shape_params", params, diags) {
@@ -699,6 +701,20 @@ func decodeSlotShapes(s *slotDecl, a attrDecoder, diags *hcl.Diagnostics) {
 		*diags = append(*diags, violation(RuleShapes, a.rangeOf("shape_params", s.def), "No shape parameters",
 			fmt.Sprintf("Slot %q must name its shape parameters, for example [\"T\", \"d\"].", s.ID)))
 		return
+	}
+	if a.has("shape_flags") {
+		flags, ok := a.strList("shape_flags", nil)
+		if !ok || !checkUnique("shape_flags", flags, diags) {
+			return
+		}
+		for _, f := range flags {
+			if !slices.Contains(s.ShapeParams, f.Value) {
+				*diags = append(*diags, violation(RuleShapes, f.Range, "Unknown shape flag",
+					fmt.Sprintf("Slot %q: shape flag %q is not one of the shape parameters %s.%s", s.ID, f.Value, quoteList(s.ShapeParams), suggest(f.Value, s.ShapeParams))))
+				return
+			}
+		}
+		s.ShapeFlags = itemValues(flags)
 	}
 	attr := a.attrs["shapes"]
 	if attr == nil {
@@ -716,44 +732,42 @@ func decodeSlotShapes(s *slotDecl, a attrDecoder, diags *hcl.Diagnostics) {
 		return
 	}
 	for _, row := range rows {
-		if shape, ok := decodeShape(s.ID, s.ShapeParams, row, diags); ok {
+		if shape, ok := decodeShape(s.ID, s.ShapeParams, s.ShapeFlags, row, diags); ok {
 			s.Shapes = append(s.Shapes, shape)
 		}
 	}
 }
 
-func decodeShape(slotID string, params []string, row hcl.Expression, diags *hcl.Diagnostics) (Shape, bool) {
+func decodeShape(slotID string, params, flags []string, row hcl.Expression, diags *hcl.Diagnostics) ([]int64, bool) {
 	v, valDiags := row.Value(nil)
 	*diags = append(*diags, valDiags...)
 	if valDiags.HasErrors() {
-		return Shape{}, false
+		return nil, false
 	}
-	bad := func(detail string) (Shape, bool) {
+	bad := func(detail string) ([]int64, bool) {
 		*diags = append(*diags, violation(RuleShapes, row.Range(), "Invalid shape",
 			fmt.Sprintf("Slot %q: %s The shape parameters are %s.", slotID, detail, quoteList(params))))
-		return Shape{}, false
+		return nil, false
 	}
 	if v.IsNull() || !(v.Type().IsTupleType() || v.Type().IsListType()) {
 		return bad("a shape is a list of integers.")
 	}
 	elems := v.AsValueSlice()
-	var shape Shape
-	if n := len(elems); n == len(params)+1 && elems[n-1].Type() == cty.String {
-		shape.Tag = elems[n-1].AsString()
-		if !isPythonIdentifier(shape.Tag) {
-			return bad(fmt.Sprintf("the tag %q must be an identifier.", shape.Tag))
-		}
-		elems = elems[:n-1]
-	}
 	if len(elems) != len(params) {
 		return bad(fmt.Sprintf("this shape has %d values but the slot has %d shape parameters.", len(elems), len(params)))
 	}
+	shape := make([]int64, 0, len(elems))
 	for i, e := range elems {
 		n, ok := wholeNumber(e)
-		if !ok || n <= 0 {
+		switch {
+		case slices.Contains(flags, params[i]):
+			if !ok || n != 0 && n != 1 {
+				return bad(fmt.Sprintf("%s is a flag and must be 0 or 1.", params[i]))
+			}
+		case !ok || n <= 0:
 			return bad(fmt.Sprintf("%s must be a positive integer.", params[i]))
 		}
-		shape.Dims = append(shape.Dims, n)
+		shape = append(shape, n)
 	}
 	return shape, true
 }

@@ -79,9 +79,12 @@ func TestSlotLookup(t *testing.T) {
 	prefill, _ := c.Slot("attention.msa_prefill_block_score")
 	var probes int
 	for _, sh := range prefill.Shapes {
-		if sh.Tag == "causal_probe" {
+		if sh[4] == 1 {
 			probes++
 		}
+	}
+	if !slices.Equal(prefill.ShapeFlags, []string{"causal_probe"}) || prefill.ShapeParams[4] != "causal_probe" {
+		t.Errorf("msa prefill shape params %v, flags %v", prefill.ShapeParams, prefill.ShapeFlags)
 	}
 	if probes != 4 {
 		t.Errorf("msa prefill has %d causal_probe shapes, want 4", probes)
@@ -111,14 +114,14 @@ func TestAccessorsReturnCopies(t *testing.T) {
 	c := loadDefault(t)
 	s, _ := c.Slot("activation.silu_and_mul")
 	s.GraphDynamicInputs[0] = "changed"
-	s.Shapes[0].Dims[0] = 999
+	s.Shapes[0][0] = 999
 	tg, _ := c.Target("moe.fused_experts")
 	tg.CompatibleWith[0] = "changed"
 	snap := c.Snapshot()
 	snap[0] = 'X'
 	again, _ := c.Slot("activation.silu_and_mul")
 	tg2, _ := c.Target("moe.fused_experts")
-	if again.GraphDynamicInputs[0] != "x" || again.Shapes[0].Dims[0] != 1 || tg2.CompatibleWith[0] != "moe.fused_experts_reduce" || c.Snapshot()[0] != '{' {
+	if again.GraphDynamicInputs[0] != "x" || again.Shapes[0][0] != 1 || tg2.CompatibleWith[0] != "moe.fused_experts_reduce" || c.Snapshot()[0] != '{' {
 		t.Error("mutating a returned value changed the catalog")
 	}
 }

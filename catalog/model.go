@@ -71,14 +71,6 @@ type Tolerance struct {
 	RTol  Decimal
 }
 
-// Shape is one catalog shape: one value per shape parameter of the slot,
-// and an optional tag that asks the verifier for a variant of the shape
-// (the MSA prefill slot tags causality probes "causal_probe").
-type Shape struct {
-	Dims []int64
-	Tag  string
-}
-
 // Slot is a registered slot: the validator-owned call boundary a
 // contribution fills. Its contract fields feed the target contract
 // digest; Summary, Call, Outputs, ShapeParams and Shapes guide the
@@ -110,8 +102,12 @@ type Slot struct {
 	Tolerances  []Tolerance // sorted by dtype name
 	KLThreshold *Decimal    // nil when the slot carries none
 
+	// ShapeParams name the values of each catalog shape; those listed in
+	// ShapeFlags are 0/1 switches (the MSA prefill slot's causal_probe asks
+	// the verifier for its causality probe), the others sizes.
 	ShapeParams []string
-	Shapes      []Shape
+	ShapeFlags  []string
+	Shapes      [][]int64
 }
 
 // DTypes returns the dtypes the slot has tolerances for, sorted.
@@ -149,9 +145,10 @@ func (s Slot) clone() Slot {
 		s.KLThreshold = &kl
 	}
 	s.ShapeParams = slices.Clone(s.ShapeParams)
+	s.ShapeFlags = slices.Clone(s.ShapeFlags)
 	s.Shapes = slices.Clone(s.Shapes)
 	for i := range s.Shapes {
-		s.Shapes[i].Dims = slices.Clone(s.Shapes[i].Dims)
+		s.Shapes[i] = slices.Clone(s.Shapes[i])
 	}
 	return s
 }

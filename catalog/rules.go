@@ -97,7 +97,7 @@ func Rules() []RuleInfo {
 		{RuleCorrectnessThreshold, "A correctness block sets its mode's thresholds within range, and no threshold another mode uses."},
 		{RuleTolerances, "A slot has a tolerance for at least one dtype, and every atol and rtol is non-negative."},
 		{RuleKLThreshold, "A KL threshold, when set, is positive."},
-		{RuleShapes, "Every catalog shape has one positive integer per shape parameter, optionally followed by one tag."},
+		{RuleShapes, "Shape parameters are named, shape flags are among them, and every catalog shape has one value per parameter: a positive integer, or 0/1 for a flag."},
 		{RuleNonEmpty, "The catalog registers at least one target."},
 		{RuleTargetKind, "A target's kind is slot or atomic."},
 		{RuleSlotTargetSelfMember, "A slot target has exactly itself as its only member."},

@@ -247,6 +247,10 @@ tolerance_set "loose" {
 		snippet: testSlot("b.slot", "fam.b", `shapes = [[1, 64], [8]] # ERROR`)},
 	{name: "shape with a non-positive value", rule: RuleShapes,
 		snippet: testSlot("b.slot", "fam.b", `shapes = [[0, 64]] # ERROR`)},
+	{name: "flag other than 0 or 1", rule: RuleShapes,
+		snippet: testSlot("b.slot", "fam.b", "shape_flags = [\"d\"]\n  shapes = [[8, 2]] # ERROR")},
+	{name: "flag that is not a parameter", rule: RuleShapes,
+		snippet: testSlot("b.slot", "fam.b", `shape_flags = ["probe"] # ERROR`)},
 
 	{name: "no targets", rule: RuleNonEmpty,
 		replace: [][2]string{

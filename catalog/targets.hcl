@@ -205,7 +205,7 @@ slot "attention.decode" {
 
 slot "attention.msa_block_score" {
   kind    = "block"
-  summary = "MSA decode block scores: head-summed q . index_k, masked past seq_lens, max per key block -> (B, S/block_size)"
+  summary = "MSA decode block scores: head-summed q . index_k, masked past seq_lens, max per key block -> (B, S/bs)"
 
   entry                = "msa_block_score"
   call                 = ["q", "index_k", "seq_lens", "block_size", "out"]
@@ -228,7 +228,7 @@ slot "attention.msa_block_score" {
   tolerances   = tolerance_set.standard
   kl_threshold = "0.03"
 
-  shape_params = ["B", "Hq", "D", "ctx", "block_size"]
+  shape_params = ["B", "Hq", "D", "ctx", "bs"]
   shapes = [
     [4, 4, 128, 1536, 128],
     [2, 4, 128, 2048, 128],
@@ -239,7 +239,7 @@ slot "attention.msa_block_score" {
 
 slot "attention.msa_prefill_block_score" {
   kind    = "block"
-  summary = "MSA prefill block scores: causal scaled q . index_k^T, max per key block into a strided fp32 (T, ceil(S/block_size))"
+  summary = "MSA prefill block scores: causal scaled q . index_k^T, max per key block into a strided fp32 (T, ceil(S/bs))"
 
   entry                = "msa_prefill_block_score"
   call                 = ["q", "index_k", "prefix_len", "scale", "block_size", "out"]
@@ -260,21 +260,22 @@ slot "attention.msa_prefill_block_score" {
   tolerances   = tolerance_set.standard
   kl_threshold = "0.03"
 
-  # Shapes tagged causal_probe are checked with a probe that catches a
-  # kernel ignoring causality.
-  shape_params = ["q_len", "prefix_blocks", "D", "block_size"]
+  # causal_probe = 1 checks the shape with a probe that catches a kernel
+  # ignoring causality.
+  shape_params = ["q_len", "prefix_blocks", "D", "bs", "causal_probe"]
+  shape_flags  = ["causal_probe"]
   shapes = [
-    [16, 12, 128, 128],
-    [128, 16, 128, 128],
-    [33, 20, 64, 128],
-    [64, 24, 128, 64],
-    [16, 12, 128, 128, "causal_probe"],
-    [128, 16, 128, 128, "causal_probe"],
-    [33, 20, 64, 128, "causal_probe"],
-    [64, 24, 128, 64, "causal_probe"],
-    [512, 12, 64, 128],
-    [512, 12, 128, 64],
-    [512, 12, 128, 128],
+    [16, 12, 128, 128, 0],
+    [128, 16, 128, 128, 0],
+    [33, 20, 64, 128, 0],
+    [64, 24, 128, 64, 0],
+    [16, 12, 128, 128, 1],
+    [128, 16, 128, 128, 1],
+    [33, 20, 64, 128, 1],
+    [64, 24, 128, 64, 1],
+    [512, 12, 64, 128, 0],
+    [512, 12, 128, 64, 0],
+    [512, 12, 128, 128, 0],
   ]
 }
 

@@ -512,13 +512,10 @@ func describeCorrectness(c catalog.Correctness) string {
 	return string(c.Mode)
 }
 
-func formatShape(sh catalog.Shape) string {
-	parts := make([]string, 0, len(sh.Dims)+1)
-	for _, d := range sh.Dims {
+func formatShape(sh []int64) string {
+	parts := make([]string, 0, len(sh))
+	for _, d := range sh {
 		parts = append(parts, fmt.Sprint(d))
-	}
-	if sh.Tag != "" {
-		parts = append(parts, sh.Tag)
 	}
 	return "(" + strings.Join(parts, ",") + ")"
 }

@@ -202,10 +202,8 @@ func TestCatalogShow(t *testing.T) {
 		TargetSpec json.RawMessage `json:"target_spec"`
 		Digest     string          `json:"target_spec_digest"`
 		Slots      []struct {
-			KL     *string `json:"kl_threshold"`
-			Shapes []struct {
-				Tag string `json:"tag"`
-			} `json:"shapes"`
+			KL     *string   `json:"kl_threshold"`
+			Shapes [][]int64 `json:"shapes"`
 		} `json:"slots"`
 	}
 	json.Unmarshal([]byte(out), &view)
@@ -216,7 +214,7 @@ func TestCatalogShow(t *testing.T) {
 	if d := identity.MustDigest("cacheon.target-spec", row); d != view.Digest || !strings.HasPrefix(d, "36180581") {
 		t.Errorf("target_spec hashes to %s, reported %s", d, view.Digest)
 	}
-	if len(view.Slots) != 1 || view.Slots[0].KL == nil || *view.Slots[0].KL != "0.03" || len(view.Slots[0].Shapes) != 11 || view.Slots[0].Shapes[4].Tag != "causal_probe" {
+	if len(view.Slots) != 1 || view.Slots[0].KL == nil || *view.Slots[0].KL != "0.03" || len(view.Slots[0].Shapes) != 11 || view.Slots[0].Shapes[4][4] != 1 {
 		t.Errorf("slot view %+v", view.Slots)
 	}
 	code, _, errOut := run(t, "", "catalog", "show", "activation.silu")
@@ -257,7 +255,7 @@ func TestSlots(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"binding_family_id", "call", "correctness", "entry", "graph_dynamic_inputs", "input_abi_id", "kind", "kl_threshold", "output_abi_id", "outputs", "prepare", "reference_id", "shape_params", "shapes", "slot_id", "summary", "tolerances", "verification_profile_id"}
+	want := []string{"binding_family_id", "call", "correctness", "entry", "graph_dynamic_inputs", "input_abi_id", "kind", "kl_threshold", "output_abi_id", "outputs", "prepare", "reference_id", "shape_flags", "shape_params", "shapes", "slot_id", "summary", "tolerances", "verification_profile_id"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("slot keys %v, want %v", keys, want)
 	}

@@ -28,7 +28,8 @@ type slotView struct {
 	Tolerances         []toleranceView  `json:"tolerances"`
 	KLThreshold        *catalog.Decimal `json:"kl_threshold"`
 	ShapeParams        []string         `json:"shape_params"`
-	Shapes             []shapeView      `json:"shapes"`
+	ShapeFlags         []string         `json:"shape_flags"`
+	Shapes             [][]int64        `json:"shapes"`
 }
 
 type correctnessView struct {
@@ -46,11 +47,6 @@ type toleranceView struct {
 	RTol  catalog.Decimal `json:"rtol"`
 }
 
-type shapeView struct {
-	Dims []int64 `json:"dims"`
-	Tag  string  `json:"tag,omitempty"`
-}
-
 func newSlotView(s catalog.Slot) slotView {
 	v := slotView{
 		SlotID: s.ID, Kind: s.Kind, Summary: s.Summary, Entry: s.Entry,
@@ -61,7 +57,8 @@ func newSlotView(s catalog.Slot) slotView {
 		Tolerances:  []toleranceView{},
 		KLThreshold: s.KLThreshold,
 		ShapeParams: s.ShapeParams,
-		Shapes:      []shapeView{},
+		ShapeFlags:  append([]string{}, s.ShapeFlags...),
+		Shapes:      append([][]int64{}, s.Shapes...),
 	}
 	if s.Prepare != "" {
 		prepare := s.Prepare
@@ -69,9 +66,6 @@ func newSlotView(s catalog.Slot) slotView {
 	}
 	for _, t := range s.Tolerances {
 		v.Tolerances = append(v.Tolerances, toleranceView(t))
-	}
-	for _, sh := range s.Shapes {
-		v.Shapes = append(v.Shapes, shapeView(sh))
 	}
 	return v
 }
