@@ -26,6 +26,10 @@ Every command reads FILE when given, and otherwise the default catalog
 compiled into this binary. Identities are computed over canonical JSON
 projections of the catalog, never over its HCL bytes, so reformatting a
 catalog never changes its digest.`,
+		Example: `  cacheon catalog check                      # the embedded default catalog
+  cacheon catalog check my-catalog.hcl       # a working copy, with diagnostics
+  cacheon catalog digest
+  cacheon catalog show collective.moe_epilogue.v1`,
 	}
 	cmd.AddCommand(
 		newCatalogCheckCommand(s),
