@@ -94,7 +94,7 @@ func (r *runner) verifyRow(index int, op *manifest.Op, ps worker.PlanSlot, env w
 	req := worker.ReferenceRequest{Protocol: worker.Protocol, Role: worker.RoleReference, WorkDir: refDir,
 		Slot: op.Slot, Variant: op.Variant, DType: r.o.DType, WorldSize: world, Graph: graph, Cases: cases, CandidateDirs: dirs}
 	fmt.Fprintf(r.o.Progress, "%s [%s]: judging %d case(s) against the fp32 truth\n", op.Slot, op.Variant, len(cases))
-	out, err := worker.Run(r.ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root, WorkDir: refDir, Request: req, Timeout: r.o.Timeout})
+	out, err := worker.Run(r.ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root, WorkDir: refDir, Request: req, Timeout: r.validatorTimeout()})
 	row.Workers = append(row.Workers, workerRun(worker.RoleReference, 0, out))
 	if err != nil {
 		row.Verdict, row.Reason = Error, err.Error()

@@ -168,7 +168,7 @@ func (r *runner) plan(m *manifest.Manifest) (*worker.PlanResult, error) {
 	req := worker.PlanRequest{Protocol: worker.Protocol, Role: worker.RolePlan, WorkDir: dir, Slots: names,
 		Seed: r.o.Seed, WorldSize: r.o.WorldSize, Device: r.o.Device}
 	fmt.Fprintf(r.o.Progress, "planning cases with %s\n", r.python)
-	out, err := worker.Run(r.ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root, WorkDir: dir, Request: req, Timeout: r.o.Timeout})
+	out, err := worker.Run(r.ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root, WorkDir: dir, Request: req, Timeout: r.validatorTimeout()})
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +184,16 @@ func (r *runner) plan(m *manifest.Manifest) (*worker.PlanResult, error) {
 		return nil, fmt.Errorf("plan worker: %s", plan.HarnessError)
 	}
 	return &plan, nil
+}
+
+// validatorTimeout bounds workers that run only validator code (plan,
+// reference). --timeout is for candidate code; a short one must not starve
+// the validator's own work on a loaded host.
+func (r *runner) validatorTimeout() time.Duration {
+	if r.o.Timeout > DefaultTimeout {
+		return r.o.Timeout
+	}
+	return DefaultTimeout
 }
 
 func workerInfo(python string, env worker.Env, timeout time.Duration) WorkerInfo {

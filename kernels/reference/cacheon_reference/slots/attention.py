@@ -5,7 +5,7 @@ import math
 import torch
 
 from ..spec import Correctness, OutputSpec
-from .base import Slot, Streams, ceil_div, randn, seq_lens
+from .base import Slot, Streams, ceil_div, normal_f32, randn, seq_lens
 
 LOG2E = 1.4426950409
 
@@ -200,11 +200,11 @@ class MSAPrefillBlockScore(Slot):
             # Scores rise with key position, so the truth's top blocks are the
             # last visible ones and a kernel that lets rows see the future
             # picks blocks the truth masks to -inf.
-            u = torch.randn(D, generator=s.rep, dtype=torch.float32)
+            u = normal_f32(s.rep, D)
             u = u / u.norm()
-            q = 4.0 * u + 0.25 * torch.randn(T, D, generator=s.rep, dtype=torch.float32)
+            q = 4.0 * u + 0.25 * normal_f32(s.rep, T, D)
             ramp = torch.arange(S, dtype=torch.float32).unsqueeze(1) * (8.0 / S)
-            k = ramp * u + 0.25 * torch.randn(S, D, generator=s.rep, dtype=torch.float32)
+            k = ramp * u + 0.25 * normal_f32(s.rep, S, D)
             q, k = q.to(dtype).contiguous(), k.to(dtype).contiguous()
         else:
             q = randn(s.rep, (T, D), dtype)

@@ -3,7 +3,7 @@
 import torch
 
 from ..spec import Correctness, OutputSpec
-from .base import Slot, Streams, randn, rmsnorm_f32, uniform
+from .base import Slot, Streams, permutation, randn, rmsnorm_f32, uniform, uniform_f32
 
 EPS = 1e-6
 
@@ -91,8 +91,8 @@ class MoEFinalizeARRMSNorm(Slot):
         s = Streams(seed, rank)
         T, T_exp, K, H = p["T"], p["T_exp"], p["K"], p["H"]
         gemm_out = randn(s.own, (T_exp * K, H), dtype, 0.1)
-        row_map = torch.randperm(T_exp * K, generator=s.rep).to(torch.int32)
-        scales = ((torch.rand(T_exp, K, generator=s.rep) + 0.1) / K).to(torch.float32)
+        row_map = permutation(s.rep, T_exp * K).to(torch.int32)
+        scales = ((uniform_f32(s.rep, T_exp, K) + 0.1) / K).to(torch.float32)
         return {
             "gemm_out": gemm_out,
             "row_map": row_map,

@@ -3,13 +3,13 @@
 import torch
 
 from ..spec import Correctness, OutputSpec
-from .base import Slot, Streams, randn, silu_mul_f32, uniform
+from .base import Slot, Streams, randn, silu_mul_f32, uniform, uniform_f32
 
 
 def routing(g: torch.Generator, M: int, E: int, K: int):
     """topk_ids int32 (M, K), K distinct experts per token, and raw
     (unnormalized) fp32 topk_weights in [0.25, 0.75)."""
-    ids = torch.argsort(torch.rand(M, E, generator=g), dim=-1)[:, :K].to(torch.int32).contiguous()
+    ids = torch.argsort(uniform_f32(g, M, E), dim=-1)[:, :K].to(torch.int32).contiguous()
     weights = uniform(g, (M, K), 0.25, 0.75, torch.float32)
     return ids, weights
 

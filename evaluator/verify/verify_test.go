@@ -1,0 +1,425 @@
+package verify
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testPython is the interpreter the tests run workers with: $CACHEON_TEST_PYTHON,
+// else /usr/bin/python3 (where Debian's python3-torch installs torch).
+func testPython(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("CACHEON_TEST_PYTHON")
+	if p == "" {
+		p = "/usr/bin/python3"
+	}
+	torchOnce.Do(func() {
+		out, err := exec.Command(p, "-c", "import torch, numpy; print(torch.__version__)").CombinedOutput()
+		if err != nil {
+			torchErr = strings.TrimSpace(string(out))
+			if torchErr == "" {
+				torchErr = err.Error()
+			}
+		}
+	})
+	if torchErr != "" {
+		t.Skipf("verify tests need torch and numpy in %s (apt-get install python3-torch python3-numpy, or set CACHEON_TEST_PYTHON): %s", p, lastLine(torchErr))
+	}
+	return p
+}
+
+var (
+	torchOnce sync.Once
+	torchErr  string
+)
+
+// bundle writes a one-op bundle with the given kernel source and metadata
+// JSON ("" for none) and returns its directory.
+func bundle(t *testing.T, slot, entry, prepare, source, metadata string) string {
+	t.Helper()
+	dir := t.TempDir()
+	m := "bundle_id = \"test\"\nabi_version = \"cacheon-op-abi-v0\"\n\n[[ops]]\n" +
+		"slot = \"" + slot + "\"\nsource = \"kernels/k.py\"\nentry = \"" + entry + "\"\n"
+	if prepare != "" {
+		m += "prepare = \"" + prepare + "\"\n"
+	}
+	if metadata != "" {
+		m += "metadata = \"metadata/k.json\"\n"
+		writeFile(t, filepath.Join(dir, "metadata", "k.json"), metadata)
+	}
+	writeFile(t, filepath.Join(dir, "manifest.toml"), m)
+	writeFile(t, filepath.Join(dir, "kernels", "k.py"), source)
+	return dir
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func run(t *testing.T, dir string, o Options) *Report {
+	t.Helper()
+	o.Python = testPython(t)
+	if o.DType == "" {
+		o.DType = "float32"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	rep, err := Run(context.Background(), dir, o)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return rep
+}
+
+// smallSilu keeps silu cases to the small catalog shapes.
+const smallSilu = `{"max_num_tokens": 200}`
+
+const siluHeader = "import torch\nimport torch.nn.functional as F\n\n"
+
+const goodSilu = siluHeader + `
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    out.copy_(F.silu(x[:, :d].float()).to(x.dtype) * x[:, d:])
+`
+
+func TestVerifyBadKernelsFail(t *testing.T) {
+	testPython(t)
+	cases := []struct {
+		name   string
+		source string
+		want   string // substring of the row reason
+	}{
+		{"raises", siluHeader + `
+def silu_and_mul(x, out):
+    raise ValueError("no kernel today")
+`, "raised ValueError: no kernel today"},
+		{"new output tensor", siluHeader + `
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    out = F.silu(x[:, :d]) * x[:, d:]
+    return out
+`, "never written (still the NaN poison)"},
+		{"mutates input", siluHeader + `
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    out.copy_(F.silu(x[:, :d]) * x[:, d:])
+    x.mul_(0.5)
+`, "input x was modified in place"},
+		{"writes NaN", siluHeader + `
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    out.copy_(F.silu(x[:, :d]) * x[:, d:])
+    out[0, 0] = float("nan")
+`, "1 non-finite where finite expected"},
+		{"writes nothing", siluHeader + `
+def silu_and_mul(x, out):
+    pass
+`, "never written (still the NaN poison)"},
+		{"wrong math", siluHeader + `
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    out.copy_(x[:, :d] * x[:, d:])
+`, "outside atol"},
+		{"re-strides output", siluHeader + `
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    out.set_((F.silu(x[:, :d]) * x[:, d:]).t().contiguous().t())
+`, "output out changed"},
+		{"caches by data pointer", siluHeader + `
+_seen = {}
+
+def silu_and_mul(x, out):
+    key = (x.data_ptr(), tuple(x.shape))
+    if key not in _seen:
+        d = x.shape[-1] // 2
+        _seen[key] = F.silu(x[:, :d]) * x[:, d:]
+    out.copy_(_seen[key])
+`, "repeat call on fresh inputs"},
+		{"tampers with the generator", siluHeader + `
+import cacheon_reference.slots.activation as gen
+
+gen.randn = lambda g, shape, dtype, scale=1.0: torch.zeros(shape, dtype=dtype)
+
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    out.copy_(F.silu(x[:, :d]) * x[:, d:])
+`, "differs from the validator's regenerated input"},
+		{"exits quietly", siluHeader + `
+import os
+
+def silu_and_mul(x, out):
+    os._exit(0)
+`, "exited before finishing, during case 0, eager call"},
+		{"exits like the harness", siluHeader + `
+import os
+
+def silu_and_mul(x, out):
+    os._exit(3)
+`, "exited with code 3 during case 0, eager call"},
+		{"segfaults", siluHeader + `
+import ctypes
+
+def silu_and_mul(x, out):
+    ctypes.string_at(0)
+`, "killed by SIGSEGV during case 0, eager call"},
+		{"missing entry", siluHeader + `
+def something_else(x, out):
+    pass
+`, "entry 'silu_and_mul' is not defined"},
+		{"import error", siluHeader + `
+import no_such_module_here
+`, "ModuleNotFoundError"},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.source, smallSilu), Options{})
+			if rep.Verdict != Fail {
+				t.Fatalf("verdict %s (%s), want FAIL", rep.Verdict, rep.Reason)
+			}
+			if got := rep.Rows[0].Reason; !strings.Contains(got, tc.want) {
+				t.Fatalf("reason %q does not mention %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestVerifyHangTimesOutAndKillsTheGroup(t *testing.T) {
+	testPython(t)
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	src := siluHeader + `
+import os, time
+
+def silu_and_mul(x, out):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(3600)
+        os._exit(0)
+    with open(` + "\"" + pidFile + "\"" + `, "w") as f:
+        f.write(str(pid))
+    time.sleep(3600)
+`
+	start := time.Now()
+	rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", src, smallSilu), Options{Timeout: 15 * time.Second})
+	if rep.Verdict != Fail || !strings.Contains(rep.Rows[0].Reason, "timed out after") {
+		t.Fatalf("verdict %s reason %q, want FAIL by timeout", rep.Verdict, rep.Rows[0].Reason)
+	}
+	if time.Since(start) > time.Minute {
+		t.Fatalf("a hanging kernel held verify for %s", time.Since(start))
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the kernel never ran its fork: %v", err)
+	}
+	if alive(strings.TrimSpace(string(data))) {
+		t.Fatalf("the kernel's child process %s outlived the timeout", data)
+	}
+}
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid string) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return false
+		}
+		// state is the field after the parenthesized command name.
+		s := string(stat)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'Z' {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+func TestVerifyGoodKernelsPass(t *testing.T) {
+	testPython(t)
+	cases := []struct {
+		name, slot, entry, prepare, source, metadata string
+		o                                            Options
+	}{
+		{"silu", "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu, Options{}},
+		{"silu bf16", "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu, Options{DType: "bfloat16"}},
+		{"rmsnorm", "norm.rmsnorm", "rmsnorm", "", `import torch
+
+def rmsnorm(x, weight, out, eps):
+    xf = x.float()
+    out.copy_((xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype))
+`, `{"max_num_tokens": 200}`, Options{DType: "float16"}},
+		{"decode attention", "attention.decode", "decode", "", `import torch
+
+def decode(q, k, v, seq_lens, sm_scale, out):
+    B, Hq, D = q.shape
+    S, Hkv = k.shape[1], k.shape[2]
+    g = Hq // Hkv
+    for b in range(B):
+        n = int(seq_lens[b])
+        kk = k[b, :n].float().repeat_interleave(g, dim=1)
+        vv = v[b, :n].float().repeat_interleave(g, dim=1)
+        s = torch.einsum("hd,shd->hs", q[b].float(), kk) * sm_scale
+        out[b].copy_(torch.einsum("hs,shd->hd", s.softmax(-1), vv).to(out.dtype))
+`, "", Options{DType: "bfloat16"}},
+		{"moe with prepare", "moe.fused_experts", "experts", "prep", `import torch
+import torch.nn.functional as F
+
+def prep(w13, w2):
+    return (w13, w2)
+
+def experts(x, topk_ids, topk_weights, prepared, out):
+    w13, w2 = prepared
+    inter = w13.shape[1] // 2
+    acc = torch.zeros(out.shape, dtype=torch.float32)
+    for t in range(x.shape[0]):
+        for j in range(topk_ids.shape[1]):
+            e = int(topk_ids[t, j])
+            h = w13[e].float() @ x[t].float()
+            a = F.silu(h[:inter]) * h[inter:]
+            acc[t] += float(topk_weights[t, j]) * (w2[e].float() @ a)
+    out.copy_(acc.to(out.dtype))
+`, `{"max_num_tokens": 12}`, Options{DType: "bfloat16"}},
+		{"all-reduce over gloo", "collective.all_reduce", "all_reduce", "", `import torch.distributed as dist
+
+def all_reduce(x, out, group):
+    out.copy_(x)
+    dist.all_reduce(out, group=group)
+`, `{"max_num_tokens": 16}`, Options{}},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep := run(t, bundle(t, tc.slot, tc.entry, tc.prepare, tc.source, tc.metadata), tc.o)
+			if rep.Verdict != Pass {
+				t.Fatalf("verdict %s: %s\nrows: %+v", rep.Verdict, rep.Reason, rep.Rows)
+			}
+			applicable := 0
+			for _, c := range rep.Rows[0].Cases {
+				if c.Verdict == Pass {
+					applicable++
+				}
+			}
+			if applicable == 0 {
+				t.Fatal("no case ran")
+			}
+		})
+	}
+}
+
+func TestVerifyCollectiveRankFailures(t *testing.T) {
+	testPython(t)
+	cases := []struct {
+		name, source, want string
+		timeout            time.Duration
+	}{
+		{"skips the reduce", `
+def all_reduce(x, out, group):
+    out.copy_(x)
+`, "outside atol", 0},
+		{"one rank hangs", `import time
+import torch.distributed as dist
+
+def all_reduce(x, out, group):
+    if dist.get_rank(group) == 1:
+        time.sleep(3600)
+    out.copy_(x)
+    dist.all_reduce(out, group=group)
+`, "timed out", 15 * time.Second},
+		{"one rank crashes", `import os
+import torch.distributed as dist
+
+def all_reduce(x, out, group):
+    if dist.get_rank(group) == 1:
+        os._exit(9)
+    out.copy_(x)
+    dist.all_reduce(out, group=group)
+`, "rank 1 exited with code 9", 0},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep := run(t, bundle(t, "collective.all_reduce", "all_reduce", "", tc.source, `{"max_num_tokens": 4}`),
+				Options{Timeout: tc.timeout})
+			if rep.Verdict != Fail || !strings.Contains(rep.Rows[0].Reason, tc.want) {
+				t.Fatalf("verdict %s reason %q, want FAIL mentioning %q", rep.Verdict, rep.Rows[0].Reason, tc.want)
+			}
+		})
+	}
+}
+
+func TestVerifyRowsWithoutVerdict(t *testing.T) {
+	testPython(t)
+	t.Run("domain excludes every case", func(t *testing.T) {
+		t.Parallel()
+		rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, `{"dtypes": ["float16"]}`), Options{DType: "float32"})
+		if rep.Verdict != Fail || rep.Rows[0].Verdict != NotApplicable {
+			t.Fatalf("verdict %s row %s, want FAIL with an N/A row", rep.Verdict, rep.Rows[0].Verdict)
+		}
+		if !strings.Contains(rep.Rows[0].Reason, "dtype float32 not in float16") {
+			t.Fatalf("reason %q", rep.Rows[0].Reason)
+		}
+	})
+	t.Run("unknown slot", func(t *testing.T) {
+		t.Parallel()
+		rep := run(t, bundle(t, "activation.gelu", "gelu", "", goodSilu, ""), Options{})
+		if rep.Verdict != Fail || rep.Rows[0].Verdict != Skip {
+			t.Fatalf("verdict %s row %s, want FAIL with a SKIP row", rep.Verdict, rep.Rows[0].Verdict)
+		}
+	})
+	t.Run("prepare missing", func(t *testing.T) {
+		t.Parallel()
+		rep := run(t, bundle(t, "moe.fused_experts", "experts", "", "def experts(*a):\n    pass\n", `{"max_num_tokens": 5}`), Options{})
+		if rep.Verdict != Fail || !strings.Contains(rep.Rows[0].Reason, "needs a prepare callable") {
+			t.Fatalf("verdict %s reason %q", rep.Verdict, rep.Rows[0].Reason)
+		}
+	})
+}
+
+func TestVerifyInfrastructureErrors(t *testing.T) {
+	good := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
+	t.Run("interpreter without torch", func(t *testing.T) {
+		noTorch := filepath.Join(t.TempDir(), "python3")
+		writeFile(t, noTorch, "#!/bin/sh\necho 'ModuleNotFoundError: No module named torch' >&2\nexit 1\n")
+		if err := os.Chmod(noTorch, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Run(context.Background(), good, Options{Python: noTorch, Timeout: time.Minute})
+		if err == nil || !strings.Contains(err.Error(), "No module named torch") {
+			t.Fatalf("err = %v, want the interpreter's import error", err)
+		}
+	})
+	t.Run("missing interpreter", func(t *testing.T) {
+		_, err := Run(context.Background(), good, Options{Python: "/nonexistent/python3"})
+		if err == nil || !strings.Contains(err.Error(), "/nonexistent/python3") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("bad options", func(t *testing.T) {
+		for _, o := range []Options{{Device: "tpu"}, {DType: "int8"}, {WorldSize: 1}, {Seed: -1}} {
+			if _, err := Run(context.Background(), good, o); err == nil || !strings.Contains(err.Error(), "invalid verify options") {
+				t.Errorf("%+v: err = %v", o, err)
+			}
+		}
+	})
+	t.Run("no manifest", func(t *testing.T) {
+		if _, err := Run(context.Background(), t.TempDir(), Options{}); err == nil || !strings.Contains(err.Error(), "manifest.toml") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
