@@ -81,3 +81,21 @@ type SyntaxError struct {
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: syntax error: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
 }
+
+// IsIdentifier reports whether s is a Python identifier that is not a
+// hard keyword, i.e. a name that can appear in a dotted module path.
+func IsIdentifier(s string) bool {
+	if s == "" || keywords[s] {
+		return false
+	}
+	for i, r := range s {
+		if i == 0 {
+			if !isIdentStartRune(r) {
+				return false
+			}
+		} else if !isIdentContinueRune(r) {
+			return false
+		}
+	}
+	return true
+}

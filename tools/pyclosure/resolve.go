@@ -1,0 +1,321 @@
+package pyclosure
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/cacheon/engine/tools/pyparse"
+)
+
+type resolver struct {
+	fsys     fs.FS
+	stems    map[string]bool
+	files    map[string]*File
+	queue    []*File
+	problems []Problem
+}
+
+// where is a place in a parsed file, for problems.
+type where struct {
+	file *pyparse.File
+	path string
+	off  int
+}
+
+func (r *resolver) report(w where, format string, args ...any) {
+	p := Problem{Path: w.path, Reason: fmt.Sprintf(format, args...)}
+	if w.file != nil {
+		pos := w.file.Position(w.off)
+		p.Line, p.Col = pos.Line, pos.Col
+	}
+	r.problems = append(r.problems, p)
+}
+
+func (r *resolver) isFile(p string) bool {
+	info, err := fs.Stat(r.fsys, p)
+	return err == nil && info.Mode().IsRegular()
+}
+
+func (r *resolver) isDir(p string) bool {
+	if p == "" {
+		return true
+	}
+	info, err := fs.Stat(r.fsys, p)
+	return err == nil && info.IsDir()
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// moduleName derives the module name of a bundle file from its path.
+// Every component must be an identifier: the file becomes importable as
+// <prefix>.<components>.
+func (r *resolver) moduleName(p string) (mod string, isPkg, ok bool) {
+	w := where{path: p}
+	if !strings.HasSuffix(p, ".py") || !fs.ValidPath(p) {
+		r.report(w, "op source is not a bundle-relative .py file")
+		return "", false, false
+	}
+	parts := strings.Split(strings.TrimSuffix(p, ".py"), "/")
+	if parts[len(parts)-1] == "__init__" {
+		parts = parts[:len(parts)-1]
+		isPkg = true
+	}
+	for _, c := range parts {
+		if !pyparse.IsIdentifier(c) {
+			r.report(w, "path component %q is not a Python identifier, so the file cannot be imported under the namespace prefix", c)
+			return "", false, false
+		}
+	}
+	return strings.Join(parts, "."), isPkg, true
+}
+
+// enqueue adds a file to the closure, with the __init__.py of every
+// directory above it (Python runs them when it imports the file under the
+// namespace prefix).
+func (r *resolver) enqueue(p, mod string, isPkg bool) {
+	if _, seen := r.files[p]; seen {
+		return
+	}
+	f := &File{Path: p, Module: mod, IsPackage: isPkg}
+	r.files[p] = f
+	src, err := r.read(p)
+	if err != nil {
+		r.report(where{path: p}, "cannot be read: %v", err)
+		return
+	}
+	f.Src = src
+	r.queue = append(r.queue, f)
+	dir := path.Dir(p)
+	if isPkg {
+		dir = path.Dir(dir)
+	}
+	for {
+		if dir == "." {
+			dir = ""
+		}
+		init := join(dir, "__init__.py")
+		if init != p && r.isFile(init) {
+			r.enqueue(init, strings.ReplaceAll(dir, "/", "."), true)
+			break // that file's own enqueue walks further up
+		}
+		if dir == "" {
+			break
+		}
+		dir = path.Dir(dir)
+	}
+}
+
+func (r *resolver) read(p string) ([]byte, error) {
+	f, err := r.fsys.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("larger than %d bytes", MaxFileBytes)
+	}
+	return data, nil
+}
+
+// process parses one closure file, applies the dynamic-import ban and
+// follows its imports.
+func (r *resolver) process(f *File) {
+	pf, mod, err := pyparse.Parse(f.Path, f.Src)
+	if err != nil {
+		var se *pyparse.SyntaxError
+		if errors.As(err, &se) {
+			r.problems = append(r.problems, Problem{Path: f.Path, Line: se.Pos.Line, Col: se.Pos.Col, Reason: "syntax error: " + se.Msg})
+			return
+		}
+		r.report(where{path: f.Path}, "%v", err)
+		return
+	}
+	r.banDynamicImports(f.Path, pf, mod)
+	pyparse.Inspect(mod, func(n pyparse.Node) bool {
+		switch x := n.(type) {
+		case *pyparse.Import:
+			for _, a := range x.Names {
+				w := where{pf, f.Path, a.Start}
+				if _, ok := r.absolute(w, a.Name.Name); ok {
+					f.Imports = append(f.Imports, LocalImport{Start: a.Name.Start, End: a.Name.End, Module: a.Name.Name, Bare: a.AsName == nil})
+				}
+			}
+		case *pyparse.ImportFrom:
+			w := where{pf, f.Path, x.Start}
+			if x.Level > 0 {
+				r.relative(w, f, x)
+				return true
+			}
+			if target, ok := r.absolute(w, x.Module.Name); ok {
+				f.Imports = append(f.Imports, LocalImport{Start: x.Module.Start, End: x.Module.End, Module: x.Module.Name})
+				r.fromNames(w, target, x)
+			}
+		}
+		return true
+	})
+}
+
+func root(module string) string {
+	r, _, _ := strings.Cut(module, ".")
+	return r
+}
+
+// target is a resolved bundle module: its file and, for a package, its
+// directory.
+type target struct {
+	file string
+	dir  string // "" unless a package (or the bundle root)
+	pkg  bool
+}
+
+// absolute resolves an absolute import. It reports ok for a bundle-local
+// module (and enqueues its files); a module outside the bundle returns
+// false without a problem.
+func (r *resolver) absolute(w where, module string) (target, bool) {
+	top := root(module)
+	local := r.isFile(top+".py") || r.isDir(top)
+	if r.stems[top] {
+		if local {
+			r.report(w, "bundle module %q has the name of the native extension built from %s.cu", top, top)
+		}
+		return target{}, false
+	}
+	if !local {
+		return target{}, false
+	}
+	return r.walk(w, "", strings.Split(module, "."), module)
+}
+
+// walk resolves the components parts below directory dir, enqueueing each
+// package's __init__.py and the final module.
+func (r *resolver) walk(w where, dir string, parts []string, module string) (target, bool) {
+	for i, part := range parts {
+		last := i == len(parts)-1
+		sub := join(dir, part)
+		name := strings.ReplaceAll(sub, "/", ".")
+		pkgInit := join(sub, "__init__.py")
+		isPkg := r.isDir(sub) && r.isFile(pkgInit)
+		isMod := r.isFile(sub + ".py")
+		switch {
+		case isPkg && isMod:
+			r.report(w, "import of %q is ambiguous: both %s/ and %s.py exist", module, sub, sub)
+			return target{}, false
+		case isPkg:
+			r.enqueue(pkgInit, name, true)
+			dir = sub
+			if last {
+				return target{file: pkgInit, dir: sub, pkg: true}, true
+			}
+		case isMod:
+			if !last {
+				r.report(w, "import of %q: %s is a module, not a package, so %q is not a bundle module (partially-local import)", module, sub+".py", module)
+				return target{}, false
+			}
+			r.enqueue(sub+".py", name, false)
+			return target{file: sub + ".py"}, true
+		case r.isDir(sub):
+			r.report(w, "import of %q goes through %s/, which has no __init__.py: namespace packages are not supported", module, sub)
+			return target{}, false
+		default:
+			r.report(w, "import of %q starts in the bundle but %q is not a bundle module (partially-local import)", module, name)
+			return target{}, false
+		}
+	}
+	return target{dir: dir, pkg: true}, true
+}
+
+// fromNames follows `from <package> import a, b`: names that are
+// submodules of a bundle package join the closure.
+func (r *resolver) fromNames(w where, t target, x *pyparse.ImportFrom) {
+	if !t.pkg {
+		return // names of a plain module are its attributes
+	}
+	for _, a := range x.Names {
+		name := a.Name.Name
+		if name == "*" {
+			r.report(w, "star import from bundle package %q: import the modules it needs by name", moduleOf(t.dir))
+			continue
+		}
+		r.submodule(w, t.dir, name, false)
+	}
+}
+
+func moduleOf(dir string) string {
+	if dir == "" {
+		return "(bundle root)"
+	}
+	return strings.ReplaceAll(dir, "/", ".")
+}
+
+// submodule adds dir/name as a module when it is one. required makes a
+// name that is neither a module nor possibly defined by the package's
+// __init__.py a problem.
+func (r *resolver) submodule(w where, dir, name string, required bool) {
+	sub := join(dir, name)
+	isPkg := r.isDir(sub) && r.isFile(join(sub, "__init__.py"))
+	isMod := r.isFile(sub + ".py")
+	switch {
+	case isPkg && isMod:
+		r.report(w, "import of %q from %s is ambiguous: both %s/ and %s.py exist", name, moduleOf(dir), sub, sub)
+	case isPkg:
+		r.enqueue(join(sub, "__init__.py"), strings.ReplaceAll(sub, "/", "."), true)
+	case isMod:
+		r.enqueue(sub+".py", strings.ReplaceAll(sub, "/", "."), false)
+	case r.isDir(sub):
+		r.report(w, "import of %q from %s names %s/, which has no __init__.py: namespace packages are not supported", name, moduleOf(dir), sub)
+	case required && !r.isFile(join(dir, "__init__.py")):
+		r.report(w, "unresolved relative import: %q is not a module of %s, and %s has no __init__.py that could define it", name, moduleOf(dir), moduleOf(dir))
+	}
+}
+
+// relative resolves `from .x import y` against the importing file's
+// package. The bundle root is the top package (it becomes the namespace
+// prefix), so a relative import may climb to it but not above.
+func (r *resolver) relative(w where, f *File, x *pyparse.ImportFrom) {
+	var pkg []string
+	if f.Module != "" {
+		pkg = strings.Split(f.Module, ".")
+	}
+	if !f.IsPackage && len(pkg) > 0 {
+		pkg = pkg[:len(pkg)-1]
+	}
+	up := x.Level - 1
+	if up > len(pkg) {
+		r.report(w, "unresolved relative import: %d leading dots climb above the bundle's top-level package", x.Level)
+		return
+	}
+	base := strings.Join(pkg[:len(pkg)-up], "/")
+	if x.Module == nil {
+		for _, a := range x.Names {
+			if a.Name.Name == "*" {
+				r.report(w, "star import from bundle package %s: import the modules it needs by name", moduleOf(base))
+				continue
+			}
+			r.submodule(w, base, a.Name.Name, true)
+		}
+		return
+	}
+	parts := strings.Split(x.Module.Name, ".")
+	first := join(base, parts[0])
+	if !r.isFile(first+".py") && !r.isDir(first) {
+		r.report(w, "unresolved relative import: %s%s is not a bundle module", strings.Repeat(".", x.Level), x.Module.Name)
+		return
+	}
+	t, ok := r.walk(w, base, parts, strings.Repeat(".", x.Level)+x.Module.Name)
+	if ok {
+		r.fromNames(w, t, x)
+	}
+}
