@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/tools/scan"
 )
 
 // fixtureExpectation is what one broken or hostile bundle under
@@ -20,6 +21,7 @@ type fixtureExpectation struct {
 	stage    string                 // inspection stage that rejects it, or "scan"/"verify"/"unregistered"
 	class    error                  // manifest error class, for StageLoad
 	rule     catalog.ResolutionRule // for StageResolve
+	scanRule scan.Rule              // for "scan"
 	contains string                 // substring of the error or unregistered reason
 }
 
@@ -27,9 +29,9 @@ var fixtures = map[string]fixtureExpectation{
 	"silu_drops_silu":               {stage: "verify"},
 	"silu_new_tensor":               {stage: "verify"},
 	"silu_mutates_input":            {stage: "verify"},
-	"banned_import":                 {stage: "scan"},
-	"exec_call":                     {stage: "scan"},
-	"getattr_dynamic":               {stage: "scan"},
+	"banned_import":                 {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
+	"exec_call":                     {stage: "scan", scanRule: scan.RuleBannedCall, contains: "exec"},
+	"getattr_dynamic":               {stage: "scan", scanRule: scan.RuleDynamicAttribute, contains: "getattr"},
 	"undeclared_cu":                 {stage: StageTree, contains: "kernels/silu.cu: CUDA source not declared"},
 	"binary_object":                 {stage: StageTree, contains: "kernels/_ext.so: compiled objects"},
 	"path_traversal_source":         {stage: StageLoad, class: manifest.ErrPath, contains: `manifest.toml: ops[0].source: path "../kernels/silu_and_mul.py" escapes the bundle root`},
@@ -79,7 +81,26 @@ func TestFixturesFailForTheirReason(t *testing.T) {
 			switch want.stage {
 			case "scan", "verify":
 				if err != nil || !in.Registered() {
-					t.Fatalf("must pass every static stage so that %s refuses it; got %v", want.stage, err)
+					t.Fatalf("must pass every stage here so that %s refuses it; got %v", want.stage, err)
+				}
+				rep, err := scan.Bundle(filepath.Join(root, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want.stage == "verify" {
+					if rep.Violations != 0 {
+						t.Fatalf("a verify fixture must scan clean, got %+v", rep)
+					}
+					return
+				}
+				found := false
+				for _, op := range rep.Ops {
+					for _, f := range op.Findings {
+						found = found || (f.Rule == want.scanRule && strings.Contains(f.Message, want.contains))
+					}
+				}
+				if !found {
+					t.Fatalf("scan findings %+v lack %s mentioning %q", rep.Ops, want.scanRule, want.contains)
 				}
 				return
 			case "unregistered":
@@ -116,5 +137,27 @@ func TestFixturesFailForTheirReason(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("expectation for missing fixture %s", name)
 		}
+	}
+}
+
+func TestExamplesScanClean(t *testing.T) {
+	root := repoPath("kernels/contributions")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		t.Run(e.Name(), func(t *testing.T) {
+			rep, err := scan.Bundle(filepath.Join(root, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Clean {
+				t.Fatalf("example bundle does not scan clean: %+v %+v", rep.Ops, rep.TreeFindings)
+			}
+		})
 	}
 }
