@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/release/build"
-	"github.com/cacheon/engine/release/internal/fixture"
 	"github.com/cacheon/engine/release/layer"
+	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/tools/stack"

@@ -16,10 +16,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/cacheon/engine/release/internal/fixture"
-	"github.com/cacheon/engine/release/internal/registrytest"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/publish"
+	"github.com/cacheon/engine/release/registrytest"
+	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"

@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cacheon/engine/release/image"
-	"github.com/cacheon/engine/release/internal/registrytest"
 	"github.com/cacheon/engine/release/layer"
+	"github.com/cacheon/engine/release/registrytest"
 )
 
 func testImage(t *testing.T, scratch string) v1.Image {

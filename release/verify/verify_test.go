@@ -14,9 +14,9 @@ import (
 
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
-	"github.com/cacheon/engine/release/internal/fixture"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/layer"
+	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"

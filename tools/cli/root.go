@@ -77,6 +77,7 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newCatalogCommand(s),
 		newSlotsCommand(s),
 		newScanCommand(s),
+		newReleaseCommand(s),
 	)
 	return root
 }

@@ -1,0 +1,467 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/release/build"
+	"github.com/cacheon/engine/release/image"
+	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/release/layer"
+	"github.com/cacheon/engine/release/publish"
+	"github.com/cacheon/engine/release/sign"
+	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/verify"
+)
+
+func newReleaseCommand(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "release",
+		Short: "Build, sign, verify, publish and rebuild engine releases",
+		Long: `A release is an OCI image of a release stack's engine tree, on a base image
+pinned by digest, with an SPDX 2.3 SBOM and an in-toto SLSA v1 provenance
+statement attached to it, signed with an external key as a sigstore bundle.
+
+The pipeline, in order:
+
+  review    bind a crowned payload to reviewed source at a git commit
+  build     build the image, SBOM and provenance into an OCI layout
+  sign      sign the provenance with your key and attach the bundle
+  verify    check everything offline against a trusted public key
+  publish   push the release to any OCI registry (tag written last)
+  rebuild   rebuild a published release and compare digests
+
+Everything works offline and without a chain: a consumer needs the release
+(an OCI layout directory or a registry reference) and the public key.
+Exit codes: 0 success, 2 a check failed or the input was rejected, 1 a usage
+or I/O error.`,
+	}
+	cmd.AddCommand(
+		newReleaseBaseCommand(s),
+		newReleaseKeygenCommand(s),
+		newReleaseBuildCommand(s),
+		newReleaseSignCommand(s),
+		newReleaseVerifyCommand(s),
+		newReleasePublishCommand(s),
+	)
+	return cmd
+}
+
+// releaseProgress prints one line per stage to stderr.
+func releaseProgress(s Streams, verb string) func(string) {
+	return func(stage string) { fmt.Fprintf(s.Err, "cacheon release %s: %s\n", verb, stage) }
+}
+
+// inputError classifies an error from reading inputs: a missing or
+// unreadable file is an I/O error (exit 1), anything else means the input
+// was read and rejected (exit 2).
+func inputError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return Rejected(err)
+}
+
+// openRelease opens LAYOUT|REF: a directory holding an OCI layout, or a
+// registry reference.
+func openRelease(arg string, insecure bool) (store.Store, error) {
+	if info, err := os.Stat(arg); err == nil && info.IsDir() {
+		return store.OpenLayout(arg)
+	}
+	if strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "/") {
+		return nil, fmt.Errorf("%s: no such OCI layout directory", arg)
+	}
+	return store.OpenRegistry(arg, insecure)
+}
+
+func writeReleaseJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newReleaseBaseCommand(s Streams) *cobra.Command {
+	var platform, out string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "base --out DIR [--platform os/arch]",
+		Short: "Write the project's minimal (scratch) base image as an OCI layout",
+		Long: `Write an empty base image (no layers, an OCI config naming only the
+platform) as a new OCI image layout and print its manifest digest. Its
+digest depends on the platform alone, so it can be pinned like any base.
+
+Production releases pin a real base (a CUDA/PyTorch image) the same way:
+save it as an OCI layout (for example "crane pull --format=oci IMAGE DIR"
+on a machine that can reach the registry), and pass --base-layout DIR
+--base-digest sha256:... to release build.`,
+		Example: `  cacheon release base --out base-layout
+  cacheon release base --platform linux/arm64 --out base-arm64`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := image.ParsePlatform(platform)
+			if err != nil {
+				return Rejected(err)
+			}
+			d, err := image.WriteScratchLayout(out, p)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return writeReleaseJSON(s.Out, map[string]any{"format_version": 1, "layout": out, "digest": d.String(), "platform": p.String()})
+			}
+			fmt.Fprintln(s.Out, d)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&platform, "platform", "linux/amd64", "platform os/arch[/variant]")
+	cmd.Flags().StringVar(&out, "out", "", "new OCI layout directory (required)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON document")
+	cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func newReleaseKeygenCommand(s Streams) *cobra.Command {
+	var alg, out string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "keygen --out PREFIX [--algorithm ed25519|ecdsa-p256]",
+		Short: "Generate a release signing key pair (PEM files)",
+		Long: `Generate a signing key and write PREFIX.key (PKCS#8 PEM, mode 0600) and
+PREFIX.pub (PKIX PEM). Keep the private key offline or in an HSM; any
+crypto.Signer works for signing, a file key is the simplest. Publish the
+public key through a channel consumers trust: it is what verify checks
+against, and no key inside a release is ever trusted.`,
+		Example: `  cacheon release keygen --out release-2026
+  cacheon release keygen --algorithm ecdsa-p256 --out release-ecdsa`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			signer, err := key.Generate(key.Algorithm(alg))
+			if err != nil {
+				return Rejected(err)
+			}
+			priv, err := key.MarshalPrivate(signer)
+			if err != nil {
+				return err
+			}
+			pub, err := key.MarshalPublic(signer.Public())
+			if err != nil {
+				return err
+			}
+			for _, p := range []string{out + ".key", out + ".pub"} {
+				if _, err := os.Lstat(p); err == nil {
+					return fmt.Errorf("%s already exists", p)
+				}
+			}
+			if err := os.WriteFile(out+".key", priv, 0o600); err != nil {
+				return err
+			}
+			if err := os.WriteFile(out+".pub", pub, 0o644); err != nil {
+				return err
+			}
+			id, _ := key.ID(signer.Public())
+			if jsonOut {
+				return writeReleaseJSON(s.Out, map[string]any{"format_version": 1, "private_key": out + ".key", "public_key": out + ".pub", "key_id": id, "algorithm": alg})
+			}
+			fmt.Fprintf(s.Out, "private key %s.key\npublic key  %s.pub\nkey id      %s\n", out, out, id)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&alg, "algorithm", string(key.Ed25519), "ed25519 or ecdsa-p256")
+	cmd.Flags().StringVar(&out, "out", "", "path prefix of the key files (required)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON document")
+	cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func newReleaseBuildCommand(s Streams) *cobra.Command {
+	var in build.Inputs
+	var compression string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "build --engine-tree DIR --release-manifest FILE --review FILE... --substrate DIR --model-receipt FILE --entrypoint FILE --name NAME --out DIR",
+		Short: "Build a release image, SBOM and provenance into an OCI layout",
+		Long: `Build the release of a release stack: an OCI image holding the
+materialized engine tree, the substrate, the release descriptor with the
+review records and model receipt, and the static cacheon binary as its
+fail-closed entrypoint, on a base image pinned by digest. The SBOM (SPDX
+2.3) and the provenance (in-toto Statement v1, SLSA provenance v1) are
+attached to the image as OCI artifacts. The output is a new OCI image
+layout at --out; sign it next.
+
+Checks before anything is written: the release stack holds integrated
+contributions only, each covered by exactly one approved review record;
+the engine tree has the materializer's published shape and was
+materialized from this release stack; the model receipt is valid.
+
+Every input is a flag; nothing depends on the working directory, umask,
+timezone, locale or clock, so a build action gets byte-identical output
+wherever it runs. Dates are --source-date-epoch. The Go toolchain of this
+binary is part of the release identity (it decides the gzip bytes), and is
+recorded in the descriptor and provenance.`,
+		Example: `  cacheon release build \
+    --engine-tree bazel-bin/stacks/release_tree \
+    --release-manifest bazel-bin/stacks/release_manifest.json \
+    --review reviews/silu.json \
+    --substrate kernels/substrate \
+    --model-receipt models/model-provision-sha256-<digest>.json \
+    --entrypoint bazel-bin/tools/cmd/cacheon/cacheon_/cacheon \
+    --base-layout base-layout --base-digest sha256:<digest> --base-name scratch \
+    --name cacheon-engine:1.0 --source-date-epoch 1767225600 \
+    --out release-1.0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in.Compression = layer.Compression(compression)
+			var progress build.Progress
+			if !jsonOut {
+				progress = releaseProgress(s, "build")
+			}
+			res, err := build.Build(in, progress)
+			if err != nil {
+				return inputError(err)
+			}
+			if jsonOut {
+				return writeReleaseJSON(s.Out, struct {
+					FormatVersion int `json:"format_version"`
+					*build.Result
+				}{1, res})
+			}
+			fmt.Fprintf(s.Out, "layout       %s\nimage        %s@%s\nengine tree  %s\ndescriptor   %s\nintegrations %d\ngo           %s\n",
+				res.Layout, res.Image, res.ImageDigest, res.EngineTreeDigest, res.DescriptorDigest, res.Contributions, res.GoVersion)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&in.EngineTree, "engine-tree", "", "materialized engine tree of the release stack (required)")
+	f.StringVar(&in.ReleaseManifest, "release-manifest", "", "release stack manifest, canonical JSON (required)")
+	f.StringArrayVar(&in.Reviews, "review", nil, "integration review record; one per integrated contribution")
+	f.StringVar(&in.Substrate, "substrate", "", "substrate directory (required)")
+	f.StringVar(&in.ModelReceipt, "model-receipt", "", "provision receipt of the sealed model (required)")
+	f.StringVar(&in.Entrypoint, "entrypoint", "", "static cacheon binary to ship as the entrypoint (required)")
+	f.StringVar(&in.BaseLayout, "base-layout", "", "OCI layout holding the base image (default: the scratch base)")
+	f.StringVar(&in.BaseDigest, "base-digest", "", "manifest digest pinning the base image, sha256:<hex>")
+	f.StringVar(&in.BaseName, "base-name", "", "name of the base image, recorded in the SBOM and provenance")
+	f.StringVar(&in.Platform, "platform", "linux/amd64", "image platform os/arch[/variant]")
+	f.StringVar(&in.Name, "name", "", "image name, e.g. cacheon-engine:1.0 (required)")
+	f.StringArrayVar(&in.ServeCommand, "serve-arg", nil, "argument of the command the entrypoint runs after verifying (repeat; placeholders {engine_tree} {substrate} {model}; default: python3 -m cacheon_substrate.serve --engine-tree {engine_tree} --model {model})")
+	f.StringArrayVar(&in.ServeEnv, "serve-env", nil, "KEY=VALUE for the served process (repeat; default PYTHONDONTWRITEBYTECODE=1 and PYTHONPATH={substrate}:{engine_tree})")
+	f.StringVar(&in.ModelMount, "model-mount", "/cacheon/model", "where the model is mounted at run time")
+	f.Int64Var(&in.Epoch, "source-date-epoch", 0, "seconds since the Unix epoch used for every date")
+	f.StringVar(&compression, "compression", string(layer.Gzip), "layer compression: gzip or zstd")
+	f.IntVar(&in.Level, "compression-level", 0, "compression level (0: the compressor's default)")
+	f.StringVar(&in.Out, "out", "", "new OCI layout directory (required; must not exist)")
+	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
+	for _, r := range []string{"engine-tree", "release-manifest", "substrate", "model-receipt", "entrypoint", "name", "out"} {
+		cmd.MarkFlagRequired(r)
+	}
+	return cmd
+}
+
+func newReleaseSignCommand(s Streams) *cobra.Command {
+	var keyPath string
+	var insecure, jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "sign --key KEY LAYOUT|REF",
+		Short: "Sign a release's provenance and attach the sigstore bundle",
+		Long: `Sign the provenance statement attached to a release with KEY (PKCS#8 PEM,
+Ed25519 or ECDSA P-256) as a sigstore bundle (v0.3, DSSE), and attach the
+bundle to the image: in an OCI layout as an artifact whose subject is the
+image, in a registry through the referrers API or its tag fallback.
+
+No certificate authority, transparency log or timestamp service is used,
+and nothing goes over the network except to the registry you name. The
+statement must name the image it is attached to.`,
+		Example: `  cacheon release sign --key release.key release-1.0
+  cacheon release sign --key release.key registry.example.com/cacheon/engine:1.0`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			signer, err := key.LoadSigner(keyPath)
+			if err != nil {
+				return inputError(err)
+			}
+			st, err := openRelease(args[0], insecure)
+			if err != nil {
+				return err
+			}
+			res, err := sign.Release(st, signer)
+			if err != nil {
+				return inputError(err)
+			}
+			if jsonOut {
+				return writeReleaseJSON(s.Out, struct {
+					FormatVersion int `json:"format_version"`
+					*sign.Signed
+				}{1, res})
+			}
+			fmt.Fprintf(s.Out, "signed %s with key %s\nbundle %s\n", res.ImageDigest, res.KeyID, res.BundleDigest)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyPath, "key", "", "private key, PKCS#8 PEM (required)")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "use plain HTTP for the registry")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON document")
+	cmd.MarkFlagRequired("key")
+	return cmd
+}
+
+func newReleaseVerifyCommand(s Streams) *cobra.Command {
+	var keyPath, now string
+	var insecure, jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "verify --key PUB LAYOUT|REF",
+		Short: "Verify a release offline against a trusted public key",
+		Long: `Verify a release with nothing but the release itself (an OCI layout
+directory or a registry reference) and the public key you trust. No chain,
+wallet, miner URL, referee database, transparency log or timestamp service
+is consulted.
+
+--key is a PEM public key, or a key policy file listing trusted keys with
+validity windows:
+  {"type":"cacheon.release-keys.v1","keys":[{"public_key":"-----BEGIN ...",
+   "not_before":"2026-01-01T00:00:00Z","not_after":"2027-01-01T00:00:00Z"}]}
+Key validity is checked at verification time (--now to check another time):
+signatures carry no trusted time without a timestamp service.
+
+Checks, each named in its failure: image-manifest, attestations, key-policy,
+signature, predicate-type, builder, subjects, layers, image-blobs,
+release-descriptor, engine-tree, integrations, substrate, entrypoint,
+model-receipt, sbom, provenance.`,
+		Example: `  cacheon release verify --key release.pub release-1.0
+  cacheon release verify --key release.pub --json registry.example.com/cacheon/engine:1.0`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			policy, err := key.LoadPolicy(keyPath)
+			if err != nil {
+				return inputError(err)
+			}
+			opts := verify.Options{Policy: policy}
+			if now != "" {
+				if opts.Now, err = time.Parse(time.RFC3339, now); err != nil {
+					return Rejected(fmt.Errorf("--now: %w", err))
+				}
+			}
+			if !jsonOut {
+				opts.Progress = releaseProgress(s, "verify")
+			}
+			st, err := openRelease(args[0], insecure)
+			if err != nil {
+				return err
+			}
+			rel, err := verify.Run(st, opts)
+			return reportVerification(s, rel.Report, err, jsonOut)
+		},
+	}
+	cmd.Flags().StringVar(&keyPath, "key", "", "trusted public key (PEM) or key policy file (required)")
+	cmd.Flags().StringVar(&now, "now", "", "evaluate key validity at this RFC 3339 time instead of now")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "use plain HTTP for the registry")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the verification report as JSON")
+	cmd.MarkFlagRequired("key")
+	return cmd
+}
+
+// reportVerification prints a verification report and maps its outcome
+// to an exit code: a failed check is 2, an I/O error 1.
+func reportVerification(s Streams, rep *verify.Report, err error, jsonOut bool) error {
+	var failed *verify.Failure
+	isCheck := errors.As(err, &failed)
+	if err != nil && !isCheck {
+		return err
+	}
+	if jsonOut {
+		if werr := writeReleaseJSON(s.Out, rep); werr != nil {
+			return werr
+		}
+		if isCheck {
+			return ExitWith(ExitRejected)
+		}
+		return nil
+	}
+	for _, c := range rep.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(s.Out, "%s %-19s %s\n", mark, c.Name, c.Detail)
+	}
+	if isCheck {
+		return Rejected(err)
+	}
+	fmt.Fprintf(s.Out, "verified %s@%s\n  engine tree %s\n  descriptor  %s\n  signed by   %s\n", rep.Image, rep.ImageDigest, rep.EngineTreeDigest, rep.DescriptorDigest, rep.KeyID)
+	return nil
+}
+
+func newReleasePublishCommand(s Streams) *cobra.Command {
+	var keyPath string
+	var insecure, jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "publish [--key PUB] LAYOUT REF",
+		Short: "Push a signed release from an OCI layout to a registry",
+		Long: `Push the release in LAYOUT to the registry reference REF: the image by
+digest, then the SBOM, the provenance and the signature bundles as OCI 1.1
+referrers (registries without the referrers API get the sha256-<hex> tag
+fallback), and the tag in REF last. Every blob of the layout is checked
+before the first request, and an unsigned layout is refused, so nothing is
+ever published half-way. With --key the release is fully verified first.`,
+		Example: `  cacheon release publish --key release.pub release-1.0 registry.example.com/cacheon/engine:1.0
+  cacheon release publish release-1.0 127.0.0.1:5000/engine:1.0`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := store.OpenLayout(args[0])
+			if err != nil {
+				return err
+			}
+			if keyPath != "" {
+				policy, err := key.LoadPolicy(keyPath)
+				if err != nil {
+					return inputError(err)
+				}
+				if _, err := verify.Run(l, verify.Options{Policy: policy}); err != nil {
+					var failed *verify.Failure
+					if errors.As(err, &failed) {
+						return Rejected(fmt.Errorf("refusing to publish %s: %w", args[0], err))
+					}
+					return err
+				}
+			}
+			target, err := store.OpenRegistry(args[1], insecure)
+			if err != nil {
+				return Rejected(err)
+			}
+			var progress func(string)
+			if !jsonOut {
+				progress = releaseProgress(s, "publish")
+			}
+			res, err := publish.Layout(l, target, progress)
+			if err != nil {
+				var mm *store.DigestMismatchError
+				if errors.Is(err, publish.ErrIncomplete) || errors.As(err, &mm) {
+					return Rejected(err)
+				}
+				return err
+			}
+			if jsonOut {
+				return writeReleaseJSON(s.Out, struct {
+					FormatVersion int `json:"format_version"`
+					*publish.Result
+				}{1, res})
+			}
+			fmt.Fprintf(s.Out, "published %s (%s)\n", res.Reference, res.ImageDigest)
+			for _, a := range res.Artifacts {
+				fmt.Fprintf(s.Out, "  %s\n", a)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyPath, "key", "", "verify the release against this public key before publishing")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "use plain HTTP for the registry")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON document")
+	return cmd
+}

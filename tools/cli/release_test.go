@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	fixture "github.com/cacheon/engine/release/releasetest"
+)
+
+// The release pipeline end to end through the command line: build, sign,
+// verify (text and JSON), a failed verification exiting 2.
+func TestReleaseCommandsEndToEnd(t *testing.T) {
+	r := fixture.New(t)
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base")
+	code, out, errOut := run(t, "", "release", "base", "--out", base)
+	if code != 0 {
+		t.Fatalf("release base: %d %s", code, errOut)
+	}
+	baseDigest := strings.TrimSpace(out)
+	layout := filepath.Join(dir, "release")
+	code, out, errOut = run(t, "", "release", "build", "--json",
+		"--engine-tree", r.EngineTree, "--release-manifest", r.ReleaseManifest, "--review", r.ReviewFile,
+		"--substrate", r.Substrate, "--model-receipt", r.ModelReceipt, "--entrypoint", r.Entrypoint,
+		"--base-layout", base, "--base-digest", baseDigest, "--base-name", "scratch",
+		"--name", "cacheon-engine:1.0", "--source-date-epoch", "1767225600", "--out", layout)
+	if code != 0 {
+		t.Fatalf("release build: %d %s", code, errOut)
+	}
+	var built struct {
+		FormatVersion int    `json:"format_version"`
+		ImageDigest   string `json:"image_digest"`
+		BaseDigest    string `json:"base_image_digest"`
+	}
+	if err := json.Unmarshal([]byte(out), &built); err != nil || built.FormatVersion != 1 || built.BaseDigest != baseDigest {
+		t.Fatalf("build JSON %s (%v)", out, err)
+	}
+	keyPrefix := filepath.Join(dir, "release")
+	if code, _, errOut = run(t, "", "release", "keygen", "--out", keyPrefix+"-key"); code != 0 {
+		t.Fatalf("keygen: %s", errOut)
+	}
+	if code, out, errOut = run(t, "", "release", "sign", "--key", keyPrefix+"-key.key", layout); code != 0 {
+		t.Fatalf("sign: %d %s", code, errOut)
+	}
+	code, out, errOut = run(t, "", "release", "verify", "--key", keyPrefix+"-key.pub", layout)
+	if code != 0 || !strings.Contains(out, "verified cacheon-engine:1.0@"+built.ImageDigest) {
+		t.Fatalf("verify: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = run(t, "", "release", "verify", "--json", "--key", r.PublicKey, layout)
+	var rep struct {
+		FormatVersion int  `json:"format_version"`
+		Verified      bool `json:"verified"`
+		Checks        []struct {
+			Name string `json:"name"`
+			OK   bool   `json:"ok"`
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("verify JSON: %v\n%s", err, out)
+	}
+	last := rep.Checks[len(rep.Checks)-1]
+	if code != ExitRejected || rep.Verified || last.Name != "key-policy" || last.OK {
+		t.Fatalf("verify with another key: exit %d, report %s", code, out)
+	}
+	if code, _, errOut = run(t, "", "release", "build", "--engine-tree", r.EngineTree, "--release-manifest", r.ReleaseManifest,
+		"--substrate", r.Substrate, "--model-receipt", r.ModelReceipt, "--entrypoint", r.Entrypoint,
+		"--name", "x:1", "--out", filepath.Join(dir, "unreviewed")); code != ExitRejected || !strings.Contains(errOut, "has no integration review record") {
+		t.Fatalf("build without review: exit %d %s", code, errOut)
+	}
+}
