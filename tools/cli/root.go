@@ -77,6 +77,8 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newCatalogCommand(s),
 		newSlotsCommand(s),
 		newScanCommand(s),
+		newBundleCommand(s),
+		newStackCommand(s),
 		newReleaseCommand(s),
 	)
 	return root

@@ -30,7 +30,7 @@ var fixtures = map[string]fixtureExpectation{
 	"silu_new_tensor":               {stage: "verify"},
 	"silu_mutates_input":            {stage: "verify"},
 	"banned_import":                 {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
-	"exec_call":                     {stage: "scan", scanRule: scan.RuleBannedCall, contains: "exec"},
+	"exec_call":                     {stage: StagePayload, scanRule: scan.RuleBannedCall, contains: `kernels/silu_and_mul.py:7:1: dynamic import: name "exec"`},
 	"getattr_dynamic":               {stage: "scan", scanRule: scan.RuleDynamicAttribute, contains: "getattr"},
 	"undeclared_cu":                 {stage: StageTree, contains: "kernels/silu.cu: CUDA source not declared"},
 	"binary_object":                 {stage: StageTree, contains: "kernels/_ext.so: compiled objects"},
@@ -93,15 +93,7 @@ func TestFixturesFailForTheirReason(t *testing.T) {
 					}
 					return
 				}
-				found := false
-				for _, op := range rep.Ops {
-					for _, f := range op.Findings {
-						found = found || (f.Rule == want.scanRule && strings.Contains(f.Message, want.contains))
-					}
-				}
-				if !found {
-					t.Fatalf("scan findings %+v lack %s mentioning %q", rep.Ops, want.scanRule, want.contains)
-				}
+				checkScanRule(t, rep, want.scanRule, want.contains)
 				return
 			case "unregistered":
 				if err != nil {
@@ -131,6 +123,13 @@ func TestFixturesFailForTheirReason(t *testing.T) {
 			if !strings.Contains(err.Error(), want.contains) {
 				t.Errorf("error %q does not contain %q", err, want.contains)
 			}
+			if want.scanRule != "" {
+				rep, err := scan.Bundle(filepath.Join(root, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkScanRule(t, rep, want.scanRule, "")
+			}
 		})
 	}
 	for name := range fixtures {
@@ -138,6 +137,18 @@ func TestFixturesFailForTheirReason(t *testing.T) {
 			t.Errorf("expectation for missing fixture %s", name)
 		}
 	}
+}
+
+func checkScanRule(t *testing.T, rep *scan.Report, rule scan.Rule, contains string) {
+	t.Helper()
+	for _, op := range rep.Ops {
+		for _, f := range op.Findings {
+			if f.Rule == rule && strings.Contains(f.Message, contains) {
+				return
+			}
+		}
+	}
+	t.Fatalf("scan findings %+v lack %s mentioning %q", rep.Ops, rule, contains)
 }
 
 func TestExamplesScanClean(t *testing.T) {

@@ -77,7 +77,8 @@ type Options struct {
 // Inspect loads the bundle at dir and derives its identities: content
 // hashes, features, target, swappability, selected payload and delta. It
 // never imports or runs bundle code. A bundle the rules refuse yields a
-// *RejectedError naming the stage; an unregistered bundle (legacy system
+// *RejectedError naming the stage, together with what was derived before
+// that stage (nil when the bundle did not load); an unregistered bundle (legacy system
 // mode, or a member set no target has) is not an error: Target says why
 // it is unregistered and SelectedDeltaDigest stays empty.
 func Inspect(dir string, opts Options) (*Inspection, error) {
@@ -93,13 +94,14 @@ func Inspect(dir string, opts Options) (*Inspection, error) {
 	}
 	in := &Inspection{Dir: dir, Bundle: b}
 	m := b.Manifest
+	in.Swappable, in.SwapReason = m.Swappability()
 
 	if v := b.TreeViolations(); len(v) > 0 {
 		errs := make([]error, len(v))
 		for i, e := range v {
 			errs[i] = e
 		}
-		return nil, reject(StageTree, errors.Join(errs...))
+		return in, reject(StageTree, errors.Join(errs...))
 	}
 	if in.ContentHash, err = bundlehash.ContentHash(dir); err != nil {
 		return nil, err
@@ -111,20 +113,19 @@ func Inspect(dir string, opts Options) (*Inspection, error) {
 	res, err := Resolve(b, opts.Catalog)
 	in.DeclaredFeatures, in.ObservedFeatures, in.Features = res.Declared, res.Observed, res.Features
 	if err != nil {
-		return nil, reject(StageResolve, err)
+		return in, reject(StageResolve, err)
 	}
 	in.Target = res.Target
-	in.Swappable, in.SwapReason = m.Swappability()
 
 	if err := manifest.CheckVariantDomains(m); err != nil {
-		return nil, reject(StageVariants, err)
+		return in, reject(StageVariants, err)
 	}
 	if err := manifest.CheckDepPolicy(m); err != nil {
-		return nil, reject(StageDepPolicy, err)
+		return in, reject(StageDepPolicy, err)
 	}
 	p, err := ComputeSelectedPayload(b, opts.Payload)
 	if err != nil {
-		return nil, reject(StagePayload, err)
+		return in, reject(StagePayload, err)
 	}
 	in.SelectedPayload = p
 	if in.SelectedPayloadDigest, err = p.Digest(); err != nil {

@@ -32,8 +32,9 @@ func sourcesOnly(_ string, sources []string) ([]string, error) {
 	return keys(set), nil
 }
 
+// testOptions are the validator's own: the real import closure.
 func testOptions(t testing.TB) Options {
-	return Options{Catalog: defaultCatalog(t), Payload: PayloadOptions{Closure: sourcesOnly}}
+	return Options{Catalog: defaultCatalog(t), Payload: PayloadOptions{Closure: PythonClosure}}
 }
 
 // copyBundle copies a bundle directory into a fresh temporary directory.

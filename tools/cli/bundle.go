@@ -1,0 +1,345 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/tools/manifest"
+)
+
+// bundleDeps are the validator components bundle inspection runs with.
+type bundleDeps struct {
+	closure   contribution.ClosureFunc
+	cudaCheck contribution.CUDACheckFunc
+}
+
+func newBundleCommand(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bundle",
+		Short: "Inspect contribution bundles",
+		Long: `A contribution bundle is a directory with a manifest.toml, kernel sources
+and optional metadata, CUDA sources, dependency patches and rebuild plan.
+The bundle commands read a bundle the way a validator does, without ever
+importing or running its code. docs/miner-guide/bundle-format.md describes
+the format.`,
+	}
+	cmd.AddCommand(newBundleInspectCommand(s, defaultBundleDeps()))
+	return cmd
+}
+
+type bundleInspectOptions struct {
+	jsonOut  bool
+	intake   bool
+	catalog  string
+	patchers string
+}
+
+func newBundleInspectCommand(s Streams, deps bundleDeps) *cobra.Command {
+	var o bundleInspectOptions
+	cmd := &cobra.Command{
+		Use:   "inspect BUNDLE",
+		Short: "Show a bundle's target, features and identities",
+		Long: `Inspect loads BUNDLE as a validator's intake does and prints what the
+validator derives from it without running it:
+
+  - bundle id, ABI version and op rows;
+  - the target it resolves to in the catalog (or why it is unregistered:
+    legacy "system" mode, or a member set no target has, both classified
+    for the discovery lane and never crowned);
+  - its features: declared by the manifest (entry, variants, prepare,
+    setup, override, cuda_sources, aot:<provider>, op_extra:<key>,
+    dep_patch:<dependency>) and observed from rebuild.json (rebuild:*);
+  - the content hash (the proposal's identity) and the committed content
+    hash (without the top-level carrier receipt);
+  - the selected payload digest: what the target actually executes (the
+    Python import closure of the op sources, declared CUDA sources and
+    patches, the canonical metadata projection, the op rows, the rebuild
+    plan). README files and unused files change the content hash but not
+    the selected payload;
+  - the selected delta digest: the payload bound to its target and
+    target-spec digest, which a crown is attributed to;
+  - whether it can be hot-swapped into a running engine (no AOT exports,
+    dependency patches, CUDA sources or setup hooks).
+
+Loading enforces the intake limits (at most 4,096 files, 16 MiB per file,
+8 MiB per .py/.cu/.cuh/.patch/.diff/.toml/.json file and 32 MiB of them in
+all, 256 MiB in total) and refuses symbolic links and special files.
+
+--intake applies the validator's intake rule: an unregistered bundle is
+rejected. --catalog reads a catalog HCL file instead of the default
+catalog. --patchers names the directory of reviewed rebuild patchers,
+whose bytes a rebuild plan's identity binds (needed only for bundles with
+a rebuild.json).
+
+Exit codes: 0 the bundle was inspected; 2 the bundle was rejected (with
+the stage and reason); 1 a usage or I/O error.`,
+		Example: `  cacheon bundle inspect kernels/contributions/silu_and_mul_torch
+  cacheon bundle inspect --json ./my-bundle
+  cacheon bundle inspect --intake --patchers ./patchers ./my-cuda-bundle`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBundleInspect(s, args[0], o, deps)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.jsonOut, "json", false, "print one JSON document")
+	f.BoolVar(&o.intake, "intake", false, "reject a bundle that resolves to no registered target")
+	f.StringVar(&o.catalog, "catalog", "", "target catalog HCL file (default: the built-in catalog)")
+	f.StringVar(&o.patchers, "patchers", "", "directory holding the reviewed rebuild patchers")
+	return cmd
+}
+
+func runBundleInspect(s Streams, dir string, o bundleInspectOptions, deps bundleDeps) error {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	cat, err := bundleCatalog(o.catalog)
+	if err != nil {
+		return err
+	}
+	digests, err := patcherDigests(o.patchers)
+	if err != nil {
+		return err
+	}
+	in, err := contribution.Inspect(dir, contribution.Options{
+		Catalog: cat,
+		Payload: contribution.PayloadOptions{Closure: deps.closure, CUDACheck: deps.cudaCheck, PatcherDigests: digests},
+	})
+	var rejected *contribution.RejectedError
+	switch {
+	case errors.As(err, &rejected):
+		if o.jsonOut {
+			if werr := writeJSON(s.Out, inspectJSON(dir, in, rejected)); werr != nil {
+				return werr
+			}
+			return ExitWith(ExitRejected)
+		}
+		return Rejected(fmt.Errorf("%s rejected at %s:\n  %s", dir, rejected.Stage, strings.ReplaceAll(rejected.Err.Error(), "\n", "\n  ")))
+	case err != nil:
+		return fmt.Errorf("inspect %s: %w", dir, err)
+	}
+	if o.intake && !in.Registered() {
+		rejected = &contribution.RejectedError{Stage: contribution.StageResolve,
+			Err: fmt.Errorf("intake accepts registered targets only: %s", in.Target.Unregistered)}
+		if o.jsonOut {
+			if werr := writeJSON(s.Out, inspectJSON(dir, in, rejected)); werr != nil {
+				return werr
+			}
+			return ExitWith(ExitRejected)
+		}
+		writeInspectText(s.Out, in)
+		return Rejected(fmt.Errorf("%s rejected at %s: %v", dir, rejected.Stage, rejected.Err))
+	}
+	if o.jsonOut {
+		return writeJSON(s.Out, inspectJSON(dir, in, nil))
+	}
+	writeInspectText(s.Out, in)
+	return nil
+}
+
+func bundleCatalog(path string) (*catalog.Catalog, error) {
+	if path == "" {
+		return catalog.Default()
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, diags := catalog.Parse(src, path)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("catalog %s: %w", path, diags)
+	}
+	return c, nil
+}
+
+// patcherDigests hashes the registered patchers found in dir.
+func patcherDigests(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	if dir == "" {
+		return out, nil
+	}
+	for _, p := range manifest.Patchers {
+		full := filepath.Join(dir, p.Name)
+		if _, err := os.Lstat(full); os.IsNotExist(err) {
+			continue
+		}
+		sum, err := fileSHA256(full)
+		if err != nil {
+			return nil, fmt.Errorf("patcher %s: %w", p.Name, err)
+		}
+		out[p.Name] = sum
+	}
+	return out, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// inspectDoc is the --json document (format_version 1).
+type inspectDoc struct {
+	FormatVersion         int            `json:"format_version"`
+	Bundle                string         `json:"bundle"`
+	BundleID              string         `json:"bundle_id"`
+	ABIVersion            string         `json:"abi_version"`
+	Ops                   []inspectOp    `json:"ops"`
+	Target                *inspectTarget `json:"target"`
+	Features              []string       `json:"features"`
+	DeclaredFeatures      []string       `json:"declared_features"`
+	ObservedFeatures      []string       `json:"observed_features"`
+	ContentHash           string         `json:"content_hash"`
+	CommittedContentHash  string         `json:"committed_content_hash"`
+	SelectedPayloadDigest string         `json:"selected_payload_digest"`
+	SelectedDeltaDigest   *string        `json:"selected_delta_digest"`
+	SelectedFiles         []inspectFile  `json:"selected_files"`
+	Swappable             bool           `json:"swappable"`
+	SwapReason            string         `json:"swap_reason"`
+	Rejected              *inspectReject `json:"rejected"`
+}
+
+type inspectOp struct {
+	Slot          string   `json:"slot"`
+	Variant       string   `json:"variant"`
+	Source        string   `json:"source"`
+	Entry         string   `json:"entry"`
+	Prepare       string   `json:"prepare"`
+	Setup         string   `json:"setup"`
+	Dtypes        []string `json:"dtypes"`
+	Architectures []string `json:"architectures"`
+	Metadata      string   `json:"metadata"`
+	CUDASources   []string `json:"cuda_sources"`
+}
+
+type inspectTarget struct {
+	Registered       bool   `json:"registered"`
+	TargetID         string `json:"target_id"`
+	Kind             string `json:"kind"`
+	TargetSpecDigest string `json:"target_spec_digest"`
+	Unregistered     string `json:"unregistered"`
+}
+
+type inspectFile struct {
+	Path   string `json:"path"`
+	Role   string `json:"role"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+type inspectReject struct {
+	Stage  string   `json:"stage"`
+	Errors []string `json:"errors"`
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func inspectJSON(dir string, in *contribution.Inspection, rej *contribution.RejectedError) inspectDoc {
+	doc := inspectDoc{FormatVersion: 1, Bundle: dir, Ops: []inspectOp{}, Features: []string{},
+		DeclaredFeatures: []string{}, ObservedFeatures: []string{}, SelectedFiles: []inspectFile{}}
+	if rej != nil {
+		doc.Rejected = &inspectReject{Stage: rej.Stage, Errors: strings.Split(rej.Err.Error(), "\n")}
+	}
+	if in == nil {
+		return doc
+	}
+	m := in.Bundle.Manifest
+	doc.BundleID, doc.ABIVersion = m.BundleID, m.ABIVersion
+	for _, op := range m.Ops {
+		doc.Ops = append(doc.Ops, inspectOp{Slot: op.Slot, Variant: op.Variant, Source: op.Source, Entry: op.Entry,
+			Prepare: op.Prepare, Setup: op.Setup, Dtypes: nonNil(op.Dtypes), Architectures: nonNil(op.Architectures),
+			Metadata: op.Metadata, CUDASources: nonNil(op.CUDASources)})
+	}
+	doc.Target = &inspectTarget{Registered: in.Target.Registered, TargetID: in.Target.TargetID, Kind: in.Target.Kind,
+		TargetSpecDigest: in.Target.TargetSpecDigest, Unregistered: in.Target.Unregistered}
+	doc.Features, doc.DeclaredFeatures, doc.ObservedFeatures = nonNil(in.Features), nonNil(in.DeclaredFeatures), nonNil(in.ObservedFeatures)
+	doc.ContentHash, doc.CommittedContentHash = in.ContentHash, in.CommittedContentHash
+	doc.SelectedPayloadDigest = in.SelectedPayloadDigest
+	if in.SelectedDeltaDigest != "" {
+		d := in.SelectedDeltaDigest
+		doc.SelectedDeltaDigest = &d
+	}
+	if in.SelectedPayload != nil {
+		for _, f := range in.SelectedPayload.Files {
+			doc.SelectedFiles = append(doc.SelectedFiles, inspectFile{Path: f.Path, Role: f.Role, SHA256: f.SHA256, Size: f.Size})
+		}
+	}
+	doc.Swappable, doc.SwapReason = in.Swappable, in.SwapReason
+	if doc.Target.TargetID == "" && doc.Target.Unregistered == "" {
+		doc.Target = nil // rejected before resolution
+	}
+	return doc
+}
+
+func writeInspectText(w io.Writer, in *contribution.Inspection) {
+	m := in.Bundle.Manifest
+	fmt.Fprintf(w, "bundle: %s  abi: %s  ops: %d\n", m.BundleID, m.ABIVersion, len(m.Ops))
+	for _, op := range m.Ops {
+		fmt.Fprintf(w, "  op %s [variant '%s']  %s:%s", op.Slot, op.Variant, op.Source, op.Entry)
+		if len(op.Dtypes) > 0 {
+			fmt.Fprintf(w, "  dtypes %s", strings.Join(op.Dtypes, ","))
+		}
+		if len(op.Architectures) > 0 {
+			fmt.Fprintf(w, "  architectures %s", strings.Join(op.Architectures, ","))
+		}
+		fmt.Fprintln(w)
+	}
+	if in.Target.Registered {
+		fmt.Fprintf(w, "target:                  %s (%s)\n", in.Target.TargetID, in.Target.Kind)
+		fmt.Fprintf(w, "target spec digest:      %s\n", in.Target.TargetSpecDigest)
+	} else {
+		fmt.Fprintf(w, "target:                  unregistered: %s\n", in.Target.Unregistered)
+	}
+	fmt.Fprintf(w, "features:                %s\n", strings.Join(in.Features, ", "))
+	fmt.Fprintf(w, "content hash:            %s\n", in.ContentHash)
+	fmt.Fprintf(w, "committed content hash:  %s\n", in.CommittedContentHash)
+	fmt.Fprintf(w, "selected payload:        %s\n", in.SelectedPayloadDigest)
+	if in.SelectedDeltaDigest != "" {
+		fmt.Fprintf(w, "selected delta:          %s\n", in.SelectedDeltaDigest)
+	} else {
+		fmt.Fprintf(w, "selected delta:          none (unregistered)\n")
+	}
+	for _, f := range in.SelectedPayload.Files {
+		fmt.Fprintf(w, "  selects %-9s %s  %s  %d bytes\n", f.Role, f.Path, f.SHA256[:12], f.Size)
+	}
+	if in.Swappable {
+		fmt.Fprintf(w, "swappable:               yes (hot-swaps into a resident engine)\n")
+	} else {
+		fmt.Fprintf(w, "swappable:               no (%s: qualified in fresh engine processes)\n", in.SwapReason)
+	}
+}
+
+func fileSHA256(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// defaultBundleDeps are the validator's own closure and include checks.
+func defaultBundleDeps() bundleDeps {
+	return bundleDeps{closure: contribution.PythonClosure}
+}

@@ -1,0 +1,32 @@
+package contribution
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/tools/pyclosure"
+)
+
+// PythonClosure is the validator's ClosureFunc: the bundle-local import
+// closure of the op sources (pyclosure), with the module names of the
+// native extensions the bundle's declared CUDA sources build, so that a
+// Python module shadowing one is refused. Links are never followed.
+func PythonClosure(bundleDir string, opSources []string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(bundleDir, manifest.FileName))
+	if err != nil {
+		return nil, fmt.Errorf("python closure: %w", err)
+	}
+	m, err := manifest.Parse(data, manifest.FileName)
+	if err != nil {
+		return nil, fmt.Errorf("python closure: %w", err)
+	}
+	c, err := pyclosure.FromDir(bundleDir, opSources, pyclosure.Options{
+		NativeStems: pyclosure.NativeStems(m.CUDASourcePaths()),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c.Paths(), nil
+}
