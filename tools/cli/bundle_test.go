@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -120,5 +121,27 @@ func TestBundleHelpTeaches(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("help does not mention %q", want)
 		}
+	}
+}
+
+// The miner guide's worked example is the command's real output.
+func TestBundleFormatDocExample(t *testing.T) {
+	doc, err := os.ReadFile(repoDir("docs/miner-guide/bundle-format.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt = "$ cacheon bundle inspect kernels/contributions/silu_and_mul_torch\n"
+	i := strings.Index(string(doc), prompt)
+	if i < 0 {
+		t.Fatal("the guide has no worked inspect example")
+	}
+	block := string(doc)[i+len(prompt):]
+	block = block[:strings.Index(block, "```")]
+	code, out, errOut := run(t, "", "bundle", "inspect", repoDir("kernels/contributions/silu_and_mul_torch"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if out != block {
+		t.Fatalf("docs/miner-guide/bundle-format.md shows\n%s\nbut the command prints\n%s", block, out)
 	}
 }
