@@ -234,7 +234,8 @@ func decodeStackBlock(block *hcl.Block) (*File, hcl.Diagnostics) {
 	diags = append(diags, d...)
 	attrs := stringAttrs(content.Attributes, &diags)
 	f.Kind = Kind(attrs["kind"])
-	if a, ok := content.Attributes["kind"]; ok {
+	if _, decoded := attrs["kind"]; decoded {
+		a := content.Attributes["kind"]
 		switch f.Kind {
 		case Evaluation, Release, Reference:
 		default:
@@ -245,7 +246,7 @@ func decodeStackBlock(block *hcl.Block) (*File, hcl.Diagnostics) {
 	f.Catalog = attrs["catalog"]
 	if a, ok := content.Attributes["catalog"]; ok {
 		f.CatalogRange = a.Expr.Range()
-		if f.Catalog == "" {
+		if _, decoded := attrs["catalog"]; decoded && f.Catalog == "" {
 			diags = append(diags, errorAt(f.CatalogRange, "Empty catalog", "catalog names the target catalog file, e.g. \"//catalog:targets.hcl\"."))
 		}
 	}
