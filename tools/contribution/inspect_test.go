@@ -314,3 +314,35 @@ func TestInspectRejectsHostileTrees(t *testing.T) {
 		})
 	}
 }
+
+// The selected payload follows bundle-local imports: an imported helper is
+// selected, an unimported module is not.
+func TestSelectedPayloadFollowsImports(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "manifest.toml", "bundle_id = \"b\"\nabi_version = \"cacheon-op-abi-v0\"\n[[ops]]\nslot = \"activation.silu_and_mul\"\nsource = \"kernels/silu.py\"\nentry = \"silu_and_mul\"\n")
+	writeFile(t, dir, "kernels/silu.py", "from kernels.common import half\n\n\ndef silu_and_mul(x, out):\n    out.copy_(half(x))\n")
+	writeFile(t, dir, "kernels/common.py", "def half(x):\n    return x[..., : x.shape[-1] // 2]\n")
+	writeFile(t, dir, "kernels/__init__.py", "")
+	writeFile(t, dir, "kernels/unused.py", "X = 1\n")
+	in, err := Inspect(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range in.SelectedPayload.Files {
+		got = append(got, f.Role+":"+f.Path)
+	}
+	want := []string{"python:kernels/__init__.py", "python:kernels/common.py", "python:kernels/silu.py"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("selected files %q, want %q", got, want)
+	}
+	before := in.SelectedPayloadDigest
+	writeFile(t, dir, "kernels/common.py", "def half(x):\n    return x[..., : x.shape[-1] // 2].clone()\n")
+	in, err = Inspect(dir, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.SelectedPayloadDigest == before {
+		t.Fatal("editing an imported helper did not change the selected payload")
+	}
+}
