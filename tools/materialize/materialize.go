@@ -14,6 +14,7 @@ import (
 	"github.com/cacheon/engine/tools/bundlehash"
 	"github.com/cacheon/engine/tools/contribution"
 	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/tools/pyclosure"
 	"github.com/cacheon/engine/tools/stack"
 )
 
@@ -22,11 +23,6 @@ const (
 	SourceProposalArtifact = "proposal_artifact"
 	SourceIntegrated       = "integrated_source"
 )
-
-// PythonRewriter rewrites the bundle-local imports of the bundle file rel
-// (whose bytes are src) so that they resolve inside the package
-// namespace. It parses the file and never imports or runs it.
-type PythonRewriter func(bundleDir, rel, namespace string, src []byte) ([]byte, error)
 
 // Resolver returns the source directory of a stack entry: the bundle of a
 // proposal, the reviewed source tree of an integrated contribution.
@@ -40,9 +36,6 @@ type Options struct {
 	// Payload computes selected payloads (Python closure, CUDA include
 	// check, reviewed patcher digests) exactly as intake did.
 	Payload contribution.PayloadOptions
-	// RewritePython namespaces Python files. Required when any
-	// contribution has Python files (every contribution does).
-	RewritePython PythonRewriter
 	// Records are the integration review records of a release stack,
 	// one per entry. An evaluation stack takes none.
 	Records []contribution.IntegrationRecord
@@ -117,7 +110,6 @@ type unit struct {
 	staged       *staged
 	inspection   *contribution.Inspection
 	namespace    string
-	rewriter     PythonRewriter
 }
 
 // Materialize writes the engine tree of m to dest, which must not exist
@@ -366,12 +358,8 @@ func (u *unit) prepare(work string, opts Options) error {
 	if in.SelectedPayloadDigest != wantPayload {
 		return &Error{Target: u.target, Dir: u.dir, Rule: RuleTargetBinding, Err: fmt.Errorf("the bundle selects payload %s, the stack entry names %s", in.SelectedPayloadDigest, wantPayload)}
 	}
-	if opts.RewritePython == nil {
-		return errors.New("materialize: no Python rewriter")
-	}
 	u.inspection = in
 	u.namespace = Namespace(in.SelectedDeltaDigest)
-	u.rewriter = opts.RewritePython
 	return nil
 }
 
@@ -477,41 +465,25 @@ func (u *unit) emit() (*emitted, error) {
 	out := &emitted{}
 	staged := func(rel string) string { return filepath.Join(u.staged.dir, filepath.FromSlash(rel)) }
 
-	cudaPath := map[string]string{}
-	hasInit := false
-	for _, f := range p.Files {
-		switch f.Role {
-		case contribution.RolePython:
-			src, err := os.ReadFile(staged(f.Path))
-			if err != nil {
-				return nil, err
-			}
-			rewritten, err := u.rewrite(f.Path, src)
-			if err != nil {
-				return nil, err
-			}
-			out.files = append(out.files, atomicwrite.File{Path: ns + "/" + f.Path, Data: rewritten})
-			if f.Path == "__init__.py" {
-				hasInit = true
-			}
-		case contribution.RoleCUDA:
-			dst := "cuda/" + ns + "/" + f.Path
-			if strings.HasSuffix(f.Path, ".cu") {
-				dst = path.Join("cuda", ns, path.Dir(f.Path), emittedName(ns, f.Path)+".cu")
-			}
-			cudaPath[f.Path] = dst
-			out.files = append(out.files, atomicwrite.File{Path: dst, From: staged(f.Path), SHA256: f.SHA256})
-		case contribution.RoleDepPatch:
-			// Emitted with the patch rows below.
-		default:
-			return nil, fmt.Errorf("materialize %s: selected file %s has unknown role %q", u.target, f.Path, f.Role)
-		}
+	m := in.Bundle.Manifest
+	python, err := u.namespacedPython()
+	if err != nil {
+		return nil, err
 	}
-	if !hasInit {
-		out.files = append(out.files, atomicwrite.File{Path: ns + "/__init__.py", Data: []byte{}})
+	out.files = append(out.files, python...)
+	cudaPath := map[string]string{}
+	for _, f := range p.Files {
+		if f.Role != contribution.RoleCUDA {
+			continue
+		}
+		dst := "cuda/" + ns + "/" + f.Path
+		if strings.HasSuffix(f.Path, ".cu") {
+			dst = path.Join("cuda", ns, path.Dir(f.Path), emittedName(ns, f.Path)+".cu")
+		}
+		cudaPath[f.Path] = dst
+		out.files = append(out.files, atomicwrite.File{Path: dst, From: staged(f.Path), SHA256: f.SHA256})
 	}
 
-	m := in.Bundle.Manifest
 	for _, dp := range m.DepPatches {
 		dst := "patches/" + emittedName(ns, dp.Path) + path.Ext(dp.Path)
 		out.files = append(out.files, atomicwrite.File{Path: dst, From: staged(dp.Path), SHA256: u.staged.files[dp.Path]})
@@ -600,13 +572,47 @@ func (u *unit) emit() (*emitted, error) {
 	return out, nil
 }
 
-func (u *unit) rewrite(rel string, src []byte) ([]byte, error) {
-	// The rewriter sees the staged copy, never the live source.
-	out, err := u.rewriter(u.staged.dir, rel, u.namespace, src)
-	if err != nil {
-		return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: fmt.Errorf("namespace %s: %w", rel, err)}
+// namespacedPython emits the unit's Python import closure under its
+// namespace, every bundle-local import rewritten at the byte spans the
+// closure recorded, plus an empty package __init__.py at the namespace
+// root when the bundle has none. The closure is recomputed over the
+// staged copy and must be exactly the selected payload's Python files,
+// byte for byte.
+func (u *unit) namespacedPython() ([]atomicwrite.File, error) {
+	p := u.inspection.SelectedPayload
+	m := u.inspection.Bundle.Manifest
+	want := map[string]string{}
+	for _, f := range p.Files {
+		if f.Role == contribution.RolePython {
+			want[f.Path] = f.SHA256
+		}
 	}
-	return out, nil
+	c, err := pyclosure.FromDir(u.staged.dir, m.SourcePaths(), pyclosure.Options{NativeStems: pyclosure.NativeStems(m.CUDASourcePaths())})
+	if err != nil {
+		return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: err}
+	}
+	var files []atomicwrite.File
+	hasInit := false
+	for _, f := range c.Files {
+		sum, ok := want[f.Path]
+		if !ok || sha256Hex(f.Src) != sum {
+			return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleUnstable, Err: fmt.Errorf("Python closure file %s differs from the selected payload", f.Path)}
+		}
+		delete(want, f.Path)
+		rewritten, err := f.Rewrite(u.namespace)
+		if err != nil {
+			return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: err}
+		}
+		files = append(files, atomicwrite.File{Path: u.namespace + "/" + f.Path, Data: rewritten})
+		hasInit = hasInit || f.Path == "__init__.py"
+	}
+	for rel := range want {
+		return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleUnstable, Err: fmt.Errorf("selected payload file %s is not in the Python closure", rel)}
+	}
+	if !hasInit {
+		files = append(files, atomicwrite.File{Path: u.namespace + "/__init__.py", Data: []byte{}})
+	}
+	return files, nil
 }
 
 // moduleName is the dotted module of a bundle Python file inside ns.

@@ -27,25 +27,10 @@ func defaultCatalog(t testing.TB) *catalog.Catalog {
 	return c
 }
 
-// opsSources is the import closure of bundles whose op sources import
-// nothing bundle-local (every example bundle): exactly the op sources.
-func opsSources(_ string, sources []string) ([]string, error) {
-	set := map[string]bool{}
-	for _, s := range sources {
-		set[s] = true
-	}
-	return sortedSet(set), nil
-}
-
-// unchanged is the namespace rewrite of a file without bundle-local
-// imports: nothing to rewrite.
-func unchanged(_, _, _ string, src []byte) ([]byte, error) { return src, nil }
-
 func testOptions(t testing.TB) Options {
 	return Options{
-		Catalog:       defaultCatalog(t),
-		Payload:       contribution.PayloadOptions{Closure: opsSources},
-		RewritePython: unchanged,
+		Catalog: defaultCatalog(t),
+		Payload: contribution.PayloadOptions{Closure: contribution.PythonClosure},
 	}
 }
 

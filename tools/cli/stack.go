@@ -1,0 +1,744 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/tools/materialize"
+	"github.com/cacheon/engine/tools/plan"
+	"github.com/cacheon/engine/tools/stack"
+)
+
+// stackDeps are the validator components stack commands run with: those
+// of bundle inspection.
+type stackDeps struct {
+	bundle bundleDeps
+}
+
+func defaultStackDeps() stackDeps { return stackDeps{bundle: defaultBundleDeps()} }
+
+// FaultPauseEnv names the fault-injection hook of stack materialize: set
+// to N, the command stops after writing the N-th file of the unpublished
+// tree, says so on stderr, and waits to be killed. Tests use it to prove
+// that a writer killed mid-write leaves nothing at the destination.
+const FaultPauseEnv = "CACHEON_FAULT_PAUSE_AFTER_FILES"
+
+func newStackCommand(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "stack",
+		Short: "Digest, plan and materialize stacks",
+		Long: `A stack says which contribution is active at each target of the catalog,
+on which engine substrate and, for evaluation stacks, in which arena. It
+is an HCL file (stacks/*.hcl):
+
+  evaluation  the market's incumbent, the baseline every candidate is
+              measured against; it may hold unreviewed proposals;
+  release     reviewed (integrated) source only: what a release ships;
+  reference   the pristine stack with no contribution at all.
+
+A stack's identity is the digest of its canonical manifest, never of the
+HCL bytes. Contribution sources are labels of this repository
+("//kernels/contributions:silu_and_mul_triton", the bundle directory
+kernels/contributions/silu_and_mul_triton) or paths relative to the stack
+file. Labels resolve against the repository root (the directory with
+MODULE.bazel or WORKSPACE above the stack file, or --workspace).
+
+A build with explicit inputs (a Bazel action) passes --catalog FILE and one
+--contribution LABEL=DIR per label instead; then nothing else is looked up
+and a label without a directory, or a directory for a label the stack does
+not name, is an error that says how to fix it.
+
+docs/concepts/stacks.md explains stacks; docs/validator-guide/stacks.md
+walks through planning and materializing one.`,
+	}
+	deps := defaultStackDeps()
+	cmd.AddCommand(
+		newStackDigestCommand(s, deps),
+		newStackMaterializeCommand(s, deps),
+		newStackPlanCommand(s, deps),
+		newStackVerifyCommand(s),
+	)
+	return cmd
+}
+
+// stackInputOptions locate a stack's sources.
+type stackInputOptions struct {
+	workspace     string
+	catalog       string
+	contributions []string
+	patchers      string
+}
+
+func (o *stackInputOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.workspace, "workspace", "", "repository root that //labels resolve against (default: found above the stack file)")
+	f.StringVar(&o.catalog, "catalog", "", "catalog HCL file to use instead of the one the stack names (required with --contribution)")
+	f.StringArrayVar(&o.contributions, "contribution", nil, "LABEL=DIR: the directory of a contribution label (repeat for every label; explicit-input mode)")
+	f.StringVar(&o.patchers, "patchers", "", "directory holding the reviewed rebuild patchers (for bundles with a rebuild.json)")
+}
+
+func (o *stackInputOptions) sources() (stack.Sources, error) {
+	src := stack.Sources{Workspace: o.workspace, Catalog: o.catalog}
+	if len(o.contributions) > 0 {
+		src.Contributions = map[stack.Label]string{}
+		for _, c := range o.contributions {
+			l, dir, err := stack.ParseContributionFlag(c)
+			if err != nil {
+				return src, err
+			}
+			if prev, dup := src.Contributions[l]; dup {
+				return src, fmt.Errorf("--contribution %s given twice (%s and %s)", l, prev, dir)
+			}
+			src.Contributions[l] = dir
+		}
+	}
+	return src, nil
+}
+
+// loadedStack is a stack file assembled against its catalog.
+type loadedStack struct {
+	assembled *stack.Assembled
+	catalog   *catalog.Catalog
+	payload   contribution.PayloadOptions
+	sources   stack.Sources
+}
+
+// loadStack parses, resolves and assembles the stack file at path. HCL
+// diagnostics are rendered to stderr with snippets; problems with the
+// stack's contents come back as rejections.
+func loadStack(s Streams, path string, o stackInputOptions, deps stackDeps, jsonOut bool) (*loadedStack, error) {
+	f, parser, diags := stack.Load(path)
+	if diags.HasErrors() {
+		if _, err := os.Stat(path); err != nil {
+			return nil, err
+		}
+		return nil, reportDiagnostics(s, parser, diags, jsonOut)
+	}
+	src, err := o.sources()
+	if err != nil {
+		return nil, err
+	}
+	if err := src.Check(f); err != nil {
+		return nil, Rejected(err)
+	}
+	catPath, err := src.CatalogPath(f)
+	if err != nil {
+		return nil, Rejected(err)
+	}
+	cat, err := bundleCatalog(catPath)
+	if err != nil {
+		return nil, Rejected(fmt.Errorf("%s: catalog %s: %w", f.CatalogRange, catPath, err))
+	}
+	digests, err := patcherDigests(o.patchers)
+	if err != nil {
+		return nil, err
+	}
+	payload := contribution.PayloadOptions{Closure: deps.bundle.closure, CUDACheck: deps.bundle.cudaCheck, PatcherDigests: digests}
+	a, err := stack.Assemble(f, src, cat, payload)
+	if err != nil {
+		var ae *stack.AssemblyError
+		if errors.As(err, &ae) {
+			return nil, Rejected(err)
+		}
+		return nil, err
+	}
+	return &loadedStack{assembled: a, catalog: cat, payload: payload, sources: src}, nil
+}
+
+// diagnosticJSON is one HCL diagnostic in --json output.
+type diagnosticJSON struct {
+	Severity string `json:"severity"`
+	Summary  string `json:"summary"`
+	Detail   string `json:"detail"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Column   int    `json:"column"`
+}
+
+func reportDiagnostics(s Streams, parser *hclparse.Parser, diags hcl.Diagnostics, jsonOut bool) error {
+	if jsonOut {
+		out := []diagnosticJSON{}
+		for _, d := range diags {
+			j := diagnosticJSON{Severity: "error", Summary: d.Summary, Detail: d.Detail}
+			if d.Severity == hcl.DiagWarning {
+				j.Severity = "warning"
+			}
+			if d.Subject != nil {
+				j.File, j.Line, j.Column = d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column
+			}
+			out = append(out, j)
+		}
+		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "ok": false, "diagnostics": out}); err != nil {
+			return err
+		}
+		return ExitWith(ExitRejected)
+	}
+	w := hcl.NewDiagnosticTextWriter(s.Err, parser.Files(), 78, false)
+	if err := w.WriteDiagnostics(diags); err != nil {
+		return err
+	}
+	return Rejected(fmt.Errorf("stack file has %d error(s)", len(diags.Errs())))
+}
+
+// entryJSON is one stack entry in --json output.
+type entryJSON struct {
+	TargetID              string `json:"target_id"`
+	Kind                  string `json:"kind"`
+	RefDigest             string `json:"ref_digest"`
+	TargetSpecDigest      string `json:"target_spec_digest"`
+	SourceDigest          string `json:"source_digest"`
+	SelectedPayloadDigest string `json:"selected_payload_digest"`
+	SelectedDeltaDigest   string `json:"selected_delta_digest"`
+	Source                string `json:"source"`
+}
+
+func entriesJSON(l *loadedStack) ([]entryJSON, error) {
+	out := []entryJSON{}
+	m := l.assembled.Manifest
+	for _, id := range m.TargetIDs() {
+		ref, _ := m.Entry(id)
+		d, err := ref.RefDigest()
+		if err != nil {
+			return nil, err
+		}
+		in := l.assembled.Inspections[id]
+		c, _ := l.assembled.File.Entry(id)
+		e := entryJSON{TargetID: id, Kind: ref.RefKind(), RefDigest: d, TargetSpecDigest: in.Target.TargetSpecDigest,
+			SelectedPayloadDigest: in.SelectedPayloadDigest, SelectedDeltaDigest: in.SelectedDeltaDigest, Source: c.Source}
+		switch r := ref.(type) {
+		case *contribution.ProposalRef:
+			e.SourceDigest = r.ArtifactDigest
+		case *contribution.IntegratedRef:
+			e.SourceDigest = r.IntegratedSourceTreeDigest
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func newStackDigestCommand(s Streams, deps stackDeps) *cobra.Command {
+	var o stackInputOptions
+	var jsonOut bool
+	var manifestOut string
+	cmd := &cobra.Command{
+		Use:   "digest STACK",
+		Short: "Print the identity of a stack",
+		Long: `Digest assembles STACK (an HCL stack file): it locates every contribution
+source, inspects it against the catalog the stack names (content hash,
+target, selected payload), checks the active targets against the
+catalog's rules, and prints the digest of the stack's canonical manifest:
+H(cacheon.stack.evaluation, manifest) for evaluation and reference stacks,
+H(cacheon.stack.release, manifest) for release stacks.
+
+--manifest-out writes the canonical manifest JSON (the exact bytes the
+digest covers, without the domain envelope) atomically.`,
+		Example: `  cacheon stack digest stacks/incumbent.hcl
+  cacheon stack digest --json stacks/release.hcl
+  cacheon stack digest --catalog catalog/targets.hcl \
+      --contribution //kernels/contributions:silu_and_mul_triton=kernels/contributions/silu_and_mul_triton \
+      --contribution //kernels/contributions:rmsnorm_triton=kernels/contributions/rmsnorm_triton \
+      stacks/incumbent.hcl`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := loadStack(s, args[0], o, deps, jsonOut)
+			if err != nil {
+				return err
+			}
+			m := l.assembled.Manifest
+			d, err := m.Digest()
+			if err != nil {
+				return err
+			}
+			if manifestOut != "" {
+				if err := writeManifest(manifestOut, m); err != nil {
+					return err
+				}
+			}
+			if !jsonOut {
+				fmt.Fprintln(s.Out, d)
+				return nil
+			}
+			entries, err := entriesJSON(l)
+			if err != nil {
+				return err
+			}
+			catDigest, _ := m.Catalog()
+			return writeJSON(s.Out, map[string]any{
+				"format_version": 1, "stack": args[0], "name": l.assembled.File.Name, "kind": string(l.assembled.File.Kind),
+				"stack_digest": d, "catalog_digest": catDigest, "entries": entries,
+			})
+		},
+	}
+	o.addFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON document")
+	cmd.Flags().StringVar(&manifestOut, "manifest-out", "", "also write the canonical stack manifest JSON to FILE")
+	return cmd
+}
+
+func writeManifest(path string, m stack.Manifest) error {
+	b, err := m.CanonicalJSON()
+	if err != nil {
+		return err
+	}
+	return atomicwrite.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// materializeOptions returns the library options of a stack command.
+func materializeOptions(s Streams, l *loadedStack, deps stackDeps, quiet bool) (materialize.Options, error) {
+	opts := materialize.Options{Catalog: l.catalog, Payload: l.payload}
+	if !quiet {
+		opts.Progress = func(format string, args ...any) { fmt.Fprintf(s.Err, "cacheon: "+format+"\n", args...) }
+	}
+	if v := os.Getenv(FaultPauseEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return opts, fmt.Errorf("%s=%q: want a positive file count", FaultPauseEnv, v)
+		}
+		opts.AfterFile = func(i int, path string) {
+			if i == n {
+				fmt.Fprintf(s.Err, "cacheon: fault injection: paused after %d files (%s)\n", i, path)
+				select {} // wait to be killed
+			}
+		}
+	}
+	return opts, nil
+}
+
+// resolverOf maps each stack entry to the directory it was assembled from.
+func resolverOf(dirs map[string]string) materialize.Resolver {
+	return func(target string, _ stack.Ref) (string, error) {
+		d, ok := dirs[target]
+		if !ok {
+			return "", fmt.Errorf("no source directory for %s", target)
+		}
+		return d, nil
+	}
+}
+
+type treeJSON struct {
+	FormatVersion int                           `json:"format_version"`
+	Out           string                        `json:"out"`
+	Kind          string                        `json:"kind"`
+	StackDigest   string                        `json:"stack_digest"`
+	TreeDigest    string                        `json:"tree_digest"`
+	FileCount     int                           `json:"file_count"`
+	Bytes         int64                         `json:"bytes"`
+	Contributions []materialize.ContributionRow `json:"contributions"`
+	Files         []materialize.FileRow         `json:"files"`
+}
+
+func treeDoc(out, kind string, r *materialize.Result) treeJSON {
+	doc := treeJSON{FormatVersion: 1, Out: out, Kind: kind, StackDigest: r.StackDigest, TreeDigest: r.TreeDigest,
+		FileCount: len(r.Files), Contributions: r.Contributions, Files: r.Files}
+	if doc.Contributions == nil {
+		doc.Contributions = []materialize.ContributionRow{}
+	}
+	for _, f := range r.Files {
+		doc.Bytes += f.Size
+	}
+	return doc
+}
+
+func newStackMaterializeCommand(s Streams, deps stackDeps) *cobra.Command {
+	var o stackInputOptions
+	var out, manifestOut string
+	var jsonOut, quiet bool
+	cmd := &cobra.Command{
+		Use:   "materialize STACK --out DIR",
+		Short: "Write the deterministic engine tree of a stack",
+		Long: `Materialize assembles STACK and writes its engine tree to DIR: every
+active contribution's Python import closure, namespaced under
+cacheon_c_<selected delta digest> with bundle-local imports rewritten,
+its CUDA sources and headers, dependency patches, canonical metadata and
+entry shims, the runtime manifest.toml and rebuild.json the substrate
+loads, and metadata/cacheon_engine_tree.json listing everything. No
+contribution code is imported or run.
+
+Each source is copied to a private staging area with two reads that must
+agree, checked against the identity the stack names, and inspected again.
+The tree is written beside DIR, synced, reopened and verified, and renamed
+into place: files 0444, directories 0755, every time at the Unix epoch.
+The same stack gives the same bytes and tree digest whatever the working
+directory, umask, time zone or locale. DIR must not exist and must not
+overlap a source; on any error nothing is left at DIR.
+
+--manifest-out also writes the canonical stack manifest JSON.`,
+		Example: `  cacheon stack materialize stacks/incumbent.hcl --out /tmp/engine
+  cacheon stack materialize --json stacks/reference.hcl --out /tmp/pristine
+  cacheon stack materialize stacks/incumbent.hcl --out out/engine --manifest-out out/stack.json \
+      --catalog catalog/targets.hcl \
+      --contribution //kernels/contributions:silu_and_mul_triton=kernels/contributions/silu_and_mul_triton \
+      --contribution //kernels/contributions:rmsnorm_triton=kernels/contributions/rmsnorm_triton`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return errors.New("--out DIR is required")
+			}
+			l, err := loadStack(s, args[0], o, deps, jsonOut)
+			if err != nil {
+				return err
+			}
+			opts, err := materializeOptions(s, l, deps, quiet || jsonOut)
+			if err != nil {
+				return err
+			}
+			res, err := materialize.Materialize(l.assembled.Manifest, resolverOf(l.assembled.Dirs), out, opts)
+			if err != nil {
+				if materialize.IsRejection(err) {
+					return Rejected(err)
+				}
+				return err
+			}
+			if manifestOut != "" {
+				if err := writeManifest(manifestOut, l.assembled.Manifest); err != nil {
+					os.RemoveAll(out)
+					return err
+				}
+			}
+			if jsonOut {
+				return writeJSON(s.Out, treeDoc(out, string(l.assembled.File.Kind), res))
+			}
+			fmt.Fprintf(s.Out, "stack %s\ntree  %s\n%d files written to %s\n", res.StackDigest, res.TreeDigest, len(res.Files), out)
+			return nil
+		},
+	}
+	o.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&out, "out", "", "directory to create (must not exist)")
+	f.StringVar(&manifestOut, "manifest-out", "", "also write the canonical stack manifest JSON to FILE")
+	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
+	f.BoolVar(&quiet, "quiet", false, "do not report progress on stderr")
+	return cmd
+}
+
+func newStackVerifyCommand(s Streams) *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "verify DIR",
+		Short: "Check a materialized engine tree and print its digest",
+		Long: `Verify reopens the engine tree at DIR as a consumer does before loading
+it: every file 0444 and directory 0755 with times at the epoch, no links
+or special files, no empty directory, a tree metadata file in canonical
+form whose contribution rows recompute (namespace = selected delta) and
+whose file inventory equals the tree, and a runtime manifest exactly when
+the stack has contributions. It prints the stack digest the tree was
+built from and the tree digest.
+
+Exit codes: 0 the tree is well-formed; 2 it is not; 1 an I/O error.`,
+		Example: `  cacheon stack verify /tmp/engine
+  cacheon stack verify --json bazel-bin/stacks/incumbent`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := os.Stat(args[0]); err != nil {
+				return err
+			}
+			res, err := materialize.Verify(args[0])
+			if err != nil {
+				return Rejected(fmt.Errorf("%s: %w", args[0], err))
+			}
+			if jsonOut {
+				return writeJSON(s.Out, treeDoc(args[0], "", res))
+			}
+			fmt.Fprintf(s.Out, "stack %s\ntree  %s\n", res.StackDigest, res.TreeDigest)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON document")
+	return cmd
+}
+
+// localAttributionDomain names the attribution of a candidate checked
+// locally, outside any market intake: it is derived from the bundle alone
+// and never credits anyone.
+const localAttributionDomain = "cacheon.contribution.local-attribution.v1"
+
+func newStackPlanCommand(s Streams, deps stackDeps) *cobra.Command {
+	var o stackInputOptions
+	var incumbentPath, candidateDir, attribution, out string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "plan --incumbent STACK --candidate BUNDLE",
+		Short: "Plan a marginal candidate: the incumbent with one target transition",
+		Long: `Plan builds the candidate stack a qualification measures: the incumbent
+evaluation stack with exactly one target transition, the candidate
+bundle's. The validator supplies every other entry.
+
+  - If the bundle's target is active, the bundle replaces that entry. It
+    must change what the target executes (its selected delta).
+  - Otherwise it joins the stack and displaces the active targets in its
+    displacement closure (an atomic target displaces its member
+    singletons). A bundle may never break up an active target that
+    displaces it: a member proposal cannot decompose an atomic incumbent.
+  - The candidate's active targets must satisfy the catalog's rules, and
+    the bundle must resolve against the current catalog.
+
+Both stacks are then materialized into temporary directories and the
+marginal arm plan binds the three arms B (incumbent), C (candidate) and
+B' (incumbent again) to their stack and tree digests; C's tree must differ
+from B's. The plan's digest is H(cacheon.stack.marginal-arm-plan, plan).
+
+--attribution is the digest of the candidate's intake attribution; without
+it a local attribution derived from the bundle's content hash is used,
+which credits no one. --out writes the candidate stack as an HCL file,
+only when planning succeeds.
+
+Exit codes: 0 planned; 2 the candidate was rejected (the reason names the
+rule); 1 a usage or I/O error.`,
+		Example: `  cacheon stack plan --incumbent stacks/incumbent.hcl --candidate ./my-silu-bundle
+  cacheon stack plan --json --incumbent stacks/incumbent.hcl \
+      --candidate kernels/contributions/moe_epilogue_atomic_torch --out /tmp/candidate.hcl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if incumbentPath == "" || candidateDir == "" {
+				return errors.New("--incumbent STACK and --candidate BUNDLE are required")
+			}
+			return runStackPlan(s, deps, o, incumbentPath, candidateDir, attribution, out, jsonOut)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&incumbentPath, "incumbent", "", "the incumbent evaluation stack file")
+	f.StringVar(&candidateDir, "candidate", "", "the candidate bundle directory")
+	f.StringVar(&attribution, "attribution", "", "attribution digest of the candidate (64 hex)")
+	f.StringVar(&out, "out", "", "write the candidate stack HCL to FILE")
+	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
+	return cmd
+}
+
+type planJSON struct {
+	FormatVersion int                   `json:"format_version"`
+	PlanDigest    string                `json:"plan_digest"`
+	Plan          *plan.MarginalArmPlan `json:"plan"`
+	Attribution   string                `json:"attribution"`
+	LocalAttrib   bool                  `json:"local_attribution"`
+	CandidateOut  *string               `json:"candidate_stack_file"`
+	Rejected      *planRejectionJSON    `json:"rejected"`
+}
+
+type planRejectionJSON struct {
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+}
+
+func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath, candidateDir, attribution, out string, jsonOut bool) error {
+	l, err := loadStack(s, incumbentPath, o, deps, jsonOut)
+	if err != nil {
+		return err
+	}
+	incumbent, ok := l.assembled.Manifest.(*stack.EvaluationStackManifest)
+	if !ok || l.assembled.File.Kind != stack.Evaluation {
+		return Rejected(fmt.Errorf("%s: the incumbent must be an evaluation stack, this is a %s stack", incumbentPath, l.assembled.File.Kind))
+	}
+	if _, err := os.Stat(candidateDir); err != nil {
+		return err
+	}
+	in, err := contribution.Inspect(candidateDir, contribution.Options{Catalog: l.catalog, Payload: l.payload})
+	if err != nil {
+		var rej *contribution.RejectedError
+		if errors.As(err, &rej) {
+			return planRejected(s, jsonOut, "inspection", fmt.Sprintf("the candidate %s is refused at %s: %v", candidateDir, rej.Stage, rej.Err))
+		}
+		return err
+	}
+	if !in.Registered() {
+		return planRejected(s, jsonOut, string(plan.ReasonUnknownTarget), fmt.Sprintf("the candidate %s resolves to no registered target (%s)", candidateDir, in.Target.Unregistered))
+	}
+	local := attribution == ""
+	if local {
+		attribution = identity.MustDigest(localAttributionDomain, map[string]string{"artifact_digest": in.ContentHash})
+		if !jsonOut {
+			fmt.Fprintf(s.Err, "cacheon: no --attribution: using the local attribution %s (credits no one)\n", attribution)
+		}
+	}
+	ref, err := contribution.NewProposalRef(in, attribution)
+	if err != nil {
+		return Rejected(fmt.Errorf("--attribution: %w", err))
+	}
+	cand, err := plan.Plan(l.catalog, incumbent, ref)
+	if err != nil {
+		var r *plan.Rejection
+		if errors.As(err, &r) {
+			return planRejected(s, jsonOut, string(r.Reason), r.Detail)
+		}
+		return err
+	}
+
+	opts, err := materializeOptions(s, l, deps, true)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "cacheon-plan-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	candDirs := map[string]string{}
+	for id, d := range l.assembled.Dirs {
+		candDirs[id] = d
+	}
+	candDirs[cand.Transition.TargetID] = candidateDir
+	if !jsonOut {
+		fmt.Fprintf(s.Err, "cacheon: materializing incumbent and candidate to compare their trees\n")
+	}
+	bTree, err := materialize.Materialize(incumbent, resolverOf(l.assembled.Dirs), filepath.Join(tmp, "B"), opts)
+	if err != nil {
+		return wrapMaterializeErr("incumbent", err)
+	}
+	cTree, err := materialize.Materialize(cand.Stack, resolverOf(candDirs), filepath.Join(tmp, "C"), opts)
+	if err != nil {
+		return wrapMaterializeErr("candidate", err)
+	}
+	arms, err := cand.Arms(bTree.TreeDigest, cTree.TreeDigest)
+	if err != nil {
+		var r *plan.Rejection
+		if errors.As(err, &r) {
+			return planRejected(s, jsonOut, string(r.Reason), r.Detail)
+		}
+		return err
+	}
+	planDigest, err := arms.Digest()
+	if err != nil {
+		return err
+	}
+
+	var outPtr *string
+	if out != "" {
+		if err := writeCandidateStack(s.Err, l.assembled.File, cand, candidateDir, attribution, in.ContentHash, incumbentPath, out); err != nil {
+			return err
+		}
+		outPtr = &out
+	}
+	if jsonOut {
+		return writeJSON(s.Out, planJSON{
+			FormatVersion: 1, PlanDigest: planDigest, Plan: arms, Attribution: attribution, LocalAttrib: local, CandidateOut: outPtr,
+		})
+	}
+	writePlanText(s.Out, arms, planDigest, out)
+	return nil
+}
+
+func wrapMaterializeErr(which string, err error) error {
+	err = fmt.Errorf("materialize %s: %w", which, err)
+	if materialize.IsRejection(err) {
+		return Rejected(err)
+	}
+	return err
+}
+
+func planRejected(s Streams, jsonOut bool, reason, detail string) error {
+	if jsonOut {
+		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "rejected": planRejectionJSON{Reason: reason, Detail: detail}}); err != nil {
+			return err
+		}
+		return ExitWith(ExitRejected)
+	}
+	return Rejected(fmt.Errorf("candidate rejected (%s): %s", reason, detail))
+}
+
+func writePlanText(w io.Writer, p *plan.MarginalArmPlan, digest, out string) {
+	t := p.Transition
+	fmt.Fprintf(w, "transition at %s\n", t.TargetID)
+	if t.Prior != nil {
+		d, _ := t.Prior.RefDigest()
+		fmt.Fprintf(w, "  replaces   %s\n", d)
+	} else {
+		fmt.Fprintf(w, "  new target (nothing active there)\n")
+	}
+	if len(t.Displaced) > 0 {
+		fmt.Fprintf(w, "  displaces  %s\n", strings.Join(t.Displaced, ", "))
+	}
+	for _, a := range p.Arms {
+		fmt.Fprintf(w, "arm %-8s stack %s tree %s\n", a.Role, a.StackDigest, a.TreeDigest)
+	}
+	fmt.Fprintf(w, "plan %s\n", digest)
+	if out != "" {
+		fmt.Fprintf(w, "candidate stack written to %s\n", out)
+	}
+}
+
+// writeCandidateStack writes the candidate stack file: the incumbent's
+// file with the one transition applied. The candidate's source is written
+// relative to the new file, and its content hash is pinned.
+func writeCandidateStack(stderr io.Writer, incumbent *stack.File, cand *plan.Candidate, candidateDir, attribution, contentHash, incumbentPath, out string) error {
+	outDir, err := filepath.Abs(filepath.Dir(out))
+	if err != nil {
+		return err
+	}
+	absCand, err := filepath.Abs(candidateDir)
+	if err != nil {
+		return err
+	}
+	// A path inside the new file's directory is written relative to it;
+	// anything else absolute, so the file reads the same wherever it is
+	// used from.
+	rel, err := filepath.Rel(outDir, absCand)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		rel = absCand
+	}
+	g := incumbent.WithContribution(stack.Contribution{
+		TargetID: cand.Transition.TargetID, Kind: stack.ProposalKind, Source: filepath.ToSlash(rel),
+		AttributionDigest: attribution, ArtifactDigest: contentHash,
+	}, cand.Transition.Displaced)
+	g.Name = incumbent.Name + "-candidate"
+	// Relative paths of the incumbent were relative to its own file.
+	inDir, err := filepath.Abs(filepath.Dir(incumbentPath))
+	if err != nil {
+		return err
+	}
+	for i := range g.Contributions {
+		c := &g.Contributions[i]
+		if c.TargetID == cand.Transition.TargetID || stack.IsLabel(c.Source) || filepath.IsAbs(c.Source) {
+			continue
+		}
+		c.Source = relocate(outDir, filepath.Join(inDir, filepath.FromSlash(c.Source)))
+	}
+	if !stack.IsLabel(g.Catalog) && !filepath.IsAbs(g.Catalog) {
+		g.Catalog = relocate(outDir, filepath.Join(inDir, filepath.FromSlash(g.Catalog)))
+	}
+	if hasLabels(g) {
+		if ws, err := stack.FindWorkspace(outDir); err != nil || !strings.HasPrefix(outDir+string(filepath.Separator), ws+string(filepath.Separator)) {
+			fmt.Fprintf(stderr, "cacheon: %s names //labels; outside the repository pass --workspace ROOT when using it\n", out)
+		}
+	}
+	comment := fmt.Sprintf("Candidate stack planned by `cacheon stack plan` from %s:\none transition at %s", filepath.Base(incumbentPath), cand.Transition.TargetID)
+	if len(cand.Transition.Displaced) > 0 {
+		comment += ", displacing " + strings.Join(cand.Transition.Displaced, ", ")
+	}
+	comment += "."
+	return atomicwrite.WriteFile(out, stack.Format(g, comment), 0o644)
+}
+
+// relocate expresses path p for a file in dir: relative when p is inside
+// dir, absolute otherwise.
+func relocate(dir, p string) string {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return filepath.ToSlash(p)
+	}
+	return filepath.ToSlash(rel)
+}
+
+func hasLabels(f *stack.File) bool {
+	if stack.IsLabel(f.Catalog) {
+		return true
+	}
+	for _, c := range f.Contributions {
+		if stack.IsLabel(c.Source) {
+			return true
+		}
+	}
+	return false
+}
