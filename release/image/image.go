@@ -328,3 +328,25 @@ func (l FileLayer) Uncompressed() (io.ReadCloser, error) {
 // File returns the compressed layer file, so a layout writer can move it
 // into place instead of copying it.
 func (l FileLayer) File() string { return l.W.Path }
+
+// Unpack extracts the layers of img from index from on into dest, in
+// order. It handles the regular files and directories release layers
+// hold; a layer with links, devices or whiteouts is refused.
+func Unpack(img v1.Image, from int, dest string) error {
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	for i := from; i < len(layers); i++ {
+		rc, err := layers[i].Uncompressed()
+		if err != nil {
+			return fmt.Errorf("layer %d: %w", i, err)
+		}
+		err = layer.Extract(rc, dest)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("layer %d: %w", i, err)
+		}
+	}
+	return nil
+}

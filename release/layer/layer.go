@@ -418,3 +418,51 @@ func (s *stacked) Close() error {
 	}
 	return first
 }
+
+// Extract writes the regular files and directories of an uncompressed
+// layer tar under dest (which must exist), refusing absolute paths, ".."
+// components and every other entry type. Modes are the entries' (0644 or
+// 0755); times are not restored.
+func Extract(r io.Reader, dest string) error {
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read layer tar: %w", err)
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")
+		if name == "" || name == "." {
+			continue
+		}
+		if err := checkPath(name); err != nil {
+			return err
+		}
+		p := filepath.Join(dest, filepath.FromSlash(name))
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fs.FileMode(hdr.Mode)&0o755)
+			if err != nil {
+				return fmt.Errorf("extract %s: %w", name, err)
+			}
+			if _, err := io.Copy(f, tr); err != nil {
+				f.Close()
+				return fmt.Errorf("extract %s: %w", name, err)
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("layer entry %s: type %q: %w", hdr.Name, hdr.Typeflag, ErrNotRegular)
+		}
+	}
+}

@@ -40,7 +40,6 @@ import (
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/bundlehash"
 	"github.com/cacheon/engine/tools/materialize"
-	"github.com/cacheon/engine/tools/model"
 )
 
 // Names of the checks, in the order they run.
@@ -362,61 +361,14 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	}
 	rep.EngineTreeDigest = treeDigest
 
-	// Integrations: the release stack, its records, one-to-one coverage.
-	mb := rel.Files[descriptor.ManifestPath]
-	if mb == nil {
-		return nil, failf(CheckIntegrations, "/%s is missing from the release layer", descriptor.ManifestPath)
-	}
-	rm, err := build.ParseReleaseManifest(mb)
+	records, targets, err := CheckReleaseFiles(d, rel.Files, tree.metadata)
 	if err != nil {
-		return nil, fail(CheckIntegrations, err)
-	}
-	if md, _ := rm.Digest(); md != d.ReleaseManifestDigest {
-		return nil, failf(CheckIntegrations, "the release stack in the image has digest %s, the descriptor says %s", md, d.ReleaseManifestDigest)
-	}
-	if meta := tree.metadata; meta == nil {
-		return nil, failf(CheckEngineTree, "%s is missing from the engine tree", build.TreeMetadataPath)
-	} else if err := build.CheckTreeMetadataBytes(build.TreeMetadataPath, meta, rm); err != nil {
-		return nil, fail(CheckEngineTree, err)
+		return nil, err
 	}
 	rep.pass(CheckEngineTree, "%s (%d files), materialized from release stack %s", treeDigest, len(tree.rows), d.ReleaseManifestDigest)
-	var records []*review.Record
-	for p, b := range rel.Files {
-		if !strings.HasPrefix(p, descriptor.ReviewDir+"/") {
-			continue
-		}
-		r, err := review.Parse(b)
-		if err != nil {
-			return nil, failf(CheckIntegrations, "/%s: %v", p, err)
-		}
-		dg, _ := r.Digest()
-		if descriptor.ReviewPath(dg) != p {
-			return nil, failf(CheckIntegrations, "/%s holds record %s", p, dg)
-		}
-		records = append(records, r)
-	}
-	covered, err := review.CheckCoverage(rm, records)
-	if err != nil {
-		return nil, fail(CheckIntegrations, err)
-	}
-	if len(covered) != len(d.Integrations) {
-		return nil, failf(CheckIntegrations, "%d integrations covered, the descriptor lists %d", len(covered), len(d.Integrations))
-	}
-	for i, c := range covered {
-		want := d.Integrations[i]
-		got := descriptor.Integration{
-			TargetID: c.TargetID, IntegratedRefDigest: c.IntegratedRefDigest, IntegrationRecordDigest: c.RecordDigest,
-			IntegratedSourceTreeDigest: c.Record.IntegratedSourceTreeDigest, SelectedPayloadDigest: c.Record.SelectedPayloadDigest,
-			ReviewCommit: c.Record.ReviewCommit, Reviewer: c.Record.Reviewer,
-			RecordSHA256: descriptor.SHA256(rel.Files[descriptor.ReviewPath(c.RecordDigest)]),
-		}
-		if got != want {
-			return nil, failf(CheckIntegrations, "integration %s: the records in the image give %+v, the descriptor says %+v", c.TargetID, got, want)
-		}
-		rep.Contributions = append(rep.Contributions, c.TargetID)
-	}
+	rep.Contributions = targets
 	rel.Records = records
-	rep.pass(CheckIntegrations, "%d integrated contribution(s), each covered by exactly one approved review record", len(covered))
+	rep.pass(CheckIntegrations, "%d integrated contribution(s), each covered by exactly one approved review record", len(targets))
 
 	// Substrate, entrypoint, model receipt.
 	sub := contents["substrate"]
@@ -429,16 +381,9 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 		return nil, failf(CheckEntrypoint, "/%s is sha256:%s (%d bytes), the descriptor says sha256:%s (%d bytes)", descriptor.EntrypointPath, entry.entrySHA256, entry.entrySize, d.Entrypoint.SHA256, d.Entrypoint.Size)
 	}
 	rep.pass(CheckEntrypoint, "/%s sha256:%s", descriptor.EntrypointPath, entry.entrySHA256)
-	rb := rel.Files[descriptor.ModelReceipt]
-	if rb == nil || descriptor.SHA256(rb) != d.Model.ReceiptSHA256 {
-		return nil, failf(CheckModelReceipt, "/%s is missing or does not hash to sha256:%s", descriptor.ModelReceipt, d.Model.ReceiptSHA256)
-	}
-	receipt, err := model.ParseReceipt(rb)
+	receipt, err := ModelReceipt(d, rel.Files)
 	if err != nil {
-		return nil, fail(CheckModelReceipt, err)
-	}
-	if rd, _ := receipt.Digest(); rd != d.Model.ReceiptDigest || receipt.ContentDigest != d.Model.ContentDigest {
-		return nil, failf(CheckModelReceipt, "receipt %s for model content %s, the descriptor says %s for %s", rd, receipt.ContentDigest, d.Model.ReceiptDigest, d.Model.ContentDigest)
+		return nil, err
 	}
 	rep.pass(CheckModelReceipt, "model content %s", receipt.ContentDigest)
 

@@ -2,12 +2,28 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/cacheon/engine/release/image"
 	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/release/store"
 )
+
+func mustHash(t *testing.T, s string) v1.Hash {
+	t.Helper()
+	h, err := v1.NewHash(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
 
 // The release pipeline end to end through the command line: build, sign,
 // verify (text and JSON), a failed verification exiting 2.
@@ -20,12 +36,12 @@ func TestReleaseCommandsEndToEnd(t *testing.T) {
 		t.Fatalf("release base: %d %s", code, errOut)
 	}
 	baseDigest := strings.TrimSpace(out)
-	layout := filepath.Join(dir, "release")
+	layout_ := filepath.Join(dir, "release")
 	code, out, errOut = run(t, "", "release", "build", "--json",
 		"--engine-tree", r.EngineTree, "--release-manifest", r.ReleaseManifest, "--review", r.ReviewFile,
 		"--substrate", r.Substrate, "--model-receipt", r.ModelReceipt, "--entrypoint", r.Entrypoint,
 		"--base-layout", base, "--base-digest", baseDigest, "--base-name", "scratch",
-		"--name", "cacheon-engine:1.0", "--source-date-epoch", "1767225600", "--out", layout)
+		"--name", "cacheon-engine:1.0", "--source-date-epoch", "1767225600", "--out", layout_)
 	if code != 0 {
 		t.Fatalf("release build: %d %s", code, errOut)
 	}
@@ -41,14 +57,14 @@ func TestReleaseCommandsEndToEnd(t *testing.T) {
 	if code, _, errOut = run(t, "", "release", "keygen", "--out", keyPrefix+"-key"); code != 0 {
 		t.Fatalf("keygen: %s", errOut)
 	}
-	if code, out, errOut = run(t, "", "release", "sign", "--key", keyPrefix+"-key.key", layout); code != 0 {
+	if code, out, errOut = run(t, "", "release", "sign", "--key", keyPrefix+"-key.key", layout_); code != 0 {
 		t.Fatalf("sign: %d %s", code, errOut)
 	}
-	code, out, errOut = run(t, "", "release", "verify", "--key", keyPrefix+"-key.pub", layout)
+	code, out, errOut = run(t, "", "release", "verify", "--key", keyPrefix+"-key.pub", layout_)
 	if code != 0 || !strings.Contains(out, "verified cacheon-engine:1.0@"+built.ImageDigest) {
 		t.Fatalf("verify: %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, _ = run(t, "", "release", "verify", "--json", "--key", r.PublicKey, layout)
+	code, out, _ = run(t, "", "release", "verify", "--json", "--key", r.PublicKey, layout_)
 	var rep struct {
 		FormatVersion int  `json:"format_version"`
 		Verified      bool `json:"verified"`
@@ -64,6 +80,35 @@ func TestReleaseCommandsEndToEnd(t *testing.T) {
 	if code != ExitRejected || rep.Verified || last.Name != "key-policy" || last.OK {
 		t.Fatalf("verify with another key: exit %d, report %s", code, out)
 	}
+	// The entrypoint's checks on the unpacked image, without exec.
+	root := filepath.Join(dir, "rootfs")
+	os.Mkdir(root, 0o755)
+	lp, _ := layout.FromPath(layout_)
+	img, err := lp.Image(mustHash(t, built.ImageDigest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := image.Unpack(img, 0, root); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := store.OpenLayout(layout_)
+	refs, _ := store.Referrers(l, mustHash(t, built.ImageDigest))
+	bundle := filepath.Join(dir, "release.sigstore.json")
+	for _, ref := range refs {
+		if ref.ArtifactType == store.ArtifactBundle {
+			os.WriteFile(bundle, ref.Data, 0o644)
+		}
+	}
+	serve := []string{"release", "serve", "--dry-run", "--root", root, "--key", keyPrefix + "-key.pub", "--bundle", bundle, "--model", r.ModelDir}
+	code, out, errOut = run(t, "", serve...)
+	if code != 0 || !strings.Contains(out, `"verified": true`) {
+		t.Fatalf("serve --dry-run: %d\n%s\n%s", code, out, errOut)
+	}
+	os.WriteFile(filepath.Join(root, "cacheon", "substrate", "cacheon_substrate", "serve.py"), []byte("evil"), 0o644)
+	if code, _, errOut = run(t, "", serve...); code != ExitRejected || !strings.Contains(errOut, "refusing to start") {
+		t.Fatalf("serve on a tampered root: %d %s", code, errOut)
+	}
+
 	if code, _, errOut = run(t, "", "release", "build", "--engine-tree", r.EngineTree, "--release-manifest", r.ReleaseManifest,
 		"--substrate", r.Substrate, "--model-receipt", r.ModelReceipt, "--entrypoint", r.Entrypoint,
 		"--name", "x:1", "--out", filepath.Join(dir, "unreviewed")); code != ExitRejected || !strings.Contains(errOut, "has no integration review record") {
