@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/contribution"
 	"github.com/cacheon/engine/tools/identity"
@@ -355,6 +356,7 @@ func treeDoc(out, kind string, r *materialize.Result) treeJSON {
 func newStackMaterializeCommand(s Streams, deps stackDeps) *cobra.Command {
 	var o stackInputOptions
 	var out, manifestOut string
+	var records []string
 	var jsonOut, quiet bool
 	cmd := &cobra.Command{
 		Use:   "materialize STACK --out DIR",
@@ -375,7 +377,15 @@ The same stack gives the same bytes and tree digest whatever the working
 directory, umask, time zone or locale. DIR must not exist and must not
 overlap a source; on any error nothing is left at DIR.
 
---manifest-out also writes the canonical stack manifest JSON.`,
+--manifest-out also writes the canonical stack manifest JSON.
+
+A release stack is materialized with its integration review records, one
+--integration-record FILE per entry: each must be approved and derive
+exactly the integrated reference the stack holds.
+
+Exit codes: 0 written; 2 the stack, a source or the destination was
+refused (the message names the file, the target and the rule); 1 a usage
+or I/O error.`,
 		Example: `  cacheon stack materialize stacks/incumbent.hcl --out /tmp/engine
   cacheon stack materialize --json stacks/reference.hcl --out /tmp/pristine
   cacheon stack materialize stacks/incumbent.hcl --out out/engine --manifest-out out/stack.json \
@@ -393,6 +403,12 @@ overlap a source; on any error nothing is left at DIR.
 			}
 			opts, err := materializeOptions(s, l, deps, quiet || jsonOut)
 			if err != nil {
+				return err
+			}
+			if opts.Records, err = loadRecords(records); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
 				return err
 			}
 			res, err := materialize.Materialize(l.assembled.Manifest, resolverOf(l.assembled.Dirs), out, opts)
@@ -419,6 +435,7 @@ overlap a source; on any error nothing is left at DIR.
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "directory to create (must not exist)")
 	f.StringVar(&manifestOut, "manifest-out", "", "also write the canonical stack manifest JSON to FILE")
+	f.StringArrayVar(&records, "integration-record", nil, "integration review record FILE of a release entry (repeat per entry)")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
 	f.BoolVar(&quiet, "quiet", false, "do not report progress on stderr")
 	return cmd
@@ -742,3 +759,32 @@ func hasLabels(f *stack.File) bool {
 	}
 	return false
 }
+
+// loadRecords reads integration review record files.
+func loadRecords(paths []string) ([]contribution.IntegrationRecord, error) {
+	var out []contribution.IntegrationRecord
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		r, err := review.Parse(b)
+		if err != nil {
+			return nil, Rejected(fmt.Errorf("integration record %s: %w", p, err))
+		}
+		out = append(out, reviewRecord{r})
+	}
+	return out, nil
+}
+
+// reviewRecord reads a review record through the accessors a
+// contribution's integrated reference derives from.
+type reviewRecord struct{ r *review.Record }
+
+func (v reviewRecord) Digest() (string, error)            { return v.r.Digest() }
+func (v reviewRecord) Approved() bool                     { return v.r.Approved }
+func (v reviewRecord) TargetID() string                   { return v.r.TargetID }
+func (v reviewRecord) TargetSpecDigest() string           { return v.r.TargetSpecDigest }
+func (v reviewRecord) IntegratedSourceTreeDigest() string { return v.r.IntegratedSourceTreeDigest }
+func (v reviewRecord) SelectedPayloadDigest() string      { return v.r.SelectedPayloadDigest }
+func (v reviewRecord) AttributionDigest() string          { return v.r.AttributionDigest }
