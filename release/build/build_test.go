@@ -154,7 +154,7 @@ func TestBuildRejectsBadInputsAndLeavesNothing(t *testing.T) {
 	emptyPath := filepath.Join(t.TempDir(), "empty.json")
 	canon, _ := empty.CanonicalJSON()
 	os.WriteFile(emptyPath, canon, 0o644)
-	fixture.EngineTree(t, otherTree, empty, nil)
+	r.Materialize(t, otherTree, empty, nil)
 	unapproved := *r.Record
 	unapproved.Approved = false
 	cases := []struct {

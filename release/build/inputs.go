@@ -123,6 +123,12 @@ type EngineTree struct {
 // its digest and checks that its metadata names the release stack and
 // exactly its integrated entries.
 func CheckEngineTree(dir string, m *stack.EngineReleaseManifest) (*EngineTree, error) {
+	// The materializer's own reopen check: published shape, canonical
+	// metadata, recomputed namespaces, inventory equal to the tree.
+	res, err := materialize.Verify(dir)
+	if err != nil {
+		return nil, fmt.Errorf("engine tree %s: %w", dir, err)
+	}
 	files, err := atomicwrite.Inventory(dir)
 	if err != nil {
 		return nil, fmt.Errorf("engine tree %s: %w", dir, err)
@@ -130,6 +136,9 @@ func CheckEngineTree(dir string, m *stack.EngineReleaseManifest) (*EngineTree, e
 	digest, err := materialize.TreeDigest(files)
 	if err != nil {
 		return nil, fmt.Errorf("engine tree %s: %w", dir, err)
+	}
+	if digest != res.TreeDigest {
+		return nil, fmt.Errorf("engine tree %s: digest %s, the materializer's check gives %s", dir, digest, res.TreeDigest)
 	}
 	if err := CheckTreeMetadata(filepath.Join(dir, filepath.FromSlash(TreeMetadataPath)), m); err != nil {
 		return nil, err
