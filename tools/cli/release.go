@@ -12,12 +12,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/tools/atomicwrite"
+
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/entrypoint"
 	"github.com/cacheon/engine/release/image"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/layer"
 	"github.com/cacheon/engine/release/publish"
+	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
@@ -46,6 +49,7 @@ Exit codes: 0 success, 2 a check failed or the input was rejected, 1 a usage
 or I/O error.`,
 	}
 	cmd.AddCommand(
+		newReleaseReviewCommand(s),
 		newReleaseBaseCommand(s),
 		newReleaseKeygenCommand(s),
 		newReleaseBuildCommand(s),
@@ -525,5 +529,122 @@ reaches it.`,
 	f.StringVar(&bundlePath, "bundle", entrypoint.DefaultBundle, "signature bundle of the release (from outside the image)")
 	f.StringVar(&modelDir, "model", "", "mounted model directory (default: the signed model mount)")
 	f.BoolVar(&dryRun, "dry-run", false, "verify and print what would run, as JSON, without starting it")
+	return cmd
+}
+
+func newReleaseReviewCommand(s Streams) *cobra.Command {
+	var crownPath, repo, commit, path, reviewer, out, catalogPath string
+	var evidence []string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "review --crown FILE --repo DIR --commit SHA --path DIR --evidence ROLE=FILE... --reviewer NAME --out FILE",
+		Short: "Record an integration review binding a crowned payload to reviewed source",
+		Long: `Write an integration review record: the approval that a crowned
+contribution's selected payload is exactly what the reviewed source at a
+full git commit selects. The record derives the one integrated
+contribution a release stack may hold for the target.
+
+The source is read from the git object store at --commit (never from the
+working tree): only regular files (modes 100644 and 100755) are allowed,
+the integrated source tree digest is computed from those blobs, and the
+source is inspected as intake inspects a bundle (never imported or run).
+The review is refused unless it resolves to the crowned target and
+target-spec digest and selects exactly the crowned payload.
+
+--crown is the crown binding settlement wrote: target_id,
+target_spec_digest, proposal_contribution_digest,
+settlement_candidate_digest, settlement_evidence_digest,
+crown_event_digest, primary_attempt_digest, reproduction_attempt_digest,
+selected_payload_digest and attribution_digest.
+
+--evidence names the seven evidence documents, one per role:
+primary_attempt and reproduction_attempt (the two qualification attempts
+the crown names; their SHA-256 must match), license_evidence,
+provenance_evidence, security_review, compatibility_evidence and
+test_evidence. All seven must be distinct.`,
+		Example: `  cacheon release review --crown crowns/silu.json \
+    --repo . --commit 3f6c1e0d9b2a4c5d6e7f8091a2b3c4d5e6f70819 --path kernels/contributions/silu_and_mul_triton \
+    --evidence primary_attempt=evidence/primary.json \
+    --evidence reproduction_attempt=evidence/reproduction.json \
+    --evidence license_evidence=evidence/license.json \
+    --evidence provenance_evidence=evidence/provenance.json \
+    --evidence security_review=evidence/security.json \
+    --evidence compatibility_evidence=evidence/compat.json \
+    --evidence test_evidence=evidence/tests.json \
+    --reviewer "Ada Reviewer <ada@example.com>" --out reviews/silu.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cb, err := os.ReadFile(crownPath)
+			if err != nil {
+				return err
+			}
+			crown, err := review.ParseCrown(cb)
+			if err != nil {
+				return Rejected(fmt.Errorf("%s: %w", crownPath, err))
+			}
+			ev := map[review.Role][]byte{}
+			for _, e := range evidence {
+				name, file, ok := strings.Cut(e, "=")
+				if !ok {
+					return Rejected(fmt.Errorf("--evidence %q: want ROLE=FILE", e))
+				}
+				role, err := review.ParseRole(name)
+				if err != nil {
+					return Rejected(err)
+				}
+				if _, dup := ev[role]; dup {
+					return Rejected(fmt.Errorf("--evidence %s given twice", role))
+				}
+				if ev[role], err = os.ReadFile(file); err != nil {
+					return err
+				}
+			}
+			cat, err := bundleCatalog(catalogPath)
+			if err != nil {
+				return Rejected(err)
+			}
+			rec, err := review.New(review.Request{
+				Crown: crown, Evidence: ev, Reviewer: reviewer, Repo: repo, Commit: commit, Path: path,
+				Inspect: review.Inspector(cat, nil),
+			})
+			if err != nil {
+				return Rejected(err)
+			}
+			b, err := rec.Marshal()
+			if err != nil {
+				return err
+			}
+			if err := atomicwrite.WriteFile(out, b, 0o644); err != nil {
+				return err
+			}
+			digest, _ := rec.Digest()
+			ref, err := rec.IntegratedRef()
+			if err != nil {
+				return err
+			}
+			refDigest, _ := ref.RefDigest()
+			if jsonOut {
+				return writeReleaseJSON(s.Out, map[string]any{
+					"format_version": 1, "record": out, "record_digest": digest, "integrated_ref": ref,
+					"integrated_ref_digest": refDigest, "integrated_source_tree_digest": rec.IntegratedSourceTreeDigest,
+				})
+			}
+			fmt.Fprintf(s.Out, "record          %s (%s)\nintegrated ref  %s\nsource tree     %s at %s\n", out, digest, refDigest, rec.IntegratedSourceTreeDigest, rec.ReviewCommit)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&crownPath, "crown", "", "crown binding JSON written by settlement (required)")
+	f.StringVar(&repo, "repo", ".", "git repository holding the reviewed source")
+	f.StringVar(&commit, "commit", "", "full 40-hex commit id of the reviewed source (required)")
+	f.StringVar(&path, "path", "", "the contribution's directory inside the repository (required)")
+	f.StringArrayVar(&evidence, "evidence", nil, "ROLE=FILE evidence document (repeat for all seven roles)")
+	f.StringVar(&reviewer, "reviewer", "", "who approved the integration (required)")
+	f.StringVar(&catalogPath, "catalog", "", "target catalog HCL file (default: the built-in catalog)")
+	f.StringVar(&out, "out", "", "record file to write (required)")
+	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
+	for _, r := range []string{"crown", "commit", "path", "reviewer", "out"} {
+		cmd.MarkFlagRequired(r)
+	}
 	return cmd
 }

@@ -115,3 +115,35 @@ func TestReleaseCommandsEndToEnd(t *testing.T) {
 		t.Fatalf("build without review: exit %d %s", code, errOut)
 	}
 }
+
+func TestReleaseReviewCommand(t *testing.T) {
+	r := fixture.New(t)
+	dir := t.TempDir()
+	crown := fixture.Crown(t, r.Record.SelectedPayloadDigest)
+	crownPath := filepath.Join(dir, "crown.json")
+	b, _ := json.Marshal(crown)
+	os.WriteFile(crownPath, b, 0o644)
+	args := []string{"release", "review", "--crown", crownPath, "--repo", r.Repo, "--commit", r.Commit, "--path", r.SourcePath,
+		"--reviewer", r.Record.Reviewer, "--out", filepath.Join(dir, "record.json"), "--json"}
+	for role, data := range fixture.Evidence() {
+		p := filepath.Join(dir, string(role)+".json")
+		os.WriteFile(p, data, 0o644)
+		args = append(args, "--evidence", string(role)+"="+p)
+	}
+	code, out, errOut := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("review: %d %s", code, errOut)
+	}
+	want, _ := r.Record.Digest()
+	if !strings.Contains(out, `"record_digest": "`+want+`"`) {
+		t.Errorf("review output %s, want record digest %s", out, want)
+	}
+	// A crown naming another payload is refused with exit 2.
+	crown.SelectedPayloadDigest = strings.Repeat("ab", 32)
+	b, _ = json.Marshal(crown)
+	os.WriteFile(crownPath, b, 0o644)
+	args[len(args)-len(fixture.Evidence())*2-2] = filepath.Join(dir, "record2.json")
+	if code, _, errOut = run(t, "", args...); code != ExitRejected || !strings.Contains(errOut, "does not reproduce the crowned contribution") {
+		t.Fatalf("review of a non-reproducing source: %d %s", code, errOut)
+	}
+}
