@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/release/review"
 	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/tools/contribution"
 	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/stack"
