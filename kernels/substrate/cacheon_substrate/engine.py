@@ -1,0 +1,122 @@
+"""Static-batch greedy generation: prefill, then decode steps that can be
+captured once in a CUDA graph and replayed.
+
+The KV cache, the current tokens and positions, the step counter and the
+token history are preallocated device tensors, so one decode step has fixed
+addresses and no host synchronization: exactly what a CUDA graph needs.
+The graph is captured after warm-up steps on a side stream (Triton kernels
+JIT-compile there, never during capture).
+"""
+
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from .model import Model
+
+
+@dataclass
+class Generation:
+    tokens: torch.Tensor  # (B, new + 1) on the CPU: the prefill token, then one per decode step
+    prefill_ms: float
+    decode_ms: float
+    decode_steps: int
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        return self.tokens.shape[0] * self.decode_steps / (self.decode_ms / 1e3) if self.decode_ms > 0 else 0.0
+
+
+class Engine:
+    def __init__(self, model: Model, batch: int):
+        self.m = model
+        self.batch = batch
+        dev = model.device
+        self.k_cache, self.v_cache = model.new_cache(batch)
+        self.tok = torch.zeros(batch, dtype=torch.long, device=dev)
+        self.pos = torch.zeros(batch, dtype=torch.long, device=dev)
+        self.step_idx = torch.zeros(1, dtype=torch.long, device=dev)
+        self.history = torch.zeros(batch, model.max_len + 1, dtype=torch.long, device=dev)
+        self.graph: Optional[torch.cuda.CUDAGraph] = None
+        self.cuda = dev.type == "cuda"
+
+    def prefill(self, prompts: torch.Tensor) -> None:
+        if prompts.shape[0] != self.batch:
+            raise ValueError(f"{prompts.shape[0]} prompts for an engine of batch {self.batch}")
+        logits = self.m.prefill(prompts, self.k_cache, self.v_cache)
+        nxt = logits.argmax(-1)
+        self.history[:, 0] = nxt
+        self.tok.copy_(nxt)
+        self.pos.fill_(prompts.shape[1])
+        self.step_idx.fill_(1)
+
+    def step(self) -> None:
+        logits = self.m.decode(self.tok, self.pos, self.k_cache, self.v_cache)
+        nxt = logits.argmax(-1)
+        self.history.index_copy_(1, self.step_idx, nxt.view(-1, 1))
+        self.tok.copy_(nxt)
+        self.pos.add_(1)
+        self.step_idx.add_(1)
+
+    def capture(self, prompts: torch.Tensor, warmup: int = 3) -> None:
+        """Capture one decode step. The prompts give the warm-up a valid
+        state; generate() prefills again before replaying."""
+        if not self.cuda:
+            raise RuntimeError("CUDA graphs need a CUDA device")
+        if prompts.shape[1] + warmup + 1 > self.m.max_len:
+            raise ValueError("prompt too long to warm up within the cache")
+        self.prefill(prompts)
+        self.m.graph_mode = True
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(warmup):
+                    self.step()
+            torch.cuda.current_stream().wait_stream(side)
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                self.step()
+            torch.cuda.synchronize()
+        finally:
+            self.m.graph_mode = False
+        self.graph = g
+
+    def generate(self, prompts: torch.Tensor, new_tokens: int, use_graph: bool = False) -> Generation:
+        if prompts.shape[1] + new_tokens > self.m.max_len:
+            raise ValueError(f"{prompts.shape[1]} + {new_tokens} tokens exceed the cache of {self.m.max_len}")
+        if use_graph and self.graph is None:
+            self.capture(prompts)
+        if self.cuda:
+            e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+            e0.record()
+            self.prefill(prompts)
+            e1.record()
+            for _ in range(new_tokens):
+                if use_graph:
+                    self.graph.replay()
+                else:
+                    self.step()
+            e2.record()
+            torch.cuda.synchronize()
+            pre, dec = e0.elapsed_time(e1), e1.elapsed_time(e2)
+        else:
+            t0 = time.perf_counter()
+            self.prefill(prompts)
+            t1 = time.perf_counter()
+            for _ in range(new_tokens):
+                self.step()
+            t2 = time.perf_counter()
+            pre, dec = (t1 - t0) * 1e3, (t2 - t1) * 1e3
+        return Generation(self.history[:, :new_tokens + 1].cpu(), pre, dec, new_tokens)
+
+
+def prompts(batch: int, length: int, vocab: int, seed: int, device) -> torch.Tensor:
+    """Deterministic random prompts (drawn on the CPU, so every device and
+    process gets the same tokens)."""
+    g = torch.Generator(device="cpu")
+    g.manual_seed(seed)
+    return torch.randint(0, vocab, (batch, length), generator=g).to(device)
