@@ -33,8 +33,10 @@ type Options struct {
 	// Catalog is the catalog in force; it must be the one the stack
 	// embeds. Required.
 	Catalog *catalog.Catalog
-	// Payload computes selected payloads (Python closure, CUDA include
-	// check, reviewed patcher digests) exactly as intake did.
+	// Payload computes selected payloads (CUDA include check, reviewed
+	// patcher digests) exactly as intake did. Its Python closure is not
+	// used: the materializer computes the closure itself (pyclosure), so
+	// that the files it namespaces are the files the payload selects.
 	Payload contribution.PayloadOptions
 	// Records are the integration review records of a release stack,
 	// one per entry. An evaluation stack takes none.
@@ -110,6 +112,7 @@ type unit struct {
 	staged       *staged
 	inspection   *contribution.Inspection
 	namespace    string
+	closure      *pyclosure.Closure
 }
 
 // Materialize writes the engine tree of m to dest, which must not exist
@@ -337,7 +340,9 @@ func (u *unit) prepare(work string, opts Options) error {
 		return &Error{Target: u.target, Rule: RuleStack, Err: fmt.Errorf("unsupported entry type %T", u.ref)}
 	}
 
-	in, err := contribution.Inspect(s.dir, contribution.Options{Catalog: opts.Catalog, Payload: opts.Payload})
+	payload := opts.Payload
+	payload.Closure = u.closureOf
+	in, err := contribution.Inspect(s.dir, contribution.Options{Catalog: opts.Catalog, Payload: payload})
 	if err != nil {
 		var rej *contribution.RejectedError
 		if errors.As(err, &rej) {
@@ -572,24 +577,42 @@ func (u *unit) emit() (*emitted, error) {
 	return out, nil
 }
 
+// closureOf computes the Python import closure of the staged bundle once,
+// keeps it for the namespace rewrite, and hands its paths to inspection.
+func (u *unit) closureOf(dir string, opSources []string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, manifest.FileName))
+	if err != nil {
+		return nil, err
+	}
+	m, err := manifest.Parse(data, manifest.FileName)
+	if err != nil {
+		return nil, err
+	}
+	c, err := pyclosure.FromDir(dir, opSources, pyclosure.Options{NativeStems: pyclosure.NativeStems(m.CUDASourcePaths())})
+	if err != nil {
+		return nil, err
+	}
+	u.closure = c
+	return c.Paths(), nil
+}
+
 // namespacedPython emits the unit's Python import closure under its
 // namespace, every bundle-local import rewritten at the byte spans the
 // closure recorded, plus an empty package __init__.py at the namespace
-// root when the bundle has none. The closure is recomputed over the
-// staged copy and must be exactly the selected payload's Python files,
-// byte for byte.
+// root when the bundle has none. The closure was computed over the
+// staged copy during inspection and must be exactly the selected
+// payload's Python files, byte for byte.
 func (u *unit) namespacedPython() ([]atomicwrite.File, error) {
 	p := u.inspection.SelectedPayload
-	m := u.inspection.Bundle.Manifest
 	want := map[string]string{}
 	for _, f := range p.Files {
 		if f.Role == contribution.RolePython {
 			want[f.Path] = f.SHA256
 		}
 	}
-	c, err := pyclosure.FromDir(u.staged.dir, m.SourcePaths(), pyclosure.Options{NativeStems: pyclosure.NativeStems(m.CUDASourcePaths())})
-	if err != nil {
-		return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: err}
+	c := u.closure
+	if c == nil {
+		return nil, fmt.Errorf("materialize %s: no Python closure was computed", u.target)
 	}
 	var files []atomicwrite.File
 	hasInit := false
