@@ -64,16 +64,19 @@ type Inputs struct {
 	BaseLayout      string   // OCI layout of the base image; "" for the scratch base
 	BaseDigest      string   // sha256:<hex> pin of the base manifest
 	BaseName        string   // human name of the base, e.g. nvcr.io/nvidia/pytorch:25.01-py3
-	Entrypoint      string   // static cacheon binary
-	Platform        string   // os/arch
-	Name            string   // image name, e.g. cacheon-engine:1.0
-	ServeCommand    []string
-	ServeEnv        []string
-	ModelMount      string
-	Epoch           int64
-	Compression     layer.Compression
-	Level           int
-	Out             string // new OCI layout directory
+	// Base, when set, is the base image itself (a rebuild reads it from
+	// the published release); BaseDigest must then be its digest.
+	Base         v1.Image `json:"-"`
+	Entrypoint   string   // static cacheon binary
+	Platform     string   // os/arch
+	Name         string   // image name, e.g. cacheon-engine:1.0
+	ServeCommand []string
+	ServeEnv     []string
+	ModelMount   string
+	Epoch        int64
+	Compression  layer.Compression
+	Level        int
+	Out          string // new OCI layout directory
 }
 
 // Result is what a build produced.
@@ -270,7 +273,20 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	}
 	var base v1.Image
 	baseName := in.BaseName
-	if in.BaseLayout == "" {
+	switch {
+	case in.Base != nil:
+		base = in.Base
+		got, err := base.Digest()
+		if err != nil {
+			return nil, err
+		}
+		if got.String() != in.BaseDigest {
+			return nil, fmt.Errorf("base image is %s, pinned %s", got, in.BaseDigest)
+		}
+		if cfg, err := base.ConfigFile(); err != nil || cfg.OS != platform.OS || cfg.Architecture != platform.Architecture || cfg.Variant != platform.Variant {
+			return nil, fmt.Errorf("base image %s is not for %s", got, platform)
+		}
+	case in.BaseLayout == "":
 		if in.BaseDigest != "" {
 			return nil, fmt.Errorf("--base-digest given without --base-layout")
 		}
@@ -280,7 +296,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 		if baseName == "" {
 			baseName = ScratchBase
 		}
-	} else {
+	default:
 		pin, err := v1.NewHash(in.BaseDigest)
 		if err != nil {
 			return nil, fmt.Errorf("base digest %q: %w (pin the base by its manifest digest, sha256:<hex>)", in.BaseDigest, err)
@@ -501,6 +517,9 @@ func (p *Plan) Write(out string, progress Progress) (*Result, error) {
 	progress("writing the OCI layout")
 	if _, err := w.AddImage(img, p.Name); err != nil {
 		return nil, err
+	}
+	if _, err := w.AddBase(p.Base); err != nil {
+		return nil, fmt.Errorf("write the base image into the layout: %w", err)
 	}
 	if _, err := w.Attach(store.Artifact{ArtifactType: store.ArtifactSBOM, Data: sbomBytes}); err != nil {
 		return nil, err

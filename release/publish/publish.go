@@ -60,6 +60,21 @@ func Check(l *store.Layout) (v1.Descriptor, []store.Referrer, int64, error) {
 		}
 		total += d.Size
 	}
+	if bd, ok, err := l.Base(); err != nil {
+		return v1.Descriptor{}, nil, 0, err
+	} else if ok {
+		braw, err := store.ReadManifest(l, bd)
+		if err != nil {
+			return v1.Descriptor{}, nil, 0, err
+		}
+		bm, err := v1.ParseManifest(bytes.NewReader(braw))
+		if err != nil {
+			return v1.Descriptor{}, nil, 0, fmt.Errorf("parse base manifest %s: %w", bd.Digest, err)
+		}
+		if err := store.CheckBlob(l, bm.Config, io.Discard); err != nil {
+			return v1.Descriptor{}, nil, 0, err
+		}
+	}
 	refs, err := store.Referrers(l, desc.Digest)
 	if err != nil {
 		return v1.Descriptor{}, nil, 0, err
@@ -107,6 +122,20 @@ func Layout(l *store.Layout, target *store.Registry, progress func(string)) (*Re
 		return nil, fmt.Errorf("reference %s names digest %s, the layout's image is %s", ref, d.DigestStr(), desc.Digest)
 	}
 
+	// The pinned base image goes first, by digest, so that a rebuild
+	// needs nothing but this repository. Its layers are the image's.
+	if bd, ok, err := l.Base(); err != nil {
+		return nil, err
+	} else if ok {
+		base, err := lp.Image(bd.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("open base image %s in %s: %w", bd.Digest, l.Dir(), err)
+		}
+		progress(fmt.Sprintf("pushing base image %s", bd.Digest))
+		if err := remote.Write(repo.Digest(bd.Digest.String()), base, opts...); err != nil {
+			return nil, fmt.Errorf("push base image %s to %s: %w", bd.Digest, repo, err)
+		}
+	}
 	progress(fmt.Sprintf("pushing image %s", desc.Digest))
 	if err := remote.Write(repo.Digest(desc.Digest.String()), img, opts...); err != nil {
 		return nil, fmt.Errorf("push image %s to %s: %w", desc.Digest, repo, err)

@@ -26,6 +26,11 @@ const (
 	ociLayoutContent = `{"imageLayoutVersion":"1.0.0"}`
 	indexFile        = "index.json"
 	annotationRef    = "org.opencontainers.image.ref.name"
+	// AnnotationRole marks the pinned base image a layout carries beside
+	// the release image (value RoleBase), so a rebuild needs nothing but
+	// the release.
+	AnnotationRole = "dev.cacheon.release.role"
+	RoleBase       = "base"
 )
 
 // Layout is a release in an OCI image layout directory: index.json lists
@@ -77,7 +82,7 @@ func (l *Layout) Resolve() (v1.Descriptor, error) {
 	}
 	var found []v1.Descriptor
 	for _, d := range im.Manifests {
-		if d.MediaType.IsImage() && d.ArtifactType == "" {
+		if d.MediaType.IsImage() && d.ArtifactType == "" && d.Annotations[AnnotationRole] != RoleBase {
 			found = append(found, d)
 		}
 	}
@@ -364,6 +369,64 @@ func (w *LayoutWriter) addLayer(l v1.Layer) error {
 		return err
 	}
 	return os.Rename(f.Name(), dst)
+}
+
+// AddBase writes the manifest and config of the base image (its layers
+// are the release image's first layers, written by AddImage) and lists it
+// in index.json marked as the base.
+func (w *LayoutWriter) AddBase(base v1.Image) (v1.Descriptor, error) {
+	cfgName, err := base.ConfigName()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	cfg, err := base.RawConfigFile()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	if err := writeBlobBytes(w.tmp, cfgName, cfg); err != nil {
+		return v1.Descriptor{}, err
+	}
+	layers, err := base.Layers()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	for _, l := range layers {
+		if err := w.addLayer(l); err != nil {
+			return v1.Descriptor{}, err
+		}
+	}
+	raw, err := base.RawManifest()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	mt, err := base.MediaType()
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	h, n, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	if err := writeBlobBytes(w.tmp, h, raw); err != nil {
+		return v1.Descriptor{}, err
+	}
+	d := v1.Descriptor{MediaType: mt, Digest: h, Size: n, Annotations: map[string]string{AnnotationRole: RoleBase}}
+	w.entries = append(w.entries, d)
+	return d, nil
+}
+
+// Base returns the descriptor of the base image the layout carries.
+func (l *Layout) Base() (v1.Descriptor, bool, error) {
+	im, err := l.index()
+	if err != nil {
+		return v1.Descriptor{}, false, err
+	}
+	for _, d := range im.Manifests {
+		if d.Annotations[AnnotationRole] == RoleBase {
+			return d, true, nil
+		}
+	}
+	return v1.Descriptor{}, false, nil
 }
 
 // Attach adds an artifact referring to the image added with AddImage.
