@@ -168,3 +168,30 @@ func SourceTreeAtCommit(repo, commit, subdir string) (string, error) {
 	}
 	return contribution.IntegratedSourceTreeDigest(dest)
 }
+
+// FindSource returns the directory of repo at commit whose integrated
+// source tree digest is treeDigest, searching every directory that holds
+// a manifest.toml. It is how a rebuilder finds reviewed source from a
+// record alone.
+func FindSource(repo, commit, treeDigest string) (string, error) {
+	if _, err := ResolveCommit(repo, commit); err != nil {
+		return "", err
+	}
+	out, err := git(repo, nil, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
+	if err != nil {
+		return "", err
+	}
+	var candidates []string
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if s := string(p); s == "manifest.toml" || strings.HasSuffix(s, "/manifest.toml") {
+			candidates = append(candidates, strings.TrimSuffix(strings.TrimSuffix(s, "manifest.toml"), "/"))
+		}
+	}
+	for _, dir := range candidates {
+		got, err := SourceTreeAtCommit(repo, commit, dir)
+		if err == nil && got == treeDigest {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("no directory of %s at %s has integrated source tree digest %s (searched %d bundle directories)", repo, commit, treeDigest, len(candidates))
+}

@@ -352,9 +352,15 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 
 	// The engine tree.
 	tree := contents["engine-tree"]
+	if tree.treeErr != nil {
+		return nil, failf(CheckEngineTree, "the engine tree in the image does not pass the materializer's check: %v", tree.treeErr)
+	}
 	treeDigest, err := materialize.TreeDigest(tree.rows)
 	if err != nil {
 		return nil, fail(CheckEngineTree, err)
+	}
+	if treeDigest != tree.treeDigest {
+		return nil, failf(CheckEngineTree, "engine tree digest %s, the materializer's check gives %s", treeDigest, tree.treeDigest)
 	}
 	if treeDigest != d.EngineTreeDigest || treeDigest != treeSubject.Digest["cacheon.materialized-engine-tree"] {
 		return nil, failf(CheckEngineTree, "the engine tree in the image has digest %s; the descriptor says %s and the signed subject %s", treeDigest, d.EngineTreeDigest, treeSubject.Digest["cacheon.materialized-engine-tree"])
@@ -467,6 +473,8 @@ type layerContents struct {
 	entryBytes  []byte
 	entrySHA256 string
 	entrySize   int64
+	treeDigest  string // the materializer's check of the engine tree
+	treeErr     error
 }
 
 // readBlobs checks the config and every layer against its descriptor,
@@ -563,13 +571,17 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 	diff := newHasher()
 	tee := io.TeeReader(tarStream, diff)
 	prefix := map[string]string{"substrate": descriptor.SubstrateDir, "entrypoint": "cacheon/bin", "engine-tree": descriptor.EngineTreeDir, "release": descriptor.ReleaseDir}[role] + "/"
-	var substrateDir string
-	if role == "substrate" {
-		if substrateDir, err = os.MkdirTemp("", "cacheon-verify-substrate-"); err != nil {
+	// The substrate and the engine tree are also written out, so that the
+	// content hash and the materializer's own tree check run on them.
+	var substrateDir, scratch string
+	if role == "substrate" || role == "engine-tree" {
+		if scratch, err = os.MkdirTemp("", "cacheon-verify-"+role+"-"); err != nil {
 			return err
 		}
-		defer os.RemoveAll(substrateDir)
+		defer os.RemoveAll(scratch)
+		substrateDir = filepath.Join(scratch, "files")
 	}
+	var treeFiles []atomicwrite.File
 	err = layer.Walk(tee, func(name string, exec bool, contents io.Reader) error {
 		if !strings.HasPrefix(name, prefix) {
 			return fmt.Errorf("%w: %s is outside %s", errLayerContent, name, prefix)
@@ -602,8 +614,9 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 				w = io.MultiWriter(h, &meta)
 			}
 			var f *os.File
-			if role == "substrate" {
+			{
 				p := filepath.Join(substrateDir, filepath.FromSlash(rel))
+				treeFiles = append(treeFiles, atomicwrite.File{Path: rel, From: p})
 				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 					return err
 				}
@@ -634,9 +647,21 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 		return err
 	}
 	c.diffID = "sha256:" + diff.sha256()
-	if role == "substrate" {
+	switch role {
+	case "substrate":
 		if c.contentHash, err = bundlehash.ContentHash(substrateDir); err != nil {
 			return err
+		}
+	case "engine-tree":
+		// A tree in the materializer's published shape, reopened by the
+		// materializer: canonical metadata whose inventory is the tree.
+		dest := filepath.Join(scratch, "tree")
+		if _, err := atomicwrite.WriteTree(dest, treeFiles); err != nil {
+			c.treeErr = err
+		} else if res, err := materialize.Verify(dest); err != nil {
+			c.treeErr = err
+		} else {
+			c.treeDigest = res.TreeDigest
 		}
 	}
 	sortFiles(c.sbomFiles)

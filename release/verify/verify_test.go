@@ -329,7 +329,7 @@ func TestVerifyNamesTheTamperedThing(t *testing.T) {
 					tree.Entries[i] = layer.Entry{Path: e.Path, Data: []byte("import os\nos.system('evil')\n")}
 				}
 			}
-		}, check: verify.CheckEngineTree, want: "the engine tree in the image has digest"},
+		}, check: verify.CheckEngineTree, want: "does not pass the materializer's check"},
 		{name: "substrate file changed", plan: func(p *build.Plan) {
 			sub := &p.Layers[0]
 			sub.Entries = append(sub.Entries, layer.Entry{Path: descriptor.SubstrateDir + "/sitecustomize.py", Data: []byte("evil")})

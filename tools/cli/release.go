@@ -20,6 +20,7 @@ import (
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/layer"
 	"github.com/cacheon/engine/release/publish"
+	"github.com/cacheon/engine/release/rebuild"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
@@ -56,6 +57,7 @@ or I/O error.`,
 		newReleaseSignCommand(s),
 		newReleaseVerifyCommand(s),
 		newReleasePublishCommand(s),
+		newReleaseRebuildCommand(s),
 		newReleaseServeCommand(s),
 	)
 	return cmd
@@ -646,5 +648,95 @@ test_evidence. All seven must be distinct.`,
 	for _, r := range []string{"crown", "commit", "path", "reviewer", "out"} {
 		cmd.MarkFlagRequired(r)
 	}
+	return cmd
+}
+
+func newReleaseRebuildCommand(s Streams) *cobra.Command {
+	var keyPath, sourceRepo, work, catalogPath string
+	var sources []string
+	var insecure, jsonOut, allowToolchain bool
+	cmd := &cobra.Command{
+		Use:   "rebuild --key PUB [--source-repo DIR] LAYOUT|REF",
+		Short: "Rebuild a published release from its published inputs and compare digests",
+		Long: `Verify a release, rebuild it from what was published and compare every
+digest. The inputs come from the release itself: the release stack, review
+records, model receipt, substrate and entrypoint from its layers, the pinned
+base image from the same layout or repository. With --source-repo (a git
+repository holding the review commits) the engine tree is re-materialized
+from the reviewed source instead of taken from the image, which also proves
+that the shipped tree is what the reviewed source gives. On a mismatch the
+first differing layer and file is printed and the exit code is 2.
+
+The layer bytes depend on the compressor, so the Go toolchain the release
+records is part of its identity: rebuild with a cacheon built by that
+toolchain (GOTOOLCHAIN=<version>). --allow-toolchain-mismatch compares
+anyway and reports layers whose files are equal but whose bytes are not.`,
+		Example: `  cacheon release rebuild --key release.pub release-1.0
+  cacheon release rebuild --key release.pub --source-repo . registry.example.com/cacheon/engine:1.0`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			policy, err := key.LoadPolicy(keyPath)
+			if err != nil {
+				return inputError(err)
+			}
+			opts := rebuild.Options{Policy: policy, Work: work, SourceRepo: sourceRepo, AllowToolchainMismatch: allowToolchain, SourcePaths: map[string]string{}}
+			for _, src := range sources {
+				target, p, ok := strings.Cut(src, "=")
+				if !ok {
+					return Rejected(fmt.Errorf("--source %q: want TARGET=PATH", src))
+				}
+				opts.SourcePaths[target] = p
+			}
+			if sourceRepo != "" {
+				if opts.Catalog, err = bundleCatalog(catalogPath); err != nil {
+					return Rejected(err)
+				}
+			}
+			if !jsonOut {
+				opts.Progress = releaseProgress(s, "rebuild")
+			}
+			st, err := openRelease(args[0], insecure)
+			if err != nil {
+				return err
+			}
+			res, err := rebuild.Run(st, opts)
+			var failed *verify.Failure
+			var mismatch *rebuild.Mismatch
+			switch {
+			case errors.As(err, &failed):
+				return Rejected(err)
+			case err != nil && !errors.As(err, &mismatch):
+				return err
+			}
+			if jsonOut {
+				if werr := writeReleaseJSON(s.Out, res); werr != nil {
+					return werr
+				}
+				if mismatch != nil {
+					return ExitWith(ExitRejected)
+				}
+				return nil
+			}
+			if mismatch != nil {
+				return Rejected(err)
+			}
+			fmt.Fprintf(s.Out, "reproduced %s\n  rebuilt digest %s\n  engine tree    %s", res.ImageDigest, res.RebuiltDigest, res.EngineTreeDigest)
+			if res.Rematerialized {
+				fmt.Fprint(s.Out, " (re-materialized from the reviewed source)")
+			}
+			fmt.Fprintf(s.Out, "\n  toolchain      %s\n", res.RebuildGoVersion)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&keyPath, "key", "", "trusted public key (PEM) or key policy file (required)")
+	f.StringVar(&sourceRepo, "source-repo", "", "git repository holding the review commits: re-materialize the engine tree")
+	f.StringArrayVar(&sources, "source", nil, "TARGET=PATH: the contribution's directory in --source-repo (default: searched by digest)")
+	f.StringVar(&catalogPath, "catalog", "", "target catalog HCL file for re-materializing (default: the built-in catalog)")
+	f.StringVar(&work, "work", "", "scratch directory to keep (default: a temporary one, removed)")
+	f.BoolVar(&allowToolchain, "allow-toolchain-mismatch", false, "rebuild even if this binary's Go toolchain is not the release's")
+	f.BoolVar(&insecure, "insecure", false, "use plain HTTP for the registry")
+	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
+	cmd.MarkFlagRequired("key")
 	return cmd
 }

@@ -80,6 +80,11 @@ func TestReleaseCommandsEndToEnd(t *testing.T) {
 	if code != ExitRejected || rep.Verified || last.Name != "key-policy" || last.OK {
 		t.Fatalf("verify with another key: exit %d, report %s", code, out)
 	}
+	code, out, errOut = run(t, "", "release", "rebuild", "--key", keyPrefix+"-key.pub", "--source-repo", r.Repo, layout_)
+	if code != 0 || !strings.Contains(out, "reproduced "+built.ImageDigest) || !strings.Contains(out, "re-materialized") {
+		t.Fatalf("rebuild: %d\n%s\n%s", code, out, errOut)
+	}
+
 	// The entrypoint's checks on the unpacked image, without exec.
 	root := filepath.Join(dir, "rootfs")
 	os.Mkdir(root, 0o755)

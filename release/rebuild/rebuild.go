@@ -1,0 +1,444 @@
+// Package rebuild rebuilds a published release from what was published
+// and compares the result with it, digest for digest.
+//
+// The release is verified first (release/verify). Its inputs then come
+// from the release itself: the release stack, review records, model
+// receipt, substrate and entrypoint from the image's release layers, the
+// pinned base image from the same layout or repository. With the reviewed
+// source (a git repository holding the review commits) the engine tree is
+// re-materialized from the release stack instead of taken from the image.
+// The build then runs again with the recorded parameters, and every
+// digest must come out equal; on a mismatch the first differing layer and
+// file is reported. The layer bytes depend on the compressor, so the Go
+// toolchain the release names is part of its identity: a rebuild with
+// another toolchain is refused unless explicitly allowed.
+package rebuild
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/release/build"
+	"github.com/cacheon/engine/release/descriptor"
+	"github.com/cacheon/engine/release/image"
+	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/release/layer"
+	"github.com/cacheon/engine/release/review"
+	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/tools/materialize"
+	"github.com/cacheon/engine/tools/stack"
+)
+
+// Options configure a rebuild.
+type Options struct {
+	Policy *key.Policy
+	Now    time.Time
+	// Work is a scratch directory; empty means a temporary one removed
+	// afterwards.
+	Work string
+	// SourceRepo is a git repository holding the review commits; when
+	// set, the engine tree is re-materialized from the reviewed source.
+	SourceRepo string
+	// SourcePaths maps a target to its directory in SourceRepo; targets
+	// not listed are searched for by their integrated source tree digest.
+	SourcePaths map[string]string
+	// Catalog is the catalog in force for re-materialization (default:
+	// the built-in catalog); it must be the one the release stack embeds.
+	Catalog *catalog.Catalog
+	// AllowToolchainMismatch rebuilds with another Go toolchain than the
+	// release's; layer digests will then usually differ.
+	AllowToolchainMismatch bool
+	Progress               func(string)
+}
+
+// Result is the outcome of a rebuild.
+type Result struct {
+	FormatVersion            int    `json:"format_version"`
+	Location                 string `json:"location"`
+	ImageDigest              string `json:"image_digest"`
+	RebuiltDigest            string `json:"rebuilt_digest"`
+	Match                    bool   `json:"match"`
+	EngineTreeDigest         string `json:"engine_tree_digest"`
+	Rematerialized           bool   `json:"rematerialized"`
+	RematerializedTreeDigest string `json:"rematerialized_tree_digest"`
+	SBOMMatch                bool   `json:"sbom_match"`
+	ProvenanceMatch          bool   `json:"provenance_match"`
+	ReleaseGoVersion         string `json:"release_go_version"`
+	RebuildGoVersion         string `json:"rebuild_go_version"`
+	FirstDifference          string `json:"first_difference"`
+}
+
+// Mismatch is a rebuild whose output differs from the release.
+type Mismatch struct{ What string }
+
+func (m *Mismatch) Error() string { return "rebuild does not reproduce the release: " + m.What }
+
+// ErrToolchain is returned when the toolchain differs and that is not
+// allowed.
+var ErrToolchain = errors.New("toolchain differs from the release's")
+
+// Run verifies the release in s, rebuilds it and compares.
+func Run(s store.Store, opts Options) (*Result, error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	progress("verifying the published release")
+	rel, err := verify.Run(s, verify.Options{Policy: opts.Policy, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	d := rel.Descriptor
+	res := &Result{
+		FormatVersion: 1, Location: s.Location(), ImageDigest: rel.Image.Digest.String(),
+		EngineTreeDigest: d.EngineTreeDigest, ReleaseGoVersion: d.Toolchain.GoVersion, RebuildGoVersion: runtime.Version(),
+	}
+	if d.Toolchain.GoVersion != runtime.Version() && !opts.AllowToolchainMismatch {
+		return res, fmt.Errorf("%w: the release was built with %s, this binary with %s; the gzip bytes of its layers depend on the toolchain, so rebuild with a cacheon built by %s (GOTOOLCHAIN=%s), or allow the mismatch to compare layer contents only",
+			ErrToolchain, d.Toolchain.GoVersion, runtime.Version(), d.Toolchain.GoVersion, d.Toolchain.GoVersion)
+	}
+	work := opts.Work
+	if work == "" {
+		if work, err = os.MkdirTemp("", "cacheon-rebuild-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(work)
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	work, err = os.MkdirTemp(work, "rebuild-")
+	if err != nil {
+		return nil, err
+	}
+
+	progress("unpacking the published inputs")
+	img, err := openImage(s, rel.Image.Digest)
+	if err != nil {
+		return nil, err
+	}
+	nbase := len(d.BaseImage.Layers)
+	root := filepath.Join(work, "published")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return nil, err
+	}
+	if err := image.Unpack(img, nbase, root); err != nil {
+		return nil, fmt.Errorf("unpack the release layers: %w", err)
+	}
+	in := build.Inputs{
+		ReleaseManifest: filepath.Join(root, filepath.FromSlash(descriptor.ManifestPath)),
+		Substrate:       filepath.Join(root, filepath.FromSlash(descriptor.SubstrateDir)),
+		ModelReceipt:    filepath.Join(root, filepath.FromSlash(descriptor.ModelReceipt)),
+		Entrypoint:      filepath.Join(root, filepath.FromSlash(descriptor.EntrypointPath)),
+		BaseDigest:      d.BaseImage.Digest,
+		BaseName:        d.BaseImage.Name,
+		Platform:        d.BaseImage.Platform,
+		Name:            rel.Report.Image,
+		ServeCommand:    d.Serve.Command,
+		ServeEnv:        d.Serve.Environment,
+		ModelMount:      d.Serve.ModelMount,
+		Epoch:           d.Toolchain.SourceDateEpoch,
+		Compression:     layer.Compression(d.Toolchain.Compression),
+		Level:           d.Toolchain.CompressionLevel,
+		Out:             filepath.Join(work, "rebuilt"),
+	}
+	for _, r := range rel.Records {
+		dg, _ := r.Digest()
+		in.Reviews = append(in.Reviews, filepath.Join(root, filepath.FromSlash(descriptor.ReviewPath(dg))))
+	}
+	sort.Strings(in.Reviews)
+	if in.Base, err = openBase(s, d); err != nil {
+		return nil, err
+	}
+
+	publishedTree := filepath.Join(work, "published-engine-tree")
+	if err := copyTree(filepath.Join(root, filepath.FromSlash(descriptor.EngineTreeDir)), publishedTree); err != nil {
+		return nil, fmt.Errorf("engine tree: %w", err)
+	}
+	in.EngineTree = publishedTree
+	if opts.SourceRepo != "" {
+		progress("re-materializing the engine tree from the reviewed source")
+		m, err := build.ParseReleaseManifest(rel.Files[descriptor.ManifestPath])
+		if err != nil {
+			return nil, err
+		}
+		tree := filepath.Join(work, "engine-tree")
+		digest, err := rematerialize(m, rel.Records, opts, work, tree)
+		if err != nil {
+			return nil, err
+		}
+		res.Rematerialized, res.RematerializedTreeDigest = true, digest
+		if digest != d.EngineTreeDigest {
+			res.FirstDifference = firstTreeDifference(publishedTree, tree)
+			return res, &Mismatch{What: fmt.Sprintf("the re-materialized engine tree is %s, the release's is %s; first differing file: %s", digest, d.EngineTreeDigest, res.FirstDifference)}
+		}
+		in.EngineTree = tree
+	}
+
+	progress("rebuilding the image")
+	built, err := build.Build(in, nil)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: %w", err)
+	}
+	res.RebuiltDigest = built.ImageDigest
+	res.SBOMMatch = built.SBOMDigest == "sha256:"+descriptor.SHA256(rel.SBOM)
+	res.ProvenanceMatch = built.StatementSHA256 == descriptor.SHA256(rel.Statement)
+	if built.ImageDigest != res.ImageDigest {
+		res.FirstDifference = firstImageDifference(img, in.Out, built.ImageDigest, d)
+		return res, &Mismatch{What: fmt.Sprintf("rebuilt image %s, published %s; %s", built.ImageDigest, res.ImageDigest, res.FirstDifference)}
+	}
+	if !res.SBOMMatch {
+		return res, &Mismatch{What: "the rebuilt SBOM differs from the published one"}
+	}
+	res.Match = true
+	return res, nil
+}
+
+func openImage(s store.Store, h v1.Hash) (v1.Image, error) {
+	switch st := s.(type) {
+	case *store.Layout:
+		lp, err := layout.FromPath(st.Dir())
+		if err != nil {
+			return nil, err
+		}
+		return lp.Image(h)
+	case *store.Registry:
+		return remote.Image(st.Reference().Context().Digest(h.String()), st.RemoteOptions()...)
+	}
+	return nil, fmt.Errorf("unsupported store %T", s)
+}
+
+// openBase finds the pinned base: in the release's layout or repository,
+// or, for the project's scratch base, regenerated.
+func openBase(s store.Store, d *descriptor.Descriptor) (v1.Image, error) {
+	pin, err := v1.NewHash(d.BaseImage.Digest)
+	if err != nil {
+		return nil, err
+	}
+	if base, err := openImage(s, pin); err == nil {
+		if got, err := base.Digest(); err == nil && got == pin {
+			return base, nil
+		}
+	}
+	p, err := image.ParsePlatform(d.BaseImage.Platform)
+	if err != nil {
+		return nil, err
+	}
+	scratch, err := image.Scratch(p)
+	if err != nil {
+		return nil, err
+	}
+	if got, _ := scratch.Digest(); got == pin {
+		return scratch, nil
+	}
+	return nil, fmt.Errorf("the base image %s (%s) is not in %s; pull it by digest into the release's repository or layout", d.BaseImage.Digest, d.BaseImage.Name, s.Location())
+}
+
+// copyTree copies an unpacked tree into the materializer's published
+// shape (files 0444, directories 0755, epoch times).
+func copyTree(src, dest string) error {
+	var files []atomicwrite.File
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		files = append(files, atomicwrite.File{Path: filepath.ToSlash(rel), From: p})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	_, err = atomicwrite.WriteTree(dest, files)
+	return err
+}
+
+func rematerialize(m *stack.EngineReleaseManifest, records []*review.Record, opts Options, work, dest string) (string, error) {
+	cat := opts.Catalog
+	if cat == nil {
+		var err error
+		if cat, err = catalog.Default(); err != nil {
+			return "", err
+		}
+	}
+	byTarget := map[string]*review.Record{}
+	var recs []contribution.IntegrationRecord
+	for _, r := range records {
+		byTarget[r.TargetID] = r
+		recs = append(recs, r.IntegrationRecord())
+	}
+	resolve := func(target string, _ stack.Ref) (string, error) {
+		r := byTarget[target]
+		if r == nil {
+			return "", fmt.Errorf("no review record for %s", target)
+		}
+		path, ok := opts.SourcePaths[target]
+		if !ok {
+			var err error
+			if path, err = review.FindSource(opts.SourceRepo, r.ReviewCommit, r.IntegratedSourceTreeDigest); err != nil {
+				return "", err
+			}
+		}
+		dir := filepath.Join(work, "sources", strings.ReplaceAll(target, "/", "_"))
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return "", err
+		}
+		if err := review.Checkout(opts.SourceRepo, r.ReviewCommit, path, dir); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	res, err := materialize.Materialize(m, resolve, dest, materialize.Options{
+		Catalog: cat, Records: recs, Payload: contribution.PayloadOptions{Closure: contribution.PythonClosure},
+	})
+	if err != nil {
+		return "", err
+	}
+	return res.TreeDigest, nil
+}
+
+// firstTreeDifference names the first path (in path order) whose bytes
+// differ between two trees, or that only one has.
+func firstTreeDifference(a, b string) string {
+	ha, hb := hashTree(a), hashTree(b)
+	var paths []string
+	for p := range ha {
+		paths = append(paths, p)
+	}
+	for p := range hb {
+		if _, ok := ha[p]; !ok {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		switch {
+		case ha[p] == "":
+			return p + " (only in the rebuild)"
+		case hb[p] == "":
+			return p + " (only in the release)"
+		case ha[p] != hb[p]:
+			return fmt.Sprintf("%s (release sha256:%s, rebuild sha256:%s)", p, ha[p], hb[p])
+		}
+	}
+	return "none"
+}
+
+func hashTree(root string) map[string]string {
+	out := map[string]string{}
+	filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[filepath.ToSlash(rel)] = descriptor.SHA256(b)
+		return nil
+	})
+	return out
+}
+
+// firstImageDifference compares the published image with the rebuilt
+// one layer by layer and names the first differing file.
+func firstImageDifference(published v1.Image, rebuiltLayout, rebuiltDigest string, d *descriptor.Descriptor) string {
+	lp, err := layout.FromPath(rebuiltLayout)
+	if err != nil {
+		return err.Error()
+	}
+	h, _ := v1.NewHash(rebuiltDigest)
+	rebuilt, err := lp.Image(h)
+	if err != nil {
+		return err.Error()
+	}
+	pl, err1 := published.Layers()
+	rl, err2 := rebuilt.Layers()
+	if err1 != nil || err2 != nil {
+		return "cannot list layers"
+	}
+	if len(pl) != len(rl) {
+		return fmt.Sprintf("the release has %d layers, the rebuild %d", len(pl), len(rl))
+	}
+	for i := range pl {
+		pd, _ := pl[i].Digest()
+		rd, _ := rl[i].Digest()
+		if pd == rd {
+			continue
+		}
+		pdiff, _ := pl[i].DiffID()
+		rdiff, _ := rl[i].DiffID()
+		if pdiff == rdiff {
+			return fmt.Sprintf("layer %d has the same files but other compressed bytes (%s vs %s): the compressor differs (release built with %s, rebuilt with %s)", i, pd, rd, d.Toolchain.GoVersion, runtime.Version())
+		}
+		pf, rf := layerFiles(pl[i]), layerFiles(rl[i])
+		var paths []string
+		for p := range pf {
+			paths = append(paths, p)
+		}
+		for p := range rf {
+			if _, ok := pf[p]; !ok {
+				paths = append(paths, p)
+			}
+		}
+		sort.Strings(paths)
+		for _, p := range paths {
+			if pf[p] != rf[p] {
+				return fmt.Sprintf("layer %d, first differing file /%s (release %q, rebuild %q)", i, p, short(pf[p]), short(rf[p]))
+			}
+		}
+		return fmt.Sprintf("layer %d differs in its tar headers (%s vs %s)", i, pdiff, rdiff)
+	}
+	pc, _ := published.RawConfigFile()
+	rc, _ := rebuilt.RawConfigFile()
+	if !bytes.Equal(pc, rc) {
+		return "the image config differs"
+	}
+	return "the manifest differs"
+}
+
+func short(s string) string {
+	if s == "" {
+		return "absent"
+	}
+	return "sha256:" + s[:12]
+}
+
+func layerFiles(l v1.Layer) map[string]string {
+	out := map[string]string{}
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return out
+	}
+	defer rc.Close()
+	layer.Walk(rc, func(name string, exec bool, r io.Reader) error {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		mode := ""
+		if exec {
+			mode = " exec"
+		}
+		out[name] = descriptor.SHA256(b) + mode
+		return nil
+	})
+	return out
+}
