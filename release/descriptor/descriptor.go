@@ -128,6 +128,9 @@ var (
 	// environment redirect what code runs.
 	reservedEnv       = []string{"PATH", "HOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONINSPECT"}
 	reservedEnvPrefix = []string{"CACHEON_RELEASE_"}
+	// A release serves without any chain: no variable configures a
+	// wallet, a miner or a chain client.
+	chainEnvPrefix = []string{"BT_", "BITTENSOR", "WALLET", "MINER", "SUBTENSOR", "HOTKEY", "COLDKEY"}
 )
 
 // Validate checks the descriptor's shape: every digest, the sorting of
@@ -208,6 +211,11 @@ func CheckEnvironment(env []string) error {
 		for _, p := range reservedEnvPrefix {
 			if strings.HasPrefix(k, p) {
 				return fmt.Errorf("%s: the %s prefix is reserved for the entrypoint", k, p)
+			}
+		}
+		for _, p := range chainEnvPrefix {
+			if strings.HasPrefix(k, p) {
+				return fmt.Errorf("%s: a release is chain-independent; no %s* variable configures a chain, wallet or miner", k, p)
 			}
 		}
 		if k <= prev {
