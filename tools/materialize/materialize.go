@@ -6,8 +6,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/tools/atomicwrite"
@@ -176,11 +178,8 @@ func Materialize(m stack.Manifest, resolve Resolver, dest string, opts Options) 
 	}
 	defer os.RemoveAll(work)
 
-	for _, u := range units {
-		progress("stage %s from %s", u.target, u.dir)
-		if err := u.prepare(work, opts); err != nil {
-			return nil, err
-		}
+	if err := prepareAll(units, work, opts, progress); err != nil {
+		return nil, err
 	}
 	tree, err := assemble(units, stackDigest)
 	if err != nil {
@@ -208,6 +207,38 @@ func Materialize(m stack.Manifest, resolve Resolver, dest string, opts Options) 
 		return nil, fmt.Errorf("materialize: reopened tree %s does not match what was written", dest)
 	}
 	return res, nil
+}
+
+// prepareAll stages, checks and inspects the units concurrently, one
+// worker per CPU: parsing and hashing dominate and each unit is
+// independent. The first failing unit in stack order decides the error,
+// so the report does not depend on scheduling.
+func prepareAll(units []*unit, work string, opts Options, progress func(string, ...any)) error {
+	errs := make([]error, len(units))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), len(units))
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = units[i].prepare(work, opts)
+			}
+		}()
+	}
+	for i, u := range units {
+		progress("stage %s from %s", u.target, u.dir)
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkRecords enforces that a release stack comes with exactly one
@@ -622,9 +653,14 @@ func (u *unit) namespacedPython() ([]atomicwrite.File, error) {
 			return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleUnstable, Err: fmt.Errorf("Python closure file %s differs from the selected payload", f.Path)}
 		}
 		delete(want, f.Path)
-		rewritten, err := f.Rewrite(u.namespace)
-		if err != nil {
-			return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: err}
+		// A file without bundle-local imports has nothing to rewrite: its
+		// bytes are emitted as selected.
+		rewritten := f.Src
+		if len(f.Imports) > 0 {
+			var err error
+			if rewritten, err = f.Rewrite(u.namespace); err != nil {
+				return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: err}
+			}
 		}
 		files = append(files, atomicwrite.File{Path: u.namespace + "/" + f.Path, Data: rewritten})
 		hasInit = hasInit || f.Path == "__init__.py"

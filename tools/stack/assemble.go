@@ -3,7 +3,9 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -85,17 +87,43 @@ func Assemble(f *File, sources Sources, cat *catalog.Catalog, payload contributi
 		return nil, &AssemblyError{Problems: []Problem{{Range: f.DeclRange, Rule: RuleSourceMismatch, Message: err.Error()}}}
 	}
 	a := &Assembled{File: f, Dirs: map[string]string{}, Inspections: map[string]*contribution.Inspection{}}
+	// Entries are inspected concurrently (parsing and hashing dominate);
+	// results are collected in file order so reports are stable.
+	type result struct {
+		ref Ref
+		dir string
+		in  *contribution.Inspection
+		p   *Problem
+	}
+	results := make([]result, len(f.Contributions))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(f.Contributions)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r := &results[i]
+				r.ref, r.dir, r.in, r.p = assembleEntry(f, f.Contributions[i], sources, cat, payload)
+			}
+		}()
+	}
+	for i := range f.Contributions {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	var problems []Problem
 	var refs []Ref
-	for _, c := range f.Contributions {
-		ref, dir, in, p := assembleEntry(f, c, sources, cat, payload)
-		if p != nil {
-			problems = append(problems, *p)
+	for i, c := range f.Contributions {
+		r := results[i]
+		if r.p != nil {
+			problems = append(problems, *r.p)
 			continue
 		}
-		a.Dirs[c.TargetID] = dir
-		a.Inspections[c.TargetID] = in
-		refs = append(refs, ref)
+		a.Dirs[c.TargetID] = r.dir
+		a.Inspections[c.TargetID] = r.in
+		refs = append(refs, r.ref)
 	}
 	if len(problems) == 0 {
 		ids := f.Targets()
