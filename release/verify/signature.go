@@ -19,6 +19,7 @@ import (
 type SignedStatement struct {
 	Statement []byte // the exact DSSE payload that was signed
 	KeyID     string
+	Public    crypto.PublicKey
 }
 
 // Bundle verifies a sigstore bundle offline: it must be a v0.3 DSSE
@@ -77,5 +78,5 @@ func Bundle(bundleJSON []byte, policy *key.Policy, now time.Time) (*SignedStatem
 	if _, err := v.Verify(&b, sgverify.NewPolicy(sgverify.WithoutArtifactUnsafe(), sgverify.WithKey())); err != nil {
 		return nil, fail(CheckSignature, fmt.Errorf("bundle claiming key %s does not verify: %w", hint, err))
 	}
-	return &SignedStatement{Statement: env.GetPayload(), KeyID: hint}, nil
+	return &SignedStatement{Statement: env.GetPayload(), KeyID: hint, Public: trusted.Public}, nil
 }

@@ -15,6 +15,7 @@ package verify
 
 import (
 	"bytes"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,8 +137,9 @@ type Release struct {
 	Records     []*review.Record
 	ReleaseJSON []byte
 	SBOM        []byte
-	// Bundle is the signature bundle that verified.
-	Bundle []byte
+	// Bundle is the signature bundle that verified, SignerPublic its key.
+	Bundle       []byte
+	SignerPublic crypto.PublicKey
 	// Attachments are every verified artifact attached to the image.
 	Attachments []store.Referrer
 }
@@ -245,6 +247,7 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 		return nil, firstErr
 	}
 	rep.KeyID = signed.KeyID
+	rel.SignerPublic = signed.Public
 	rep.pass(CheckKeyPolicy, "key %s is trusted and valid at %s", signed.KeyID, now.UTC().Format(time.RFC3339))
 	rep.pass(CheckSignature, "DSSE signature by key %s verifies", signed.KeyID)
 	rel.Statement = signed.Statement

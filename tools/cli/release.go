@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/cacheon/engine/release/image"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/layer"
+	"github.com/cacheon/engine/release/layout"
 	"github.com/cacheon/engine/release/publish"
 	"github.com/cacheon/engine/release/rebuild"
 	"github.com/cacheon/engine/release/review"
@@ -58,6 +60,8 @@ or I/O error.`,
 		newReleaseVerifyCommand(s),
 		newReleasePublishCommand(s),
 		newReleaseRebuildCommand(s),
+		newReleaseLayoutCommand(s),
+		newReleaseLinkCommand(s),
 		newReleaseServeCommand(s),
 	)
 	return cmd
@@ -321,10 +325,11 @@ statement must name the image it is attached to.`,
 }
 
 func newReleaseVerifyCommand(s Streams) *cobra.Command {
-	var keyPath, now string
+	var keyPath, now, layoutPath, linkDir string
+	var layoutKeys []string
 	var insecure, jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "verify --key PUB LAYOUT|REF",
+		Use:   "verify --key PUB [--layout FILE --layout-key PUB --links DIR] LAYOUT|REF",
 		Short: "Verify a release offline against a trusted public key",
 		Long: `Verify a release with nothing but the release itself (an OCI layout
 directory or a registry reference) and the public key you trust. No chain,
@@ -341,8 +346,17 @@ signatures carry no trusted time without a timestamp service.
 Checks, each named in its failure: image-manifest, attestations, key-policy,
 signature, predicate-type, builder, subjects, layers, image-blobs,
 release-descriptor, engine-tree, integrations, substrate, entrypoint,
-model-receipt, sbom, provenance.`,
+model-receipt, sbom, provenance.
+
+With --layout the release is also checked against the project's signed
+in-toto supply-chain layout (see "cacheon release layout"): the layout's
+signature by a --layout-key and its expiry, the functionaries' links in
+--links (two qualifications by distinct validator keys, the review, the
+materialization, the build and the signature), the artifact rules between
+the steps, and that the links describe this very release (check
+in-toto-layout).`,
 		Example: `  cacheon release verify --key release.pub release-1.0
+  cacheon release verify --key release.pub --layout root.layout --layout-key owner.pub --links links release-1.0
   cacheon release verify --key release.pub --json registry.example.com/cacheon/engine:1.0`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -359,6 +373,13 @@ model-receipt, sbom, provenance.`,
 			if !jsonOut {
 				opts.Progress = releaseProgress(s, "verify")
 			}
+			if layoutPath != "" {
+				check, err := layoutCheck(layoutPath, layoutKeys, linkDir)
+				if err != nil {
+					return err
+				}
+				opts.Layout = check
+			}
 			st, err := openRelease(args[0], insecure)
 			if err != nil {
 				return err
@@ -369,6 +390,9 @@ model-receipt, sbom, provenance.`,
 	}
 	cmd.Flags().StringVar(&keyPath, "key", "", "trusted public key (PEM) or key policy file (required)")
 	cmd.Flags().StringVar(&now, "now", "", "evaluate key validity at this RFC 3339 time instead of now")
+	cmd.Flags().StringVar(&layoutPath, "layout", "", "signed in-toto supply-chain layout to check the release against")
+	cmd.Flags().StringArrayVar(&layoutKeys, "layout-key", nil, "public key of the layout's owner (repeat)")
+	cmd.Flags().StringVar(&linkDir, "links", "", "directory of the functionaries' in-toto links")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "use plain HTTP for the registry")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the verification report as JSON")
 	cmd.MarkFlagRequired("key")
@@ -738,5 +762,159 @@ anyway and reports layers whose files are equal but whose bytes are not.`,
 	f.BoolVar(&insecure, "insecure", false, "use plain HTTP for the registry")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
 	cmd.MarkFlagRequired("key")
+	return cmd
+}
+
+// layoutCheck loads a layout and its owner keys into a verify.LayoutCheck.
+func layoutCheck(path string, keyPaths []string, linkDir string) (verify.LayoutCheck, error) {
+	if len(keyPaths) == 0 || linkDir == "" {
+		return nil, errors.New("--layout needs --layout-key and --links")
+	}
+	mb, err := layout.Load(path)
+	if err != nil {
+		return nil, Rejected(err)
+	}
+	var owners [][]byte
+	for _, p := range keyPaths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		owners = append(owners, b)
+	}
+	return func(rel *verify.Release) error {
+		if err := layout.Check(mb, owners, linkDir, rel); err != nil {
+			return err
+		}
+		rel.Report.Checks = append(rel.Report.Checks, verify.CheckResult{Name: verify.CheckLayout, OK: true,
+			Detail: fmt.Sprintf("layout %s: qualify, review, materialize, build and sign links verified", path)})
+		return nil
+	}, nil
+}
+
+func newReleaseLayoutCommand(s Streams) *cobra.Command {
+	var ownerKey, out, expires string
+	var qualify, reviewKeys, materializeKeys, buildKeys, signKeys []string
+	cmd := &cobra.Command{
+		Use:   "layout --owner-key KEY --qualify PUB --qualify PUB --review PUB --materialize PUB --build PUB --sign PUB --expires TIME --out FILE",
+		Short: "Write the project's signed in-toto supply-chain layout",
+		Long: `Write the in-toto layout that states how a release is made, signed by the
+project owner's key: two qualifications by distinct validator keys
+(threshold 2), the integration review, the materialization of the release
+stack, the build and the signature, each by the functionaries whose public
+keys are given, with artifact rules chaining each step's materials to the
+previous step's products. Consumers check releases against it with
+"cacheon release verify --layout".`,
+		Example: `  cacheon release layout --owner-key owner.key \
+    --qualify validator-a.pub --qualify validator-b.pub --review reviewer.pub \
+    --materialize builder.pub --build builder.pub --sign release.pub \
+    --expires 2027-01-01T00:00:00Z --out root.layout`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			owner, err := os.ReadFile(ownerKey)
+			if err != nil {
+				return err
+			}
+			exp, err := time.Parse(time.RFC3339, expires)
+			if err != nil {
+				return Rejected(fmt.Errorf("--expires: %w", err))
+			}
+			f := layout.Functionaries{}
+			for step, paths := range map[string][]string{
+				layout.StepQualify: qualify, layout.StepReview: reviewKeys, layout.StepMaterialize: materializeKeys,
+				layout.StepBuild: buildKeys, layout.StepSign: signKeys,
+			} {
+				for _, p := range paths {
+					b, err := os.ReadFile(p)
+					if err != nil {
+						return err
+					}
+					f[step] = append(f[step], b)
+				}
+			}
+			mb, err := layout.New(owner, f, exp)
+			if err != nil {
+				return Rejected(err)
+			}
+			if _, err := os.Lstat(out); err == nil {
+				return fmt.Errorf("%s already exists", out)
+			}
+			if err := mb.Dump(out); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "layout %s (expires %s)\n", out, exp.UTC().Format(time.RFC3339))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&ownerKey, "owner-key", "", "project owner's private key that signs the layout (required)")
+	f.StringArrayVar(&qualify, "qualify", nil, "validator public key (at least two)")
+	f.StringArrayVar(&reviewKeys, "review", nil, "integration reviewer public key")
+	f.StringArrayVar(&materializeKeys, "materialize", nil, "builder public key for materialization")
+	f.StringArrayVar(&buildKeys, "build", nil, "builder public key")
+	f.StringArrayVar(&signKeys, "sign", nil, "release signing public key")
+	f.StringVar(&expires, "expires", "", "RFC 3339 expiry of the layout (required)")
+	f.StringVar(&out, "out", "", "layout file to write (required)")
+	for _, r := range []string{"owner-key", "expires", "out"} {
+		cmd.MarkFlagRequired(r)
+	}
+	return cmd
+}
+
+func newReleaseLinkCommand(s Streams) *cobra.Command {
+	var step, keyPath, trust, out string
+	var insecure bool
+	cmd := &cobra.Command{
+		Use:   "link --step STEP --key KEY --trust PUB --out DIR LAYOUT|REF",
+		Short: "Sign your in-toto link for one step of a release's supply chain",
+		Long: `Verify a release against the release key (--trust), derive what STEP
+consumed and produced for it, and write the in-toto link signed with your
+functionary key into DIR as <step>.<keyid>.link. Steps: qualify (each
+validator signs the crowned payloads it qualified), review (the
+integration reviewer: payloads in, reviewed source and records out),
+materialize and build (the builder), sign (the release key).`,
+		Example: `  cacheon release link --step qualify --key validator-a.key --trust release.pub --out links release-1.0`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			policy, err := key.LoadPolicy(trust)
+			if err != nil {
+				return inputError(err)
+			}
+			st, err := openRelease(args[0], insecure)
+			if err != nil {
+				return err
+			}
+			rel, err := verify.Run(st, verify.Options{Policy: policy})
+			if err != nil {
+				return reportVerification(s, rel.Report, err, false)
+			}
+			priv, err := os.ReadFile(keyPath)
+			if err != nil {
+				return err
+			}
+			mb, name, err := layout.Link(step, rel, priv)
+			if err != nil {
+				return Rejected(err)
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return err
+			}
+			p := filepath.Join(out, name)
+			if err := mb.Dump(p); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "%s\n", p)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&step, "step", "", "supply-chain step: qualify, review, materialize, build or sign (required)")
+	f.StringVar(&keyPath, "key", "", "your functionary private key, PKCS#8 PEM (required)")
+	f.StringVar(&trust, "trust", "", "release public key to verify the release with first (required)")
+	f.StringVar(&out, "out", "", "directory for the link (required)")
+	f.BoolVar(&insecure, "insecure", false, "use plain HTTP for the registry")
+	for _, r := range []string{"step", "key", "trust", "out"} {
+		cmd.MarkFlagRequired(r)
+	}
 	return cmd
 }

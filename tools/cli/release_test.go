@@ -152,3 +152,45 @@ func TestReleaseReviewCommand(t *testing.T) {
 		t.Fatalf("review of a non-reproducing source: %d %s", code, errOut)
 	}
 }
+
+func TestReleaseLayoutCommands(t *testing.T) {
+	r := fixture.New(t)
+	dir := t.TempDir()
+	rel, _ := r.Build(t)
+	if code, _, errOut := run(t, "", "release", "sign", "--key", r.PrivateKey, rel); code != 0 {
+		t.Fatalf("sign: %s", errOut)
+	}
+	k := func(name string) string {
+		p := filepath.Join(dir, name)
+		if code, _, errOut := run(t, "", "release", "keygen", "--out", p); code != 0 {
+			t.Fatalf("keygen %s: %s", name, errOut)
+		}
+		return p
+	}
+	owner, va, vb, reviewer, builder := k("owner"), k("validator-a"), k("validator-b"), k("reviewer"), k("builder")
+	layoutFile := filepath.Join(dir, "root.layout")
+	if code, _, errOut := run(t, "", "release", "layout", "--owner-key", owner+".key", "--qualify", va+".pub", "--qualify", vb+".pub",
+		"--review", reviewer+".pub", "--materialize", builder+".pub", "--build", builder+".pub", "--sign", r.PublicKey,
+		"--expires", "2099-01-01T00:00:00Z", "--out", layoutFile); code != 0 {
+		t.Fatalf("layout: %s", errOut)
+	}
+	links := filepath.Join(dir, "links")
+	for _, l := range [][2]string{{"qualify", va + ".key"}, {"qualify", vb + ".key"}, {"review", reviewer + ".key"},
+		{"materialize", builder + ".key"}, {"build", builder + ".key"}, {"sign", r.PrivateKey}} {
+		if code, _, errOut := run(t, "", "release", "link", "--step", l[0], "--key", l[1], "--trust", r.PublicKey, "--out", links, rel); code != 0 {
+			t.Fatalf("link %s: %s", l[0], errOut)
+		}
+	}
+	verifyArgs := []string{"release", "verify", "--key", r.PublicKey, "--layout", layoutFile, "--layout-key", owner + ".pub", "--links", links, rel}
+	code, out, errOut := run(t, "", verifyArgs...)
+	if code != 0 || !strings.Contains(out, "in-toto-layout") {
+		t.Fatalf("verify --layout: %d\n%s\n%s", code, out, errOut)
+	}
+	// Without the second validator's link the chain is incomplete.
+	matches, _ := filepath.Glob(filepath.Join(links, "qualify.*.link"))
+	os.Remove(matches[0])
+	code, out, _ = run(t, "", verifyArgs...)
+	if code != ExitRejected || !strings.Contains(out, "FAIL in-toto-layout") {
+		t.Fatalf("verify --layout with one qualification: %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,199 @@
+package layout_test
+
+import (
+	"crypto"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	intoto "github.com/in-toto/in-toto-golang/in_toto"
+
+	"github.com/cacheon/engine/release/build"
+	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/release/layout"
+	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/release/sign"
+	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/verify"
+)
+
+type party struct {
+	signer   crypto.Signer
+	priv     []byte
+	pub      []byte
+	pubPath  string
+	privPath string
+}
+
+func newParty(t *testing.T, name string, alg key.Algorithm) party {
+	s, privPath, pubPath := fixture.Keys(t, t.TempDir(), name, alg)
+	priv, _ := os.ReadFile(privPath)
+	pub, _ := os.ReadFile(pubPath)
+	return party{s, priv, pub, pubPath, privPath}
+}
+
+type chain struct {
+	r                                                        *fixture.Release
+	rel                                                      *verify.Release
+	owner, validatorA, validatorB, reviewer, builder, signer party
+}
+
+func newChain(t *testing.T) *chain {
+	t.Helper()
+	c := &chain{r: fixture.New(t)}
+	c.owner = newParty(t, "owner", key.Ed25519)
+	c.validatorA = newParty(t, "validator-a", key.Ed25519)
+	c.validatorB = newParty(t, "validator-b", key.ECDSAP256)
+	c.reviewer = newParty(t, "reviewer", key.Ed25519)
+	c.builder = newParty(t, "builder", key.ECDSAP256)
+	priv, _ := os.ReadFile(c.r.PrivateKey)
+	pub, _ := os.ReadFile(c.r.PublicKey)
+	c.signer = party{c.r.Signer, priv, pub, c.r.PublicKey, c.r.PrivateKey}
+	dir, _ := c.r.Build(t)
+	l, _ := store.OpenLayout(dir)
+	if _, err := sign.Release(l, c.r.Signer); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := key.LoadPolicy(c.r.PublicKey)
+	rel, err := verify.Run(l, verify.Options{Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.rel = rel
+	return c
+}
+
+func (c *chain) functionaries() layout.Functionaries {
+	return layout.Functionaries{
+		layout.StepQualify:     {c.validatorA.pub, c.validatorB.pub},
+		layout.StepReview:      {c.reviewer.pub},
+		layout.StepMaterialize: {c.builder.pub},
+		layout.StepBuild:       {c.builder.pub},
+		layout.StepSign:        {c.signer.pub},
+	}
+}
+
+func (c *chain) links(t *testing.T, rel *verify.Release, skip string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, l := range []struct {
+		step string
+		p    party
+	}{{layout.StepQualify, c.validatorA}, {layout.StepQualify, c.validatorB}, {layout.StepReview, c.reviewer},
+		{layout.StepMaterialize, c.builder}, {layout.StepBuild, c.builder}, {layout.StepSign, c.signer}} {
+		mb, name, err := layout.Link(l.step, rel, l.p.priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.step+"/"+string(l.p.pub) == skip {
+			continue
+		}
+		if err := mb.Dump(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestLayoutAcceptsTheFullChain(t *testing.T) {
+	c := newChain(t)
+	mb, err := layout.New(c.owner.priv, c.functionaries(), time.Now().Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "root.layout")
+	if err := mb.Dump(p); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := layout.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := layout.Check(loaded, [][]byte{c.owner.pub}, c.links(t, c.rel, ""), c.rel); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+}
+
+func TestLayoutRejects(t *testing.T) {
+	c := newChain(t)
+	good, err := layout.New(c.owner.priv, c.functionaries(), time.Now().Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger := newParty(t, "stranger", key.Ed25519)
+	cases := []struct {
+		name  string
+		check func(t *testing.T) error
+		want  string
+	}{
+		{"one qualification", func(t *testing.T) error {
+			return layout.Check(good, [][]byte{c.owner.pub}, c.links(t, c.rel, layout.StepQualify+"/"+string(c.validatorB.pub)), c.rel)
+		}, "requires '2' link metadata file(s), found '1'"},
+		{"layout signed by another owner", func(t *testing.T) error {
+			return layout.Check(good, [][]byte{stranger.pub}, c.links(t, c.rel, ""), c.rel)
+		}, "in-toto verification"},
+		{"expired layout", func(t *testing.T) error {
+			old, err := layout.New(c.owner.priv, c.functionaries(), time.Now().Add(-time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return layout.Check(old, [][]byte{c.owner.pub}, c.links(t, c.rel, ""), c.rel)
+		}, "expired"},
+		{"review by a non-functionary", func(t *testing.T) error {
+			dir := c.links(t, c.rel, layout.StepReview+"/"+string(c.reviewer.pub))
+			mb, _, _ := layout.Link(layout.StepReview, c.rel, stranger.priv)
+			reviewerID, _ := layout.KeyID(c.reviewer.pub)
+			mb.Dump(filepath.Join(dir, "review."+reviewerID[:8]+".link"))
+			return layout.Check(good, [][]byte{c.owner.pub}, dir, c.rel)
+		}, "in-toto verification"},
+		{"links of another release", func(t *testing.T) error {
+			other := newChain(t)
+			other.validatorA, other.validatorB, other.reviewer, other.builder, other.signer = c.validatorA, c.validatorB, c.reviewer, c.builder, c.signer
+			// Build the other release in another epoch, so its image differs.
+			in := other.r.Inputs(filepath.Join(t.TempDir(), "o"))
+			in.Epoch++
+			if _, err := build.Build(in, nil); err != nil {
+				t.Fatal(err)
+			}
+			l, _ := store.OpenLayout(in.Out)
+			sign.Release(l, c.r.Signer)
+			p, _ := key.LoadPolicy(c.r.PublicKey)
+			rel, err := verify.Run(l, verify.Options{Policy: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return layout.Check(good, [][]byte{c.owner.pub}, c.links(t, rel, ""), c.rel)
+		}, "do not describe this release"},
+		{"release signed by a key the layout does not name", func(t *testing.T) error {
+			f := c.functionaries()
+			f[layout.StepSign] = [][]byte{stranger.pub}
+			lay, err := layout.New(c.owner.priv, f, time.Now().Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := c.links(t, c.rel, layout.StepSign+"/"+string(c.signer.pub))
+			mb, name, _ := layout.Link(layout.StepSign, c.rel, stranger.priv)
+			mb.Dump(filepath.Join(dir, name))
+			return layout.Check(lay, [][]byte{c.owner.pub}, dir, c.rel)
+		}, "does not allow to perform step sign"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.check(t)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := layout.New(c.owner.priv, layout.Functionaries{layout.StepQualify: {c.validatorA.pub}}, time.Now()); err == nil {
+		t.Errorf("a layout with missing steps was created")
+	}
+	f := c.functionaries()
+	f[layout.StepQualify] = [][]byte{c.validatorA.pub}
+	if _, err := layout.New(c.owner.priv, f, time.Now()); err == nil || !strings.Contains(err.Error(), "two validator keys") {
+		t.Errorf("a layout with one validator: %v", err)
+	}
+	var _ intoto.Metablock
+}
