@@ -193,6 +193,12 @@ func (r *runner) runCandidates(op *manifest.Op, ps worker.PlanSlot, rowDir strin
 	if r.ctx.Err() != nil {
 		return nil, nil, Error, r.ctx.Err().Error()
 	}
+	for _, rec := range records {
+		if rec.Load != nil && rec.Load.MissingModule != "" {
+			return nil, nil, Error, fmt.Sprintf("the worker interpreter %s cannot import %q, which the kernel needs "+
+				"(%s); install it there or verify where it is available", r.python, rec.Load.MissingModule, rec.Load.Error)
+		}
+	}
 	return records, dirs, "", ""
 }
 

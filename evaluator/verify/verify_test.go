@@ -180,8 +180,8 @@ def something_else(x, out):
     pass
 `, "entry 'silu_and_mul' is not defined"},
 		{"import error", siluHeader + `
-import no_such_module_here
-`, "ModuleNotFoundError"},
+from torch import no_such_name_here
+`, "ImportError"},
 	}
 	for _, tc := range cases {
 		tc := tc
@@ -389,6 +389,15 @@ func TestVerifyRowsWithoutVerdict(t *testing.T) {
 			t.Fatalf("verdict %s reason %q", rep.Verdict, rep.Rows[0].Reason)
 		}
 	})
+}
+
+func TestVerifyMissingDependencyIsInfrastructure(t *testing.T) {
+	testPython(t)
+	dir := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", siluHeader+"import triton_that_is_not_installed\n"+goodSilu, smallSilu)
+	rep := run(t, dir, Options{})
+	if rep.Verdict != Error || !strings.Contains(rep.Rows[0].Reason, `cannot import "triton_that_is_not_installed"`) {
+		t.Fatalf("verdict %s reason %q, want an infrastructure error naming the module", rep.Verdict, rep.Rows[0].Reason)
+	}
 }
 
 func TestVerifyInfrastructureErrors(t *testing.T) {

@@ -113,6 +113,9 @@ type CandidateRecord struct {
 type LoadStatus struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+	// MissingModule is a top-level module the import lacked that is not
+	// part of the bundle: the interpreter lacks a dependency.
+	MissingModule string `json:"missing_module,omitempty"`
 }
 
 // CandidateCase is one case's calls as the candidate process saw them.

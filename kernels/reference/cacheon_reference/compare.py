@@ -46,15 +46,7 @@ def _max_abs_err(a: torch.Tensor, e: torch.Tensor) -> float:
     both = torch.isfinite(a) & torch.isfinite(e)
     if not bool(both.any()):
         return 0.0
-    return float((a[both] - e[both]).abs().max())
-
-
-def _within(a: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
-    """Elementwise match: finite elements within atol + rtol*|e|; infinite
-    expected elements must be matched exactly; NaN never matches."""
-    fin = torch.isfinite(e)
-    close = (a - e).abs() <= (atol + rtol * e.abs())
-    return torch.where(fin, close & torch.isfinite(a), a == e)
+    return float((a - e).abs().masked_fill_(~both, 0.0).max())
 
 
 def compare(actual: torch.Tensor, expected: torch.Tensor, policy: Correctness, atol: float, rtol: float) -> Comparison:
@@ -66,13 +58,19 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, policy: Correctness, a
     e = expected.detach().to(torch.float32)
     if policy.mode == "topk_overlap":
         return _topk(a, e, policy)
-    mae = _max_abs_err(a, e)
     if policy.mode == "cosine":
-        return _cosine(a, e, policy, mae)
-    ok = _within(a, e, atol, rtol)
+        return _cosine(a, e, policy, _max_abs_err(a, e))
+    # One pass each over the (possibly large) tensors: finiteness, |a - e|.
+    fa, fe = torch.isfinite(a), torch.isfinite(e)
+    diff = (a - e).abs()
+    # Finite expected: within atol + rtol*|e| and finite; infinite expected:
+    # matched exactly; NaN matches nothing.
+    ok = torch.where(fe, (diff <= atol + rtol * e.abs()) & fa, a == e)
+    both = fa & fe
+    mae = float(diff.masked_fill_(~both, 0.0).max()) if bool(both.any()) else 0.0
     n = ok.numel()
     frac = float(ok.sum()) / n if n else 1.0
-    nonfinite = int((~torch.isfinite(a) & torch.isfinite(e)).sum())
+    nonfinite = int((~fa & fe).sum())
     if policy.mode == "allclose":
         passed = frac == 1.0
         threshold = 1.0

@@ -6,6 +6,7 @@ the other's account of which inputs a call saw.
 """
 
 import random
+from collections import OrderedDict
 from typing import Dict, List, Tuple
 
 import torch
@@ -63,10 +64,30 @@ def plan_cases(slot: Slot, seed: int, world: int) -> List[Dict[str, object]]:
     return cases
 
 
+# Planning a case draws the same inputs several times (the previous
+# phase's, each attempt's, the call's own); a few recent draws are kept.
+# Callers must treat returned tensors as read-only.
+_MEMO: "OrderedDict[tuple, Dict[str, object]]" = OrderedDict()
+_MEMO_ENTRIES = 6
+
+
+def generate(slot: Slot, p, dtype, seed: int, rank: int, world: int) -> Dict[str, object]:
+    key = (slot.name, tuple(sorted(p.items())), str(dtype), seed, rank, world)
+    hit = _MEMO.get(key)
+    if hit is not None:
+        _MEMO.move_to_end(key)
+        return dict(hit)
+    v = slot.generate(p, dtype, seed, rank, world)
+    _MEMO[key] = v
+    while len(_MEMO) > _MEMO_ENTRIES:
+        _MEMO.popitem(last=False)
+    return dict(v)
+
+
 def _dynamic(slot: Slot, p, dtype, seed: int, world: int) -> List[Dict[str, torch.Tensor]]:
     per_rank = []
     for r in range(world):
-        v = slot.generate(p, dtype, seed, r, world)
+        v = generate(slot, p, dtype, seed, r, world)
         per_rank.append({n: v[n] for n in slot.dynamic_inputs})
     return per_rank
 
@@ -103,11 +124,12 @@ def phase_seeds(slot: Slot, p, dtype, case_seed: int, world: int, graph: bool) -
 
 def phase_inputs(slot: Slot, p, dtype, case_seed: int, seed: int, rank: int, world: int) -> Dict[str, object]:
     """The full inputs of a call in a phase drawn from seed: static inputs
-    (weights, scalars) from the case seed, dynamic ones from seed."""
-    base = slot.generate(p, dtype, case_seed, rank, world)
+    (weights, scalars) from the case seed, dynamic ones from seed. The
+    tensors may be shared with later calls: copy before writing to them."""
+    base = generate(slot, p, dtype, case_seed, rank, world)
     if seed == case_seed:
         return base
-    fresh = slot.generate(p, dtype, seed, rank, world)
+    fresh = generate(slot, p, dtype, seed, rank, world)
     for n in slot.dynamic_inputs:
         base[n] = fresh[n]
     return base

@@ -68,7 +68,8 @@ class Call:
         self.case_seed, self.rank, self.world, self.group = case_seed, rank, world, group
         self.entry = entry
         cpu = phase_inputs(slot, params, dtype, case_seed, case_seed, rank, world)
-        self.inputs = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in cpu.items()}
+        # Private copies: the candidate gets tensors no other call shares.
+        self.inputs = {k: (v.to(device, copy=True) if isinstance(v, torch.Tensor) else v) for k, v in cpu.items()}
         self.specs = slot.output_specs(params, dtype)
         self.outputs, self.backing = {}, {}
         for name, spec in self.specs.items():
@@ -195,6 +196,20 @@ def run_graph(call, work_dir, case_index, seeds, progress):
     return graph, phases
 
 
+def _missing_dependency(exc, bundle_root):
+    """The top-level module a failed import lacked, when it is not part of
+    the bundle: a dependency this interpreter does not have (triton on a
+    CPU-only host), which says nothing about the kernel."""
+    while exc is not None and not isinstance(exc, ModuleNotFoundError):
+        exc = exc.__cause__ or exc.__context__
+    if exc is None or not getattr(exc, "name", None):
+        return None
+    top = exc.name.split(".")[0]
+    if os.path.exists(os.path.join(bundle_root, top)) or os.path.exists(os.path.join(bundle_root, top + ".py")):
+        return None
+    return top
+
+
 def run(req, progress):
     work_dir = req["work_dir"]
     slot = ref.get(req["slot"])
@@ -223,6 +238,9 @@ def run(req, progress):
             prepare = callable_attr(module, req["prepare"], "prepare")
     except Exception as e:
         result["load"] = {"ok": False, **_error_text(e)}
+        missing = _missing_dependency(e, req["bundle_root"])
+        if missing:
+            result["load"]["missing_module"] = missing
         result["complete"] = True
         write_json_atomic(path, result)
         return result
