@@ -1,7 +1,7 @@
 """Implementation of cacheon_contribution."""
 
 load("//rules:providers.bzl", "CacheonContributionInfo")
-load(":common.bzl", "CACHEON_TOOL_ATTRS", "HERMETIC_ENV", "canonical_label")
+load(":common.bzl", "CACHEON_TOOL_ATTRS", "STAGE", "canonical_label", "run_staged")
 
 def _cacheon_contribution_impl(ctx):
     dir = ctx.attr.dir or ctx.label.name
@@ -19,15 +19,21 @@ def _cacheon_contribution_impl(ctx):
         fail("cacheon_contribution {}: the bundle directory {} has no files (srcs = glob([\"{}/**\"]))".format(canonical_label(ctx.label), root, dir))
 
     identity = ctx.actions.declare_file(ctx.label.name + ".identity.json")
-    ctx.actions.run_shell(
+    args = ctx.actions.args()
+    args.add("bundle")
+    args.add("inspect")
+    args.add("--json")
+    args.add(STAGE + "/" + root)
+    run_staged(
+        ctx,
+        dirs = [root],
+        inputs = depset(ctx.files.srcs),
         outputs = [identity],
-        inputs = ctx.files.srcs,
-        tools = [ctx.executable._cacheon],
-        command = '"$1" bundle inspect --json "$2" > "$3"',
-        arguments = [ctx.executable._cacheon.path, root, identity.path],
-        env = HERMETIC_ENV,
+        tool = ctx.executable._cacheon,
+        args = args,
         mnemonic = "CacheonContribution",
         progress_message = "Inspecting contribution %s" % ctx.label,
+        stdout = identity,
     )
     files = depset(ctx.files.srcs)
     return [

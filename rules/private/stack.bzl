@@ -1,7 +1,7 @@
 """Implementation of cacheon_stack."""
 
 load("//rules:providers.bzl", "CacheonCatalogInfo", "CacheonContributionInfo", "CacheonStackInfo")
-load(":common.bzl", "CACHEON_TOOL_ATTRS", "HERMETIC_ENV")
+load(":common.bzl", "CACHEON_TOOL_ATTRS", "STAGE", "run_staged")
 
 def materialize_action(ctx, src, catalog, contributions, tree, manifest, mnemonic):
     """Registers the action that materializes a stack file into a tree.
@@ -21,17 +21,20 @@ def materialize_action(ctx, src, catalog, contributions, tree, manifest, mnemoni
     args.add(src)
     args.add("--catalog", catalog.src)
     for c in contributions:
-        args.add("--contribution", "{}={}".format(c.label, c.dir))
+        args.add("--contribution", "{}={}/{}".format(c.label, STAGE, c.dir))
     args.add("--out", tree.path)
     args.add("--manifest-out", manifest)
-    ctx.actions.run(
-        outputs = [tree, manifest],
+    args.add("--quiet")
+    run_staged(
+        ctx,
+        dirs = [c.dir for c in contributions],
         inputs = depset([src, catalog.src], transitive = [c.files for c in contributions]),
-        executable = ctx.executable._cacheon,
-        arguments = [args],
-        env = HERMETIC_ENV,
+        outputs = [tree, manifest],
+        tool = ctx.executable._cacheon,
+        args = args,
         mnemonic = mnemonic,
         progress_message = "Materializing %s" % ctx.label,
+        tree = tree,
     )
 
 def _cacheon_stack_impl(ctx):
