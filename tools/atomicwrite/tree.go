@@ -11,8 +11,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -56,8 +58,9 @@ type options struct {
 	afterFile func(n int, path string)
 }
 
-// AfterFile calls fn after the n-th file (counting from 1) is written and
-// synced inside the temporary tree, before the tree is published. It lets
+// AfterFile calls fn each time a file has been written and synced inside
+// the temporary tree, before the tree is published, with the count of
+// files written so far (from 1). Calls are serialized. It lets
 // fault-injection tests stop a writer at a known point.
 func AfterFile(fn func(n int, path string)) Option {
 	return func(o *options) { o.afterFile = fn }
@@ -187,18 +190,9 @@ func fill(root string, files []File, dirs []string, o options) ([]Written, error
 			return nil, fmt.Errorf("chmod %s: %w", full, err)
 		}
 	}
-	written := make([]Written, 0, len(files))
-	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	for i, f := range files {
-		w, err := writeOne(root, f, h, buf)
-		if err != nil {
-			return nil, err
-		}
-		written = append(written, w)
-		if o.afterFile != nil {
-			o.afterFile(i+1, f.Path)
-		}
+	written, err := writeAll(root, files, o)
+	if err != nil {
+		return nil, err
 	}
 	// Entries become durable when their directories are synced; children
 	// first so a crash never leaves a synced parent naming unsynced data.
@@ -212,6 +206,46 @@ func fill(root string, files []File, dirs []string, o options) ([]Written, error
 	}
 	if err := pinTimes(root, dirs, written); err != nil {
 		return nil, err
+	}
+	return written, nil
+}
+
+// writeAll writes the files with one worker per CPU (each file is
+// written, hashed and synced independently; the tree is the same whatever
+// the order) and returns their inventory in path order.
+func writeAll(root string, files []File, o options) ([]Written, error) {
+	written := make([]Written, len(files))
+	errs := make([]error, len(files))
+	next := make(chan int)
+	var mu sync.Mutex
+	done := 0
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(files)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := sha256.New()
+			buf := make([]byte, 1<<20)
+			for i := range next {
+				written[i], errs[i] = writeOne(root, files[i], h, buf)
+				if errs[i] == nil && o.afterFile != nil {
+					mu.Lock()
+					done++
+					o.afterFile(done, files[i].Path)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return written, nil
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,11 +42,12 @@ func TestWriteTreePublishesDeterministicTree(t *testing.T) {
 	}
 	dest := filepath.Join(parent, "tree")
 	var hooked []string
+	var counts []int
 	written, err := WriteTree(dest, []File{
 		{Path: "b/c/d.txt", Data: []byte("deep")},
 		{Path: "a.txt", Data: []byte{}},
 		{Path: "b/copy.bin", From: src, SHA256: sum("copied bytes")},
-	}, AfterFile(func(n int, p string) { hooked = append(hooked, p) }))
+	}, AfterFile(func(n int, p string) { hooked, counts = append(hooked, p), append(counts, n) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +64,9 @@ func TestWriteTreePublishesDeterministicTree(t *testing.T) {
 			t.Errorf("written[%d] = %v, want %v", i, written[i], want[i])
 		}
 	}
-	if got := strings.Join(hooked, ","); got != "a.txt,b/c/d.txt,b/copy.bin" {
-		t.Errorf("AfterFile saw %s", got)
+	sort.Strings(hooked)
+	if got := strings.Join(hooked, ","); got != "a.txt,b/c/d.txt,b/copy.bin" || fmt.Sprint(counts) != "[1 2 3]" {
+		t.Errorf("AfterFile saw %s with counts %v, want every file once counted 1..3", got, counts)
 	}
 	for _, p := range []string{"", "b", "b/c"} {
 		info, err := os.Lstat(filepath.Join(dest, p))

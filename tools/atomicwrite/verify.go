@@ -10,7 +10,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -28,9 +30,8 @@ func Inventory(root string) ([]Written, error) {
 		return nil, err
 	}
 	var files []Written
+	var sizes []int64
 	dirs := map[string]bool{}
-	h := sha256.New()
-	buf := make([]byte, 1<<20)
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -54,17 +55,14 @@ func Inventory(root string) ([]Written, error) {
 			dirs[rel] = true
 			return nil
 		}
-		sum, size, err := hashFile(p, h, buf)
-		if err != nil {
-			return err
-		}
-		if size != info.Size() {
-			return fmt.Errorf("%s: size changed while reading (stat %d bytes, read %d)", p, info.Size(), size)
-		}
-		files = append(files, Written{Path: rel, SHA256: sum, Size: size})
+		files = append(files, Written{Path: rel})
+		sizes = append(sizes, info.Size())
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := hashAll(root, files, sizes); err != nil {
 		return nil, err
 	}
 	implied := map[string]bool{}
@@ -80,6 +78,45 @@ func Inventory(root string) ([]Written, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
+}
+
+// hashAll fills in the digest and size of every file, one worker per CPU:
+// verification rereads whole trees, and hashing dominates.
+func hashAll(root string, files []Written, sizes []int64) error {
+	errs := make([]error, len(files))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(files)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := sha256.New()
+			buf := make([]byte, 1<<20)
+			for i := range next {
+				p := filepath.Join(root, filepath.FromSlash(files[i].Path))
+				sum, size, err := hashFile(p, h, buf)
+				switch {
+				case err != nil:
+					errs[i] = err
+				case size != sizes[i]:
+					errs[i] = fmt.Errorf("%s: size changed while reading (stat %d bytes, read %d)", p, sizes[i], size)
+				default:
+					files[i].SHA256, files[i].Size = sum, size
+				}
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkEntry(p string, info fs.FileInfo, isDir bool) error {

@@ -197,7 +197,9 @@ func Materialize(m stack.Manifest, resolve Resolver, dest string, opts Options) 
 		}
 		return nil, fmt.Errorf("materialize: %w", err)
 	}
-	res, err := Verify(dest)
+	// WriteTree reopened and re-hashed the published tree; what remains
+	// is to check the tree metadata against that inventory.
+	res, err := checkTree(dest, written)
 	if err != nil {
 		os.RemoveAll(dest)
 		return nil, fmt.Errorf("materialize: reopen %s: %w", dest, err)

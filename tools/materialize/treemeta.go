@@ -90,6 +90,12 @@ func Verify(root string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return checkTree(root, written)
+}
+
+// checkTree checks the tree metadata of root against written, an
+// inventory of the tree already reopened and hashed.
+func checkTree(root string, written []atomicwrite.Written) (*Result, error) {
 	raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(TreeMetadataName)))
 	if err != nil {
 		return nil, fmt.Errorf("tree metadata: %w", err)
