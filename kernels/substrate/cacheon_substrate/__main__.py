@@ -105,17 +105,31 @@ def cmd_generate(a, argv):
 def cmd_bench(a, argv):
     if a.tp > 1 and a.rank is None:
         return _fan_out(argv, a)
-    from . import bench, distributed
+    from . import bench, distributed, seam
+    from .model import Model
     from .runtime import build
     m = build(_options(a))
     rows = []
-    for b in a.batch:
-        print(f"bench: batch {b}, graph {a.graph}", file=sys.stderr, flush=True)
-        rows.append(bench.run(m, b, a.prompt_len, a.new, a.graph, a.iters, a.warmup, a.prompt_seed))
+    if a.compare_tree:
+        # The stock arm and the tree's arm share the weights and the process.
+        arms = {"stock": m, "tree": Model(m.cfg, m.w, seam.load_tree(a.compare_tree), m.device, dtype=m.dtype,
+                                          rank=m.rank, tp=m.tp, group=m.group, allreduce_fusion=a.allreduce_fusion,
+                                          max_len=a.max_len or None)}
+        for b in a.batch:
+            print(f"bench: batch {b}, graph {a.graph}, arms stock/tree", file=sys.stderr, flush=True)
+            rows.append(bench.compare(arms, b, a.prompt_len, a.new, a.graph, a.rounds, a.iters, a.warmup, a.prompt_seed))
+        if a.also_eager:
+            for b in a.batch:
+                rows.append(bench.compare(arms, b, a.prompt_len, a.new, False, 1, 2, 1, a.prompt_seed))
+    else:
+        for b in a.batch:
+            print(f"bench: batch {b}, graph {a.graph}", file=sys.stderr, flush=True)
+            rows.append(bench.run(m, b, a.prompt_len, a.new, a.graph, a.iters, a.warmup, a.prompt_seed))
     if m.tp > 1:
         distributed.finish()
     if m.rank == 0:
-        info = {"substrate": identity.substrate_digest(), "tree": a.tree, "bundles": a.bundle, "device": str(m.device),
+        info = {"substrate": identity.substrate_digest(), "tree": a.tree, "compare_tree": a.compare_tree,
+                "bundles": a.bundle, "device": str(m.device),
                 "dtype": str(m.dtype), "tp": m.tp, "config": m.cfg.to_json(), "params": m.w.nparams(),
                 "slots": m.seam.report(), "results": rows, "hbm_peak_bytes_per_s": bench.HBM_PEAK_BYTES_PER_S}
         if m.device.type == "cuda":
@@ -152,6 +166,9 @@ def main(argv=None):
     bp.add_argument("--warmup", type=int, default=2)
     bp.add_argument("--prompt-seed", type=int, default=1234)
     bp.add_argument("--graph", action="store_true")
+    bp.add_argument("--compare-tree", help="measure a stock arm and this tree's arm, interleaved in one process")
+    bp.add_argument("--rounds", type=int, default=3, help="interleaved rounds with --compare-tree")
+    bp.add_argument("--also-eager", action="store_true", help="with --compare-tree, also one eager round per batch")
     a = ap.parse_args(argv)
     handlers = {"identity": cmd_identity, "slots": cmd_slots, "generate": cmd_generate, "bench": cmd_bench}
     try:
