@@ -3,7 +3,6 @@ package pyparse
 import (
 	"fmt"
 	"sort"
-	"unicode/utf8"
 )
 
 // File is a source file's name and text with a line table, so byte offsets
@@ -12,7 +11,12 @@ type File struct {
 	Name  string
 	Src   string
 	lines []int // byte offset of the start of each line
+	// runes[k] counts the characters before byte k*runeBlock, so a column
+	// costs at most one block of counting however long the line is.
+	runes []int
 }
+
+const runeBlock = 1024
 
 // NewFile indexes src for position lookups. Lines end at "\n", "\r\n" or a
 // lone "\r", as Python's universal newlines read them.
@@ -20,7 +24,14 @@ func NewFile(name string, src []byte) *File {
 	f := &File{Name: name, Src: string(src)}
 	f.lines = append(f.lines, 0)
 	s := f.Src
+	count := 0
 	for i := 0; i < len(s); i++ {
+		if i%runeBlock == 0 {
+			f.runes = append(f.runes, count)
+		}
+		if s[i]&0xC0 != 0x80 {
+			count++
+		}
 		switch s[i] {
 		case '\n':
 			f.lines = append(f.lines, i+1)
@@ -53,15 +64,27 @@ func (f *File) Position(off int) Position {
 		off = len(f.Src)
 	}
 	line := sort.Search(len(f.lines), func(i int) bool { return f.lines[i] > off }) - 1
-	start := f.lines[line]
-	col := 1
-	for i := start; i < off; {
-		r, n := utf8.DecodeRuneInString(f.Src[i:])
-		_ = r
-		i += n
-		col++
-	}
+	col := f.runesBefore(off) - f.runesBefore(f.lines[line]) + 1
 	return Position{Offset: off, Line: line + 1, Col: col}
+}
+
+// runesBefore counts the characters in Src[:off]: the bytes that do not
+// continue a UTF-8 sequence.
+func (f *File) runesBefore(off int) int {
+	k := off / runeBlock
+	if k >= len(f.runes) {
+		k = len(f.runes) - 1
+	}
+	if k < 0 {
+		return 0
+	}
+	n := f.runes[k]
+	for i := k * runeBlock; i < off; i++ {
+		if f.Src[i]&0xC0 != 0x80 {
+			n++
+		}
+	}
+	return n
 }
 
 // Text returns the source text of a node.

@@ -163,3 +163,18 @@ func TestRuleIDsAreUnique(t *testing.T) {
 	}
 	sort.Strings(ids)
 }
+
+// Many findings on one long non-ASCII line must not cost a rescan of the
+// line per finding.
+func TestManyFindingsOnOneLongLine(t *testing.T) {
+	const n = 200000
+	src := "é = 1;" + strings.Repeat("eval(1);", n) + "\n"
+	fs := Source("k.py", []byte(src))
+	if len(fs) != n {
+		t.Fatalf("got %d findings, want %d", len(fs), n)
+	}
+	last := fs[len(fs)-1]
+	if last.Line != 1 || last.Col != 7+8*(n-1) {
+		t.Errorf("last finding at %d:%d, want 1:%d", last.Line, last.Col, 7+8*(n-1))
+	}
+}
