@@ -1,7 +1,7 @@
 """Implementation of cacheon_candidate: the incumbent plus one bundle."""
 
 load("//rules:providers.bzl", "CacheonContributionInfo", "CacheonStackInfo")
-load(":common.bzl", "CACHEON_TOOL_ATTRS", "HERMETIC_ENV")
+load(":common.bzl", "CACHEON_TOOL_ATTRS", "STAGE", "run_staged")
 load(":stack.bzl", "materialize_action")
 
 def _cacheon_candidate_impl(ctx):
@@ -14,30 +14,31 @@ def _cacheon_candidate_impl(ctx):
     args.add("stack")
     args.add("plan")
     args.add("--incumbent", incumbent.src)
-    args.add("--candidate", bundle.dir)
+    args.add("--candidate", STAGE + "/" + bundle.dir)
     args.add("--candidate-label", bundle.label)
     args.add("--catalog", incumbent.catalog.src)
     for c in incumbent.contributions:
-        args.add("--contribution", "{}={}".format(c.label, c.dir))
+        args.add("--contribution", "{}={}/{}".format(c.label, STAGE, c.dir))
     args.add("--out", stack)
     args.add("--json")
-    ctx.actions.run_shell(
-        outputs = [stack, plan],
+    run_staged(
+        ctx,
+        dirs = [bundle.dir] + [c.dir for c in incumbent.contributions],
         inputs = depset(
             [incumbent.src, incumbent.catalog.src],
             transitive = [bundle.files] + [c.files for c in incumbent.contributions],
         ),
-        tools = [ctx.executable._cacheon],
-        command = 'exe="$1"; out="$2"; shift 2; "$exe" "$@" > "$out"',
-        arguments = [ctx.executable._cacheon.path, plan.path, args],
-        env = HERMETIC_ENV,
+        outputs = [plan, stack],
+        tool = ctx.executable._cacheon,
+        args = args,
         mnemonic = "CacheonPlan",
         progress_message = "Planning candidate %s" % ctx.label,
+        stdout = plan,
     )
 
     tree = ctx.actions.declare_directory(ctx.label.name + ".tree")
     manifest = ctx.actions.declare_file(ctx.label.name + ".manifest.json")
-    materialize_action(ctx, stack, incumbent.catalog, incumbent.contributions + [bundle], tree, manifest, "CacheonCandidate")
+    materialize_action(ctx, stack, incumbent.catalog, incumbent.contributions + [bundle], tree, manifest, "CacheonCandidate", generated = True)
     return [
         DefaultInfo(files = depset([stack, plan, tree, manifest])),
         CacheonStackInfo(

@@ -3,7 +3,7 @@
 load("//rules:providers.bzl", "CacheonCatalogInfo", "CacheonContributionInfo", "CacheonStackInfo")
 load(":common.bzl", "CACHEON_TOOL_ATTRS", "STAGE", "run_staged")
 
-def materialize_action(ctx, src, catalog, contributions, tree, manifest, mnemonic):
+def materialize_action(ctx, src, catalog, contributions, tree, manifest, mnemonic, generated = False):
     """Registers the action that materializes a stack file into a tree.
 
     Args:
@@ -14,6 +14,8 @@ def materialize_action(ctx, src, catalog, contributions, tree, manifest, mnemoni
       tree: the declared output directory.
       manifest: the declared manifest JSON output.
       mnemonic: the action mnemonic.
+      generated: the stack file was generated (a planned candidate), so
+        contributions may hold more than it names.
     """
     args = ctx.actions.args()
     args.add("stack")
@@ -22,6 +24,8 @@ def materialize_action(ctx, src, catalog, contributions, tree, manifest, mnemoni
     args.add("--catalog", catalog.src)
     for c in contributions:
         args.add("--contribution", "{}={}/{}".format(c.label, STAGE, c.dir))
+    if generated:
+        args.add("--allow-unused-contributions")
     args.add("--out", tree.path)
     args.add("--manifest-out", manifest)
     args.add("--quiet")

@@ -81,6 +81,7 @@ type stackInputOptions struct {
 	workspace     string
 	catalog       string
 	contributions []string
+	allowUnused   bool
 	patchers      string
 }
 
@@ -89,10 +90,11 @@ func (o *stackInputOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.catalog, "catalog", "", "catalog HCL file to use instead of the one the stack names (required with --contribution)")
 	f.StringArrayVar(&o.contributions, "contribution", nil, "LABEL=DIR: the directory of a contribution label (repeat for every label; explicit-input mode)")
 	f.StringVar(&o.patchers, "patchers", "", "directory holding the reviewed rebuild patchers (for bundles with a rebuild.json)")
+	f.BoolVar(&o.allowUnused, "allow-unused-contributions", false, "accept --contribution directories the stack does not name (for generated stacks, such as a planned candidate given the incumbent's full set)")
 }
 
 func (o *stackInputOptions) sources() (stack.Sources, error) {
-	src := stack.Sources{Workspace: o.workspace, Catalog: o.catalog}
+	src := stack.Sources{Workspace: o.workspace, Catalog: o.catalog, AllowUnused: o.allowUnused}
 	if len(o.contributions) > 0 {
 		src.Contributions = map[stack.Label]string{}
 		for _, c := range o.contributions {
@@ -484,7 +486,7 @@ const localAttributionDomain = "cacheon.contribution.local-attribution.v1"
 
 func newStackPlanCommand(s Streams, deps stackDeps) *cobra.Command {
 	var o stackInputOptions
-	var incumbentPath, candidateDir, attribution, out string
+	var incumbentPath, candidateDir, candidateLabel, attribution, out string
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "plan --incumbent STACK --candidate BUNDLE",
@@ -522,13 +524,19 @@ rule); 1 a usage or I/O error.`,
 			if incumbentPath == "" || candidateDir == "" {
 				return errors.New("--incumbent STACK and --candidate BUNDLE are required")
 			}
-			return runStackPlan(s, deps, o, incumbentPath, candidateDir, attribution, out, jsonOut)
+			if candidateLabel != "" {
+				if err := checkDirLabel(candidateLabel); err != nil {
+					return fmt.Errorf("--candidate-label: %w", err)
+				}
+			}
+			return runStackPlan(s, deps, o, incumbentPath, candidateDir, candidateLabel, attribution, out, jsonOut)
 		},
 	}
 	o.addFlags(cmd.Flags())
 	f := cmd.Flags()
 	f.StringVar(&incumbentPath, "incumbent", "", "the incumbent evaluation stack file")
 	f.StringVar(&candidateDir, "candidate", "", "the candidate bundle directory")
+	f.StringVar(&candidateLabel, "candidate-label", "", "write the candidate's source in --out as this label (e.g. //kernels/contributions:my_silu) instead of a path; Bazel's cacheon_candidate passes it")
 	f.StringVar(&attribution, "attribution", "", "attribution digest of the candidate (64 hex)")
 	f.StringVar(&out, "out", "", "write the candidate stack HCL to FILE")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
@@ -550,7 +558,7 @@ type planRejectionJSON struct {
 	Detail string `json:"detail"`
 }
 
-func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath, candidateDir, attribution, out string, jsonOut bool) error {
+func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath, candidateDir, candidateLabel, attribution, out string, jsonOut bool) error {
 	l, err := loadStack(s, incumbentPath, o, deps, jsonOut)
 	if err != nil {
 		return err
@@ -633,7 +641,7 @@ func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath,
 
 	var outPtr *string
 	if out != "" {
-		if err := writeCandidateStack(s.Err, l.assembled.File, cand, candidateDir, attribution, in.ContentHash, incumbentPath, out); err != nil {
+		if err := writeCandidateStack(s.Err, l.assembled.File, cand, candidateDir, candidateLabel, attribution, in.ContentHash, incumbentPath, out); err != nil {
 			return err
 		}
 		outPtr = &out
@@ -688,8 +696,9 @@ func writePlanText(w io.Writer, p *plan.MarginalArmPlan, digest, out string) {
 
 // writeCandidateStack writes the candidate stack file: the incumbent's
 // file with the one transition applied. The candidate's source is written
-// relative to the new file, and its content hash is pinned.
-func writeCandidateStack(stderr io.Writer, incumbent *stack.File, cand *plan.Candidate, candidateDir, attribution, contentHash, incumbentPath, out string) error {
+// relative to the new file (or as candidateLabel when given), and its
+// content hash is pinned.
+func writeCandidateStack(stderr io.Writer, incumbent *stack.File, cand *plan.Candidate, candidateDir, candidateLabel, attribution, contentHash, incumbentPath, out string) error {
 	outDir, err := filepath.Abs(filepath.Dir(out))
 	if err != nil {
 		return err
@@ -704,6 +713,9 @@ func writeCandidateStack(stderr io.Writer, incumbent *stack.File, cand *plan.Can
 	rel, err := filepath.Rel(outDir, absCand)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		rel = absCand
+	}
+	if candidateLabel != "" {
+		rel = candidateLabel
 	}
 	g := incumbent.WithContribution(stack.Contribution{
 		TargetID: cand.Transition.TargetID, Kind: stack.ProposalKind, Source: filepath.ToSlash(rel),
@@ -725,7 +737,9 @@ func writeCandidateStack(stderr io.Writer, incumbent *stack.File, cand *plan.Can
 	if !stack.IsLabel(g.Catalog) && !filepath.IsAbs(g.Catalog) {
 		g.Catalog = relocate(outDir, filepath.Join(inDir, filepath.FromSlash(g.Catalog)))
 	}
-	if hasLabels(g) {
+	// A caller that names the candidate by label (a build action) resolves
+	// labels itself.
+	if hasLabels(g) && candidateLabel == "" {
 		if ws, err := stack.FindWorkspace(outDir); err != nil || !strings.HasPrefix(outDir+string(filepath.Separator), ws+string(filepath.Separator)) {
 			fmt.Fprintf(stderr, "cacheon: %s names //labels; outside the repository pass --workspace ROOT when using it\n", out)
 		}
@@ -736,6 +750,16 @@ func writeCandidateStack(stderr io.Writer, incumbent *stack.File, cand *plan.Can
 	}
 	comment += "."
 	return atomicwrite.WriteFile(out, stack.Format(g, comment), 0o644)
+}
+
+// checkDirLabel accepts a label that names a bundle directory.
+func checkDirLabel(s string) error {
+	l, err := stack.ParseLabel(s)
+	if err != nil {
+		return err
+	}
+	_, err = l.DirPath()
+	return err
 }
 
 // relocate expresses path p for a file in dir: relative when p is inside

@@ -25,6 +25,11 @@ type Sources struct {
 	// Contributions, when non-nil, selects explicit mode: it maps the
 	// canonical label of every contribution source to its directory.
 	Contributions map[Label]string
+	// AllowUnused accepts explicit directories for labels the stack file
+	// does not name. Only generated stacks want it: a planned candidate
+	// names all but the replaced entries of the incumbent, and the build
+	// hands it the incumbent's full set.
+	AllowUnused bool
 }
 
 // ParseContributionFlag parses "LABEL=DIR" as given on a command line.
@@ -97,7 +102,7 @@ func (s Sources) Check(f *File) error {
 	}
 	var extra []string
 	for l := range s.Contributions {
-		if !named[l] {
+		if !named[l] && !s.AllowUnused {
 			extra = append(extra, l.Short())
 		}
 	}
