@@ -423,6 +423,25 @@ class TensorParallelTest(unittest.TestCase):
         self.assertNotIn("moe.fused_experts", got["slot_calls"])
 
 
+class ServeTest(unittest.TestCase):
+    def test_serve_lines(self):
+        d = tempfile.mkdtemp()
+        write_model(d, LLAMA, 31)
+        reqs = ['{"id": 1, "prompts": [[1, 2, 3], [4, 5, 6]], "max_new_tokens": 4}', '{"id": 2, "prompt": [999]}', "not json"]
+        env = dict(os.environ, PYTHONPATH=os.path.join(HERE, ".."))
+        r = subprocess.run([sys.executable, "-m", "cacheon_substrate.serve", "--engine-tree", d, "--model", d],
+                           input="\n".join(reqs) + "\n", capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [json.loads(x) for x in r.stdout.splitlines()]
+        self.assertTrue(lines[0]["ready"])
+        self.assertEqual(lines[0]["slots"]["attention.msa_block_score"], "unavailable")
+        m, _ = make_model(LLAMA, 31)
+        want = Engine(m, 2).generate(torch.tensor([[1, 2, 3], [4, 5, 6]]), 4).tokens.tolist()
+        self.assertEqual(lines[1], {"id": 1, "tokens": want})
+        self.assertIn("token ids must lie in", lines[2]["error"])
+        self.assertIn("error", lines[3])
+
+
 class IdentityTest(unittest.TestCase):
     def test_skips_and_orders(self):
         d = tempfile.mkdtemp()
