@@ -60,7 +60,9 @@ done
 [[ -z $tree ]] || rmdir "$tree"
 cmd=()
 for a in "$@"; do cmd+=("${a//@STAGE@/$stage}"); done
-if [[ -n $stdout ]]; then "${cmd[@]}" >"$stdout"; else "${cmd[@]}"; fi
+if [[ -z $stdout ]]; then exec "${cmd[@]}"; fi
+# A refusal printed as JSON on standard output belongs in the build log.
+"${cmd[@]}" >"$stdout" || { status=$?; cat "$stdout" >&2; exit $status; }
 """
 
 def run_staged(ctx, dirs, inputs, outputs, tool, args, mnemonic, progress_message, stdout = None, tree = None):
