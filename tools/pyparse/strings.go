@@ -13,18 +13,25 @@ func (p *parser) strings() Expr {
 	var buf strings.Builder
 	isF, inexact := false, false
 	kind := -1 // 0 str, 1 bytes
-	flushConst := func(s string, at int) {
+	// Adjacent literal text merges into one constant, built in a single
+	// builder so thousands of adjacent literals stay linear.
+	var pending strings.Builder
+	pendStart, pendEnd := 0, 0
+	flushConst := func(s string, start, end int) {
 		if s == "" {
 			return
 		}
-		if n := len(parts); n > 0 {
-			if c, ok := parts[n-1].(*Constant); ok {
-				c.Str += s
-				c.End = at
-				return
-			}
+		if pending.Len() == 0 {
+			pendStart = start
 		}
-		parts = append(parts, &Constant{Loc: Loc{at, at}, Kind: ConstStr, Str: s})
+		pending.WriteString(s)
+		pendEnd = end
+	}
+	endConst := func() {
+		if pending.Len() > 0 {
+			parts = append(parts, &Constant{Loc: Loc{pendStart, pendEnd}, Kind: ConstStr, Str: pending.String()})
+			pending.Reset()
+		}
 	}
 	for {
 		t := p.tok()
@@ -40,7 +47,9 @@ func (p *parser) strings() Expr {
 			kind = k
 			inexact = inexact || inx
 			buf.WriteString(val)
-			flushConst(val, int(t.end))
+			if kind == 0 {
+				flushConst(val, int(t.start), int(t.end))
+			}
 			p.advance()
 			continue
 		}
@@ -53,15 +62,17 @@ func (p *parser) strings() Expr {
 			for _, part := range p.fstring() {
 				if c, ok := part.(*Constant); ok {
 					inexact = inexact || c.Inexact
-					flushConst(c.Str, c.End)
+					flushConst(c.Str, c.Start, c.End)
 					continue
 				}
+				endConst()
 				parts = append(parts, part)
 			}
 			continue
 		}
 		break
 	}
+	endConst()
 	loc := Loc{start, p.prevEnd()}
 	if !isF {
 		k := ConstStr
