@@ -325,7 +325,7 @@ statement must name the image it is attached to.`,
 }
 
 func newReleaseVerifyCommand(s Streams) *cobra.Command {
-	var keyPath, now, layoutPath, linkDir string
+	var keyPath, now, layoutPath, linkDir, bundleOut string
 	var layoutKeys []string
 	var insecure, jsonOut bool
 	cmd := &cobra.Command{
@@ -385,6 +385,13 @@ in-toto-layout).`,
 				return err
 			}
 			rel, err := verify.Run(st, opts)
+			if err == nil && bundleOut != "" {
+				// Only a bundle that verified is handed out, for the
+				// entrypoint's trust mount.
+				if werr := atomicwrite.WriteFile(bundleOut, rel.Bundle, 0o644); werr != nil {
+					return werr
+				}
+			}
 			return reportVerification(s, rel.Report, err, jsonOut)
 		},
 	}
@@ -393,6 +400,7 @@ in-toto-layout).`,
 	cmd.Flags().StringVar(&layoutPath, "layout", "", "signed in-toto supply-chain layout to check the release against")
 	cmd.Flags().StringArrayVar(&layoutKeys, "layout-key", nil, "public key of the layout's owner (repeat)")
 	cmd.Flags().StringVar(&linkDir, "links", "", "directory of the functionaries' in-toto links")
+	cmd.Flags().StringVar(&bundleOut, "bundle-out", "", "write the signature bundle that verified to FILE (for the entrypoint's trust mount)")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "use plain HTTP for the registry")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the verification report as JSON")
 	cmd.MarkFlagRequired("key")

@@ -13,7 +13,6 @@ import (
 
 	"github.com/cacheon/engine/release/image"
 	fixture "github.com/cacheon/engine/release/releasetest"
-	"github.com/cacheon/engine/release/store"
 )
 
 func mustHash(t *testing.T, s string) v1.Hash {
@@ -96,13 +95,9 @@ func TestReleaseCommandsEndToEnd(t *testing.T) {
 	if err := image.Unpack(img, 0, root); err != nil {
 		t.Fatal(err)
 	}
-	l, _ := store.OpenLayout(layout_)
-	refs, _ := store.Referrers(l, mustHash(t, built.ImageDigest))
 	bundle := filepath.Join(dir, "release.sigstore.json")
-	for _, ref := range refs {
-		if ref.ArtifactType == store.ArtifactBundle {
-			os.WriteFile(bundle, ref.Data, 0o644)
-		}
+	if code, _, errOut = run(t, "", "release", "verify", "--key", keyPrefix+"-key.pub", "--bundle-out", bundle, layout_); code != 0 {
+		t.Fatalf("verify --bundle-out: %s", errOut)
 	}
 	serve := []string{"release", "serve", "--dry-run", "--root", root, "--key", keyPrefix + "-key.pub", "--bundle", bundle, "--model", r.ModelDir}
 	code, out, errOut = run(t, "", serve...)
