@@ -341,5 +341,5 @@ func fileSHA256(path string) (string, error) {
 
 // defaultBundleDeps are the validator's own closure and include checks.
 func defaultBundleDeps() bundleDeps {
-	return bundleDeps{closure: contribution.PythonClosure}
+	return bundleDeps{closure: contribution.PythonClosure, cudaCheck: contribution.CUDAIncludeCheck}
 }

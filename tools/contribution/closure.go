@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cacheon/engine/tools/cudaclosure"
 	"github.com/cacheon/engine/tools/manifest"
 	"github.com/cacheon/engine/tools/pyclosure"
 )
@@ -29,4 +30,13 @@ func PythonClosure(bundleDir string, opSources []string) ([]string, error) {
 		return nil, err
 	}
 	return c.Paths(), nil
+}
+
+// CUDAIncludeCheck is the validator's CUDACheckFunc: the literal-include
+// closure of the declared CUDA sources (cudaclosure), which refuses
+// computed includes, undeclared local headers and included translation
+// units. Links are never followed.
+func CUDAIncludeCheck(bundleDir string, cudaSources []string) error {
+	_, err := cudaclosure.Build(pyclosure.DirFS(bundleDir), cudaSources)
+	return err
 }

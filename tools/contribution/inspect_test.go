@@ -346,3 +346,51 @@ func TestSelectedPayloadFollowsImports(t *testing.T) {
 		t.Fatal("editing an imported helper did not change the selected payload")
 	}
 }
+
+// A bundle with CUDA sources: the declared header is selected with the
+// translation unit, and a computed include refuses the bundle at the
+// payload stage.
+func TestSelectedPayloadCUDA(t *testing.T) {
+	build := func(t *testing.T, unit string) string {
+		dir := t.TempDir()
+		writeFile(t, dir, "manifest.toml", "bundle_id = \"b\"\nabi_version = \"cacheon-op-abi-v0\"\n[[ops]]\nslot = \"activation.silu_and_mul\"\nsource = \"kernels/silu.py\"\nentry = \"silu_and_mul\"\ncuda_sources = [\"csrc/silu.cu\", \"csrc/common.cuh\"]\n")
+		writeFile(t, dir, "kernels/silu.py", "def silu_and_mul(x, out):\n    pass\n")
+		writeFile(t, dir, "csrc/silu.cu", unit)
+		writeFile(t, dir, "csrc/common.cuh", "#pragma once\n")
+		writeFile(t, dir, "rebuild.json", `{"steps": [{"type": "repo_python", "path": "build_cuda_ext.py"}]}`)
+		return dir
+	}
+	opts := testOptions(t)
+	opts.Payload.PatcherDigests = map[string]string{"build_cuda_ext.py": hex64('7')}
+	good := "#include \"common.cuh\"\n#include <cuda_runtime.h>\n__global__ void k() {}\n"
+	in, err := Inspect(build(t, good), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range in.SelectedPayload.Files {
+		got = append(got, f.Role+":"+f.Path)
+	}
+	if want := []string{"cuda:csrc/common.cuh", "cuda:csrc/silu.cu", "python:kernels/silu.py"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("selected files %q, want %q", got, want)
+	}
+	if in.Swappable || in.SwapReason != "native-rebuild" {
+		t.Fatalf("swappable %v %q, want native-rebuild", in.Swappable, in.SwapReason)
+	}
+	steps := in.SelectedPayload.Rebuild.Steps
+	if len(steps) != 1 || steps[0].PatcherID != "cacheon.build-cuda-ext.v1" || steps[0].Path != "cacheon/patchers/build_cuda_ext.py" || steps[0].PatcherSHA256 != hex64('7') {
+		t.Fatalf("rebuild identity %+v", in.SelectedPayload.Rebuild)
+	}
+
+	_, err = Inspect(build(t, "#define HDR \"common.cuh\"\n#include HDR\n"), opts)
+	var re *RejectedError
+	if !errors.As(err, &re) || re.Stage != StagePayload || !strings.Contains(err.Error(), "csrc/silu.cu") {
+		t.Fatalf("got %v, want a payload rejection of the computed include", err)
+	}
+
+	noDigest := testOptions(t)
+	_, err = Inspect(build(t, good), noDigest)
+	if !errors.As(err, &re) || re.Stage != StagePayload || !strings.Contains(err.Error(), "no reviewed digest for patcher build_cuda_ext.py") {
+		t.Fatalf("got %v, want a refusal without the patcher's digest", err)
+	}
+}

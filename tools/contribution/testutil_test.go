@@ -34,7 +34,7 @@ func sourcesOnly(_ string, sources []string) ([]string, error) {
 
 // testOptions are the validator's own: the real import closure.
 func testOptions(t testing.TB) Options {
-	return Options{Catalog: defaultCatalog(t), Payload: PayloadOptions{Closure: PythonClosure}}
+	return Options{Catalog: defaultCatalog(t), Payload: PayloadOptions{Closure: PythonClosure, CUDACheck: CUDAIncludeCheck}}
 }
 
 // copyBundle copies a bundle directory into a fresh temporary directory.
