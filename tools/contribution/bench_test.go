@@ -21,7 +21,7 @@ func BenchmarkLoadAndSelectedPayload(b *testing.B) {
 		{"moe_epilogue_atomic_torch", func(*testing.B) string { return repoPath("kernels/contributions/moe_epilogue_atomic_torch") }},
 		{"64_ops_4MiB", largeBundle},
 	}
-	opts := PayloadOptions{Closure: sourcesOnly}
+	opts := PayloadOptions{Closure: PythonClosure, CUDACheck: CUDAIncludeCheck}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			dir := c.dir(b)

@@ -21,17 +21,6 @@ func defaultCatalog(t testing.TB) *catalog.Catalog {
 	return c
 }
 
-// sourcesOnly is the import closure of bundles whose op sources import no
-// bundle-local module and sit in no package: exactly the op sources. The
-// example bundles are all such bundles.
-func sourcesOnly(_ string, sources []string) ([]string, error) {
-	set := map[string]bool{}
-	for _, s := range sources {
-		set[s] = true
-	}
-	return keys(set), nil
-}
-
 // testOptions are the validator's own: the real import closure.
 func testOptions(t testing.TB) Options {
 	return Options{Catalog: defaultCatalog(t), Payload: PayloadOptions{Closure: PythonClosure, CUDACheck: CUDAIncludeCheck}}
