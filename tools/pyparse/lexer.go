@@ -103,7 +103,7 @@ func (l *lexer) top() *modeEntry { return &l.modes[len(l.modes)-1] }
 // bytes differently from us, so it is refused rather than guessed).
 func tokenize(f *File) (toks []token, err error) {
 	l := &lexer{src: f.Src, file: f, indents: []int{0}, alts: []int{0}, lineStart: true,
-		modes: []modeEntry{{mode: mCode}}}
+		modes: []modeEntry{{mode: mCode}}, toks: make([]token, 0, len(f.Src)/2+16)}
 	defer func() {
 		if r := recover(); r != nil {
 			le, ok := r.(lexError)

@@ -7,9 +7,14 @@ func Inspect(n Node, fn func(Node) bool) {
 	if n == nil || isNilNode(n) || !fn(n) {
 		return
 	}
-	for _, c := range Children(n) {
-		Inspect(c, fn)
-	}
+	eachChild(n, func(c Node) { Inspect(c, fn) })
+}
+
+// Children returns the direct children of n in source order.
+func Children(n Node) []Node {
+	var out []Node
+	eachChild(n, func(c Node) { out = append(out, c) })
+	return out
 }
 
 func isNilNode(n Node) bool {
@@ -26,53 +31,67 @@ func isNilNode(n Node) bool {
 	return false
 }
 
-type kids []Node
+// kids hands each child to a visitor without building a slice, so a walk
+// allocates nothing per node.
+type kids struct{ visit func(Node) }
 
-func (k *kids) expr(es ...Expr) {
+func (k kids) add(n Node) { k.visit(n) }
+
+func (k kids) expr(es ...Expr) {
 	for _, e := range es {
 		if e != nil {
-			*k = append(*k, e)
+			k.visit(e)
 		}
 	}
 }
 
-func (k *kids) stmts(ss []Stmt) {
+func (k kids) stmts(ss []Stmt) {
 	for _, s := range ss {
-		*k = append(*k, s)
+		k.visit(s)
 	}
 }
 
-func (k *kids) ident(ids ...*Ident) {
+func (k kids) ident(ids ...*Ident) {
 	for _, id := range ids {
 		if id != nil {
-			*k = append(*k, id)
+			k.visit(id)
 		}
 	}
 }
 
-func (k *kids) pats(ps []Pattern) {
+func (k kids) pat(p Pattern) {
+	if p != nil {
+		k.visit(p)
+	}
+}
+
+func (k kids) pats(ps []Pattern) {
 	for _, p := range ps {
-		if p != nil {
-			*k = append(*k, p)
-		}
+		k.pat(p)
 	}
 }
 
-func (k *kids) typeParams(tps []TypeParam) {
+func (k kids) typeParams(tps []TypeParam) {
 	for _, t := range tps {
-		*k = append(*k, t)
+		k.visit(t)
 	}
 }
 
-func (k *kids) args(a *Arguments) {
+func (k kids) args(a *Arguments) {
 	if a != nil {
-		*k = append(*k, a)
+		k.visit(a)
 	}
 }
 
-// Children returns the direct children of n in source order.
-func Children(n Node) []Node {
-	var k kids
+func (k kids) comps(cs []*Comprehension) {
+	for _, c := range cs {
+		k.visit(c)
+	}
+}
+
+// eachChild calls visit with each direct child of n in source order.
+func eachChild(n Node, visit func(Node)) {
+	k := kids{visit}
 	switch x := n.(type) {
 	case *Module:
 		k.stmts(x.Body)
@@ -89,7 +108,7 @@ func Children(n Node) []Node {
 		k.typeParams(x.TypeParams)
 		k.expr(x.Bases...)
 		for _, kw := range x.Keywords {
-			k = append(k, kw)
+			k.add(kw)
 		}
 		k.stmts(x.Body)
 	case *Return:
@@ -121,7 +140,7 @@ func Children(n Node) []Node {
 		k.stmts(x.Orelse)
 	case *With:
 		for _, it := range x.Items {
-			k = append(k, it)
+			k.add(it)
 		}
 		k.stmts(x.Body)
 	case *WithItem:
@@ -129,10 +148,10 @@ func Children(n Node) []Node {
 	case *Match:
 		k.expr(x.Subject)
 		for _, c := range x.Cases {
-			k = append(k, c)
+			k.add(c)
 		}
 	case *MatchCase:
-		k.pats([]Pattern{x.Pattern})
+		k.pat(x.Pattern)
 		k.expr(x.Guard)
 		k.stmts(x.Body)
 	case *Raise:
@@ -140,7 +159,7 @@ func Children(n Node) []Node {
 	case *Try:
 		k.stmts(x.Body)
 		for _, h := range x.Handlers {
-			k = append(k, h)
+			k.add(h)
 		}
 		k.stmts(x.Orelse)
 		k.stmts(x.Finalbody)
@@ -152,17 +171,17 @@ func Children(n Node) []Node {
 		k.expr(x.Test, x.Msg)
 	case *Import:
 		for _, a := range x.Names {
-			k = append(k, a)
+			k.add(a)
 		}
 	case *ImportFrom:
 		if x.Module != nil {
-			k = append(k, x.Module)
+			k.add(x.Module)
 		}
 		for _, a := range x.Names {
-			k = append(k, a)
+			k.add(a)
 		}
 	case *Alias:
-		k = append(k, x.Name)
+		k.add(x.Name)
 		k.ident(x.AsName)
 	case *Global:
 		k.ident(x.Names...)
@@ -171,20 +190,22 @@ func Children(n Node) []Node {
 	case *ExprStmt:
 		k.expr(x.Value)
 	case *Arguments:
-		all := append(append([]*Arg{}, x.PosOnly...), x.Args...)
-		for _, a := range all {
-			k = append(k, a)
+		for _, a := range x.PosOnly {
+			k.add(a)
+		}
+		for _, a := range x.Args {
+			k.add(a)
 		}
 		k.expr(x.Defaults...)
 		if x.Vararg != nil {
-			k = append(k, x.Vararg)
+			k.add(x.Vararg)
 		}
 		for i, a := range x.KwOnly {
-			k = append(k, a)
+			k.add(a)
 			k.expr(x.KwDefaults[i])
 		}
 		if x.Kwarg != nil {
-			k = append(k, x.Kwarg)
+			k.add(x.Kwarg)
 		}
 	case *Arg:
 		k.ident(x.Name)
@@ -248,12 +269,12 @@ func Children(n Node) []Node {
 		k.expr(x.Func)
 		k.expr(x.Args...)
 		for _, kw := range x.Keywords {
-			k = append(k, kw)
+			k.add(kw)
 		}
 	case *FormattedValue:
 		k.expr(x.Value)
 		if x.FormatSpec != nil {
-			k = append(k, x.FormatSpec)
+			k.add(x.FormatSpec)
 		}
 	case *JoinedStr:
 		k.expr(x.Values...)
@@ -277,7 +298,7 @@ func Children(n Node) []Node {
 	case *MatchMapping:
 		for i := range x.Keys {
 			k.expr(x.Keys[i])
-			k.pats([]Pattern{x.Patterns[i]})
+			k.pat(x.Patterns[i])
 		}
 		k.ident(x.Rest)
 	case *MatchClass:
@@ -285,21 +306,14 @@ func Children(n Node) []Node {
 		k.pats(x.Patterns)
 		for i := range x.KwdAttrs {
 			k.ident(x.KwdAttrs[i])
-			k.pats([]Pattern{x.KwdPatterns[i]})
+			k.pat(x.KwdPatterns[i])
 		}
 	case *MatchStar:
 		k.ident(x.Name)
 	case *MatchAs:
-		k.pats([]Pattern{x.Pattern})
+		k.pat(x.Pattern)
 		k.ident(x.Name)
 	case *MatchOr:
 		k.pats(x.Patterns)
-	}
-	return k
-}
-
-func (k *kids) comps(cs []*Comprehension) {
-	for _, c := range cs {
-		*k = append(*k, c)
 	}
 }
