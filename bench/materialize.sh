@@ -101,7 +101,7 @@ cat "$ws"/kernels/contributions/*/kernels/* > /dev/null
 (cd "$ws" && "$CACHEON" stack digest stacks/bench.hcl > /dev/null)
 
 echo "Synthetic stack: 11 contributions, $files files, $bytes bytes ($mib MiB); median of $runs runs."
-echo "Host: $(nproc) CPUs, $(uname -sr), $(go version 2>/dev/null | awk '{print $3}')."
+echo "Host: $(nproc) CPUs, $(uname -sr)."
 echo
 echo "| step | time | throughput |"
 echo "|---|---|---|"
