@@ -194,3 +194,17 @@ func TestCoverageIsOneToOne(t *testing.T) {
 		t.Fatalf("coverage = %v, %v", got, err)
 	}
 }
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"approved":true}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := review.Parse(b)
+		if err != nil {
+			return
+		}
+		again, err := r.Marshal()
+		if err != nil || (string(again) != string(b) && string(again[:len(again)-1]) != string(b)) {
+			t.Fatalf("a parsed record does not re-encode to its bytes: %v", err)
+		}
+	})
+}

@@ -1,0 +1,91 @@
+package sbom
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func input() Input {
+	h := strings.Repeat("ab", 32)
+	return Input{
+		ImageName: "cacheon-engine:1.0", ImageDigest: "sha256:" + h, BaseName: "scratch", BaseDigest: "sha256:" + h,
+		EngineTree: h, Substrate: h, ModelContent: h, ModelReceipt: h, ReleaseDigest: h, Creator: "Tool: test",
+		EngineFiles: []File{{Path: "cacheon/engine-tree/b.py", SHA1: strings.Repeat("1", 40), SHA256: h},
+			{Path: "cacheon/engine-tree/a.py", SHA1: strings.Repeat("2", 40), SHA256: h}},
+		SubstrateFiles: []File{{Path: "cacheon/substrate/s.py", SHA1: strings.Repeat("3", 40), SHA256: h}},
+		Entrypoint:     File{Path: "cacheon/bin/cacheon", SHA1: strings.Repeat("4", 40), SHA256: h},
+		Contributions:  []Contribution{{TargetID: "activation.silu_and_mul", IntegratedSourceTreeDigest: h, ReviewCommit: strings.Repeat("f", 40), Reviewer: "Ada"}},
+	}
+}
+
+func TestGenerateIsAValidDeterministicSPDXDocument(t *testing.T) {
+	a, err := Generate(input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Generate(input())
+	if string(a) != string(b) {
+		t.Fatal("two generations differ")
+	}
+	d, err := Parse(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.CreationInfo.Created != "1970-01-01T00:00:00Z" || d.DocumentDescribes[0] != idImage {
+		t.Errorf("document %+v", d.CreationInfo)
+	}
+	files := map[string]bool{}
+	for _, f := range d.Files {
+		files[f.FileName] = len(f.Checksums) == 2 && f.Checksums[0].Algorithm == "SHA1"
+	}
+	for _, p := range []string{"./cacheon/engine-tree/a.py", "./cacheon/engine-tree/b.py", "./cacheon/substrate/s.py"} {
+		if !files[p] {
+			t.Errorf("file %s missing or without SHA1+SHA256", p)
+		}
+	}
+	var pkgs []string
+	for _, p := range d.Packages {
+		pkgs = append(pkgs, p.SPDXID)
+		if p.FilesAnalyzed && (p.VerificationCode == nil || len(p.HasFiles) == 0) {
+			t.Errorf("package %s analyzes files but has no verification code or files", p.SPDXID)
+		}
+	}
+	if !strings.Contains(strings.Join(pkgs, " "), "SPDXRef-Contribution-activation.silu-and-mul") {
+		t.Errorf("packages %v lack the contribution", pkgs)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	good, _ := Generate(input())
+	var doc map[string]any
+	json.Unmarshal(good, &doc)
+	cases := []struct {
+		name   string
+		change func(map[string]any)
+		want   string
+	}{
+		{"version", func(d map[string]any) { d["spdxVersion"] = "SPDX-2.2" }, "not an SPDX 2.3"},
+		{"namespace", func(d map[string]any) { delete(d, "documentNamespace") }, "documentNamespace"},
+		{"dangling relationship", func(d map[string]any) {
+			d["relationships"] = append(d["relationships"].([]any), map[string]any{"spdxElementId": "SPDXRef-Image", "relationshipType": "CONTAINS", "relatedSpdxElement": "SPDXRef-Nope"})
+		}, "does not define"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var d map[string]any
+			json.Unmarshal(good, &d)
+			c.change(d)
+			b, _ := json.Marshal(d)
+			if _, err := Parse(b); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+	other := input()
+	other.ModelContent = strings.Repeat("cd", 32)
+	b, _ := Generate(other)
+	if same, field := Equal(good, b); same || field != "packages" {
+		t.Errorf("Equal = %v, %q", same, field)
+	}
+}
