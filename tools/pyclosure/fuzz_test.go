@@ -1,0 +1,31 @@
+package pyclosure
+
+import (
+	"testing"
+	"testing/fstest"
+)
+
+// Whatever the op source holds, the closure either refuses it or yields
+// files whose rewrite is still Python.
+func FuzzClosureAndRewrite(f *testing.F) {
+	f.Add([]byte("import helpers\nfrom pkg import mod\nimport pkg.mod as m\nfrom . import helpers\n"))
+	f.Add([]byte("import pkg . \\\n mod\nfrom pkg.mod import (a,\n b)\n"))
+	f.Add([]byte("import cutlass.cute as cute\nk = cute.compile(f, x)\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		fsys := fstest.MapFS{
+			"k.py":            &fstest.MapFile{Data: src},
+			"helpers.py":      &fstest.MapFile{Data: []byte("X = 1\n")},
+			"pkg/__init__.py": &fstest.MapFile{},
+			"pkg/mod.py":      &fstest.MapFile{Data: []byte("import helpers\n")},
+		}
+		c, err := Build(fsys, []string{"k.py"}, Options{})
+		if err != nil {
+			return
+		}
+		for _, file := range c.Files {
+			if _, err := file.Rewrite(prefix); err != nil {
+				t.Fatalf("rewrite of %s failed: %v\nsource:\n%s", file.Path, err, file.Src)
+			}
+		}
+	})
+}
