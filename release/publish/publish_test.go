@@ -2,6 +2,7 @@ package publish_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -176,4 +177,62 @@ func proxy(t *testing.T, host string, fail func(*http.Request) bool) string {
 	}))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// Signing works on a registry reference too: a second key's bundle is
+// attached next to the first, and either key verifies the release.
+func TestSignInTheRegistry(t *testing.T) {
+	reg := registrytest.Start(t)
+	r, l := signedLayout(t)
+	target, _ := store.OpenRegistry(reg.Host+"/engine:1.0", false)
+	if _, err := publish.Layout(l, target, nil); err != nil {
+		t.Fatal(err)
+	}
+	second, _, pub := fixture.Keys(t, t.TempDir(), "second", key.ECDSAP256)
+	src, _ := store.OpenRegistry(reg.Host+"/engine:1.0", false)
+	if _, err := sign.Release(src, second); err != nil {
+		t.Fatalf("sign in the registry: %v", err)
+	}
+	for _, p := range []string{r.PublicKey, pub} {
+		policy, _ := key.LoadPolicy(p)
+		if _, err := verify.Run(src, verify.Options{Policy: policy}); err != nil {
+			t.Errorf("verify with %s: %v", filepath.Base(p), err)
+		}
+	}
+}
+
+// A registry that serves a layer's blob with other bytes than its
+// descriptor is caught by verification, naming the blob and both digests.
+func TestVerifyRejectsARegistryServingOtherBytes(t *testing.T) {
+	reg := registrytest.Start(t)
+	r, l := signedLayout(t)
+	target, _ := store.OpenRegistry(reg.Host+"/engine:1.0", false)
+	res, err := publish.Layout(l, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := mustResolve(t, l)
+	raw, _ := store.ReadManifest(l, desc)
+	m, _ := v1.ParseManifest(strings.NewReader(string(raw)))
+	victim := m.Layers[len(m.Layers)-2].Digest.String() // the engine tree
+	u, _ := url.Parse("http://" + reg.Host)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.Method == http.MethodGet && strings.HasSuffix(resp.Request.URL.Path, "/blobs/"+victim) {
+			resp.Body = io.NopCloser(strings.NewReader("not the engine tree"))
+			resp.ContentLength = -1
+			resp.Header.Del("Content-Length")
+		}
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	defer srv.Close()
+	src, _ := store.OpenRegistry(strings.TrimPrefix(srv.URL, "http://")+"/engine:1.0", false)
+	policy, _ := key.LoadPolicy(r.PublicKey)
+	_, err = verify.Run(src, verify.Options{Policy: policy})
+	var f *verify.Failure
+	if !errors.As(err, &f) || f.Check != verify.CheckBlobs || !strings.Contains(err.Error(), victim) || !strings.Contains(err.Error(), "do not match the descriptor") {
+		t.Fatalf("err = %v, want an image-blobs failure naming %s", err, victim)
+	}
+	_ = res
 }
