@@ -243,10 +243,14 @@ type LayoutWriter struct {
 }
 
 // NewLayoutWriter starts a layout that will appear at dest, which must not
-// exist yet.
+// exist yet or be an empty directory (a build system may create the
+// declared output directory before running the action).
 func NewLayoutWriter(dest string) (*LayoutWriter, error) {
-	if _, err := os.Lstat(dest); err == nil {
-		return nil, fmt.Errorf("output %s already exists; a release layout is written once", dest)
+	if info, err := os.Lstat(dest); err == nil {
+		entries, rerr := os.ReadDir(dest)
+		if !info.IsDir() || rerr != nil || len(entries) > 0 {
+			return nil, fmt.Errorf("output %s already exists; a release layout is written once (an empty directory is accepted)", dest)
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -488,6 +492,11 @@ func (w *LayoutWriter) Commit() (*Layout, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("finish layout %s: %w", w.dest, err)
+	}
+	// An empty output directory made by the build system is replaced;
+	// anything else at dest makes the rename fail rather than overwrite.
+	if entries, err := os.ReadDir(w.dest); err == nil && len(entries) == 0 {
+		os.Remove(w.dest)
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, w.tmp, unix.AT_FDCWD, w.dest, unix.RENAME_NOREPLACE); err != nil {
 		return nil, fmt.Errorf("publish layout %s: %w", w.dest, err)

@@ -94,8 +94,27 @@ func TestLayoutRoundTrip(t *testing.T) {
 
 func TestLayoutWriterRefusesExistingDestination(t *testing.T) {
 	dest := t.TempDir()
+	os.WriteFile(filepath.Join(dest, "something"), nil, 0o644)
 	if _, err := NewLayoutWriter(dest); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("err = %v, want already exists", err)
+	}
+	// An empty directory, as a build system declares outputs, is used.
+	empty := filepath.Join(t.TempDir(), "out")
+	os.Mkdir(empty, 0o755)
+	w, err := NewLayoutWriter(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	scratch, _ := w.ScratchDir()
+	if _, err := w.AddImage(testImage(t, scratch), "x:1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(); err != nil {
+		t.Fatalf("commit into an empty directory: %v", err)
+	}
+	if _, err := OpenLayout(empty); err != nil {
+		t.Fatal(err)
 	}
 }
 
