@@ -269,7 +269,7 @@ recorded in the descriptor and provenance.`,
 	f.Int64Var(&in.Epoch, "source-date-epoch", 0, "seconds since the Unix epoch used for every date")
 	f.StringVar(&compression, "compression", string(layer.Gzip), "layer compression: gzip or zstd")
 	f.IntVar(&in.Level, "compression-level", 0, "compression level (0: the compressor's default)")
-	f.StringVar(&in.Out, "out", "", "new OCI layout directory (required; must not exist)")
+	f.StringVar(&in.Out, "out", "", "new OCI layout directory (required; must not exist or be empty)")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
 	for _, r := range []string{"engine-tree", "release-manifest", "substrate", "model-receipt", "entrypoint", "name", "out"} {
 		cmd.MarkFlagRequired(r)
