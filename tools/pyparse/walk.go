@@ -1,13 +1,25 @@
 package pyparse
 
 // Inspect walks the tree rooted at n in source order, calling fn for each
-// node; when fn returns false the node's children are skipped. Recursion
-// depth is bounded by the parser's nesting limit.
+// node; when fn returns false the node's children are skipped. The walk
+// keeps its own stack: left-associative chains such as a+a+...+a or
+// a.b.c... make trees millions of levels deep, which recursion would not
+// survive.
 func Inspect(n Node, fn func(Node) bool) {
-	if n == nil || isNilNode(n) || !fn(n) {
-		return
+	stack := []Node{n}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n == nil || isNilNode(n) || !fn(n) {
+			continue
+		}
+		// Push the children, then reverse them so the first is on top.
+		base := len(stack)
+		eachChild(n, func(c Node) { stack = append(stack, c) })
+		for i, j := base, len(stack)-1; i < j; i, j = i+1, j-1 {
+			stack[i], stack[j] = stack[j], stack[i]
+		}
 	}
-	eachChild(n, func(c Node) { Inspect(c, fn) })
 }
 
 // Children returns the direct children of n in source order.

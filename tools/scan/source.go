@@ -274,14 +274,31 @@ func chainRoot(e pyparse.Expr) *pyparse.Name {
 	}
 }
 
+// baseText spells an attribute chain for a message, shortened when long.
 func baseText(e pyparse.Expr) string {
-	switch x := e.(type) {
-	case *pyparse.Name:
-		return x.ID
-	case *pyparse.Attribute:
-		return baseText(x.Value) + "." + x.Attr.Name
+	var parts []string
+	for len(parts) < 8 {
+		switch x := e.(type) {
+		case *pyparse.Name:
+			parts = append(parts, x.ID)
+			e = nil
+		case *pyparse.Attribute:
+			parts = append(parts, x.Attr.Name)
+			e = x.Value
+			continue
+		default:
+			parts = append(parts, "(...)")
+			e = nil
+		}
+		break
 	}
-	return "(...)"
+	if e != nil {
+		parts = append(parts, "...")
+	}
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	return strings.Join(parts, ".")
 }
 
 // importAliases maps each name an import statement binds to the module

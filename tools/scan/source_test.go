@@ -178,3 +178,26 @@ func TestManyFindingsOnOneLongLine(t *testing.T) {
 		t.Errorf("last finding at %d:%d, want 1:%d", last.Line, last.Col, 7+8*(n-1))
 	}
 }
+
+// Left-associative chains give trees as deep as the chain is long; the
+// scan must walk them without recursion.
+func TestDeepLeftChainsDoNotExhaustTheStack(t *testing.T) {
+	tests := map[string]struct {
+		src  string
+		rule Rule
+	}{
+		"sum":             {"x = a" + strings.Repeat("+a", 2<<20) + "\n", ""},
+		"attribute chain": {"torch" + strings.Repeat(".a", 1<<20) + ".load(f)\n", RulePickleLoad},
+		"call chain":      {"f" + strings.Repeat("()", 1<<20) + "\n", ""},
+		"subscript chain": {"__builtins__" + strings.Repeat("[0]", 1<<20) + "\n", RuleNamespaceSubscript},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			fs := Source("k.py", []byte(tt.src))
+			if tt.rule == "" && len(fs) != 0 || tt.rule != "" && (len(fs) != 1 || fs[0].Rule != tt.rule) {
+				n := min(len(fs), 3)
+				t.Errorf("findings = %v (of %d), want rule %q", fs[:n], len(fs), tt.rule)
+			}
+		})
+	}
+}
