@@ -10,6 +10,8 @@ import (
 // names as in Python 3.12), without positions. Strings are JSON-quoted
 // with non-ASCII escaped and numbers show only their type, so the same
 // text can be produced from CPython's tree for differential testing.
+// Dump recurses over the tree: it is for tests and debugging, not for
+// hostile input (use Inspect, which keeps its own stack).
 func Dump(n Node) string {
 	var b strings.Builder
 	d := dumper{&b}
