@@ -1,6 +1,9 @@
 package verify
 
-import "github.com/cacheon/engine/evaluator/worker"
+import (
+	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/tools/scan"
+)
 
 // ReportSchema names the JSON form of Report.
 const ReportSchema = "cacheon.verify-report.v1"
@@ -24,11 +27,38 @@ type Report struct {
 	DType     string      `json:"dtype"`
 	Seed      int64       `json:"seed"`
 	WorldSize int         `json:"world_size"`
+	Scan      ScanSummary `json:"scan"`
 	Worker    WorkerInfo  `json:"worker"`
 	Notes     []string    `json:"notes"`
 	Rows      []RowResult `json:"rows"`
 	Verdict   string      `json:"verdict"`
 	Reason    string      `json:"reason"`
+}
+
+// ScanSummary is the static scan that gates every run.
+type ScanSummary struct {
+	Violations    int    `json:"violations"`
+	Advisories    int    `json:"advisories"`
+	First         string `json:"first,omitempty"`          // the first violation, file:line:col: rule: message
+	FirstAdvisory string `json:"first_advisory,omitempty"` // the first advisory finding
+}
+
+func scanSummary(r *scan.Report) ScanSummary {
+	s := ScanSummary{Violations: r.Violations, Advisories: r.Advisories}
+	var all []scan.Finding
+	for _, op := range r.Ops {
+		all = append(all, op.Findings...)
+	}
+	all = append(all, r.TreeFindings...)
+	for _, f := range all {
+		if f.Advisory() && s.FirstAdvisory == "" {
+			s.FirstAdvisory = f.String()
+		}
+		if !f.Advisory() && s.First == "" {
+			s.First = f.String()
+		}
+	}
+	return s
 }
 
 // WorkerInfo records the interpreter and stack every worker ran on.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/tools/scan"
 )
 
 // Options configure a verify run.
@@ -25,6 +26,10 @@ type Options struct {
 	WorkDir   string        // parent of the run directory; "" = the system temp dir
 	KeepWork  bool          // keep the run directory (worker logs, raw outputs)
 	Progress  io.Writer     // one line per step; nil = silent
+	// SkipScanUnsafe runs bundle code even when the static scan finds
+	// policy violations. Only for testing the runtime defences themselves:
+	// the scan is the tripwire that keeps known-bad code out of workers.
+	SkipScanUnsafe bool
 }
 
 // Defaults for Options fields left zero.
@@ -90,6 +95,32 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The static scan is the first gate: a bundle with policy violations
+	// never reaches a worker.
+	sc, err := scan.Bundle(bundle)
+	if err != nil {
+		return nil, fmt.Errorf("static scan: %w", err)
+	}
+	rep := &Report{Schema: ReportSchema, Bundle: bundle, BundleID: m.BundleID, ABI: m.ABIVersion,
+		Device: o.Device, DType: o.DType, Seed: o.Seed, WorldSize: o.WorldSize, Notes: []string{},
+		Scan: scanSummary(sc)}
+	if sc.Violations > 0 && !o.SkipScanUnsafe {
+		reason := fmt.Sprintf("static scan found %d violation(s), first: %s (see cacheon scan)", sc.Violations, rep.Scan.First)
+		for _, op := range m.Ops {
+			rep.Rows = append(rep.Rows, RowResult{Slot: op.Slot, Variant: op.Variant, Source: op.Source, Entry: op.Entry,
+				Verdict: Fail, Reason: reason, Cases: []CaseResult{}, Workers: []WorkerRun{}})
+		}
+		fmt.Fprintf(o.Progress, "[FAIL] %s\n", reason)
+		rep.decide()
+		return rep, nil
+	}
+	if sc.Violations > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("static scan violations ignored (unsafe): %d", sc.Violations))
+	}
+	if sc.Advisories > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("static scan advisory: %s", rep.Scan.FirstAdvisory))
+	}
+
 	python, err := worker.ResolvePython(o.Python)
 	if err != nil {
 		return nil, err
@@ -108,9 +139,6 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 		return nil, err
 	}
 	r := &runner{ctx: ctx, o: o, python: python, root: root, runDir: runDir, bundle: bundle}
-
-	rep := &Report{Schema: ReportSchema, Bundle: bundle, BundleID: m.BundleID, ABI: m.ABIVersion,
-		Device: o.Device, DType: o.DType, Seed: o.Seed, WorldSize: o.WorldSize, Notes: []string{}}
 	plan, err := r.plan(m)
 	if err != nil {
 		return nil, err

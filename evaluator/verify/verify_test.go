@@ -71,6 +71,9 @@ func writeFile(t *testing.T, path, data string) {
 func run(t *testing.T, dir string, o Options) *Report {
 	t.Helper()
 	o.Python = testPython(t)
+	// These tests exercise the runtime defences, so hostile fixtures that
+	// the static scan would stop (ctypes, fork) must reach the worker.
+	o.SkipScanUnsafe = true
 	if o.DType == "" {
 		o.DType = "float32"
 	}
@@ -397,6 +400,26 @@ func TestVerifyMissingDependencyIsInfrastructure(t *testing.T) {
 	rep := run(t, dir, Options{})
 	if rep.Verdict != Error || !strings.Contains(rep.Rows[0].Reason, `cannot import "triton_that_is_not_installed"`) {
 		t.Fatalf("verdict %s reason %q, want an infrastructure error naming the module", rep.Verdict, rep.Rows[0].Reason)
+	}
+}
+
+func TestVerifyStaticScanGatesExecution(t *testing.T) {
+	testPython(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	src := siluHeader + "import subprocess\n\ndef silu_and_mul(x, out):\n    open(" + "\"" + marker + "\"" + ", \"w\").close()\n"
+	dir := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", src, smallSilu)
+	rep, err := Run(context.Background(), dir, Options{Python: testPython(t), DType: "float32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != Fail || !strings.Contains(rep.Rows[0].Reason, "static scan found") || rep.Scan.Violations < 2 {
+		t.Fatalf("verdict %s reason %q scan %+v, want a scan FAIL", rep.Verdict, rep.Rows[0].Reason, rep.Scan)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("bundle code ran although the scan failed it")
+	}
+	if len(rep.Rows[0].Workers) != 0 {
+		t.Fatalf("workers were started: %+v", rep.Rows[0].Workers)
 	}
 }
 

@@ -34,6 +34,9 @@ func newVerifyCommand(s Streams) *cobra.Command {
 inputs and judges its outputs against the validator's fp32 truth, the same
 check a validator runs before it measures anything.
 
+The bundle is statically scanned first (as cacheon scan does); a policy
+violation fails every row before any bundle code runs.
+
 The cacheon process never loads bundle code. For each op row it spawns fresh
 Python worker processes: one per rank runs the row's entry on generated
 inputs and validator-allocated outputs, then a separate process that never
@@ -134,6 +137,11 @@ func writeVerifyText(w io.Writer, rep *verify.Report) {
 	}
 	fmt.Fprintf(w, "worker: %s  python %s  torch %s  triton %s\n", wi.Python, wi.PythonVersion, wi.Torch, triton)
 	fmt.Fprintf(w, "device: %s  arch %s  dtype %s  seed %d  timeout %s\n", dev, wi.Architecture, rep.DType, rep.Seed, wi.Timeout)
+	if rep.Scan.Violations == 0 && rep.Scan.Advisories == 0 {
+		fmt.Fprintln(w, "scan: clean")
+	} else {
+		fmt.Fprintf(w, "scan: %d violation(s), %d advisory finding(s)\n", rep.Scan.Violations, rep.Scan.Advisories)
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}

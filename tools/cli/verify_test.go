@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func verifyPython(t *testing.T) string {
+	t.Helper()
+	py := os.Getenv("CACHEON_TEST_PYTHON")
+	if py == "" {
+		py = "/usr/bin/python3"
+	}
+	if out, err := exec.Command(py, "-c", "import torch, numpy").CombinedOutput(); err != nil {
+		t.Skipf("verify command tests need torch and numpy in %s (apt-get install python3-torch python3-numpy, or set CACHEON_TEST_PYTHON): %s",
+			py, strings.TrimSpace(string(out)))
+	}
+	return py
+}
+
+func siluBundle(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"manifest.toml": "bundle_id = \"cli-silu\"\nabi_version = \"cacheon-op-abi-v0\"\n\n[[ops]]\n" +
+			"slot = \"activation.silu_and_mul\"\nsource = \"kernels/silu.py\"\nentry = \"silu_and_mul\"\nmetadata = \"metadata/silu.json\"\n",
+		"metadata/silu.json": `{"max_num_tokens": 16}`,
+		"kernels/silu.py":    "import torch.nn.functional as F\n\n\ndef silu_and_mul(x, out):\n    d = x.shape[-1] // 2\n" + body,
+	}
+	for rel, data := range files {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestVerifyCommand(t *testing.T) {
+	py := verifyPython(t)
+	good := siluBundle(t, "    out.copy_(F.silu(x[:, :d]) * x[:, d:])\n")
+	bad := siluBundle(t, "    out.copy_(x[:, :d] * x[:, d:])\n")
+	tests := []struct {
+		name      string
+		args      []string
+		wantCode  int
+		wantOut   string
+		wantInErr string
+	}{
+		{"passing bundle", []string{"verify", good, "--python", py, "--dtype", "float32"}, 0, "verdict: PASS", ""},
+		{"failing bundle", []string{"verify", bad, "--python", py}, 2, "verdict: FAIL", ""},
+		{"bad dtype is usage", []string{"verify", good, "--python", py, "--dtype", "int8"}, 1, "", "dtype \"int8\""},
+		{"missing interpreter", []string{"verify", good, "--python", "/nonexistent/python3"}, 1, "", "/nonexistent/python3"},
+		{"no bundle", []string{"verify", filepath.Join(t.TempDir(), "nope"), "--python", py}, 1, "", "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", tc.args...)
+			if code != tc.wantCode || !strings.Contains(out, tc.wantOut) || !strings.Contains(errOut, tc.wantInErr) {
+				t.Fatalf("exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+		})
+	}
+}
+
+func TestVerifyCommandJSONFields(t *testing.T) {
+	py := verifyPython(t)
+	code, out, errOut := run(t, "", "verify", siluBundle(t, "    out.copy_(F.silu(x[:, :d]) * x[:, d:])\n"), "--python", py, "--json", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out)
+	}
+	var keys []string
+	for k := range rep {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	want := "abi_version bundle bundle_id device dtype notes reason rows scan schema seed verdict worker world_size"
+	if got := strings.Join(keys, " "); got != want {
+		t.Fatalf("report keys %q, want %q", got, want)
+	}
+	if rep["schema"] != "cacheon.verify-report.v1" || rep["verdict"] != "PASS" {
+		t.Fatalf("schema %v verdict %v", rep["schema"], rep["verdict"])
+	}
+	row := rep["rows"].([]any)[0].(map[string]any)
+	for _, k := range []string{"slot", "variant", "verdict", "reason", "cases", "workers", "graph", "correctness", "tolerance"} {
+		if _, ok := row[k]; !ok {
+			t.Errorf("row lacks %q", k)
+		}
+	}
+	if errOut != "" {
+		t.Errorf("--quiet still wrote to stderr: %q", errOut)
+	}
+}
+
+func TestVerifyHelpTeaches(t *testing.T) {
+	code, out, _ := run(t, "", "verify", "--help")
+	for _, want := range []string{"Exit codes", "--python", "--timeout", "graph", "Examples:"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("help (exit %d) lacks %q:\n%s", code, want, out)
+		}
+	}
+}
