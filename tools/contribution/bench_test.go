@@ -17,8 +17,8 @@ func BenchmarkLoadAndSelectedPayload(b *testing.B) {
 		name string
 		dir  func(b *testing.B) string
 	}{
-		{"silu_and_mul_torch", func(*testing.B) string { return repoPath("kernels/contributions/silu_and_mul_torch") }},
-		{"moe_epilogue_atomic_torch", func(*testing.B) string { return repoPath("kernels/contributions/moe_epilogue_atomic_torch") }},
+		{"silu_and_mul_torch", func(b *testing.B) string { return repoPath(b, "kernels/contributions/silu_and_mul_torch") }},
+		{"moe_epilogue_atomic_torch", func(b *testing.B) string { return repoPath(b, "kernels/contributions/moe_epilogue_atomic_torch") }},
 		{"64_ops_4MiB", largeBundle},
 	}
 	opts := PayloadOptions{Closure: PythonClosure, CUDACheck: CUDAIncludeCheck}

@@ -53,7 +53,7 @@ var fixtures = map[string]fixtureExpectation{
 }
 
 func TestFixturesFailForTheirReason(t *testing.T) {
-	root := repoPath("kernels/fixtures")
+	root := repoPath(t, "kernels/fixtures")
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func checkScanRule(t *testing.T, rep *scan.Report, rule scan.Rule, contains stri
 }
 
 func TestExamplesScanClean(t *testing.T) {
-	root := repoPath("kernels/contributions")
+	root := repoPath(t, "kernels/contributions")
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func TestInspectExamples(t *testing.T) {
 	cat := defaultCatalog(t)
 	for _, tc := range tests {
 		t.Run(tc.bundle, func(t *testing.T) {
-			in, err := Inspect(repoPath("kernels/contributions/"+tc.bundle), testOptions(t))
+			in, err := Inspect(repoPath(t, "kernels/contributions/"+tc.bundle), testOptions(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestInspectExamples(t *testing.T) {
 // The selected payload of the torch SiLU example, spelled out: one Python
 // file, the 92-byte canonical metadata projection, one op row.
 func TestSelectedPayloadShape(t *testing.T) {
-	dir := repoPath("kernels/contributions/silu_and_mul_torch")
+	dir := repoPath(t, "kernels/contributions/silu_and_mul_torch")
 	in, err := Inspect(dir, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
@@ -118,11 +118,11 @@ func TestSelectedPayloadShape(t *testing.T) {
 // neither.
 func TestUnselectedFilesChangeArtifactNotPayload(t *testing.T) {
 	opts := testOptions(t)
-	base, err := Inspect(repoPath("kernels/contributions/silu_and_mul_torch"), opts)
+	base, err := Inspect(repoPath(t, "kernels/contributions/silu_and_mul_torch"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	renamed := copyBundle(t, repoPath("kernels/contributions/silu_and_mul_torch"))
+	renamed := repoPath(t, "kernels/contributions/silu_and_mul_torch")
 	moved := filepath.Join(filepath.Dir(renamed), "another-name")
 	if err := os.Rename(renamed, moved); err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestUnselectedFilesChangeArtifactNotPayload(t *testing.T) {
 		{"LICENSE", "MIT\n"},
 	} {
 		t.Run(extra.rel, func(t *testing.T) {
-			dir := copyBundle(t, repoPath("kernels/contributions/silu_and_mul_torch"))
+			dir := repoPath(t, "kernels/contributions/silu_and_mul_torch")
 			writeFile(t, dir, extra.rel, extra.content)
 			in, err := Inspect(dir, opts)
 			if err != nil {
@@ -155,7 +155,7 @@ func TestUnselectedFilesChangeArtifactNotPayload(t *testing.T) {
 		})
 	}
 	t.Run("selected source edit", func(t *testing.T) {
-		dir := copyBundle(t, repoPath("kernels/contributions/silu_and_mul_torch"))
+		dir := repoPath(t, "kernels/contributions/silu_and_mul_torch")
 		writeFile(t, dir, "kernels/silu_and_mul.py", "def silu_and_mul(x, out):\n    out.copy_(x[..., : x.shape[-1] // 2])\n")
 		in, err := Inspect(dir, opts)
 		if err != nil {
@@ -166,7 +166,7 @@ func TestUnselectedFilesChangeArtifactNotPayload(t *testing.T) {
 		}
 	})
 	t.Run("metadata notes edit", func(t *testing.T) {
-		dir := copyBundle(t, repoPath("kernels/contributions/silu_and_mul_torch"))
+		dir := repoPath(t, "kernels/contributions/silu_and_mul_torch")
 		writeFile(t, dir, "metadata/silu_and_mul.json", `{"notes": "other words", "max_last_dim": 65536, "dtypes": ["float16", "float32", "bfloat16"]}`)
 		in, err := Inspect(dir, opts)
 		if err != nil {
@@ -236,7 +236,7 @@ func TestInspectResolutionOutcomes(t *testing.T) {
 func TestAtomicRebuildEvidence(t *testing.T) {
 	patch := "--- a/flashinfer/data/csrc/fused_moe/e.cu\n+++ b/flashinfer/data/csrc/fused_moe/e.cu\n@@ -1 +1 @@\n-int a;\n+int a = 1;\n"
 	build := func(steps ...string) string {
-		dir := copyBundle(t, repoPath("kernels/contributions/moe_epilogue_atomic_torch"))
+		dir := repoPath(t, "kernels/contributions/moe_epilogue_atomic_torch")
 		m, err := os.ReadFile(filepath.Join(dir, "manifest.toml"))
 		if err != nil {
 			t.Fatal(err)
@@ -304,7 +304,7 @@ func TestInspectRejectsHostileTrees(t *testing.T) {
 		{"stray file", func(t *testing.T, dir string) { writeFile(t, dir, "weights.safetensors", "x") }, StageTree},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyBundle(t, repoPath("kernels/contributions/silu_and_mul_torch"))
+			dir := repoPath(t, "kernels/contributions/silu_and_mul_torch")
 			tc.mutate(t, dir)
 			_, err := Inspect(dir, testOptions(t))
 			var re *RejectedError

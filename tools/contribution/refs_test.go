@@ -10,7 +10,7 @@ import (
 func hex64(c byte) string { return strings.Repeat(string(c), 64) }
 
 func TestProposalRef(t *testing.T) {
-	in, err := Inspect(repoPath("kernels/contributions/silu_and_mul_torch"), testOptions(t))
+	in, err := Inspect(repoPath(t, "kernels/contributions/silu_and_mul_torch"), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestIntegratedRefFromRecord(t *testing.T) {
 }
 
 func TestIntegratedSourceTreeDigest(t *testing.T) {
-	src := repoPath("kernels/contributions/silu_and_mul_torch")
+	src := repoPath(t, "kernels/contributions/silu_and_mul_torch")
 	d, err := IntegratedSourceTreeDigest(src)
 	if err != nil {
 		t.Fatal(err)
