@@ -32,3 +32,19 @@ CacheonStackInfo = provider(
         "catalog": "CacheonCatalogInfo: the catalog the stack was validated against.",
     },
 )
+
+CacheonModelInfo = provider(
+    doc = "A sealed model: a model tree and its provision receipt.",
+    fields = {
+        "tree": "File (directory): config.json and the safetensors weights.",
+        "receipt": "File: the provision receipt (content digest and every file's hash).",
+    },
+)
+
+CacheonReleaseInfo = provider(
+    doc = "An unsigned release image as an OCI image layout.",
+    fields = {
+        "layout": "File (directory): the OCI image layout (image, SBOM and provenance).",
+        "stack": "CacheonStackInfo: the release stack the image was built from.",
+    },
+)

@@ -57,6 +57,14 @@ for ((i = 0; i < n; i++)); do
   cp -RL "$1/." "$stage/$1/"
   shift
 done
+# Bazel rewrites the modes and times of outputs it hands on (a materialized
+# tree arrives 0555 with fresh mtimes); give every staged tree the
+# deterministic form our tools write and check: files 0444, directories
+# 0755, times at the Unix epoch. Contents, which identities cover, are
+# untouched.
+find "$stage" -type f -exec chmod 0444 {} +
+find "$stage" -type d -exec chmod 0755 {} +
+find "$stage" -depth -exec touch -h -d @0 {} +
 [[ -z $tree ]] || rmdir "$tree"
 cmd=()
 for a in "$@"; do cmd+=("${a//@STAGE@/$stage}"); done
