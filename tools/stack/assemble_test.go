@@ -47,7 +47,7 @@ func TestAssemble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo, _ := filepath.Abs(filepath.Join("..", ".."))
+	repo := repoCopy(t, "kernels/contributions", "kernels/fixtures")
 	payload := contribution.PayloadOptions{Closure: opsSources}
 	header := `stack "s" {
   kind    = "evaluation"

@@ -14,10 +14,7 @@ import (
 // The repository's own stacks parse, assemble against the repository's
 // catalog and bundles, and pin the descriptor digests they say they pin.
 func TestRepositoryStacks(t *testing.T) {
-	repo, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := repoCopy(t, "catalog/targets.hcl", "stacks", "kernels/contributions")
 	src, err := os.ReadFile(filepath.Join(repo, "catalog", "targets.hcl"))
 	if err != nil {
 		t.Fatal(err)
