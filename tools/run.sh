@@ -1,21 +1,55 @@
 #!/usr/bin/env bash
 # Sets up whatever is missing, then runs the main job on its embedded
-# defaults: build the cacheon CLI with Bazel, hash and inspect an example
-# contribution, materialize the incumbent engine with
-# `bazel build //stacks:incumbent`, and print where everything is.
+# defaults (CPU lane, local OCI image layout):
+#
+#   1. build the engines with Bazel: the evaluation incumbent
+#      (//stacks:incumbent), a worked candidate on top of it, and the
+#      release image (//release:engine, an OCI layout with SBOM and
+#      provenance);
+#   2. check a contribution as a miner would: scan it and verify it on the
+#      CPU lane against the validator's fp32 references, in worker processes;
+#   3. sign the release with a local key (outside the build graph) and
+#      verify it offline as a consumer would.
+#
+# Everything it writes goes under out/ (override with CACHEON_OUT).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$repo"
 bash tools/bootstrap.sh
 
+out=${CACHEON_OUT:-$repo/out}
+mkdir -p "$out"
 say() { printf '\n== %s\n' "$*" >&2; }
 
-say "bazel build //tools/cmd/cacheon"
-bazel build //tools/cmd/cacheon
-cacheon=bazel-bin/tools/cmd/cacheon/cacheon_/cacheon
+say "bazel build //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine"
+bazel build //tools/cmd/cacheon //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine
+cacheon=$repo/bazel-bin/tools/cmd/cacheon/cacheon_/cacheon
+bin=$repo/bazel-bin
 
-example=kernels/contributions/silu_and_mul_triton
-if [[ -d $example ]]; then
-  say "cacheon hash $example"
-  "$cacheon" hash "$example"
+bundle=kernels/contributions/silu_and_mul_torch
+say "cacheon scan $bundle"
+"$cacheon" scan "$bundle"
+
+say "cacheon verify $bundle --device cpu (worker processes, fp32 references)"
+CACHEON_PYTHON=${CACHEON_PYTHON:-/usr/bin/python3} "$cacheon" verify "$bundle" --device cpu --dtype float32
+
+say "sign and verify the release image"
+rm -rf "$out/release"
+cp -R "$bin/release/engine.oci" "$out/release"
+chmod -R u+w "$out/release"
+if [[ ! -f $out/keys/release.key ]]; then
+  mkdir -p "$out/keys"
+  "$cacheon" release keygen --out "$out/keys/release"
 fi
+"$cacheon" release sign --key "$out/keys/release.key" "$out/release"
+"$cacheon" release verify --key "$out/keys/release.pub" "$out/release"
+
+say "done"
+cat >&2 <<EOF
+  incumbent engine tree   $bin/stacks/incumbent.tree
+  incumbent manifest      $bin/stacks/incumbent.manifest.json
+  candidate tree and plan $bin/stacks/candidate_rmsnorm_torch.tree, .plan.json
+  signed release layout   $out/release
+  release public key      $out/keys/release.pub
+Rebuild and verify it yourself: docs/consumer-guide.md
+EOF
