@@ -132,6 +132,7 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	if !o.KeepWork {
 		defer worker.RemoveAll(runDir)
 	} else {
+		defer worker.Unfreeze(runDir)
 		fmt.Fprintf(o.Progress, "work directory: %s\n", runDir)
 	}
 	root, err := worker.ValidatorRoot(filepath.Join(runDir, "validator"))

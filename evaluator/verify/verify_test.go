@@ -403,6 +403,37 @@ func TestVerifyMissingDependencyIsInfrastructure(t *testing.T) {
 	}
 }
 
+func TestVerifyKeepWorkLeavesARemovableRecord(t *testing.T) {
+	testPython(t)
+	parent := t.TempDir()
+	run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, `{"max_num_tokens": 4}`),
+		Options{KeepWork: true, WorkDir: parent})
+	runs, err := filepath.Glob(filepath.Join(parent, "cacheon-verify-*"))
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("run directories %v, %v", runs, err)
+	}
+	for _, rel := range []string{"plan/result.json", "rows/00-activation.silu_and_mul-default/rank0/request.json",
+		"rows/00-activation.silu_and_mul-default/rank0/c0_eager_out.bin", "rows/00-activation.silu_and_mul-default/reference/result.json",
+		"validator/cacheon_worker/__main__.py"} {
+		if _, err := os.Stat(filepath.Join(runs[0], rel)); err != nil {
+			t.Errorf("kept run lacks %s: %v", rel, err)
+		}
+	}
+	// rm -r by an unprivileged user needs every directory writable.
+	err = filepath.WalkDir(runs[0], func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if info, _ := d.Info(); d.IsDir() && info.Mode().Perm()&0o200 == 0 {
+			t.Errorf("%s stayed read-only", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestVerifyStaticScanGatesExecution(t *testing.T) {
 	testPython(t)
 	marker := filepath.Join(t.TempDir(), "ran")

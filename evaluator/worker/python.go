@@ -89,14 +89,20 @@ func copyTree(src fs.FS, dst string) error {
 	})
 }
 
-// RemoveAll deletes a run directory that ValidatorRoot made read-only.
-func RemoveAll(dir string) error {
+// Unfreeze makes the directories below dir writable again, so a kept run
+// directory can be deleted with rm -r by an unprivileged user.
+func Unfreeze(dir string) {
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			_ = os.Chmod(path, 0o755)
 		}
 		return nil
 	})
+}
+
+// RemoveAll deletes a run directory that ValidatorRoot made read-only.
+func RemoveAll(dir string) error {
+	Unfreeze(dir)
 	return os.RemoveAll(dir)
 }
 
