@@ -21,7 +21,7 @@ step lint bash tools/lint.sh
 step "go test" bash -c "set -o pipefail; go test ./... 2>&1 | tee '$log'"
 step "bazel test" bazel test //...
 step "bazel rules refuse drift" bash tools/rules_test.sh
-step "reproducible //stacks:incumbent" bash tools/repro_check.sh //stacks:incumbent //stacks:candidate_rmsnorm_torch
+step "reproducible builds" bash tools/repro_check.sh //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine
 
 go_ok=$(grep -c '^ok ' "$log" || true)
 go_fail=$(grep -c '^FAIL	' "$log" || true)
