@@ -35,7 +35,7 @@ func TestServeRunsTheProjectSubstrateOnCPU(t *testing.T) {
 	dir := t.TempDir()
 	// The substrate package only (its tests and build files stay out).
 	substrate := filepath.Join(dir, "substrate")
-	src := filepath.Join(fixture.RepoRoot(t), "kernels", "substrate", "cacheon_substrate")
+	src := fixture.SourceTree(t, "kernels/substrate/cacheon_substrate")
 	files, err := bundlehash.Files(src)
 	if err != nil {
 		t.Fatal(err)
