@@ -15,7 +15,7 @@ import (
 func repoDir(rel string) string { return filepath.Join("..", "..", filepath.FromSlash(rel)) }
 
 func TestBundleInspect(t *testing.T) {
-	silu := repoDir("kernels/contributions/silu_and_mul_torch")
+	silu := repoCopy(t, "kernels/contributions/silu_and_mul_torch")
 	hash, err := bundlehash.ContentHash(silu)
 	if err != nil {
 		t.Fatal(err)
@@ -35,16 +35,16 @@ func TestBundleInspect(t *testing.T) {
 			"selects python    kernels/silu_and_mul.py",
 			"swappable:               yes",
 		}, ""},
-		{"atomic example", []string{"bundle", "inspect", repoDir("kernels/contributions/moe_epilogue_atomic_torch")}, 0,
+		{"atomic example", []string{"bundle", "inspect", repoCopy(t, "kernels/contributions/moe_epilogue_atomic_torch")}, 0,
 			[]string{"target:                  collective.moe_epilogue.v1 (atomic)"}, ""},
-		{"unregistered is not a rejection", []string{"bundle", "inspect", repoDir("kernels/fixtures/system_mode")}, 0,
+		{"unregistered is not a rejection", []string{"bundle", "inspect", repoCopy(t, "kernels/fixtures/system_mode")}, 0,
 			[]string{"target:                  unregistered: competition mode \"system\"", "selected delta:          none (unregistered)"}, ""},
-		{"intake rejects unregistered", []string{"bundle", "inspect", "--intake", repoDir("kernels/fixtures/unregistered_slot")}, 2,
+		{"intake rejects unregistered", []string{"bundle", "inspect", "--intake", repoCopy(t, "kernels/fixtures/unregistered_slot")}, 2,
 			[]string{"unregistered"}, "intake accepts registered targets only"},
-		{"manifest rejection", []string{"bundle", "inspect", repoDir("kernels/fixtures/path_traversal_source")}, 2, nil,
+		{"manifest rejection", []string{"bundle", "inspect", repoCopy(t, "kernels/fixtures/path_traversal_source")}, 2, nil,
 			"rejected at load:\n  manifest.toml: ops[0].source: path \"../kernels/silu_and_mul.py\" escapes the bundle root"},
-		{"resolution rejection", []string{"bundle", "inspect", repoDir("kernels/fixtures/setup_op")}, 2, nil, "discovery lane"},
-		{"tree rejection", []string{"bundle", "inspect", repoDir("kernels/fixtures/binary_object")}, 2, nil, "kernels/_ext.so"},
+		{"resolution rejection", []string{"bundle", "inspect", repoCopy(t, "kernels/fixtures/setup_op")}, 2, nil, "discovery lane"},
+		{"tree rejection", []string{"bundle", "inspect", repoCopy(t, "kernels/fixtures/binary_object")}, 2, nil, "kernels/_ext.so"},
 		{"missing directory", []string{"bundle", "inspect", repoDir("kernels/contributions/nope")}, 1, nil, "no such file"},
 		{"file, not directory", []string{"bundle", "inspect", filepath.Join(silu, "manifest.toml")}, 1, nil, "not a directory"},
 		{"no argument", []string{"bundle", "inspect"}, 1, nil, "accepts 1 arg"},
@@ -69,7 +69,7 @@ func TestBundleInspect(t *testing.T) {
 }
 
 func TestBundleInspectJSON(t *testing.T) {
-	code, out, errOut := run(t, "", "bundle", "inspect", "--json", repoDir("kernels/contributions/rmsnorm_triton"))
+	code, out, errOut := run(t, "", "bundle", "inspect", "--json", repoCopy(t, "kernels/contributions/rmsnorm_triton"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -96,7 +96,7 @@ func TestBundleInspectJSON(t *testing.T) {
 		t.Fatal("arrays must be empty rather than null, and a registered bundle has a delta")
 	}
 
-	code, out, _ = run(t, "", "bundle", "inspect", "--json", repoDir("kernels/fixtures/competition_mode_mismatch"))
+	code, out, _ = run(t, "", "bundle", "inspect", "--json", repoCopy(t, "kernels/fixtures/competition_mode_mismatch"))
 	if code != 2 {
 		t.Fatalf("exit %d, want 2", code)
 	}
@@ -137,7 +137,7 @@ func TestBundleFormatDocExample(t *testing.T) {
 	}
 	block := string(doc)[i+len(prompt):]
 	block = block[:strings.Index(block, "```")]
-	code, out, errOut := run(t, "", "bundle", "inspect", repoDir("kernels/contributions/silu_and_mul_torch"))
+	code, out, errOut := run(t, "", "bundle", "inspect", repoCopy(t, "kernels/contributions/silu_and_mul_torch"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -48,8 +48,22 @@ func (p subprocess) command(t *testing.T) *exec.Cmd {
 	script := fmt.Sprintf("umask %03o; exec \"$@\"", p.umask)
 	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh", self}, p.args...)...)
 	cmd.Dir = p.dir
-	cmd.Env = append(append(os.Environ(), mainEnv+"=1"), p.env...)
+	cmd.Env = append(append(commandEnv(os.Environ()), mainEnv+"=1"), p.env...)
 	return cmd
+}
+
+// commandEnv is env without Bazel's test variables: seeing them, the test
+// main of a Bazel-built test binary changes into the runfiles directory
+// before TestMain runs, and the command line must start in its own
+// working directory.
+func commandEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TEST_SRCDIR=") && !strings.HasPrefix(kv, "TEST_WORKSPACE=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func (p subprocess) run(t *testing.T) (int, string, string) {
