@@ -144,6 +144,9 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Device == "cuda" && !plan.Env.CUDAAvailable {
+		return nil, fmt.Errorf("device cuda: torch in %s (%s) reports no usable CUDA device", python, plan.Env.Torch)
+	}
 	rep.Worker = workerInfo(python, plan.Env, o.Timeout)
 	if o.Device == "cpu" {
 		rep.Notes = append(rep.Notes, "running on CPU: the CUDA graph gate does not run here, and kernels that "+

@@ -5,10 +5,12 @@ mode's own unit (ratio, cosine, overlap) and a reason a person can act on.
 NaN never matches anything, including a NaN in the expected tensor.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Dict
 
-import torch
+from ._torch import torch
 
 from .spec import Correctness
 

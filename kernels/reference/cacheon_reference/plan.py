@@ -5,11 +5,13 @@ with the same arguments and get the same answers, so neither has to trust
 the other's account of which inputs a call saw.
 """
 
+from __future__ import annotations
+
 import random
 from collections import OrderedDict
 from typing import Dict, List, Tuple
 
-import torch
+from ._torch import torch
 
 from .slots import Slot
 

@@ -6,21 +6,21 @@ only fills the outputs it is handed. These types carry that contract; the
 per-slot math lives in ``cacheon_reference.slots``.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-import torch
+from ._torch import torch
 
-DTYPES: Dict[str, torch.dtype] = {
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-    "float32": torch.float32,
-    "int32": torch.int32,
-    "int64": torch.int64,
-    "bool": torch.bool,
-}
+# Dtypes a slot tensor may have, by the name used everywhere on the wire.
+DTYPE_NAMES = ("bfloat16", "float16", "float32", "int32", "int64", "bool")
 
-DTYPE_NAMES: Dict[torch.dtype, str] = {v: k for k, v in DTYPES.items()}
+
+def dtype_name(dtype) -> str:
+    """"bfloat16" for torch.bfloat16, and so on."""
+    return str(dtype).replace("torch.", "")
+
 
 # Activation dtypes a verify run may be asked for.
 COMPUTE_DTYPES = ("bfloat16", "float16", "float32")
@@ -43,10 +43,9 @@ def tolerance(dtype_name: str) -> Tuple[float, float]:
 
 
 def dtype_of(name: str) -> torch.dtype:
-    try:
-        return DTYPES[name]
-    except KeyError:
-        raise ValueError(f"unknown dtype {name!r}; expected one of {sorted(DTYPES)}") from None
+    if name not in DTYPE_NAMES:
+        raise ValueError(f"unknown dtype {name!r}; expected one of {sorted(DTYPE_NAMES)}")
+    return getattr(torch, name)
 
 
 @dataclass(frozen=True)

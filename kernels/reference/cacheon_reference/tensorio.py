@@ -5,14 +5,15 @@ little-endian element bytes of the logical (contiguous) tensor; shape and
 dtype come from the validator's output contract, never from the file.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 from typing import Dict
 
-import numpy as np
-import torch
+from ._torch import torch
 
-from .spec import DTYPE_NAMES
+from .spec import dtype_name
 
 
 def tensor_bytes(t: torch.Tensor) -> bytes:
@@ -25,7 +26,7 @@ def tensor_bytes(t: torch.Tensor) -> bytes:
 def digest(t: torch.Tensor) -> str:
     """sha256 over dtype, shape and element bytes."""
     h = hashlib.sha256()
-    h.update(DTYPE_NAMES.get(t.dtype, str(t.dtype)).encode())
+    h.update(dtype_name(t.dtype).encode())
     h.update(repr(tuple(t.shape)).encode())
     h.update(tensor_bytes(t))
     return h.hexdigest()
@@ -54,6 +55,8 @@ def read_tensor(path: str, dtype: torch.dtype, shape) -> torch.Tensor:
     size = os.path.getsize(path)
     if size != n * elem:
         raise ValueError(f"{os.path.basename(path)}: {size} bytes, expected {n * elem} for {tuple(shape)} {dtype}")
+    import numpy as np
+
     raw = np.fromfile(path, dtype=np.uint8)
     t = torch.from_numpy(raw)
     if dtype == torch.bool:

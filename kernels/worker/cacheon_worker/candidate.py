@@ -24,6 +24,7 @@ import torch
 import cacheon_reference as ref
 from cacheon_reference import tensorio
 from cacheon_reference.plan import phase_inputs, phase_seeds
+from cacheon_reference.slots.base import bind_generators
 
 from .loader import LoadError, callable_attr, load_module
 from .protocol import PROTOCOL, RESULT_FILE, write_json_atomic
@@ -227,6 +228,8 @@ def run(req, progress):
         progress("distributed_init", rank=rank, world=world)
         group = distributed.init(req["rendezvous"], rank, world, req["device"], float(req.get("timeout_s", 300)))
 
+    # Bind the input generators before any candidate code can rebind torch.
+    bind_generators()
     progress("import_candidate", source=req["source"])
     try:
         module = load_module(req["bundle_root"], req["source"])

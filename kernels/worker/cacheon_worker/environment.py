@@ -5,10 +5,10 @@ import importlib.util
 import platform
 import sys
 
-import torch
 
+def rank_device(device: str, rank: int, collective: bool):
+    import torch
 
-def rank_device(device: str, rank: int, collective: bool) -> torch.device:
     if device == "cpu":
         return torch.device("cpu")
     if device != "cuda":
@@ -28,6 +28,8 @@ def architecture(device: str) -> str:
     """The capability-domain architecture of device: "cpu" or "smXY"."""
     if device == "cpu":
         return "cpu"
+    import torch
+
     major, minor = torch.cuda.get_device_capability(0)
     return f"sm{major}{minor}"
 
@@ -43,16 +45,26 @@ def _version(mod: str):
 
 
 def describe(device: str):
+    """The interpreter and device. On the CPU torch is not imported (the plan
+    role stays cheap): its presence and version come from package metadata."""
+    if importlib.util.find_spec("torch") is None:
+        raise RuntimeError(f"No module named 'torch' in {sys.executable}: the worker interpreter needs torch")
     env = {
         "python": sys.executable,
         "python_version": platform.python_version(),
-        "torch": torch.__version__,
         "triton": _version("triton"),
-        "cuda_available": bool(torch.cuda.is_available()),
     }
-    if device == "cuda" and torch.cuda.is_available():
+    if device == "cpu":
+        env.update(torch=_version("torch"), cuda_available=None, architecture="cpu")
+        return env
+    import torch
+
+    env.update(torch=torch.__version__, cuda_available=bool(torch.cuda.is_available()))
+    if torch.cuda.is_available():
         env["device_name"] = torch.cuda.get_device_name(0)
         env["device_count"] = torch.cuda.device_count()
         env["cuda"] = torch.version.cuda
-    env["architecture"] = architecture(device) if (device == "cpu" or torch.cuda.is_available()) else None
+        env["architecture"] = architecture(device)
+    else:
+        env["architecture"] = None
     return env

@@ -59,7 +59,7 @@ def judge_phase(slot, params, dtype, rec, own_pre, expected, rank_dir, world):
     if violations:
         return False, "; ".join(dict.fromkeys(violations)), None
     specs = slot.output_specs(params, dtype)
-    atol, rtol = ref.tolerance(ref.spec.DTYPE_NAMES[dtype])
+    atol, rtol = ref.tolerance(ref.spec.dtype_name(dtype))
     actual = {}
     files = rec.get("outputs") or {}
     for name, spec in specs.items():

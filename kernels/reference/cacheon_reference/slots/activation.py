@@ -1,6 +1,8 @@
 """activation.silu_and_mul: out = silu(x[:, :d]) * x[:, d:]."""
 
-import torch
+from __future__ import annotations
+
+from .._torch import torch
 
 from ..spec import Correctness, OutputSpec
 from .base import Slot, Streams, randn, silu_mul_f32

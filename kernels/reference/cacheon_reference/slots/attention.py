@@ -1,8 +1,10 @@
 """Attention slots: prefill SDPA, paged-free decode, and the two MSA block scorers."""
 
+from __future__ import annotations
+
 import math
 
-import torch
+from .._torch import torch
 
 from ..spec import Correctness, OutputSpec
 from .base import Slot, Streams, ceil_div, normal_f32, randn, seq_lens

@@ -1,8 +1,10 @@
 """The Slot base class and the generator helpers every slot shares."""
 
+from __future__ import annotations
+
 from typing import Dict, List, Optional, Tuple
 
-import torch
+from .._torch import torch
 
 from ..spec import Correctness, OutputSpec
 
@@ -108,43 +110,52 @@ def _seed63(seed: int) -> int:
     return seed % (1 << 63)
 
 
-# Bound at import, before any candidate module can rebind the torch
-# attributes; a candidate that reaches further in is caught by the input
-# digests the reference role compares.
-_randn = torch.randn
-_rand = torch.rand
-_randint = torch.randint
-_randperm = torch.randperm
+# The generator functions, bound once. The candidate harness binds them
+# before it imports candidate code, so a candidate that later rebinds the
+# torch attributes does not change the inputs; one that reaches further in
+# is caught by the input digests the reference role compares.
+_GEN: Dict[str, object] = {}
+
+
+def bind_generators() -> None:
+    if not _GEN:
+        _GEN.update(randn=torch.randn, rand=torch.rand, randint=torch.randint, randperm=torch.randperm)
+
+
+def _gen(name: str):
+    if not _GEN:
+        bind_generators()
+    return _GEN[name]
 
 
 def normal_f32(g: torch.Generator, *shape) -> torch.Tensor:
-    return _randn(*shape, generator=g, dtype=torch.float32)
+    return _gen("randn")(*shape, generator=g, dtype=torch.float32)
 
 
 def uniform_f32(g: torch.Generator, *shape) -> torch.Tensor:
-    return _rand(*shape, generator=g, dtype=torch.float32)
+    return _gen("rand")(*shape, generator=g, dtype=torch.float32)
 
 
 def permutation(g: torch.Generator, n: int) -> torch.Tensor:
-    return _randperm(n, generator=g)
+    return _gen("randperm")(n, generator=g)
 
 
 def randn(g: torch.Generator, shape, dtype: torch.dtype, scale: float = 1.0) -> torch.Tensor:
-    t = _randn(*shape, generator=g, dtype=torch.float32)
+    t = _gen("randn")(*shape, generator=g, dtype=torch.float32)
     if scale != 1.0:
         t = t * scale
     return t.to(dtype).contiguous()
 
 
 def uniform(g: torch.Generator, shape, lo: float, hi: float, dtype: torch.dtype) -> torch.Tensor:
-    t = _rand(*shape, generator=g, dtype=torch.float32) * (hi - lo) + lo
+    t = _gen("rand")(*shape, generator=g, dtype=torch.float32) * (hi - lo) + lo
     return t.to(dtype).contiguous()
 
 
 def seq_lens(g: torch.Generator, batch: int, lo: int, hi: int) -> torch.Tensor:
     """int32 lengths uniform in [lo, hi] with row 0 pinned to hi (the full
     context must always be exercised)."""
-    t = _randint(lo, hi + 1, (batch,), generator=g, dtype=torch.int64)
+    t = _gen("randint")(lo, hi + 1, (batch,), generator=g, dtype=torch.int64)
     t[0] = hi
     return t.to(torch.int32)
 

@@ -1,6 +1,8 @@
 """Collective slots: all-reduce, fused all-reduce + residual + RMSNorm, MoE finalize."""
 
-import torch
+from __future__ import annotations
+
+from .._torch import torch
 
 from ..spec import Correctness, OutputSpec
 from .base import Slot, Streams, permutation, randn, rmsnorm_f32, uniform, uniform_f32

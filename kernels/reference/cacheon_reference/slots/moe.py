@@ -1,6 +1,8 @@
 """MoE expert slots: fused experts on one rank, and the sharded-reduce form."""
 
-import torch
+from __future__ import annotations
+
+from .._torch import torch
 
 from ..spec import Correctness, OutputSpec
 from .base import Slot, Streams, randn, silu_mul_f32, uniform, uniform_f32

@@ -1,5 +1,7 @@
 """norm.rmsnorm: out = x * rsqrt(mean(x^2) + eps) * weight (residual add stays outside)."""
 
+from __future__ import annotations
+
 from ..spec import Correctness, OutputSpec
 from .base import Slot, Streams, randn, rmsnorm_f32, uniform
 
