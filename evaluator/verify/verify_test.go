@@ -178,6 +178,14 @@ import ctypes
 def silu_and_mul(x, out):
     ctypes.string_at(0)
 `, "killed by SIGSEGV during case 0, eager call"},
+		{"forges its record", siluHeader + `
+import os
+
+def silu_and_mul(x, out):
+    with open("result.json", "w") as f:
+        f.write("{not json")
+    os._exit(0)
+`, "exited before finishing"},
 		{"missing entry", siluHeader + `
 def something_else(x, out):
     pass

@@ -23,12 +23,16 @@ from .protocol import PROTOCOL, RESULT_FILE
 
 
 def _load_record(d):
+    """A rank's record, or None when it is missing or unreadable: the file
+    lies in a directory candidate code could write, so a broken one is the
+    candidate's failure, never the reference's."""
     path = os.path.join(d, RESULT_FILE)
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
+            rec = json.load(f)
+    except (OSError, ValueError):
         return None
+    return rec if isinstance(rec, dict) else None
 
 
 def _phase_label(phase):
@@ -95,7 +99,7 @@ def run(req, progress):
 
     for r, rec in enumerate(records):
         if rec is None:
-            verdict["reason"] = f"rank {r} left no record"
+            verdict["reason"] = f"rank {r} left no readable record"
             return verdict
         load = rec.get("load")
         if load is not None and not load.get("ok"):
