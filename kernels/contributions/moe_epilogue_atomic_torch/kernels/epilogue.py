@@ -25,7 +25,9 @@ def _add_norm(summed, residual, weight, eps, out_norm, out_residual):
 
 def ar_residual_rmsnorm(x, residual, weight, eps, out_norm, out_residual, group):
     """new_residual = sum over ranks of x + residual; out_norm = rmsnorm(new_residual) * weight."""
-    summed = _all_reduce_f32(x.float().contiguous(), group)
+    # A private fp32 copy: for an fp32 x, x.float() is x itself, and the
+    # in-place all-reduce must never write the validator's input.
+    summed = _all_reduce_f32(x.to(torch.float32, copy=True).contiguous(), group)
     _add_norm(summed, residual, weight, eps, out_norm, out_residual)
 
 
