@@ -29,7 +29,7 @@ die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
 
 # --- 1. Debian packages -----------------------------------------------------
 apt_packages=(bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
-  python3-torch python3-numpy docker-registry patch)
+  python3-torch python3-numpy docker-registry patch locales)
 missing=()
 for p in "${apt_packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -45,6 +45,15 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   say "Debian packages present"
+fi
+
+# The reproducibility check builds once under a Turkish locale, whose dotless
+# i breaks naive case folding.
+if ! locale -a 2>/dev/null | grep -qix 'tr_TR.utf8'; then
+  say "generating the tr_TR.UTF-8 locale"
+  sudo=""
+  [[ $(id -u) == 0 ]] || sudo=sudo
+  $sudo localedef -i tr_TR -f UTF-8 tr_TR.UTF-8
 fi
 
 # --- Go ----------------------------------------------------------------------
