@@ -1,0 +1,42 @@
+package pyparse
+
+import (
+	"fmt"
+	"testing"
+)
+
+// pathologicalSizes quadruple, so a linear parser shows ns/op growing
+// about 4x per step (MB/s flat) and a quadratic one about 16x.
+var pathologicalSizes = []int{256 << 10, 1 << 20, 4 << 20}
+
+// BenchmarkPathological parses each hostile shape at three sizes:
+//
+//	go test ./tools/pyparse -run '^$' -bench Pathological -benchtime 3x -count 3
+//
+// Take the minimum of the counts per size: the time at 4 MiB should stay
+// within about 5x (4x plus noise) of the time at 1 MiB for every shape.
+func BenchmarkPathological(b *testing.B) {
+	for _, sh := range pathologicalShapes {
+		b.Run(sh.name, func(b *testing.B) {
+			for _, size := range pathologicalSizes {
+				b.Run(sizeName(size), func(b *testing.B) {
+					src := []byte(sh.gen(size))
+					b.SetBytes(int64(len(src)))
+					b.ReportAllocs()
+					for i := 0; i < b.N; i++ {
+						if _, _, err := Parse("bench.py", src); err != nil {
+							b.Fatalf("%s at %d bytes does not parse: %v", sh.name, len(src), err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func sizeName(size int) string {
+	if size >= 1<<20 && size%(1<<20) == 0 {
+		return fmt.Sprintf("%dMiB", size>>20)
+	}
+	return fmt.Sprintf("%dKiB", size>>10)
+}
