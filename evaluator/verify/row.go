@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/tools/manifest"
 )
@@ -25,9 +26,18 @@ const (
 var harnessStages = map[string]bool{"": true, "start": true, "distributed_init": true}
 
 // verifyRow selects the row's applicable cases, runs the candidate
-// process(es) and then the reference process, and fills row.
-func (r *runner) verifyRow(index int, op *manifest.Op, ps worker.PlanSlot, env worker.Env, row *RowResult) {
-	row.Kind = ps.Contract.Kind
+// process(es) and then the reference process, and fills row. contract is
+// the catalog's contract of the row's slot; every worker receives it.
+func (r *runner) verifyRow(index int, op *manifest.Op, contract worker.SlotContract, ps worker.PlanSlot, env worker.Env, row *RowResult) {
+	row.Kind = contract.Kind
+	// The catalog states a tolerance per dtype; a dtype it gives the slot
+	// none for is not one the slot can be judged in.
+	if _, ok := contract.Tolerances[r.o.DType]; !ok {
+		row.Verdict = NotApplicable
+		row.Reason = fmt.Sprintf("the catalog states no %s tolerance for %s (it states %s)", r.o.DType, contract.Slot,
+			strings.Join(contract.DTypes(), ", "))
+		return
+	}
 	elig, err := manifest.OpEligibility(op)
 	if err != nil {
 		row.Verdict, row.Reason = Fail, err.Error()
@@ -47,7 +57,7 @@ func (r *runner) verifyRow(index int, op *manifest.Op, ps worker.PlanSlot, env w
 			// respects; the catalog shape then stands in.
 			if okCat, _ := admits(elig, callContext(pc.CatalogLive, r.o.DType, arch)); okCat {
 				ok, cr.Params, cr.Jittered = true, pc.CatalogParams, false
-				cr.Describe = describeParams(ps.Contract.Slot, pc.CatalogParams, pc.Describe)
+				cr.Describe = describeParams(pc.CatalogParams, pc.Describe)
 			}
 		}
 		if !ok {
@@ -68,12 +78,12 @@ func (r *runner) verifyRow(index int, op *manifest.Op, ps worker.PlanSlot, env w
 	row.Graph = GraphCPU
 	if r.o.Device == "cuda" {
 		row.Graph = GraphNotRequired
-		if ps.Contract.Kind == "op" || (op.MetadataDoc != nil && op.MetadataDoc.GraphSafe) {
+		if contract.Kind == string(catalog.SlotOp) || (op.MetadataDoc != nil && op.MetadataDoc.GraphSafe) {
 			row.Graph = GraphRequired
 		}
 	}
 	world := 1
-	if ps.Contract.Kind == "collective" {
+	if contract.Kind == string(catalog.SlotCollective) {
 		world = ps.WorldSize
 		row.WorldSize = world
 		if r.o.Device == "cuda" && env.DeviceCount < world {
@@ -85,14 +95,14 @@ func (r *runner) verifyRow(index int, op *manifest.Op, ps worker.PlanSlot, env w
 
 	rowDir := filepath.Join(r.runDir, "rows", fmt.Sprintf("%02d-%s-%s", index, safeName(op.Slot), safeName(op.Variant)))
 	graph := row.Graph == GraphRequired
-	records, dirs, verdict, reason := r.runCandidates(op, ps, rowDir, world, cases, graph, row)
+	records, dirs, verdict, reason := r.runCandidates(op, contract, rowDir, world, cases, graph, row)
 	if verdict != "" {
 		row.Verdict, row.Reason = verdict, reason
 		return
 	}
 	refDir := filepath.Join(rowDir, "reference")
 	req := worker.ReferenceRequest{Protocol: worker.Protocol, Role: worker.RoleReference, WorkDir: refDir,
-		Slot: op.Slot, Variant: op.Variant, DType: r.o.DType, WorldSize: world, Graph: graph, Cases: cases, CandidateDirs: dirs}
+		Contract: contract, Variant: op.Variant, DType: r.o.DType, WorldSize: world, Graph: graph, Cases: cases, CandidateDirs: dirs}
 	fmt.Fprintf(r.o.Progress, "%s [%s]: judging %d case(s) against the fp32 truth\n", op.Slot, op.Variant, len(cases))
 	out, err := worker.Run(r.ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root, WorkDir: refDir, Request: req, Timeout: r.validatorTimeout()})
 	row.Workers = append(row.Workers, workerRun(worker.RoleReference, 0, out))
@@ -120,7 +130,7 @@ func (r *runner) verifyRow(index int, op *manifest.Op, ps worker.PlanSlot, env w
 // runCandidates runs one candidate process per rank. A non-empty verdict
 // means the row is decided without a reference run (a crash, a timeout, or
 // an infrastructure failure).
-func (r *runner) runCandidates(op *manifest.Op, ps worker.PlanSlot, rowDir string, world int, cases []worker.CaseRef,
+func (r *runner) runCandidates(op *manifest.Op, contract worker.SlotContract, rowDir string, world int, cases []worker.CaseRef,
 	graph bool, row *RowResult) ([]worker.CandidateRecord, []string, string, string) {
 	rendezvous := ""
 	if world > 1 {
@@ -139,7 +149,7 @@ func (r *runner) runCandidates(op *manifest.Op, ps worker.PlanSlot, rowDir strin
 	for rank := 0; rank < world; rank++ {
 		dirs[rank] = filepath.Join(rowDir, fmt.Sprintf("rank%d", rank))
 		req := worker.CandidateRequest{Protocol: worker.Protocol, Role: worker.RoleCandidate, WorkDir: dirs[rank],
-			Slot: op.Slot, Variant: op.Variant, Device: r.o.Device, DType: r.o.DType, WorldSize: world, Rank: rank,
+			Contract: contract, Variant: op.Variant, Device: r.o.Device, DType: r.o.DType, WorldSize: world, Rank: rank,
 			Rendezvous: rendezvous, BundleRoot: r.bundle, Source: op.Source, Entry: op.Entry, Prepare: op.Prepare,
 			Cases: cases, Graph: graph, TimeoutS: r.o.Timeout.Seconds()}
 		wg.Add(1)
@@ -269,7 +279,7 @@ func callContext(live map[string]any, dtype, arch string) map[string]any {
 	return m
 }
 
-func describeParams(_ string, params map[string]int64, fallback string) string {
+func describeParams(params map[string]int64, fallback string) string {
 	if len(params) == 0 {
 		return fallback
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/tools/manifest"
 	"github.com/cacheon/engine/tools/scan"
@@ -26,6 +27,11 @@ type Options struct {
 	WorkDir   string        // parent of the run directory; "" = the system temp dir
 	KeepWork  bool          // keep the run directory (worker logs, raw outputs)
 	Progress  io.Writer     // one line per step; nil = silent
+	// Catalog states every slot's contract: call signature, catalog shapes,
+	// graph-dynamic inputs, correctness policy, tolerances. nil = the default
+	// catalog compiled into the binary. Workers receive each slot's contract
+	// from it; the Python side keeps only the slots' semantics.
+	Catalog *catalog.Catalog
 	// SkipScanUnsafe runs bundle code even when the static scan finds
 	// policy violations. Only for testing the runtime defences themselves:
 	// the scan is the tripwire that keeps known-bad code out of workers.
@@ -75,6 +81,13 @@ func (o *Options) normalize() error {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
+	if o.Catalog == nil {
+		c, err := catalog.Default()
+		if err != nil {
+			return err
+		}
+		o.Catalog = c
+	}
 	return nil
 }
 
@@ -104,6 +117,10 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	rep := &Report{Schema: ReportSchema, Bundle: bundle, BundleID: m.BundleID, ABI: m.ABIVersion,
 		Device: o.Device, DType: o.DType, Seed: o.Seed, WorldSize: o.WorldSize, Notes: []string{},
 		Scan: scanSummary(sc)}
+	if def, err := catalog.Default(); err == nil && def.Digest() != o.Catalog.Digest() {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("slot contracts (shapes, correctness policies, tolerances) come from "+
+			"catalog %s, not the default catalog %s", o.Catalog.Digest(), def.Digest()))
+	}
 	if sc.Violations > 0 && !o.SkipScanUnsafe {
 		reason := fmt.Sprintf("static scan found %d violation(s), first: %s (see cacheon scan)", sc.Violations, rep.Scan.First)
 		for _, op := range m.Ops {
@@ -157,14 +174,21 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	for i := range m.Ops {
 		op := &m.Ops[i]
 		row := RowResult{Slot: op.Slot, Variant: op.Variant, Source: op.Source, Entry: op.Entry, Cases: []CaseResult{}, Workers: []WorkerRun{}}
-		ps, known := plan.Slots[op.Slot]
+		slot, registered := o.Catalog.Slot(op.Slot)
+		ps, planned := plan.Slots[op.Slot]
 		switch {
-		case !known || !ps.Known:
+		case !registered:
 			row.Verdict, row.Reason = Skip, "not a registered slot"
+		case !planned || !ps.Known:
+			row.Verdict = Error
+			row.Reason = fmt.Sprintf("the catalog registers slot %s but this validator has no reference semantics "+
+				"(generators, fp32 truth) for it", op.Slot)
+		case ps.ContractError != "":
+			row.Verdict, row.Reason = Error, ps.ContractError
 		case domainErr != nil:
 			row.Verdict, row.Reason = Fail, domainErr.Error()
 		default:
-			r.verifyRow(i, op, ps, plan.Env, &row)
+			r.verifyRow(i, op, worker.ContractOf(slot), ps, plan.Env, &row)
 		}
 		fmt.Fprintf(o.Progress, "[%s] %s [variant '%s']: %s\n", row.Verdict, row.Slot, row.Variant, row.Reason)
 		rep.Rows = append(rep.Rows, row)
@@ -185,7 +209,8 @@ type runner struct {
 	bundle string
 }
 
-// plan runs the plan role for the bundle's slots.
+// plan runs the plan role for the bundle's slots the catalog registers,
+// sending each slot's catalog contract.
 func (r *runner) plan(m *manifest.Manifest) (*worker.PlanResult, error) {
 	slots := map[string]bool{}
 	for _, op := range m.Ops {
@@ -196,8 +221,14 @@ func (r *runner) plan(m *manifest.Manifest) (*worker.PlanResult, error) {
 		names = append(names, s)
 	}
 	sort.Strings(names)
+	contracts := []worker.SlotContract{}
+	for _, name := range names {
+		if s, ok := r.o.Catalog.Slot(name); ok {
+			contracts = append(contracts, worker.ContractOf(s))
+		}
+	}
 	dir := filepath.Join(r.runDir, "plan")
-	req := worker.PlanRequest{Protocol: worker.Protocol, Role: worker.RolePlan, WorkDir: dir, Slots: names,
+	req := worker.PlanRequest{Protocol: worker.Protocol, Role: worker.RolePlan, WorkDir: dir, Contracts: contracts,
 		Seed: r.o.Seed, WorldSize: r.o.WorldSize, Device: r.o.Device}
 	fmt.Fprintf(r.o.Progress, "planning cases with %s\n", r.python)
 	out, err := worker.Run(r.ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root, WorkDir: dir, Request: req, Timeout: r.validatorTimeout()})

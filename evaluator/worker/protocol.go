@@ -1,7 +1,9 @@
 package worker
 
 // Protocol is the worker protocol version every request and result carries.
-const Protocol = "cacheon-worker-v1"
+// Version 2: requests carry the catalog's slot contract (SlotContract)
+// instead of naming a slot whose contract the worker looked up itself.
+const Protocol = "cacheon-worker-v2"
 
 // Worker roles.
 const (
@@ -18,15 +20,15 @@ type CaseRef struct {
 	Params map[string]int64 `json:"params"`
 }
 
-// PlanRequest asks for the cases of a list of slots.
+// PlanRequest asks for the cases of the slots whose contracts it carries.
 type PlanRequest struct {
-	Protocol  string   `json:"protocol"`
-	Role      string   `json:"role"`
-	WorkDir   string   `json:"work_dir"`
-	Slots     []string `json:"slots"`
-	Seed      int64    `json:"seed"`
-	WorldSize int      `json:"world_size"`
-	Device    string   `json:"device"`
+	Protocol  string         `json:"protocol"`
+	Role      string         `json:"role"`
+	WorkDir   string         `json:"work_dir"`
+	Contracts []SlotContract `json:"contracts"`
+	Seed      int64          `json:"seed"`
+	WorldSize int            `json:"world_size"`
+	Device    string         `json:"device"`
 }
 
 // Env describes the interpreter and device a worker ran on.
@@ -49,21 +51,15 @@ type PlanResult struct {
 	HarnessError string              `json:"harness_error,omitempty"`
 }
 
-// PlanSlot is one slot's contract summary and cases.
+// PlanSlot is one slot's cases. Known is false when the validator has no
+// semantics (generators, truth) for the slot; ContractError says why the
+// validator cannot verify the slot under the contract it was given (a call
+// argument it does not generate, a correctness mode it does not implement).
 type PlanSlot struct {
-	Known     bool          `json:"known"`
-	Contract  Contract      `json:"contract"`
-	WorldSize int           `json:"world_size"`
-	Cases     []PlannedCase `json:"cases"`
-}
-
-// Contract is the part of a slot contract the controller needs.
-type Contract struct {
-	Slot          string   `json:"slot"`
-	Kind          string   `json:"kind"`
-	Prepare       []string `json:"prepare"`
-	DynamicInputs []string `json:"dynamic_inputs"`
-	Summary       string   `json:"summary"`
+	Known         bool          `json:"known"`
+	ContractError string        `json:"contract_error,omitempty"`
+	WorldSize     int           `json:"world_size"`
+	Cases         []PlannedCase `json:"cases"`
 }
 
 // PlannedCase is one case with and without jitter. Live maps hold the
@@ -79,24 +75,25 @@ type PlannedCase struct {
 }
 
 // CandidateRequest runs one op row's entry on the given cases (one rank).
+// Entry and Prepare are the op row's callables.
 type CandidateRequest struct {
-	Protocol   string    `json:"protocol"`
-	Role       string    `json:"role"`
-	WorkDir    string    `json:"work_dir"`
-	Slot       string    `json:"slot"`
-	Variant    string    `json:"variant"`
-	Device     string    `json:"device"`
-	DType      string    `json:"dtype"`
-	WorldSize  int       `json:"world_size"`
-	Rank       int       `json:"rank"`
-	Rendezvous string    `json:"rendezvous,omitempty"`
-	BundleRoot string    `json:"bundle_root"`
-	Source     string    `json:"source"`
-	Entry      string    `json:"entry"`
-	Prepare    string    `json:"prepare,omitempty"`
-	Cases      []CaseRef `json:"cases"`
-	Graph      bool      `json:"graph"`
-	TimeoutS   float64   `json:"timeout_s"`
+	Protocol   string       `json:"protocol"`
+	Role       string       `json:"role"`
+	WorkDir    string       `json:"work_dir"`
+	Contract   SlotContract `json:"contract"`
+	Variant    string       `json:"variant"`
+	Device     string       `json:"device"`
+	DType      string       `json:"dtype"`
+	WorldSize  int          `json:"world_size"`
+	Rank       int          `json:"rank"`
+	Rendezvous string       `json:"rendezvous,omitempty"`
+	BundleRoot string       `json:"bundle_root"`
+	Source     string       `json:"source"`
+	Entry      string       `json:"entry"`
+	Prepare    string       `json:"prepare,omitempty"`
+	Cases      []CaseRef    `json:"cases"`
+	Graph      bool         `json:"graph"`
+	TimeoutS   float64      `json:"timeout_s"`
 }
 
 // CandidateRecord is what a candidate process recorded (read for crash
@@ -135,16 +132,16 @@ type CallRecord struct {
 
 // ReferenceRequest judges the outputs left in CandidateDirs (one per rank).
 type ReferenceRequest struct {
-	Protocol      string    `json:"protocol"`
-	Role          string    `json:"role"`
-	WorkDir       string    `json:"work_dir"`
-	Slot          string    `json:"slot"`
-	Variant       string    `json:"variant"`
-	DType         string    `json:"dtype"`
-	WorldSize     int       `json:"world_size"`
-	Graph         bool      `json:"graph"`
-	Cases         []CaseRef `json:"cases"`
-	CandidateDirs []string  `json:"candidate_dirs"`
+	Protocol      string       `json:"protocol"`
+	Role          string       `json:"role"`
+	WorkDir       string       `json:"work_dir"`
+	Contract      SlotContract `json:"contract"`
+	Variant       string       `json:"variant"`
+	DType         string       `json:"dtype"`
+	WorldSize     int          `json:"world_size"`
+	Graph         bool         `json:"graph"`
+	Cases         []CaseRef    `json:"cases"`
+	CandidateDirs []string     `json:"candidate_dirs"`
 }
 
 // Verdict is the reference role's judgement of one op row.

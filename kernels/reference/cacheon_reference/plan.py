@@ -13,7 +13,7 @@ from typing import Dict, List, Tuple
 
 from ._torch import torch
 
-from .slots import Slot
+from .contract import BoundSlot as Slot
 
 JITTER_POLICY = "cacheon.verify-jitter.v1"
 

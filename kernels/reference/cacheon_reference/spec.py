@@ -1,9 +1,10 @@
-"""Slot contract types: correctness policy, tolerances, output allocation.
+"""Slot contract types: correctness policy, output allocation, cases.
 
 A slot is a validator-owned call boundary. The validator generates the
 inputs, allocates every output and computes the truth in fp32; a candidate
-only fills the outputs it is handed. These types carry that contract; the
-per-slot math lives in ``cacheon_reference.slots``.
+only fills the outputs it is handed. The values of a slot's policy come from
+the catalog (``cacheon_reference.contract``); the per-slot math lives in
+``cacheon_reference.slots``.
 """
 
 from __future__ import annotations
@@ -24,22 +25,6 @@ def dtype_name(dtype) -> str:
 
 # Activation dtypes a verify run may be asked for.
 COMPUTE_DTYPES = ("bfloat16", "float16", "float32")
-
-# Standard (atol, rtol) for every slot, by activation dtype.
-_TOLERANCES = {
-    "bfloat16": (0.02, 0.02),
-    "float16": (0.01, 0.01),
-    "float32": (1e-5, 1e-5),
-}
-
-
-def tolerance(dtype_name: str) -> Tuple[float, float]:
-    """(atol, rtol) for dtype_name; unknown half types 2e-2, else 1e-4."""
-    if dtype_name in _TOLERANCES:
-        return _TOLERANCES[dtype_name]
-    if "16" in dtype_name or "half" in dtype_name:
-        return (2e-2, 2e-2)
-    return (1e-4, 1e-4)
 
 
 def dtype_of(name: str) -> torch.dtype:

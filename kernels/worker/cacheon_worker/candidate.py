@@ -213,7 +213,7 @@ def _missing_dependency(exc, bundle_root):
 
 def run(req, progress):
     work_dir = req["work_dir"]
-    slot = ref.get(req["slot"])
+    slot = ref.bind(req["contract"])
     dtype = ref.dtype_of(req["dtype"])
     world, rank = int(req.get("world_size", 1)), int(req.get("rank", 0))
     device = environment.rank_device(req["device"], rank, slot.collective)

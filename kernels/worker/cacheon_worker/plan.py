@@ -1,8 +1,11 @@
 """The plan role: which cases each slot runs, and on what.
 
-Runs validator code only. The controller decides per case whether the
-op row's declared domain admits it (it owns the manifest); this role says
-what the cases are and what each call's live capability fields would be.
+Runs validator code only. The request carries the catalog's contract of
+every slot to plan; this role binds each to the slot's semantics (refusing,
+per slot, a contract the semantics cannot honour) and lists the cases: the
+contract's catalog shapes with seeded jitter and the live capability fields
+of every call. The controller decides per case whether the op row's
+declared domain admits it (it owns the manifest).
 """
 
 import cacheon_reference as ref
@@ -16,12 +19,17 @@ def run(req, progress):
     world = int(req.get("world_size", 2))
     device = req.get("device", "cpu")
     out = {"protocol": PROTOCOL, "role": "plan", "env": environment.describe(device), "slots": {}}
-    for name in req.get("slots", []):
-        if name not in ref.REGISTRY:
+    for contract in req["contracts"]:
+        name = contract["slot"]
+        try:
+            slot = ref.bind(contract)
+        except ref.UnknownSlot:
             out["slots"][name] = {"known": False}
             continue
-        slot = ref.get(name)
+        except ref.ContractError as e:
+            out["slots"][name] = {"known": True, "contract_error": str(e)}
+            continue
         w = world if slot.collective else 1
-        out["slots"][name] = {"known": True, "contract": slot.contract(), "world_size": w,
-                              "cases": ref.plan_cases(slot, seed, w)}
+        out["slots"][slot.name] = {"known": True, "contract": slot.describe_contract(), "world_size": w,
+                                   "cases": ref.plan_cases(slot, seed, w)}
     return out

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-PROTOCOL = "cacheon-worker-v1"
+PROTOCOL = "cacheon-worker-v2"
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.jsonl"
 
@@ -36,6 +36,16 @@ def read_request(stream=None):
     for key in ("role", "work_dir"):
         if key not in req:
             raise ProtocolError(f"request lacks {key!r}")
+    # The slot contracts come from the controller's catalog; a worker never
+    # falls back to contracts of its own.
+    if req["role"] == "plan":
+        contracts = req.get("contracts")
+        if not isinstance(contracts, list) or not all(isinstance(c, dict) and isinstance(c.get("slot"), str)
+                                                      for c in contracts):
+            raise ProtocolError("a plan request needs 'contracts': a list of slot contracts, each naming its 'slot'")
+    elif req["role"] in ("candidate", "reference"):
+        if not isinstance(req.get("contract"), dict):
+            raise ProtocolError(f"a {req['role']} request needs 'contract': the catalog's contract of its slot")
     return req
 
 

@@ -43,7 +43,7 @@ def _phase_label(phase):
     return f"graph {phase.replace('replay', 'replay ')}"
 
 
-def judge_phase(slot, params, dtype, rec, own_pre, expected, rank_dir, world):
+def judge_phase(slot, params, dtype, tol, rec, own_pre, expected, rank_dir, world):
     """Verdict of one rank's record of one call: (passed, reason, comparison)."""
     status = rec.get("status")
     if status == "raised":
@@ -63,7 +63,7 @@ def judge_phase(slot, params, dtype, rec, own_pre, expected, rank_dir, world):
     if violations:
         return False, "; ".join(dict.fromkeys(violations)), None
     specs = slot.output_specs(params, dtype)
-    atol, rtol = ref.tolerance(ref.spec.dtype_name(dtype))
+    atol, rtol = tol
     actual = {}
     files = rec.get("outputs") or {}
     for name, spec in specs.items():
@@ -84,7 +84,7 @@ def judge_phase(slot, params, dtype, rec, own_pre, expected, rank_dir, world):
 
 
 def run(req, progress):
-    slot = ref.get(req["slot"])
+    slot = ref.bind(req["contract"])
     dtype = ref.dtype_of(req["dtype"])
     world = int(req.get("world_size", 1))
     graph = bool(req.get("graph"))
@@ -94,7 +94,8 @@ def run(req, progress):
     records = [_load_record(d) for d in dirs]
     verdict = {"protocol": PROTOCOL, "role": "reference", "slot": slot.name, "variant": req.get("variant"),
                "correctness": slot.correctness.describe(), "cases": [], "passed": False, "reason": ""}
-    atol, rtol = ref.tolerance(req["dtype"])
+    # The catalog's tolerance for the run's dtype, from the contract.
+    atol, rtol = slot.tolerance(req["dtype"])
     verdict["tolerance"] = {"atol": atol, "rtol": rtol}
 
     for r, rec in enumerate(records):
@@ -151,7 +152,7 @@ def run(req, progress):
                         passed, reason, comp = False, f"recorded seed {rec.get('seed')} for {phase}, expected {seed}", None
                     else:
                         own = tensorio.digests(inputs[r])
-                        passed, reason, comp = judge_phase(slot, case.params, dtype, rec, own, expected, dirs[r], world)
+                        passed, reason, comp = judge_phase(slot, case.params, dtype, (atol, rtol), rec, own, expected, dirs[r], world)
                 if comp is not None:
                     prow.setdefault("comparisons", []).append(dict(comp.to_json(), rank=r))
                 if not passed:

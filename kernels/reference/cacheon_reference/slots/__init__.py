@@ -1,4 +1,11 @@
-"""The registry of the 11 registered slots (the submission ABI)."""
+"""The semantics of the 11 registered slots, by slot id.
+
+Each entry generates a slot's inputs, allocates its outputs and computes its
+fp32 truth. The slot's contract (call signature, shapes, correctness policy,
+tolerances) is the catalog's and is bound to these semantics by
+``cacheon_reference.bind`` (from a worker request) or ``cacheon_reference.get``
+(from the default catalog, outside the verify workers).
+"""
 
 from typing import Dict, List
 
@@ -27,7 +34,8 @@ REGISTRY: Dict[str, Slot] = {
 }
 
 
-def get(name: str) -> Slot:
+def semantics(name: str) -> Slot:
+    """The semantics registered for slot id name."""
     try:
         return REGISTRY[name]
     except KeyError:
@@ -38,4 +46,4 @@ def names() -> List[str]:
     return sorted(REGISTRY)
 
 
-__all__ = ["REGISTRY", "RANK_STRIDE", "Slot", "get", "names"]
+__all__ = ["REGISTRY", "RANK_STRIDE", "Slot", "names", "semantics"]

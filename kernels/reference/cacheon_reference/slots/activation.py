@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from .._torch import torch
 
-from ..spec import Correctness, OutputSpec
+from ..spec import OutputSpec
 from .base import Slot, Streams, randn, silu_mul_f32
 
 
 class SiluAndMul(Slot):
+    """Gated SiLU: x (T, 2d) -> out (T, d) = silu(gate half) * up half."""
+
     name = "activation.silu_and_mul"
-    kind = "op"
-    call = ("x", "out")
+    reference_id = "activation.silu_and_mul.reference.v1"
     shape_params = ("T", "d")
-    catalog_shapes = ((1, 1024), (8, 1024), (128, 4096), (4096, 4096), (333, 2880))
+    inputs = ("x",)
     count_keys = {"T": 1}
-    dynamic_inputs = ("x",)
-    correctness = Correctness("allclose")
-    summary = "gated SiLU: x (T, 2d) -> out (T, d) = silu(gate half) * up half"
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)

@@ -6,7 +6,7 @@ import math
 
 from .._torch import torch
 
-from ..spec import Correctness, OutputSpec
+from ..spec import OutputSpec
 from .base import Slot, Streams, ceil_div, normal_f32, randn, seq_lens
 
 LOG2E = 1.4426950409
@@ -29,16 +29,14 @@ def _gqa_f32(q, k, v, scale, visible):
 
 
 class SDPA(Slot):
+    """Prefill attention: q (T, Hq, D), k/v (S, Hkv, D), causal with offset S-T -> out (T, Hq, D)."""
+
     name = "attention.sdpa"
-    kind = "block"
-    call = ("q", "k", "v", "out", "sm_scale", "causal")
+    reference_id = "attention.sdpa.reference.v1"
     shape_params = ("T", "Hq", "Hkv", "D")
-    catalog_shapes = ((1, 8, 8, 64), (16, 8, 2, 128), (64, 16, 16, 128), (128, 8, 1, 128))
+    inputs = ("q", "k", "v")
+    scalars = ("sm_scale", "causal")
     count_keys = {"T": 1}
-    dynamic_inputs = ("q", "k", "v")
-    correctness = Correctness("matched_ratio", min_ratio=0.99)
-    kl_threshold = 0.03
-    summary = "prefill attention: q (T, Hq, D), k/v (S, Hkv, D), causal with offset S-T -> out (T, Hq, D)"
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)
@@ -70,16 +68,14 @@ class SDPA(Slot):
 
 
 class Decode(Slot):
+    """Decode attention: q (B, Hq, D), k/v cache (B, S, Hkv, D), seq_lens int32 (B) -> out (B, Hq, D)."""
+
     name = "attention.decode"
-    kind = "block"
-    call = ("q", "k", "v", "seq_lens", "sm_scale", "out")
+    reference_id = "attention.decode.reference.v1"
     shape_params = ("B", "Hq", "Hkv", "D", "ctx")
-    catalog_shapes = ((4, 8, 8, 64, 16), (2, 8, 2, 128, 32), (8, 16, 16, 128, 64), (3, 8, 1, 128, 48))
+    inputs = ("q", "k", "v", "seq_lens")
+    scalars = ("sm_scale",)
     count_keys = {"B": 2, "ctx": 1}
-    dynamic_inputs = ("q", "k", "v", "seq_lens")
-    correctness = Correctness("matched_ratio", min_ratio=0.99)
-    kl_threshold = 0.03
-    summary = "decode attention: q (B, Hq, D), k/v cache (B, S, Hkv, D), seq_lens int32 (B) -> out (B, Hq, D)"
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)
@@ -111,16 +107,14 @@ class Decode(Slot):
 
 
 class MSABlockScore(Slot):
+    """MSA decode block scores: head-summed q . index_k, masked past seq_len, per-block max -> out (B, S/bs)."""
+
     name = "attention.msa_block_score"
-    kind = "block"
-    call = ("q", "index_k", "seq_lens", "block_size", "out")
+    reference_id = "attention.msa_block_score.reference.v1"
     shape_params = ("B", "Hq", "D", "ctx", "bs")
-    catalog_shapes = ((4, 4, 128, 1536, 128), (2, 4, 128, 2048, 128), (8, 8, 64, 1536, 128), (3, 4, 128, 4096, 128))
+    inputs = ("q", "index_k", "seq_lens")
+    scalars = ("block_size",)
     count_keys = {"B": 2, "ctx": 1}
-    dynamic_inputs = ("q", "index_k", "seq_lens")
-    correctness = Correctness("topk_overlap", top_k=8, min_overlap=0.875)
-    kl_threshold = 0.03
-    summary = "MSA decode block scores: head-summed q . index_k, masked past seq_len, per-block max -> out (B, S/bs)"
 
     MIN_BLOCKS = 12
 
@@ -163,21 +157,15 @@ class MSABlockScore(Slot):
 
 
 class MSAPrefillBlockScore(Slot):
+    """MSA prefill block scores: scaled q . index_k over the visible prefix + causal tail,
+    per-block max -> fp32 out (q_len, ceil(S/bs)), row-padded."""
+
     name = "attention.msa_prefill_block_score"
-    kind = "block"
-    call = ("q", "index_k", "prefix_len", "scale", "block_size", "out")
+    reference_id = "attention.msa_prefill_block_score.reference.v1"
     shape_params = ("q_len", "prefix_blocks", "D", "bs", "causal_probe")
-    catalog_shapes = (
-        (16, 12, 128, 128, 0), (128, 16, 128, 128, 0), (33, 20, 64, 128, 0), (64, 24, 128, 64, 0),
-        (16, 12, 128, 128, 1), (128, 16, 128, 128, 1), (33, 20, 64, 128, 1), (64, 24, 128, 64, 1),
-        (512, 12, 64, 128, 0), (512, 12, 128, 64, 0), (512, 12, 128, 128, 0),
-    )
+    inputs = ("q", "index_k")
+    scalars = ("prefix_len", "scale", "block_size")
     count_keys = {"q_len": 1, "prefix_blocks": 12}
-    dynamic_inputs = ("q", "index_k")
-    correctness = Correctness("topk_overlap", top_k=8, min_overlap=0.9)
-    kl_threshold = 0.03
-    summary = ("MSA prefill block scores: scaled q . index_k over the visible prefix + causal tail, "
-               "per-block max -> fp32 out (q_len, ceil(S/bs)), row-padded")
 
     ROW_PADDING = 7
     PREFIX_TAIL = 39

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from .._torch import torch
 
-from ..spec import Correctness, OutputSpec
+from ..spec import OutputSpec
 
 # Seed offset between the per-rank streams of a collective: rank r draws its
 # sharded tensors from seed + RANK_STRIDE*r; replicated tensors use seed.
@@ -14,39 +14,31 @@ RANK_STRIDE = 1_000_003
 
 
 class Slot:
-    """One registered slot: contract data plus generator, allocation and truth.
+    """One registered slot's semantics: generator, allocation and truth.
 
-    Subclasses set the class attributes and implement generate, output_specs,
-    truth and live. Every tensor generate returns is on the CPU, drawn from
-    torch.Generator streams seeded from the case seed alone, so any process
-    regenerates bit-identical inputs.
+    What the catalog states about a slot (kind, call signature, outputs,
+    graph-dynamic inputs, prepare step, correctness policy, tolerances,
+    catalog shapes) is not here: it arrives as a contract and is bound to
+    these semantics (``cacheon_reference.contract.bind``), which checks that
+    the two fit. What stays here is what only code can say: the names the
+    generator produces and the outputs it allocates (so a contract can be
+    checked against them), the shape parameters the generator reads, the
+    inputs a prepare step consumes, and how counts jitter.
+
+    Subclasses set the class attributes and implement generate,
+    output_specs, truth and live. Every tensor generate returns is on the
+    CPU, drawn from torch.Generator streams seeded from the case seed alone,
+    so any process regenerates bit-identical inputs.
     """
 
     name: str = ""
-    kind: str = "op"  # op | block | collective
-    call: Tuple[str, ...] = ()  # argument names in semantic call order
-    outputs: Tuple[str, ...] = ("out",)
-    prepare_args: Tuple[str, ...] = ()  # inputs prepare() consumes; the call gets "prepared" instead
-    shape_params: Tuple[str, ...] = ()
-    catalog_shapes: Tuple[Tuple[int, ...], ...] = ()
+    reference_id: str = ""  # the catalog reference id whose semantics this implements
+    shape_params: Tuple[str, ...] = ()  # the params generate reads, in catalog shape order
+    inputs: Tuple[str, ...] = ()  # tensors generate returns
+    scalars: Tuple[str, ...] = ()  # Python scalars generate returns (capture-static)
+    outputs: Tuple[str, ...] = ("out",)  # outputs output_specs allocates
+    prepare_args: Tuple[str, ...] = ()  # inputs a prepare step consumes, when the contract has one
     count_keys: Dict[str, int] = {}  # shape param -> floor under jitter
-    dynamic_inputs: Tuple[str, ...] = ()
-    correctness: Correctness = Correctness("allclose")
-    kl_threshold: Optional[float] = None
-    summary: str = ""
-
-    @property
-    def collective(self) -> bool:
-        return self.kind == "collective"
-
-    @property
-    def prepare(self) -> bool:
-        return bool(self.prepare_args)
-
-    def params(self, shape: Tuple[int, ...]) -> Dict[str, int]:
-        if len(shape) != len(self.shape_params):
-            raise ValueError(f"{self.name}: shape {shape} does not match params {self.shape_params}")
-        return dict(zip(self.shape_params, (int(v) for v in shape)))
 
     def jitter_keys(self, p: Dict[str, int]) -> Dict[str, int]:
         """The count params that jitter for this shape (name -> floor)."""
@@ -74,24 +66,6 @@ class Slot:
 
     def describe(self, p: Dict[str, int]) -> str:
         return " ".join(f"{k}={v}" for k, v in p.items())
-
-    def contract(self) -> Dict[str, object]:
-        """The slot's contract as plain JSON (for `slots` listings and plans)."""
-        c = self.correctness
-        return {
-            "slot": self.name,
-            "kind": self.kind,
-            "call": list(self.call),
-            "outputs": list(self.outputs),
-            "prepare": list(self.prepare_args) or None,
-            "shape_params": list(self.shape_params),
-            "catalog_shapes": [list(s) for s in self.catalog_shapes],
-            "dynamic_inputs": list(self.dynamic_inputs),
-            "correctness": {"mode": c.mode, "min_ratio": c.min_ratio, "min_cosine": c.min_cosine,
-                            "max_rel_norm_err": c.max_rel_norm_err, "top_k": c.top_k, "min_overlap": c.min_overlap},
-            "kl_threshold": self.kl_threshold,
-            "summary": self.summary,
-        }
 
 
 class Streams:

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from .._torch import torch
 
-from ..spec import Correctness, OutputSpec
+from ..spec import OutputSpec
 from .base import Slot, Streams, permutation, randn, rmsnorm_f32, uniform, uniform_f32
 
 EPS = 1e-6
 
 
 class AllReduce(Slot):
+    """All-reduce: per-rank x (M, H) -> out (M, H) = sum over ranks."""
+
     name = "collective.all_reduce"
-    kind = "collective"
-    call = ("x", "out", "group")
+    reference_id = "collective.all_reduce.reference.v1"
     shape_params = ("M", "H")
-    catalog_shapes = ((1, 4096), (8, 4096), (128, 7168))
+    inputs = ("x",)
     count_keys = {"M": 1}
-    dynamic_inputs = ("x",)
-    correctness = Correctness("matched_ratio", min_ratio=0.99)
-    summary = "all-reduce: per-rank x (M, H) -> out (M, H) = sum over ranks"
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)
@@ -36,17 +34,16 @@ class AllReduce(Slot):
 
 
 class ARResidualRMSNorm(Slot):
+    """All-reduce + residual add + RMSNorm: new_residual = sum(x) + residual,
+    out_norm = rmsnorm(new_residual) * weight."""
+
     name = "collective.ar_residual_rmsnorm"
-    kind = "collective"
-    call = ("x", "residual", "weight", "eps", "out_norm", "out_residual", "group")
-    outputs = ("out_norm", "out_residual")
+    reference_id = "collective.ar_residual_rmsnorm.reference.v1"
     shape_params = ("M", "H")
-    catalog_shapes = ((4, 4096), (8, 6144), (32, 6144), (64, 6144), (256, 6144))
+    inputs = ("x", "residual", "weight")
+    scalars = ("eps",)
+    outputs = ("out_norm", "out_residual")
     count_keys = {"M": 1}
-    dynamic_inputs = ("x", "residual")
-    correctness = Correctness("matched_ratio", min_ratio=0.99)
-    summary = ("all-reduce + residual add + RMSNorm: new_residual = sum(x) + residual, "
-               "out_norm = rmsnorm(new_residual) * weight")
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)
@@ -72,17 +69,16 @@ class ARResidualRMSNorm(Slot):
 
 
 class MoEFinalizeARRMSNorm(Slot):
+    """MoE finalize + all-reduce + residual + RMSNorm: acc[t] = sum_k scales[t,k] *
+    gemm_out[row_map[t + k*T_exp]] over t < T, summed over ranks, then add + norm."""
+
     name = "collective.moe_finalize_ar_rmsnorm"
-    kind = "collective"
-    call = ("gemm_out", "row_map", "scales", "residual", "weight", "eps", "out_norm", "out_residual", "group")
-    outputs = ("out_norm", "out_residual")
+    reference_id = "collective.moe_finalize_ar_rmsnorm.reference.v1"
     shape_params = ("T", "T_exp", "K", "H")
-    catalog_shapes = ((8, 16, 5, 4096), (64, 64, 5, 6144), (224, 256, 5, 6144))
+    inputs = ("gemm_out", "row_map", "scales", "residual", "weight")
+    scalars = ("eps",)
+    outputs = ("out_norm", "out_residual")
     count_keys = {"T": 1}
-    dynamic_inputs = ("gemm_out", "row_map", "scales", "residual")
-    correctness = Correctness("matched_ratio", min_ratio=0.99)
-    summary = ("MoE finalize + all-reduce + residual + RMSNorm: acc[t] = sum_k scales[t,k] * "
-               "gemm_out[row_map[t + k*T_exp]] over t < T, summed over ranks, then add + norm")
 
     def normalize(self, p):
         p = dict(p)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._torch import torch
 
-from ..spec import Correctness, OutputSpec
+from ..spec import OutputSpec
 from .base import Slot, Streams, randn, silu_mul_f32, uniform, uniform_f32
 
 
@@ -40,17 +40,15 @@ def experts_f32(x, topk_ids, topk_weights, w13, w2) -> torch.Tensor:
 
 
 class FusedExperts(Slot):
+    """Fused MoE experts: prepare(w13, w2); x (M, H), topk_ids int32 (M, K), topk_weights fp32 (M, K)
+    -> out (M, H) = sum_k w_k * SiLU-gated expert."""
+
     name = "moe.fused_experts"
-    kind = "block"
-    call = ("x", "topk_ids", "topk_weights", "prepared", "out")
-    prepare_args = ("w13", "w2")
+    reference_id = "moe.fused_experts.reference.v1"
     shape_params = ("M", "E", "H", "I", "K")
-    catalog_shapes = ((4, 8, 256, 128, 2), (16, 32, 512, 256, 4), (8, 4, 384, 192, 1), (33, 16, 320, 160, 4))
+    inputs = ("x", "topk_ids", "topk_weights", "w13", "w2")
+    prepare_args = ("w13", "w2")
     count_keys = {"M": 1}
-    dynamic_inputs = ("x", "topk_ids", "topk_weights")
-    correctness = Correctness("matched_ratio", min_ratio=0.97)
-    summary = ("fused MoE experts: prepare(w13, w2); x (M, H), topk_ids int32 (M, K), topk_weights fp32 (M, K) "
-               "-> out (M, H) = sum_k w_k * SiLU-gated expert")
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)
@@ -74,12 +72,11 @@ class FusedExperts(Slot):
 
 
 class FusedExpertsReduce(FusedExperts):
+    """Fused MoE experts with the cross-rank reduce: tokens and routing replicated, expert weights
+    sharded per rank -> out (M, H) = sum over ranks of the local expert output."""
+
     name = "moe.fused_experts_reduce"
-    kind = "collective"
-    call = ("x", "topk_ids", "topk_weights", "prepared", "out", "group")
-    catalog_shapes = FusedExperts.catalog_shapes[:3]
-    summary = ("fused MoE experts with the cross-rank reduce: tokens and routing replicated, expert weights "
-               "sharded per rank -> out (M, H) = sum over ranks of the local expert output")
+    reference_id = "moe.fused_experts_reduce.reference.v1"
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)

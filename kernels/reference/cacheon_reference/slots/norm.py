@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from ..spec import Correctness, OutputSpec
+from ..spec import OutputSpec
 from .base import Slot, Streams, randn, rmsnorm_f32, uniform
 
 EPS = 1e-6
 
 
 class RMSNorm(Slot):
+    """RMSNorm: x (T, H), weight (H), eps -> out (T, H)."""
+
     name = "norm.rmsnorm"
-    kind = "op"
-    call = ("x", "weight", "out", "eps")
+    reference_id = "norm.rmsnorm.reference.v1"
     shape_params = ("T", "H")
-    catalog_shapes = ((1, 2880), (8, 2880), (128, 2880), (64, 6144), (4096, 4096), (333, 1536))
+    inputs = ("x", "weight")
+    scalars = ("eps",)
     count_keys = {"T": 1}
-    dynamic_inputs = ("x",)
-    correctness = Correctness("allclose")
-    summary = "RMSNorm: x (T, H), weight (H), eps -> out (T, H)"
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)
