@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cacheon/engine/catalog"
@@ -117,9 +119,9 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	rep := &Report{Schema: ReportSchema, Bundle: bundle, BundleID: m.BundleID, ABI: m.ABIVersion,
 		Device: o.Device, DType: o.DType, Seed: o.Seed, WorldSize: o.WorldSize, Notes: []string{},
 		Scan: scanSummary(sc)}
-	if def, err := catalog.Default(); err == nil && def.Digest() != o.Catalog.Digest() {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("slot contracts (shapes, correctness policies, tolerances) come from "+
-			"catalog %s, not the default catalog %s", o.Catalog.Digest(), def.Digest()))
+	if differ := contractsDifferFromDefault(o.Catalog, m); len(differ) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the catalog in use (digest %s) states other contracts than the "+
+			"default catalog for %s", o.Catalog.Digest(), strings.Join(differ, ", ")))
 	}
 	if sc.Violations > 0 && !o.SkipScanUnsafe {
 		reason := fmt.Sprintf("static scan found %d violation(s), first: %s (see cacheon scan)", sc.Violations, rep.Scan.First)
@@ -198,6 +200,34 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	}
 	rep.decide()
 	return rep, nil
+}
+
+// contractsDifferFromDefault lists the bundle's slots whose contract in c
+// differs from the default catalog's. The catalog digest cannot tell: shapes
+// and the call signature guide verification but are not part of any identity.
+func contractsDifferFromDefault(c *catalog.Catalog, m *manifest.Manifest) []string {
+	def, err := catalog.Default()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, op := range m.Ops {
+		if seen[op.Slot] {
+			continue
+		}
+		seen[op.Slot] = true
+		s, ok := c.Slot(op.Slot)
+		if !ok {
+			continue
+		}
+		d, ok := def.Slot(op.Slot)
+		if !ok || !reflect.DeepEqual(worker.ContractOf(s), worker.ContractOf(d)) {
+			out = append(out, op.Slot)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 type runner struct {

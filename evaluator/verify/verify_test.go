@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cacheon/engine/catalog"
 )
 
 // testPython is the interpreter the tests run workers with: $CACHEON_TEST_PYTHON,
@@ -493,4 +495,124 @@ func TestVerifyInfrastructureErrors(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// editedCatalog is the default catalog with each old span of its source
+// (which must occur exactly once) replaced by new.
+func editedCatalog(t *testing.T, edits ...[2]string) *catalog.Catalog {
+	t.Helper()
+	src := string(catalog.DefaultSource())
+	for _, e := range edits {
+		if n := strings.Count(src, e[0]); n != 1 {
+			t.Fatalf("span %q occurs %d times in %s; an edit needs it exactly once", e[0], n, catalog.DefaultFile)
+		}
+		src = strings.Replace(src, e[0], e[1], 1)
+	}
+	c, diags := catalog.Parse([]byte(src), "edited-targets.hcl")
+	if diags.HasErrors() {
+		t.Fatalf("edited catalog: %v", diags)
+	}
+	return c
+}
+
+// Spans of catalog/targets.hcl that belong to activation.silu_and_mul alone.
+const (
+	siluCorrectness = "verification_profile_id = \"activation.silu_and_mul.verify.v1\"\n\n  correctness {\n    mode = \"allclose\"\n  }"
+	siluTolerances  = "tolerances = tolerance_set.standard\n\n  shape_params = [\"T\", \"d\"]"
+	siluShapes      = "shapes       = [[1, 1024], [8, 1024], [128, 4096], [4096, 4096], [333, 2880]]"
+	siluCall        = "call                 = [\"x\", \"out\"]\n  outputs              = [\"out\"]\n  graph_dynamic_inputs = [\"x\"]"
+	float32Standard = `float32  = { atol = "0.00001", rtol = "0.00001" }`
+)
+
+// TestVerifyFollowsTheCatalog runs the same kernel under the default catalog
+// and under an edited copy: the edit alone (a tolerance, a correctness mode
+// and threshold, the shapes, the call signature) changes the verdict.
+func TestVerifyFollowsTheCatalog(t *testing.T) {
+	testPython(t)
+	// silu computed in bfloat16: about 3 significant digits, far outside the
+	// float32 tolerance 1e-5, well inside 0.02.
+	bf16Silu := siluHeader + `
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    out.copy_((F.silu(x[:, :d].bfloat16()) * x[:, d:].bfloat16()).float())
+`
+	// One wrong element per call: allclose fails, a 0.99 matched ratio passes.
+	oneWrong := siluHeader + `
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    out.copy_(F.silu(x[:, :d]) * x[:, d:])
+    out[0, 0] = 1000.0
+`
+	cases := []struct {
+		name    string
+		edits   [][2]string // nil: the default catalog
+		source  string
+		verdict string
+		reason  string
+		check   func(t *testing.T, row RowResult)
+	}{
+		{"default float32 tolerance fails a bfloat16 kernel", nil, bf16Silu, Fail, "outside atol=1e-05 rtol=1e-05", nil},
+		{"a wider float32 tolerance passes it", [][2]string{{float32Standard, `float32  = { atol = "0.02", rtol = "0.02" }`}},
+			bf16Silu, Pass, "", func(t *testing.T, row RowResult) {
+				if row.Tolerance == nil || row.Tolerance.Atol != 0.02 || row.Tolerance.Rtol != 0.02 {
+					t.Errorf("tolerance %+v, want the catalog's 0.02/0.02", row.Tolerance)
+				}
+			}},
+		{"allclose fails one wrong element", nil, oneWrong, Fail, "1 of", nil},
+		{"matched_ratio 0.99 passes it", [][2]string{{siluCorrectness, strings.Replace(siluCorrectness,
+			`mode = "allclose"`, "mode      = \"matched_ratio\"\n    min_ratio = \"0.99\"", 1)}},
+			oneWrong, Pass, "", func(t *testing.T, row RowResult) {
+				if row.Correctness != "matched_ratio >= 0.99" {
+					t.Errorf("correctness %q, want the catalog's matched_ratio >= 0.99", row.Correctness)
+				}
+			}},
+		{"matched_ratio 1 fails it", [][2]string{{siluCorrectness, strings.Replace(siluCorrectness,
+			`mode = "allclose"`, "mode      = \"matched_ratio\"\n    min_ratio = \"1\"", 1)}},
+			oneWrong, Fail, "need 1", nil},
+		{"catalog shapes", [][2]string{{siluShapes, "shapes       = [[2, 512], [5, 256]]"}}, goodSilu, Pass, "",
+			func(t *testing.T, row RowResult) {
+				var ds []int64
+				for _, c := range row.Cases {
+					ds = append(ds, c.Params["d"])
+				}
+				if len(ds) != 2 || ds[0] != 512 || ds[1] != 256 {
+					t.Errorf("cases ran with d = %v, want the catalog's [512 256]", ds)
+				}
+			}},
+		{"a call the semantics cannot honour", [][2]string{{siluCall, strings.ReplaceAll(siluCall, `"x"`, `"inp"`)}},
+			goodSilu, Error, "call argument 'inp' is not an input this validator generates", func(t *testing.T, row RowResult) {
+				if len(row.Workers) != 0 {
+					t.Errorf("workers ran for a contract the plan refused: %+v", row.Workers)
+				}
+			}},
+		{"a dtype the catalog states no tolerance for", [][2]string{{siluTolerances,
+			strings.Replace(siluTolerances, "tolerance_set.standard", `{ bfloat16 = { atol = "0.02", rtol = "0.02" } }`, 1)}},
+			goodSilu, Fail, "the catalog states no float32 tolerance for activation.silu_and_mul (it states bfloat16)",
+			func(t *testing.T, row RowResult) {
+				if row.Verdict != NotApplicable {
+					t.Errorf("row %s, want N/A", row.Verdict)
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := Options{}
+			if tc.edits != nil {
+				o.Catalog = editedCatalog(t, tc.edits...)
+			}
+			rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.source, `{"max_num_tokens": 40}`), o)
+			row := rep.Rows[0]
+			if rep.Verdict != tc.verdict || !strings.Contains(row.Reason, tc.reason) {
+				t.Fatalf("verdict %s, row %s: %q; want %s mentioning %q", rep.Verdict, row.Verdict, row.Reason, tc.verdict, tc.reason)
+			}
+			noted := strings.Contains(strings.Join(rep.Notes, "\n"), "states other contracts than the default catalog for activation.silu_and_mul")
+			if noted != (tc.edits != nil) {
+				t.Errorf("notes %q: edited catalog %v, but a note on other contracts %v", rep.Notes, tc.edits != nil, noted)
+			}
+			if tc.check != nil {
+				tc.check(t, row)
+			}
+		})
+	}
 }
