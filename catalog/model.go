@@ -120,8 +120,9 @@ func (s Slot) DTypes() []string {
 }
 
 // Tolerance returns the slot's tolerance for dtype. For a dtype the
-// catalog does not list it returns the verifier's fallback (2e-2 for the
-// half types float16 and bfloat16, 1e-4 otherwise) and false.
+// catalog does not list it returns the upstream fallback (2e-2 for the
+// half types float16 and bfloat16, 1e-4 otherwise) and false. cacheon
+// verify does not judge in such a dtype: the row is not applicable.
 func (s Slot) Tolerance(dtype string) (Tolerance, bool) {
 	for _, t := range s.Tolerances {
 		if t.DType == dtype {
