@@ -4,11 +4,18 @@
 # checkout directory, Bazel output root, umask, time zone, locale and (when
 # run as root with a spare account) the user. Neither build reads a cache.
 #
-#   tools/repro_check.sh //stacks:incumbent [more targets...]
+#   tools/repro_check.sh [--head] //stacks:incumbent [more targets...]
+#
+# --head builds the committed HEAD instead of the working tree.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$repo"
-(($#)) || { echo "usage: tools/repro_check.sh TARGET..." >&2; exit 1; }
+source_mode=worktree
+if [[ ${1:-} == --head ]]; then
+  source_mode=head
+  shift
+fi
+(($#)) || { echo "usage: tools/repro_check.sh [--head] TARGET..." >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/cacheon-repro.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
@@ -16,7 +23,11 @@ trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 # One snapshot of the working tree as git sees it (tracked and untracked
 # files, ignored ones left out), extracted once per build, so both builds
 # see the same sources and uncommitted changes are checked too.
-git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf "$work/sources.tar"
+if [[ $source_mode == head ]]; then
+  git archive --format=tar -o "$work/sources.tar" HEAD
+else
+  git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf "$work/sources.tar"
+fi
 copy_tree() {
   mkdir -p "$1"
   tar -xf "$work/sources.tar" -C "$1"
