@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/tools/testtree"
+
 	"github.com/cacheon/engine/tools/model/testmodel"
 )
 
@@ -31,7 +33,7 @@ func TestPythonSuite(t *testing.T) {
 	// Bazel turns the runfiles' links back into the files they stand for.
 	kernels := t.TempDir()
 	for _, rel := range []string{"substrate/cacheon_substrate", "substrate/tests", "reference/cacheon_reference"} {
-		copyTree(t, filepath.Join("..", filepath.FromSlash(rel)), filepath.Join(kernels, filepath.FromSlash(rel)))
+		testtree.Copy(t, filepath.Join("..", filepath.FromSlash(rel)), filepath.Join(kernels, filepath.FromSlash(rel)))
 	}
 	cmd := exec.Command(py, "-B", "-m", "unittest", "discover", "-s", "tests")
 	cmd.Dir = filepath.Join(kernels, "substrate")

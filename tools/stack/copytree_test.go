@@ -1,14 +1,14 @@
 package stack
 
 import (
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/cacheon/engine/tools/testtree"
 )
 
-// repoCopy is a workspace holding copies, made by copyTree, of the
+// repoCopy is a workspace holding copies, made by testtree.Copy, of the
 // repository's files or trees at rels (read from this package's
 // directory), at the same paths.
 func repoCopy(t testing.TB, rels ...string) string {
@@ -19,55 +19,7 @@ func repoCopy(t testing.TB, rels ...string) string {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		copyTree(t, filepath.Join("..", "..", filepath.FromSlash(rel)), dst)
+		testtree.Copy(t, filepath.Join("..", "..", filepath.FromSlash(rel)), dst)
 	}
 	return ws
-}
-
-// copyTree copies the tree at src to dst as directories and regular files,
-// leaving out Python bytecode caches. Under Bazel a test's data files are
-// symbolic links into the source tree, and the readers under test refuse
-// links by design, so tests read a copy in which Bazel's links are regular
-// files again. Outside Bazel a link is copied as a link, so one really
-// committed to the repository is still refused.
-func copyTree(t testing.TB, src, dst string) {
-	t.Helper()
-	underBazel := os.Getenv("TEST_SRCDIR") != ""
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir() && d.Name() == "__pycache__":
-			return filepath.SkipDir
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type()&fs.ModeSymlink != 0 && !underBazel:
-			link, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		}
-		info, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", p)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, info.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatalf("copy %s: %v", src, err)
-	}
 }
