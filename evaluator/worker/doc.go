@@ -9,6 +9,10 @@
 // log the worker appends as it goes attributes a crash or a timeout to the
 // case and call it happened in.
 //
+// Every request carries the catalog's contract of the slot it concerns
+// (SlotContract, built by ContractOf): the Python side holds the slots'
+// semantics but none of the values the catalog states.
+//
 // The validator's Python packages (cacheon_reference and cacheon_worker) are
 // embedded in the binary and written read-only under the run's directory
 // (ValidatorRoot), so a worker always runs the controller's own validator

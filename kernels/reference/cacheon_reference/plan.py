@@ -41,9 +41,9 @@ def jitter(value: int, floor: int, rng: random.Random) -> int:
 
 
 def plan_cases(slot: Slot, seed: int, world: int) -> List[Dict[str, object]]:
-    """The slot's verification cases for seed: every catalog shape, with its
-    count parameters jittered from random.Random(seed). Case i draws its
-    inputs from seed + i. Each case carries both the jittered and the catalog
+    """The slot's verification cases for seed: every catalog shape of its
+    contract, with its count parameters jittered from random.Random(seed).
+    Case i draws its inputs from seed + i. Each case carries both the jittered and the catalog
     params with their live capability fields, so the controller can fall
     back to the catalog shape when jitter leaves a declared domain."""
     rng = random.Random(seed)

@@ -1,6 +1,8 @@
 """The candidate role: run a contribution's entry on validator inputs.
 
-For every case the harness generates the inputs (cacheon_reference), hands
+The slot's call signature, outputs, graph-dynamic inputs and prepare step
+are those of the catalog contract the request carries. For every case the
+harness generates the inputs (cacheon_reference), hands
 the candidate validator-allocated outputs poisoned with NaN (or integer
 sentinels), calls prepare/entry, and then checks what only this process can
 see: outputs still the same tensors (type, storage, offset, shape, stride,

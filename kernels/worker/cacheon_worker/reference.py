@@ -2,8 +2,9 @@
 
 This process never imports candidate code. It regenerates every call's
 inputs from the case seeds, computes the fp32 truth, and compares it with
-the raw outputs the candidate process wrote, under the slot's correctness
-policy. It also checks the candidate's account of its inputs against its
+the raw outputs the candidate process wrote, under the correctness policy
+and the tolerance for the run's dtype that the request's catalog contract
+states. It also checks the candidate's account of its inputs against its
 own: the digest the candidate recorded before each call must equal the
 digest of the regenerated inputs (so a candidate that tampers with the
 generator at import time is caught), and the digest after the call must
