@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // The tokenizer follows CPython 3.12's: INDENT/DEDENT from a stack of
@@ -44,9 +42,10 @@ type token struct {
 }
 
 const (
-	maxParenDepth  = 200 // CPython's tokenizer limit ("too many nested parentheses")
-	maxIndentDepth = 100 // CPython's tokenizer limit ("too many levels of indentation")
-	maxFSpecDepth  = 2   // CPython rejects format specs nested deeper ("expressions nested too deeply")
+	maxParenDepth   = 200 // CPython's tokenizer limit ("too many nested parentheses")
+	maxIndentDepth  = 100 // CPython's tokenizer limit ("too many levels of indentation")
+	maxFSpecDepth   = 2   // CPython rejects format specs nested deeper ("expressions nested too deeply")
+	maxFStringDepth = 149 // CPython's tokenizer mode stack holds 150 modes ("too many nested f-strings")
 )
 
 type lexMode uint8
@@ -65,6 +64,10 @@ type modeEntry struct {
 	raw    bool
 	depth  int // mFExpr: len(parens) once the field's '{' is pushed
 	start  int // offset of the f-string start, for unterminated errors
+	// specs counts the format specs open around this entry within its own
+	// f-string: CPython limits that nesting per f-string, and keeping the
+	// count here answers it in constant time for every field opened.
+	specs int
 }
 
 type paren struct {
@@ -82,6 +85,7 @@ type lexer struct {
 	alts      []int
 	parens    []paren
 	modes     []modeEntry
+	fstrings  int // f-strings open around the current position
 	lineStart bool
 }
 
@@ -546,8 +550,7 @@ func (l *lexer) lexNameOrString() {
 	if nonASCII {
 		// Python compares identifiers after NFKC normalization, so
 		// `ｅｖａｌ` and `𝐞𝐯𝐚𝐥` both name the builtin eval.
-		norm := norm.NFKC.String(word)
-		l.toks = append(l.toks, token{kind: tName, raw: true, start: int32(start), end: int32(l.pos), text: norm})
+		l.toks = append(l.toks, token{kind: tName, raw: true, start: int32(start), end: int32(l.pos), text: nfkc(word)})
 		return
 	}
 	l.emit(tName, start, l.pos, word)
@@ -561,18 +564,37 @@ func isStringPrefix(p string) bool {
 	return false
 }
 
+// tripleAt reports whether three quote characters start at s[i].
+func tripleAt(s string, i int, quote byte) bool {
+	return i+2 < len(s) && s[i] == quote && s[i+1] == quote && s[i+2] == quote
+}
+
+func closerOf(open byte) byte {
+	switch open {
+	case '(':
+		return ')'
+	case '[':
+		return ']'
+	}
+	return '}'
+}
+
 // lexString scans a string literal whose prefix starts at start and whose
 // opening quote is at q. F-strings are handed to the f-string modes.
 func (l *lexer) lexString(start, q int) {
 	prefix := strings.ToLower(l.src[start:q])
 	raw := strings.Contains(prefix, "r")
 	quote := l.src[q]
-	triple := strings.HasPrefix(l.src[q:], strings.Repeat(string(quote), 3))
+	triple := tripleAt(l.src, q, quote)
 	l.pos = q + 1
 	if triple {
 		l.pos = q + 3
 	}
 	if strings.Contains(prefix, "f") {
+		if l.fstrings >= maxFStringDepth {
+			l.fail(q, "too many nested f-strings")
+		}
+		l.fstrings++
 		l.emit(tFStart, start, l.pos, "")
 		l.modes = append(l.modes, modeEntry{mode: mFLiteral, quote: quote, triple: triple, raw: raw, start: start})
 		return
@@ -603,7 +625,7 @@ func (l *lexer) lexString(start, q int) {
 				l.emit(tString, start, l.pos, "")
 				return
 			}
-			if strings.HasPrefix(l.src[l.pos:], strings.Repeat(string(quote), 3)) {
+			if tripleAt(l.src, l.pos, quote) {
 				l.pos += 3
 				l.emit(tString, start, l.pos, "")
 				return
@@ -634,7 +656,7 @@ func (l *lexer) lexFStringText() {
 		}
 		c := l.src[l.pos]
 		switch {
-		case c == m.quote && (!m.triple || strings.HasPrefix(l.src[l.pos:], strings.Repeat(string(c), 3))):
+		case c == m.quote && (!m.triple || tripleAt(l.src, l.pos, c)):
 			if m.mode == mFSpec {
 				l.fail(l.pos, "f-string: expecting '}'")
 			}
@@ -646,6 +668,7 @@ func (l *lexer) lexFStringText() {
 			l.emit(tFEnd, l.pos, l.pos+n, "")
 			l.pos += n
 			l.modes = l.modes[:len(l.modes)-1]
+			l.fstrings--
 			return
 		case (c == '\n' || c == '\r') && !m.triple:
 			if m.mode == mFSpec {
@@ -680,19 +703,13 @@ func (l *lexer) lexFStringText() {
 				continue
 			}
 			flush()
-			specDepth := 0
-			for _, e := range l.modes {
-				if e.mode == mFSpec {
-					specDepth++
-				}
-			}
-			if specDepth > maxFSpecDepth {
+			if m.specs > maxFSpecDepth {
 				l.fail(l.pos, "f-string: expressions nested too deeply")
 			}
 			l.openParen('{', true)
 			l.emit(tOp, l.pos, l.pos+1, "{")
 			l.pos++
-			l.modes = append(l.modes, modeEntry{mode: mFExpr, quote: m.quote, triple: m.triple, raw: m.raw, depth: len(l.parens), start: m.start})
+			l.modes = append(l.modes, modeEntry{mode: mFExpr, quote: m.quote, triple: m.triple, raw: m.raw, depth: len(l.parens), start: m.start, specs: m.specs})
 			return
 		case c == '}':
 			if m.mode == mFLiteral {
@@ -745,7 +762,7 @@ func (l *lexer) lexOp() {
 		case ':':
 			l.emit(tOp, l.pos, l.pos+1, ":")
 			l.pos++
-			l.modes = append(l.modes, modeEntry{mode: mFSpec, quote: m.quote, triple: m.triple, raw: m.raw, start: m.start})
+			l.modes = append(l.modes, modeEntry{mode: mFSpec, quote: m.quote, triple: m.triple, raw: m.raw, start: m.start, specs: m.specs + 1})
 			return
 		case '}':
 			l.closeField()
@@ -778,7 +795,7 @@ func (l *lexer) lexOp() {
 		if open.field {
 			l.fail(l.pos, "f-string: unmatched '%c'", c)
 		}
-		if want := map[byte]byte{'(': ')', '[': ']', '{': '}'}[open.ch]; want != c {
+		if closerOf(open.ch) != c {
 			l.fail(l.pos, "closing parenthesis '%c' does not match opening parenthesis '%c'", c, open.ch)
 		}
 		l.parens = l.parens[:len(l.parens)-1]

@@ -2,6 +2,7 @@ package pyparse
 
 import (
 	"fmt"
+	"strings"
 )
 
 // maxNesting bounds how deeply expressions and blocks may nest. Hostile
@@ -30,6 +31,10 @@ type parser struct {
 	toks  []token
 	p     int
 	depth int
+	// lf is the source with normalized line endings, built on first use
+	// and only when the source has a '\r' (see lfSpan).
+	lf        *lfText
+	lfChecked bool
 }
 
 type parseError struct{ err *SyntaxError }
@@ -426,17 +431,25 @@ func (p *parser) starExpressionsOrYield() Expr {
 	return p.starExpressions()
 }
 
+// dottedName parses `a.b.c`. The name is built in one builder: joining
+// piece by piece would copy the growing prefix for every component, and a
+// hostile `import a.a.a...` has millions of them.
 func (p *parser) dottedName() *DottedName {
 	first := p.ident()
-	name := first.Name
+	if !p.isOp(".") {
+		return &DottedName{first.Loc, first.Name}
+	}
+	var name strings.Builder
+	name.WriteString(first.Name)
 	end := first.End
 	for p.isOp(".") {
 		p.advance()
 		id := p.ident()
-		name += "." + id.Name
+		name.WriteByte('.')
+		name.WriteString(id.Name)
 		end = id.End
 	}
-	return &DottedName{Loc{first.Start, end}, name}
+	return &DottedName{Loc{first.Start, end}, name.String()}
 }
 
 func (p *parser) importStmt() Stmt {

@@ -104,6 +104,7 @@ func TestSyntaxErrors(t *testing.T) {
 		{"class without colon", "class A\n", 1, 8, "expected ':'"},
 		{"import trailing comma", "from a import b,\n", 1, 17, "trailing comma not allowed"},
 		{"empty type params", "def f[](): pass\n", 1, 7, "type parameter list cannot be empty"},
+		{"150 nested f-strings", "x = " + strings.Repeat(`f"{`, 150) + "a" + strings.Repeat(`}"`, 150) + "\n", 1, 453, "too many nested f-strings"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,4 +284,31 @@ func FuzzParse(f *testing.F) {
 			return true
 		})
 	})
+}
+
+// The expected names are CPython 3.12's unicodedata.normalize("NFKC", ...)
+// of each spelling. The first two are where the x/text normalizer alone
+// differs from Python.
+func TestIdentifierNormalizationMatchesPython(t *testing.T) {
+	tests := []struct{ name, spelling, want string }{
+		{"marks beyond the stream-safe limit", "x" + strings.Repeat("\u0301\u0323", 20), "x" + strings.Repeat("\u0323", 20) + strings.Repeat("\u0301", 20)},
+		{"mark after a backward-combining starter", "O\u09be\u031e\u0304", "O\u09be\u031e\u0304"},
+		{"hangul jamo with marks", "\u1100\u1161\u11a8" + strings.Repeat("\u0301", 33), "\uac01" + strings.Repeat("\u0301", 33)},
+		{"compatibility then composition", "\u1e9b\u0323", "\u1e69"},
+		{"mark with no starter before it", "_\u0301A\u030a", "_\u0301\u00c5"},
+		{"ligature", "\ufb01x", "fix"},
+		{"fullwidth", "\uff45\uff56\uff41\uff4c", "eval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, mod, err := Parse("t.py", []byte(tt.spelling+" = 1\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := mod.Body[0].(*Assign).Targets[0].(*Name).ID
+			if got != tt.want {
+				t.Errorf("name %+q, want %+q", got, tt.want)
+			}
+		})
+	}
 }

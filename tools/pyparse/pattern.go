@@ -72,7 +72,13 @@ func (p *parser) closedPattern() Pattern {
 	switch {
 	case t.isKw("None"), t.isKw("True"), t.isKw("False"):
 		p.advance()
-		k := map[string]ConstKind{"None": ConstNone, "True": ConstTrue, "False": ConstFalse}[t.text]
+		k := ConstNone
+		switch t.text {
+		case "True":
+			k = ConstTrue
+		case "False":
+			k = ConstFalse
+		}
 		return &MatchSingleton{Loc{start, p.prevEnd()}, k}
 	case t.kind == tNumber || t.isOp("-"):
 		v := p.signedNumberPattern()

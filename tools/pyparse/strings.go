@@ -1,6 +1,7 @@
 package pyparse
 
 import (
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -133,7 +134,7 @@ func (p *parser) fstringField(raw bool) []Expr {
 	if p.isOp("=") {
 		p.advance()
 		textEnd := int(p.tok().start)
-		text := normalizeNewlines(p.f.Src[lb.end:textEnd])
+		text := p.lfSpan(int(lb.end), textEnd)
 		out = append(out, &Constant{Loc: Loc{int(lb.end), textEnd}, Kind: ConstStr, Str: text})
 	}
 	debug := len(out) > 0
@@ -179,6 +180,55 @@ func (p *parser) fstringField(raw bool) []Expr {
 	}
 	fv.Loc = Loc{int(lb.start), p.prevEnd()}
 	return append(out, fv)
+}
+
+// lfText is the whole source with every line ending read as "\n", as
+// CPython's tokenizer reads it. Debug fields (`{x=}`) keep their source
+// text, and nested ones overlap: f"{f'{f'{...=}'=}'=}" has each level's
+// text contain all the levels inside it. Normalizing each span on its own
+// would copy the innermost text once per level; slicing one normalized
+// copy costs nothing per level.
+type lfText struct {
+	text string
+	crlf []int // offsets of the '\r' of each "\r\n" pair, ascending
+}
+
+func newLFText(src string) *lfText {
+	t := &lfText{}
+	var b strings.Builder
+	b.Grow(len(src))
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if c == '\r' {
+			if i+1 < len(src) && src[i+1] == '\n' {
+				t.crlf = append(t.crlf, i)
+				continue // the '\n' that follows is written next
+			}
+			c = '\n'
+		}
+		b.WriteByte(c)
+	}
+	t.text = b.String()
+	return t
+}
+
+// offset maps an offset of the source into text: each "\r\n" before it
+// lost a byte.
+func (t *lfText) offset(off int) int { return off - sort.SearchInts(t.crlf, off) }
+
+// lfSpan returns the source text of [start, end) with normalized line
+// endings, sharing memory with the source or its one normalized copy.
+func (p *parser) lfSpan(start, end int) string {
+	if !p.lfChecked {
+		p.lfChecked = true
+		if strings.IndexByte(p.f.Src, '\r') >= 0 {
+			p.lf = newLFText(p.f.Src)
+		}
+	}
+	if p.lf == nil {
+		return p.f.Src[start:end]
+	}
+	return p.lf.text[p.lf.offset(start):p.lf.offset(end)]
 }
 
 func normalizeNewlines(s string) string {
@@ -297,7 +347,13 @@ func (p *parser) unescape(t *token, body string, isBytes bool) (string, bool) {
 			}
 			put(v)
 		case 'x', 'u', 'U':
-			digits := map[byte]int{'x': 2, 'u': 4, 'U': 8}[d]
+			digits := 2
+			switch d {
+			case 'u':
+				digits = 4
+			case 'U':
+				digits = 8
+			}
 			if isBytes && d != 'x' {
 				b.WriteByte('\\')
 				b.WriteByte(d)
