@@ -96,7 +96,21 @@ func (l *lexer) fail(off int, format string, args ...any) {
 }
 
 func (l *lexer) emit(k tokKind, start, end int, text string) {
-	l.toks = append(l.toks, token{kind: k, start: int32(start), end: int32(end), text: text})
+	l.push(token{kind: k, start: int32(start), end: int32(end), text: text})
+}
+
+// push appends a token, doubling the slice when it is full. Ordinary code
+// has a token every four or five bytes, but a file may be one long string
+// (a token in megabytes) or a run of one-byte tokens, so no size fits all
+// up front: starting small and doubling keeps both within twice the room
+// their tokens need.
+func (l *lexer) push(t token) {
+	if len(l.toks) == cap(l.toks) {
+		grown := make([]token, len(l.toks), 2*cap(l.toks)+64)
+		copy(grown, l.toks)
+		l.toks = grown
+	}
+	l.toks = append(l.toks, t)
 }
 
 func (l *lexer) top() *modeEntry { return &l.modes[len(l.modes)-1] }
@@ -107,7 +121,7 @@ func (l *lexer) top() *modeEntry { return &l.modes[len(l.modes)-1] }
 // bytes differently from us, so it is refused rather than guessed).
 func tokenize(f *File) (toks []token, err error) {
 	l := &lexer{src: f.Src, file: f, indents: []int{0}, alts: []int{0}, lineStart: true,
-		modes: []modeEntry{{mode: mCode}}, toks: make([]token, 0, len(f.Src)/2+16)}
+		modes: []modeEntry{{mode: mCode}}, toks: make([]token, 0, len(f.Src)/8+64)}
 	defer func() {
 		if r := recover(); r != nil {
 			le, ok := r.(lexError)
@@ -550,7 +564,7 @@ func (l *lexer) lexNameOrString() {
 	if nonASCII {
 		// Python compares identifiers after NFKC normalization, so
 		// `ｅｖａｌ` and `𝐞𝐯𝐚𝐥` both name the builtin eval.
-		l.toks = append(l.toks, token{kind: tName, raw: true, start: int32(start), end: int32(l.pos), text: nfkc(word)})
+		l.push(token{kind: tName, raw: true, start: int32(start), end: int32(l.pos), text: nfkc(word)})
 		return
 	}
 	l.emit(tName, start, l.pos, word)

@@ -34,13 +34,13 @@ func fill(head, unit, tail string, size int) string {
 }
 
 // nestedDebugFStrings nests triple-quoted f-strings with `=` debug fields
-// depth levels deep around a CRLF-bearing payload, repeated to size. Each
-// level's debug text spans every level inside it; the depth grows with
-// the size (up to CPython's 149 nested f-strings) so that copying each
-// level's text would show as quadratic growth.
+// around a CRLF-bearing payload of half the size. Each level's debug text
+// spans every level inside it, and the depth grows with the size (up to
+// CPython's 149 nested f-strings), so copying each level's text would grow
+// with the square of the size.
 func nestedDebugFStrings(size int) string {
-	depth := min(149, max(4, size>>13))
-	payload := "'''" + strings.Repeat("ab\r\n", max(1, size/(depth*16))) + "'''"
+	depth := min(149, max(4, size>>9))
+	payload := "'''" + strings.Repeat("ab\r\n", max(1, size/8)) + "'''"
 	unit := "x = " + strings.Repeat(`f"""{`, depth) + payload + strings.Repeat(`=}"""`, depth) + "\r\n"
 	return fill("", unit, "", size)
 }
