@@ -11,27 +11,27 @@ import (
 func (p *parser) strings() Expr {
 	start := p.exprStart()
 	var parts []Expr
-	var buf strings.Builder
+	var buf joiner // the whole value, when no part is an f-string
 	isF, inexact := false, false
 	kind := -1 // 0 str, 1 bytes
-	// Adjacent literal text merges into one constant, built in a single
-	// builder so thousands of adjacent literals stay linear.
-	var pending strings.Builder
+	// Adjacent literal text between replacement fields merges into one
+	// constant.
+	var pending joiner
 	pendStart, pendEnd := 0, 0
 	flushConst := func(s string, start, end int) {
 		if s == "" {
 			return
 		}
-		if pending.Len() == 0 {
+		if pending.empty() {
 			pendStart = start
 		}
-		pending.WriteString(s)
+		pending.add(s)
 		pendEnd = end
 	}
 	endConst := func() {
-		if pending.Len() > 0 {
+		if !pending.empty() {
 			parts = append(parts, &Constant{Loc: Loc{pendStart, pendEnd}, Kind: ConstStr, Str: pending.String()})
-			pending.Reset()
+			pending.reset()
 		}
 	}
 	for {
@@ -47,7 +47,7 @@ func (p *parser) strings() Expr {
 			}
 			kind = k
 			inexact = inexact || inx
-			buf.WriteString(val)
+			buf.add(val)
 			if kind == 0 {
 				flushConst(val, int(t.start), int(t.end))
 			}
@@ -88,6 +88,45 @@ func (p *parser) strings() Expr {
 		}
 	}
 	return &JoinedStr{loc, parts}
+}
+
+// joiner concatenates adjacent literal pieces in linear time. A lone
+// piece is kept as it is, without a copy: it is often a slice of the
+// source, or the debug text of a nested f-string field, which every
+// enclosing level would otherwise copy again. A second piece starts one
+// builder that all later pieces append to.
+type joiner struct {
+	first string
+	b     strings.Builder
+	n     int
+}
+
+func (j *joiner) add(s string) {
+	switch j.n {
+	case 0:
+		j.first = s
+	case 1:
+		j.b.Grow(len(j.first) + len(s))
+		j.b.WriteString(j.first)
+		j.b.WriteString(s)
+	default:
+		j.b.WriteString(s)
+	}
+	j.n++
+}
+
+func (j *joiner) empty() bool { return j.n == 0 }
+
+func (j *joiner) String() string {
+	if j.n <= 1 {
+		return j.first
+	}
+	return j.b.String()
+}
+
+func (j *joiner) reset() {
+	j.first, j.n = "", 0
+	j.b.Reset()
 }
 
 // fstring parses one f-string from its start token to its end token.
