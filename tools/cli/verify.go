@@ -23,6 +23,7 @@ type verifyOptions struct {
 	jsonOut   bool
 	keepWork  bool
 	quiet     bool
+	catalog   string
 }
 
 func newVerifyCommand(s Streams) *cobra.Command {
@@ -87,6 +88,7 @@ a worker of the validator's own failing).`,
 	f.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	f.BoolVar(&o.keepWork, "keep-work", false, "keep the run directory (worker logs, raw outputs) and print its path")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
+	f.StringVar(&o.catalog, "catalog", "", "target catalog HCL whose slot contracts verification follows (default: the built-in catalog)")
 	return cmd
 }
 
@@ -95,10 +97,22 @@ func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) er
 	if o.quiet {
 		progress = io.Discard
 	}
-	rep, err := verify.Run(cmd.Context(), bundle, verify.Options{
+	opts := verify.Options{
 		Device: o.device, DType: o.dtype, Seed: o.seed, WorldSize: o.worldSize, Python: o.python,
 		Timeout: o.timeout, KeepWork: o.keepWork, Progress: progress,
-	})
+	}
+	if o.catalog != "" {
+		l, err := loadCatalogArg([]string{o.catalog})
+		if err != nil {
+			return fmt.Errorf("--catalog: %w", err)
+		}
+		if l.diags.HasErrors() {
+			l.writeDiagnostics(s.Err)
+			return Rejected(fmt.Errorf("--catalog %s: the catalog does not validate", o.catalog))
+		}
+		opts.Catalog = l.catalog
+	}
+	rep, err := verify.Run(cmd.Context(), bundle, opts)
 	if err != nil {
 		if errors.Is(err, verify.ErrUsage) {
 			return err

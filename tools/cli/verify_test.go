@@ -112,3 +112,38 @@ func TestVerifyHelpTeaches(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyCatalogFlag checks that --catalog decides the slot contracts:
+// a kernel computed in bfloat16 fails float32 verification under the
+// default tolerance and passes once a catalog copy loosens it.
+func TestVerifyCatalogFlag(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "catalog", "targets.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const strict = `float32  = { atol = "0.00001", rtol = "0.00001" }`
+	if !strings.Contains(string(src), strict) {
+		t.Fatalf("targets.hcl no longer holds %q; update this test", strict)
+	}
+	dir := t.TempDir()
+	loose := filepath.Join(dir, "loose.hcl")
+	os.WriteFile(loose, []byte(strings.Replace(string(src), strict, `float32  = { atol = "0.02", rtol = "0.02" }`, 1)), 0o644)
+	broken := filepath.Join(dir, "broken.hcl")
+	os.WriteFile(broken, append(append([]byte{}, src...), "bogus {\n"...), 0o644)
+
+	if code, _, errOut := run(t, "", "verify", t.TempDir(), "--catalog", broken); code != 2 || !strings.Contains(errOut, "broken.hcl:") || !strings.Contains(errOut, "does not validate") {
+		t.Fatalf("invalid catalog: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "verify", t.TempDir(), "--catalog", filepath.Join(dir, "missing.hcl")); code != 1 || !strings.Contains(errOut, "missing.hcl") {
+		t.Fatalf("missing catalog: exit %d, stderr %q", code, errOut)
+	}
+
+	py := verifyPython(t)
+	sloppy := siluBundle(t, "    out.copy_((F.silu(x[:, :d].bfloat16()) * x[:, d:].bfloat16()).float())\n")
+	if code, out, _ := run(t, "", "verify", sloppy, "--python", py, "--dtype", "float32", "--quiet"); code != 2 || !strings.Contains(out, "verdict: FAIL") {
+		t.Fatalf("default catalog: exit %d, want 2 with FAIL:\n%s", code, out)
+	}
+	if code, out, _ := run(t, "", "verify", sloppy, "--python", py, "--dtype", "float32", "--quiet", "--catalog", loose); code != 0 || !strings.Contains(out, "verdict: PASS") {
+		t.Fatalf("loosened catalog: exit %d, want 0 with PASS:\n%s", code, out)
+	}
+}
