@@ -44,7 +44,7 @@ build() { # name umask tz locale targets...
     export TZ="$tz" LANG="$locale" LC_ALL="$locale"
     bash tools/bootstrap.sh >/dev/null 2>&1
     local start=$SECONDS
-    bazel --output_user_root="$root" build --disk_cache= --show_result=1000 "$@" >"$log" 2>&1 ||
+    bazel "${jvm_locale[@]}" --output_user_root="$root" build --disk_cache= --show_result=1000 "$@" >"$log" 2>&1 ||
       { cat "$log" >&2; exit 1; }
     echo "repro: build $name took $((SECONDS - start)) s" >&2
     # Collect the outputs Bazel reports for the targets.
@@ -53,11 +53,16 @@ build() { # name umask tz locale targets...
       mkdir -p "$work/$name/out/$(dirname "$f")"
       cp -rL "$f" "$work/$name/out/$f"
     done
-    bazel --output_user_root="$root" shutdown >/dev/null 2>&1 || true
+    bazel "${jvm_locale[@]}" --output_user_root="$root" shutdown >/dev/null 2>&1 || true
   )
 }
 
 targets=("$@")
+# Bazel 4.2's own server upper-cases BUILD attribute values with the JVM's
+# default locale, and under a Turkish locale "medium" becomes "MEDİUM"
+# (rejected). Its JVM gets an English locale; everything else in build B,
+# our tools included, runs under the environment's locale.
+jvm_locale=(--host_jvm_args=-Duser.language=en --host_jvm_args=-Duser.country=US)
 # Build B uses a Turkish locale where the machine has one (its dotless i
 # breaks naive case folding), else the plain POSIX locale.
 locale_b=POSIX
