@@ -44,22 +44,23 @@ type cccRune struct {
 const hangulFirst, hangulLast = 0xAC00, 0xD7A3
 
 // decompose returns the full compatibility decomposition of s with each
-// character's canonical combining class. One character decomposes to at
-// most 18, far below the stream-safe limit, so the library's NFKD of a
-// single character is exact.
+// character's canonical combining class. The library's table holds each
+// character's full decomposition (at most 18 characters, far below the
+// stream-safe limit); Hangul syllables, which decompose by formula, go
+// through its NFKD instead.
 func decompose(s string) []cccRune {
 	rs := make([]cccRune, 0, len(s))
-	var one, dec []byte
+	var one [utf8.UTFMax]byte
 	for _, r := range s {
-		one = utf8.AppendRune(one[:0], r)
-		p := norm.NFKD.Properties(one)
-		// Hangul syllables decompose algorithmically and report no
-		// decomposition of their own.
-		if len(p.Decomposition()) == 0 && (r < hangulFirst || r > hangulLast) {
+		n := utf8.EncodeRune(one[:], r)
+		p := norm.NFKD.Properties(one[:n])
+		dec := p.Decomposition()
+		if r >= hangulFirst && r <= hangulLast {
+			dec = norm.NFKD.Bytes(one[:n])
+		} else if len(dec) == 0 {
 			rs = append(rs, cccRune{r, p.CCC()})
 			continue
 		}
-		dec = norm.NFKD.Append(dec[:0], one...)
 		for i := 0; i < len(dec); {
 			d, n := utf8.DecodeRune(dec[i:])
 			rs = append(rs, cccRune{d, norm.NFKD.Properties(dec[i : i+n]).CCC()})
