@@ -1,0 +1,64 @@
+package scan
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// scanShapes are hostile sources that parse in linear time but stress the
+// rules applied to the tree: attribute chains whose every link triggers a
+// rule that looks at the rest of the chain, and files of nothing but
+// findings.
+var scanShapes = []struct {
+	name string
+	gen  func(size int) string
+}{
+	// Every `.load` link asks whether the chain below it starts at a
+	// pickle-like module.
+	{"load-chain", func(n int) string { return repeatTo("x = a", ".load", "\n", n) }},
+	// Every `.modules` link asks whether the chain below it is `sys`.
+	{"modules-chain", func(n int) string { return repeatTo("x = a", ".modules", "\n", n) }},
+	{"attribute-chain", func(n int) string { return repeatTo("x = a", ".b", "\n", n) }},
+	{"finding-per-line", func(n int) string { return repeatTo("", "eval\n", "", n) }},
+	{"findings-on-one-line", func(n int) string { return repeatTo("", "eval;", "eval\n", n) }},
+	{"findings-after-wide-characters", func(n int) string { return repeatTo("x = '"+strings.Repeat("é", 4096)+"'\n", "eval\n", "", n) }},
+}
+
+func repeatTo(head, unit, tail string, size int) string {
+	var b strings.Builder
+	b.WriteString(head)
+	for b.Len() < size-len(tail) {
+		b.WriteString(unit)
+	}
+	b.WriteString(tail)
+	return b.String()
+}
+
+// BenchmarkSourcePathological scans each hostile shape at sizes a factor of
+// four apart. Linear rules show ns/op growing about fourfold per step:
+//
+//	go test ./tools/scan -run '^$' -bench SourcePathological -benchtime 3x -count 3
+//
+// The sizes are smaller than the parser's pathological benchmarks because
+// a rule that walks a chain for every link takes minutes per megabyte.
+func BenchmarkSourcePathological(b *testing.B) {
+	for _, sh := range scanShapes {
+		b.Run(sh.name, func(b *testing.B) {
+			for _, size := range []int{16 << 10, 64 << 10, 256 << 10} {
+				b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+					src := []byte(sh.gen(size))
+					b.SetBytes(int64(len(src)))
+					b.ReportAllocs()
+					for i := 0; i < b.N; i++ {
+						for _, f := range Source("k.py", src) {
+							if f.Rule == RuleSyntax {
+								b.Fatalf("%s does not parse: %s", sh.name, f.Message)
+							}
+						}
+					}
+				})
+			}
+		})
+	}
+}
