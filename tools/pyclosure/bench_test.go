@@ -1,0 +1,62 @@
+package pyclosure
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeDeepBundle writes a chain of depth nested packages a/a/.../a, each
+// with an __init__.py, and an op source k.py of about size bytes that
+// imports the innermost package over and over.
+func writeDeepBundle(b *testing.B, depth, size int) string {
+	dir := b.TempDir()
+	pkg := dir
+	for i := 0; i < depth; i++ {
+		pkg = filepath.Join(pkg, "a")
+		if err := os.MkdirAll(pkg, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pkg, "__init__.py"), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stmt := "import " + strings.TrimSuffix(strings.Repeat("a.", depth), ".") + "\n"
+	src := strings.Repeat(stmt, max(1, size/len(stmt)))
+	if err := os.WriteFile(filepath.Join(dir, "k.py"), []byte(src), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// BenchmarkClosureDeepImports resolves an op source whose every statement
+// imports a package depth levels down, through DirFS:
+//
+//	go test ./tools/pyclosure -run '^$' -bench ClosureDeepImports -benchtime 3x -count 3
+//
+// The source size is fixed, so with depth four times larger there are a
+// quarter as many statements and, if resolution were linear in the
+// source, about the same time per operation. Resolving one statement
+// checks every package on the way down, and DirFS checks every directory
+// above each path it is asked about, so the time instead grows with the
+// depth.
+func BenchmarkClosureDeepImports(b *testing.B) {
+	const size = 64 << 10
+	for _, depth := range []int{4, 16, 64} {
+		dir := writeDeepBundle(b, depth, size)
+		b.Run(fmt.Sprintf("depth%d_%dKiB", depth, size>>10), func(b *testing.B) {
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				c, err := FromDir(dir, []string{"k.py"}, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(c.Files) != depth+1 {
+					b.Fatalf("closure has %d files, want %d", len(c.Files), depth+1)
+				}
+			}
+		})
+	}
+}
