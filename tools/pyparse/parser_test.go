@@ -312,3 +312,30 @@ func TestIdentifierNormalizationMatchesPython(t *testing.T) {
 		})
 	}
 }
+
+// Position takes two routes to a column (counting from the line start, or
+// from per-block totals on long lines); both must agree with counting the
+// characters of the line one by one, at every offset.
+func TestPositionMatchesCharacterCount(t *testing.T) {
+	src := "a = 1\r\n" + strings.Repeat("é𝐞x", 900) + "\rb\n\n" + strings.Repeat("y", 3000) + "é\n"
+	f := NewFile("t.py", []byte(src))
+	line, col := 1, 1
+	for off := 0; off <= len(src); off++ {
+		if off > 0 {
+			switch prev := src[off-1]; {
+			case prev == '\n', prev == '\r' && (off >= len(src) || src[off] != '\n'):
+				line, col = line+1, 1
+			case off < len(src) && src[off]&0xC0 == 0x80:
+				// inside a character
+			default:
+				col++
+			}
+		}
+		if off < len(src) && src[off]&0xC0 == 0x80 {
+			continue
+		}
+		if p := f.Position(off); p.Line != line || p.Col != col {
+			t.Fatalf("Position(%d) = %d:%d, want %d:%d", off, p.Line, p.Col, line, col)
+		}
+	}
+}

@@ -32,14 +32,15 @@ func NewFile(name string, src []byte) *File {
 		if s[i]&0xC0 != 0x80 {
 			count++
 		}
+		// The '\n' of "\r\n" ends that line; stepping over it here would
+		// skip its count and perhaps a block boundary.
 		switch s[i] {
 		case '\n':
 			f.lines = append(f.lines, i+1)
 		case '\r':
-			if i+1 < len(s) && s[i+1] == '\n' {
-				i++
+			if i+1 >= len(s) || s[i+1] != '\n' {
+				f.lines = append(f.lines, i+1)
 			}
-			f.lines = append(f.lines, i+1)
 		}
 	}
 	return f
@@ -64,7 +65,15 @@ func (f *File) Position(off int) Position {
 		off = len(f.Src)
 	}
 	line := sort.Search(len(f.lines), func(i int) bool { return f.lines[i] > off }) - 1
-	col := f.runesBefore(off) - f.runesBefore(f.lines[line]) + 1
+	start := f.lines[line]
+	// A short way into its line, count the characters directly; further
+	// in, the block counts bound the work however long the line is.
+	var col int
+	if off-start <= runeBlock {
+		col = leadBytes(f.Src[start:off]) + 1
+	} else {
+		col = f.runesBefore(off) - f.runesBefore(start) + 1
+	}
 	return Position{Offset: off, Line: line + 1, Col: col}
 }
 
@@ -78,9 +87,15 @@ func (f *File) runesBefore(off int) int {
 	if k < 0 {
 		return 0
 	}
-	n := f.runes[k]
-	for i := k * runeBlock; i < off; i++ {
-		if f.Src[i]&0xC0 != 0x80 {
+	return f.runes[k] + leadBytes(f.Src[k*runeBlock:off])
+}
+
+// leadBytes counts the bytes of s that do not continue a UTF-8 sequence:
+// its characters, when s is valid UTF-8.
+func leadBytes(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i]&0xC0 != 0x80 {
 			n++
 		}
 	}
