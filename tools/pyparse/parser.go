@@ -718,19 +718,31 @@ func (p *parser) classDef(start int, decos []Expr) Stmt {
 	return cd
 }
 
+// ifStmt parses an if statement with its elif and else clauses. Each elif
+// nests in the tree as the orelse of the clause before it, but the chain
+// is parsed in a loop: a file of a million elif clauses must not recurse a
+// million frames deep.
 func (p *parser) ifStmt() Stmt {
-	start := int(p.advance().start) // if or elif
-	s := &If{Test: p.namedExpression()}
-	s.Body = p.block()
-	switch {
-	case p.isKw("elif"):
-		s.Orelse = []Stmt{p.ifStmt()}
-	case p.isKw("else"):
-		p.advance()
-		s.Orelse = p.block()
+	var chain []*If
+	for len(chain) == 0 || p.isKw("elif") {
+		start := int(p.advance().start) // if or elif
+		s := &If{Loc: Loc{Start: start}, Test: p.namedExpression()}
+		s.Body = p.block()
+		if n := len(chain); n > 0 {
+			chain[n-1].Orelse = []Stmt{s}
+		}
+		chain = append(chain, s)
 	}
-	s.Loc = Loc{start, stmtEnd(s.Orelse, stmtEnd(s.Body, p.prevEnd()))}
-	return s
+	if p.acceptKw("else") {
+		chain[len(chain)-1].Orelse = p.block()
+	}
+	// Each clause ends where its orelse (the next clause) ends.
+	end := p.prevEnd()
+	for i := len(chain) - 1; i >= 0; i-- {
+		s := chain[i]
+		s.End = stmtEnd(s.Orelse, stmtEnd(s.Body, end))
+	}
+	return chain[0]
 }
 
 func (p *parser) whileStmt() Stmt {

@@ -200,6 +200,7 @@ func TestHostileInputTerminates(t *testing.T) {
 		{"deep fstrings", "x = " + strings.Repeat("f'{", 300) + "1" + strings.Repeat("}'", 300) + "\n", "too many nested"},
 		{"many adjacent strings", "x = " + strings.Repeat("'ab' ", 500000) + "\n", ""},
 		{"many adjacent f-strings", "x = (" + strings.Repeat("f'{a}b' ", 200000) + ")\n", ""},
+		{"million elif clauses", "if a: pass\n" + strings.Repeat("elif a: pass\n", 1<<20), ""},
 		{"many blank lines", strings.Repeat("\n", 1<<20) + "x = 1\n", ""},
 		{"unterminated huge string", "x = '''" + strings.Repeat("a", 1<<20), "unterminated triple-quoted"},
 		{"nul in middle", "x = 1\n" + strings.Repeat("y = 2\n", 1000) + "\x00", "null bytes"},

@@ -112,6 +112,7 @@ var pathologicalShapes = []shape{
 	{"tiny-statements-semicolons", func(n int) string { return fill("", "a;", "a\n", n) }},
 	{"tiny-statements-crlf", func(n int) string { return fill("", "a = 1\r\n", "", n) }},
 	{"blank-and-comment-lines", func(n int) string { return fill("", "\n    # c\n\t\n", "x = 1\n", n) }},
+	{"elif-chain", func(n int) string { return fill("if a: pass\n", "elif a: pass\n", "else: pass\n", n) }},
 	{"decorators", func(n int) string { return fill("", "@d\n", "def f(): pass\n", n) }},
 	{"decorator-calls", func(n int) string { return fill("", "@a.b(c, d=e)\n", "class C: pass\n", n) }},
 	{"fstring-fields", func(n int) string { return fill(`x = f"`, `{a}{b!r}{c:>{w}}{d=}`, `"`+"\n", n) }},
