@@ -49,7 +49,9 @@ build() { # name umask tz locale targets...
     echo "repro: build $name took $((SECONDS - start)) s" >&2
     # Collect the outputs Bazel reports for the targets.
     mkdir -p "$work/$name/out"
-    sed -n 's/^  \(bazel-[a-z]*\/.*\)$/\1/p' "$log" | while read -r f; do
+    # Read Bazel's report in the C locale: under tr_TR, [a-z] does not
+    # match the i of bazel-bin.
+    LC_ALL=C sed -n 's/^  \(bazel-[a-z]*\/.*\)$/\1/p' "$log" | while read -r f; do
       mkdir -p "$work/$name/out/$(dirname "$f")"
       cp -rL "$f" "$work/$name/out/$f"
     done
@@ -73,6 +75,11 @@ echo "repro: build B (umask 077, TZ=Pacific/Chatham, LANG=$locale_b)" >&2
 build b 077 Pacific/Chatham "$locale_b" "${targets[@]}"
 
 manifest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+n_a=$(find "$work/a/out" -type f | wc -l)
+if ((n_a == 0)); then
+  echo "repro: build A reported no outputs; nothing was compared" >&2
+  exit 1
+fi
 if diff <(manifest "$work/a/out") <(manifest "$work/b/out") >"$work/diff"; then
   n=$(find "$work/a/out" -type f | wc -l)
   echo "repro: ${targets[*]}: $n output files byte-identical across both builds"
