@@ -12,7 +12,11 @@
 // decode differently from a UTF-8 reader. Identifiers are NFKC-normalized
 // as Python does, so `ｅｖａｌ` is the name eval.
 //
-// Hostile input is bounded: bracket nesting stops at 200 levels and
-// indentation at 100 (CPython's limits) and other expression nesting at
-// 1,000, each with a syntax error rather than stack exhaustion.
+// Hostile input is bounded: bracket nesting stops at 200 levels,
+// indentation at 100 and f-string nesting at 149 (CPython's limits) and
+// other expression nesting at 1,000, each with a syntax error rather than
+// stack exhaustion. Parsing takes time and memory linear in the size of
+// the source whatever its shape; the shapes an attacker would reach for
+// are in shapes_test.go, held linear by TestParseAllocationIsLinear and
+// measured by BenchmarkPathological.
 package pyparse
