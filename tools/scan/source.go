@@ -88,6 +88,7 @@ type sourceScan struct {
 	aliases map[string][]string // local name -> module paths it may be bound to
 	bound   map[string]bool     // names the file binds itself
 	direct  map[pyparse.Node]bool
+	roots   map[*pyparse.Attribute]*pyparse.Name // chainRoot's memory
 	out     []Finding
 }
 
@@ -185,7 +186,7 @@ func (s *sourceScan) attribute(x *pyparse.Attribute) {
 		return
 	}
 	if name == "modules" {
-		if b := chainRoot(x.Value); b != nil && x.Value == pyparse.Expr(b) && s.resolvesTo(b.ID, "sys") {
+		if b, ok := x.Value.(*pyparse.Name); ok && s.resolvesTo(b.ID, "sys") {
 			s.add(x, RuleIntrospection, "sys.modules reaches modules without importing them")
 			return
 		}
@@ -233,7 +234,7 @@ func (s *sourceScan) name(x *pyparse.Name) {
 // directly (torch.load), through a submodule (torch.serialization.load) or
 // through an import alias (import torch as t; t.load).
 func (s *sourceScan) pickleBase(e pyparse.Expr) bool {
-	b := chainRoot(e)
+	b := s.chainRoot(e)
 	if b == nil {
 		return false
 	}
@@ -260,18 +261,38 @@ func (s *sourceScan) resolvesTo(name, module string) bool {
 	return false
 }
 
-// chainRoot returns the name at the base of an attribute chain a.b.c.
-func chainRoot(e pyparse.Expr) *pyparse.Name {
+// chainRoot returns the name at the base of an attribute chain a.b.c, or
+// nil when the chain does not start at a name. The walk visits every link
+// of a chain, and a hostile file can make one chain a million links long,
+// so each link's root is remembered: the whole file costs one pass over
+// each chain, not one per link.
+func (s *sourceScan) chainRoot(e pyparse.Expr) *pyparse.Name {
+	var path []*pyparse.Attribute
+	var root *pyparse.Name
+walk:
 	for {
 		switch x := e.(type) {
 		case *pyparse.Name:
-			return x
+			root = x
+			break walk
 		case *pyparse.Attribute:
+			if r, ok := s.roots[x]; ok {
+				root = r
+				break walk
+			}
+			path = append(path, x)
 			e = x.Value
 		default:
-			return nil
+			break walk
 		}
 	}
+	if s.roots == nil {
+		s.roots = map[*pyparse.Attribute]*pyparse.Name{}
+	}
+	for _, a := range path {
+		s.roots[a] = root
+	}
+	return root
 }
 
 // baseText spells an attribute chain for a message, shortened when long.
