@@ -297,47 +297,53 @@ func isEmptyValue(v reflect.Value) bool {
 	return false
 }
 
-// encodeString writes s with Python's json escaping under ensure_ascii=False:
-// only ", \ and the C0 controls are escaped; \b \f \n \r \t use short forms,
-// the other controls \u00XX in lowercase hex; everything else is raw UTF-8.
+// encodeString writes s with Python's json escaping (see AppendQuoted),
+// refusing invalid UTF-8.
 func encodeString(buf *bytes.Buffer, s, path string) error {
 	if !utf8.ValidString(s) {
 		return &PathError{path, "string is not valid UTF-8"}
 	}
-	buf.WriteByte('"')
+	buf.Write(AppendQuoted(buf.AvailableBuffer(), s))
+	return nil
+}
+
+// AppendQuoted appends s, quoted with Python's json escaping under
+// ensure_ascii=False, to dst: only ", \ and the C0 controls are escaped;
+// \b \f \n \r \t use short forms, the other controls \u00XX in lowercase
+// hex; everything else is raw. s must be valid UTF-8.
+func AppendQuoted(dst []byte, s string) []byte {
+	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}
-		buf.WriteString(s[start:i])
+		dst = append(dst, s[start:i]...)
 		switch c {
 		case '"':
-			buf.WriteString(`\"`)
+			dst = append(dst, `\"`...)
 		case '\\':
-			buf.WriteString(`\\`)
+			dst = append(dst, `\\`...)
 		case '\b':
-			buf.WriteString(`\b`)
+			dst = append(dst, `\b`...)
 		case '\f':
-			buf.WriteString(`\f`)
+			dst = append(dst, `\f`...)
 		case '\n':
-			buf.WriteString(`\n`)
+			dst = append(dst, `\n`...)
 		case '\r':
-			buf.WriteString(`\r`)
+			dst = append(dst, `\r`...)
 		case '\t':
-			buf.WriteString(`\t`)
+			dst = append(dst, `\t`...)
 		default:
 			const hex = "0123456789abcdef"
-			buf.WriteString(`\u00`)
-			buf.WriteByte(hex[c>>4])
-			buf.WriteByte(hex[c&0xf])
+			dst = append(dst, `\u00`...)
+			dst = append(dst, hex[c>>4], hex[c&0xf])
 		}
 		start = i + 1
 	}
-	buf.WriteString(s[start:])
-	buf.WriteByte('"')
-	return nil
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 func encodeNumberText(buf *bytes.Buffer, text, path string) error {

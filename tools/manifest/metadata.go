@@ -500,35 +500,10 @@ func writeIndentedList(buf *bytes.Buffer, n int, item func(int), depth int) {
 }
 
 // writePyString writes s as Python's json module does with
-// ensure_ascii=False: short escapes for \b \f \n \r \t, \u00XX for
-// other control characters, everything else raw.
+// ensure_ascii=False (metadata strings come from parsed JSON, so they are
+// valid UTF-8).
 func writePyString(buf *bytes.Buffer, s string) {
-	buf.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			buf.WriteString(`\"`)
-		case '\\':
-			buf.WriteString(`\\`)
-		case '\b':
-			buf.WriteString(`\b`)
-		case '\f':
-			buf.WriteString(`\f`)
-		case '\n':
-			buf.WriteString(`\n`)
-		case '\r':
-			buf.WriteString(`\r`)
-		case '\t':
-			buf.WriteString(`\t`)
-		default:
-			if r < 0x20 {
-				fmt.Fprintf(buf, `\u%04x`, r)
-			} else {
-				buf.WriteRune(r)
-			}
-		}
-	}
-	buf.WriteByte('"')
+	buf.Write(canonjson.AppendQuoted(buf.AvailableBuffer(), s))
 }
 
 // sortedByCanonicalJSON orders predicate values by their canonical JSON
