@@ -1,0 +1,133 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// InitName is argv[0] of a re-executed binary that must act as a sandbox's
+// init.
+const InitName = "cacheon-sandbox-init"
+
+// Spec is one sandbox: the processes it runs and what they may see.
+type Spec struct {
+	// Procs run concurrently inside the one sandbox (ranks of a collective
+	// share its network and IPC namespaces). At least one.
+	Procs []Proc
+	// Root is an empty host directory the init mounts the new root on. It
+	// must not be inside any ReadOnly, Writable or Hide path.
+	Root string
+	// ReadOnly host paths (files or directories) appear at the same path,
+	// read-only. Writable host directories appear at the same path,
+	// read-write; they must exist and be writable by the sandbox user
+	// (see PrepareWritable).
+	ReadOnly []string
+	Writable []string
+	// Hide host directories are replaced by an empty read-only tmpfs before
+	// ReadOnly and Writable paths are bound, so a worker sees only the
+	// parts of, say, a run directory that were given to it. /tmp,
+	// /var/tmp and /dev/shm are always private tmpfs mounts.
+	Hide []string
+	// Devices are host device nodes bound into the sandbox's /dev (a GPU's
+	// /dev/nvidia* nodes). /dev/null, zero, full, random and urandom are
+	// always there.
+	Devices []string
+	Limits  Limits
+	// StopOnFailure kills every other process once one exits non-zero or
+	// by a signal (a failed rank leaves its peers blocked in a collective).
+	StopOnFailure bool
+	// Timeout bounds the whole sandbox; 0 = none.
+	Timeout time.Duration
+	// Log receives the init's own messages (a set-up failure); a host
+	// file path, created. Empty = discarded.
+	Log string
+}
+
+// Proc is one process inside a sandbox. Paths are as the sandbox sees them
+// (which, for bound paths, are the host paths).
+type Proc struct {
+	Path   string   // executable
+	Args   []string // argv, including argv[0]
+	Env    []string // the whole environment: nothing is inherited
+	Dir    string   // working directory
+	Stdin  string   // file read as stdin; "" = /dev/null
+	Stdout string   // file created for stdout; "" = /dev/null
+	Stderr string   // file created for stderr; "" = /dev/null
+}
+
+// Limits are per-process resource limits (setrlimit). Zero fields take the
+// defaults below.
+type Limits struct {
+	Memory    uint64 // RLIMIT_DATA: heap and private writable mappings, bytes
+	Processes uint64 // RLIMIT_NPROC: tasks (threads count) of the sandbox user
+	OpenFiles uint64 // RLIMIT_NOFILE
+	FileSize  uint64 // RLIMIT_FSIZE: largest file a process may write, bytes
+	TmpSize   uint64 // size of the private /tmp tmpfs, bytes
+}
+
+// Default limits. RLIMIT_AS is left alone: CUDA reserves far more address
+// space than it uses. RLIMIT_DATA counts what is really writable, so it
+// bounds host memory on CPU and GPU lanes alike.
+const (
+	DefaultMemory    = 16 << 30
+	DefaultProcesses = 1024
+	DefaultOpenFiles = 4096
+	DefaultFileSize  = 4 << 30
+	DefaultTmpSize   = 2 << 30
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.Memory == 0 {
+		l.Memory = DefaultMemory
+	}
+	if l.Processes == 0 {
+		l.Processes = DefaultProcesses
+	}
+	if l.OpenFiles == 0 {
+		l.OpenFiles = DefaultOpenFiles
+	}
+	if l.FileSize == 0 {
+		l.FileSize = DefaultFileSize
+	}
+	if l.TmpSize == 0 {
+		l.TmpSize = DefaultTmpSize
+	}
+	return l
+}
+
+// Exit is how one process of a sandbox ended.
+type Exit struct {
+	Started bool   // the process was started (false: the init failed first)
+	Code    int    // exit code; -1 when killed by a signal
+	Signal  string // e.g. "SIGSEGV"; empty when it exited
+	Stopped bool   // killed because another process failed (StopOnFailure)
+}
+
+// Result is how a sandbox ended.
+type Result struct {
+	Exits    []Exit // one per Proc, in order
+	TimedOut bool   // killed because Timeout passed
+	Canceled bool   // killed because the caller's context ended
+	Duration time.Duration
+}
+
+// ErrUnavailable marks a host where sandboxes cannot be made (no user
+// namespaces, say). Callers refuse to run untrusted code then, unless told
+// to run it unisolated.
+var ErrUnavailable = errors.New("worker sandbox unavailable")
+
+// SetupError is a failure of the init before any process started.
+type SetupError struct{ Msg string }
+
+func (e *SetupError) Error() string { return "worker sandbox set-up: " + e.Msg }
+
+func (s *Spec) check() error {
+	if len(s.Procs) == 0 {
+		return fmt.Errorf("sandbox: no process to run")
+	}
+	if s.Root == "" {
+		return fmt.Errorf("sandbox: no root directory")
+	}
+	return nil
+}

@@ -1,0 +1,270 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// need skips the test where sandboxes cannot be made, unless
+// CACHEON_REQUIRE_SANDBOX is set (as the test command sets it), where that
+// is a failure.
+func need(t *testing.T) {
+	t.Helper()
+	if err := Available(filepath.Join(searchable(t), "probe")); err != nil {
+		if os.Getenv("CACHEON_REQUIRE_SANDBOX") != "" {
+			t.Fatalf("sandbox required: %v", err)
+		}
+		t.Skipf("no sandbox here: %v", err)
+	}
+}
+
+// box is a sandbox with a run directory holding a read-only "code"
+// directory, a writable "work" directory and a "secret" sibling that
+// stays hidden.
+type box struct {
+	run, code, work, secret string
+}
+
+func newBox(t *testing.T) box {
+	t.Helper()
+	run := searchable(t)
+	b := box{run: run, code: filepath.Join(run, "code"), work: filepath.Join(run, "work"), secret: filepath.Join(run, "secret")}
+	for _, d := range []string{b.code, b.secret, filepath.Join(run, "root")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := PrepareWritable(b.work); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(b.code, "judge.py"), filepath.Join(b.secret, "key")} {
+		if err := os.WriteFile(f, []byte("original\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+func (b box) spec(script string, extra ...Proc) Spec {
+	p := Proc{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin", "WORK=" + b.work},
+		Dir: b.work, Stdout: filepath.Join(b.work, "out"), Stderr: filepath.Join(b.work, "err")}
+	return Spec{Procs: append([]Proc{p}, extra...), Root: filepath.Join(b.run, "root"), ReadOnly: []string{b.code},
+		Writable: []string{b.work}, Hide: []string{b.run}, Timeout: 60 * time.Second, Log: filepath.Join(b.run, "init.log")}
+}
+
+func (b box) output(t *testing.T) string {
+	t.Helper()
+	out, _ := os.ReadFile(filepath.Join(b.work, "out"))
+	errOut, _ := os.ReadFile(filepath.Join(b.work, "err"))
+	return string(out) + string(errOut)
+}
+
+// searchable returns a fresh test directory the sandbox user can pass
+// through (t.TempDir makes 0700 directories).
+func searchable(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := SearchableDir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func runSpec(t *testing.T, s Spec) Result {
+	t.Helper()
+	res, err := Run(context.Background(), s)
+	if err != nil {
+		log, _ := os.ReadFile(s.Log)
+		t.Fatalf("Run: %v (init log: %s)", err, log)
+	}
+	return res
+}
+
+// TestContainment runs one hostile script per attack and checks what it
+// could and could not do. Each script prints what it managed; none may
+// print a success marker.
+func TestContainment(t *testing.T) {
+	need(t)
+	t.Setenv("CACHEON_CALLER_SECRET", "s3cr3t")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	cases := []struct {
+		name   string
+		script func(b box) string
+		forbid string // printed only if the attack worked
+		want   string // printed when the defence held ("" = no check)
+	}{
+		{"read /etc/shadow", func(b box) string { return "cat /etc/shadow; true" }, "root:", ""},
+		{"rewrite the read-only code", func(b box) string {
+			return fmt.Sprintf("chmod -R u+w %[1]s; echo pwned > %[1]s/judge.py && echo WROTE-CODE; true", b.code)
+		}, "WROTE-CODE", ""},
+		{"write the host filesystem", func(b box) string {
+			return "echo x > /usr/cacheon-escape && echo WROTE-HOST; echo x > /etc/cacheon-escape && echo WROTE-HOST; true"
+		}, "WROTE-HOST", ""},
+		{"see a hidden sibling", func(b box) string {
+			return fmt.Sprintf("cat %s/key && echo SAW-SECRET; ls %s", b.secret, b.run)
+		}, "SAW-SECRET", ""},
+		{"reach the host's loopback", func(b box) string {
+			return fmt.Sprintf(`python3 -c "import socket; socket.create_connection(('127.0.0.1', %d), timeout=2); print('CONNECTED')"; true`, port)
+		}, "CONNECTED", "ConnectionRefusedError"},
+		{"see the caller's environment", func(b box) string { return "env; cat /proc/1/environ; true" }, "s3cr3t", ""},
+		{"capabilities", func(b box) string { return "grep -E '^(CapEff|CapBnd|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status" },
+			"", "CapEff:\t0000000000000000"},
+		{"make a namespace", func(b box) string { return "unshare -r true && echo UNSHARED; true" }, "UNSHARED", ""},
+		{"mount", func(b box) string { return "mount -t tmpfs none /tmp && echo MOUNTED; true" }, "MOUNTED", ""},
+		{"write the private tmp", func(b box) string { return "echo ok > /tmp/x && cat /tmp/x" }, "", "ok"},
+		{"write the work directory", func(b box) string { return "echo ok > $WORK/x && cat $WORK/x" }, "", "ok"},
+		{"signal the controller", func(b box) string { return fmt.Sprintf("kill -9 %d && echo KILLED; true", os.Getpid()) }, "KILLED", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBox(t)
+			res := runSpec(t, b.spec(tc.script(b)))
+			out := b.output(t)
+			if !res.Exits[0].Started {
+				t.Fatalf("not started: %s", out)
+			}
+			if tc.forbid != "" && strings.Contains(out, tc.forbid) {
+				t.Fatalf("the attack worked:\n%s", out)
+			}
+			if tc.want != "" && !strings.Contains(out, tc.want) {
+				t.Fatalf("want %q in:\n%s", tc.want, out)
+			}
+			if data, _ := os.ReadFile(filepath.Join(b.code, "judge.py")); string(data) != "original\n" {
+				t.Fatalf("read-only code changed: %q", data)
+			}
+		})
+	}
+}
+
+// TestNothingOutlivesTheSandbox: a process that leaves its group and
+// session is still killed when the sandbox ends, on a clean exit and on a
+// timeout alike.
+func TestNothingOutlivesTheSandbox(t *testing.T) {
+	need(t)
+	for _, timeout := range []time.Duration{0, 2 * time.Second} {
+		b := newBox(t)
+		marker := fmt.Sprintf("cacheon-orphan-%d-%d", os.Getpid(), timeout)
+		script := "setsid sh -c 'exec -a " + marker + " sleep 600' </dev/null >/dev/null 2>&1 & sleep 0.3"
+		if timeout > 0 {
+			script += "; sleep 600"
+		}
+		s := b.spec(script)
+		s.Timeout = timeout
+		if timeout == 0 {
+			s.Timeout = time.Minute
+		}
+		res := runSpec(t, s)
+		if timeout > 0 && !res.TimedOut {
+			t.Fatalf("want a timeout, got %+v", res)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for alive(marker) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s outlived the sandbox (timeout %s)", marker, timeout)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+func alive(marker string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), marker) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLimits(t *testing.T) {
+	need(t)
+	cases := []struct {
+		name   string
+		limits Limits
+		script string
+		forbid string
+	}{
+		{"memory", Limits{Memory: 1 << 30},
+			`python3 -c "b = bytearray(3 << 30); print('ALLOCATED')"; true`, "ALLOCATED"},
+		{"processes", Limits{Processes: 48},
+			`i=0; while [ $i -lt 200 ]; do sleep 5 & i=$((i+1)); done; echo SPAWNED-200; true`, "SPAWNED-200"},
+		{"file size", Limits{FileSize: 1 << 20},
+			`head -c 4000000 /dev/zero > $WORK/big; [ $(stat -c %s $WORK/big) -gt 1048576 ] && echo BIG; true`, "BIG"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBox(t)
+			s := b.spec(tc.script)
+			s.Limits = tc.limits
+			runSpec(t, s)
+			if out := b.output(t); strings.Contains(out, tc.forbid) {
+				t.Fatalf("limit not enforced:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestExitsAndStopOnFailure(t *testing.T) {
+	need(t)
+	b := newBox(t)
+	s := b.spec("exit 3", Proc{Path: "/bin/sleep", Args: []string{"sleep", "600"}, Dir: "/"},
+		Proc{Path: "/bin/sh", Args: []string{"sh", "-c", "kill -SEGV $$"}, Dir: "/"})
+	s.StopOnFailure = true
+	start := time.Now()
+	res := runSpec(t, s)
+	if time.Since(start) > 30*time.Second {
+		t.Fatalf("a failed process did not stop the others")
+	}
+	if e := res.Exits[0]; e.Code != 3 && e.Signal != "SIGSEGV" {
+		t.Fatalf("first exit %+v", e)
+	}
+	if e := res.Exits[1]; !e.Stopped || e.Signal != "SIGKILL" {
+		t.Fatalf("sleeper %+v, want stopped by SIGKILL", e)
+	}
+
+	b = newBox(t)
+	s = b.spec("exit 0")
+	s.Procs[0].Path = "/nonexistent/python3"
+	res = runSpec(t, s)
+	if e := res.Exits[0]; e.Started || e.Code != 127 {
+		t.Fatalf("missing executable: %+v", e)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	need(t)
+	b := newBox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	res, err := Run(ctx, b.spec("sleep 600"))
+	if err != nil || !res.Canceled {
+		t.Fatalf("res %+v err %v, want canceled", res, err)
+	}
+}
+
+func TestSetupErrorsAreReported(t *testing.T) {
+	need(t)
+	b := newBox(t)
+	s := b.spec("true")
+	s.ReadOnly = append(s.ReadOnly, "/nonexistent/cacheon")
+	_, err := Run(context.Background(), s)
+	var se *SetupError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "/nonexistent/cacheon") {
+		t.Fatalf("err %v, want a set-up error naming the path", err)
+	}
+}
