@@ -154,8 +154,8 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			// once it becomes the namespace's root (the mapped user) does
 			// the exec keep its capabilities inside the namespace.
 			Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true},
-			Pdeathsig:                  syscall.SIGKILL,
-			Setpgid:                    true,
+			Pdeathsig:  syscall.SIGKILL,
+			Setpgid:    true,
 		},
 	}
 	start := time.Now()
