@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -44,12 +45,21 @@ func initMain() int {
 		return 125
 	}
 	s := cfg.Spec
+	// Nothing the init holds (the status pipe above all, and other
+	// processes' control pipes) may leak into a process it starts.
+	if entries, err := os.ReadDir("/proc/self/fd"); err == nil {
+		for _, e := range entries {
+			if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+				unix.CloseOnExec(fd)
+			}
+		}
+	}
 	files, err := setup(&s)
 	if err != nil {
 		report(status{Error: err.Error()})
 		return 125
 	}
-	return supervise(&s, files, report)
+	return supervise(&s, cfg.ControlFD, files, report)
 }
 
 // setup builds the sandbox's root, enters it, opens each process's stdio
@@ -340,11 +350,14 @@ func dropPrivileges() error {
 // supervise starts every process, reaps everything that ends in the
 // namespace (orphans are re-parented to us), and reports each process's
 // end. Returning ends the namespace: the kernel kills what is left.
-func supervise(s *Spec, files [][3]*os.File, report func(status)) int {
+func supervise(s *Spec, controlFD []int, files [][3]*os.File, report func(status)) int {
 	pids := map[int]int{} // pid -> index
 	for i, p := range s.Procs {
-		attr := &syscall.ProcAttr{Dir: p.Dir, Env: p.Env,
-			Files: []uintptr{files[i][0].Fd(), files[i][1].Fd(), files[i][2].Fd()},
+		fds := []uintptr{files[i][0].Fd(), files[i][1].Fd(), files[i][2].Fd()}
+		if i < len(controlFD) && controlFD[i] > 0 {
+			fds = append(fds, uintptr(controlFD[i]))
+		}
+		attr := &syscall.ProcAttr{Dir: p.Dir, Env: p.Env, Files: fds,
 			Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 		pid, err := syscall.ForkExec(p.Path, p.Args, attr)
 		if err != nil {
@@ -357,10 +370,18 @@ func supervise(s *Spec, files [][3]*os.File, report func(status)) int {
 			continue
 		}
 		pids[pid] = i
+		report(status{Proc: i, Started: true, Running: true})
 	}
 	for _, f := range files {
 		for _, x := range f {
 			x.Close()
+		}
+	}
+	// The processes hold the only other ends: a pipe ends when its
+	// process closes it or exits.
+	for _, fd := range controlFD {
+		if fd > 0 {
+			_ = syscall.Close(fd)
 		}
 	}
 	stopping := false

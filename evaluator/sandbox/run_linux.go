@@ -17,6 +17,8 @@ import (
 // config is what the controller sends the init on fd 3.
 type config struct {
 	Spec Spec `json:"spec"`
+	// ControlFD[i] is the init's fd of process i's control pipe, or 0.
+	ControlFD []int `json:"control_fd"`
 }
 
 // status is one line the init writes on fd 4: a set-up failure, or the end
@@ -28,6 +30,7 @@ type status struct {
 	Code    int    `json:"code"`
 	Signal  string `json:"signal,omitempty"`
 	Stopped bool   `json:"stopped,omitempty"`
+	Running bool   `json:"running,omitempty"` // started, not ended yet
 }
 
 // cloneFlags are the namespaces every sandbox gets.
@@ -136,6 +139,26 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		defer f.Close()
 		log = f
 	}
+	// Control pipes: the write ends go to the init (fds 5...), which hands
+	// each to its process as fd 3; the read ends stay here.
+	extra := []*os.File{cfgR, stW}
+	controlFD := make([]int, len(s.Procs))
+	controls := make([]chan []byte, len(s.Procs))
+	for i, p := range s.Procs {
+		if !p.Control {
+			continue
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return res, err
+		}
+		defer r.Close()
+		defer w.Close()
+		controlFD[i] = 3 + len(extra)
+		extra = append(extra, w)
+		controls[i] = make(chan []byte, 1)
+		go func(c chan<- []byte) { c <- readControl(r) }(controls[i])
+	}
 	uid, gid := HostUser()
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
@@ -144,7 +167,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		Dir:        "/",
 		Stdout:     log,
 		Stderr:     log,
-		ExtraFiles: []*os.File{cfgR, stW},
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 cloneFlags,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
@@ -163,12 +186,13 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return res, fmt.Errorf("%w: cannot create namespaces (%v); run where user namespaces are allowed "+
 			"(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)", ErrUnavailable, err)
 	}
-	cfgR.Close()
-	stW.Close()
+	for _, f := range extra {
+		f.Close()
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	cfg, err := json.Marshal(config{Spec: s})
+	cfg, err := json.Marshal(config{Spec: s, ControlFD: controlFD})
 	if err == nil {
 		_, err = cfgW.Write(cfg)
 	}
@@ -201,9 +225,15 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	var setupErr string
 	record := func(st status) {
-		if st.Error != "" {
+		switch {
+		case st.Error != "":
 			setupErr = st.Error
-		} else if st.Proc >= 0 && st.Proc < len(res.Exits) {
+		case st.Proc < 0 || st.Proc >= len(res.Exits):
+		case st.Running:
+			// Until its end is reported, a started process counts as
+			// killed with its sandbox.
+			res.Exits[st.Proc] = Exit{Started: true, Code: -1, Signal: "SIGKILL"}
+		default:
 			res.Exits[st.Proc] = Exit{Started: st.Started, Code: st.Code, Signal: st.Signal, Stopped: st.Stopped}
 		}
 	}
@@ -244,6 +274,11 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		record(st)
 	}
 	res.Duration = time.Since(start)
+	for i, c := range controls {
+		if c != nil {
+			res.Exits[i].Control = <-c
+		}
+	}
 	if setupErr != "" {
 		return res, &SetupError{Msg: setupErr}
 	}
@@ -255,6 +290,14 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return res, &SetupError{Msg: fmt.Sprintf("init %s", ee.ProcessState)}
 	}
 	return res, nil
+}
+
+// readControl reads a control pipe to its end, keeping the first
+// ControlLimit bytes and discarding the rest so the writer never blocks.
+func readControl(r io.Reader) []byte {
+	data, _ := io.ReadAll(io.LimitReader(r, ControlLimit))
+	_, _ = io.Copy(io.Discard, r)
+	return data
 }
 
 // Available reports whether sandboxes can be made here, by running one

@@ -54,7 +54,15 @@ type Proc struct {
 	Stdin  string   // file read as stdin; "" = /dev/null
 	Stdout string   // file created for stdout; "" = /dev/null
 	Stderr string   // file created for stderr; "" = /dev/null
+	// Control gives the process a write-only pipe on fd 3 whose bytes
+	// (the first ControlLimit) come back in Exit.Control: a channel the
+	// process's own later code cannot take back, since the controller has
+	// read what was written before it closed the pipe.
+	Control bool
 }
+
+// ControlLimit bounds what a process's control pipe returns.
+const ControlLimit = 4096
 
 // Limits are per-process resource limits (setrlimit). Zero fields take the
 // defaults below.
@@ -102,6 +110,7 @@ type Exit struct {
 	Code    int    // exit code; -1 when killed by a signal
 	Signal  string // e.g. "SIGSEGV"; empty when it exited
 	Stopped bool   // killed because another process failed (StopOnFailure)
+	Control []byte // what the process wrote on its control pipe
 }
 
 // Result is how a sandbox ended.

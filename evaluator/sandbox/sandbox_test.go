@@ -157,8 +157,10 @@ func TestNothingOutlivesTheSandbox(t *testing.T) {
 	need(t)
 	for _, timeout := range []time.Duration{0, 2 * time.Second} {
 		b := newBox(t)
-		marker := fmt.Sprintf("cacheon-orphan-%d-%d", os.Getpid(), timeout)
-		script := "setsid sh -c 'exec -a " + marker + " sleep 600' </dev/null >/dev/null 2>&1 & sleep 0.3"
+		// sleep's argument is the marker: 600 seconds and a fraction unique
+		// to this run.
+		marker := fmt.Sprintf("600.%d%d", os.Getpid(), timeout/time.Second)
+		script := "setsid sleep " + marker + " </dev/null >/dev/null 2>&1 & sleep 0.3; pgrep -f " + marker + " >/dev/null && echo RUNNING"
 		if timeout > 0 {
 			script += "; sleep 600"
 		}
@@ -170,6 +172,9 @@ func TestNothingOutlivesTheSandbox(t *testing.T) {
 		res := runSpec(t, s)
 		if timeout > 0 && !res.TimedOut {
 			t.Fatalf("want a timeout, got %+v", res)
+		}
+		if out := b.output(t); !strings.Contains(out, "RUNNING") {
+			t.Fatalf("the detached child never ran: %s", out)
 		}
 		deadline := time.Now().Add(5 * time.Second)
 		for alive(marker) {
@@ -266,5 +271,26 @@ func TestSetupErrorsAreReported(t *testing.T) {
 	var se *SetupError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "/nonexistent/cacheon") {
 		t.Fatalf("err %v, want a set-up error naming the path", err)
+	}
+}
+
+// TestControlPipe: a process's control pipe carries what it wrote before
+// closing it, and no process inherits the init's status pipe or another
+// process's control pipe.
+func TestControlPipe(t *testing.T) {
+	need(t)
+	b := newBox(t)
+	s := b.spec(`echo loading >&3; exec 3>&-; ls -l /proc/self/fd; echo '{"proc":0,"code":0}' >&4 && echo WROTE-STATUS; true`,
+		Proc{Path: "/bin/sh", Args: []string{"sh", "-c", "echo other >&3"}, Dir: "/", Control: true})
+	s.Procs[0].Control = true
+	res := runSpec(t, s)
+	if got := string(res.Exits[0].Control); got != "loading\n" {
+		t.Fatalf("control pipe 0 = %q", got)
+	}
+	if got := string(res.Exits[1].Control); got != "other\n" {
+		t.Fatalf("control pipe 1 = %q", got)
+	}
+	if out := b.output(t); strings.Contains(out, "WROTE-STATUS") {
+		t.Fatalf("a process reached the status pipe:\n%s", out)
 	}
 }

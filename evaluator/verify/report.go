@@ -23,6 +23,10 @@ type Report struct {
 	Bundle    string      `json:"bundle"`
 	BundleID  string      `json:"bundle_id"`
 	ABI       string      `json:"abi_version"`
+	// ContentHash is the content hash of the staged copy the scan read and
+	// the workers ran.
+	ContentHash string `json:"content_hash"`
+	Isolation   string `json:"isolation"` // IsolationSandbox or IsolationNone
 	Device    string      `json:"device"`
 	DType     string      `json:"dtype"`
 	Seed      int64       `json:"seed"`

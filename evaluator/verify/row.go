@@ -1,15 +1,14 @@
 package verify
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/tools/manifest"
 )
@@ -20,10 +19,6 @@ const (
 	GraphNotRequired = "not_required" // CUDA: a block or collective without graph_safe metadata
 	GraphCPU         = "cpu"          // the gate cannot run on CPU
 )
-
-// Stages a candidate process reaches before any candidate code runs; a
-// worker that dies in one of them failed for a reason of our own.
-var harnessStages = map[string]bool{"": true, "start": true, "distributed_init": true}
 
 // verifyRow selects the row's applicable cases, runs the candidate
 // process(es) and then the reference process, and fills row. contract is
@@ -95,7 +90,7 @@ func (r *runner) verifyRow(index int, op *manifest.Op, contract worker.SlotContr
 
 	rowDir := filepath.Join(r.runDir, "rows", fmt.Sprintf("%02d-%s-%s", index, safeName(op.Slot), safeName(op.Variant)))
 	graph := row.Graph == GraphRequired
-	records, dirs, verdict, reason := r.runCandidates(op, contract, rowDir, world, cases, graph, row)
+	records, dirs, verdict, reason := r.runCandidates(op, contract, rowDir, world, cases, graph, env, row)
 	if verdict != "" {
 		row.Verdict, row.Reason = verdict, reason
 		return
@@ -103,8 +98,17 @@ func (r *runner) verifyRow(index int, op *manifest.Op, contract worker.SlotContr
 	refDir := filepath.Join(rowDir, "reference")
 	req := worker.ReferenceRequest{Protocol: worker.Protocol, Role: worker.RoleReference, WorkDir: refDir,
 		Contract: contract, Variant: op.Variant, DType: r.o.DType, WorldSize: world, Graph: graph, Cases: cases, CandidateDirs: dirs}
-	fmt.Fprintf(r.o.Progress, "%s [%s]: judging %d case(s) against the fp32 truth\n", op.Slot, op.Variant, len(cases))
-	out, err := worker.Run(r.ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root, WorkDir: refDir, Request: req, Timeout: r.validatorTimeout()})
+	fmt.Fprintf(r.o.Progress, "%s [%s]: judging %d case(s) against the fp32 truth\n", op.Slot, Printable(op.Variant), len(cases))
+	// The reference reads the candidates' outputs, never their code: its
+	// sandbox holds its own validator copy and the candidate directories,
+	// read-only.
+	root, err := r.validatorRoot()
+	if err != nil {
+		row.Verdict, row.Reason = Error, err.Error()
+		return
+	}
+	out, err := worker.Run(r.ctx, r.iso, worker.Spec{Python: r.python, ValidatorRoot: root, WorkDir: refDir, Request: req,
+		Timeout: r.validatorTimeout(), ReadOnly: dirs})
 	row.Workers = append(row.Workers, workerRun(worker.RoleReference, 0, out))
 	if err != nil {
 		row.Verdict, row.Reason = Error, err.Error()
@@ -131,39 +135,40 @@ func (r *runner) verifyRow(index int, op *manifest.Op, contract worker.SlotContr
 // means the row is decided without a reference run (a crash, a timeout, or
 // an infrastructure failure).
 func (r *runner) runCandidates(op *manifest.Op, contract worker.SlotContract, rowDir string, world int, cases []worker.CaseRef,
-	graph bool, row *RowResult) ([]worker.CandidateRecord, []string, string, string) {
+	graph bool, env worker.Env, row *RowResult) ([]worker.CandidateRecord, []string, string, string) {
 	rendezvous := ""
 	if world > 1 {
 		rendezvous = filepath.Join(rowDir, "rendezvous")
-		if err := os.MkdirAll(rendezvous, 0o755); err != nil {
+		if err := sandboxWritable(r.iso, rendezvous); err != nil {
 			return nil, nil, Error, err.Error()
 		}
 	}
-	fmt.Fprintf(r.o.Progress, "%s [%s]: running %d case(s) in %d fresh worker process(es)\n", op.Slot, op.Variant, len(cases), world)
-	ctx, cancel := context.WithCancel(r.ctx)
-	defer cancel()
-	outs := make([]worker.Outcome, world)
-	errs := make([]error, world)
+	fmt.Fprintf(r.o.Progress, "%s [%s]: running %d case(s) in %d fresh worker process(es)\n", op.Slot, Printable(op.Variant), len(cases), world)
+	// The ranks share one validator copy and one sandbox (a collective
+	// needs their shared loopback), and nothing of the reference's.
+	root, err := r.validatorRoot()
+	if err != nil {
+		return nil, nil, Error, err.Error()
+	}
 	dirs := make([]string, world)
-	var wg sync.WaitGroup
+	specs := make([]worker.Spec, world)
 	for rank := 0; rank < world; rank++ {
 		dirs[rank] = filepath.Join(rowDir, fmt.Sprintf("rank%d", rank))
 		req := worker.CandidateRequest{Protocol: worker.Protocol, Role: worker.RoleCandidate, WorkDir: dirs[rank],
 			Contract: contract, Variant: op.Variant, Device: r.o.Device, DType: r.o.DType, WorldSize: world, Rank: rank,
 			Rendezvous: rendezvous, BundleRoot: r.bundle, Source: op.Source, Entry: op.Entry, Prepare: op.Prepare,
 			Cases: cases, Graph: graph, TimeoutS: r.o.Timeout.Seconds()}
-		wg.Add(1)
-		go func(rank int) {
-			defer wg.Done()
-			outs[rank], errs[rank] = worker.Run(ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root,
-				WorkDir: dirs[rank], Request: req, Timeout: r.o.Timeout})
-			// One rank failing leaves the others blocked in a collective.
-			if errs[rank] != nil || !outs[rank].Clean() {
-				cancel()
-			}
-		}(rank)
+		specs[rank] = worker.Spec{Python: r.python, ValidatorRoot: root, WorkDir: dirs[rank], Request: req,
+			Timeout: r.o.Timeout, ReadOnly: []string{r.bundle}}
+		if rendezvous != "" {
+			specs[rank].Writable = []string{rendezvous}
+		}
 	}
-	wg.Wait()
+	outs, runErr := worker.RunGroup(r.ctx, r.iso, specs)
+	errs := make([]error, world)
+	if runErr != nil {
+		errs[0] = runErr
+	}
 
 	records := make([]worker.CandidateRecord, world)
 	for rank := 0; rank < world; rank++ {
@@ -187,8 +192,10 @@ func (r *runner) runCandidates(op *manifest.Op, contract worker.SlotContract, ro
 		if world > 1 {
 			where = fmt.Sprintf("rank %d ", rank)
 		}
-		if harnessStages[o.Progress.Stage] {
-			detail := lastLine(worker.Tail(dirs[rank], worker.StderrFile, 4000))
+		// Only the harness's control pipe says whether candidate code ran:
+		// the progress log is the candidate's to rewrite.
+		if !o.CandidateCode {
+			detail := Printable(lastLine(worker.Tail(dirs[rank], worker.StderrFile, 4000)))
 			return nil, nil, Error, fmt.Sprintf("candidate worker %s%s before loading the candidate: %s", where, o.Describe(), detail)
 		}
 		reason := fmt.Sprintf("candidate worker %s%s during %s", where, o.Describe(), o.Progress.Where())
@@ -196,7 +203,7 @@ func (r *runner) runCandidates(op *manifest.Op, contract worker.SlotContract, ro
 		case o.Clean():
 			reason = fmt.Sprintf("candidate worker %sexited before finishing, during %s", where, o.Progress.Where())
 		case o.ExitCode == worker.ExitHarnessError:
-			reason = fmt.Sprintf("candidate code broke the harness %sduring %s: %s", where, o.Progress.Where(), o.Progress.Error)
+			reason = fmt.Sprintf("candidate code broke the harness %sduring %s: %s", where, o.Progress.Where(), Printable(o.Progress.Error))
 		}
 		return nil, nil, Fail, reason
 	}
@@ -204,10 +211,19 @@ func (r *runner) runCandidates(op *manifest.Op, contract worker.SlotContract, ro
 		return nil, nil, Error, r.ctx.Err().Error()
 	}
 	for _, rec := range records {
-		if rec.Load != nil && rec.Load.MissingModule != "" {
-			return nil, nil, Error, fmt.Sprintf("the worker interpreter %s cannot import %q, which the kernel needs "+
-				"(%s); install it there or verify where it is available", r.python, rec.Load.MissingModule, rec.Load.Error)
+		if rec.Load == nil || rec.Load.MissingModule == "" {
+			continue
 		}
+		// The record is written in the candidate's process, so its claim
+		// of a missing dependency is believed only where the trusted plan
+		// worker saw that dependency missing too; otherwise it is the
+		// kernel's own failure to load.
+		if rec.Load.MissingModule == "triton" && (env.Triton == nil || *env.Triton == "") {
+			return nil, nil, Error, fmt.Sprintf("the worker interpreter %s cannot import %q, which the kernel needs "+
+				"(%s); install it there or verify where it is available", r.python, rec.Load.MissingModule, Printable(rec.Load.Error))
+		}
+		return nil, nil, Fail, fmt.Sprintf("the candidate module failed to load: it imports %q, which the worker "+
+			"interpreter does not provide", Printable(rec.Load.MissingModule))
 	}
 	return records, dirs, "", ""
 }
@@ -261,7 +277,15 @@ func mergeVerdict(row *RowResult, v *worker.Verdict, records []worker.CandidateR
 }
 
 func workerRun(role string, rank int, o worker.Outcome) WorkerRun {
-	return WorkerRun{Role: role, Rank: rank, Exit: o.Describe(), Seconds: o.Duration.Seconds(), LastStage: o.Progress.Where()}
+	return WorkerRun{Role: role, Rank: rank, Exit: o.Describe(), Seconds: o.Duration.Seconds(), LastStage: Printable(o.Progress.Where())}
+}
+
+// sandboxWritable creates a directory that sandboxed workers write.
+func sandboxWritable(iso worker.Isolation, dir string) error {
+	if iso.Unsafe {
+		return os.MkdirAll(dir, 0o755)
+	}
+	return sandbox.PrepareWritable(dir)
 }
 
 // callContext adds the context fields of this verify run to a case's live

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/tools/manifest"
 	"github.com/cacheon/engine/tools/scan"
@@ -38,6 +39,13 @@ type Options struct {
 	// policy violations. Only for testing the runtime defences themselves:
 	// the scan is the tripwire that keeps known-bad code out of workers.
 	SkipScanUnsafe bool
+	// Unisolated runs workers without a sandbox, as plain child processes
+	// with the caller's user, files, network and environment
+	// (--unsafe-no-isolation). Without it, a host where sandboxes cannot be
+	// made refuses to run candidate code.
+	Unisolated bool
+	// Limits bound each sandboxed worker (memory, processes, files).
+	Limits sandbox.Limits
 }
 
 // Defaults for Options fields left zero.
@@ -106,19 +114,49 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := manifest.Load(bundle)
+	if _, err := manifest.Load(bundle); err != nil {
+		return nil, err
+	}
+	parent := o.WorkDir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	removeStaleRunDirs(parent)
+	// The pid in the name lets a later run tell a killed run's directory
+	// from a live one's.
+	runDir, err := os.MkdirTemp(o.WorkDir, fmt.Sprintf("%s%d-", runDirPrefix, os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	if !o.KeepWork {
+		defer worker.RemoveAll(runDir)
+	} else {
+		defer worker.Unfreeze(runDir)
+		fmt.Fprintf(o.Progress, "work directory: %s\n", runDir)
+	}
+	if err := sandbox.SearchableDir(runDir); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	// Everything from here reads the staged copy: the manifest, the scan
+	// and every worker see the same bytes.
+	staged := filepath.Join(runDir, "bundle")
+	contentHash, err := stageBundle(bundle, staged)
+	if err != nil {
+		return nil, err
+	}
+	m, err := manifest.Load(staged)
 	if err != nil {
 		return nil, err
 	}
 	// The static scan is the first gate: a bundle with policy violations
 	// never reaches a worker.
-	sc, err := scan.Bundle(bundle)
+	sc, err := scan.Bundle(staged)
 	if err != nil {
 		return nil, fmt.Errorf("static scan: %w", err)
 	}
-	rep := &Report{Schema: ReportSchema, Bundle: bundle, BundleID: m.BundleID, ABI: m.ABIVersion,
+	rep := &Report{Schema: ReportSchema, Bundle: bundle, BundleID: m.BundleID, ABI: m.ABIVersion, ContentHash: contentHash,
 		Device: o.Device, DType: o.DType, Seed: o.Seed, WorldSize: o.WorldSize, Notes: []string{},
-		Scan: scanSummary(sc)}
+		Scan: scanSummary(sc), Isolation: IsolationSandbox}
 	if differ := contractsDifferFromDefault(o.Catalog, m); len(differ) > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the catalog in use (digest %s) states other contracts than the "+
 			"default catalog for %s", o.Catalog.Digest(), strings.Join(differ, ", ")))
@@ -129,7 +167,7 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 			rep.Rows = append(rep.Rows, RowResult{Slot: op.Slot, Variant: op.Variant, Source: op.Source, Entry: op.Entry,
 				Verdict: Fail, Reason: reason, Cases: []CaseResult{}, Workers: []WorkerRun{}})
 		}
-		fmt.Fprintf(o.Progress, "[FAIL] %s\n", reason)
+		fmt.Fprintf(o.Progress, "[FAIL] %s\n", Printable(reason))
 		rep.decide()
 		return rep, nil
 	}
@@ -144,21 +182,20 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	runDir, err := os.MkdirTemp(o.WorkDir, "cacheon-verify-")
-	if err != nil {
-		return nil, fmt.Errorf("run directory: %w", err)
+	iso := worker.Isolation{Unsafe: o.Unisolated, Hide: []string{runDir}, Limits: o.Limits}
+	if o.Unisolated {
+		rep.Isolation = IsolationNone
+		rep.Notes = append(rep.Notes, "UNSAFE: workers ran without isolation (--unsafe-no-isolation): candidate code "+
+			"had the caller's user, files, network and environment")
+		fmt.Fprintln(o.Progress, "warning: running candidate code WITHOUT isolation (--unsafe-no-isolation)")
+	} else if err := sandbox.Available(filepath.Join(runDir, ".probe")); err != nil {
+		return nil, fmt.Errorf("%w; refusing to run candidate code uncontained (--unsafe-no-isolation runs it anyway, "+
+			"on a machine you can throw away)", err)
 	}
-	if !o.KeepWork {
-		defer worker.RemoveAll(runDir)
-	} else {
-		defer worker.Unfreeze(runDir)
-		fmt.Fprintf(o.Progress, "work directory: %s\n", runDir)
+	if o.Device == "cuda" {
+		iso.Devices = gpuDevices()
 	}
-	root, err := worker.ValidatorRoot(filepath.Join(runDir, "validator"))
-	if err != nil {
-		return nil, err
-	}
-	r := &runner{ctx: ctx, o: o, python: python, root: root, runDir: runDir, bundle: bundle}
+	r := &runner{ctx: ctx, o: o, iso: iso, python: python, runDir: runDir, bundle: staged}
 	plan, err := r.plan(m)
 	if err != nil {
 		return nil, err
@@ -192,7 +229,7 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 		default:
 			r.verifyRow(i, op, worker.ContractOf(slot), ps, plan.Env, &row)
 		}
-		fmt.Fprintf(o.Progress, "[%s] %s [variant '%s']: %s\n", row.Verdict, row.Slot, row.Variant, row.Reason)
+		fmt.Fprintf(o.Progress, "[%s] %s [variant '%s']: %s\n", row.Verdict, Printable(row.Slot), Printable(row.Variant), Printable(row.Reason))
 		rep.Rows = append(rep.Rows, row)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -233,10 +270,19 @@ func contractsDifferFromDefault(c *catalog.Catalog, m *manifest.Manifest) []stri
 type runner struct {
 	ctx    context.Context
 	o      Options
+	iso    worker.Isolation
 	python string
-	root   string
 	runDir string
-	bundle string
+	bundle string // the staged copy
+	roots  int
+}
+
+// validatorRoot writes a fresh copy of the validator's packages for one
+// worker (or one group of ranks): no worker ever sees the copy another
+// role runs from.
+func (r *runner) validatorRoot() (string, error) {
+	r.roots++
+	return worker.ValidatorRoot(filepath.Join(r.runDir, fmt.Sprintf("validator-%d", r.roots)))
 }
 
 // plan runs the plan role for the bundle's slots the catalog registers,
@@ -261,7 +307,11 @@ func (r *runner) plan(m *manifest.Manifest) (*worker.PlanResult, error) {
 	req := worker.PlanRequest{Protocol: worker.Protocol, Role: worker.RolePlan, WorkDir: dir, Contracts: contracts,
 		Seed: r.o.Seed, WorldSize: r.o.WorldSize, Device: r.o.Device}
 	fmt.Fprintf(r.o.Progress, "planning cases with %s\n", r.python)
-	out, err := worker.Run(r.ctx, worker.Spec{Python: r.python, ValidatorRoot: r.root, WorkDir: dir, Request: req, Timeout: r.validatorTimeout()})
+	root, err := r.validatorRoot()
+	if err != nil {
+		return nil, err
+	}
+	out, err := worker.Run(r.ctx, r.iso, worker.Spec{Python: r.python, ValidatorRoot: root, WorkDir: dir, Request: req, Timeout: r.validatorTimeout()})
 	if err != nil {
 		return nil, err
 	}

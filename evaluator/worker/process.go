@@ -1,17 +1,20 @@
 package worker
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cacheon/engine/evaluator/sandbox"
 )
 
 // File names inside a worker's work directory.
@@ -37,6 +40,30 @@ type Spec struct {
 	Request       any           // marshalled to JSON on stdin
 	Timeout       time.Duration // wall-clock limit for the whole process group; 0 = none
 	Env           []string      // extra KEY=VALUE entries
+	// ReadOnly host paths the worker reads besides ValidatorRoot (the
+	// staged bundle, a candidate's outputs); Writable directories it writes
+	// besides WorkDir (a collective's rendezvous). In a sandbox nothing
+	// else of the run directory is visible.
+	ReadOnly []string
+	Writable []string
+}
+
+// Isolation says how worker processes are contained. The zero value is a
+// sandbox with default limits that hides nothing beyond what the sandbox
+// always hides.
+type Isolation struct {
+	// Unsafe runs workers as plain child processes with the caller's
+	// user, filesystem, network and environment. Only for hosts where
+	// namespaces cannot be made, by explicit request
+	// (--unsafe-no-isolation); reports say so.
+	Unsafe bool
+	// Hide lists directories no worker sees except the parts bound into
+	// it: the run directory, so a candidate never reaches the reference's
+	// code or another role's files.
+	Hide []string
+	// Devices are device nodes passed through (a GPU's).
+	Devices []string
+	Limits  sandbox.Limits
 }
 
 // Outcome is how a worker process ended.
@@ -44,10 +71,15 @@ type Outcome struct {
 	ExitCode int           // -1 when killed by a signal
 	Signal   string        // e.g. "SIGSEGV"; empty when it exited
 	TimedOut bool          // killed because Timeout passed
-	Canceled bool          // killed because the caller's context ended
+	Canceled bool          // killed because the caller's context ended, or a peer failed
 	Duration time.Duration // wall time from start to exit
 	WorkDir  string
-	Progress Progress // the last line of the progress log
+	Progress Progress // the last line of the progress log (the worker's own words)
+	// CandidateCode is true once the harness announced, on a control pipe
+	// it closed before importing candidate code, that candidate code was
+	// about to run. The candidate cannot forge or take back this: unlike
+	// the progress log, it cannot write to that pipe.
+	CandidateCode bool
 }
 
 // Progress is one line of a worker's progress log.
@@ -100,48 +132,212 @@ func (o Outcome) Describe() string {
 	}
 }
 
-// Run starts the worker, waits for it, and kills its whole process group
-// when the timeout passes or ctx ends. After the worker exits, anything it
-// left running in its group is killed too, so a candidate cannot leave a
-// process behind. The returned error is an infrastructure failure (the
-// process could not be started); how the worker itself ended is in Outcome.
-func Run(ctx context.Context, s Spec) (Outcome, error) {
-	out := Outcome{WorkDir: s.WorkDir}
-	if err := os.MkdirAll(s.WorkDir, 0o755); err != nil {
-		return out, fmt.Errorf("worker directory: %w", err)
+// controlMark is what the harness writes on its control pipe right
+// before it imports candidate code (cacheon_worker/candidate.py).
+const controlMark = "candidate_code"
+
+// Run starts one worker and waits for it; see RunGroup.
+func Run(ctx context.Context, iso Isolation, s Spec) (Outcome, error) {
+	outs, err := RunGroup(ctx, iso, []Spec{s})
+	return outs[0], err
+}
+
+// RunGroup runs the workers together (the ranks of a collective: in a
+// sandbox they share one, so they share its loopback network) and waits
+// for all of them. Once one fails, the others are stopped (Canceled): a
+// failed rank leaves its peers blocked in a collective. Nothing a worker
+// started outlives the group. The returned error is an infrastructure
+// failure (the workers could not be started); how each ended is in its
+// Outcome.
+func RunGroup(ctx context.Context, iso Isolation, specs []Spec) ([]Outcome, error) {
+	outs := make([]Outcome, len(specs))
+	for i, s := range specs {
+		outs[i].WorkDir = s.WorkDir
+		if err := prepareWorkDir(iso, s); err != nil {
+			return outs, err
+		}
+	}
+	var err error
+	if iso.Unsafe {
+		err = runUnisolated(ctx, specs, outs)
+	} else {
+		err = runSandboxed(ctx, iso, specs, outs)
+	}
+	for i, s := range specs {
+		outs[i].Progress = lastProgress(filepath.Join(s.WorkDir, ProgressFile))
+		capLogs(s.WorkDir)
+	}
+	return outs, err
+}
+
+// prepareWorkDir creates the work directory (writable by the sandbox
+// user) and writes the request, kept beside the result so a failed run
+// can be replayed by hand.
+func prepareWorkDir(iso Isolation, s Spec) error {
+	mk := os.MkdirAll
+	if !iso.Unsafe {
+		mk = func(dir string, _ os.FileMode) error { return sandbox.PrepareWritable(dir) }
+	}
+	if err := mk(s.WorkDir, 0o755); err != nil {
+		return fmt.Errorf("worker directory: %w", err)
 	}
 	req, err := json.Marshal(s.Request)
 	if err != nil {
-		return out, fmt.Errorf("worker request: %w", err)
+		return fmt.Errorf("worker request: %w", err)
 	}
-	// Kept beside the result so a failed run can be replayed by hand.
-	if err := os.WriteFile(filepath.Join(s.WorkDir, requestFile), req, 0o644); err != nil {
-		return out, fmt.Errorf("worker request: %w", err)
+	if err := os.WriteFile(filepath.Join(s.WorkDir, requestFile), req, 0o444); err != nil {
+		return fmt.Errorf("worker request: %w", err)
 	}
+	return nil
+}
+
+func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outcome) error {
+	sb := sandbox.Spec{Hide: iso.Hide, Devices: iso.Devices, Limits: iso.Limits, StopOnFailure: len(specs) > 1}
+	for _, s := range specs {
+		if s.Timeout > sb.Timeout {
+			sb.Timeout = s.Timeout
+		}
+		sb.ReadOnly = append(sb.ReadOnly, s.ValidatorRoot)
+		sb.ReadOnly = append(sb.ReadOnly, s.ReadOnly...)
+		if hidden(s.Python, iso.Hide) {
+			sb.ReadOnly = append(sb.ReadOnly, s.Python)
+		}
+		sb.Writable = append(sb.Writable, s.WorkDir)
+		sb.Writable = append(sb.Writable, s.Writable...)
+		argv := command(s.Python, s.ValidatorRoot)
+		sb.Procs = append(sb.Procs, sandbox.Proc{Path: argv[0], Args: argv, Env: sandboxEnv(s.Env), Dir: s.WorkDir,
+			Stdin: filepath.Join(s.WorkDir, requestFile), Stdout: filepath.Join(s.WorkDir, StdoutFile),
+			Stderr: filepath.Join(s.WorkDir, StderrFile), Control: true})
+	}
+	sb.ReadOnly, sb.Writable = dedupe(sb.ReadOnly), dedupe(sb.Writable)
+	// The new root's mount point and the init's log sit beside the first
+	// worker's directory, inside the hidden run directory.
+	base := filepath.Dir(specs[0].WorkDir)
+	root, err := os.MkdirTemp(base, ".sandbox-")
+	if err != nil {
+		return fmt.Errorf("sandbox root: %w", err)
+	}
+	defer os.Remove(root)
+	if err := sandbox.SearchableDir(root); err != nil {
+		return err
+	}
+	sb.Root = root
+	sb.Log = root + ".log"
+	defer os.Remove(sb.Log)
+	res, err := sandbox.Run(ctx, sb)
+	for i := range specs {
+		e := res.Exits[i]
+		outs[i].Duration = res.Duration
+		outs[i].TimedOut = res.TimedOut
+		outs[i].Canceled = res.Canceled || e.Stopped
+		outs[i].ExitCode, outs[i].Signal = e.Code, e.Signal
+		outs[i].CandidateCode = strings.Contains(string(e.Control), controlMark)
+		if (res.TimedOut || res.Canceled) && !e.Started {
+			outs[i].ExitCode = -1
+		}
+	}
+	if err != nil {
+		if log, _ := readTail(sb.Log, 2000); log != "" {
+			err = fmt.Errorf("%w (sandbox log: %s)", err, log)
+		}
+		return err
+	}
+	for i, s := range specs {
+		if !res.Exits[i].Started {
+			return fmt.Errorf("start worker %s: %s", s.Python, lastLine(Tail(s.WorkDir, StderrFile, 2000)))
+		}
+	}
+	return nil
+}
+
+// hidden reports whether path lies under one of dirs or a private tmp
+// (where a sandbox would not see it unless bound).
+func hidden(path string, dirs []string) bool {
+	for _, d := range append([]string{os.TempDir(), "/tmp", "/var/tmp", "/dev/shm"}, dirs...) {
+		if rel, err := filepath.Rel(d, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(paths []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// runUnisolated runs each worker as a plain child process in its own
+// process group (the unsafe mode).
+func runUnisolated(ctx context.Context, specs []Spec, outs []Outcome) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i := range specs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = runProcess(ctx, specs[i], &outs[i])
+			if len(specs) > 1 && (errs[i] != nil || !outs[i].Clean()) {
+				cancel()
+			}
+		}(i)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func runProcess(ctx context.Context, s Spec, out *Outcome) error {
+	stdin, err := os.Open(filepath.Join(s.WorkDir, requestFile))
+	if err != nil {
+		return fmt.Errorf("worker request: %w", err)
+	}
+	defer stdin.Close()
 	stdout, err := os.Create(filepath.Join(s.WorkDir, StdoutFile))
 	if err != nil {
-		return out, fmt.Errorf("worker stdout: %w", err)
+		return fmt.Errorf("worker stdout: %w", err)
 	}
 	defer stdout.Close()
 	stderr, err := os.Create(filepath.Join(s.WorkDir, StderrFile))
 	if err != nil {
-		return out, fmt.Errorf("worker stderr: %w", err)
+		return fmt.Errorf("worker stderr: %w", err)
 	}
 	defer stderr.Close()
+	controlR, controlW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer controlR.Close()
 
 	argv := command(s.Python, s.ValidatorRoot)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.WorkDir
-	cmd.Env = workerEnv(s.Env)
-	cmd.Stdin = bytes.NewReader(req)
+	cmd.Env = unisolatedEnv(s.Env)
+	cmd.Stdin = stdin
 	// Files, not pipes: Wait must not depend on a grandchild closing them.
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = []*os.File{controlW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return out, fmt.Errorf("start worker %s: %w", s.Python, err)
+		controlW.Close()
+		return fmt.Errorf("start worker %s: %w", s.Python, err)
 	}
+	controlW.Close()
+	control := make(chan []byte, 1)
+	go func() {
+		data, _ := io.ReadAll(io.LimitReader(controlR, sandbox.ControlLimit))
+		control <- data
+		_, _ = io.Copy(io.Discard, controlR)
+	}()
 	pgid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -166,21 +362,27 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	}
 	out.Duration = time.Since(start)
 	killGroup(pgid)
+	// A process that left the group may hold the pipe open: read what
+	// came before the worker ended, without waiting for it.
+	select {
+	case data := <-control:
+		out.CandidateCode = strings.Contains(string(data), controlMark)
+	case <-time.After(100 * time.Millisecond):
+	}
 
 	out.ExitCode = 0
 	if waitErr != nil {
 		var exit *exec.ExitError
 		if !errors.As(waitErr, &exit) {
-			return out, fmt.Errorf("wait for worker: %w", waitErr)
+			return fmt.Errorf("wait for worker: %w", waitErr)
 		}
 		out.ExitCode = exit.ExitCode()
 		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			out.ExitCode = -1
-			out.Signal = signalName(ws.Signal())
+			out.Signal = sandbox.SignalName(ws.Signal())
 		}
 	}
-	out.Progress = lastProgress(filepath.Join(s.WorkDir, ProgressFile))
-	return out, nil
+	return nil
 }
 
 // killGroup sends SIGKILL to every process in the group; a group that is
@@ -189,57 +391,116 @@ func killGroup(pgid int) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
-func signalName(sig syscall.Signal) string {
-	names := map[syscall.Signal]string{
-		syscall.SIGSEGV: "SIGSEGV", syscall.SIGABRT: "SIGABRT", syscall.SIGKILL: "SIGKILL",
-		syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGILL: "SIGILL",
-		syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGPIPE: "SIGPIPE",
-	}
-	if n, ok := names[sig]; ok {
-		return n
-	}
-	return fmt.Sprintf("signal %d", int(sig))
-}
+// Limits on what the controller reads back from a worker's directory. A
+// worker writes these files itself, so each is read with a bound: its
+// size decides nothing but whether it is refused.
+const (
+	MaxResultBytes   = 64 << 20 // result.json
+	MaxLogBytes      = 8 << 20  // stdout.log and stderr.log are cut to this after the run
+	progressTailSize = 64 << 10 // the end of progress.jsonl that is read
+)
 
-// lastProgress returns the last well-formed line of the progress log.
+// lastProgress returns the last well-formed line of the end of the
+// progress log.
 func lastProgress(path string) Progress {
 	var last Progress
-	f, err := os.Open(path)
+	data, err := readTail(path, progressTailSize)
 	if err != nil {
 		return last
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
+	for _, line := range strings.Split(data, "\n") {
 		var p Progress
-		if json.Unmarshal(sc.Bytes(), &p) == nil && p.Stage != "" {
+		if json.Unmarshal([]byte(line), &p) == nil && p.Stage != "" {
 			last = p
 		}
 	}
 	return last
 }
 
-// ReadResult decodes the worker's result file into v.
+// ReadResult decodes the worker's result file into v. The file must be a
+// regular file of at most MaxResultBytes.
 func ReadResult(workDir string, v any) error {
-	data, err := os.ReadFile(filepath.Join(workDir, ResultFile))
+	path := filepath.Join(workDir, ResultFile)
+	f, err := openRegular(path)
 	if err != nil {
 		return fmt.Errorf("worker result: %w", err)
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
+	if err != nil {
+		return fmt.Errorf("worker result: %w", err)
+	}
+	if len(data) > MaxResultBytes {
+		return fmt.Errorf("worker result %s: larger than %d bytes", path, MaxResultBytes)
+	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("worker result %s: %w", filepath.Join(workDir, ResultFile), err)
+		return fmt.Errorf("worker result %s: %w", path, err)
 	}
 	return nil
 }
 
+// openRegular opens path without following a final symlink and without
+// blocking on a FIFO, and refuses anything but a regular file: a worker
+// may have replaced its own files with either.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	return f, nil
+}
+
+// readTail returns up to n bytes from the end of a regular file.
+func readTail(path string, n int64) (string, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	off := fi.Size() - n
+	if off < 0 {
+		off = 0
+	}
+	data, err := io.ReadAll(io.NewSectionReader(f, off, n))
+	return string(data), err
+}
+
 // Tail returns up to n bytes from the end of a worker's log file.
 func Tail(workDir, name string, n int) string {
-	data, err := os.ReadFile(filepath.Join(workDir, name))
+	data, err := readTail(filepath.Join(workDir, name), int64(n))
 	if err != nil {
 		return ""
 	}
-	if len(data) > n {
-		data = data[len(data)-n:]
+	return strings.TrimSpace(data)
+}
+
+// capLogs cuts a worker's logs to MaxLogBytes, so a worker that prints
+// without end costs the evidence store no more than that.
+func capLogs(workDir string) {
+	for _, name := range []string{StdoutFile, StderrFile} {
+		path := filepath.Join(workDir, name)
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxLogBytes {
+			_ = os.Truncate(path, MaxLogBytes)
+		}
 	}
-	return string(bytes.TrimSpace(data))
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }

@@ -119,9 +119,9 @@ func command(python, validatorRoot string) []string {
 	return []string{python, "-I", "-B", "-u", "-c", bootstrap, validatorRoot}
 }
 
-// workerEnv is the caller's environment without PYTHON* variables, plus
-// the ones the worker needs.
-func workerEnv(extra []string) []string {
+// unisolatedEnv is the caller's environment without PYTHON* variables,
+// plus the ones the worker needs (the unsafe mode only).
+func unisolatedEnv(extra []string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "PYTHON") {
@@ -129,6 +129,27 @@ func workerEnv(extra []string) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1")
+	env = append(env, "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", controlEnv)
+	return append(env, extra...)
+}
+
+// passedThrough are the caller's variables a sandboxed worker keeps: which
+// GPUs it may use and where the driver's libraries are. Nothing else of the
+// caller's environment (tokens, keys, paths) reaches candidate code.
+var passedThrough = []string{"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
+	"OMP_NUM_THREADS", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_DEBUG"}
+
+// controlEnv tells the harness that fd 3 is its control pipe.
+const controlEnv = "CACHEON_CONTROL_FD=3"
+
+// sandboxEnv is a sandboxed worker's whole environment.
+func sandboxEnv(extra []string) []string {
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8", "LC_ALL=C.UTF-8",
+		"PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", controlEnv}
+	for _, k := range passedThrough {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
 	return append(env, extra...)
 }

@@ -199,6 +199,21 @@ def run_graph(call, work_dir, case_index, seeds, progress):
     return graph, phases
 
 
+def announce_candidate_code():
+    """Tell the controller, on the control pipe only this harness holds,
+    that candidate code runs from here on; then close the pipe, so nothing
+    after this point can write to it. A death before this mark is the
+    harness's own; one after it is the candidate's, whatever the progress
+    log (which the candidate can rewrite) says."""
+    fd = os.environ.get("CACHEON_CONTROL_FD")
+    if not fd:
+        return
+    try:
+        os.write(int(fd), b"candidate_code\n")
+    finally:
+        os.close(int(fd))
+
+
 def _missing_dependency(exc, bundle_root):
     """The top-level module a failed import lacked, when it is not part of
     the bundle: a dependency this interpreter does not have (triton on a
@@ -232,6 +247,7 @@ def run(req, progress):
 
     # Bind the input generators before any candidate code can rebind torch.
     bind_generators()
+    announce_candidate_code()
     progress("import_candidate", source=req["source"])
     try:
         module = load_module(req["bundle_root"], req["source"])
