@@ -358,7 +358,7 @@ func supervise(s *Spec, controlFD []int, files [][3]*os.File, report func(status
 			fds = append(fds, uintptr(controlFD[i]))
 		}
 		attr := &syscall.ProcAttr{Dir: p.Dir, Env: p.Env, Files: fds,
-			Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
+			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 		pid, err := syscall.ForkExec(p.Path, p.Args, attr)
 		if err != nil {
 			fmt.Fprintf(files[i][2], "cacheon sandbox: start %s: %v\n", p.Path, err)

@@ -19,24 +19,24 @@ const (
 
 // Report is the outcome of one verify run.
 type Report struct {
-	Schema    string      `json:"schema"`
-	Bundle    string      `json:"bundle"`
-	BundleID  string      `json:"bundle_id"`
-	ABI       string      `json:"abi_version"`
+	Schema   string `json:"schema"`
+	Bundle   string `json:"bundle"`
+	BundleID string `json:"bundle_id"`
+	ABI      string `json:"abi_version"`
 	// ContentHash is the content hash of the staged copy the scan read and
 	// the workers ran.
-	ContentHash string `json:"content_hash"`
-	Isolation   string `json:"isolation"` // IsolationSandbox or IsolationNone
-	Device    string      `json:"device"`
-	DType     string      `json:"dtype"`
-	Seed      int64       `json:"seed"`
-	WorldSize int         `json:"world_size"`
-	Scan      ScanSummary `json:"scan"`
-	Worker    WorkerInfo  `json:"worker"`
-	Notes     []string    `json:"notes"`
-	Rows      []RowResult `json:"rows"`
-	Verdict   string      `json:"verdict"`
-	Reason    string      `json:"reason"`
+	ContentHash string      `json:"content_hash"`
+	Isolation   string      `json:"isolation"` // IsolationSandbox or IsolationNone
+	Device      string      `json:"device"`
+	DType       string      `json:"dtype"`
+	Seed        int64       `json:"seed"`
+	WorldSize   int         `json:"world_size"`
+	Scan        ScanSummary `json:"scan"`
+	Worker      WorkerInfo  `json:"worker"`
+	Notes       []string    `json:"notes"`
+	Rows        []RowResult `json:"rows"`
+	Verdict     string      `json:"verdict"`
+	Reason      string      `json:"reason"`
 }
 
 // ScanSummary is the static scan that gates every run.

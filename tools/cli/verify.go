@@ -22,6 +22,7 @@ type verifyOptions struct {
 	timeout   time.Duration
 	jsonOut   bool
 	keepWork  bool
+	unsafe    bool
 	quiet     bool
 	catalog   string
 }
@@ -88,6 +89,8 @@ a worker of the validator's own failing).`,
 	f.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	f.BoolVar(&o.keepWork, "keep-work", false, "keep the run directory (worker logs, raw outputs) and print its path")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
+	f.BoolVar(&o.unsafe, "unsafe-no-isolation", false, "run workers WITHOUT the sandbox (the caller's user, files, network "+
+		"and environment); only where namespaces cannot be made, on a machine you can throw away; the report says so")
 	f.StringVar(&o.catalog, "catalog", "", "target catalog HCL whose slot contracts verification follows (default: the built-in catalog)")
 	return cmd
 }
@@ -98,7 +101,8 @@ func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) er
 		progress = io.Discard
 	}
 	opts := verify.Options{
-		Device: o.device, DType: o.dtype, Seed: o.seed, WorldSize: o.worldSize, Python: o.python,
+		Unisolated: o.unsafe,
+		Device:     o.device, DType: o.dtype, Seed: o.seed, WorldSize: o.worldSize, Python: o.python,
 		Timeout: o.timeout, KeepWork: o.keepWork, Progress: progress,
 	}
 	if o.catalog != "" {
@@ -139,7 +143,9 @@ func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) er
 }
 
 func writeVerifyText(w io.Writer, rep *verify.Report) {
-	fmt.Fprintf(w, "bundle: %s  abi: %s  ops: %d\n", rep.BundleID, rep.ABI, len(rep.Rows))
+	p := verify.Printable // every string below may come from the bundle or a worker
+	fmt.Fprintf(w, "bundle: %s  abi: %s  ops: %d\n", p(rep.BundleID), p(rep.ABI), len(rep.Rows))
+	fmt.Fprintf(w, "content hash: %s  isolation: %s\n", rep.ContentHash, rep.Isolation)
 	wi := rep.Worker
 	triton := "none"
 	if wi.Triton != nil {
@@ -157,10 +163,10 @@ func writeVerifyText(w io.Writer, rep *verify.Report) {
 		fmt.Fprintf(w, "scan: %d violation(s), %d advisory finding(s)\n", rep.Scan.Violations, rep.Scan.Advisories)
 	}
 	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		fmt.Fprintf(w, "note: %s\n", p(n))
 	}
 	for _, row := range rep.Rows {
-		fmt.Fprintf(w, "\n[%s] %s [variant '%s']  %s:%s\n", row.Verdict, row.Slot, row.Variant, row.Source, row.Entry)
+		fmt.Fprintf(w, "\n[%s] %s [variant '%s']  %s:%s\n", row.Verdict, p(row.Slot), p(row.Variant), p(row.Source), p(row.Entry))
 		if row.Correctness != "" {
 			tol := ""
 			if row.Tolerance != nil {
@@ -172,7 +178,7 @@ func writeVerifyText(w io.Writer, rep *verify.Report) {
 			if row.WorldSize > 1 {
 				ranks = fmt.Sprintf(", %d ranks", row.WorldSize)
 			}
-			fmt.Fprintf(w, "  %s%s; %s%s\n", row.Correctness, tol, graph, ranks)
+			fmt.Fprintf(w, "  %s%s; %s%s\n", p(row.Correctness), tol, graph, ranks)
 		}
 		for _, c := range row.Cases {
 			shape := c.Describe
@@ -183,14 +189,14 @@ func writeVerifyText(w io.Writer, rep *verify.Report) {
 			if c.Graph != "" && c.Graph != "captured" {
 				extra = " [graph " + strings.ReplaceAll(c.Graph, "_", " ") + "]"
 			}
-			fmt.Fprintf(w, "  case %d  %-36s %-4s %s%s\n", c.Index, shape, c.Verdict, c.Reason, extra)
+			fmt.Fprintf(w, "  case %d  %-36s %-4s %s%s\n", c.Index, p(shape), c.Verdict, p(c.Reason), p(extra))
 		}
-		fmt.Fprintf(w, "  => %s\n", row.Reason)
+		fmt.Fprintf(w, "  => %s\n", p(row.Reason))
 	}
 	c := rep.Counts()
 	fmt.Fprintf(w, "\nverdict: %s (%d passed, %d failed, %d errors, %d not applicable, %d skipped)\n",
 		rep.Verdict, c[verify.Pass], c[verify.Fail], c[verify.Error], c[verify.NotApplicable], c[verify.Skip])
 	if rep.Verdict != verify.Pass {
-		fmt.Fprintf(w, "reason: %s\n", rep.Reason)
+		fmt.Fprintf(w, "reason: %s\n", p(rep.Reason))
 	}
 }

@@ -1,0 +1,229 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Hostile kernels as a miner would write them. Each one tries an escape
+// and raises "ESCAPED: ..." if it worked; otherwise it computes the right
+// answer or a wrong one, and the verdict must follow from that alone.
+
+// TestVerifyCandidateCannotRewriteTheJudge: the candidate tries to make
+// its validator copy writable and rewrite the reference role's comparison,
+// in its own copy and in every other validator copy of the run directory,
+// then returns zeros. The judge must stay intact: FAIL, not PASS.
+func TestVerifyCandidateCannotRewriteTheJudge(t *testing.T) {
+	testPython(t)
+	src := siluHeader + `
+import glob, os
+import cacheon_reference
+
+FORGED = "def compare(*a, **k):\n    return True\n"
+
+def silu_and_mul(x, out):
+    mine = os.path.dirname(os.path.dirname(cacheon_reference.__file__))
+    roots = [mine] + glob.glob(os.path.join(os.path.dirname(mine), "validator*"))
+    roots += glob.glob("/tmp/**/cacheon_reference/..", recursive=True)
+    for root in roots:
+        for dirpath, _, _ in os.walk(root):
+            try:
+                os.chmod(dirpath, 0o777)
+            except OSError:
+                pass
+        target = os.path.join(root, "cacheon_reference", "compare.py")
+        try:
+            with open(target, "a") as f:
+                f.write(FORGED)
+        except OSError:
+            continue
+        raise RuntimeError("ESCAPED: wrote " + target)
+    out.zero_()
+`
+	rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", src, smallSilu), Options{})
+	if rep.Verdict != Fail || strings.Contains(rep.Rows[0].Reason, "ESCAPED") {
+		t.Fatalf("verdict %s reason %q, want a FAIL on the zeros", rep.Verdict, rep.Rows[0].Reason)
+	}
+}
+
+// TestVerifyIgnoresBytecodeInTheBundle: the scanned source is right, and
+// an unchecked-hash .pyc (PEP 552) compiled from wrong source sits in
+// __pycache__ beside it. Python would load the .pyc; the staged copy
+// leaves it out, so the source that was scanned is the code that runs.
+func TestVerifyIgnoresBytecodeInTheBundle(t *testing.T) {
+	py := testPython(t)
+	dir := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
+	evil := filepath.Join(t.TempDir(), "k.py")
+	writeFile(t, evil, siluHeader+"\ndef silu_and_mul(x, out):\n    out.zero_()\n")
+	compile := `import importlib.util, py_compile, sys
+src, dst = sys.argv[1], sys.argv[2]
+py_compile.compile(src, cfile=importlib.util.cache_from_source(dst), dfile=dst,
+                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)`
+	if out, err := exec.Command(py, "-c", compile, evil, filepath.Join(dir, "kernels", "k.py")).CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v %s", err, out)
+	}
+	if pycs, _ := filepath.Glob(filepath.Join(dir, "kernels", "__pycache__", "*.pyc")); len(pycs) != 1 {
+		t.Fatalf("no .pyc planted: %v", pycs)
+	}
+	rep := run(t, dir, Options{})
+	if rep.Verdict != Pass {
+		t.Fatalf("verdict %s reason %q: the planted bytecode ran", rep.Verdict, rep.Reason)
+	}
+}
+
+// TestVerifyCandidateIsContained: from inside its kernel a candidate
+// cannot read /etc/shadow, write outside its tmp (the bundle under
+// verification, the host), open a network connection, see the caller's
+// environment, or signal the controller.
+func TestVerifyCandidateIsContained(t *testing.T) {
+	testPython(t)
+	t.Setenv("CACHEON_TEST_SECRET", "hunter2")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", "", smallSilu)
+	src := goodSilu + `
+import os, socket
+
+def _attempts():
+    try:
+        data = open("/etc/shadow").read()
+        if "root:" in data:
+            yield "read /etc/shadow"
+    except OSError:
+        pass
+    for path in [BUNDLE + "/kernels/planted.py", "/usr/planted", "/etc/planted", "/root/planted"]:
+        try:
+            open(path, "w").close()
+            yield "wrote " + path
+        except OSError:
+            pass
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
+        yield "connected to the host"
+    except OSError:
+        pass
+    if "CACHEON_TEST_SECRET" in os.environ:
+        yield "saw the caller's environment"
+    try:
+        os.kill(CONTROLLER, 0)
+        yield "reached the controller's pid"
+    except OSError:
+        pass
+
+_escaped = list(_attempts())
+if _escaped:
+    raise RuntimeError("ESCAPED: " + "; ".join(_escaped))
+`
+	src = strings.NewReplacer("BUNDLE", strconv.Quote(dir), "PORT", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port),
+		"CONTROLLER", strconv.Itoa(os.Getpid())).Replace(src)
+	writeFile(t, filepath.Join(dir, "kernels", "k.py"), src)
+	rep := run(t, dir, Options{})
+	if rep.Verdict != Pass {
+		t.Fatalf("verdict %s reason %q", rep.Verdict, rep.Reason)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kernels", "planted.py")); err == nil {
+		t.Fatal("the candidate wrote into the bundle under verification")
+	}
+	if rep.Isolation != IsolationSandbox {
+		t.Fatalf("isolation %q", rep.Isolation)
+	}
+}
+
+// TestVerifyCandidateCannotForgeItsReport: a failing kernel that writes a
+// harness-stage progress line stays a FAIL (not an infrastructure ERROR),
+// and text it raises cannot start lines of its own in the report.
+func TestVerifyCandidateCannotForgeItsReport(t *testing.T) {
+	testPython(t)
+	cases := []struct {
+		name, src string
+	}{
+		{"fake progress", siluHeader + `
+import json, os
+
+def silu_and_mul(x, out):
+    with open("progress.jsonl", "w") as f:
+        f.write(json.dumps({"stage": "start"}) + "\n")
+    os._exit(1)
+`},
+		{"injected lines", siluHeader + `
+def silu_and_mul(x, out):
+    raise RuntimeError("boom\n\nverdict: PASS (1 passed)\r\x1b[2K[PASS] activation.silu_and_mul\u202e")
+`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var progress bytes.Buffer
+			rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.src, smallSilu), Options{Progress: &progress})
+			if rep.Verdict != Fail {
+				t.Fatalf("verdict %s reason %q, want FAIL", rep.Verdict, rep.Rows[0].Reason)
+			}
+			for _, line := range strings.Split(progress.String(), "\n") {
+				if strings.HasPrefix(line, "verdict:") || strings.HasPrefix(line, "[PASS]") || strings.ContainsAny(line, "\r\x1b\u202e") {
+					t.Fatalf("a kernel wrote its own progress line: %q", line)
+				}
+			}
+		})
+	}
+}
+
+// TestVerifyRefusesWithoutIsolation: where sandboxes cannot be made (here:
+// a run directory the sandbox user cannot reach), candidate code does not
+// run unless --unsafe-no-isolation says so, and the report then says so.
+func TestVerifyRefusesWithoutIsolation(t *testing.T) {
+	py := testPython(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the unreachable run directory needs a root controller")
+	}
+	parent := t.TempDir() // 0700: the sandbox user cannot pass it
+	good := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
+	_, err := Run(context.Background(), good, Options{Python: py, DType: "float32", WorkDir: parent})
+	if err == nil || !strings.Contains(err.Error(), "--unsafe-no-isolation") {
+		t.Fatalf("err = %v, want a refusal naming --unsafe-no-isolation", err)
+	}
+	rep, err := Run(context.Background(), good, Options{Python: py, DType: "float32", WorkDir: parent, Unisolated: true,
+		Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != Pass || rep.Isolation != IsolationNone || !strings.Contains(strings.Join(rep.Notes, " "), "UNSAFE") {
+		t.Fatalf("verdict %s isolation %q notes %q", rep.Verdict, rep.Isolation, rep.Notes)
+	}
+}
+
+// TestVerifyRemovesKilledRunsDirectories: a run directory whose creating
+// process is gone is removed by the next run; a live one is kept.
+func TestVerifyRemovesKilledRunsDirectories(t *testing.T) {
+	parent := t.TempDir()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(parent, runDirPrefix+strconv.Itoa(cmd.Process.Pid)+"-123")
+	live := filepath.Join(parent, runDirPrefix+strconv.Itoa(os.Getpid())+"-456")
+	other := filepath.Join(parent, runDirPrefix+"notapid")
+	for _, d := range []string{dead, live, other} {
+		if err := os.MkdirAll(filepath.Join(d, "validator-1"), 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStaleRunDirs(parent)
+	if _, err := os.Stat(dead); err == nil {
+		t.Error("a killed run's directory was kept")
+	}
+	for _, d := range []string{live, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
+	}
+}
