@@ -86,7 +86,7 @@ func TestVerifyCommandJSONFields(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := "abi_version bundle bundle_id device dtype notes reason rows scan schema seed verdict worker world_size"
+	want := "abi_version bundle bundle_id content_hash device dtype isolation notes reason rows scan schema seed verdict worker world_size"
 	if got := strings.Join(keys, " "); got != want {
 		t.Fatalf("report keys %q, want %q", got, want)
 	}
