@@ -20,13 +20,20 @@ func CheckExpressions(body hcl.Body, functions ...string) hcl.Diagnostics {
 	if !ok {
 		return nil
 	}
+	// Only the outermost of nested refused expressions is reported.
+	var refused hcl.Range
 	return hclsyntax.VisitAll(b, func(n hclsyntax.Node) hcl.Diagnostics {
+		if r := n.Range(); refused.Filename != "" && r.Start.Byte >= refused.Start.Byte && r.End.Byte <= refused.End.Byte {
+			return nil
+		}
 		switch e := n.(type) {
 		case *hclsyntax.ForExpr:
+			refused = e.SrcRange
 			return hcl.Diagnostics{refusal(LimitExpression, e.SrcRange, "For expression not allowed",
 				"This file is data: write the list or object out instead of computing it with a for expression.")}
 		case *hclsyntax.FunctionCallExpr:
 			if !slices.Contains(functions, e.Name) {
+				refused = e.Range()
 				allowed := "no function is available here"
 				if len(functions) > 0 {
 					allowed = "the only functions are " + strings.Join(functions, ", ")
