@@ -2,6 +2,7 @@ package materialize
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cacheon/engine/tools/atomicwrite"
 )
 
 // TestHelperBlockedMaterialize is not a test: run by startBlocked, it
@@ -101,5 +104,17 @@ func TestMaterializeRemovesKilledRunsLeftovers(t *testing.T) {
 		if !slices.Contains(left, n) {
 			t.Errorf("the running run's %s was removed", n)
 		}
+	}
+}
+
+// Verify bounds the tree metadata it decodes.
+func TestVerifyRefusesOversizedMetadata(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "engine")
+	big := make([]byte, MaxTreeMetadataBytes+1)
+	if _, err := atomicwrite.WriteTree(root, []atomicwrite.File{{Path: TreeMetadataName, Data: big}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(root); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
 	}
 }

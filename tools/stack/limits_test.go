@@ -1,11 +1,14 @@
 package stack
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/tools/canonjson"
 	"github.com/cacheon/engine/tools/hclload"
 )
 
@@ -69,5 +72,15 @@ func TestLoadRefusesOversizedFile(t *testing.T) {
 	}
 	if f, diags := Parse("big.hcl", src); f != nil || !diags.HasErrors() {
 		t.Fatalf("Parse of an oversized file: %v", diags)
+	}
+}
+
+// A manifest's catalog snapshot is bounded before it is hashed or decoded.
+func TestManifestRefusesOversizedSnapshot(t *testing.T) {
+	snapshot := append([]byte(`{"targets":[`), bytes.Repeat([]byte(" "), MaxCatalogSnapshotBytes)...)
+	snapshot = append(snapshot, "]}"...)
+	_, err := NewEvaluationStackManifest(strings.Repeat("1", 64), strings.Repeat("2", 64), strings.Repeat("3", 64), strings.Repeat("4", 64), snapshot, nil)
+	if !errors.Is(err, canonjson.ErrTooLarge) {
+		t.Fatalf("err = %v, want canonjson.ErrTooLarge", err)
 	}
 }
