@@ -139,8 +139,8 @@ func decodeFile(file *hcl.File) (*document, hcl.Diagnostics) {
 // MaxExpansion bounds how many entries the feature_set and tolerance_set
 // references of one catalog expand to in total. A reference copies its
 // set, so without a bound a file of many references to one large set
-// costs the product of their counts; the default catalog expands to a few
-// hundred entries.
+// costs the product of their counts; the default catalog expands to fewer
+// than 150 entries.
 const MaxExpansion = 1 << 18
 
 // expansion is what is left of MaxExpansion while a file decodes.
