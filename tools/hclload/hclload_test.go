@@ -2,6 +2,9 @@ package hclload
 
 import (
 	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -142,5 +145,39 @@ func TestCheckExpressionsFunctions(t *testing.T) {
 	}
 	if n := len(CheckExpressions(f.Body)); n != 2 {
 		t.Errorf("with no functions allowed, %d refusals, want 2", n)
+	}
+}
+
+// Every HCL file of the repository is far inside the limits.
+func TestRepositoryFilesWithinLimits(t *testing.T) {
+	if _, err := os.Stat(filepath.Join("..", "..", "MODULE.bazel")); err != nil {
+		t.Skip("not run from the source tree")
+	}
+	n := 0
+	err := filepath.WalkDir(filepath.Join("..", ".."), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), "bazel-")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || filepath.Ext(p) != ".hcl" || strings.Contains(p, "error-files") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		n++
+		if diags := Check(src, p); diags.HasErrors() {
+			t.Errorf("%v", diags)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 5 {
+		t.Fatalf("found only %d HCL files", n)
 	}
 }
