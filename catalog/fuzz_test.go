@@ -17,17 +17,17 @@ import (
 // minimizing for the rest of the run: 0 execs/sec. The fuzzed bytes are
 // therefore a short snippet appended to ruleBase, a small valid catalog,
 // so every input still reaches the cross-block rules and the identities,
-// and minimization gets a second unless the command line says
-// otherwise.
+// and minimization tries at most a hundred candidates unless the command
+// line says otherwise.
 const maxFuzzSnippet = 1024
 
-// boundMinimization sets -fuzzminimizetime to a second when the
-// command line leaves it at its default.
+// boundMinimization sets -fuzzminimizetime to 100 runs when the command
+// line leaves it at its default.
 func boundMinimization(f *testing.F) {
 	set := false
 	flag.Visit(func(fl *flag.Flag) { set = set || fl.Name == "test.fuzzminimizetime" })
 	if !set {
-		if err := flag.Set("test.fuzzminimizetime", "1s"); err != nil {
+		if err := flag.Set("test.fuzzminimizetime", "100x"); err != nil {
 			f.Logf("cannot bound minimization: %v", err)
 		}
 	}
