@@ -33,3 +33,16 @@ func TestCatalogCheckRefusesBombs(t *testing.T) {
 		t.Fatalf("exit %d, out %.500s", code, out)
 	}
 }
+
+// A deeply nested stack file is refused with its location, without a
+// snippet (HCL never parsed it) and without a crash.
+func TestStackDigestRefusesBombs(t *testing.T) {
+	deep := filepath.Join(t.TempDir(), "deep.hcl")
+	if err := os.WriteFile(deep, []byte("stack \"x\" {\n  kind = "+strings.Repeat("[", 100_000)+"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, "", "stack", "digest", deep)
+	if code != ExitRejected || !strings.Contains(stderr, "Nesting too deep") || !strings.Contains(stderr, "deep.hcl line 2") {
+		t.Fatalf("exit %d, stderr %.500q", code, stderr)
+	}
+}
