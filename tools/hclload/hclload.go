@@ -270,7 +270,14 @@ func (s *scanner) codeByte() *hcl.Diagnostic {
 	case cur == '(':
 		return s.push(frame{kind: frameParen}, 1)
 	case cur == '}' || cur == ']' || cur == ')':
-		s.pop()
+		// Only a matching closer ends a frame. A stray one is a syntax
+		// error; letting it end a frame would let a file of "b {" and
+		// ")" lines count as shallow whatever hclsyntax's recovery then
+		// nests, so it is ignored and the count stays an upper bound.
+		if f := s.top(); f != nil && (cur == '}' && (f.kind == frameBrace || f.kind == frameInterp) ||
+			cur == ']' && f.kind == frameBrack || cur == ')' && f.kind == frameParen) {
+			s.pop()
+		}
 		s.advance(1)
 	case cur == '"':
 		return s.push(frame{kind: frameString}, 1)
@@ -322,6 +329,11 @@ func (s *scanner) templateSequence() (bool, *hcl.Diagnostic) {
 	}
 	switch {
 	case s.at(1) == '{':
+		if c == '%' {
+			if d := s.directive(); d != nil {
+				return true, d
+			}
+		}
 		s.prev = '{'
 		return true, s.push(frame{kind: frameInterp}, 2)
 	case s.at(1) == c && s.at(2) == '{':
@@ -330,6 +342,37 @@ func (s *scanner) templateSequence() (bool, *hcl.Diagnostic) {
 		s.advance(1)
 	}
 	return true, nil
+}
+
+// directive counts the nesting of %{if} and %{for} template directives,
+// which hclsyntax's template parser recurses on until the matching
+// %{endif} or %{endfor}, as operators of the enclosing template.
+func (s *scanner) directive() *hcl.Diagnostic {
+	i := s.pos + 2
+	for i < len(s.src) && (s.src[i] == '~' || s.src[i] == ' ' || s.src[i] == '\t') {
+		i++
+	}
+	j := i
+	for j < len(s.src) && s.src[j] >= 'a' && s.src[j] <= 'z' {
+		j++
+	}
+	f := s.top()
+	switch string(s.src[i:j]) {
+	case "if", "for":
+		f.ops++
+		s.depth++
+		if s.depth > MaxDepth {
+			start := s.here()
+			s.advance(2)
+			return s.tooDeep(start)
+		}
+	case "endif", "endfor":
+		if f.ops > 0 {
+			f.ops--
+			s.depth--
+		}
+	}
+	return nil
 }
 
 func (s *scanner) stringByte() *hcl.Diagnostic {

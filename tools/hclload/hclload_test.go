@@ -46,10 +46,14 @@ func TestCheckRefusesDeepNesting(t *testing.T) {
 		{"unary minus", "x = 1\ny = " + strings.Repeat("- ", n) + "1\n", 5 + 2*MaxDepth},
 		{"conditionals", "x = 1\ny = " + strings.Repeat("true ? 1 : ", n/10) + "1\n", 0},
 		{"heredocs", "x = 1\ny = " + strings.Repeat("<<E\n${", n) + "1" + strings.Repeat("}\nE\n", n), 0},
+		// A stray closer ends no frame.
+		{"blocks after stray closers", "x = 1\n" + strings.Repeat("b {\n)\n]\n", n/10), 0},
+		{"template if directives", "x = 1\ny = \"" + strings.Repeat("%{ if true }", n/20) + "\"\n", 6 + 12*(MaxDepth-2)},
+		{"template for directives", "x = 1\ny = <<E\n" + strings.Repeat("%{~for v in w}", n/20) + "\nE\n", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d := refusedWith(t, Check([]byte(tt.src), "f.hcl"), LimitDepth)
-			if tt.name != "heredocs" && d.Subject.Start.Line != 2 {
+			if tt.col > 0 && d.Subject.Start.Line != 2 {
 				t.Errorf("line = %d, want 2", d.Subject.Start.Line)
 			}
 			if tt.col > 0 && d.Subject.Start.Column != tt.col {
@@ -74,6 +78,8 @@ func TestCheckIgnoresBracketsInText(t *testing.T) {
 		"x = <<-EOF\n  " + deep + "\n  EOF\n",
 		"x = [for a in [1] : \"" + deep + "\"]",
 		"a-b = c-d\nx = a - b\ny = [1, -1]\nz = -1\nw = a != b\n",
+		"x = \"" + strings.Repeat("%{if a}b%{else}c%{endif}", 1000) + "\"\n",
+		"x = <<EOF\n" + strings.Repeat("%{for v in w}${v}%{endfor}\n", 1000) + "EOF\n",
 	} {
 		if diags := Check([]byte(src), "f.hcl"); diags.HasErrors() {
 			t.Errorf("%.40q: %v", src, diags)
