@@ -28,8 +28,9 @@ const (
 	MaxBytes = 1 << 20
 	// MaxDepth bounds the nesting of brackets, braces, parentheses,
 	// strings, template interpolations and heredocs, counting each
-	// unary or conditional operator of an unfinished expression as one
-	// more level, since hclsyntax recurses on those too.
+	// unary or conditional operator of an unfinished expression and
+	// each open %{if} or %{for} directive as one more level, since
+	// hclsyntax recurses on those too.
 	MaxDepth = 64
 )
 
