@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/cacheon/engine/tools/hclload"
 )
 
 // DefaultFile is the name the embedded default catalog reports in
@@ -58,7 +60,7 @@ type Catalog struct {
 // Diagnostics name the file, line and column of each problem; the
 // catalog is nil whenever they hold an error.
 func Load(fsys fs.FS, name string) (*Catalog, hcl.Diagnostics) {
-	src, err := fs.ReadFile(fsys, name)
+	src, err := hclload.ReadFile(fsys, name)
 	if err != nil {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -75,9 +77,17 @@ func Load(fsys fs.FS, name string) (*Catalog, hcl.Diagnostics) {
 // every block decodes, so their diagnostics never stem from an earlier
 // error.
 func Parse(src []byte, filename string) (*Catalog, hcl.Diagnostics) {
+	// hclsyntax has no nesting limit of its own: the size and depth are
+	// checked before it runs, the expressions before any is evaluated.
+	if limits := hclload.Check(src, filename); limits.HasErrors() {
+		return nil, asRule(RuleSourceLimits, limits)
+	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diags
+	}
+	if exprs := hclload.CheckExpressions(file.Body, "concat"); exprs.HasErrors() {
+		return nil, append(diags, asRule(RuleStaticExpressions, exprs)...)
 	}
 	doc, moreDiags := decodeFile(file)
 	diags = append(diags, moreDiags...)

@@ -121,18 +121,47 @@ func decodeFile(file *hcl.File) (*document, hcl.Diagnostics) {
 	for _, b := range byType["artifact_provider"] {
 		doc.providers = append(doc.providers, decodeProviderBlock(b, &diags))
 	}
+	budget := &expansion{left: MaxExpansion}
 	tolCtx := doc.toleranceSetLookup()
 	for _, b := range byType["slot"] {
-		doc.slots = append(doc.slots, decodeSlotBlock(b, tolCtx, &diags))
+		doc.slots = append(doc.slots, decodeSlotBlock(b, tolCtx, budget, &diags))
 	}
 	featCtx := doc.featureSetContext()
 	for _, b := range byType["target"] {
-		doc.targets = append(doc.targets, decodeTargetBlock(b, featCtx, &diags))
+		doc.targets = append(doc.targets, decodeTargetBlock(b, featCtx, budget, &diags))
 	}
 	for _, b := range byType["composition_rule"] {
 		doc.rules = append(doc.rules, decodeRuleBlock(b, &diags))
 	}
 	return doc, diags
+}
+
+// MaxExpansion bounds how many entries the feature_set and tolerance_set
+// references of one catalog expand to in total. A reference copies its
+// set, so without a bound a file of many references to one large set
+// costs the product of their counts; the default catalog expands to fewer
+// than 150 entries.
+const MaxExpansion = 1 << 18
+
+// expansion is what is left of MaxExpansion while a file decodes.
+type expansion struct {
+	left     int
+	reported bool
+}
+
+// spend takes n entries for the reference at rng, reporting once when the
+// budget runs out.
+func (e *expansion) spend(n int, rng hcl.Range, diags *hcl.Diagnostics) bool {
+	e.left -= n
+	if e.left >= 0 {
+		return true
+	}
+	if !e.reported {
+		e.reported = true
+		*diags = append(*diags, violation(RuleExpansionBudget, rng, "Too many expanded entries",
+			fmt.Sprintf("The feature_set and tolerance_set references up to here expand to more than %d entries; list fewer, or use smaller sets.", MaxExpansion)))
+	}
+	return false
 }
 
 // single returns the one block of a type that must appear exactly once.
@@ -451,7 +480,7 @@ var slotSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{{Type: "correctness"}},
 }
 
-func decodeSlotBlock(b *hcl.Block, tolSets map[string]*toleranceSetDecl, diags *hcl.Diagnostics) *slotDecl {
+func decodeSlotBlock(b *hcl.Block, tolSets map[string]*toleranceSetDecl, budget *expansion, diags *hcl.Diagnostics) *slotDecl {
 	a, blocks := blockAttrs(b, slotSchema, diags)
 	s := &slotDecl{id: labelItem(b), def: b.DefRange}
 	s.ID = s.id.Value
@@ -509,7 +538,7 @@ func decodeSlotBlock(b *hcl.Block, tolSets map[string]*toleranceSetDecl, diags *
 		}
 	}
 
-	s.Tolerances = decodeSlotTolerances(s, a, tolSets, diags)
+	s.Tolerances = decodeSlotTolerances(s, a, tolSets, budget, diags)
 	if a.has("kl_threshold") {
 		if kl, rng, ok := a.decimal("kl_threshold"); ok {
 			if kl.Rat().Sign() <= 0 {
@@ -610,7 +639,7 @@ func decodeSlotSignature(s *slotDecl, a attrDecoder, diags *hcl.Diagnostics) {
 
 // decodeSlotTolerances accepts `tolerance_set.<name>` or an inline
 // object `{ float32 = { atol = "…", rtol = "…" }, … }`.
-func decodeSlotTolerances(s *slotDecl, a attrDecoder, sets map[string]*toleranceSetDecl, diags *hcl.Diagnostics) []Tolerance {
+func decodeSlotTolerances(s *slotDecl, a attrDecoder, sets map[string]*toleranceSetDecl, budget *expansion, diags *hcl.Diagnostics) []Tolerance {
 	attr := a.attrs["tolerances"]
 	if attr == nil {
 		return nil
@@ -626,6 +655,9 @@ func decodeSlotTolerances(s *slotDecl, a attrDecoder, sets map[string]*tolerance
 						Detail:   fmt.Sprintf("Slot %q refers to tolerance_set.%s, which is not declared.%s", s.ID, step.Name, suggest(step.Name, sortedKeys(sets))),
 						Subject:  attr.Expr.Range().Ptr(),
 					})
+					return nil
+				}
+				if !budget.spend(len(ts.tolerances), attr.Expr.Range(), diags) {
 					return nil
 				}
 				return slices.Clone(ts.tolerances)
@@ -889,7 +921,7 @@ var targetSchema = &hcl.BodySchema{
 	},
 }
 
-func decodeTargetBlock(b *hcl.Block, featCtx *hcl.EvalContext, diags *hcl.Diagnostics) *targetDecl {
+func decodeTargetBlock(b *hcl.Block, featCtx *hcl.EvalContext, budget *expansion, diags *hcl.Diagnostics) *targetDecl {
 	a, _ := blockAttrs(b, targetSchema, diags)
 	t := &targetDecl{id: labelItem(b), def: b.DefRange}
 	checkID("target id", t.id, diags)
@@ -916,7 +948,7 @@ func decodeTargetBlock(b *hcl.Block, featCtx *hcl.EvalContext, diags *hcl.Diagno
 		{"allowed_features", &t.features, featCtx},
 	}
 	for _, l := range lists {
-		if l.ctx != nil && !knownFeatureSets(a.attrs[l.name], l.ctx, diags) {
+		if l.ctx != nil && !knownFeatureSets(a.attrs[l.name], l.ctx, budget, diags) {
 			continue
 		}
 		*l.dst, _ = a.strList(l.name, l.ctx)
@@ -938,8 +970,9 @@ func decodeTargetBlock(b *hcl.Block, featCtx *hcl.EvalContext, diags *hcl.Diagno
 }
 
 // knownFeatureSets reports references to undeclared feature sets with a
-// suggestion, before evaluation would report them less helpfully.
-func knownFeatureSets(attr *hcl.Attribute, ctx *hcl.EvalContext, diags *hcl.Diagnostics) bool {
+// suggestion, before evaluation would report them less helpfully, and
+// charges every reference's set size to budget before evaluation copies it.
+func knownFeatureSets(attr *hcl.Attribute, ctx *hcl.EvalContext, budget *expansion, diags *hcl.Diagnostics) bool {
 	if attr == nil {
 		return true
 	}
@@ -961,6 +994,8 @@ func knownFeatureSets(attr *hcl.Attribute, ctx *hcl.EvalContext, diags *hcl.Diag
 				Detail:   fmt.Sprintf("feature_set.%s is not declared; declared sets: %s.%s", step.Name, quoteList(names), suggest(step.Name, names)),
 				Subject:  trav.SourceRange().Ptr(),
 			})
+			ok = false
+		} else if !budget.spend(ctx.Variables["feature_set"].GetAttr(step.Name).LengthInt(), trav.SourceRange(), diags) {
 			ok = false
 		}
 	}

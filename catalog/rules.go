@@ -12,6 +12,11 @@ type Rule string
 // any of them does not load, so no digest is ever computed over it. The
 // order is the order of Rules and of the reference documentation.
 const (
+	// Source limits, checked before anything is evaluated.
+	RuleSourceLimits      Rule = "source-limits"
+	RuleStaticExpressions Rule = "static-expressions"
+	RuleExpansionBudget   Rule = "expansion-budget"
+
 	// Document shape.
 	RulePolicyVersion Rule = "policy-version"
 	RuleIDPattern     Rule = "id-pattern"
@@ -79,6 +84,9 @@ type RuleInfo struct {
 // description, in reference order.
 func Rules() []RuleInfo {
 	return []RuleInfo{
+		{RuleSourceLimits, "The catalog file is at most 1 MiB and nests brackets, braces, parentheses, strings and templates at most 64 levels deep (checked before the file is parsed)."},
+		{RuleStaticExpressions, "No expression is a for expression, and the only function is concat (checked before anything is evaluated)."},
+		{RuleExpansionBudget, "The feature_set and tolerance_set references of all targets and slots expand to at most 262144 entries in total."},
 		{RulePolicyVersion, "The catalog block names the policy version this loader implements (target-catalog.v1)."},
 		{RuleIDPattern, "Every target, slot, composition rule, artifact provider, feature set and tolerance set id, and every contract id, matches [0-9A-Za-z._-]+ (feature and tolerance set names, used as variables, must be identifiers)."},
 		{RuleUniqueID, "No two blocks of one type share a label."},
@@ -137,6 +145,20 @@ func RuleOf(d *hcl.Diagnostic) (Rule, bool) {
 }
 
 type ruleExtra struct{ rule Rule }
+
+// asRule turns the refusals of the shared HCL limits into violations of
+// rule, so they carry a catalog rule like every other catalog error.
+func asRule(rule Rule, diags hcl.Diagnostics) hcl.Diagnostics {
+	out := make(hcl.Diagnostics, len(diags))
+	for i, d := range diags {
+		subject := hcl.Range{}
+		if d.Subject != nil {
+			subject = *d.Subject
+		}
+		out[i] = violation(rule, subject, d.Summary, d.Detail)
+	}
+	return out
+}
 
 // violation builds the diagnostic for a broken rule at subject.
 func violation(rule Rule, subject hcl.Range, summary, detail string) *hcl.Diagnostic {

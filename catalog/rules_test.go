@@ -119,6 +119,29 @@ type ruleCase struct {
 // one rule, and marks the line the diagnostic must point at with
 // "# ERROR".
 var ruleCases = []ruleCase{
+	{name: "brackets nested 100k deep", rule: RuleSourceLimits,
+		snippet: "\nx = " + strings.Repeat("[", 100_000) + " # ERROR\n"},
+	{name: "interpolations nested 100k deep", rule: RuleSourceLimits,
+		snippet: "\nx = " + strings.Repeat(`"${`, 100_000) + " # ERROR\n"},
+
+	{name: "for expression", rule: RuleStaticExpressions, snippet: `
+target "a.one" {
+  kind             = "slot"
+  members          = ["a.one"]
+  contract         = "a.one"
+  allowed_features = [for f in ["entry"] : f] # ERROR
+}
+`},
+	{name: "function other than concat", rule: RuleStaticExpressions, snippet: `
+target "a.one" {
+  kind             = "slot"
+  members          = ["a.one"]
+  contract         = "a.one"
+  allowed_features = distinct(["entry"]) # ERROR
+}
+`},
+
+	{name: "references to a large feature set", rule: RuleExpansionBudget, snippet: expansionBomb()},
 	{name: "other policy version", rule: RulePolicyVersion,
 		replace: [][2]string{{`policy_version = "target-catalog.v1"`, `policy_version = "target-catalog.v2" # ERROR`}}},
 
@@ -564,6 +587,19 @@ func TestEveryRuleHasACase(t *testing.T) {
 			t.Errorf("test case for unlisted rule %s", r)
 		}
 	}
+}
+
+// expansionBomb is a feature set of 20000 entries and a target that
+// references it 14 times: 280000 entries from 200 KB of source.
+func expansionBomb() string {
+	var b strings.Builder
+	b.WriteString("\nfeature_set \"many\" {\n  features = [")
+	for i := 0; i < 20_000; i++ {
+		fmt.Fprintf(&b, "\"f%d\", ", i)
+	}
+	b.WriteString("]\n}\n\ntarget \"a.one\" {\n  kind = \"slot\"\n  members = [\"a.one\"]\n  contract = \"a.one\"\n")
+	b.WriteString("  allowed_features = concat(" + strings.Repeat("feature_set.many, ", 13) + "feature_set.many) # ERROR\n}\n")
+	return b.String()
 }
 
 func renderDiags(diags hcl.Diagnostics) string {

@@ -10,4 +10,11 @@
 // removes what was written. Nothing about the tree depends on the umask,
 // the clock or the path it was built from, so two builds of the same inputs
 // are byte-identical wherever they run.
+//
+// The temporary trees and files, and the work directories callers make
+// with MkdirScratch, are scratch entries beside the destination, named
+// .<base>.<kind>-<pid>-<random> and flock(2)-locked by their creator
+// while in use. A process killed part-way leaves its entry unlocked;
+// RemoveStale (called by WriteTree before it starts) removes those that
+// are unlocked and over a minute old, never a live run's.
 package atomicwrite

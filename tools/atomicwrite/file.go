@@ -18,7 +18,7 @@ func WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := createScratchFile(filepath.Join(dir, base))
 	if err != nil {
 		return fmt.Errorf("create temporary file for %s: %w", path, err)
 	}

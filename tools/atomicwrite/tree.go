@@ -85,16 +85,21 @@ func WriteTree(dest string, files []File, opts ...Option) (written []Written, er
 		return nil, fmt.Errorf("write tree %s: %w", dest, err)
 	}
 	parent := filepath.Dir(dest)
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".tmp-")
+	if _, err := RemoveStale(dest); err != nil {
+		return nil, err
+	}
+	scratch, err := MkdirScratch(dest, KindTmp)
 	if err != nil {
 		return nil, fmt.Errorf("create temporary tree beside %s: %w", dest, err)
 	}
+	tmp := scratch.Path
 	published := false
 	defer func() {
 		if err == nil {
+			scratch.Unlock()
 			return
 		}
-		os.RemoveAll(tmp)
+		scratch.Remove()
 		if published {
 			os.RemoveAll(dest)
 		}

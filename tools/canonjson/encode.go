@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"reflect"
@@ -35,9 +36,41 @@ func Marshal(v any) ([]byte, error) {
 type PathError struct {
 	Path   string
 	Reason string
+	// Err, when set, is the limit the value broke (ErrTooLarge,
+	// ErrTooDeep, ErrNumberTooLong), for errors.Is.
+	Err error
 }
 
 func (e *PathError) Error() string { return e.Path + ": " + e.Reason }
+
+func (e *PathError) Unwrap() error { return e.Err }
+
+// writeBigInt writes n in decimal, refusing more than MaxNumberDigits
+// digits before converting: the conversion is superlinear in the length
+// and Python refuses such integers.
+func writeBigInt(buf *bytes.Buffer, n *big.Int, path string) error {
+	// A number of d decimal digits has at most ceil(d*log2(10)) bits.
+	if n.BitLen() > MaxNumberDigits*3322/1000+4 {
+		return numberTooLong(path)
+	}
+	text := n.String()
+	if len(text)-boolInt(n.Sign() < 0) > MaxNumberDigits {
+		return numberTooLong(path)
+	}
+	buf.WriteString(text)
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func numberTooLong(path string) error {
+	return &PathError{Path: path, Reason: fmt.Sprintf("%v: an integer has at most %d digits", ErrNumberTooLong, MaxNumberDigits), Err: ErrNumberTooLong}
+}
 
 var (
 	bigIntType        = reflect.TypeOf(big.Int{})
@@ -60,25 +93,23 @@ func encodeValue(buf *bytes.Buffer, v reflect.Value, path string) error {
 		return encodeNumberText(buf, v.String(), path)
 	case t == bigIntType:
 		n := v.Interface().(big.Int)
-		buf.WriteString(n.String())
-		return nil
+		return writeBigInt(buf, &n, path)
 	case t.Kind() == reflect.Pointer && t.Elem() == bigIntType:
 		if v.IsNil() {
 			buf.WriteString("null")
 			return nil
 		}
-		buf.WriteString(v.Interface().(*big.Int).String())
-		return nil
+		return writeBigInt(buf, v.Interface().(*big.Int), path)
 	case t.Implements(jsonMarshalerType) && !(t.Kind() == reflect.Pointer && v.IsNil()):
 		text, err := v.Interface().(json.Marshaler).MarshalJSON()
 		if err != nil {
-			return &PathError{path, fmt.Sprintf("MarshalJSON: %v", err)}
+			return &PathError{Path: path, Reason: fmt.Sprintf("MarshalJSON: %v", err)}
 		}
 		return encodeJSONText(buf, text, path)
 	case t.Implements(textMarshalerType) && !(t.Kind() == reflect.Pointer && v.IsNil()):
 		text, err := v.Interface().(encoding.TextMarshaler).MarshalText()
 		if err != nil {
-			return &PathError{path, fmt.Sprintf("MarshalText: %v", err)}
+			return &PathError{Path: path, Reason: fmt.Sprintf("MarshalText: %v", err)}
 		}
 		return encodeString(buf, string(text), path)
 	}
@@ -95,7 +126,7 @@ func encodeValue(buf *bytes.Buffer, v reflect.Value, path string) error {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		buf.WriteString(strconv.FormatUint(v.Uint(), 10))
 	case reflect.Float32, reflect.Float64:
-		return &PathError{path, fmt.Sprintf("float %v is not allowed in an identity (carry it as a canonical decimal string)", v.Float())}
+		return &PathError{Path: path, Reason: fmt.Sprintf("float %v is not allowed in an identity (carry it as a canonical decimal string)", v.Float())}
 	case reflect.String:
 		return encodeString(buf, v.String(), path)
 	case reflect.Interface, reflect.Pointer:
@@ -114,7 +145,7 @@ func encodeValue(buf *bytes.Buffer, v reflect.Value, path string) error {
 			return nil
 		}
 		if t.Elem().Kind() == reflect.Uint8 {
-			return &PathError{path, "bytes are not allowed in an identity (carry them as hex or base64 strings)"}
+			return &PathError{Path: path, Reason: "bytes are not allowed in an identity (carry them as hex or base64 strings)"}
 		}
 		return encodeArray(buf, v, path)
 	case reflect.Array:
@@ -122,7 +153,7 @@ func encodeValue(buf *bytes.Buffer, v reflect.Value, path string) error {
 	case reflect.Struct:
 		return encodeStruct(buf, v, path)
 	default:
-		return &PathError{path, fmt.Sprintf("a %s is not allowed in an identity", t)}
+		return &PathError{Path: path, Reason: fmt.Sprintf("a %s is not allowed in an identity", t)}
 	}
 	return nil
 }
@@ -143,7 +174,7 @@ func encodeArray(buf *bytes.Buffer, v reflect.Value, path string) error {
 
 func encodeMap(buf *bytes.Buffer, v reflect.Value, path string) error {
 	if v.Type().Key().Kind() != reflect.String {
-		return &PathError{path, fmt.Sprintf("object keys must be strings, not %s", v.Type().Key())}
+		return &PathError{Path: path, Reason: fmt.Sprintf("object keys must be strings, not %s", v.Type().Key())}
 	}
 	if v.IsNil() {
 		buf.WriteString("null")
@@ -192,7 +223,7 @@ func writeObject(buf *bytes.Buffer, keys []string, value func(string) reflect.Va
 	for i, k := range keys {
 		if i > 0 {
 			if keys[i-1] == k {
-				return &PathError{path, fmt.Sprintf("duplicate key %q", k)}
+				return &PathError{Path: path, Reason: fmt.Sprintf("duplicate key %q", k)}
 			}
 			buf.WriteByte(',')
 		}
@@ -301,7 +332,7 @@ func isEmptyValue(v reflect.Value) bool {
 // refusing invalid UTF-8.
 func encodeString(buf *bytes.Buffer, s, path string) error {
 	if !utf8.ValidString(s) {
-		return &PathError{path, "string is not valid UTF-8"}
+		return &PathError{Path: path, Reason: "string is not valid UTF-8"}
 	}
 	buf.Write(AppendQuoted(buf.AvailableBuffer(), s))
 	return nil
@@ -349,7 +380,7 @@ func AppendQuoted(dst []byte, s string) []byte {
 func encodeNumberText(buf *bytes.Buffer, text, path string) error {
 	n, err := parseInteger(text)
 	if err != nil {
-		return &PathError{path, err.Error()}
+		return &PathError{Path: path, Reason: err.Error(), Err: errors.Unwrap(err)}
 	}
 	buf.WriteString(n.String())
 	return nil

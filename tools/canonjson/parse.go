@@ -5,8 +5,36 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+)
+
+// The limits of Parse. Each refusal wraps its error, so callers can tell
+// a limit from malformed input with errors.Is.
+const (
+	// MaxInputBytes bounds the JSON text Parse reads. It is above the
+	// largest document any caller hands it (a safetensors header, at most
+	// 100 MiB); callers reading untrusted input bound it lower.
+	MaxInputBytes = 128 << 20
+	// MaxDepth bounds the nesting of arrays and objects, so hostile input
+	// cannot exhaust the stack.
+	MaxDepth = 512
+	// MaxNumberDigits bounds the digits of an integer literal. Converting
+	// decimal text to an integer costs time quadratic in its length, and
+	// the upstream Python toolchain refuses to convert more than 4300
+	// digits (CPython's default sys.int_info.default_max_str_digits), so
+	// a longer integer could never match an upstream identity anyway.
+	MaxNumberDigits = 4300
+)
+
+var (
+	// ErrTooLarge is wrapped when the input exceeds MaxInputBytes.
+	ErrTooLarge = errors.New("JSON text exceeds the size limit")
+	// ErrTooDeep is wrapped when arrays and objects nest deeper than MaxDepth.
+	ErrTooDeep = errors.New("JSON nesting exceeds the depth limit")
+	// ErrNumberTooLong is wrapped when an integer has more than MaxNumberDigits digits.
+	ErrNumberTooLong = errors.New("JSON integer exceeds the digit limit")
 )
 
 // Parse decodes JSON text into the canonical value universe: nil, bool,
@@ -22,6 +50,9 @@ func Parse(data []byte) (any, error) {
 }
 
 func parseAt(data []byte, root string) (any, error) {
+	if len(data) > MaxInputBytes {
+		return nil, &PathError{Path: root, Reason: fmt.Sprintf("%v: the input is %d bytes, the limit %d", ErrTooLarge, len(data), MaxInputBytes), Err: ErrTooLarge}
+	}
 	p := &parser{data: data}
 	p.skipSpace()
 	v, err := p.value(root)
@@ -35,9 +66,6 @@ func parseAt(data []byte, root string) (any, error) {
 	return v, nil
 }
 
-// maxDepth bounds nesting so hostile input cannot exhaust the stack.
-const maxDepth = 512
-
 type parser struct {
 	data  []byte
 	pos   int
@@ -45,6 +73,11 @@ type parser struct {
 }
 
 func (p *parser) errorf(path, format string, args ...any) error {
+	return p.limitf(nil, path, format, args...)
+}
+
+// limitf is errorf for a broken limit, which the error wraps.
+func (p *parser) limitf(limit error, path, format string, args ...any) error {
 	line, col := 1, 1
 	for i := 0; i < p.pos && i < len(p.data); i++ {
 		if p.data[i] == '\n' {
@@ -54,7 +87,7 @@ func (p *parser) errorf(path, format string, args ...any) error {
 			col++
 		}
 	}
-	return &PathError{Path: path, Reason: fmt.Sprintf("%s (line %d, column %d)", fmt.Sprintf(format, args...), line, col)}
+	return &PathError{Path: path, Reason: fmt.Sprintf("%s (line %d, column %d)", fmt.Sprintf(format, args...), line, col), Err: limit}
 }
 
 func (p *parser) skipSpace() {
@@ -104,8 +137,8 @@ func (p *parser) literal(word string) bool {
 
 func (p *parser) enter(path string) error {
 	p.depth++
-	if p.depth > maxDepth {
-		return p.errorf(path, "nesting deeper than %d levels", maxDepth)
+	if p.depth > MaxDepth {
+		return p.limitf(ErrTooDeep, path, "%v: nesting deeper than %d levels", ErrTooDeep, MaxDepth)
 	}
 	return nil
 }
@@ -212,6 +245,10 @@ func (p *parser) number(path string) (any, error) {
 	}
 	if p.data[digits] == '0' && p.pos-digits > 1 {
 		return nil, p.errorf(path, "invalid number: leading zeros")
+	}
+	if p.pos-digits > MaxNumberDigits {
+		p.pos = start // point the location at the number itself
+		return nil, p.limitf(ErrNumberTooLong, path, "%v: an integer has at most %d digits", ErrNumberTooLong, MaxNumberDigits)
 	}
 	if p.pos < len(p.data) {
 		switch p.data[p.pos] {
@@ -330,6 +367,9 @@ func (p *parser) hex4(path string) (rune, error) {
 var errNotInteger = errors.New("not an integer")
 
 func parseInteger(text string) (*big.Int, error) {
+	if len(strings.TrimPrefix(text, "-")) > MaxNumberDigits {
+		return nil, fmt.Errorf("%w: an integer has at most %d digits", ErrNumberTooLong, MaxNumberDigits)
+	}
 	n, ok := new(big.Int).SetString(text, 10)
 	if !ok {
 		if _, err := strconv.ParseFloat(text, 64); err == nil {

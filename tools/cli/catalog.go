@@ -2,15 +2,16 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/tools/hclload"
 )
 
 func newCatalogCommand(s Streams) *cobra.Command {
@@ -55,8 +56,10 @@ type loadedCatalog struct {
 func loadCatalogArg(args []string) (*loadedCatalog, error) {
 	l := &loadedCatalog{name: catalog.DefaultFile, embedded: true, src: catalog.DefaultSource()}
 	if len(args) > 0 {
-		src, err := os.ReadFile(args[0])
-		if err != nil {
+		src, err := hclload.ReadPath(args[0])
+		if errors.Is(err, hclload.ErrTooLarge) {
+			return nil, Rejected(err)
+		} else if err != nil {
 			return nil, err
 		}
 		l.name, l.embedded, l.src = args[0], false, src

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,9 +22,10 @@ func newDigestCommand(s Streams) *cobra.Command {
 JSON payload read from FILE or standard input: the SHA-256 of the canonical
 JSON of {"domain": D, "payload": payload, "schema_version": N}.
 
-Integers of any size are allowed; floats are rejected (identities carry
-decimals as strings), as are duplicate keys and invalid UTF-8. The domain
-must match [a-z0-9][a-z0-9._-]*.`,
+Integers of up to 4300 digits are allowed (the most the upstream Python
+toolchain converts); floats are rejected (identities carry decimals as
+strings), as are duplicate keys, invalid UTF-8, nesting deeper than 512
+levels and input over 16 MiB. The domain must match [a-z0-9][a-z0-9._-]*.`,
 		Example: `  echo '{"b":[1,"é"],"a":null}' | cacheon digest --domain x
   cacheon digest --domain cacheon.target-catalog catalog.json`,
 		Args: cobra.MaximumNArgs(1),
@@ -35,7 +37,9 @@ must match [a-z0-9][a-z0-9._-]*.`,
 				return Rejected(fmt.Errorf("--schema-version: %d must be a positive integer", schemaVersion))
 			}
 			name, data, err := readInput(s.In, args)
-			if err != nil {
+			if errors.Is(err, canonjson.ErrTooLarge) {
+				return Rejected(err)
+			} else if err != nil {
 				return err
 			}
 			payload, err := canonjson.Parse(data)
@@ -56,18 +60,32 @@ must match [a-z0-9][a-z0-9._-]*.`,
 	return cmd
 }
 
-// readInput reads the named file, or standard input for no argument or "-".
+// maxDigestInput bounds the payload digest reads. Payloads are
+// descriptors and snapshots of a few kilobytes; the bound is read before
+// anything is parsed, so an endless stream is refused too.
+const maxDigestInput = 16 << 20
+
+// readInput reads the named file, or standard input for no argument or
+// "-", refusing more than maxDigestInput bytes with canonjson.ErrTooLarge.
 func readInput(stdin io.Reader, args []string) (string, []byte, error) {
-	if len(args) == 0 || args[0] == "-" {
-		data, err := io.ReadAll(stdin)
+	name, in := "<stdin>", stdin
+	if len(args) > 0 && args[0] != "-" {
+		f, err := os.Open(args[0])
 		if err != nil {
+			return "", nil, err
+		}
+		defer f.Close()
+		name, in = args[0], f
+	}
+	data, err := io.ReadAll(io.LimitReader(in, maxDigestInput+1))
+	if err != nil {
+		if in == stdin {
 			return "", nil, fmt.Errorf("reading standard input: %w", err)
 		}
-		return "<stdin>", data, nil
-	}
-	data, err := os.ReadFile(args[0])
-	if err != nil {
 		return "", nil, err
 	}
-	return args[0], data, nil
+	if len(data) > maxDigestInput {
+		return "", nil, fmt.Errorf("%s: %w: more than %d bytes", name, canonjson.ErrTooLarge, maxDigestInput)
+	}
+	return name, data, nil
 }

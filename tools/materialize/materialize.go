@@ -172,11 +172,20 @@ func Materialize(m stack.Manifest, resolve Resolver, dest string, opts Options) 
 		return nil, err
 	}
 
-	work, err := os.MkdirTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".work-")
+	// A run killed part-way leaves its work directory (and WriteTree's
+	// temporary tree) beside dest; they are unlocked once their process
+	// is gone, and removed here. Live runs' directories stay locked.
+	if removed, err := atomicwrite.RemoveStale(dest); err != nil {
+		return nil, fmt.Errorf("materialize: %w", err)
+	} else if len(removed) > 0 {
+		progress("removed %d stale work directories beside %s", len(removed), dest)
+	}
+	scratch, err := atomicwrite.MkdirScratch(dest, atomicwrite.KindWork)
 	if err != nil {
 		return nil, fmt.Errorf("materialize: create work directory beside %s: %w", dest, err)
 	}
-	defer os.RemoveAll(work)
+	defer scratch.Remove()
+	work := scratch.Path
 
 	if err := prepareAll(units, work, opts, progress); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -93,10 +94,36 @@ func Verify(root string) (*Result, error) {
 	return checkTree(root, written)
 }
 
+// MaxTreeMetadataBytes bounds the tree metadata file Verify decodes. It
+// holds one row of about 200 bytes per file of the tree, so the bound is
+// over a quarter of a million files.
+const MaxTreeMetadataBytes = 64 << 20
+
+// ErrTooLarge is wrapped when a JSON document to decode exceeds its bound.
+var ErrTooLarge = errors.New("file exceeds the size limit")
+
+// readBounded reads the file at p, refusing more than max bytes before
+// holding them.
+func readBounded(p string, max int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(raw)) > max {
+		return nil, fmt.Errorf("%s: %w of %d bytes", p, ErrTooLarge, max)
+	}
+	return raw, nil
+}
+
 // checkTree checks the tree metadata of root against written, an
 // inventory of the tree already reopened and hashed.
 func checkTree(root string, written []atomicwrite.Written) (*Result, error) {
-	raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(TreeMetadataName)))
+	raw, err := readBounded(filepath.Join(root, filepath.FromSlash(TreeMetadataName)), MaxTreeMetadataBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tree metadata: %w", err)
 	}

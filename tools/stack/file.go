@@ -2,7 +2,6 @@ package stack
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/cacheon/engine/tools/hclload"
 	"github.com/cacheon/engine/tools/identity"
 )
 
@@ -177,7 +177,7 @@ var contributionSchema = &hcl.BodySchema{
 // the file's source so diagnostics can be rendered with snippets.
 func Load(path string) (*File, *hclparse.Parser, hcl.Diagnostics) {
 	p := hclparse.NewParser()
-	src, err := os.ReadFile(path)
+	src, err := hclload.ReadPath(path)
 	if err != nil {
 		return nil, p, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -195,9 +195,17 @@ func Parse(filename string, src []byte) (*File, hcl.Diagnostics) {
 }
 
 func parseWith(p *hclparse.Parser, filename string, src []byte) (*File, hcl.Diagnostics) {
+	// hclsyntax has no nesting limit of its own: size and depth are
+	// checked before it runs, the expressions before any is evaluated.
+	if diags := hclload.Check(src, filename); diags.HasErrors() {
+		return nil, diags
+	}
 	hf, diags := p.ParseHCL(src, filename)
 	if diags.HasErrors() {
 		return nil, diags
+	}
+	if d := hclload.CheckExpressions(hf.Body); d.HasErrors() {
+		return nil, append(diags, d...)
 	}
 	content, d := hf.Body.Content(fileSchema)
 	diags = append(diags, d...)

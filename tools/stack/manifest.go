@@ -110,11 +110,21 @@ func canonicalSnapshot(b []byte) ([]byte, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("catalog_snapshot is missing")
 	}
+	if err := checkSnapshotSize(b); err != nil {
+		return nil, err
+	}
 	c, err := canonjson.Marshal(json.RawMessage(b))
 	if err != nil {
 		return nil, fmt.Errorf("catalog_snapshot: %w", err)
 	}
 	return c, nil
+}
+
+func checkSnapshotSize(b []byte) error {
+	if len(b) > MaxCatalogSnapshotBytes {
+		return fmt.Errorf("catalog_snapshot: %w: %d bytes, the limit is %d", canonjson.ErrTooLarge, len(b), MaxCatalogSnapshotBytes)
+	}
+	return nil
 }
 
 func (h *header) addEntries(entries []Ref) error {
@@ -165,11 +175,20 @@ func (h *header) validate(kind string) error {
 	return nil
 }
 
+// MaxCatalogSnapshotBytes bounds the catalog snapshot a manifest carries,
+// checked before it is hashed or decoded. A catalog file is at most 1 MiB
+// of HCL and its set references expand to a bounded number of entries;
+// the default catalog's snapshot is about 23 KB.
+const MaxCatalogSnapshotBytes = 32 << 20
+
 // snapshotSpecDigests checks that snapshot hashes to catalogDigest and
 // returns the target-spec digest of each of its targets.
 func snapshotSpecDigests(snapshot json.RawMessage, catalogDigest string) (map[string]string, error) {
 	if len(snapshot) == 0 {
 		return nil, fmt.Errorf("catalog_snapshot is missing")
+	}
+	if err := checkSnapshotSize(snapshot); err != nil {
+		return nil, err
 	}
 	got, err := identity.Digest(catalogDomain, snapshot)
 	if err != nil {

@@ -1,0 +1,12 @@
+stack "x" {
+  kind    = "evaluation"
+  catalog = "//catalog:targets.hcl"
+  substrate {
+    name               = "sglang"
+    base_engine_digest = "2222222222222222222222222222222222222222222222222222222222222222"
+    runtime_digest     = "1111111111111111111111111111111111111111111111111111111111111111"
+  }
+  arena {
+    digest = [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[ # ERROR: Nesting too deep
+  }
+}
