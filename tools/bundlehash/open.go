@@ -34,3 +34,22 @@ func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 	}
 	return f, info, nil
 }
+
+// OpenDir opens path for reading its entries only if it is a directory,
+// with the same non-blocking, no-follow open as OpenRegular.
+func OpenDir(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !info.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a directory (%s)", path, info.Mode().Type())
+	}
+	return f, nil
+}
