@@ -38,11 +38,7 @@ func LoadBundle(dir string) (*Bundle, error) {
 	if !tree.Has(FileName) {
 		return nil, newError(ErrPath, FileName, "", "not found at the bundle root")
 	}
-	data, err := readFile(dir, FileName, MaxManifestBytes, ErrLimit, "manifest")
-	if err != nil {
-		return nil, err
-	}
-	m, err := Parse(data, FileName)
+	m, err := ReadManifest(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +50,17 @@ func LoadBundle(dir string) (*Bundle, error) {
 		return nil, err
 	}
 	return &Bundle{Dir: dir, Tree: tree, Manifest: m, Rebuild: plan}, nil
+}
+
+// ReadManifest reads and parses dir's manifest.toml alone, through the
+// manifest size limit and without blocking on a non-regular file; no
+// declared path is checked (Load does that).
+func ReadManifest(dir string) (*Manifest, error) {
+	data, err := readFile(dir, FileName, MaxManifestBytes, ErrLimit, "manifest")
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, FileName)
 }
 
 func checkFiles(dir string, m *Manifest) error {

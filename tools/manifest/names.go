@@ -76,11 +76,7 @@ func CheckBundlePaths(dir string) error {
 	if !tree.Has(FileName) {
 		return nil
 	}
-	data, err := readFile(dir, FileName, MaxManifestBytes, ErrLimit, "manifest")
-	if err != nil {
-		return err
-	}
-	m, err := Parse(data, FileName)
+	m, err := ReadManifest(dir)
 	if err != nil {
 		return err
 	}
