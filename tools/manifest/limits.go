@@ -42,11 +42,17 @@ const (
 	MaxTOMLKeyDepth = 16
 	// MaxTOMLValueDepth bounds nested arrays and inline tables.
 	MaxTOMLValueDepth = 32
-	// MaxTOMLLiveKeys bounds the distinct key paths of the document outside
-	// array tables, and separately those of each element of a top-level
-	// array table ([[ops]] row). The TOML decoder looks each key up among
-	// the keys live at that point, so this bound keeps decoding linear.
-	MaxTOMLLiveKeys = 1024
+	// MaxTOMLLiveKeys bounds the distinct key paths the TOML decoder
+	// holds at once: those outside array tables plus those of the current
+	// element of every top-level array table ([[ops]] row). The decoder
+	// scans the keys it holds on every lookup and on every new array-table
+	// element, so this bound keeps decoding linear.
+	MaxTOMLLiveKeys = 512
+	// MaxTOMLArrayTables bounds the array-table headers ([[ops]],
+	// [[ops.aot_exports]], …) of a document: the decoder rescans the keys
+	// it holds at each one. Room for MaxOps rows with their exports and
+	// artifact resources.
+	MaxTOMLArrayTables = 16384
 
 	// MaxJSONDepth bounds the nesting of metadata and rebuild-plan JSON.
 	MaxJSONDepth = 256
@@ -88,10 +94,9 @@ func readFile(dir, rel string, limit int64, class error, what string) ([]byte, e
 // are left to the decoder, which reports them with their line.
 func checkTOMLShape(data []byte, file string) error {
 	s := &tomlShape{
-		file:        file,
-		arrayTables: map[string]bool{},
-		persistent:  map[string]bool{},
-		element:     map[string]bool{},
+		file:       file,
+		persistent: map[string]bool{},
+		elements:   map[string]map[string]bool{},
 	}
 	p := &s.p
 	p.Reset(data)
@@ -123,7 +128,7 @@ func checkTOMLShape(data []byte, file string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.value(e.Value(), 0, path, live); err != nil {
+		if err := s.value(e.Value(), 0, path, live, true); err != nil {
 			return err
 		}
 	}
@@ -132,16 +137,17 @@ func checkTOMLShape(data []byte, file string) error {
 
 // tomlShape is the state of one checkTOMLShape pass. The decoder keeps
 // every key path it has seen, dropping an array-table element's keys when
-// the next element starts; persistent and element mirror that, so their
-// sizes bound the keys each decoder lookup scans.
+// the next element of that array starts; persistent and elements mirror
+// that, and live counts what they hold together.
 type tomlShape struct {
-	p           unstable.Parser
-	file        string
-	at          unstable.Range  // the current expression's first key
-	arrayTables map[string]bool // top-level names declared [[name]]
-	persistent  map[string]bool // key paths outside top-level array tables
-	element     map[string]bool // key paths of the current top-level array-table element
-	header      []string        // the current table header's components
+	p          unstable.Parser
+	file       string
+	at         unstable.Range             // the current expression's first key
+	persistent map[string]bool            // key paths outside top-level array tables
+	elements   map[string]map[string]bool // top-level array name -> key paths of its current element
+	live       int                        // key paths held in persistent and elements
+	arrays     int                        // array-table headers so far
+	header     []string                   // the current table header's components
 }
 
 func (s *tomlShape) limit(key, format string, args ...any) error {
@@ -153,8 +159,10 @@ func (s *tomlShape) limit(key, format string, args ...any) error {
 
 // scope is where the keys of the current table live.
 func (s *tomlShape) scope() map[string]bool {
-	if len(s.header) > 0 && s.arrayTables[s.header[0]] {
-		return s.element
+	if len(s.header) > 0 {
+		if el, ok := s.elements[s.header[0]]; ok {
+			return el
+		}
 	}
 	return s.persistent
 }
@@ -164,12 +172,23 @@ func (s *tomlShape) tableHeader(parts []string, array bool) error {
 		return s.limit("", "table header has %d key components; at most %d are allowed", len(parts), MaxTOMLKeyDepth)
 	}
 	s.header = append(s.header[:0], parts...)
+	if array {
+		s.arrays++
+		if s.arrays > MaxTOMLArrayTables {
+			return s.limit("", "more than %d array-table headers", MaxTOMLArrayTables)
+		}
+	}
 	if array && len(parts) == 1 {
 		if _, err := s.addKeys(s.persistent, "", parts); err != nil {
 			return err
 		}
-		s.arrayTables[parts[0]] = true
-		clear(s.element)
+		el, ok := s.elements[parts[0]]
+		if !ok {
+			el = map[string]bool{}
+			s.elements[parts[0]] = el
+		}
+		s.live -= len(el)
+		clear(el)
 		return nil
 	}
 	_, err := s.addKeys(s.scope(), "", parts)
@@ -177,17 +196,20 @@ func (s *tomlShape) tableHeader(parts []string, array bool) error {
 }
 
 // addKeys records every prefix of parts below path (each is a table or key
-// the decoder tracks) and returns the full path.
-func (s *tomlShape) addKeys(live map[string]bool, path string, parts []string) (string, error) {
+// the decoder tracks) in scope and returns the full path.
+func (s *tomlShape) addKeys(scope map[string]bool, path string, parts []string) (string, error) {
 	for _, c := range parts {
 		if path != "" {
 			path += "\x00"
 		}
 		path += c
-		live[path] = true
+		if !scope[path] {
+			scope[path] = true
+			s.live++
+		}
 	}
-	if len(live) > MaxTOMLLiveKeys {
-		return "", s.limit("", "more than %d distinct keys in one table scope", MaxTOMLLiveKeys)
+	if s.live > MaxTOMLLiveKeys {
+		return "", s.limit("", "more than %d distinct keys held at once", MaxTOMLLiveKeys)
 	}
 	return path, nil
 }
@@ -209,10 +231,10 @@ func (s *tomlShape) keyParts(it unstable.Iterator) ([]string, error) {
 }
 
 // value bounds nesting and keys inside a value. The keys of an inline
-// table outside any array are live keys of the document; those of an
-// inline table inside an array are the decoder's concern only within
-// that table, so they count against a scope of their own.
-func (s *tomlShape) value(v *unstable.Node, depth int, path string, live map[string]bool) error {
+// table outside any array are held by the decoder like other keys (held,
+// in scope); an inline table inside an array is checked by the decoder on
+// its own, so its keys count in a scope of their own.
+func (s *tomlShape) value(v *unstable.Node, depth int, path string, scope map[string]bool, held bool) error {
 	if v == nil || (v.Kind != unstable.Array && v.Kind != unstable.InlineTable) {
 		return nil
 	}
@@ -222,14 +244,14 @@ func (s *tomlShape) value(v *unstable.Node, depth int, path string, live map[str
 	it := v.Children()
 	if v.Kind == unstable.Array {
 		for it.Next() {
-			if err := s.value(it.Node(), depth+1, "", nil); err != nil {
+			if err := s.value(it.Node(), depth+1, "", nil, false); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if live == nil {
-		live = map[string]bool{}
+	if scope == nil {
+		scope = map[string]bool{}
 	}
 	for it.Next() {
 		kv := it.Node()
@@ -240,11 +262,21 @@ func (s *tomlShape) value(v *unstable.Node, depth int, path string, live map[str
 		if err != nil {
 			return err
 		}
-		sub, err := s.addKeys(live, path, parts)
-		if err != nil {
-			return err
+		sub := path
+		if held {
+			if sub, err = s.addKeys(scope, path, parts); err != nil {
+				return err
+			}
+		} else {
+			for _, k := range parts {
+				sub += "\x00" + k
+				scope[sub] = true
+			}
+			if len(scope) > MaxTOMLLiveKeys {
+				return s.limit("", "an inline table has more than %d keys", MaxTOMLLiveKeys)
+			}
 		}
-		if err := s.value(kv.Value(), depth+1, sub, live); err != nil {
+		if err := s.value(kv.Value(), depth+1, sub, scope, held); err != nil {
 			return err
 		}
 	}

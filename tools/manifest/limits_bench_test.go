@@ -29,6 +29,11 @@ func BenchmarkHostile(b *testing.B) {
 	for _, n := range []int{2000, 4000, 8000} {
 		b.Run(fmt.Sprintf("table_keys/keys=%d", n), benchParse(keysInOneTable(n)))
 	}
+	for _, n := range []int{4 << 10, 8 << 10, 16 << 10} {
+		// Keys held just under the limit, then many array-table elements
+		// (the last size is past MaxTOMLArrayTables).
+		b.Run(fmt.Sprintf("held_keys_then_elements/elements=%d", n), benchParse(heldKeysThenElements(1, MaxTOMLLiveKeys-64, n)))
+	}
 	for _, n := range []int{64 << 10, 128 << 10, 256 << 10} {
 		b.Run(fmt.Sprintf("dotted_key/components=%d", n), benchParse(dottedKey(n)))
 	}

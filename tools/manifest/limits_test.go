@@ -42,6 +42,22 @@ func distinctTables(n int) string {
 	return b.String()
 }
 
+// heldKeysThenElements holds keys in many array-table elements at once,
+// then starts n elements of another array: the decoder rescans every key
+// it holds for each new element.
+func heldKeysThenElements(arrays, keys, n int) string {
+	var b strings.Builder
+	b.WriteString(header + siluOp)
+	for a := 0; a < arrays; a++ {
+		fmt.Fprintf(&b, "[[b%d]]\n", a)
+		for k := 0; k < keys; k++ {
+			fmt.Fprintf(&b, "k%d = 1\n", k)
+		}
+	}
+	b.WriteString(strings.Repeat("[[a]]\n", n))
+	return b.String()
+}
+
 func dottedKey(components int) string {
 	return header + siluOp + "x" + strings.Repeat(".a", components) + " = 1\n"
 }
@@ -75,9 +91,11 @@ func TestParseLimits(t *testing.T) {
 		{"dotted key deeper than the key depth", dottedKey(100_000), "components"},
 		{"table header deeper than the key depth", header + siluOp + "[x" + strings.Repeat(".a", MaxTOMLKeyDepth) + "]\n", "more than 16 components"},
 		{"long key component", header + siluOp + strings.Repeat("k", MaxTOMLKeyBytes+1) + " = 1\n", "a key component is 257 bytes"},
-		{"many keys in one table", keysInOneTable(MaxTOMLLiveKeys + 1), "distinct keys in one table scope"},
-		{"many distinct tables", distinctTables(MaxTOMLLiveKeys), "distinct keys in one table scope"},
-		{"many keys in an inline table", header + siluOp + "x = {" + strings.Repeat("", 0) + inlineKeys(MaxTOMLLiveKeys+1) + "}\n", "distinct keys in one table scope"},
+		{"many keys in one table", keysInOneTable(MaxTOMLLiveKeys + 1), "distinct keys held at once"},
+		{"many distinct tables", distinctTables(MaxTOMLLiveKeys), "distinct keys held at once"},
+		{"many keys in an inline table", header + siluOp + "x = {" + inlineKeys(MaxTOMLLiveKeys+1) + "}\n", "distinct keys held at once"},
+		{"keys held across array tables", heldKeysThenElements(2, MaxTOMLLiveKeys/2, 10), "distinct keys held at once"},
+		{"array-table headers over the limit", header + siluOp + strings.Repeat("[[a]]\n", MaxTOMLArrayTables+1), "more than 16384 array-table headers"},
 		{"deeply nested arrays", header + siluOp + "x = " + strings.Repeat("[", MaxTOMLValueDepth+1) + strings.Repeat("]", MaxTOMLValueDepth+1) + "\n", "nest more than 32 levels"},
 		{"more op rows than allowed", variantRows(MaxOps/MaxVariantsPerSlot+1, MaxVariantsPerSlot), "op rows; at most 256"},
 		{"more variants of one slot than allowed", variantRows(1, MaxVariantsPerSlot+1), "more than 64 variants"},
