@@ -78,6 +78,29 @@ func hashTree(root string, committed bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return hashFiles(root, files, committed)
+}
+
+// HashFiles returns the content hash (committed: without the top-level
+// carrier receipt) of exactly the files of an inventory taken earlier,
+// such as one that passed the intake limits: nothing is walked again, so
+// a file added since then is not read. files must be in hash order
+// (PathLess). Each file must still be a regular file of the size the
+// inventory recorded; it is opened without blocking, checked through the
+// opened descriptor, and never read past that size.
+func HashFiles(root string, files []File, committed bool) (string, error) {
+	for i := range files {
+		if !utf8.ValidString(files[i].Path) {
+			return "", fmt.Errorf("%s: path %q is not valid UTF-8", root, files[i].Path)
+		}
+		if i > 0 && !PathLess(files[i-1].Path, files[i].Path) {
+			return "", fmt.Errorf("%s: inventory is not in hash order at %q", root, files[i].Path)
+		}
+	}
+	return hashFiles(root, files, committed)
+}
+
+func hashFiles(root string, files []File, committed bool) (string, error) {
 	h := sha256.New()
 	buf := make([]byte, hashBufferSize)
 	var hashed int
@@ -96,32 +119,35 @@ func hashTree(root string, committed bool) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// hashFile hashes one file of the inventory. The size the walk saw is the
+// size hashed: a file that grew or shrank since is refused, and at most
+// one byte more than that size is ever read, so a file growing without
+// end cannot hold the hash.
 func hashFile(h io.Writer, root string, f File, buf []byte) error {
 	full := filepath.Join(root, filepath.FromSlash(f.Path))
-	fh, err := os.Open(full)
+	fh, info, err := OpenRegular(full)
 	if err != nil {
+		if errors.Is(err, ErrNotRegular) {
+			return fmt.Errorf("%s: changed into a non-regular file while hashing: %w", full, err)
+		}
 		return fmt.Errorf("%s: %w", full, err)
 	}
 	defer fh.Close()
-	info, err := fh.Stat()
-	if err != nil {
-		return fmt.Errorf("%s: %w", full, err)
-	}
-	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%s: changed into a non-regular file while hashing", full)
+	if info.Size() != f.Size {
+		return fmt.Errorf("%s: size changed while hashing (walked %d bytes, now %d)", full, f.Size, info.Size())
 	}
 	var header [8]byte
 	binary.BigEndian.PutUint32(header[:4], uint32(len(f.Path)))
 	h.Write(header[:4])
 	io.WriteString(h, f.Path)
-	binary.BigEndian.PutUint64(header[:], uint64(info.Size()))
+	binary.BigEndian.PutUint64(header[:], uint64(f.Size))
 	h.Write(header[:])
-	n, err := io.CopyBuffer(h, io.LimitReader(fh, info.Size()+1), buf)
+	n, err := io.CopyBuffer(h, io.LimitReader(fh, f.Size+1), buf)
 	if err != nil {
 		return fmt.Errorf("%s: %w", full, err)
 	}
-	if n != info.Size() {
-		return fmt.Errorf("%s: size changed while hashing (stat %d bytes, read %d)", full, info.Size(), n)
+	if n != f.Size {
+		return fmt.Errorf("%s: size changed while hashing (walked %d bytes, read %d)", full, f.Size, n)
 	}
 	return nil
 }

@@ -72,9 +72,12 @@ validator derives from it without running it:
   - whether it can be hot-swapped into a running engine (no AOT exports,
     dependency patches, CUDA sources or setup hooks).
 
-Loading enforces the intake limits (at most 4,096 files, 16 MiB per file,
-8 MiB per .py/.cu/.cuh/.patch/.diff/.toml/.json file and 32 MiB of them in
-all, 256 MiB in total) and refuses symbolic links and special files.
+Loading enforces the intake limits (at most 4,096 files, 1,024
+directories, 16 MiB per file, 8 MiB per .py/.cu/.cuh/.patch/.diff/.toml/.json
+file and 32 MiB of them in all, 256 MiB in total; 1 MiB for manifest.toml
+and each metadata file) and refuses symbolic links, special files,
+non-UTF-8 names and paths that collide after Unicode NFC normalization or
+case folding.
 
 --intake applies the validator's intake rule: an unregistered bundle is
 rejected. --catalog reads a catalog HCL file instead of the default

@@ -1,12 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/tools/manifest"
 )
 
 func newHashCommand(s Streams) *cobra.Command {
@@ -16,9 +17,17 @@ func newHashCommand(s Streams) *cobra.Command {
 		Short: "Print the content hash of a contribution bundle",
 		Long: `Print the bundle content hash of DIR: the identity a proposal is committed
 under. Every regular file below DIR is hashed in path-component order with
-its relative path and length; symbolic links and special files are skipped
-and never followed, as are __pycache__ and .git trees, .pyc/.pyo files and
-names starting with "._". Modes, mtimes and the name of DIR do not matter.
+its relative path and length; __pycache__ and .git trees, .pyc/.pyo files
+and names starting with "._" are left out. Modes, mtimes and the name of
+DIR do not matter.
+
+DIR is read as intake reads a bundle, before any content: the intake limits
+apply (at most 4,096 files, 1,024 directories, 16 MiB per file, 8 MiB per
+.py/.cu/.cuh/.patch/.diff/.toml/.json file and 32 MiB of them, 256 MiB in
+all), and symbolic links, special files, non-UTF-8 names and paths that
+collide after Unicode NFC normalization or case folding reject DIR. A file
+that changes while it is hashed, or is replaced by a FIFO or device,
+rejects it too; no file is read past the size the walk saw.
 
 --committed leaves out the top-level validator carrier receipt
 (.cacheon-native-artifact.json).`,
@@ -34,11 +43,14 @@ names starting with "._". Modes, mtimes and the name of DIR do not matter.
 			if !info.IsDir() {
 				return Rejected(fmt.Errorf("%s: not a directory", dir))
 			}
-			hash := bundlehash.ContentHash
-			if committed {
-				hash = bundlehash.CommittedContentHash
+			tree, err := manifest.ReadTree(dir)
+			if err != nil {
+				if errors.Is(err, manifest.ErrInvalid) {
+					return Rejected(err)
+				}
+				return err
 			}
-			d, err := hash(dir)
+			d, err := tree.ContentHash(committed)
 			if err != nil {
 				// An empty bundle, an unreadable file or a file changing
 				// under the hash all reject the bundle as given.

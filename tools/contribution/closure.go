@@ -2,8 +2,6 @@ package contribution
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/cacheon/engine/tools/cudaclosure"
 	"github.com/cacheon/engine/tools/manifest"
@@ -15,11 +13,7 @@ import (
 // native extensions the bundle's declared CUDA sources build, so that a
 // Python module shadowing one is refused. Links are never followed.
 func PythonClosure(bundleDir string, opSources []string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(bundleDir, manifest.FileName))
-	if err != nil {
-		return nil, fmt.Errorf("python closure: %w", err)
-	}
-	m, err := manifest.Parse(data, manifest.FileName)
+	m, err := manifest.ReadManifest(bundleDir)
 	if err != nil {
 		return nil, fmt.Errorf("python closure: %w", err)
 	}

@@ -48,6 +48,11 @@ var fixtures = map[string]fixtureExpectation{
 	"dep_patch_not_allowed":         {stage: StageResolve, rule: catalog.ResolveFeature, contains: "dep_patch:flashinfer"},
 	"cuda_without_rebuild":          {stage: StageResolve, rule: catalog.ResolveCUDA, contains: "rebuild:build_cuda_ext"},
 	"variants_overlap":              {stage: StageVariants, class: manifest.ErrMetadata, contains: "variants \"large\" and \"small\" of activation.silu_and_mul have overlapping eligibility domains"},
+	"manifest_dotted_key_depth":     {stage: StageLoad, class: manifest.ErrLimit, contains: "manifest.toml:8: a key has more than 16 components"},
+	"too_many_variants":             {stage: StageLoad, class: manifest.ErrLimit, contains: `manifest.toml: ops[64].variant: slot "activation.silu_and_mul" has more than 64 variants`},
+	"metadata_one_of_flood":         {stage: StageLoad, class: manifest.ErrMetadata, contains: "metadata/silu_and_mul.json: capabilities: head_dim.one_of has 4097 values; at most 4096 are allowed"},
+	"metadata_huge_integer":         {stage: StageLoad, class: manifest.ErrMetadata, contains: "metadata/silu_and_mul.json: max_last_dim: must be a non-negative integer"},
+	"metadata_deep_nesting":         {stage: StageLoad, class: manifest.ErrSyntax, contains: "metadata/silu_and_mul.json: invalid JSON: $…"},
 	"system_mode":                   {stage: "unregistered", contains: "never crownable"},
 	"unregistered_slot":             {stage: "unregistered", contains: "classified for discovery"},
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/bundlehash"
 	"github.com/cacheon/engine/tools/manifest"
 )
 
@@ -103,10 +102,12 @@ func Inspect(dir string, opts Options) (*Inspection, error) {
 		}
 		return in, reject(StageTree, errors.Join(errs...))
 	}
-	if in.ContentHash, err = bundlehash.ContentHash(dir); err != nil {
+	// Hash the inventory the intake limits passed, not a second walk: a
+	// file added since is never read, and none is read past its size.
+	if in.ContentHash, err = b.Tree.ContentHash(false); err != nil {
 		return nil, err
 	}
-	if in.CommittedContentHash, err = bundlehash.CommittedContentHash(dir); err != nil {
+	if in.CommittedContentHash, err = b.Tree.ContentHash(true); err != nil {
 		return nil, err
 	}
 

@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/cacheon/engine/tools/bundlehash"
 	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/manifest"
 )
@@ -363,7 +365,9 @@ func fieldErr(key string, err error) error {
 }
 
 // hashFile reads a selected file once, refusing links and special files
-// and a file that changes while it is read.
+// and a file that changes while it is read. The open never blocks (a FIFO
+// swapped in after the walk is refused by its descriptor's status) and
+// reads at most one byte past the size first seen.
 func hashFile(root, rel string) (string, int64, error) {
 	full := filepath.Join(root, filepath.FromSlash(rel))
 	before, err := os.Lstat(full)
@@ -373,7 +377,15 @@ func hashFile(root, rel string) (string, int64, error) {
 	if !before.Mode().IsRegular() {
 		return "", 0, fmt.Errorf("selected file %s is not a regular file", rel)
 	}
-	data, err := os.ReadFile(full)
+	if before.Size() > manifest.MaxFileBytes {
+		return "", 0, fmt.Errorf("selected file %s is %d bytes; at most %d are allowed", rel, before.Size(), manifest.MaxFileBytes)
+	}
+	f, opened, err := bundlehash.OpenRegular(full)
+	if err != nil {
+		return "", 0, fmt.Errorf("selected file %s: %w", rel, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, before.Size()+1))
+	f.Close()
 	if err != nil {
 		return "", 0, fmt.Errorf("selected file %s: %w", rel, err)
 	}
@@ -381,7 +393,7 @@ func hashFile(root, rel string) (string, int64, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("selected file %s: %w", rel, err)
 	}
-	if !os.SameFile(before, after) || after.Size() != before.Size() || after.ModTime() != before.ModTime() || int64(len(data)) != after.Size() {
+	if !os.SameFile(before, opened) || !os.SameFile(before, after) || after.Size() != before.Size() || after.ModTime() != before.ModTime() || int64(len(data)) != after.Size() {
 		return "", 0, fmt.Errorf("selected file %s changed while being read", rel)
 	}
 	sum := sha256.Sum256(data)

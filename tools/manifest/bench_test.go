@@ -31,6 +31,8 @@ func BenchmarkParse(b *testing.B) {
 func FuzzParseMetadata(f *testing.F) {
 	f.Add([]byte(`{"dtypes": ["bf16"], "max_last_dim": 4096, "capabilities": {"head_dim": [64, 128], "num_tokens": {"min": 1}}}`))
 	f.Add([]byte(`{"graph_safe": true, "quant": ["nvfp4"], "capabilities": {"model": "M"}}`))
+	f.Add([]byte(`{"capabilities": {"num_tokens": {"min": 1, "max": 99999999999999999999999}, "dtype": {"one_of": ["bf16", "fp16", "bf16"]}}, "notes": {"x": [1.5, {"y": null}]}}`))
+	f.Add(metadataLongKeyOverArray(64, 16))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		md, err := parseMetadata("m.json", data)
 		if err != nil {

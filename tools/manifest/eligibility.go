@@ -78,23 +78,50 @@ func intersectDeclared(field string, manifestValues, metadataValues []string) ([
 type constraint struct {
 	allowed  []any // nil = any value
 	min, max *big.Int
+	keys     map[string]bool // valueKey of every allowed value; see index
 }
 
+// index returns the keys of the allowed values, built once.
+func (c *constraint) index() map[string]bool {
+	if c.keys == nil && c.allowed != nil {
+		c.keys = make(map[string]bool, len(c.allowed))
+		for _, v := range c.allowed {
+			c.keys[valueKey(v)] = true
+		}
+	}
+	return c.keys
+}
+
+// allow intersects the allowed values with values, in time linear in both.
 func (c *constraint) allow(values []any) {
+	o := constraint{allowed: values}
+	c.allowIndexed(values, o.index())
+}
+
+// allowIndexed is allow with the keys of values already built.
+func (c *constraint) allowIndexed(values []any, keys map[string]bool) {
+	c.keys = nil
 	if c.allowed == nil {
 		c.allowed = append([]any{}, values...)
 		return
 	}
-	var keep []any
+	keep := []any{}
 	for _, v := range c.allowed {
-		if containsValue(values, v) {
+		if keys[valueKey(v)] {
 			keep = append(keep, v)
 		}
 	}
-	if keep == nil {
-		keep = []any{}
-	}
 	c.allowed = keep
+}
+
+// intersect returns the domain both constraints allow.
+func (c *constraint) intersect(o *constraint) *constraint {
+	out := &constraint{allowed: c.allowed, min: c.min, max: c.max, keys: c.keys}
+	if o.allowed != nil {
+		out.allowIndexed(o.allowed, o.index())
+	}
+	out.bound(o.min, o.max)
+	return out
 }
 
 func (c *constraint) bound(min, max *big.Int) {
@@ -178,8 +205,22 @@ func (e *Eligibility) fold(cs map[string]*constraint) {
 
 // Empty reports whether no live call can satisfy the domain.
 func (e *Eligibility) Empty() bool {
+	return domainEmpty(e.constraints())
+}
+
+// Overlaps reports whether some live call satisfies both domains.
+func (e *Eligibility) Overlaps(o *Eligibility) bool {
+	return constraintsOverlap(e.constraints(), o.constraints())
+}
+
+// constraints folds the domain into one constraint per field.
+func (e *Eligibility) constraints() map[string]*constraint {
 	cs := map[string]*constraint{}
 	e.fold(cs)
+	return cs
+}
+
+func domainEmpty(cs map[string]*constraint) bool {
 	for f, c := range cs {
 		if c.empty(numericFields[f]) {
 			return true
@@ -188,13 +229,20 @@ func (e *Eligibility) Empty() bool {
 	return false
 }
 
-// Overlaps reports whether some live call satisfies both domains.
-func (e *Eligibility) Overlaps(o *Eligibility) bool {
-	cs := map[string]*constraint{}
-	e.fold(cs)
-	o.fold(cs)
-	for f, c := range cs {
-		if c.empty(numericFields[f]) {
+// constraintsOverlap reports whether two folded domains share a live
+// call. Intersection per field is order-free, so only the fields both
+// constrain need intersecting; a field one side leaves open keeps the
+// other side's (non-empty) constraint.
+func constraintsOverlap(a, b map[string]*constraint) bool {
+	if domainEmpty(a) || domainEmpty(b) {
+		return false
+	}
+	for f, ca := range a {
+		cb, ok := b[f]
+		if !ok {
+			continue
+		}
+		if ca.intersect(cb).empty(numericFields[f]) {
 			return false
 		}
 	}
@@ -203,7 +251,9 @@ func (e *Eligibility) Overlaps(o *Eligibility) bool {
 
 // CheckVariantDomains rejects a manifest whose rows have an empty domain
 // or whose variants of one slot overlap: routing must never depend on
-// manifest order, so exactly one variant may match any live call.
+// manifest order, so exactly one variant may match any live call. Each
+// row's domain is folded once; the pairwise check is bounded by
+// MaxVariantsPerSlot, which Parse enforces.
 func CheckVariantDomains(m *Manifest) error {
 	bySlot := map[string][]*Op{}
 	for i := range m.Ops {
@@ -217,23 +267,26 @@ func CheckVariantDomains(m *Manifest) error {
 	sort.Strings(slots)
 	for _, s := range slots {
 		ops := bySlot[s]
+		if len(ops) > MaxVariantsPerSlot {
+			return newError(ErrLimit, FileName, ops[MaxVariantsPerSlot].Key("variant"), "slot %q has more than %d variants", s, MaxVariantsPerSlot)
+		}
 		// Variant order, not manifest order, so the verdict and its
 		// message never depend on how rows are listed.
 		sort.Slice(ops, func(i, j int) bool { return ops[i].Variant < ops[j].Variant })
-		elig := make([]*Eligibility, len(ops))
+		doms := make([]map[string]*constraint, len(ops))
 		for i, op := range ops {
 			e, err := OpEligibility(op)
 			if err != nil {
 				return err
 			}
-			if e.Empty() {
+			doms[i] = e.constraints()
+			if domainEmpty(doms[i]) {
 				return newError(ErrMetadata, FileName, op.Key(""), "variant %q of %s has an empty eligibility domain", op.Variant, s)
 			}
-			elig[i] = e
 		}
 		for i := range ops {
 			for j := i + 1; j < len(ops); j++ {
-				if elig[i].Overlaps(elig[j]) {
+				if constraintsOverlap(doms[i], doms[j]) {
 					return newError(ErrMetadata, FileName, ops[j].Key("variant"),
 						"variants %q and %q of %s have overlapping eligibility domains", ops[i].Variant, ops[j].Variant, s)
 				}

@@ -12,7 +12,7 @@ var ErrInvalid = errors.New("invalid bundle")
 var (
 	ErrSyntax   = fmt.Errorf("%w: syntax", ErrInvalid)       // the TOML or JSON text does not parse
 	ErrSchema   = fmt.Errorf("%w: schema", ErrInvalid)       // a key is missing, unknown, mistyped or out of range
-	ErrPath     = fmt.Errorf("%w: path", ErrInvalid)         // a declared path escapes, is missing, or is not a plain file
+	ErrPath     = fmt.Errorf("%w: path", ErrInvalid)         // a declared path escapes, is missing, or is not a plain file; a tree name is not canonical UTF-8 or collides with another
 	ErrLimit    = fmt.Errorf("%w: intake limit", ErrInvalid) // the tree breaks a size or count limit, or holds a link or special file
 	ErrDepPatch = fmt.Errorf("%w: dep patch", ErrInvalid)    // a declared dependency patch is not a strict text diff
 	ErrMetadata = fmt.Errorf("%w: metadata", ErrInvalid)     // op metadata JSON or its capability domains are invalid

@@ -3,7 +3,6 @@ package manifest
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"unicode/utf8"
 )
 
@@ -39,11 +38,7 @@ func LoadBundle(dir string) (*Bundle, error) {
 	if !tree.Has(FileName) {
 		return nil, newError(ErrPath, FileName, "", "not found at the bundle root")
 	}
-	data, err := os.ReadFile(filepath.Join(dir, FileName))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", FileName, err)
-	}
-	m, err := Parse(data, FileName)
+	m, err := ReadManifest(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +50,17 @@ func LoadBundle(dir string) (*Bundle, error) {
 		return nil, err
 	}
 	return &Bundle{Dir: dir, Tree: tree, Manifest: m, Rebuild: plan}, nil
+}
+
+// ReadManifest reads and parses dir's manifest.toml alone, through the
+// manifest size limit and without blocking on a non-regular file; no
+// declared path is checked (Load does that).
+func ReadManifest(dir string) (*Manifest, error) {
+	data, err := readFile(dir, FileName, MaxManifestBytes, ErrLimit, "manifest")
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, FileName)
 }
 
 func checkFiles(dir string, m *Manifest) error {
@@ -84,9 +90,9 @@ func checkFiles(dir string, m *Manifest) error {
 		clean := CleanPath(op.Metadata)
 		md, ok := metadataCache[clean]
 		if !ok {
-			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(clean)))
+			data, err := readFile(dir, clean, MaxMetadataBytes, ErrMetadata, "metadata")
 			if err != nil {
-				return fmt.Errorf("read %s: %w", clean, err)
+				return err
 			}
 			md, err = parseMetadata(clean, data)
 			if err != nil {
@@ -105,9 +111,9 @@ func checkFiles(dir string, m *Manifest) error {
 		if _, err := openContained(dir, dp.Path); err != nil {
 			return pathErr(key, err)
 		}
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(CleanPath(dp.Path))))
+		data, err := readFile(dir, CleanPath(dp.Path), MaxDepPatchBytes, ErrDepPatch, "dep patch")
 		if err != nil {
-			return fmt.Errorf("read %s: %w", dp.Path, err)
+			return err
 		}
 		if !utf8.Valid(data) {
 			return newError(ErrDepPatch, CleanPath(dp.Path), "", "dep patch for %s is not UTF-8 text", dp.Target)

@@ -150,6 +150,12 @@ func IsKnownABIVersion(abi string) bool {
 // file system: path existence, metadata and dep-patch contents are checked
 // by Load.
 func Parse(data []byte, name string) (*Manifest, error) {
+	if len(data) > MaxManifestBytes {
+		return nil, newError(ErrLimit, name, "", "manifest is %d bytes; at most %d are allowed", len(data), MaxManifestBytes)
+	}
+	if err := checkTOMLShape(data, name); err != nil {
+		return nil, err
+	}
 	var doc map[string]any
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		e := newError(ErrSyntax, name, "", "%s", strings.TrimPrefix(err.Error(), "toml: "))
@@ -186,7 +192,10 @@ func Parse(data []byte, name string) (*Manifest, error) {
 	if !ok || len(rawOps) == 0 {
 		return nil, p.errorf("ops", "manifest must contain a non-empty [[ops]] array of tables")
 	}
-	variants := map[string]map[string]bool{} // slot -> variant -> declared explicitly
+	if len(rawOps) > MaxOps {
+		return nil, newError(ErrLimit, name, "ops", "manifest has %d op rows; at most %d are allowed", len(rawOps), MaxOps)
+	}
+	variants := map[string]*slotVariants{}
 	for i, raw := range rawOps {
 		t, ok := raw.(map[string]any)
 		if !ok {
@@ -231,6 +240,12 @@ func Parse(data []byte, name string) (*Manifest, error) {
 	return m, nil
 }
 
+// slotVariants are the variants the rows of one slot declared so far.
+type slotVariants struct {
+	seen        map[string]bool
+	allExplicit bool // every row so far declared its variant
+}
+
 // parser carries the file name into every error.
 type parser struct{ file string }
 
@@ -238,7 +253,7 @@ func (p *parser) errorf(key, format string, args ...any) *Error {
 	return newError(ErrSchema, p.file, key, format, args...)
 }
 
-func (p *parser) parseOp(i int, t map[string]any, variants map[string]map[string]bool) (*Op, error) {
+func (p *parser) parseOp(i int, t map[string]any, variants map[string]*slotVariants) (*Op, error) {
 	op := &Op{Index: i}
 	str := func(field string, required bool) (string, error) {
 		raw, present := t[field]
@@ -277,22 +292,20 @@ func (p *parser) parseOp(i int, t map[string]any, variants map[string]map[string
 	}
 	prior := variants[op.Slot]
 	if prior == nil {
-		prior = map[string]bool{}
+		prior = &slotVariants{seen: map[string]bool{}, allExplicit: true}
 		variants[op.Slot] = prior
 	}
-	if len(prior) > 0 {
-		allExplicit := op.VariantExplicit
-		for _, explicit := range prior {
-			allExplicit = allExplicit && explicit
-		}
-		if !allExplicit {
-			return nil, p.errorf(op.Key("variant"), "slot %q repeats, so every row of it must declare an explicit unique variant", op.Slot)
-		}
+	if len(prior.seen) > 0 && !(prior.allExplicit && op.VariantExplicit) {
+		return nil, p.errorf(op.Key("variant"), "slot %q repeats, so every row of it must declare an explicit unique variant", op.Slot)
 	}
-	if _, dup := prior[op.Variant]; dup {
+	if prior.seen[op.Variant] {
 		return nil, p.errorf(op.Key("variant"), "duplicate variant %q for slot %q", op.Variant, op.Slot)
 	}
-	prior[op.Variant] = op.VariantExplicit
+	if len(prior.seen) >= MaxVariantsPerSlot {
+		return nil, newError(ErrLimit, p.file, op.Key("variant"), "slot %q has more than %d variants", op.Slot, MaxVariantsPerSlot)
+	}
+	prior.seen[op.Variant] = true
+	prior.allExplicit = prior.allExplicit && op.VariantExplicit
 
 	if op.Source, err = str("source", true); err != nil {
 		return nil, err
@@ -345,6 +358,9 @@ func (p *parser) parseOp(i int, t map[string]any, variants map[string]map[string
 		arr, ok := raw.([]any)
 		if !ok {
 			return nil, p.errorf(op.Key("cuda_sources"), "must be an array of paths, got %s", tomlType(raw))
+		}
+		if len(arr) > MaxFiles {
+			return nil, newError(ErrLimit, p.file, op.Key("cuda_sources"), "has %d paths; a bundle holds at most %d files", len(arr), MaxFiles)
 		}
 		for j, v := range arr {
 			key := fmt.Sprintf("%s[%d]", op.Key("cuda_sources"), j)
@@ -412,6 +428,9 @@ func (p *parser) stringArray(t map[string]any, op *Op, field string) ([]string, 
 	arr, ok := raw.([]any)
 	if !ok {
 		return nil, p.errorf(op.Key(field), "must be an array of strings, got %s", tomlType(raw))
+	}
+	if len(arr) > MaxPredicateValues {
+		return nil, newError(ErrLimit, p.file, op.Key(field), "has %d values; at most %d are allowed", len(arr), MaxPredicateValues)
 	}
 	out := make([]string, 0, len(arr))
 	for j, v := range arr {

@@ -151,21 +151,34 @@ func canonicalValue(field string, v any) (any, error) {
 	return CanonicalText(field, s)
 }
 
+// MaxIntegerDigits bounds the digits of a metadata integer: Python's
+// int() refuses longer decimal strings by default (sys.int_info
+// .default_max_str_digits), and decimal conversion costs time quadratic
+// in the digits.
+const MaxIntegerDigits = 4300
+
 // jsonInt returns v as an integer if it is a JSON number without fraction
-// or exponent (Python's json decodes anything else to a float).
+// or exponent (Python's json decodes anything else to a float) and of at
+// most MaxIntegerDigits digits.
 func jsonInt(v any) (*big.Int, bool) {
 	num, ok := v.(json.Number)
-	if !ok || strings.ContainsAny(string(num), ".eE") {
+	if !ok || strings.ContainsAny(string(num), ".eE") || len(strings.TrimPrefix(string(num), "-")) > MaxIntegerDigits {
 		return nil, false
 	}
 	n, ok := new(big.Int).SetString(string(num), 10)
 	return n, ok
 }
 
+// maxQuotedValue bounds how much of a rejected value an error quotes.
+const maxQuotedValue = 64
+
 func jsonText(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprintf("%v", v)
+	}
+	if len(b) > maxQuotedValue {
+		return fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(string(b[:maxQuotedValue]), ""), len(b))
 	}
 	return string(b)
 }
@@ -192,6 +205,9 @@ func parseMetadata(file string, data []byte) (*Metadata, error) {
 		arr, ok := v.([]any)
 		if !ok {
 			return nil, bad(name, "must be a list of strings")
+		}
+		if len(arr) > MaxPredicateValues {
+			return nil, newError(ErrLimit, file, name, "has %d values; at most %d are allowed", len(arr), MaxPredicateValues)
 		}
 		set := map[string]bool{}
 		for i, x := range arr {
@@ -318,14 +334,19 @@ func parsePredicate(field string, raw any) (Predicate, error) {
 			if !ok || len(arr) == 0 {
 				return Predicate{}, fmt.Errorf("%s.one_of must be a non-empty list", field)
 			}
+			if len(arr) > MaxPredicateValues {
+				return Predicate{}, fmt.Errorf("%s.one_of has %d values; at most %d are allowed", field, len(arr), MaxPredicateValues)
+			}
 			values = arr
 		}
+		seen := make(map[string]bool, len(values))
 		for _, v := range values {
 			c, err := canonicalValue(field, v)
 			if err != nil {
 				return Predicate{}, fmt.Errorf("invalid %s: %v", field, err)
 			}
-			if !containsValue(p.Allowed, c) {
+			if k := valueKey(c); !seen[k] {
+				seen[k] = true
 				p.Allowed = append(p.Allowed, c)
 			}
 		}
@@ -354,22 +375,21 @@ func parsePredicate(field string, raw any) (Predicate, error) {
 	return p, nil
 }
 
-func containsValue(list []any, v any) bool {
-	for _, x := range list {
-		if valueEqual(x, v) {
-			return true
-		}
-	}
-	return false
-}
-
-func valueEqual(a, b any) bool {
-	switch x := a.(type) {
+// valueKey is a predicate value's identity as a map key: two values have
+// one key exactly when they are equal (integers by value).
+func valueKey(v any) string {
+	switch x := v.(type) {
 	case *big.Int:
-		y, ok := b.(*big.Int)
-		return ok && x.Cmp(y) == 0
+		return "i" + x.String()
+	case string:
+		return "s" + x
+	case bool:
+		if x {
+			return "b1"
+		}
+		return "b0"
 	default:
-		return a == b
+		return fmt.Sprintf("%T:%v", v, v)
 	}
 }
 

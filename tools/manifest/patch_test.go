@@ -131,6 +131,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(header + siluOp))
 	f.Add([]byte(header + siluOp + aotExport))
 	f.Add([]byte(header + siluOp + "[competition]\ntarget = \"t\"\nmode = \"atomic\"\n"))
+	// Hostile shapes the limits bound: a deep dotted key, many keys in one
+	// table, nested inline values, many variant rows.
+	f.Add([]byte(dottedKey(64)))
+	f.Add([]byte(keysInOneTable(64)))
+	f.Add([]byte(header + siluOp + "x = {a = {b = [[{c = 1}]]}}\n"))
+	f.Add([]byte(variantRows(2, 4)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Parse(data, FileName)
 		if err != nil {

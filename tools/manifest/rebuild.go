@@ -65,6 +65,9 @@ func ParseRebuildPlan(data []byte) (*RebuildPlan, error) {
 	bad := func(key, format string, args ...any) error {
 		return newError(ErrSchema, RebuildPlanName, key, format, args...)
 	}
+	if len(data) > MaxRebuildPlanBytes {
+		return nil, newError(ErrLimit, RebuildPlanName, "", "rebuild plan is %d bytes; at most %d are allowed", len(data), MaxRebuildPlanBytes)
+	}
 	doc, err := decodeJSONObject(data)
 	if err != nil {
 		return nil, newError(ErrSyntax, RebuildPlanName, "", "invalid JSON: %v", err)
@@ -140,9 +143,9 @@ func LoadRebuildPlan(dir string) (*RebuildPlan, error) {
 		}
 		return nil, newError(ErrPath, RebuildPlanName, "", "%v", err)
 	}
-	data, err := os.ReadFile(p)
+	data, err := readFile(dir, RebuildPlanName, MaxRebuildPlanBytes, ErrLimit, "rebuild plan")
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", RebuildPlanName, err)
+		return nil, err
 	}
 	return ParseRebuildPlan(data)
 }

@@ -44,6 +44,29 @@ const RebuildPlanName = "rebuild.json"
 // rebuild.json, .gitignore, names starting README or LICENSE, or a .json
 // file with a "metadata" directory component.
 func (m *Manifest) Classify(rel string) FileClass {
+	return m.classifier().classify(rel)
+}
+
+// classifier holds the declared paths the tree rules look up, gathered
+// once so that classifying a whole tree costs one pass over the manifest.
+type classifier struct {
+	cuda, patches map[string]bool
+}
+
+func (m *Manifest) classifier() classifier {
+	c := classifier{cuda: map[string]bool{}, patches: map[string]bool{}}
+	for _, op := range m.Ops {
+		for _, cs := range op.CUDASources {
+			c.cuda[CleanPath(cs)] = true
+		}
+	}
+	for _, dp := range m.DepPatches {
+		c.patches[CleanPath(dp.Path)] = true
+	}
+	return c
+}
+
+func (c classifier) classify(rel string) FileClass {
 	name := path.Base(rel)
 	switch {
 	case hasSuffix(rel, binarySuffixes):
@@ -51,12 +74,12 @@ func (m *Manifest) Classify(rel string) FileClass {
 	case strings.HasSuffix(rel, ".py"):
 		return ClassPython
 	case strings.HasSuffix(rel, ".cu") || strings.HasSuffix(rel, ".cuh"):
-		if contains(m.CUDASourcePaths(), rel) {
+		if c.cuda[rel] {
 			return ClassCUDASource
 		}
 		return ClassUndeclaredCUDA
 	case strings.HasSuffix(rel, ".patch") || strings.HasSuffix(rel, ".diff"):
-		if contains(m.DepPatchPaths(), rel) {
+		if c.patches[rel] {
 			return ClassDepPatch
 		}
 		return ClassUndeclaredPatch
@@ -97,8 +120,9 @@ var ErrTreeRule = fmt.Errorf("%w: tree rule", ErrInvalid)
 // files are not judged here; the source scanner reads them.
 func (b *Bundle) TreeViolations() []*Error {
 	var out []*Error
+	c := b.Manifest.classifier()
 	for _, f := range b.Tree.Files {
-		class := b.Manifest.Classify(f.Path)
+		class := c.classify(f.Path)
 		if !class.Violation() {
 			continue
 		}

@@ -8,7 +8,9 @@
 // links, hard links (a file with more than one link can change through
 // another name), special files, any ".cache" path component (hub
 // downloaders keep mutable state there) and two paths that differ only by
-// case (they collide on case-insensitive file systems). Every file is
+// case or by Unicode normalization (they collide on case-insensitive and
+// on normalizing file systems: NFC and NFD spellings of "é" are one name
+// on macOS). Every file is
 // hashed while its status is compared before and after reading, through
 // its path and through the open descriptor, and the tree is walked again
 // at the end, so a file or tree that changes during provisioning is

@@ -29,6 +29,7 @@ var (
 	ErrCachePath         error = &rejection{".cache path component"}
 	ErrInvalidPath       error = &rejection{"invalid path"}
 	ErrCaseCollision     error = &rejection{"paths collide when case-folded"}
+	ErrUnicodeCollision  error = &rejection{"paths collide when Unicode-normalized (NFC)"}
 	ErrMutated           error = &rejection{"changed while provisioning"}
 	ErrNoFiles           error = &rejection{"model tree has no files"}
 	ErrDigestMismatch    error = &rejection{"content digest mismatch"}

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // cacheComponent is the path component that hub downloaders use for
@@ -40,18 +41,24 @@ func checkRelPath(p string) error {
 }
 
 // collision is two distinct paths of a tree that name the same entry once
-// case-folded, or one path used both as a file and as a directory.
+// Unicode-normalized or case-folded, or one path used both as a file and
+// as a directory.
 type collision struct {
 	a, b   string
+	err    error // ErrUnicodeCollision or ErrCaseCollision
 	reason string
 }
 
 // findCollision checks that the files, and every directory above them,
-// stay distinct under Unicode full case folding (as Python's
-// str.casefold), so the tree unpacks to the same files on a
-// case-insensitive file system. files must be sorted.
+// stay distinct under Unicode canonical caseless matching: NFC
+// normalization (macOS file systems store names normalized, so a
+// decomposed and a precomposed "é" are one file there) and full case
+// folding (as Python's str.casefold), so the tree unpacks to the same
+// files on a normalizing or case-insensitive file system. files must be
+// sorted.
 func findCollision(files []string) *collision {
 	fold := cases.Fold()
+	caseless := func(p string) string { return norm.NFC.String(fold.String(norm.NFD.String(p))) }
 	// seen maps a folded path to the original spelling and whether it is
 	// a directory.
 	type entry struct {
@@ -60,17 +67,20 @@ func findCollision(files []string) *collision {
 	}
 	seen := make(map[string]entry)
 	add := func(p string, dir bool) *collision {
-		key := fold.String(p)
+		key := caseless(p)
 		prev, ok := seen[key]
 		if !ok {
 			seen[key] = entry{p, dir}
 			return nil
 		}
 		if prev.path != p {
-			return &collision{prev.path, p, "paths collide when case-folded"}
+			if norm.NFC.String(prev.path) == norm.NFC.String(p) {
+				return &collision{prev.path, p, ErrUnicodeCollision, "paths are equal after Unicode NFC normalization"}
+			}
+			return &collision{prev.path, p, ErrCaseCollision, "paths collide when case-folded"}
 		}
 		if prev.dir != dir {
-			return &collision{prev.path, p, "path is both a file and a directory"}
+			return &collision{prev.path, p, ErrCaseCollision, "path is both a file and a directory"}
 		}
 		return nil
 	}

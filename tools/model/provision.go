@@ -104,8 +104,12 @@ func (p *provisioner) run() (*Receipt, error) {
 		paths[i] = n.rel
 	}
 	if c := findCollision(paths); c != nil {
-		return nil, &TreeError{Root: p.root, Path: c.b, Err: ErrCaseCollision,
-			Detail: fmt.Sprintf("%s and %s: %s; they would be one entry on a case-insensitive file system", c.a, c.b, c.reason)}
+		kind := "a case-insensitive"
+		if c.err == ErrUnicodeCollision {
+			kind = "a normalizing"
+		}
+		return nil, &TreeError{Root: p.root, Path: c.b, Err: c.err,
+			Detail: fmt.Sprintf("%s and %s: %s; they would be one entry on %s file system", c.a, c.b, c.reason, kind)}
 	}
 	files, err := p.hashAll(nodes, workers)
 	if err != nil {

@@ -200,6 +200,16 @@ func TestProvisionRejectsUnsealableTrees(t *testing.T) {
 			want:  ErrCaseCollision, wantPath: "straße.txt",
 		},
 		{
+			name:  "NFC and NFD spellings of one name",
+			files: map[string]string{"caf\u00e9.json": "a", "cafe\u0301.json": "b"},
+			want:  ErrUnicodeCollision, wantPath: "caf\u00e9.json",
+		},
+		{
+			name:  "NFC and NFD spellings of a directory",
+			files: map[string]string{"caf\u00e9/a.json": "a", "cafe\u0301/b.json": "b"},
+			want:  ErrUnicodeCollision, wantPath: "caf\u00e9",
+		},
+		{
 			name:  "directory and file collide when folded",
 			files: map[string]string{"Tok": "file", "tok/vocab.json": "{}"},
 			want:  ErrCaseCollision, wantPath: "tok",

@@ -109,7 +109,7 @@ func ReadReceipt(path string) (*Receipt, error) {
 
 // ParseReceipt parses a receipt and checks all of it: the closed schema,
 // every path, size and hash, the order and uniqueness of paths (also
-// case-folded) and that content_digest is the digest of the files.
+// case-folded and NFC-normalized) and that content_digest is the digest of the files.
 func ParseReceipt(data []byte) (*Receipt, error) {
 	v, err := canonjson.Parse(data)
 	if err != nil {

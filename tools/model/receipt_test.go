@@ -64,6 +64,10 @@ func TestParseReceiptRejects(t *testing.T) {
 		{"unsorted", func(s string) string { return strings.Replace(s, `"path":"b/c"`, `"path":"0"`, 1) }, "files[1].path"},
 		{"duplicate", func(s string) string { return strings.Replace(s, `"path":"b/c"`, `"path":"a"`, 1) }, "sorted by path and unique"},
 		{"case collision", func(s string) string { return strings.Replace(s, `"path":"a"`, `"path":"B/C"`, 1) }, "collide when case-folded"},
+		{"NFC and NFD spellings", func(s string) string {
+			s = strings.Replace(s, `"path":"a"`, "\"path\":\"cafe\u0301\"", 1)
+			return strings.Replace(s, `"path":"b/c"`, "\"path\":\"caf\u00e9\"", 1)
+		}, "Unicode NFC normalization"},
 		{"file and directory", func(s string) string { return strings.Replace(s, `"path":"b/c"`, `"path":"a/c"`, 1) }, "both a file and a directory"},
 		{"dot-dot", func(s string) string { return strings.Replace(s, `"path":"b/c"`, `"path":"b/../c"`, 1) }, "not a clean relative path"},
 		{"absolute", func(s string) string { return strings.Replace(s, `"path":"b/c"`, `"path":"/b/c"`, 1) }, "absolute"},
