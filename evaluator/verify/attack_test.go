@@ -227,3 +227,30 @@ func TestVerifyRemovesKilledRunsDirectories(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyAppliesIntakeRules: bundles intake refuses (a non-UTF-8 name,
+// a non-canonical source path, names that collide) are refused by verify
+// too, before anything runs.
+func TestVerifyAppliesIntakeRules(t *testing.T) {
+	py := testPython(t)
+	cases := []struct {
+		name string
+		edit func(dir string)
+	}{
+		{"non-UTF-8 name", func(dir string) { writeFile(t, filepath.Join(dir, "kernels", "\xff.py"), "x = 1\n") }},
+		{"non-canonical source", func(dir string) {
+			m, _ := os.ReadFile(filepath.Join(dir, "manifest.toml"))
+			writeFile(t, filepath.Join(dir, "manifest.toml"), strings.Replace(string(m), "kernels/k.py", "kernels/./k.py", 1))
+		}},
+		{"case collision", func(dir string) { writeFile(t, filepath.Join(dir, "kernels", "K.py"), "x = 1\n") }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
+			tc.edit(dir)
+			if _, err := Run(context.Background(), dir, Options{Python: py}); err == nil {
+				t.Fatal("verify ran a bundle intake refuses")
+			}
+		})
+	}
+}

@@ -114,6 +114,11 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Intake's rules first (limits, names, canonical paths): verify runs
+	// no bundle that intake would refuse.
+	if err := manifest.CheckBundlePaths(bundle); err != nil {
+		return nil, err
+	}
 	if _, err := manifest.Load(bundle); err != nil {
 		return nil, err
 	}
