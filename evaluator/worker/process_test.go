@@ -313,3 +313,22 @@ func processAlive(pid int) bool {
 	}
 	return syscall.Kill(pid, 0) == nil
 }
+
+// FuzzReadResult: a worker writes its result file itself, so any bytes
+// there must decode or be refused, never crash the controller.
+func FuzzReadResult(f *testing.F) {
+	f.Add([]byte(`{"protocol":"x","role":"candidate","complete":true,"cases":[{"index":0}]}`))
+	f.Add([]byte(`{"passed":true,"cases":[{"index":1,"passed":true,"phases":[{"phase":"eager"}]}]}`))
+	f.Add([]byte(`{"load":{"ok":false,"missing_module":"triton"}}`))
+	f.Add([]byte(`[[[[[[[[[[`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ResultFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var rec CandidateRecord
+		_ = ReadResult(dir, &rec)
+		var v Verdict
+		_ = ReadResult(dir, &v)
+	})
+}
