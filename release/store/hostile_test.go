@@ -51,7 +51,9 @@ func TestLayoutRefusesSpecialFilesWithoutBlocking(t *testing.T) {
 			func(l *Layout, _ v1.Descriptor) error { _, err := l.Resolve(); return err }},
 		{"oci-layout", func(l *Layout, _ v1.Descriptor) string { return filepath.Join(l.Dir(), "oci-layout") },
 			func(l *Layout, _ v1.Descriptor) error { _, err := OpenLayout(l.Dir()); return err }},
-		{"manifest blob", func(l *Layout, d v1.Descriptor) string { return filepath.Join(l.Dir(), "blobs", "sha256", d.Digest.Hex) },
+		{"manifest blob", func(l *Layout, d v1.Descriptor) string {
+			return filepath.Join(l.Dir(), "blobs", "sha256", d.Digest.Hex)
+		},
 			func(l *Layout, d v1.Descriptor) error { _, err := ReadManifest(l, d); return err }},
 		{"layer blob", func(l *Layout, d v1.Descriptor) string {
 			raw, _ := ReadManifest(l, d)
