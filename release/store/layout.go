@@ -128,6 +128,11 @@ func (l *Layout) index() (*v1.IndexManifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", indexFile, err)
 	}
+	return parseIndex(p, b)
+}
+
+// parseIndex parses the bytes of index.json (at p, for messages).
+func parseIndex(p string, b []byte) (*v1.IndexManifest, error) {
 	im, err := v1.ParseIndexManifest(bytes.NewReader(b))
 	if err != nil {
 		return nil, &FileError{Path: p, Err: ErrMalformed, Detail: err.Error()}
