@@ -77,6 +77,20 @@ func openRegular(p string) (*os.File, os.FileInfo, error) {
 	return f, info, nil
 }
 
+// OpenRegularFile opens the regular file p for reading and refuses
+// anything else (a FIFO, a device, a directory) unread and without
+// blocking, with an error wrapping ErrNotRegular. It is for any file a
+// release reader opens where an attacker may have put something else.
+func OpenRegularFile(p string) (*os.File, error) {
+	f, _, err := openRegular(p)
+	return f, err
+}
+
+// ReadRegularFile reads the regular file p (see OpenRegularFile), at most
+// limit bytes: a larger file is refused by its size, unread, with an
+// error wrapping ErrTooLarge.
+func ReadRegularFile(p string, limit int64) ([]byte, error) { return readRegular(p, limit) }
+
 func describeMode(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
