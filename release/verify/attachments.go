@@ -36,13 +36,25 @@ func classify(check string, err error) error {
 }
 
 // each calls fn with the artifacts of type typ in digest order until fn
-// says done. The candidates the index or referrers list says are of typ
-// come first; candidates it gives no type are opened last, so a store
-// that lists types costs one manifest read per artifact it is asked for.
+// says done. The type the index or referrers list gives a candidate is
+// only an order: the candidates it says are of typ come first, then those
+// it gives no type, then the others (registries disagree on what they
+// list as artifactType); the type that counts is the manifest's, read
+// when the candidate is opened. A store that lists types truthfully costs
+// one manifest read per artifact asked for.
 func (a *attachments) each(typ string, fn func(*store.Referrer) (done bool, err error)) error {
-	for _, untyped := range []bool{false, true} {
+	rank := func(d v1.Descriptor) int {
+		switch d.ArtifactType {
+		case typ:
+			return 0
+		case "":
+			return 1
+		}
+		return 2
+	}
+	for pass := 0; pass < 3; pass++ {
 		for _, d := range a.cands {
-			if (d.ArtifactType == "") != untyped || (!untyped && d.ArtifactType != typ) {
+			if rank(d) != pass {
 				continue
 			}
 			r, ok := a.opened[d.Digest]
