@@ -131,7 +131,7 @@ func (l *limitedStream) Close() error { return l.rc.Close() }
 
 func decompress(rc io.ReadCloser, mediaType string) (io.ReadCloser, error) {
 	switch {
-	case strings.HasSuffix(mediaType, "+gzip"):
+	case strings.HasSuffix(mediaType, "+gzip"), mediaType == "application/vnd.docker.image.rootfs.diff.tar.gzip":
 		zr, err := gzip.NewReader(rc)
 		if err != nil {
 			return nil, fmt.Errorf("open gzip layer: %w", err)

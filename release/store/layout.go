@@ -177,8 +177,9 @@ func (l *Layout) Resolve() (v1.Descriptor, error) {
 }
 
 func (l *Layout) blobPath(h v1.Hash) (string, error) {
-	if h.Algorithm != "sha256" || len(h.Hex) != 64 {
-		return "", fmt.Errorf("digest %s: want sha256 with 64 hex digits", h)
+	// The hex digits become a file name: nothing else may reach it.
+	if h.Algorithm != "sha256" || len(h.Hex) != 64 || strings.Trim(h.Hex, "0123456789abcdef") != "" {
+		return "", &DescriptorError{Digest: h.String(), Err: ErrBadDescriptor, Detail: "want a sha256 digest with 64 lowercase hex digits"}
 	}
 	return filepath.Join(l.dir, "blobs", h.Algorithm, h.Hex), nil
 }
