@@ -182,6 +182,11 @@ func Write(out string, entries []Entry, opts Options) (w *Written, err error) {
 	if err := comp.Close(); err != nil {
 		return nil, fmt.Errorf("finish %s stream: %w", opts.Compression, err)
 	}
+	if limit := ExpansionLimit(compressed.n); uncompressed.n > limit {
+		// Readers refuse it (DecompressLimited): better not to release it.
+		return nil, fmt.Errorf("layer of %d compressed bytes holds a %d-byte tar, over the %d bytes a reader accepts (MaxExpansionRatio %d, MaxUncompressedSize %d)",
+			compressed.n, uncompressed.n, limit, MaxExpansionRatio, MaxUncompressedSize)
+	}
 	if err := f.Sync(); err != nil {
 		return nil, fmt.Errorf("sync layer file: %w", err)
 	}

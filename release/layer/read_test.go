@@ -212,6 +212,17 @@ func TestDecompressLimitedRefusesBombs(t *testing.T) {
 	}
 }
 
+func TestWriteRefusesALayerReadersWouldRefuse(t *testing.T) {
+	entries := []Entry{{Path: "zeros.bin", Data: make([]byte, MinExpansionAllowance+1)}}
+	out := filepath.Join(t.TempDir(), "layer")
+	if _, err := Write(out, entries, Options{Compression: Gzip}); err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Fatalf("err = %v, want the expansion limit", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a refused layer was left at %s", out)
+	}
+}
+
 func TestExpansionLimit(t *testing.T) {
 	for _, c := range []struct{ in, want int64 }{
 		{-1, MinExpansionAllowance},
