@@ -31,6 +31,7 @@ import (
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/provenance"
+	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/bundlehash"
@@ -97,7 +98,7 @@ func Verify(opts Options) (*Verified, error) {
 	}
 
 	// The release descriptor, bound by the signed provenance.
-	descBytes, err := os.ReadFile(under(opts.Root, descriptor.DescriptorPath))
+	descBytes, err := store.ReadRegularFile(under(opts.Root, descriptor.DescriptorPath), maxReleaseFile)
 	if err != nil {
 		return nil, refuse("read the release descriptor: %v", err)
 	}
@@ -153,7 +154,7 @@ func Verify(opts Options) (*Verified, error) {
 	}
 
 	// This binary.
-	self, err := fileSHA256(under(opts.Root, descriptor.EntrypointPath))
+	self, _, err := fileSHA256(under(opts.Root, descriptor.EntrypointPath))
 	if err != nil {
 		return nil, refuse("entrypoint: %v", err)
 	}
@@ -241,14 +242,20 @@ func treeRows(dir string) ([]atomicwrite.Written, []byte, error) {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		b, err := os.ReadFile(p)
+		if rel == build.TreeMetadataPath {
+			b, err := store.ReadRegularFile(p, maxReleaseFile)
+			if err != nil {
+				return err
+			}
+			meta = b
+			rows = append(rows, atomicwrite.Written{Path: rel, SHA256: descriptor.SHA256(b), Size: int64(len(b))})
+			return nil
+		}
+		sum, n, err := fileSHA256(p)
 		if err != nil {
 			return err
 		}
-		if rel == build.TreeMetadataPath {
-			meta = b
-		}
-		rows = append(rows, atomicwrite.Written{Path: rel, SHA256: descriptor.SHA256(b), Size: int64(len(b))})
+		rows = append(rows, atomicwrite.Written{Path: rel, SHA256: sum, Size: n})
 		return nil
 	})
 	return rows, meta, err
@@ -265,7 +272,7 @@ func releaseFiles(dir string) (map[string][]byte, error) {
 			return fmt.Errorf("%s is not a regular file", p)
 		}
 		rel, _ := filepath.Rel(dir, p)
-		b, err := os.ReadFile(p)
+		b, err := store.ReadRegularFile(p, maxReleaseFile)
 		files[descriptor.ReleaseDir+"/"+filepath.ToSlash(rel)] = b
 		return err
 	})
@@ -291,15 +298,23 @@ func noSkippedFiles(dir string) error {
 	})
 }
 
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
+// maxReleaseFile bounds a file of the release directory (the descriptor,
+// a review record, the release stack) read into memory; verify reads the
+// release layer with the same limit.
+const maxReleaseFile = 16 << 20
+
+// fileSHA256 hashes a regular file as a stream; a FIFO or device planted
+// where a file belongs is refused without blocking.
+func fileSHA256(p string) (string, int64, error) {
+	f, err := store.OpenRegularFile(p)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }

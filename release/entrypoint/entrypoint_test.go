@@ -1,13 +1,16 @@
 package entrypoint_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
@@ -81,7 +84,11 @@ func install(t *testing.T) *installed {
 
 func (in *installed) serve(t *testing.T, pub string) (string, string, error) {
 	spec, _ := json.Marshal(map[string]string{"Root": in.root, "Key": pub, "Bundle": in.bundle, "Model": in.r.ModelDir})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// A hung entrypoint (reading a FIFO planted in the image) is killed,
+	// so the case fails instead of the whole run timing out.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "CACHEON_TEST_SERVE="+string(spec), "LD_PRELOAD=/nonexistent/evil.so", "PYTHONSTARTUP=/evil.py")
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -121,6 +128,14 @@ func TestServeVerifiesThenExecsTheSubstrate(t *testing.T) {
 	tree := filepath.Join(in.root, descriptor.EngineTreeDir)
 	if strings.Join(got.Argv, " ") != "--engine-tree "+tree+" --model "+in.r.ModelDir {
 		t.Errorf("argv %v", got.Argv)
+	}
+}
+
+func mkfifo(t *testing.T, p string) {
+	t.Helper()
+	os.Remove(p)
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
 	}
 }
 
@@ -172,6 +187,14 @@ func TestServeRefusesToStartOnAnyMismatch(t *testing.T) {
 			os.WriteFile(filepath.Join(in.root, descriptor.EntrypointPath), []byte("#!/bin/sh\n"), 0o755)
 			return in.r.PublicKey
 		}, "/cacheon/bin/cacheon is sha256:"},
+		{"descriptor replaced by a FIFO", func(t *testing.T, in *installed) string {
+			mkfifo(t, filepath.Join(in.root, descriptor.DescriptorPath))
+			return in.r.PublicKey
+		}, "named pipe"},
+		{"entrypoint binary replaced by a FIFO", func(t *testing.T, in *installed) string {
+			mkfifo(t, filepath.Join(in.root, descriptor.EntrypointPath))
+			return in.r.PublicKey
+		}, "named pipe"},
 		{"no bundle", func(t *testing.T, in *installed) string {
 			os.WriteFile(in.bundle, nil, 0o644)
 			return in.r.PublicKey

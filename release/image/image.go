@@ -330,23 +330,42 @@ func (l FileLayer) Uncompressed() (io.ReadCloser, error) {
 func (l FileLayer) File() string { return l.W.Path }
 
 // Unpack extracts the layers of img from index from on into dest, in
-// order. It handles the regular files and directories release layers
-// hold; a layer with links, devices or whiteouts is refused.
+// order, with the layer package's safe unpacker and decompression limits.
+// It handles the regular files and directories release layers hold; a
+// layer with links, devices or whiteouts is refused. It trusts img to
+// serve the bytes its digests name: for a store's bytes, fetch and check
+// them first (store.Fetch), as rebuild does.
 func Unpack(img v1.Image, from int, dest string) error {
 	layers, err := img.Layers()
 	if err != nil {
 		return err
 	}
 	for i := from; i < len(layers); i++ {
-		rc, err := layers[i].Uncompressed()
-		if err != nil {
-			return fmt.Errorf("layer %d: %w", i, err)
-		}
-		err = layer.Extract(rc, dest)
-		rc.Close()
-		if err != nil {
+		if err := unpackLayer(layers[i], dest); err != nil {
 			return fmt.Errorf("layer %d: %w", i, err)
 		}
 	}
 	return nil
+}
+
+func unpackLayer(l v1.Layer, dest string) error {
+	size, err := l.Size()
+	if err != nil {
+		return err
+	}
+	mt, err := l.MediaType()
+	if err != nil {
+		return err
+	}
+	c, err := l.Compressed()
+	if err != nil {
+		return err
+	}
+	rc, err := layer.DecompressLimited(c, string(mt), size)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	defer rc.Close()
+	return layer.Extract(rc, dest)
 }

@@ -19,7 +19,6 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -182,6 +181,11 @@ func Write(out string, entries []Entry, opts Options) (w *Written, err error) {
 	}
 	if err := comp.Close(); err != nil {
 		return nil, fmt.Errorf("finish %s stream: %w", opts.Compression, err)
+	}
+	if limit := ExpansionLimit(compressed.n); uncompressed.n > limit {
+		// Readers refuse it (DecompressLimited): better not to release it.
+		return nil, fmt.Errorf("layer of %d compressed bytes holds a %d-byte tar, over the %d bytes a reader accepts (MaxExpansionRatio %d, MaxUncompressedSize %d)",
+			compressed.n, uncompressed.n, limit, MaxExpansionRatio, MaxUncompressedSize)
 	}
 	if err := f.Sync(); err != nil {
 		return nil, fmt.Errorf("sync layer file: %w", err)
@@ -347,59 +351,6 @@ func (c *countingHash) Write(p []byte) (int, error) {
 	return c.h.Write(p)
 }
 
-// ErrNotRegular reports a tar entry that is not a regular file or
-// directory when a layer is read back.
-var ErrNotRegular = errors.New("not a regular file or directory")
-
-// Walk reads an uncompressed layer tar and calls fn for every regular file
-// with its slash path (no leading "./" or "/") and contents. Directories
-// are skipped; any other entry type is an error wrapping ErrNotRegular.
-func Walk(r io.Reader, fn func(name string, executable bool, contents io.Reader) error) error {
-	tr := tar.NewReader(r)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read layer tar: %w", err)
-		}
-		name := strings.TrimPrefix(strings.TrimPrefix(hdr.Name, "./"), "/")
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			continue
-		case tar.TypeReg:
-			if err := fn(strings.TrimSuffix(name, "/"), hdr.Mode&0o111 != 0, tr); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("layer entry %s: type %q: %w", hdr.Name, hdr.Typeflag, ErrNotRegular)
-		}
-	}
-}
-
-// Decompress wraps a compressed layer stream of the given OCI media type
-// in a reader of its tar bytes. Closing the result closes rc.
-func Decompress(rc io.ReadCloser, mediaType string) (io.ReadCloser, error) {
-	switch {
-	case strings.HasSuffix(mediaType, "+gzip"):
-		zr, err := gzip.NewReader(rc)
-		if err != nil {
-			return nil, fmt.Errorf("open gzip layer: %w", err)
-		}
-		return &stacked{Reader: zr, closers: []io.Closer{zr, rc}}, nil
-	case strings.HasSuffix(mediaType, "+zstd"):
-		zr, err := zstd.NewReader(rc, zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, fmt.Errorf("open zstd layer: %w", err)
-		}
-		return &stacked{Reader: zr, closers: []io.Closer{closerFunc(func() error { zr.Close(); return nil }), rc}}, nil
-	case strings.HasSuffix(mediaType, ".tar"):
-		return rc, nil
-	}
-	return nil, fmt.Errorf("layer media type %q: unknown compression", mediaType)
-}
-
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
@@ -417,52 +368,4 @@ func (s *stacked) Close() error {
 		}
 	}
 	return first
-}
-
-// Extract writes the regular files and directories of an uncompressed
-// layer tar under dest (which must exist), refusing absolute paths, ".."
-// components and every other entry type. Modes are the entries' (0644 or
-// 0755); times are not restored.
-func Extract(r io.Reader, dest string) error {
-	tr := tar.NewReader(r)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read layer tar: %w", err)
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")
-		if name == "" || name == "." {
-			continue
-		}
-		if err := checkPath(name); err != nil {
-			return err
-		}
-		p := filepath.Join(dest, filepath.FromSlash(name))
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fs.FileMode(hdr.Mode)&0o755)
-			if err != nil {
-				return fmt.Errorf("extract %s: %w", name, err)
-			}
-			if _, err := io.Copy(f, tr); err != nil {
-				f.Close()
-				return fmt.Errorf("extract %s: %w", name, err)
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("layer entry %s: type %q: %w", hdr.Name, hdr.Typeflag, ErrNotRegular)
-		}
-	}
 }

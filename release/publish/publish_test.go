@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -110,6 +112,29 @@ func TestPublishRefusesACorruptLayoutBeforeSendingAnything(t *testing.T) {
 	}
 	if n := requests.Load(); n != 0 {
 		t.Errorf("%d requests reached the registry", n)
+	}
+}
+
+// A FIFO in place of a blob blocked the layout check forever.
+func TestPublishRefusesAFIFOWithoutBlocking(t *testing.T) {
+	_, l := signedLayout(t)
+	desc, _ := l.Resolve()
+	raw, _ := store.ReadManifest(l, desc)
+	m, _ := v1.ParseManifest(strings.NewReader(string(raw)))
+	p := filepath.Join(l.Dir(), "blobs", "sha256", m.Layers[len(m.Layers)-1].Digest.Hex)
+	os.Remove(p)
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, _, err := publish.Check(l); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, store.ErrNotRegular) || !store.IsRejection(err) {
+			t.Fatalf("err = %v, want ErrNotRegular", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("publish.Check blocked on a FIFO and never returned")
 	}
 }
 

@@ -16,6 +16,8 @@ package rebuild
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -138,7 +140,7 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		return nil, err
 	}
-	if err := image.Unpack(img, nbase, root); err != nil {
+	if err := unpackChecked(s, rel.Manifest.Layers[nbase:], root, work); err != nil {
 		return nil, fmt.Errorf("unpack the release layers: %w", err)
 	}
 	in := build.Inputs{
@@ -208,6 +210,32 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	}
 	res.Match = true
 	return res, nil
+}
+
+// unpackChecked unpacks the release layers from s into dest, in order,
+// each from a copy checked against its descriptor (store.Fetch) and with
+// the one safe unpacker: the layers were verified moments ago, but what
+// is unpacked is what was hashed, not what the store serves the second
+// time.
+func unpackChecked(s store.Store, layers []v1.Descriptor, dest, tmp string) error {
+	for i, d := range layers {
+		if err := func() error {
+			f, err := store.Fetch(s, d, tmp)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			rc, err := layer.DecompressLimited(f, string(d.MediaType), d.Size)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			return layer.Unpack(rc, dest, nil)
+		}(); err != nil {
+			return fmt.Errorf("layer %s (%d of the release's): %w", d.Digest, i, err)
+		}
+	}
+	return nil
 }
 
 func openImage(s store.Store, h v1.Hash) (v1.Image, error) {
@@ -429,15 +457,15 @@ func layerFiles(l v1.Layer) map[string]string {
 	}
 	defer rc.Close()
 	layer.Walk(rc, func(name string, exec bool, r io.Reader) error {
-		b, err := io.ReadAll(r)
-		if err != nil {
+		h := sha256.New()
+		if _, err := io.Copy(h, r); err != nil {
 			return err
 		}
 		mode := ""
 		if exec {
 			mode = " exec"
 		}
-		out[name] = descriptor.SHA256(b) + mode
+		out[name] = hex.EncodeToString(h.Sum(nil)) + mode
 		return nil
 	})
 	return out

@@ -89,3 +89,24 @@ func TestParseRejects(t *testing.T) {
 		t.Errorf("Equal = %v, %q", same, field)
 	}
 }
+
+// FuzzParse feeds arbitrary bytes to the SPDX parser and the comparison
+// the verifier runs on an attached SBOM.
+func FuzzParse(f *testing.F) {
+	good, err := Generate(input())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte(`{"spdxVersion":"SPDX-2.3","SPDXID":"SPDXRef-DOCUMENT","dataLicense":"CC0-1.0","relationships":[{"spdxElementId":"x"}]}`))
+	f.Add([]byte(`{"packages":[{}],"files":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := Parse(data); err != nil {
+			return
+		}
+		if same, _ := Equal(data, data); !same {
+			t.Fatalf("a document differs from itself")
+		}
+		Equal(good, data)
+	})
+}

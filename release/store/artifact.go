@@ -133,50 +133,88 @@ func parseArtifact(raw []byte, subject v1.Hash) (*manifest, error) {
 	return &m, nil
 }
 
-// Referrers lists the artifacts attached to subject in s, checking every
-// byte, and returns them sorted by artifact type and manifest digest.
-// Candidates that are not artifacts for subject (an index can list
-// anything) are skipped; bytes that do not match their digests are errors.
-func Referrers(s Store, subject v1.Hash) ([]Referrer, error) {
+// Candidates lists what s says may be attached to subject, unread and so
+// unchecked: image manifests other than subject, duplicates removed, in
+// digest order. A list longer than MaxIndexEntries is refused rather than
+// read, and so is a candidate whose descriptor could not be read
+// (CheckDescriptor with MaxManifestSize). Callers open the candidates
+// they need with OpenReferrer, as late as they can.
+func Candidates(s Store, subject v1.Hash) ([]v1.Descriptor, error) {
 	descs, err := s.Referrers(subject)
 	if err != nil {
 		return nil, fmt.Errorf("list referrers of %s in %s: %w", subject, s.Location(), err)
 	}
-	var out []Referrer
+	if len(descs) > MaxIndexEntries {
+		return nil, fmt.Errorf("referrers of %s in %s: %w: %d listed, the limit is %d", subject, s.Location(), ErrTooManyEntries, len(descs), MaxIndexEntries)
+	}
+	var out []v1.Descriptor
 	seen := map[v1.Hash]bool{}
 	for _, d := range descs {
-		if seen[d.Digest] || !d.MediaType.IsImage() {
+		if seen[d.Digest] || !d.MediaType.IsImage() || d.Digest == subject {
 			continue
 		}
 		seen[d.Digest] = true
-		raw, err := ReadManifest(s, d)
-		if err != nil {
-			return nil, err
+		if err := CheckDescriptor(d, MaxManifestSize); err != nil {
+			return nil, fmt.Errorf("referrer of %s in %s: %w", subject, s.Location(), err)
 		}
-		m, err := parseArtifact(raw, subject)
-		if err != nil {
-			continue
-		}
-		data, err := ReadBlob(s, m.Layers[0], maxArtifactSize)
-		if err != nil {
-			return nil, fmt.Errorf("artifact %s (%s): %w", d.Digest, m.ArtifactType, err)
-		}
-		out = append(out, Referrer{
-			Descriptor:   d,
-			ArtifactType: m.ArtifactType,
-			Annotations:  m.Annotations,
-			Blob:         m.Layers[0],
-			Data:         data,
-		})
+		out = append(out, d)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].ArtifactType != out[j].ArtifactType {
-			return out[i].ArtifactType < out[j].ArtifactType
-		}
-		return out[i].Descriptor.Digest.String() < out[j].Descriptor.Digest.String()
-	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Digest.String() < out[j].Digest.String() })
 	return out, nil
 }
 
-// maxArtifactSize bounds what is read into memory for one attachment.
-const maxArtifactSize = 64 << 20
+// OpenReferrer reads candidate d's manifest and checks it against d and
+// as an artifact for subject; its blob is not read yet (Data is nil, see
+// LoadReferrer). A candidate that is not an artifact for subject gives
+// nil and no error (an index can list anything).
+func OpenReferrer(s Store, subject v1.Hash, d v1.Descriptor) (*Referrer, error) {
+	raw, err := ReadManifest(s, d)
+	if err != nil {
+		return nil, err
+	}
+	m, err := parseArtifact(raw, subject)
+	if err != nil {
+		return nil, nil
+	}
+	return &Referrer{Descriptor: d, ArtifactType: m.ArtifactType, Annotations: m.Annotations, Blob: m.Layers[0]}, nil
+}
+
+// LoadReferrer reads r's blob (at most MaxArtifactSize bytes) and checks
+// it against r.Blob.
+func LoadReferrer(s Store, r *Referrer) error {
+	data, err := ReadBlob(s, r.Blob, MaxArtifactSize)
+	if err != nil {
+		return fmt.Errorf("artifact %s (%s): %w", r.Descriptor.Digest, r.ArtifactType, err)
+	}
+	r.Data = data
+	return nil
+}
+
+// Referrers lists the artifacts attached to subject in s, checking every
+// byte, and returns them sorted by artifact type and manifest digest.
+// Candidates that are not artifacts for subject (an index can list
+// anything) are skipped; bytes that do not match their digests are errors.
+// It reads every attachment: a verifier reads only what it needs, through
+// Candidates and OpenReferrer.
+func Referrers(s Store, subject v1.Hash) ([]Referrer, error) {
+	descs, err := Candidates(s, subject)
+	if err != nil {
+		return nil, err
+	}
+	var out []Referrer
+	for _, d := range descs {
+		r, err := OpenReferrer(s, subject, d)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			continue
+		}
+		if err := LoadReferrer(s, r); err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ArtifactType < out[j].ArtifactType })
+	return out, nil
+}

@@ -42,7 +42,7 @@ var _ Store = (*Layout)(nil)
 
 // OpenLayout opens the OCI image layout at dir.
 func OpenLayout(dir string) (*Layout, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ociLayoutFile))
+	b, err := readRegular(filepath.Join(dir, ociLayoutFile), maxLayoutMarker)
 	if err != nil {
 		return nil, fmt.Errorf("open OCI layout %s: %w", dir, err)
 	}
@@ -50,9 +50,83 @@ func OpenLayout(dir string) (*Layout, error) {
 		Version string `json:"imageLayoutVersion"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil || v.Version != "1.0.0" {
-		return nil, fmt.Errorf("open OCI layout %s: %s does not say imageLayoutVersion 1.0.0", dir, ociLayoutFile)
+		return nil, fmt.Errorf("open OCI layout %s: %w", dir, &FileError{Path: filepath.Join(dir, ociLayoutFile), Err: ErrMalformed, Detail: "it does not say imageLayoutVersion 1.0.0"})
 	}
 	return &Layout{dir: dir}, nil
+}
+
+// openRegular opens p for reading without blocking and refuses anything
+// but a regular file before a byte is read: opening a FIFO for reading
+// blocks until a writer comes, and reading a device (or a FIFO) never
+// ends. O_NONBLOCK makes the open itself return; fstat then says what it
+// opened. On a regular file O_NONBLOCK changes nothing.
+func openRegular(p string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, &FileError{Path: p, Err: ErrNotRegular, Detail: fmt.Sprintf("it is a %s", describeMode(info.Mode()))}
+	}
+	return f, info, nil
+}
+
+// OpenRegularFile opens the regular file p for reading and refuses
+// anything else (a FIFO, a device, a directory) unread and without
+// blocking, with an error wrapping ErrNotRegular. It is for any file a
+// release reader opens where an attacker may have put something else.
+func OpenRegularFile(p string) (*os.File, error) {
+	f, _, err := openRegular(p)
+	return f, err
+}
+
+// ReadRegularFile reads the regular file p (see OpenRegularFile), at most
+// limit bytes: a larger file is refused by its size, unread, with an
+// error wrapping ErrTooLarge.
+func ReadRegularFile(p string, limit int64) ([]byte, error) { return readRegular(p, limit) }
+
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m.IsDir():
+		return "directory"
+	}
+	return "special file (" + m.Type().String() + ")"
+}
+
+// readRegular reads the regular file p, refusing it unread when its size
+// is over limit (and cutting it off at limit+1 bytes should it grow).
+func readRegular(p string, limit int64) ([]byte, error) {
+	f, info, err := openRegular(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tooLarge := &FileError{Path: p, Err: ErrTooLarge, Detail: fmt.Sprintf("larger than %d bytes", limit)}
+	if info.Size() > limit {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, tooLarge
+	}
+	return b, nil
 }
 
 func (l *Layout) Location() string { return l.dir }
@@ -60,15 +134,25 @@ func (l *Layout) Location() string { return l.dir }
 // Dir returns the layout's directory.
 func (l *Layout) Dir() string { return l.dir }
 
+// index reads index.json: at most MaxIndexSize bytes (refused by its size
+// before it is read) naming at most MaxIndexEntries manifests.
 func (l *Layout) index() (*v1.IndexManifest, error) {
-	f, err := os.Open(filepath.Join(l.dir, indexFile))
+	p := filepath.Join(l.dir, indexFile)
+	b, err := readRegular(p, MaxIndexSize)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", indexFile, err)
 	}
-	defer f.Close()
-	im, err := v1.ParseIndexManifest(f)
+	return parseIndex(p, b)
+}
+
+// parseIndex parses the bytes of index.json (at p, for messages).
+func parseIndex(p string, b []byte) (*v1.IndexManifest, error) {
+	im, err := v1.ParseIndexManifest(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("parse %s/%s: %w", l.dir, indexFile, err)
+		return nil, &FileError{Path: p, Err: ErrMalformed, Detail: err.Error()}
+	}
+	if len(im.Manifests) > MaxIndexEntries {
+		return nil, &FileError{Path: p, Err: ErrTooManyEntries, Detail: fmt.Sprintf("it lists %d manifests, the limit is %d", len(im.Manifests), MaxIndexEntries)}
 	}
 	return im, nil
 }
@@ -93,8 +177,9 @@ func (l *Layout) Resolve() (v1.Descriptor, error) {
 }
 
 func (l *Layout) blobPath(h v1.Hash) (string, error) {
-	if h.Algorithm != "sha256" || len(h.Hex) != 64 {
-		return "", fmt.Errorf("digest %s: want sha256 with 64 hex digits", h)
+	// The hex digits become a file name: nothing else may reach it.
+	if h.Algorithm != "sha256" || len(h.Hex) != 64 || strings.Trim(h.Hex, "0123456789abcdef") != "" {
+		return "", &DescriptorError{Digest: h.String(), Err: ErrBadDescriptor, Detail: "want a sha256 digest with 64 lowercase hex digits"}
 	}
 	return filepath.Join(l.dir, "blobs", h.Algorithm, h.Hex), nil
 }
@@ -104,26 +189,7 @@ func (l *Layout) Manifest(d v1.Descriptor) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readLimited(p, maxManifestSize)
-}
-
-// maxManifestSize is the distribution spec's recommended manifest limit.
-const maxManifestSize = 4 << 20
-
-func readLimited(p string, limit int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", p, limit)
-	}
-	return b, nil
+	return readRegular(p, MaxManifestSize)
 }
 
 func (l *Layout) Blob(d v1.Descriptor) (io.ReadCloser, error) {
@@ -131,12 +197,18 @@ func (l *Layout) Blob(d v1.Descriptor) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.Open(p)
+	f, _, err := openRegular(p)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
-// Referrers lists index.json entries whose manifest names subject. The
-// layout holds few manifests, so each is read rather than trusting the
-// index's annotations.
+// Referrers lists the index.json entries that may be artifacts attached
+// to subject: every image manifest but subject itself and the base. None
+// is read here: Candidates bounds the list, and the manifests are read
+// one at a time (OpenReferrer), only as far as a caller needs, and
+// checked then (their subject included).
 func (l *Layout) Referrers(subject v1.Hash) ([]v1.Descriptor, error) {
 	im, err := l.index()
 	if err != nil {
@@ -144,19 +216,10 @@ func (l *Layout) Referrers(subject v1.Hash) ([]v1.Descriptor, error) {
 	}
 	var out []v1.Descriptor
 	for _, d := range im.Manifests {
-		if !d.MediaType.IsImage() || d.Digest == subject {
+		if !d.MediaType.IsImage() || d.Digest == subject || d.Annotations[AnnotationRole] == RoleBase {
 			continue
 		}
-		raw, err := l.Manifest(d)
-		if err != nil {
-			return nil, fmt.Errorf("read manifest %s listed in index.json: %w", d.Digest, err)
-		}
-		var m struct {
-			Subject *v1.Descriptor `json:"subject"`
-		}
-		if json.Unmarshal(raw, &m) == nil && m.Subject != nil && m.Subject.Digest == subject {
-			out = append(out, d)
-		}
+		out = append(out, d)
 	}
 	return out, nil
 }

@@ -115,12 +115,12 @@ func (r *Registry) Manifest(d v1.Descriptor) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, maxManifestSize+1))
+	b, err := io.ReadAll(io.LimitReader(rc, MaxManifestSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxManifestSize {
-		return nil, fmt.Errorf("manifest %s is larger than %d bytes", d.Digest, maxManifestSize)
+	if len(b) > MaxManifestSize {
+		return nil, fmt.Errorf("manifest %s is larger than %d bytes", d.Digest, MaxManifestSize)
 	}
 	return b, nil
 }

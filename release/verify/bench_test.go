@@ -132,3 +132,34 @@ func (r *byteReader) Read(p []byte) (int, error) {
 	r.b = r.b[n:]
 	return n, nil
 }
+
+// BenchmarkVerifyCrowdedIndex verifies a release whose index lists 990
+// unrelated attachments of 64 KiB each besides its own: their
+// descriptors are read, their manifests and blobs are not.
+func BenchmarkVerifyCrowdedIndex(b *testing.B) {
+	r := fixture.New(b)
+	out := filepath.Join(b.TempDir(), "release")
+	if _, err := build.Build(r.Inputs(out), nil); err != nil {
+		b.Fatal(err)
+	}
+	l, _ := store.OpenLayout(out)
+	if _, err := sign.Release(l, r.Signer); err != nil {
+		b.Fatal(err)
+	}
+	desc, _ := l.Resolve()
+	pad := make([]byte, 64<<10)
+	for i := 0; i < 990; i++ {
+		data := append(strconv.AppendInt(nil, int64(i), 10), pad...)
+		if _, err := l.Attach(desc, store.Artifact{ArtifactType: "application/vnd.example.junk", Data: data}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	policy, _ := key.LoadPolicy(r.PublicKey)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := verify.Run(l, verify.Options{Policy: policy}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -140,7 +140,8 @@ type Release struct {
 	// Bundle is the signature bundle that verified, SignerPublic its key.
 	Bundle       []byte
 	SignerPublic crypto.PublicKey
-	// Attachments are every verified artifact attached to the image.
+	// Attachments are the verified artifacts the verification used: the
+	// signature bundle, the provenance statement and the SBOM.
 	Attachments []store.Referrer
 }
 
@@ -181,6 +182,9 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	progress("reading the image manifest")
 	desc, err := s.Resolve()
 	if err != nil {
+		if store.IsRejection(err) {
+			return nil, fail(CheckImage, err)
+		}
 		return nil, err
 	}
 	raw, err := store.ReadManifest(s, desc)
@@ -198,50 +202,53 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	rep.ImageDigest = desc.Digest.String()
 	rep.pass(CheckImage, "%s (%d layers)", desc.Digest, len(m.Layers))
 
+	// The attachments are read lazily, signature first: a bundle's
+	// manifest and blob are read only until one verifies, and only the
+	// provenance and SBOM the signed statement names are read after it.
+	// A layout or registry listing thousands of referrers costs their
+	// descriptors, not their bytes.
 	progress("reading attestations")
-	refs, err := store.Referrers(s, desc.Digest)
+	att, err := listAttachments(s, desc.Digest)
 	if err != nil {
-		var mm *store.DigestMismatchError
-		if errors.As(err, &mm) {
-			return nil, fail(CheckAttestations, err)
-		}
 		return nil, err
 	}
-	rel.Attachments = refs
-	var bundles, provs, sboms []store.Referrer
-	for _, r := range refs {
-		switch r.ArtifactType {
-		case store.ArtifactBundle:
-			bundles = append(bundles, r)
-		case store.ArtifactProvenance:
-			provs = append(provs, r)
-		case store.ArtifactSBOM:
-			sboms = append(sboms, r)
+	found := map[string]bool{}
+	for _, typ := range []string{store.ArtifactBundle, store.ArtifactProvenance, store.ArtifactSBOM} {
+		if found[typ], err = att.exists(typ); err != nil {
+			return nil, err
 		}
 	}
-	if len(bundles) == 0 {
+	if !found[store.ArtifactBundle] {
 		return nil, failf(CheckAttestations, "missing attestation: no signature bundle (%s) is attached to image %s: the release is unsigned", store.ArtifactBundle, desc.Digest)
 	}
-	if len(provs) == 0 {
+	if !found[store.ArtifactProvenance] {
 		return nil, failf(CheckAttestations, "missing attestation: no provenance statement (%s) is attached to image %s", store.ArtifactProvenance, desc.Digest)
 	}
-	if len(sboms) == 0 {
+	if !found[store.ArtifactSBOM] {
 		return nil, failf(CheckAttestations, "missing attestation: no SBOM (%s) is attached to image %s", store.ArtifactSBOM, desc.Digest)
 	}
-	rep.pass(CheckAttestations, "%d signature bundle(s), %d provenance statement(s), %d SBOM(s)", len(bundles), len(provs), len(sboms))
+	rep.pass(CheckAttestations, "%d signature bundle(s), %d provenance statement(s), %d SBOM(s) listed", att.listed(store.ArtifactBundle), att.listed(store.ArtifactProvenance), att.listed(store.ArtifactSBOM))
 
 	progress("checking the signature")
 	var signed *SignedStatement
 	var firstErr error
-	for _, b := range bundles {
+	err = att.each(store.ArtifactBundle, func(b *store.Referrer) (bool, error) {
+		if err := att.load(b); err != nil {
+			return false, err
+		}
 		st, err := Bundle(b.Data, opts.Policy, now)
 		if err == nil {
 			signed, rel.Bundle = st, b.Data
-			break
+			rel.Attachments = append(rel.Attachments, *b)
+			return true, nil
 		}
 		if firstErr == nil {
 			firstErr = err
 		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if signed == nil {
 		return nil, firstErr
@@ -280,14 +287,33 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	}
 	rep.Image = imgSubject.Name
 
+	// The provenance attached is the statement signed: only a candidate
+	// whose blob descriptor names the signed bytes is read.
+	stmtSum := descriptor.SHA256(signed.Statement)
 	var attached []byte
-	for _, p := range provs {
+	var firstProv string
+	err = att.each(store.ArtifactProvenance, func(p *store.Referrer) (bool, error) {
+		if firstProv == "" {
+			firstProv = p.Blob.Digest.String()
+		}
+		if p.Blob.Digest.Hex != stmtSum || p.Blob.Size != int64(len(signed.Statement)) {
+			return false, nil
+		}
+		if err := att.load(p); err != nil {
+			return false, err
+		}
 		if bytes.Equal(p.Data, signed.Statement) {
 			attached = p.Data
+			rel.Attachments = append(rel.Attachments, *p)
+			return true, nil
 		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if attached == nil {
-		return nil, failf(CheckProvenance, "the attached provenance statement (%s) is not the statement the bundle signs", provs[0].Blob.Digest)
+		return nil, failf(CheckProvenance, "the attached provenance statement (%s) is not the statement the bundle signs", firstProv)
 	}
 
 	progress("checking the layers against the provenance")
@@ -402,13 +428,26 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 		return nil, failf(CheckSBOM, "provenance lists no %s byproduct", build.ByproductSBOM)
 	}
 	var sbomBytes []byte
-	for _, r := range sboms {
-		if descriptor.SHA256(r.Data) == sb.Digest["sha256"] {
-			sbomBytes = r.Data
+	var firstSBOM string
+	err = att.each(store.ArtifactSBOM, func(r *store.Referrer) (bool, error) {
+		if firstSBOM == "" {
+			firstSBOM = r.Blob.Digest.Hex
 		}
+		if r.Blob.Digest.Hex != sb.Digest["sha256"] {
+			return false, nil
+		}
+		if err := att.load(r); err != nil {
+			return false, err
+		}
+		sbomBytes = r.Data
+		rel.Attachments = append(rel.Attachments, *r)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if sbomBytes == nil {
-		return nil, failf(CheckSBOM, "no attached SBOM hashes to sha256:%s, the SBOM the signed provenance names (attached: sha256:%s)", sb.Digest["sha256"], descriptor.SHA256(sboms[0].Data))
+		return nil, failf(CheckSBOM, "no attached SBOM hashes to sha256:%s, the SBOM the signed provenance names (attached: sha256:%s)", sb.Digest["sha256"], firstSBOM)
 	}
 	if _, err := sbom.Parse(sbomBytes); err != nil {
 		return nil, fail(CheckSBOM, err)
@@ -519,11 +558,10 @@ func readBlobs(s store.Store, m *v1.Manifest, ours int) (map[string]*layerConten
 			defer mu.Unlock()
 			if err != nil {
 				if firstErr == nil {
-					var mm *store.DigestMismatchError
-					if errors.As(err, &mm) || errors.Is(err, errLayerContent) {
+					if errors.Is(err, errLayerContent) || layer.IsRejection(err) {
 						firstErr = fail(CheckBlobs, err)
 					} else {
-						firstErr = err
+						firstErr = classify(CheckBlobs, err)
 					}
 				}
 				return
@@ -543,30 +581,30 @@ func readBlobs(s store.Store, m *v1.Manifest, ours int) (map[string]*layerConten
 
 var errLayerContent = errors.New("unexpected layer content")
 
-// readLayer streams one of our layers once: the compressed bytes are
-// checked against the descriptor while the tar inside is read.
+// readLayer reads one of our layers: its compressed bytes are copied to
+// a temporary file and checked against the descriptor first, and only the
+// checked bytes are decompressed (within layer.DecompressLimited's
+// limits) and read; a layer that does not match its digest is never
+// unpacked.
 func readLayer(s store.Store, d v1.Descriptor, role string) (*layerContents, error) {
-	pr, pw := io.Pipe()
-	checked := make(chan error, 1)
-	go func() {
-		err := store.CheckBlob(s, d, pw)
-		pw.CloseWithError(err)
-		checked <- err
-	}()
-	c := &layerContents{files: map[string][]byte{}}
-	err := readLayerContents(pr, d, role, c)
-	pr.CloseWithError(io.ErrClosedPipe)
-	if cerr := <-checked; cerr != nil && !errors.Is(cerr, io.ErrClosedPipe) {
-		return nil, cerr
-	}
+	f, err := store.Fetch(s, d, "")
 	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	c := &layerContents{files: map[string][]byte{}}
+	if err := readLayerContents(f, d, role, c); err != nil {
 		return nil, fmt.Errorf("%s layer %s: %w", role, d.Digest, err)
 	}
 	return c, nil
 }
 
+// maxEntrypointSize bounds the entrypoint binary, which is held in memory
+// for the SBOM (a static Go binary is tens of MiB).
+const maxEntrypointSize = 512 << 20
+
 func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerContents) error {
-	tarStream, err := layer.Decompress(io.NopCloser(r), string(d.MediaType))
+	tarStream, err := layer.DecompressLimited(io.NopCloser(r), string(d.MediaType), d.Size)
 	if err != nil {
 		return err
 	}
@@ -582,10 +620,9 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 			return err
 		}
 		defer os.RemoveAll(scratch)
-		substrateDir = filepath.Join(scratch, "files")
 	}
 	var treeFiles []atomicwrite.File
-	err = layer.Walk(tee, func(name string, exec bool, contents io.Reader) error {
+	visit := func(name string, exec bool, contents io.Reader) error {
 		if !strings.HasPrefix(name, prefix) {
 			return fmt.Errorf("%w: %s is outside %s", errLayerContent, name, prefix)
 		}
@@ -604,9 +641,12 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 			if name != descriptor.EntrypointPath {
 				return fmt.Errorf("%w: %s in the entrypoint layer", errLayerContent, name)
 			}
-			b, err := io.ReadAll(contents)
+			b, err := io.ReadAll(io.LimitReader(contents, maxEntrypointSize+1))
 			if err != nil {
 				return err
+			}
+			if len(b) > maxEntrypointSize {
+				return fmt.Errorf("%w: %s is larger than %d bytes", errLayerContent, name, maxEntrypointSize)
 			}
 			c.entryBytes, c.entrySHA256, c.entrySize = b, descriptor.SHA256(b), int64(len(b))
 		case "engine-tree", "substrate":
@@ -614,21 +654,9 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 			var w io.Writer = h
 			var meta bytes.Buffer
 			if role == "engine-tree" && rel == build.TreeMetadataPath {
-				w = io.MultiWriter(h, &meta)
+				w = io.MultiWriter(h, &limitedBuffer{b: &meta, limit: maxReleaseFile})
 			}
-			var f *os.File
-			{
-				p := filepath.Join(substrateDir, filepath.FromSlash(rel))
-				treeFiles = append(treeFiles, atomicwrite.File{Path: rel, From: p})
-				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-					return err
-				}
-				if f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
-					return fmt.Errorf("%w: %s: %v", errLayerContent, name, err)
-				}
-				defer f.Close()
-				w = io.MultiWriter(w, f)
-			}
+			treeFiles = append(treeFiles, atomicwrite.File{Path: rel, From: filepath.Join(substrateDir, filepath.FromSlash(rel))})
 			n, err := io.Copy(w, contents)
 			if err != nil {
 				return err
@@ -640,7 +668,19 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 			c.sbomFiles = append(c.sbomFiles, sbom.File{Path: name, SHA1: h.sha1(), SHA256: h.sha256()})
 		}
 		return nil
-	})
+	}
+	if scratch != "" {
+		// The one safe unpacker writes the files under the scratch
+		// directory and nowhere else.
+		files := filepath.Join(scratch, "files")
+		if err := os.Mkdir(files, 0o700); err != nil {
+			return err
+		}
+		substrateDir = filepath.Join(files, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
+		err = layer.Unpack(tee, files, visit)
+	} else {
+		err = layer.Walk(tee, visit)
+	}
 	if err != nil {
 		return err
 	}
@@ -669,6 +709,19 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 	}
 	sortFiles(c.sbomFiles)
 	return nil
+}
+
+// limitedBuffer keeps at most limit bytes and then refuses more.
+type limitedBuffer struct {
+	b     *bytes.Buffer
+	limit int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if l.b.Len()+len(p) > l.limit {
+		return 0, fmt.Errorf("%w: the engine tree metadata is larger than %d bytes", errLayerContent, l.limit)
+	}
+	return l.b.Write(p)
 }
 
 // ReportJSON renders a report as indented JSON.

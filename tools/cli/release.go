@@ -87,7 +87,11 @@ func inputError(err error) error {
 // registry reference.
 func openRelease(arg string, insecure bool) (store.Store, error) {
 	if info, err := os.Stat(arg); err == nil && info.IsDir() {
-		return store.OpenLayout(arg)
+		l, err := store.OpenLayout(arg)
+		if store.IsRejection(err) {
+			return nil, Rejected(err)
+		}
+		return l, err
 	}
 	if strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "/") {
 		return nil, fmt.Errorf("%s: no such OCI layout directory", arg)
@@ -456,7 +460,7 @@ ever published half-way. With --key the release is fully verified first.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := store.OpenLayout(args[0])
 			if err != nil {
-				return err
+				return inputError(err)
 			}
 			if keyPath != "" {
 				policy, err := key.LoadPolicy(keyPath)
@@ -482,7 +486,7 @@ ever published half-way. With --key the release is fully verified first.`,
 			res, err := publish.Layout(l, target, progress)
 			if err != nil {
 				var mm *store.DigestMismatchError
-				if errors.Is(err, publish.ErrIncomplete) || errors.As(err, &mm) {
+				if errors.Is(err, publish.ErrIncomplete) || errors.As(err, &mm) || store.IsRejection(err) {
 					return Rejected(err)
 				}
 				return err

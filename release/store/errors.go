@@ -1,0 +1,92 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// rejection marks errors that reject what a store holds (a descriptor, a
+// file, bytes that do not match their digest), as opposed to failures to
+// reach or read it; callers tell them apart with IsRejection.
+type rejection struct{ msg string }
+
+func (r *rejection) Error() string { return r.msg }
+
+// IsRejection reports whether err rejects the store's contents rather
+// than reporting an I/O failure.
+func IsRejection(err error) bool {
+	var r *rejection
+	return errors.As(err, &r)
+}
+
+// Reasons a store's contents are rejected. Every error this package
+// returns for hostile contents wraps one of them.
+var (
+	// ErrDigestMismatch is wrapped by DigestMismatchError.
+	ErrDigestMismatch error = &rejection{"digest mismatch"}
+	// ErrBadDescriptor is a descriptor whose digest is not sha256 with
+	// 64 hex digits, or whose size is negative or over its limit.
+	ErrBadDescriptor error = &rejection{"invalid descriptor"}
+	// ErrNotRegular is a file of an OCI layout (index.json, oci-layout,
+	// a blob) that is not a regular file: a FIFO, a device, a directory.
+	ErrNotRegular error = &rejection{"not a regular file"}
+	// ErrTooLarge is a file larger than its limit.
+	ErrTooLarge error = &rejection{"too large"}
+	// ErrTooManyEntries is an index or referrers list longer than
+	// MaxIndexEntries.
+	ErrTooManyEntries error = &rejection{"too many entries"}
+	// ErrMalformed is an index.json or oci-layout that does not parse.
+	ErrMalformed error = &rejection{"malformed"}
+)
+
+// Limits on what a store may make a reader read. Each is checked before
+// the bytes are read (on the descriptor, or on the file's size).
+const (
+	// MaxManifestSize is the distribution spec's recommended manifest
+	// limit.
+	MaxManifestSize = 4 << 20
+	// MaxIndexSize bounds index.json, read before any signature check.
+	MaxIndexSize = 4 << 20
+	// MaxIndexEntries bounds the manifests an index.json (or a referrers
+	// list) may name; a release has its image, its base and a handful of
+	// attachments.
+	MaxIndexEntries = 1000
+	// MaxBlobSize bounds any blob's descriptor (a base image's largest
+	// layer is a few GiB).
+	MaxBlobSize int64 = 64 << 30
+	// MaxArtifactSize bounds what is read into memory for one attachment.
+	MaxArtifactSize = 64 << 20
+	// maxLayoutMarker bounds the oci-layout file.
+	maxLayoutMarker = 4 << 10
+)
+
+// DescriptorError rejects a descriptor before anything it names is read.
+type DescriptorError struct {
+	Digest string
+	Size   int64
+	Err    error // ErrBadDescriptor or ErrTooLarge
+	Detail string
+}
+
+func (e *DescriptorError) Error() string {
+	return fmt.Sprintf("descriptor %s (%d bytes): %v: %s", e.Digest, e.Size, e.Err, e.Detail)
+}
+
+func (e *DescriptorError) Unwrap() error { return e.Err }
+
+// FileError rejects one file of an OCI layout.
+type FileError struct {
+	Path   string
+	Err    error // ErrNotRegular, ErrTooLarge or ErrMalformed
+	Detail string
+}
+
+func (e *FileError) Error() string {
+	msg := e.Path + ": " + e.Err.Error()
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
