@@ -67,6 +67,7 @@ func FuzzParseRebuildPlan(f *testing.F) {
 	f.Add([]byte(`{"steps":[{"type":"bundle_python","path":"build.py"}]}`))
 	f.Add([]byte(`{"steps":[]}`))
 	f.Add([]byte(`{"steps":[{"type":"repo_python","path":"../build_cuda_ext.py"}]}`))
+	f.Add([]byte(`{"steps":[{"type":"repo_python","path":"../build_cuda_ext.py"}],"steps":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseRebuildPlan(data)
 		if err != nil {
@@ -85,5 +86,6 @@ func FuzzParseRebuildPlan(f *testing.F) {
 				t.Fatal("steps not in run order")
 			}
 		}
+		p.ObservedFeatures()
 	})
 }
