@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 
 	"github.com/cacheon/engine/tools/bundlehash"
 )
@@ -62,17 +61,13 @@ func stageBundle(src, dst string) (string, error) {
 // stageFile copies exactly size bytes of the regular file src, refusing a
 // file that became a link, a FIFO or another size since it was listed.
 func stageFile(src, dst string, size int64) error {
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	in, fi, err := bundlehash.OpenRegular(src)
 	if err != nil {
-		return fmt.Errorf("staging %s: %w", src, err)
+		return fmt.Errorf("staging %s: changed while staged: %w", src, err)
 	}
 	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return fmt.Errorf("staging %s: %w", src, err)
-	}
-	if !fi.Mode().IsRegular() || fi.Size() != size {
-		return fmt.Errorf("staging %s: changed while staged (now %s, %d bytes)", src, fi.Mode().Type(), fi.Size())
+	if fi.Size() != size {
+		return fmt.Errorf("staging %s: changed while staged (now %d bytes, listed %d)", src, fi.Size(), size)
 	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/evaluator/sandbox"
+	"github.com/cacheon/engine/tools/bundlehash"
 )
 
 // File names inside a worker's work directory.
@@ -443,20 +444,8 @@ func ReadResult(workDir string, v any) error {
 // blocking on a FIFO, and refuses anything but a regular file: a worker
 // may have replaced its own files with either.
 func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	return f, nil
+	f, _, err := bundlehash.OpenRegular(path)
+	return f, err
 }
 
 // readTail returns up to n bytes from the end of a regular file.
