@@ -16,7 +16,29 @@ var (
 		"http", "httplib", "ftplib", "smtplib", "telnetlib", "poplib", "imaplib", "xmlrpc", "pickle",
 		"dill", "marshal", "shelve", "cloudpickle", "importlib", "imp", "runpy", "pkg_resources",
 		"pkgutil", "shutil", "tempfile", "pathlib", "glob", "fileinput", "pty", "fcntl", "termios",
-		"resource", "signal", "mmap", "webbrowser", "wsgiref", "paramiko", "fabric")
+		"resource", "signal", "mmap", "webbrowser", "wsgiref", "paramiko", "fabric",
+		// ext: whole families upstream misses. Each root's C-accelerated
+		// twin (_socket, _pickle, _multiprocessing, ...) is banned with it,
+		// see bannedModule.
+		//
+		// Helpers that run a string, a file or a docstring as code.
+		"timeit", "bdb", "pdb", "cProfile", "profile", "trace", "code", "codeop", "pydoc", "doctest",
+		"unittest", "rlcompleter", "zipimport", "compileall", "py_compile", "site", "_imp",
+		"_frozen_importlib", "_frozen_importlib_external", "_xxsubinterpreters", "_xxinterpchannels",
+		"_testcapi", "_testinternalcapi", "__builtin__", "cPickle", "joblib",
+		// Processes and the raw process layer under os and subprocess.
+		"posix", "nt", "_posixsubprocess", "_winapi", "msvcrt", "distutils", "setuptools", "_posixshmem",
+		// Networking beside socket, http and urllib.
+		"socketserver", "select", "asyncore", "asynchat", "smtpd", "nntplib",
+		// File access under names the pathlib and open rules do not cover.
+		"_io", "dbm", "sqlite3")
+
+	// ext: dotted families inside packages a kernel may import: libc
+	// through numpy, processes through torch, C++ compiled and loaded at
+	// run time, code fetched from the network, strings run as benchmark
+	// statements, dotted names resolved from a logging config.
+	bannedModulePrefixes = set("numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "torch.multiprocessing",
+		"torch.utils.cpp_extension", "torch.utils.benchmark", "torch.hub", "torch.package", "logging.config")
 
 	bannedCalls = set("eval", "exec", "compile", "__import__", "open", "input", "breakpoint",
 		"globals", "vars", "locals")
@@ -31,22 +53,66 @@ var (
 		"kill", "killpg", "putenv", "setuid", "setgid", "dlopen", "LoadLibrary", "WinDLL", "CDLL",
 		"check_output", "check_call", "Popen", "urlopen",
 		// ext: the same process primitives under their other names.
-		"posix_spawn", "posix_spawnp", "startfile", "spawnvp", "spawnvpe")
+		"posix_spawn", "posix_spawnp", "startfile", "spawnvp", "spawnvpe",
+		// ext: processes, libraries and code strings reached from
+		// modules that are allowed or reached without an import.
+		"fork_exec", "load_library", "load_inline", "run_string", "runsource", "runcode",
+		"compile_command", "import_module", "load_module", "exec_module", "resolve_name")
 
 	pickleBases = set("pickle", "cpickle", "_pickle", "dill", "marshal", "cloudpickle", "joblib", "torch")
+
+	// ext: unpickling under other names than load and loads.
+	pickleAttributes = set("Unpickler", "read_pickle")
 
 	dunderAttributes = set("__globals__", "__builtins__", "__subclasses__", "__bases__", "__mro__",
 		"__code__", "__loader__", "__dict__", "__class__", "__subclasshook__", "__getattribute__", "__base__")
 
 	// ext: frame and module-table introspection reaches the same globals
-	// and builtins the dunder rule guards.
+	// and builtins the dunder rule guards; the heap walkers reach every
+	// object; code and function objects built by hand run what they hold.
 	introspectionAttributes = set("f_globals", "f_locals", "f_builtins", "f_back", "f_code",
-		"gi_frame", "gi_code", "cr_frame", "ag_frame", "tb_frame", "_getframe")
+		"gi_frame", "gi_code", "cr_frame", "ag_frame", "tb_frame", "_getframe",
+		"get_referrers", "get_referents", "get_objects", "CodeType", "FunctionType", "LambdaType",
+		"_current_frames", "currentframe")
 	introspectionNames = set("__builtins__", "__loader__", "__spec__")
+
+	// ext: attribute names that are banned modules themselves, so that a
+	// module reached as an attribute of an allowed one is caught without
+	// an import: torch.multiprocessing, np.ctypeslib.ctypes, m.subprocess.
+	moduleAttributeNames = set("subprocess", "multiprocessing", "ctypes", "_ctypes", "ctypeslib", "cffi",
+		"socket", "_socket", "pickle", "_pickle", "cPickle", "marshal", "builtins", "__builtin__",
+		"importlib", "runpy", "_posixsubprocess", "posix", "pty", "cloudpickle", "dill", "shutil",
+		"cpp_extension", "timeit", "cProfile", "pdb", "bdb", "codeop", "pydoc", "doctest", "_imp",
+		"_xxsubinterpreters", "_io")
+
+	// ext: attributes banned only on the module they belong to (matched
+	// on the last name of the base, so torch.os.open is os.open): file
+	// access, tracing hooks, import hooks and frame access under names
+	// too common to ban everywhere.
+	moduleAttributes = map[string]map[string]bool{
+		"os": set("open", "fdopen", "openpty", "remove", "unlink", "rename", "renames", "replace", "rmdir",
+			"removedirs", "mkdir", "makedirs", "chmod", "chown", "lchown", "symlink", "link", "truncate",
+			"mkfifo", "mknod", "chdir", "chroot", "write", "pwrite", "writev", "sendfile", "memfd_create",
+			"register_at_fork", "unsetenv", "add_dll_directory"),
+		"io":      set("open", "open_code", "FileIO"),
+		"codecs":  set("open"),
+		"inspect": set("stack", "trace", "getouterframes", "getinnerframes"),
+		"sys": set("modules", "settrace", "setprofile", "addaudithook", "meta_path", "path_hooks", "path_importer_cache",
+			"call_tracing", "breakpointhook"),
+		"numpy": set("fromfile", "memmap", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt"),
+		"torch": set("save", "from_file"),
+	}
+
+	// ext: helpers that fetch attributes by name, as getattr does: with
+	// literal names the names are checked like getattr's; anything else is
+	// a dynamic attribute. getmembers returns every attribute at once.
+	attrNameHelpers  = map[string]int{"attrgetter": 0, "methodcaller": 0, "getattr_static": 1}
+	allMemberHelpers = set("getmembers", "getmembers_static")
+	helperModules    = set("operator", "_operator", "inspect")
 
 	// ext: star imports from these bring process primitives or pickle
 	// loaders in under bare names the attribute rules cannot see.
-	starImportRoots = set("os", "posix", "nt", "sys")
+	starImportRoots = set("os", "posix", "nt", "sys", "numpy", "io", "inspect", "gc", "types", "operator", "_operator")
 
 	// ext: builtins whose bare reference (aliasing `e = eval`) is flagged
 	// unless the file binds the name itself.
@@ -75,7 +141,8 @@ func Source(path string, src []byte) []Finding {
 		}
 		return []Finding{{Path: path, Rule: RuleSyntax, Message: err.Error()}}
 	}
-	s := &sourceScan{path: path, file: f, aliases: importAliases(mod), bound: boundNames(mod), direct: map[pyparse.Node]bool{}}
+	aliases := importAliases(mod)
+	s := &sourceScan{path: path, file: f, aliases: aliases, mods: moduleAliases(aliases), bound: boundNames(mod), direct: map[pyparse.Node]bool{}}
 	pyparse.Inspect(mod, s.visit)
 	s.compilability(mod)
 	sortFindings(s.out)
@@ -86,6 +153,7 @@ type sourceScan struct {
 	path    string
 	file    *pyparse.File
 	aliases map[string][]string // local name -> module paths it may be bound to
+	mods    map[string][]string // aliases cut down to the paths the module rules match, each once
 	bound   map[string]bool     // names the file binds itself
 	direct  map[pyparse.Node]bool
 	roots   map[*pyparse.Attribute]*pyparse.Name // chainRoot's memory
@@ -103,12 +171,66 @@ func root(module string) string {
 	return r
 }
 
+func lastName(module string) string {
+	return module[strings.LastIndexByte(module, '.')+1:]
+}
+
+// bannedModule reports the banned family a module path belongs to: its
+// root is banned, or the root is the C-accelerated twin of a banned root
+// (_socket, _pickle, _multiprocessing, _ssl, _asyncio, ...), or the path
+// lies under a banned dotted prefix (numpy.ctypeslib, torch.hub, ...).
+func bannedModule(path string) (string, bool) {
+	r := root(path)
+	if bannedImportRoots[r] {
+		return r, true
+	}
+	if t := strings.TrimLeft(r, "_"); t != r && bannedImportRoots[t] {
+		return r, true
+	}
+	// The prefixes have at most maxPrefixNames names; a path of a million
+	// names is cut there rather than hashed at every dot.
+	for i, n := 0, 0; n < maxPrefixNames; n++ {
+		j := strings.IndexByte(path[i:], '.')
+		if j < 0 {
+			if bannedModulePrefixes[path] {
+				return path, true
+			}
+			break
+		}
+		i += j
+		if bannedModulePrefixes[path[:i]] {
+			return path[:i], true
+		}
+		i++
+	}
+	return "", false
+}
+
+// maxPrefixNames is the most names a bannedModulePrefixes entry has.
+const maxPrefixNames = 3
+
+// moduleAttributeAnywhere reports whether some moduleAttributes module
+// bans the attribute name.
+func moduleAttributeAnywhere(name string) bool {
+	for _, attrs := range moduleAttributes {
+		if attrs[name] {
+			return true
+		}
+	}
+	return false
+}
+
+func bannedPrefix(path string) bool {
+	_, ok := bannedModule(path)
+	return ok
+}
+
 func (s *sourceScan) visit(n pyparse.Node) bool {
 	switch x := n.(type) {
 	case *pyparse.Import:
 		for _, a := range x.Names {
-			if r := root(a.Name.Name); bannedImportRoots[r] {
-				s.add(a, RuleBannedImport, "import of %q: module %q is banned", a.Name.Name, r)
+			if fam, ok := bannedModule(a.Name.Name); ok {
+				s.add(a, RuleBannedImport, "import of %q: module %q is banned", a.Name.Name, fam)
 			}
 		}
 	case *pyparse.ImportFrom:
@@ -134,8 +256,8 @@ func (s *sourceScan) importFrom(x *pyparse.ImportFrom) {
 	}
 	mod := x.Module.Name
 	r := root(mod)
-	if bannedImportRoots[r] {
-		s.add(x, RuleBannedImport, "import from %q: module %q is banned", mod, r)
+	if fam, ok := bannedModule(mod); ok {
+		s.add(x, RuleBannedImport, "import from %q: module %q is banned", mod, fam)
 		return
 	}
 	for _, a := range x.Names {
@@ -145,17 +267,32 @@ func (s *sourceScan) importFrom(x *pyparse.ImportFrom) {
 			if starImportRoots[r] || pickleBases[strings.ToLower(r)] {
 				s.add(a, RuleStarImport, "star import from %q brings process or loader primitives in under bare names", mod)
 			}
-		case bannedAttributes[name]:
+		case bannedAttributes[name] || dunderAttributes[name] || introspectionAttributes[name] ||
+			moduleAttributeNames[name] || moduleAttributes[lastName(mod)][name]:
 			s.add(a, RuleBannedImportName, "import of %q from %q: the name is banned as an attribute", name, mod)
-		case dunderAttributes[name]:
-			s.add(a, RuleBannedImportName, "import of %q from %q: the name is banned as an attribute", name, mod)
-		case (name == "load" || name == "loads") && pickleBases[strings.ToLower(r)]:
+		case bannedPrefix(mod + "." + name):
+			s.add(a, RuleBannedImport, "import of %q from %q: module %q is banned", name, mod, mod+"."+name)
+		case (name == "load" || name == "loads") && pickleBases[strings.ToLower(r)], pickleAttributes[name]:
 			s.add(a, RulePickleLoad, "import of %q from %q: unpickling loaders are banned", name, mod)
 		}
 	}
 }
 
 func (s *sourceScan) call(x *pyparse.Call) {
+	for _, k := range x.Keywords {
+		// numpy.load(f, allow_pickle=True) and every reader that takes the
+		// flag unpickles; only a literal False is safe.
+		if k.Arg != nil && k.Arg.Name == "allow_pickle" {
+			if c, ok := k.Value.(*pyparse.Constant); !ok || c.Kind != pyparse.ConstFalse {
+				s.add(k, RulePickleLoad, "allow_pickle= other than a literal False unpickles")
+			}
+		}
+	}
+	if h := s.helper(x.Func); h != "" {
+		s.direct[x.Func] = true
+		s.helperCall(x, h)
+		return
+	}
 	fn, ok := x.Func.(*pyparse.Name)
 	if !ok {
 		return
@@ -175,13 +312,17 @@ func (s *sourceScan) call(x *pyparse.Call) {
 			return
 		}
 		// ext: a literal name is still the banned attribute it names.
+		if m := s.baseModule(x.Args[0], c.Str); m != "" {
+			s.add(x, RuleBannedAttribute, "%s.%s is banned: file access, tracing or import hooks via %s()", m, c.Str, fn.ID)
+			return
+		}
 		s.attributeName(x, c.Str, "via "+fn.ID+"()")
 	}
 }
 
 func (s *sourceScan) attribute(x *pyparse.Attribute) {
 	name := x.Attr.Name
-	if (name == "load" || name == "loads") && s.pickleBase(x.Value) {
+	if (name == "load" || name == "loads") && s.pickleBase(x.Value) || pickleAttributes[name] {
 		s.add(x, RulePickleLoad, "%s.%s: unpickling loaders are banned", baseText(x.Value), name)
 		return
 	}
@@ -191,7 +332,133 @@ func (s *sourceScan) attribute(x *pyparse.Attribute) {
 			return
 		}
 	}
+	if h := s.helper(x); h != "" {
+		if !s.direct[x] {
+			s.add(x, RuleDynamicAttribute, "%s referenced without being called fetches attributes the scan cannot see", h)
+		}
+		return
+	}
+	if m := s.baseModule(x.Value, name); m != "" {
+		s.add(x, RuleBannedAttribute, "%s.%s is banned: file access, tracing or import hooks", m, name)
+		return
+	}
+	if p := s.bannedPath(x); p != "" {
+		s.add(x, RuleBannedAttribute, "%s reaches banned module %q without importing it", baseText(x), p)
+		return
+	}
 	s.attributeName(x, name, "")
+}
+
+// baseModule returns the module of moduleAttributes whose attribute name
+// the expression base.name fetches, or "". The base is matched by its
+// last name (torch.os.open is os.open) or, for a bare name, by the
+// modules the file imports under it.
+func (s *sourceScan) baseModule(base pyparse.Expr, name string) string {
+	switch b := base.(type) {
+	case *pyparse.Attribute:
+		if moduleAttributes[b.Attr.Name][name] {
+			return b.Attr.Name
+		}
+	case *pyparse.Name:
+		if moduleAttributes[b.ID][name] {
+			return b.ID
+		}
+		for _, m := range s.mods[b.ID] {
+			if moduleAttributes[lastName(m)][name] {
+				return m
+			}
+		}
+	}
+	return ""
+}
+
+// bannedPath returns the banned dotted prefix that the attribute chain x
+// spells exactly (np.ctypeslib, torch.utils.cpp_extension, with the
+// chain's root read through the file's imports), or "". Only the link
+// that completes the prefix is reported, and only chains no longer than
+// the longest prefix are spelled out, so each link costs constant work.
+func (s *sourceScan) bannedPath(x *pyparse.Attribute) string {
+	var names []string
+	var e pyparse.Expr = x
+	for len(names) < maxPrefixNames {
+		a, ok := e.(*pyparse.Attribute)
+		if !ok {
+			break
+		}
+		names = append(names, a.Attr.Name)
+		e = a.Value
+	}
+	b, ok := e.(*pyparse.Name)
+	if !ok {
+		return ""
+	}
+	var tail strings.Builder
+	for i := len(names) - 1; i >= 0; i-- {
+		tail.WriteString(".")
+		tail.WriteString(names[i])
+	}
+	for _, m := range append([]string{b.ID}, s.mods[b.ID]...) {
+		if p := m + tail.String(); bannedModulePrefixes[p] {
+			return p
+		}
+	}
+	return ""
+}
+
+// helper returns the attribute-fetching helper (operator.attrgetter,
+// operator.methodcaller, inspect.getattr_static, inspect.getmembers) an
+// expression names, or "". Attributes are matched by name on any base;
+// bare names by what the file imports under them.
+func (s *sourceScan) helper(e pyparse.Expr) string {
+	switch x := e.(type) {
+	case *pyparse.Attribute:
+		if _, ok := attrNameHelpers[x.Attr.Name]; ok || allMemberHelpers[x.Attr.Name] {
+			return x.Attr.Name
+		}
+	case *pyparse.Name:
+		for _, m := range s.mods[x.ID] {
+			h := lastName(m)
+			if _, ok := attrNameHelpers[h]; (ok || allMemberHelpers[h]) && helperModules[lastName(strings.TrimSuffix(m, "."+h))] {
+				return h
+			}
+		}
+	}
+	return ""
+}
+
+// helperCall checks a call of an attribute-fetching helper like a getattr
+// call: every name must be a string literal, and is then checked as the
+// attribute it names (attrgetter's dotted names link by link).
+func (s *sourceScan) helperCall(x *pyparse.Call, h string) {
+	if allMemberHelpers[h] {
+		s.add(x, RuleDynamicAttribute, "%s() returns every attribute, banned ones included", h)
+		return
+	}
+	first := attrNameHelpers[h]
+	names := x.Args[min(first, len(x.Args)):]
+	if h != "attrgetter" && len(names) > 0 {
+		names = names[:1]
+	}
+	if len(names) == 0 {
+		s.add(x, RuleDynamicAttribute, "%s() without a literal attribute name", h)
+		return
+	}
+	for _, arg := range names {
+		c, ok := arg.(*pyparse.Constant)
+		if !ok || c.Kind != pyparse.ConstStr || c.Inexact {
+			s.add(x, RuleDynamicAttribute, "%s() with a computed attribute name; only string literals are allowed", h)
+			return
+		}
+		for _, part := range strings.Split(c.Str, ".") {
+			// The object is not known here, so a name some module's
+			// table bans (os "open") counts whatever the object.
+			if moduleAttributeAnywhere(part) {
+				s.add(x, RuleBannedAttribute, "attribute %q is banned on a module via %s()", part, h)
+				continue
+			}
+			s.attributeName(x, part, "via "+h+"()")
+		}
+	}
 }
 
 // attributeName applies the attribute-name rules to a name reached by
@@ -204,6 +471,10 @@ func (s *sourceScan) attributeName(n pyparse.Node, name, how string) {
 	switch {
 	case bannedAttributes[name]:
 		s.add(n, RuleBannedAttribute, "attribute %q is a process or loader primitive%s", name, suffix)
+	case moduleAttributeNames[name]:
+		s.add(n, RuleBannedAttribute, "attribute %q reaches a banned module without importing it%s", name, suffix)
+	case pickleAttributes[name]:
+		s.add(n, RulePickleLoad, "attribute %q unpickles%s", name, suffix)
 	case dunderAttributes[name]:
 		s.add(n, RuleDunderAttribute, "attribute %q reaches interpreter internals%s", name, suffix)
 	case introspectionAttributes[name]:
@@ -223,6 +494,10 @@ func (s *sourceScan) name(x *pyparse.Name) {
 		// A subscript of it is reported by the namespace rule; any other
 		// use (`__builtins__.eval`) is reported here.
 		s.add(x, RuleIntrospection, "name __builtins__ reaches every builtin")
+		return
+	}
+	if h := s.helper(x); h != "" && !s.direct[x] {
+		s.add(x, RuleDynamicAttribute, "%s referenced without being called fetches attributes the scan cannot see", h)
 		return
 	}
 	if aliasableBuiltins[x.ID] && !s.direct[x] && !s.bound[x.ID] {
@@ -355,6 +630,45 @@ func importAliases(mod *pyparse.Module) map[string][]string {
 		}
 		return true
 	})
+	return out
+}
+
+// moduleAliases keeps, for each imported name, only the module paths the
+// module rules can match, each once: prefixes of a banned dotted prefix,
+// paths ending in a moduleAttributes module, and the helper functions.
+// The lists are then bounded by the size of those tables, so a file that
+// imports a thousand modules under one name pays for its imports once,
+// not once per use of the name.
+func moduleAliases(aliases map[string][]string) map[string][]string {
+	prefixes := map[string]bool{}
+	for p := range bannedModulePrefixes {
+		for i := 0; i < len(p); i++ {
+			if p[i] == '.' {
+				prefixes[p[:i]] = true
+			}
+		}
+	}
+	out := map[string][]string{}
+	for name, paths := range aliases {
+		seen := map[string]bool{}
+		for _, m := range paths {
+			keep := ""
+			last := lastName(m)
+			_, h := attrNameHelpers[last]
+			switch {
+			case prefixes[m]:
+				keep = m
+			case moduleAttributes[last] != nil:
+				keep = last
+			case (h || allMemberHelpers[last]) && helperModules[lastName(strings.TrimSuffix(m, "."+last))]:
+				keep = "operator." + last
+			}
+			if keep != "" && !seen[keep] {
+				seen[keep] = true
+				out[name] = append(out[name], keep)
+			}
+		}
+	}
 	return out
 }
 
