@@ -128,16 +128,23 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
+// TargetPython is the interpreter bundle code runs under in the worker.
+// Source is parsed for its grammar: code only a newer Python accepts
+// would fail there, and code the scan reads differently from the
+// interpreter is code the scan does not see.
+const TargetPython = pyparse.Python311
+
 // Source parses one Python file and applies every source rule and the
-// compilability heuristic. A file that does not parse yields a single
-// syntax-error finding. Findings come back in source order.
+// compilability heuristic. A file that does not parse for TargetPython
+// yields a single syntax-error finding. Findings come back in source
+// order.
 func Source(path string, src []byte) []Finding {
-	f, mod, err := pyparse.Parse(path, src)
+	f, mod, err := pyparse.ParseVersion(path, src, TargetPython)
 	if err != nil {
 		var se *pyparse.SyntaxError
 		if errors.As(err, &se) {
 			return []Finding{{Path: path, Line: se.Pos.Line, Col: se.Pos.Col, Rule: RuleSyntax,
-				Message: "file does not parse as Python 3: " + se.Msg}}
+				Message: fmt.Sprintf("file does not parse as Python 3.%d: %s", TargetPython, se.Msg)}}
 		}
 		return []Finding{{Path: path, Rule: RuleSyntax, Message: err.Error()}}
 	}

@@ -113,7 +113,7 @@ func TestSourceRulesResistBypasses(t *testing.T) {
 		{"default argument", "def f(x=exec('1')): pass\n", []string{"1:9 banned-call"}},
 		{"class body", "class K:\n    p = os.popen\n", []string{"2:9 banned-attribute"}},
 		{"inside f-string", "s = f\"{__import__('os').system('id')}\"\n", []string{"1:8 banned-attribute", "1:8 banned-call"}},
-		{"inside nested f-string", "s = f\"{f'{eval(\"1\")}'}\"\n", []string{"1:11 banned-call"}},
+		{"inside nested f-string", "s = f\"{f'{eval(1)}'}\"\n", []string{"1:11 banned-call"}},
 		{"fullwidth eval", "ｅｖａｌ('1')\n", []string{"1:1 banned-call"}},
 		{"mathematical bold import", "__𝐢𝐦𝐩𝐨𝐫𝐭__('os')\n", []string{"1:1 banned-call"}},
 		{"fullwidth attribute", "os.ｓｙｓｔｅｍ('id')\n", []string{"1:1 banned-attribute"}},
@@ -217,6 +217,25 @@ func TestSourceRulesCloseModuleFamilies(t *testing.T) {
 		{"from sys import modules", "from sys import modules\n", []string{"1:17 banned-import-name"}},
 		{"from sys import _getframe", "from sys import _getframe\n", []string{"1:17 banned-import-name"}},
 	})
+}
+
+// Source the worker's Python 3.11 refuses is refused here too, so that
+// the scan never reads code differently from the interpreter that runs
+// it. Each was checked against CPython 3.11.
+func TestSourceRefusesWhatTheWorkerRefuses(t *testing.T) {
+	runSourceCases(t, []sourceCase{
+		{"PEP 695 type statement", "import os\ntype X = int\nos.system('id')\n", []string{"2:1 syntax-error"}},
+		{"PEP 695 generic function", "def f[T](x: T) -> T:\n    return x\n", []string{"1:6 syntax-error"}},
+		{"PEP 701 quote reuse", "s = f'{x['k']}'\n", []string{"1:10 syntax-error"}},
+		{"PEP 701 backslash in field", "s = f'{\"\\n\".join(x)}'\n", []string{"1:9 syntax-error"}},
+		{"PEP 701 comment in field", "s = f'''{x # c\n}'''\n", []string{"1:12 syntax-error"}},
+		{"integer literal over 4,300 digits", "x = " + strings.Repeat("7", 4301) + "\n", []string{"1:5 syntax-error"}},
+		{"overlong \\N name", "x = '\\N{" + strings.Repeat("A", 89) + "}'\n", []string{"1:5 syntax-error"}},
+	})
+	fs := Source("k.py", []byte("type X = int\n"))
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, "does not parse as Python 3.11") || !strings.Contains(fs[0].Message, "requires Python 3.12") {
+		t.Errorf("findings = %v, want one naming 3.11 and the version the construct needs", fs)
+	}
 }
 
 func TestSourceFindingsCarryPathAndMessage(t *testing.T) {
