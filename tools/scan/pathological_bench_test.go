@@ -20,6 +20,15 @@ var scanShapes = []struct {
 	// Every `.modules` link asks whether the chain below it is `sys`.
 	{"modules-chain", func(n int) string { return repeatTo("x = a", ".modules", "\n", n) }},
 	{"attribute-chain", func(n int) string { return repeatTo("x = a", ".b", "\n", n) }},
+	// Half the file imports distinct modules under one name, the other
+	// half uses the name where rules ask what it is bound to.
+	{"aliases-then-uses", func(n int) string {
+		var b strings.Builder
+		for i := 0; b.Len() < n/2; i++ {
+			fmt.Fprintf(&b, "import numpy.m%d as x\n", i)
+		}
+		return repeatTo(b.String(), "x.load\nx.modules\nx.open\n", "", n)
+	}},
 	{"finding-per-line", func(n int) string { return repeatTo("", "eval\n", "", n) }},
 	{"findings-on-one-line", func(n int) string { return repeatTo("", "eval;", "eval\n", n) }},
 	{"findings-after-wide-characters", func(n int) string { return repeatTo("x = '"+strings.Repeat("é", 4096)+"'\n", "eval\n", "", n) }},

@@ -149,7 +149,8 @@ func Source(path string, src []byte) []Finding {
 		return []Finding{{Path: path, Rule: RuleSyntax, Message: err.Error()}}
 	}
 	aliases := importAliases(mod)
-	s := &sourceScan{path: path, file: f, aliases: aliases, mods: moduleAliases(aliases), bound: boundNames(mod), direct: map[pyparse.Node]bool{}}
+	s := &sourceScan{path: path, file: f, mods: moduleAliases(aliases), bound: boundNames(mod), direct: map[pyparse.Node]bool{}}
+	s.indexAliases(aliases)
 	pyparse.Inspect(mod, s.visit)
 	s.compilability(mod)
 	sortFindings(s.out)
@@ -159,9 +160,10 @@ func Source(path string, src []byte) []Finding {
 type sourceScan struct {
 	path    string
 	file    *pyparse.File
-	aliases map[string][]string // local name -> module paths it may be bound to
-	mods    map[string][]string // aliases cut down to the paths the module rules match, each once
-	bound   map[string]bool     // names the file binds itself
+	aliases map[string]map[string]bool // local name -> module paths it may be bound to
+	pickled map[string]bool            // local names some import binds to a pickle-like module
+	mods    map[string][]string        // aliases cut down to the paths the module rules match, each once
+	bound   map[string]bool            // names the file binds itself
 	direct  map[pyparse.Node]bool
 	roots   map[*pyparse.Attribute]*pyparse.Name // chainRoot's memory
 	out     []Finding
@@ -523,24 +525,29 @@ func (s *sourceScan) pickleBase(e pyparse.Expr) bool {
 	if pickleBases[strings.ToLower(b.ID)] {
 		return true
 	}
-	for _, mod := range s.aliases[b.ID] {
-		if pickleBases[strings.ToLower(root(mod))] {
-			return true
-		}
-	}
-	return false
+	return s.pickled[b.ID]
 }
 
 func (s *sourceScan) resolvesTo(name, module string) bool {
-	if name == module {
-		return true
-	}
-	for _, m := range s.aliases[name] {
-		if m == module {
-			return true
+	return name == module || s.aliases[name][module]
+}
+
+// indexAliases turns the import aliases into the sets the rules look
+// names up in. A file may import a thousand modules under one name; a
+// use of the name then costs one lookup, not one per import.
+func (s *sourceScan) indexAliases(aliases map[string][]string) {
+	s.aliases = make(map[string]map[string]bool, len(aliases))
+	s.pickled = map[string]bool{}
+	for name, paths := range aliases {
+		set := make(map[string]bool, len(paths))
+		for _, m := range paths {
+			set[m] = true
+			if pickleBases[strings.ToLower(root(m))] {
+				s.pickled[name] = true
+			}
 		}
+		s.aliases[name] = set
 	}
-	return false
 }
 
 // chainRoot returns the name at the base of an attribute chain a.b.c, or
