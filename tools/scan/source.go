@@ -218,6 +218,21 @@ func bannedModule(path string) (string, bool) {
 // maxPrefixNames is the most names a bannedModulePrefixes entry has.
 const maxPrefixNames = 3
 
+// prefixStarts holds the proper prefixes of the bannedModulePrefixes
+// (numpy, torch, torch.utils, logging): the module paths an attribute
+// chain can start from to spell one.
+var prefixStarts = func() map[string]bool {
+	out := map[string]bool{}
+	for p := range bannedModulePrefixes {
+		for i := 0; i < len(p); i++ {
+			if p[i] == '.' {
+				out[p[:i]] = true
+			}
+		}
+	}
+	return out
+}()
+
 // moduleAttributeAnywhere reports whether some moduleAttributes module
 // bans the attribute name.
 func moduleAttributeAnywhere(name string) bool {
@@ -387,26 +402,31 @@ func (s *sourceScan) baseModule(base pyparse.Expr, name string) string {
 // that completes the prefix is reported, and only chains no longer than
 // the longest prefix are spelled out, so each link costs constant work.
 func (s *sourceScan) bannedPath(x *pyparse.Attribute) string {
-	var names []string
+	var names [maxPrefixNames]string
+	n := 0
 	var e pyparse.Expr = x
-	for len(names) < maxPrefixNames {
+	for n < maxPrefixNames {
 		a, ok := e.(*pyparse.Attribute)
 		if !ok {
 			break
 		}
-		names = append(names, a.Attr.Name)
+		names[n] = a.Attr.Name
+		n++
 		e = a.Value
 	}
 	b, ok := e.(*pyparse.Name)
-	if !ok {
+	if !ok || !prefixStarts[b.ID] && len(s.mods[b.ID]) == 0 {
 		return ""
 	}
 	var tail strings.Builder
-	for i := len(names) - 1; i >= 0; i-- {
+	for i := n - 1; i >= 0; i-- {
 		tail.WriteString(".")
 		tail.WriteString(names[i])
 	}
-	for _, m := range append([]string{b.ID}, s.mods[b.ID]...) {
+	if p := b.ID + tail.String(); bannedModulePrefixes[p] {
+		return p
+	}
+	for _, m := range s.mods[b.ID] {
 		if p := m + tail.String(); bannedModulePrefixes[p] {
 			return p
 		}
@@ -654,14 +674,6 @@ func importAliases(mod *pyparse.Module) map[string][]string {
 // imports a thousand modules under one name pays for its imports once,
 // not once per use of the name.
 func moduleAliases(aliases map[string][]string) map[string][]string {
-	prefixes := map[string]bool{}
-	for p := range bannedModulePrefixes {
-		for i := 0; i < len(p); i++ {
-			if p[i] == '.' {
-				prefixes[p[:i]] = true
-			}
-		}
-	}
 	out := map[string][]string{}
 	for name, paths := range aliases {
 		seen := map[string]bool{}
@@ -670,7 +682,7 @@ func moduleAliases(aliases map[string][]string) map[string][]string {
 			last := lastName(m)
 			_, h := attrNameHelpers[last]
 			switch {
-			case prefixes[m]:
+			case prefixStarts[m]:
 				keep = m
 			case moduleAttributes[last] != nil:
 				keep = last

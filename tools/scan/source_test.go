@@ -304,3 +304,12 @@ func TestDeepLeftChainsDoNotExhaustTheStack(t *testing.T) {
 		})
 	}
 }
+
+// bannedModule and bannedPath look at most maxPrefixNames names deep.
+func TestBannedPrefixesFitTheWalk(t *testing.T) {
+	for p := range bannedModulePrefixes {
+		if n := strings.Count(p, ".") + 1; n > maxPrefixNames {
+			t.Errorf("%q has %d names; maxPrefixNames is %d", p, n, maxPrefixNames)
+		}
+	}
+}
