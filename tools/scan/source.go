@@ -41,7 +41,9 @@ var (
 		"torch.utils.cpp_extension", "torch.utils.benchmark", "torch.hub", "torch.package", "logging.config")
 
 	bannedCalls = set("eval", "exec", "compile", "__import__", "open", "input", "breakpoint",
-		"globals", "vars", "locals")
+		"globals", "vars", "locals",
+		// ext: help("subprocess") imports any module by its name.
+		"help")
 
 	dynamicAttrFuncs = set("getattr", "setattr", "delattr")
 
@@ -57,7 +59,10 @@ var (
 		// ext: processes, libraries and code strings reached from
 		// modules that are allowed or reached without an import.
 		"fork_exec", "load_library", "load_inline", "run_string", "runsource", "runcode",
-		"compile_command", "import_module", "load_module", "exec_module", "resolve_name")
+		"compile_command", "import_module", "load_module", "exec_module", "resolve_name",
+		// string.Formatter().get_field("0.system", (os,), {}) fetches a
+		// dotted attribute path given as a string.
+		"get_field")
 
 	pickleBases = set("pickle", "cpickle", "_pickle", "dill", "marshal", "cloudpickle", "joblib", "torch")
 
@@ -83,7 +88,8 @@ var (
 		"socket", "_socket", "pickle", "_pickle", "cPickle", "marshal", "builtins", "__builtin__",
 		"importlib", "runpy", "_posixsubprocess", "posix", "pty", "cloudpickle", "dill", "shutil",
 		"cpp_extension", "timeit", "cProfile", "pdb", "bdb", "codeop", "pydoc", "doctest", "_imp",
-		"_xxsubinterpreters", "_io")
+		"_xxsubinterpreters", "_io", "concurrent", "asyncio", "_asyncio", "ssl", "_ssl", "urllib", "urllib3",
+		"requests", "http", "socketserver", "xmlrpc", "ftplib", "smtplib", "telnetlib", "paramiko")
 
 	// ext: attributes banned only on the module they belong to (matched
 	// on the last name of the base, so torch.os.open is os.open): file
@@ -117,7 +123,7 @@ var (
 	// ext: builtins whose bare reference (aliasing `e = eval`) is flagged
 	// unless the file binds the name itself.
 	aliasableBuiltins = set("eval", "exec", "compile", "__import__", "open", "breakpoint",
-		"globals", "vars", "locals", "getattr", "setattr", "delattr")
+		"globals", "vars", "locals", "getattr", "setattr", "delattr", "help")
 )
 
 func set(names ...string) map[string]bool {
@@ -218,6 +224,17 @@ func bannedModule(path string) (string, bool) {
 // maxPrefixNames is the most names a bannedModulePrefixes entry has.
 const maxPrefixNames = 3
 
+// prefixEnds holds the last names of the bannedModulePrefixes (hub,
+// ctypeslib, config, ...): what a helper fetching attributes by name from
+// an unknown object may complete one with.
+var prefixEnds = func() map[string]bool {
+	out := map[string]bool{}
+	for p := range bannedModulePrefixes {
+		out[lastName(p)] = true
+	}
+	return out
+}()
+
 // prefixStarts holds the proper prefixes of the bannedModulePrefixes
 // (numpy, torch, torch.utils, logging): the module paths an attribute
 // chain can start from to spell one.
@@ -311,6 +328,14 @@ func (s *sourceScan) call(x *pyparse.Call) {
 				s.add(k, RulePickleLoad, "allow_pickle= other than a literal False unpickles")
 			}
 		}
+		// The same flag spelled as a **{...} literal.
+		if d, ok := k.Value.(*pyparse.Dict); ok && k.Arg == nil {
+			for _, key := range d.Keys {
+				if c, ok := key.(*pyparse.Constant); ok && c.Kind == pyparse.ConstStr && (c.Str == "allow_pickle" || c.Inexact) {
+					s.add(k, RulePickleLoad, "allow_pickle passed through **{...} unpickles")
+				}
+			}
+		}
 	}
 	if h := s.helper(x.Func); h != "" {
 		s.direct[x.Func] = true
@@ -340,6 +365,10 @@ func (s *sourceScan) call(x *pyparse.Call) {
 			s.add(x, RuleBannedAttribute, "%s.%s is banned: file access, tracing or import hooks via %s()", m, c.Str, fn.ID)
 			return
 		}
+		if p := s.bannedPath(x.Args[0], c.Str); p != "" {
+			s.add(x, RuleBannedAttribute, "%s() reaches banned module %q without importing it", fn.ID, p)
+			return
+		}
 		s.attributeName(x, c.Str, "via "+fn.ID+"()")
 	}
 }
@@ -366,7 +395,7 @@ func (s *sourceScan) attribute(x *pyparse.Attribute) {
 		s.add(x, RuleBannedAttribute, "%s.%s is banned: file access, tracing or import hooks", m, name)
 		return
 	}
-	if p := s.bannedPath(x); p != "" {
+	if p := s.bannedPath(x.Value, name); p != "" {
 		s.add(x, RuleBannedAttribute, "%s reaches banned module %q without importing it", baseText(x), p)
 		return
 	}
@@ -396,15 +425,16 @@ func (s *sourceScan) baseModule(base pyparse.Expr, name string) string {
 	return ""
 }
 
-// bannedPath returns the banned dotted prefix that the attribute chain x
-// spells exactly (np.ctypeslib, torch.utils.cpp_extension, with the
-// chain's root read through the file's imports), or "". Only the link
-// that completes the prefix is reported, and only chains no longer than
-// the longest prefix are spelled out, so each link costs constant work.
-func (s *sourceScan) bannedPath(x *pyparse.Attribute) string {
+// bannedPath returns the banned dotted prefix that base.name spells
+// exactly (np.ctypeslib, torch.utils.cpp_extension, with the chain's root
+// read through the file's imports), or "". Only the link that completes
+// the prefix is reported, and only chains no longer than the longest
+// prefix are spelled out, so each link costs constant work.
+func (s *sourceScan) bannedPath(base pyparse.Expr, name string) string {
 	var names [maxPrefixNames]string
-	n := 0
-	var e pyparse.Expr = x
+	names[0] = name
+	n := 1
+	e := base
 	for n < maxPrefixNames {
 		a, ok := e.(*pyparse.Attribute)
 		if !ok {
@@ -481,7 +511,7 @@ func (s *sourceScan) helperCall(x *pyparse.Call, h string) {
 		for _, part := range strings.Split(c.Str, ".") {
 			// The object is not known here, so a name some module's
 			// table bans (os "open") counts whatever the object.
-			if moduleAttributeAnywhere(part) {
+			if moduleAttributeAnywhere(part) || prefixEnds[part] {
 				s.add(x, RuleBannedAttribute, "attribute %q is banned on a module via %s()", part, h)
 				continue
 			}

@@ -215,6 +215,18 @@ func TestSourceRulesCloseModuleFamilies(t *testing.T) {
 		{"importlib via attribute", "m.importlib.import_module('os')\n", []string{"1:1 banned-attribute", "1:1 banned-attribute"}},
 		{"numpy star", "from numpy import *\n", []string{"1:19 star-import"}},
 		{"from sys import modules", "from sys import modules\n", []string{"1:17 banned-import-name"}},
+		{"getattr torch hub", "import torch\ngetattr(torch, 'hub').load(r, m)\n", []string{"2:1 banned-attribute"}},
+		{"getattr logging config", "import logging\ngetattr(logging, 'config').dictConfig(c)\n", []string{"2:1 banned-attribute"}},
+		{"getattr aliased torch utils benchmark", "import torch.utils as u\ngetattr(u, 'benchmark')\n", []string{"2:1 banned-attribute"}},
+		{"attrgetter hub", "import operator\noperator.attrgetter('hub.load')(torch)\n", []string{"2:1 banned-attribute"}},
+		{"allow_pickle through a dict literal", "import numpy as np\nnp.load(f, **{'allow_pickle': True})\n", []string{"2:12 pickle-load"}},
+		{"other keyword dicts are fine", "f(x, **{'dim': 1})\n", nil},
+		{"help imports by name", "help('subprocess')\n", []string{"1:1 banned-call"}},
+		{"aliased help", "h = help\n", []string{"1:5 banned-builtin-ref"}},
+		{"string.Formatter get_field", "import string, os\nstring.Formatter().get_field('0.system', (os,), {})[0]('id')\n", []string{"2:1 banned-attribute"}},
+		{"asyncio reached as an attribute", "m.asyncio.create_subprocess_exec('id')\n", []string{"1:1 banned-attribute"}},
+		{"concurrent reached as an attribute", "m.concurrent.futures.ProcessPoolExecutor()\n", []string{"1:1 banned-attribute"}},
+		{"tensor select is fine", "y = x.select(0, 1)\n", nil},
 		{"from sys import _getframe", "from sys import _getframe\n", []string{"1:17 banned-import-name"}},
 	})
 }
