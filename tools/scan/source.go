@@ -58,11 +58,20 @@ var (
 		"posix_spawn", "posix_spawnp", "startfile", "spawnvp", "spawnvpe",
 		// ext: processes, libraries and code strings reached from
 		// modules that are allowed or reached without an import.
-		"fork_exec", "load_library", "load_inline", "run_string", "runsource", "runcode",
-		"compile_command", "import_module", "load_module", "exec_module", "resolve_name",
+		"fork_exec", "load_library", "load_inline", "import_module", "load_module", "exec_module", "resolve_name",
 		// string.Formatter().get_field("0.system", (os,), {}) fetches a
 		// dotted attribute path given as a string.
 		"get_field")
+
+	// ext: attributes that run a string as code: interpreters and
+	// compilers reached without their module, and the typing helpers that
+	// evaluate string annotations.
+	codeAttributes = set("run_string", "runsource", "runcode", "compile_command",
+		"get_type_hints", "ForwardRef", "_evaluate", "_eval_type")
+
+	// ext: file writes through objects reached without importing their
+	// module (pathlib paths, numpy arrays).
+	fileAttributes = set("write_text", "write_bytes", "symlink_to", "hardlink_to", "tofile")
 
 	pickleBases = set("pickle", "cpickle", "_pickle", "dill", "marshal", "cloudpickle", "joblib", "torch")
 
@@ -118,7 +127,7 @@ var (
 
 	// ext: star imports from these bring process primitives or pickle
 	// loaders in under bare names the attribute rules cannot see.
-	starImportRoots = set("os", "posix", "nt", "sys", "numpy", "io", "inspect", "gc", "types", "operator", "_operator")
+	starImportRoots = set("os", "posix", "nt", "sys", "numpy", "typing", "io", "inspect", "gc", "types", "operator", "_operator")
 
 	// ext: builtins whose bare reference (aliasing `e = eval`) is flagged
 	// unless the file binds the name itself.
@@ -309,6 +318,7 @@ func (s *sourceScan) importFrom(x *pyparse.ImportFrom) {
 				s.add(a, RuleStarImport, "star import from %q brings process or loader primitives in under bare names", mod)
 			}
 		case bannedAttributes[name] || dunderAttributes[name] || introspectionAttributes[name] ||
+			codeAttributes[name] || fileAttributes[name] ||
 			moduleAttributeNames[name] || moduleAttributes[lastName(mod)][name]:
 			s.add(a, RuleBannedImportName, "import of %q from %q: the name is banned as an attribute", name, mod)
 		case bannedPrefix(mod + "." + name):
@@ -326,6 +336,12 @@ func (s *sourceScan) call(x *pyparse.Call) {
 		if k.Arg != nil && k.Arg.Name == "allow_pickle" {
 			if c, ok := k.Value.(*pyparse.Constant); !ok || c.Kind != pyparse.ConstFalse {
 				s.add(k, RulePickleLoad, "allow_pickle= other than a literal False unpickles")
+			}
+		}
+		// inspect.get_annotations(f, eval_str=True) evals annotations.
+		if k.Arg != nil && k.Arg.Name == "eval_str" {
+			if c, ok := k.Value.(*pyparse.Constant); !ok || c.Kind != pyparse.ConstFalse {
+				s.add(k, RuleBannedCall, "eval_str= other than a literal False evaluates annotation strings as code")
 			}
 		}
 		// The same flag spelled as a **{...} literal.
@@ -532,6 +548,10 @@ func (s *sourceScan) attributeName(n pyparse.Node, name, how string) {
 		s.add(n, RuleBannedAttribute, "attribute %q is a process or loader primitive%s", name, suffix)
 	case moduleAttributeNames[name]:
 		s.add(n, RuleBannedAttribute, "attribute %q reaches a banned module without importing it%s", name, suffix)
+	case codeAttributes[name]:
+		s.add(n, RuleBannedAttribute, "attribute %q runs a string as code%s", name, suffix)
+	case fileAttributes[name]:
+		s.add(n, RuleBannedAttribute, "attribute %q writes files%s", name, suffix)
 	case pickleAttributes[name]:
 		s.add(n, RulePickleLoad, "attribute %q unpickles%s", name, suffix)
 	case dunderAttributes[name]:

@@ -227,6 +227,14 @@ func TestSourceRulesCloseModuleFamilies(t *testing.T) {
 		{"asyncio reached as an attribute", "m.asyncio.create_subprocess_exec('id')\n", []string{"1:1 banned-attribute"}},
 		{"concurrent reached as an attribute", "m.concurrent.futures.ProcessPoolExecutor()\n", []string{"1:1 banned-attribute"}},
 		{"tensor select is fine", "y = x.select(0, 1)\n", nil},
+		{"typing evaluates string annotations", "import typing\ntyping.get_type_hints(f)\n", []string{"2:1 banned-attribute"}},
+		{"from typing import get_type_hints", "from typing import get_type_hints\n", []string{"1:20 banned-import-name"}},
+		{"typing ForwardRef evaluates", "import typing\ntyping.ForwardRef(s)._evaluate(g, None, frozenset())\n", []string{"2:1 banned-attribute", "2:1 banned-attribute"}},
+		{"typing star", "from typing import *\n", []string{"1:20 star-import"}},
+		{"get_annotations eval_str", "import inspect\ninspect.get_annotations(f, eval_str=True)\n", []string{"2:28 banned-call"}},
+		{"get_annotations without eval_str is fine", "import inspect\na = inspect.get_annotations(f)\n", nil},
+		{"pathlib object write", "p.write_text('x')\nq.write_bytes(b)\n", []string{"1:1 banned-attribute", "2:1 banned-attribute"}},
+		{"numpy tofile", "arr.tofile('/tmp/x')\n", []string{"1:1 banned-attribute"}},
 		{"from sys import _getframe", "from sys import _getframe\n", []string{"1:17 banned-import-name"}},
 	})
 }
