@@ -770,7 +770,12 @@ func (l *lexer) checkFString311(m *modeEntry) {
 	for i := m.body; i < l.pos; i++ {
 		switch c := l.src[i]; {
 		case c == '\\':
+			// The escaped character, or the whole line break of a
+			// backslash continuation (\r\n is one).
 			i++
+			if i+1 < l.pos && l.src[i] == '\r' && l.src[i+1] == '\n' {
+				i++
+			}
 		case c == m.quote && (!m.triple || tripleAt(l.src, i, c)):
 			l.fail(i, "f-string: the enclosing quote reused inside a replacement field requires Python 3.12; the target is Python 3.%d", l.version)
 		case (c == '\n' || c == '\r') && !m.triple:

@@ -59,6 +59,8 @@ func TestParseVersionAcceptsTargetSyntax(t *testing.T) {
 		"escape in literal part":        "s = f'a\\n{x}\\t'\n",
 		"quote escaped in literal part": "s = f'it\\'s {x}'\n",
 		"debug field":                   "s = f'{x = }'\n",
+		"continued line, CRLF":          "s = f'ab\\\r\ncd{x}'\r\n",
+		"continued line, CR":            "s = f'ab\\\rcd{x}'\r",
 		"multi-line triple field":       "s = f'''{x +\n1}'''\n",
 		"type as a name":                "type = 1\nprint(type(type))\n",
 		"subscript named type":          "type[int]\n",
