@@ -20,6 +20,16 @@ var scanShapes = []struct {
 	// Every `.modules` link asks whether the chain below it is `sys`.
 	{"modules-chain", func(n int) string { return repeatTo("x = a", ".modules", "\n", n) }},
 	{"attribute-chain", func(n int) string { return repeatTo("x = a", ".b", "\n", n) }},
+	// One from-import of a million names from a module path half the
+	// file long: per-name work must not copy the path.
+	{"from-import-many-names", func(n int) string {
+		return "from " + strings.Repeat("m", n/2) + " import " + repeatTo("", "system, ", "load\n", n/2)
+	}},
+	// A .load chain whose root name is half the file: per-link work must
+	// not lower or hash the root again.
+	{"long-root-load-chain", func(n int) string {
+		return repeatTo("x = TORCH"+strings.Repeat("A", n/2), ".load", "\n", n)
+	}},
 	// Half the file imports distinct modules under one name, the other
 	// half uses the name where rules ask what it is bound to.
 	{"aliases-then-uses", func(n int) string {

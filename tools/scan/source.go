@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cacheon/engine/tools/pyparse"
 )
@@ -173,15 +174,16 @@ func Source(path string, src []byte) []Finding {
 }
 
 type sourceScan struct {
-	path    string
-	file    *pyparse.File
-	aliases map[string]map[string]bool // local name -> module paths it may be bound to
-	pickled map[string]bool            // local names some import binds to a pickle-like module
-	mods    map[string][]string        // aliases cut down to the paths the module rules match, each once
-	bound   map[string]bool            // names the file binds itself
-	direct  map[pyparse.Node]bool
-	roots   map[*pyparse.Attribute]*pyparse.Name // chainRoot's memory
-	out     []Finding
+	path        string
+	file        *pyparse.File
+	aliases     map[string]map[string]bool // local name -> module paths it may be bound to
+	pickled     map[string]bool            // local names some import binds to a pickle-like module
+	mods        map[string][]string        // aliases cut down to the paths the module rules match, each once
+	bound       map[string]bool            // names the file binds itself
+	direct      map[pyparse.Node]bool
+	roots       map[*pyparse.Attribute]*pyparse.Name // chainRoot's memory
+	pickleRoots map[*pyparse.Name]bool               // pickleBase's memory
+	out         []Finding
 }
 
 func (s *sourceScan) add(n pyparse.Node, rule Rule, format string, args ...any) {
@@ -232,6 +234,15 @@ func bannedModule(path string) (string, bool) {
 
 // maxPrefixNames is the most names a bannedModulePrefixes entry has.
 const maxPrefixNames = 3
+
+// longestPrefix is the length of the longest bannedModulePrefixes entry.
+var longestPrefix = func() int {
+	n := 0
+	for p := range bannedModulePrefixes {
+		n = max(n, len(p))
+	}
+	return n
+}()
 
 // prefixEnds holds the last names of the bannedModulePrefixes (hub,
 // ctypeslib, config, ...): what a helper fetching attributes by name from
@@ -305,28 +316,49 @@ func (s *sourceScan) importFrom(x *pyparse.ImportFrom) {
 		return // relative imports name bundle-local modules
 	}
 	mod := x.Module.Name
-	r := root(mod)
 	if fam, ok := bannedModule(mod); ok {
-		s.add(x, RuleBannedImport, "import from %q: module %q is banned", mod, fam)
+		s.add(x, RuleBannedImport, "import from %q: module %q is banned", clip(mod), clip(fam))
 		return
 	}
+	// One statement may import a million names from a module path
+	// megabytes long: what depends on the path alone is worked out once,
+	// and messages carry it clipped.
+	r := root(mod)
+	text := clip(mod)
+	pickle := pickleBases[strings.ToLower(r)]
+	star := starImportRoots[r] || pickle
+	attrs := moduleAttributes[lastName(mod)]
+	prefix := len(mod) < longestPrefix // mod.name may spell a banned dotted prefix
 	for _, a := range x.Names {
 		name := a.Name.Name
 		switch {
 		case name == "*":
-			if starImportRoots[r] || pickleBases[strings.ToLower(r)] {
-				s.add(a, RuleStarImport, "star import from %q brings process or loader primitives in under bare names", mod)
+			if star {
+				s.add(a, RuleStarImport, "star import from %q brings process or loader primitives in under bare names", text)
 			}
 		case bannedAttributes[name] || dunderAttributes[name] || introspectionAttributes[name] ||
-			codeAttributes[name] || fileAttributes[name] ||
-			moduleAttributeNames[name] || moduleAttributes[lastName(mod)][name]:
-			s.add(a, RuleBannedImportName, "import of %q from %q: the name is banned as an attribute", name, mod)
-		case bannedPrefix(mod + "." + name):
+			codeAttributes[name] || fileAttributes[name] || moduleAttributeNames[name] || attrs[name]:
+			s.add(a, RuleBannedImportName, "import of %q from %q: the name is banned as an attribute", clip(name), text)
+		case prefix && bannedPrefix(mod+"."+name):
 			s.add(a, RuleBannedImport, "import of %q from %q: module %q is banned", name, mod, mod+"."+name)
-		case (name == "load" || name == "loads") && pickleBases[strings.ToLower(r)], pickleAttributes[name]:
-			s.add(a, RulePickleLoad, "import of %q from %q: unpickling loaders are banned", name, mod)
+		case (name == "load" || name == "loads") && pickle, pickleAttributes[name]:
+			s.add(a, RulePickleLoad, "import of %q from %q: unpickling loaders are banned", name, text)
 		}
 	}
+}
+
+// clip shortens a name for a message. A hostile file's names can be
+// megabytes long, and a message per finding must not copy one each time.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
 }
 
 func (s *sourceScan) call(x *pyparse.Call) {
@@ -587,15 +619,24 @@ func (s *sourceScan) name(x *pyparse.Name) {
 // pickleBase reports whether an expression names a pickle-like module:
 // directly (torch.load), through a submodule (torch.serialization.load) or
 // through an import alias (import torch as t; t.load).
+//
+// Every .load link of one chain shares its root, whose name may be
+// megabytes long, so the answer is remembered per root: the name is
+// lowered and hashed once per chain, not once per link.
 func (s *sourceScan) pickleBase(e pyparse.Expr) bool {
 	b := s.chainRoot(e)
 	if b == nil {
 		return false
 	}
-	if pickleBases[strings.ToLower(b.ID)] {
-		return true
+	if v, ok := s.pickleRoots[b]; ok {
+		return v
 	}
-	return s.pickled[b.ID]
+	v := pickleBases[strings.ToLower(b.ID)] || s.pickled[b.ID]
+	if s.pickleRoots == nil {
+		s.pickleRoots = map[*pyparse.Name]bool{}
+	}
+	s.pickleRoots[b] = v
+	return v
 }
 
 func (s *sourceScan) resolvesTo(name, module string) bool {
@@ -660,10 +701,10 @@ func baseText(e pyparse.Expr) string {
 	for len(parts) < 8 {
 		switch x := e.(type) {
 		case *pyparse.Name:
-			parts = append(parts, x.ID)
+			parts = append(parts, clip(x.ID))
 			e = nil
 		case *pyparse.Attribute:
-			parts = append(parts, x.Attr.Name)
+			parts = append(parts, clip(x.Attr.Name))
 			e = x.Value
 			continue
 		default:
@@ -701,6 +742,7 @@ func importAliases(mod *pyparse.Module) map[string][]string {
 			if x.Level > 0 || x.Module == nil {
 				return true
 			}
+			base := aliasBase(x.Module.Name)
 			for _, a := range x.Names {
 				if a.Name.Name == "*" {
 					continue
@@ -709,12 +751,31 @@ func importAliases(mod *pyparse.Module) map[string][]string {
 				if a.AsName != nil {
 					local = a.AsName.Name
 				}
-				out[local] = append(out[local], x.Module.Name+"."+a.Name.Name)
+				out[local] = append(out[local], base+"."+a.Name.Name)
 			}
 		}
 		return true
 	})
 	return out
+}
+
+// maxAliasPath bounds the module path a from-import alias records. The
+// rules only ever ask about short paths, and a statement importing a
+// million names from a path megabytes long must not copy the path once
+// per name.
+const maxAliasPath = 256
+
+// aliasBase is the module path a from-import's aliases record: the path
+// itself, or for a longer one its root (which the pickle rule reads)
+// followed by a name no rule matches.
+func aliasBase(mod string) string {
+	if len(mod) <= maxAliasPath {
+		return mod
+	}
+	if r := root(mod); len(r) <= maxAliasPath {
+		return r + ".(long)"
+	}
+	return "(long)"
 }
 
 // moduleAliases keeps, for each imported name, only the module paths the
