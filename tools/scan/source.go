@@ -29,17 +29,21 @@ var (
 		"_testcapi", "_testinternalcapi", "__builtin__", "cPickle", "joblib",
 		// Processes and the raw process layer under os and subprocess.
 		"posix", "nt", "_posixsubprocess", "_winapi", "msvcrt", "distutils", "setuptools", "_posixshmem",
+		"_osx_support", "_aix_support", "antigravity",
 		// Networking beside socket, http and urllib.
 		"socketserver", "select", "asyncore", "asynchat", "smtpd", "nntplib",
 		// File access under names the pathlib and open rules do not cover.
-		"_io", "dbm", "sqlite3")
+		"_io", "dbm", "sqlite3", "zipfile", "tarfile", "gzip", "bz2", "lzma", "zipapp", "linecache",
+		// Foreign functions beside ctypes and cffi.
+		"_cffi_backend")
 
 	// ext: dotted families inside packages a kernel may import: libc
 	// through numpy, processes through torch, C++ compiled and loaded at
 	// run time, code fetched from the network, strings run as benchmark
 	// statements, dotted names resolved from a logging config.
 	bannedModulePrefixes = set("numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "torch.multiprocessing",
-		"torch.utils.cpp_extension", "torch.utils.benchmark", "torch.hub", "torch.package", "logging.config")
+		"torch.utils.cpp_extension", "torch.utils.benchmark", "torch.hub", "torch.package", "logging.config",
+		"logging.handlers")
 
 	bannedCalls = set("eval", "exec", "compile", "__import__", "open", "input", "breakpoint",
 		"globals", "vars", "locals",
@@ -60,6 +64,9 @@ var (
 		// ext: processes, libraries and code strings reached from
 		// modules that are allowed or reached without an import.
 		"fork_exec", "load_library", "load_inline", "import_module", "load_module", "exec_module", "resolve_name",
+		// Private stdlib helpers that run a command: os's own exec and
+		// spawn workers, uuid's and platform's command runners.
+		"_execvpe", "_spawnvef", "_get_command_stdout", "_syscmd_file", "_syscmd_ver", "_read_output",
 		// string.Formatter().get_field("0.system", (os,), {}) fetches a
 		// dotted attribute path given as a string.
 		"get_field")
@@ -110,9 +117,10 @@ var (
 			"removedirs", "mkdir", "makedirs", "chmod", "chown", "lchown", "symlink", "link", "truncate",
 			"mkfifo", "mknod", "chdir", "chroot", "write", "pwrite", "writev", "sendfile", "memfd_create",
 			"register_at_fork", "unsetenv", "add_dll_directory"),
-		"io":      set("open", "open_code", "FileIO"),
-		"codecs":  set("open"),
-		"inspect": set("stack", "trace", "getouterframes", "getinnerframes"),
+		"io":       set("open", "open_code", "FileIO"),
+		"codecs":   set("open"),
+		"tokenize": set("open"),
+		"inspect":  set("stack", "trace", "getouterframes", "getinnerframes"),
 		"sys": set("modules", "settrace", "setprofile", "addaudithook", "meta_path", "path_hooks", "path_importer_cache",
 			"call_tracing", "breakpointhook"),
 		"numpy": set("fromfile", "memmap", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt"),

@@ -235,6 +235,15 @@ func TestSourceRulesCloseModuleFamilies(t *testing.T) {
 		{"get_annotations without eval_str is fine", "import inspect\na = inspect.get_annotations(f)\n", nil},
 		{"pathlib object write", "p.write_text('x')\nq.write_bytes(b)\n", []string{"1:1 banned-attribute", "2:1 banned-attribute"}},
 		{"numpy tofile", "arr.tofile('/tmp/x')\n", []string{"1:1 banned-attribute"}},
+		{"os private spawn worker", "import os\nos._spawnvef(os.P_WAIT, f, a, e, os.execve)\n", []string{"2:1 banned-attribute", "2:34 banned-attribute"}},
+		{"os private exec worker", "import os\nos._execvpe(f, a, e)\n", []string{"2:1 banned-attribute"}},
+		{"uuid runs a command", "import uuid\nuuid._get_command_stdout('sh', '-c', 'id')\n", []string{"2:1 banned-attribute"}},
+		{"_osx_support runs a shell string", "import _osx_support\n", []string{"1:8 banned-import"}},
+		{"logging handlers reach the network", "from logging.handlers import SocketHandler\n", []string{"1:1 banned-import"}},
+		{"archive writers", "import zipfile, tarfile, gzip\n", []string{"1:8 banned-import", "1:17 banned-import", "1:26 banned-import"}},
+		{"linecache reads any file", "import linecache\n", []string{"1:8 banned-import"}},
+		{"cffi backend twin", "import _cffi_backend\n", []string{"1:8 banned-import"}},
+		{"tokenize.open", "import tokenize\ntokenize.open(p)\n", []string{"2:1 banned-attribute"}},
 		{"from sys import _getframe", "from sys import _getframe\n", []string{"1:17 banned-import-name"}},
 	})
 }
