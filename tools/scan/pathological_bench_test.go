@@ -30,6 +30,8 @@ var scanShapes = []struct {
 	{"long-root-load-chain", func(n int) string {
 		return repeatTo("x = TORCH"+strings.Repeat("A", n/2), ".load", "\n", n)
 	}},
+	// Every line binds a module to a name again, then uses it.
+	{"module-assignments", func(n int) string { return repeatTo("import os, torch\n", "o = os\no = torch\no.open\n", "", n) }},
 	// Half the file imports distinct modules under one name, the other
 	// half uses the name where rules ask what it is bound to.
 	{"aliases-then-uses", func(n int) string {

@@ -3,6 +3,7 @@ package scan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -175,6 +176,7 @@ func Source(path string, src []byte) []Finding {
 	aliases := importAliases(mod)
 	s := &sourceScan{path: path, file: f, mods: moduleAliases(aliases), bound: boundNames(mod), direct: map[pyparse.Node]bool{}}
 	s.indexAliases(aliases)
+	s.assignedModules(mod)
 	pyparse.Inspect(mod, s.visit)
 	s.compilability(mod)
 	sortFindings(s.out)
@@ -815,6 +817,46 @@ func moduleAliases(aliases map[string][]string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// assignedModules extends the module aliases by plain assignments of a
+// module name (`o = os`, `o: object = io`): o.open is then os.open, and
+// t.load after `t = torch` is torch.load. One
+// level only and flow-insensitive, like the import aliases; a module
+// reached through any other expression ([os][0], a call) is not seen.
+func (s *sourceScan) assignedModules(mod *pyparse.Module) {
+	bind := func(target, value pyparse.Expr) {
+		t, ok := target.(*pyparse.Name)
+		v, ok2 := value.(*pyparse.Name)
+		if !ok || !ok2 || t.ID == v.ID {
+			return
+		}
+		add := append([]string{}, s.mods[v.ID]...)
+		if moduleAttributes[v.ID] != nil || prefixStarts[v.ID] {
+			add = append(add, v.ID)
+		}
+		for _, m := range add {
+			if !slices.Contains(s.mods[t.ID], m) {
+				s.mods[t.ID] = append(s.mods[t.ID], m)
+			}
+		}
+		if s.pickled[v.ID] || pickleBases[strings.ToLower(v.ID)] {
+			s.pickled[t.ID] = true
+		}
+	}
+	pyparse.Inspect(mod, func(n pyparse.Node) bool {
+		switch x := n.(type) {
+		case *pyparse.Assign:
+			for _, t := range x.Targets {
+				bind(t, x.Value)
+			}
+		case *pyparse.AnnAssign:
+			if x.Value != nil {
+				bind(x.Target, x.Value)
+			}
+		}
+		return true
+	})
 }
 
 // boundNames collects every name the file binds anywhere: assignment

@@ -244,6 +244,10 @@ func TestSourceRulesCloseModuleFamilies(t *testing.T) {
 		{"linecache reads any file", "import linecache\n", []string{"1:8 banned-import"}},
 		{"cffi backend twin", "import _cffi_backend\n", []string{"1:8 banned-import"}},
 		{"tokenize.open", "import tokenize\ntokenize.open(p)\n", []string{"2:1 banned-attribute"}},
+		{"module assigned to a name", "import os\no = os\no.open('f', 0)\n", []string{"3:1 banned-attribute"}},
+		{"aliased module assigned to a name", "import io as i\nf: object = i\nf.open('f', 'w')\n", []string{"3:1 banned-attribute"}},
+		{"torch assigned then hub", "import torch\nt = torch\nt.hub.list(r)\n", []string{"3:1 banned-attribute"}},
+		{"torch assigned then load", "import torch as tt\nt = tt\nt.load(f)\n", []string{"3:1 pickle-load"}},
 		{"from sys import _getframe", "from sys import _getframe\n", []string{"1:17 banned-import-name"}},
 	})
 }
