@@ -173,10 +173,10 @@ func Source(path string, src []byte) []Finding {
 		}
 		return []Finding{{Path: path, Rule: RuleSyntax, Message: err.Error()}}
 	}
-	aliases := importAliases(mod)
+	aliases, binds := importAliases(mod)
 	s := &sourceScan{path: path, file: f, mods: moduleAliases(aliases), bound: boundNames(mod), direct: map[pyparse.Node]bool{}}
 	s.indexAliases(aliases)
-	s.assignedModules(mod)
+	s.assignedModules(binds)
 	pyparse.Inspect(mod, s.visit)
 	s.compilability(mod)
 	sortFindings(s.out)
@@ -734,11 +734,28 @@ func baseText(e pyparse.Expr) string {
 
 // importAliases maps each name an import statement binds to the module
 // path it may stand for. The map is flow-insensitive: a name imported in
-// two places maps to both modules.
-func importAliases(mod *pyparse.Module) map[string][]string {
+// two places maps to both modules. The same walk collects the plain
+// assignments of one name to another, for assignedModules.
+func importAliases(mod *pyparse.Module) (map[string][]string, []nameBinding) {
 	out := map[string][]string{}
+	var binds []nameBinding
+	bind := func(target, value pyparse.Expr) {
+		if t, ok := target.(*pyparse.Name); ok {
+			if v, ok := value.(*pyparse.Name); ok && t.ID != v.ID {
+				binds = append(binds, nameBinding{t.ID, v.ID})
+			}
+		}
+	}
 	pyparse.Inspect(mod, func(n pyparse.Node) bool {
 		switch x := n.(type) {
+		case *pyparse.Assign:
+			for _, t := range x.Targets {
+				bind(t, x.Value)
+			}
+		case *pyparse.AnnAssign:
+			if x.Value != nil {
+				bind(x.Target, x.Value)
+			}
 		case *pyparse.Import:
 			for _, a := range x.Names {
 				if a.AsName != nil {
@@ -766,8 +783,11 @@ func importAliases(mod *pyparse.Module) map[string][]string {
 		}
 		return true
 	})
-	return out
+	return out, binds
 }
+
+// nameBinding is a plain assignment `target = value` of two names.
+type nameBinding struct{ target, value string }
 
 // maxAliasPath bounds the module path a from-import alias records. The
 // rules only ever ask about short paths, and a statement importing a
@@ -824,39 +844,21 @@ func moduleAliases(aliases map[string][]string) map[string][]string {
 // t.load after `t = torch` is torch.load. One
 // level only and flow-insensitive, like the import aliases; a module
 // reached through any other expression ([os][0], a call) is not seen.
-func (s *sourceScan) assignedModules(mod *pyparse.Module) {
-	bind := func(target, value pyparse.Expr) {
-		t, ok := target.(*pyparse.Name)
-		v, ok2 := value.(*pyparse.Name)
-		if !ok || !ok2 || t.ID == v.ID {
-			return
-		}
-		add := append([]string{}, s.mods[v.ID]...)
-		if moduleAttributes[v.ID] != nil || prefixStarts[v.ID] {
-			add = append(add, v.ID)
+func (s *sourceScan) assignedModules(binds []nameBinding) {
+	for _, b := range binds {
+		add := append([]string{}, s.mods[b.value]...)
+		if moduleAttributes[b.value] != nil || prefixStarts[b.value] {
+			add = append(add, b.value)
 		}
 		for _, m := range add {
-			if !slices.Contains(s.mods[t.ID], m) {
-				s.mods[t.ID] = append(s.mods[t.ID], m)
+			if !slices.Contains(s.mods[b.target], m) {
+				s.mods[b.target] = append(s.mods[b.target], m)
 			}
 		}
-		if s.pickled[v.ID] || pickleBases[strings.ToLower(v.ID)] {
-			s.pickled[t.ID] = true
+		if s.pickled[b.value] || pickleBases[strings.ToLower(b.value)] {
+			s.pickled[b.target] = true
 		}
 	}
-	pyparse.Inspect(mod, func(n pyparse.Node) bool {
-		switch x := n.(type) {
-		case *pyparse.Assign:
-			for _, t := range x.Targets {
-				bind(t, x.Value)
-			}
-		case *pyparse.AnnAssign:
-			if x.Value != nil {
-				bind(x.Target, x.Value)
-			}
-		}
-		return true
-	})
 }
 
 // boundNames collects every name the file binds anywhere: assignment
