@@ -841,9 +841,9 @@ func moduleAliases(aliases map[string][]string) map[string][]string {
 
 // assignedModules extends the module aliases by plain assignments of a
 // module name (`o = os`, `o: object = io`): o.open is then os.open, and
-// t.load after `t = torch` is torch.load. One
-// level only and flow-insensitive, like the import aliases; a module
-// reached through any other expression ([os][0], a call) is not seen.
+// t.load after `t = torch` is torch.load. One level only and
+// flow-insensitive, like the import aliases; a module reached through any
+// other expression ([os][0], a call) is not seen.
 func (s *sourceScan) assignedModules(binds []nameBinding) {
 	for _, b := range binds {
 		add := append([]string{}, s.mods[b.value]...)
