@@ -30,7 +30,7 @@ process and loader attributes (.system, .popen, .fork, .exec*, .spawn*,
 .kill, .dlopen, .CDLL, .Popen, .urlopen, ...), .load/.loads on pickle-like
 modules (tl.load is fine), dunder introspection (__globals__, __class__,
 __subclasses__, ...), plus rules that close aliasing bypasses. A file that
-does not parse as Python 3 is a violation.
+does not parse as Python 3.11 (the worker's interpreter) is a violation.
 
 Tree rules: no symbolic links or special files; no compiled objects
 (.so .o .a .dylib .bin .pyc); .cu/.cuh and .patch/.diff files must be

@@ -26,6 +26,7 @@ type fixtureExpectation struct {
 }
 
 var fixtures = map[string]fixtureExpectation{
+<<<<<<< HEAD
 	"silu_drops_silu":               {stage: "verify"},
 	"silu_new_tensor":               {stage: "verify"},
 	"silu_mutates_input":            {stage: "verify"},
@@ -55,6 +56,40 @@ var fixtures = map[string]fixtureExpectation{
 	"metadata_deep_nesting":         {stage: StageLoad, class: manifest.ErrSyntax, contains: "metadata/silu_and_mul.json: invalid JSON: $…"},
 	"system_mode":                   {stage: "unregistered", contains: "never crownable"},
 	"unregistered_slot":             {stage: "unregistered", contains: "classified for discovery"},
+=======
+	"silu_drops_silu":                 {stage: "verify"},
+	"silu_new_tensor":                 {stage: "verify"},
+	"silu_mutates_input":              {stage: "verify"},
+	"banned_import":                   {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
+	"exec_call":                       {stage: StagePayload, scanRule: scan.RuleBannedCall, contains: `kernels/silu_and_mul.py:7:1: dynamic import: name "exec"`},
+	"getattr_dynamic":                 {stage: "scan", scanRule: scan.RuleDynamicAttribute, contains: "getattr"},
+	"timeit_runs_string":              {stage: "scan", scanRule: scan.RuleBannedImport, contains: "timeit"},
+	"operator_methodcaller_system":    {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "methodcaller"},
+	"posixsubprocess_fork_exec":       {stage: "scan", scanRule: scan.RuleBannedImport, contains: "_posixsubprocess"},
+	"torch_multiprocessing_attribute": {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "multiprocessing"},
+	"numpy_ctypeslib_libc":            {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "numpy.ctypeslib"},
+	"pickle_twin_unpickler":           {stage: "scan", scanRule: scan.RuleBannedImport, contains: "_pickle"},
+	"io_open_write":                   {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "io.open"},
+	"python312_syntax":                {stage: "scan", scanRule: scan.RuleSyntax, contains: "requires Python 3.12"},
+	"undeclared_cu":                   {stage: StageTree, contains: "kernels/silu.cu: CUDA source not declared"},
+	"binary_object":                   {stage: StageTree, contains: "kernels/_ext.so: compiled objects"},
+	"path_traversal_source":           {stage: StageLoad, class: manifest.ErrPath, contains: `manifest.toml: ops[0].source: path "../kernels/silu_and_mul.py" escapes the bundle root`},
+	"repeated_slot_without_variant":   {stage: StageLoad, class: manifest.ErrSchema, contains: "manifest.toml: ops[1].variant: slot \"activation.silu_and_mul\" repeats"},
+	"dep_patch_rename":                {stage: StageLoad, class: manifest.ErrDepPatch, contains: "patches/rename.patch: dep patch for flashinfer rejected"},
+	"metadata_unknown_capability":     {stage: StageLoad, class: manifest.ErrMetadata, contains: `metadata/silu_and_mul.json: capabilities: unsupported capability field "colour"`},
+	"metadata_disjoint_dtypes":        {stage: StageLoad, class: manifest.ErrMetadata, contains: "ops[0].dtypes: manifest dtypes"},
+	"rebuild_bundle_python":           {stage: StageLoad, class: manifest.ErrSchema, contains: "rebuild.json: steps[0].type: \"bundle_python\" is not allowed"},
+	"setup_op":                        {stage: StageResolve, rule: catalog.ResolveDiscoveryLane, contains: "setup"},
+	"competition_mode_mismatch":       {stage: StageResolve, rule: catalog.ResolveKindMismatch, contains: "activation.silu_and_mul"},
+	"competition_target_mismatch":     {stage: StageResolve, rule: catalog.ResolveMemberSet, contains: "norm.rmsnorm"},
+	"atomic_missing_member":           {stage: StageResolve, rule: catalog.ResolveMemberSet, contains: "collective.moe_epilogue.v1"},
+	"feature_not_allowed":             {stage: StageResolve, rule: catalog.ResolveFeature, contains: "op_extra:fast_path"},
+	"dep_patch_not_allowed":           {stage: StageResolve, rule: catalog.ResolveFeature, contains: "dep_patch:flashinfer"},
+	"cuda_without_rebuild":            {stage: StageResolve, rule: catalog.ResolveCUDA, contains: "rebuild:build_cuda_ext"},
+	"variants_overlap":                {stage: StageVariants, class: manifest.ErrMetadata, contains: "variants \"large\" and \"small\" of activation.silu_and_mul have overlapping eligibility domains"},
+	"system_mode":                     {stage: "unregistered", contains: "never crownable"},
+	"unregistered_slot":               {stage: "unregistered", contains: "classified for discovery"},
+>>>>>>> sec-scan
 }
 
 func TestFixturesFailForTheirReason(t *testing.T) {

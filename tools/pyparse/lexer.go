@@ -42,10 +42,11 @@ type token struct {
 }
 
 const (
-	maxParenDepth   = 200 // CPython's tokenizer limit ("too many nested parentheses")
-	maxIndentDepth  = 100 // CPython's tokenizer limit ("too many levels of indentation")
-	maxFSpecDepth   = 2   // CPython rejects format specs nested deeper ("expressions nested too deeply")
-	maxFStringDepth = 149 // CPython's tokenizer mode stack holds 150 modes ("too many nested f-strings")
+	maxParenDepth   = 200  // CPython's tokenizer limit ("too many nested parentheses")
+	maxIndentDepth  = 100  // CPython's tokenizer limit ("too many levels of indentation")
+	maxFSpecDepth   = 2    // CPython rejects format specs nested deeper ("expressions nested too deeply")
+	maxIntDigits    = 4300 // sys.int_max_str_digits' default (3.11 on): the most digits of a decimal int literal
+	maxFStringDepth = 149  // CPython's tokenizer mode stack holds 150 modes ("too many nested f-strings")
 )
 
 type lexMode uint8
@@ -64,6 +65,7 @@ type modeEntry struct {
 	raw    bool
 	depth  int // mFExpr: len(parens) once the field's '{' is pushed
 	start  int // offset of the f-string start, for unterminated errors
+	body   int // mFLiteral: offset after the opening quotes; mFExpr: of the field's expression
 	// specs counts the format specs open around this entry within its own
 	// f-string: CPython limits that nesting per f-string, and keeping the
 	// count here answers it in constant time for every field opened.
@@ -87,6 +89,7 @@ type lexer struct {
 	modes     []modeEntry
 	fstrings  int // f-strings open around the current position
 	lineStart bool
+	version   Version
 }
 
 type lexError struct{ err *SyntaxError }
@@ -119,8 +122,8 @@ func (l *lexer) top() *modeEntry { return &l.modes[len(l.modes)-1] }
 // checks before tokenizing: NUL bytes, valid UTF-8 and a UTF-8 encoding
 // declaration (any other declared encoding would make CPython read the
 // bytes differently from us, so it is refused rather than guessed).
-func tokenize(f *File) (toks []token, err error) {
-	l := &lexer{src: f.Src, file: f, indents: []int{0}, alts: []int{0}, lineStart: true,
+func tokenize(f *File, v Version) (toks []token, err error) {
+	l := &lexer{src: f.Src, file: f, version: v, indents: []int{0}, alts: []int{0}, lineStart: true,
 		modes: []modeEntry{{mode: mCode}}, toks: make([]token, 0, len(f.Src)/8+64)}
 	defer func() {
 		if r := recover(); r != nil {
@@ -255,6 +258,9 @@ func (l *lexer) run() {
 		c := l.src[l.pos]
 		switch {
 		case c == '#':
+			if l.fstrings > 0 && l.version < Python312 {
+				l.fail(l.pos, "f-string expression part cannot include '#' before Python 3.12; the target is Python 3.%d", l.version)
+			}
 			for l.pos < len(l.src) && l.src[l.pos] != '\n' && l.src[l.pos] != '\r' {
 				l.pos++
 			}
@@ -481,6 +487,14 @@ func (l *lexer) lexNumber() {
 	if !isFloat && !imag && len(intPart) > 1 && intPart[0] == '0' && strings.Trim(intPart, "0_") != "" {
 		l.fail(start, "leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers")
 	}
+	if !isFloat && !imag && len(intPart) > maxIntDigits {
+		// CPython converts decimal literals with int(), which refuses more
+		// than sys.int_max_str_digits digits (underscores do not count; a
+		// literal of zeros never reaches it).
+		if n := len(intPart) - strings.Count(intPart, "_"); n > maxIntDigits && strings.Trim(intPart, "0_") != "" {
+			l.fail(start, "Exceeds the limit (%d digits) for integer string conversion: value has %d digits; use sys.set_int_max_str_digits() to increase the limit - Consider hexadecimal for huge integer literals to avoid decimal conversion limits.", maxIntDigits, n)
+		}
+	}
 	l.endNumber(start, imag)
 }
 
@@ -610,7 +624,7 @@ func (l *lexer) lexString(start, q int) {
 		}
 		l.fstrings++
 		l.emit(tFStart, start, l.pos, "")
-		l.modes = append(l.modes, modeEntry{mode: mFLiteral, quote: quote, triple: triple, raw: raw, start: start})
+		l.modes = append(l.modes, modeEntry{mode: mFLiteral, quote: quote, triple: triple, raw: raw, start: start, body: l.pos})
 		return
 	}
 	for {
@@ -679,6 +693,9 @@ func (l *lexer) lexFStringText() {
 			if m.triple {
 				n = 3
 			}
+			if l.fstrings == 1 && l.version < Python312 {
+				l.checkFString311(m)
+			}
 			l.emit(tFEnd, l.pos, l.pos+n, "")
 			l.pos += n
 			l.modes = l.modes[:len(l.modes)-1]
@@ -723,7 +740,7 @@ func (l *lexer) lexFStringText() {
 			l.openParen('{', true)
 			l.emit(tOp, l.pos, l.pos+1, "{")
 			l.pos++
-			l.modes = append(l.modes, modeEntry{mode: mFExpr, quote: m.quote, triple: m.triple, raw: m.raw, depth: len(l.parens), start: m.start, specs: m.specs})
+			l.modes = append(l.modes, modeEntry{mode: mFExpr, quote: m.quote, triple: m.triple, raw: m.raw, depth: len(l.parens), start: m.start, specs: m.specs, body: l.pos})
 			return
 		case c == '}':
 			if m.mode == mFLiteral {
@@ -743,11 +760,50 @@ func (l *lexer) lexFStringText() {
 	}
 }
 
+// checkFString311 refuses, for a target before 3.12, an outermost
+// f-string that 3.11 would end early: 3.11 finds the end of an f-string
+// by its closing quote alone, so the enclosing quote reused inside a
+// replacement field (or a line break in a single-quoted one) ends it
+// there. Nested f-strings lie inside the outermost one's text, so one
+// pass over each outermost f-string covers them all.
+func (l *lexer) checkFString311(m *modeEntry) {
+	for i := m.body; i < l.pos; i++ {
+		switch c := l.src[i]; {
+		case c == '\\':
+			// The escaped character, or the whole line break of a
+			// backslash continuation (\r\n is one).
+			i++
+			if i+1 < l.pos && l.src[i] == '\r' && l.src[i+1] == '\n' {
+				i++
+			}
+		case c == m.quote && (!m.triple || tripleAt(l.src, i, c)):
+			l.fail(i, "f-string: the enclosing quote reused inside a replacement field requires Python 3.12; the target is Python 3.%d", l.version)
+		case (c == '\n' || c == '\r') && !m.triple:
+			l.fail(i, "f-string: a replacement field spanning lines in a single-quoted f-string requires Python 3.12; the target is Python 3.%d", l.version)
+		}
+	}
+}
+
+// checkExpr311 refuses, for a target before 3.12, a backslash in the
+// expression part of a replacement field of an outermost f-string, the
+// expression ending at end. Fields of nested f-strings lie inside it.
+func (l *lexer) checkExpr311(end int) {
+	if l.fstrings != 1 || l.version >= Python312 {
+		return
+	}
+	m := l.top()
+	if i := strings.IndexByte(l.src[m.body:end], '\\'); i >= 0 {
+		l.fail(m.body+i, "f-string expression part cannot include a backslash before Python 3.12; the target is Python 3.%d", l.version)
+	}
+}
+
 // closeField consumes the '}' ending a replacement field and returns to
 // the literal text (or enclosing spec) around it.
 func (l *lexer) closeField() {
 	if l.top().mode == mFSpec {
 		l.modes = l.modes[:len(l.modes)-1]
+	} else {
+		l.checkExpr311(l.pos)
 	}
 	l.parens = l.parens[:len(l.parens)-1]
 	l.emit(tOp, l.pos, l.pos+1, "}")
@@ -774,6 +830,7 @@ func (l *lexer) lexOp() {
 		// spec (even before '='), '}' ends the field and '!' the conversion.
 		switch s[0] {
 		case ':':
+			l.checkExpr311(l.pos)
 			l.emit(tOp, l.pos, l.pos+1, ":")
 			l.pos++
 			l.modes = append(l.modes, modeEntry{mode: mFSpec, quote: m.quote, triple: m.triple, raw: m.raw, start: m.start, specs: m.specs + 1})

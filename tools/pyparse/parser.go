@@ -11,26 +11,48 @@ import (
 // such input too ("too many nested parentheses", "too complex").
 const maxNesting = 1000
 
-// Parse parses src as a Python 3 module (grammar of 3.8 through 3.12) and
-// returns the file with its line table and the syntax tree. The source is
-// only read, never imported or run. A syntax error is returned as
-// *SyntaxError.
+// Parse parses src as a Python 3 module (grammar of 3.8 through 3.12,
+// and the 3.13 type parameter defaults) and returns the file with its line
+// table and the syntax tree. The source is only read, never imported or
+// run. A syntax error is returned as *SyntaxError.
 func Parse(name string, src []byte) (*File, *Module, error) {
+	return ParseVersion(name, src, Latest)
+}
+
+// Version is the minor version of the Python 3 grammar a parse accepts.
+type Version int
+
+const (
+	Python311 Version = 11
+	Python312 Version = 12
+	Python313 Version = 13
+	// Latest is the grammar Parse accepts.
+	Latest = Python313
+)
+
+// ParseVersion is Parse against the grammar of one Python version: code
+// that interpreter would refuse is a syntax error naming the version the
+// construct needs. Below 3.12 that is PEP 695 type parameters and `type`
+// statements and the PEP 701 f-strings (the enclosing quote reused inside
+// a replacement field, backslashes or comments in one, a single-quoted
+// f-string whose field spans lines); below 3.13, type parameter defaults.
+func ParseVersion(name string, src []byte, v Version) (*File, *Module, error) {
 	f := NewFile(name, src)
-	toks, err := tokenize(f)
+	toks, err := tokenize(f, v)
 	if err != nil {
 		return f, nil, err
 	}
-	p := &parser{f: f, toks: toks}
+	p := &parser{f: f, toks: toks, version: v}
 	mod, err := p.run()
 	return f, mod, err
 }
 
 type parser struct {
-	f     *File
-	toks  []token
-	p     int
-	depth int
+	f       *File
+	toks    []token
+	p       int
+	depth   int
+	version Version
 	// lf is the source with normalized line endings, built on first use
 	// and only when the source has a '\r' (see lfSpan).
 	lf        *lfText
@@ -63,6 +85,14 @@ func (p *parser) failAt(off int, format string, args ...any) {
 // fail reports an error at the current token.
 func (p *parser) fail(format string, args ...any) {
 	p.failAt(int(p.tok().start), format, args...)
+}
+
+// requires refuses the construct at off when the target grammar is older
+// than v.
+func (p *parser) requires(off int, v Version, what string) {
+	if p.version < v {
+		p.failAt(off, "%s requires Python 3.%d; the target is Python 3.%d", what, v, p.version)
+	}
 }
 
 func (p *parser) invalid() {
@@ -523,6 +553,7 @@ func (p *parser) fromImport() Stmt {
 
 func (p *parser) typeAlias() Stmt {
 	start := int(p.advance().start)
+	p.requires(start, Python312, "the type statement (PEP 695)")
 	id := p.ident()
 	ta := &TypeAlias{Name: &Name{Loc: id.Loc, ID: id.Name, Ctx: Store}}
 	if p.isOp("[") {
@@ -535,6 +566,7 @@ func (p *parser) typeAlias() Stmt {
 }
 
 func (p *parser) typeParams() []TypeParam {
+	p.requires(int(p.tok().start), Python312, "a type parameter list (PEP 695)")
 	p.expectOp("[")
 	var out []TypeParam
 	for !p.isOp("]") {
@@ -543,6 +575,7 @@ func (p *parser) typeParams() []TypeParam {
 		case p.acceptOp("*"):
 			tp := &TypeVarTuple{Name: p.ident()}
 			if p.acceptOp("=") {
+				p.requires(int(p.toks[p.p-1].start), Python313, "a type parameter default (PEP 696)")
 				tp.Default = p.starExpression()
 			}
 			tp.Loc = Loc{start, p.prevEnd()}
@@ -550,6 +583,7 @@ func (p *parser) typeParams() []TypeParam {
 		case p.acceptOp("**"):
 			tp := &ParamSpec{Name: p.ident()}
 			if p.acceptOp("=") {
+				p.requires(int(p.toks[p.p-1].start), Python313, "a type parameter default (PEP 696)")
 				tp.Default = p.expression()
 			}
 			tp.Loc = Loc{start, p.prevEnd()}
@@ -560,6 +594,7 @@ func (p *parser) typeParams() []TypeParam {
 				tp.Bound = p.expression()
 			}
 			if p.acceptOp("=") {
+				p.requires(int(p.toks[p.p-1].start), Python313, "a type parameter default (PEP 696)")
 				tp.Default = p.expression()
 			}
 			tp.Loc = Loc{start, p.prevEnd()}

@@ -317,6 +317,28 @@ func (p *parser) decodeFText(t *token, raw, literal bool) (string, bool) {
 	return p.unescape(t, body, false)
 }
 
+// maxCharName is the length of the longest character name in the Unicode
+// database of CPython 3.11 (Unicode 14.0.0; name aliases are shorter).
+const maxCharName = 88
+
+// plausibleCharName is the check a \N{...} name gets in place of the
+// Unicode name table, which we do not carry: no longer than the longest
+// name, and spelled as names are (letters, digits, single spaces and
+// hyphens; CPython matches letters in either case). A name that passes
+// may still be unknown to CPython, so the literal stays inexact.
+func plausibleCharName(name string) bool {
+	if name == "" || len(name) > maxCharName || name[0] == ' ' || name[len(name)-1] == ' ' || strings.Contains(name, "  ") {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == ' ' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func hexVal(c byte) int {
 	switch {
 	case c >= '0' && c <= '9':
@@ -418,6 +440,9 @@ func (p *parser) unescape(t *token, body string, isBytes bool) (string, bool) {
 			end := strings.IndexByte(body[i:], '}')
 			if i+1 >= len(body) || body[i+1] != '{' || end < 0 {
 				p.failAt(int(t.start), "(unicode error) malformed \\N character escape")
+			}
+			if !plausibleCharName(body[i+2 : i+end]) {
+				p.failAt(int(t.start), "(unicode error) 'unicodeescape' codec can't decode \\N{...}: unknown Unicode character name")
 			}
 			i += end
 			inexact = true

@@ -47,13 +47,30 @@ type Report struct {
 // walks the tree. The error is for a bundle whose manifest cannot be read
 // or parsed (nothing to scan against); every problem found by scanning is
 // a finding in the report.
+//
+// The intake limits come first, as in `cacheon bundle inspect`: a bundle
+// that breaks one (too many files or bytes, a link, a special file, an
+// oversized file) is refused before any Python is parsed. Its report holds
+// the intake error and the tree findings that need no parsing; no op
+// source is scanned.
 func Bundle(dir string) (*Report, error) {
-	m, err := loadManifest(dir)
+	m, intake, err := loadManifest(dir)
 	if err != nil {
 		return nil, err
 	}
 	r := &Report{FormatVersion: FormatVersion, BundleID: m.BundleID, ABIVersion: m.ABIVersion,
 		Ops: []OpReport{}, TreeFindings: []Finding{}}
+	if intake != nil {
+		tree, err := walkTree(dir, TreeOptions{Manifest: m}, intake)
+		if err != nil {
+			return nil, err
+		}
+		r.TreeFindings = append(r.TreeFindings, tree...)
+		for _, f := range tree {
+			r.count(f)
+		}
+		return r, nil
+	}
 	covered := map[string]bool{}
 	cache := map[string][]Finding{}
 	for _, op := range m.Ops {
@@ -70,7 +87,7 @@ func Bundle(dir string) (*Report, error) {
 			r.count(f)
 		}
 	}
-	tree, err := Tree(dir, TreeOptions{Manifest: m, Covered: covered})
+	tree, err := walkTree(dir, TreeOptions{Manifest: m, Covered: covered}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -102,22 +119,24 @@ func status(fs []Finding) string {
 }
 
 // loadManifest loads and checks the manifest. When the bundle tree breaks
-// an intake rule (a link, a special file, an oversized file), the manifest
-// is still parsed on its own so the scan can report that problem among its
-// findings instead of stopping at it.
-func loadManifest(dir string) (*manifest.Manifest, error) {
-	m, err := manifest.Load(dir)
+// an intake limit, the intake error comes back as intake and the manifest
+// is still parsed on its own, so the scan can report that problem among
+// its findings instead of stopping at it.
+func loadManifest(dir string) (m *manifest.Manifest, intake, err error) {
+	m, err = manifest.Load(dir)
 	if err == nil {
-		return m, nil
+		return m, nil, nil
 	}
 	if !errors.Is(err, manifest.ErrLimit) {
-		return nil, err
+		return nil, nil, err
 	}
+	intake = err
 	data, rerr := readContained(dir, manifest.FileName, manifest.MaxInspectableFileBytes)
 	if rerr != nil {
-		return nil, fmt.Errorf("read %s: %w", manifest.FileName, rerr)
+		return nil, nil, fmt.Errorf("read %s: %w", manifest.FileName, rerr)
 	}
-	return manifest.Parse(data, manifest.FileName)
+	m, err = manifest.Parse(data, manifest.FileName)
+	return m, intake, err
 }
 
 // scanOpSource reads an op's source without following links and scans it.

@@ -9,7 +9,13 @@
 // the isolated worker, and the scan never imports or runs it. It follows
 // the upstream rule set and adds a few rules, each under its own id, that
 // close bypasses of those rules (aliasing through imports, string names
-// passed to getattr, star imports, frame introspection).
+// passed to getattr, star imports, frame introspection), and bans modules
+// by family: each banned root with its C-accelerated twin, dotted
+// families inside allowed packages, banned modules reached as attributes
+// and attributes fetched by name through operator and inspect helpers.
+// Sources are parsed for the worker's Python (TargetPython), and a bundle
+// over the intake limits is refused with inspection's error before any of
+// it is parsed.
 package scan
 
 import (

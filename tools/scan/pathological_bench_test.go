@@ -20,6 +20,27 @@ var scanShapes = []struct {
 	// Every `.modules` link asks whether the chain below it is `sys`.
 	{"modules-chain", func(n int) string { return repeatTo("x = a", ".modules", "\n", n) }},
 	{"attribute-chain", func(n int) string { return repeatTo("x = a", ".b", "\n", n) }},
+	// One from-import of a million names from a module path half the
+	// file long: per-name work must not copy the path.
+	{"from-import-many-names", func(n int) string {
+		return "from " + strings.Repeat("m", n/2) + " import " + repeatTo("", "system, ", "load\n", n/2)
+	}},
+	// A .load chain whose root name is half the file: per-link work must
+	// not lower or hash the root again.
+	{"long-root-load-chain", func(n int) string {
+		return repeatTo("x = TORCH"+strings.Repeat("A", n/2), ".load", "\n", n)
+	}},
+	// Every line binds a module to a name again, then uses it.
+	{"module-assignments", func(n int) string { return repeatTo("import os, torch\n", "o = os\no = torch\no.open\n", "", n) }},
+	// Half the file imports distinct modules under one name, the other
+	// half uses the name where rules ask what it is bound to.
+	{"aliases-then-uses", func(n int) string {
+		var b strings.Builder
+		for i := 0; b.Len() < n/2; i++ {
+			fmt.Fprintf(&b, "import numpy.m%d as x\n", i)
+		}
+		return repeatTo(b.String(), "x.load\nx.modules\nx.open\n", "", n)
+	}},
 	{"finding-per-line", func(n int) string { return repeatTo("", "eval\n", "", n) }},
 	{"findings-on-one-line", func(n int) string { return repeatTo("", "eval;", "eval\n", n) }},
 	{"findings-after-wide-characters", func(n int) string { return repeatTo("x = '"+strings.Repeat("é", 4096)+"'\n", "eval\n", "", n) }},

@@ -3,7 +3,9 @@ package scan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cacheon/engine/tools/pyparse"
 )
@@ -16,10 +18,38 @@ var (
 		"http", "httplib", "ftplib", "smtplib", "telnetlib", "poplib", "imaplib", "xmlrpc", "pickle",
 		"dill", "marshal", "shelve", "cloudpickle", "importlib", "imp", "runpy", "pkg_resources",
 		"pkgutil", "shutil", "tempfile", "pathlib", "glob", "fileinput", "pty", "fcntl", "termios",
-		"resource", "signal", "mmap", "webbrowser", "wsgiref", "paramiko", "fabric")
+		"resource", "signal", "mmap", "webbrowser", "wsgiref", "paramiko", "fabric",
+		// ext: whole families upstream misses. Each root's C-accelerated
+		// twin (_socket, _pickle, _multiprocessing, ...) is banned with it,
+		// see bannedModule.
+		//
+		// Helpers that run a string, a file or a docstring as code.
+		"timeit", "bdb", "pdb", "cProfile", "profile", "trace", "code", "codeop", "pydoc", "doctest",
+		"unittest", "rlcompleter", "zipimport", "compileall", "py_compile", "site", "_imp",
+		"_frozen_importlib", "_frozen_importlib_external", "_xxsubinterpreters", "_xxinterpchannels",
+		"_testcapi", "_testinternalcapi", "__builtin__", "cPickle", "joblib",
+		// Processes and the raw process layer under os and subprocess.
+		"posix", "nt", "_posixsubprocess", "_winapi", "msvcrt", "distutils", "setuptools", "_posixshmem",
+		"_osx_support", "_aix_support", "antigravity",
+		// Networking beside socket, http and urllib.
+		"socketserver", "select", "asyncore", "asynchat", "smtpd", "nntplib",
+		// File access under names the pathlib and open rules do not cover.
+		"_io", "dbm", "sqlite3", "zipfile", "tarfile", "gzip", "bz2", "lzma", "zipapp", "linecache",
+		// Foreign functions beside ctypes and cffi.
+		"_cffi_backend")
+
+	// ext: dotted families inside packages a kernel may import: libc
+	// through numpy, processes through torch, C++ compiled and loaded at
+	// run time, code fetched from the network, strings run as benchmark
+	// statements, dotted names resolved from a logging config.
+	bannedModulePrefixes = set("numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "torch.multiprocessing",
+		"torch.utils.cpp_extension", "torch.utils.benchmark", "torch.hub", "torch.package", "logging.config",
+		"logging.handlers")
 
 	bannedCalls = set("eval", "exec", "compile", "__import__", "open", "input", "breakpoint",
-		"globals", "vars", "locals")
+		"globals", "vars", "locals",
+		// ext: help("subprocess") imports any module by its name.
+		"help")
 
 	dynamicAttrFuncs = set("getattr", "setattr", "delattr")
 
@@ -31,27 +61,88 @@ var (
 		"kill", "killpg", "putenv", "setuid", "setgid", "dlopen", "LoadLibrary", "WinDLL", "CDLL",
 		"check_output", "check_call", "Popen", "urlopen",
 		// ext: the same process primitives under their other names.
-		"posix_spawn", "posix_spawnp", "startfile", "spawnvp", "spawnvpe")
+		"posix_spawn", "posix_spawnp", "startfile", "spawnvp", "spawnvpe",
+		// ext: processes, libraries and code strings reached from
+		// modules that are allowed or reached without an import.
+		"fork_exec", "load_library", "load_inline", "import_module", "load_module", "exec_module", "resolve_name",
+		// Private stdlib helpers that run a command: os's own exec and
+		// spawn workers, uuid's and platform's command runners.
+		"_execvpe", "_spawnvef", "_get_command_stdout", "_syscmd_file", "_syscmd_ver", "_read_output",
+		// string.Formatter().get_field("0.system", (os,), {}) fetches a
+		// dotted attribute path given as a string.
+		"get_field")
+
+	// ext: attributes that run a string as code: interpreters and
+	// compilers reached without their module, and the typing helpers that
+	// evaluate string annotations.
+	codeAttributes = set("run_string", "runsource", "runcode", "compile_command",
+		"get_type_hints", "ForwardRef", "_evaluate", "_eval_type")
+
+	// ext: file writes through objects reached without importing their
+	// module (pathlib paths, numpy arrays).
+	fileAttributes = set("write_text", "write_bytes", "symlink_to", "hardlink_to", "tofile")
 
 	pickleBases = set("pickle", "cpickle", "_pickle", "dill", "marshal", "cloudpickle", "joblib", "torch")
+
+	// ext: unpickling under other names than load and loads.
+	pickleAttributes = set("Unpickler", "read_pickle")
 
 	dunderAttributes = set("__globals__", "__builtins__", "__subclasses__", "__bases__", "__mro__",
 		"__code__", "__loader__", "__dict__", "__class__", "__subclasshook__", "__getattribute__", "__base__")
 
 	// ext: frame and module-table introspection reaches the same globals
-	// and builtins the dunder rule guards.
+	// and builtins the dunder rule guards; the heap walkers reach every
+	// object; code and function objects built by hand run what they hold.
 	introspectionAttributes = set("f_globals", "f_locals", "f_builtins", "f_back", "f_code",
-		"gi_frame", "gi_code", "cr_frame", "ag_frame", "tb_frame", "_getframe")
+		"gi_frame", "gi_code", "cr_frame", "ag_frame", "tb_frame", "_getframe",
+		"get_referrers", "get_referents", "get_objects", "CodeType", "FunctionType", "LambdaType",
+		"_current_frames", "currentframe")
 	introspectionNames = set("__builtins__", "__loader__", "__spec__")
+
+	// ext: attribute names that are banned modules themselves, so that a
+	// module reached as an attribute of an allowed one is caught without
+	// an import: torch.multiprocessing, np.ctypeslib.ctypes, m.subprocess.
+	moduleAttributeNames = set("subprocess", "multiprocessing", "ctypes", "_ctypes", "ctypeslib", "cffi",
+		"socket", "_socket", "pickle", "_pickle", "cPickle", "marshal", "builtins", "__builtin__",
+		"importlib", "runpy", "_posixsubprocess", "posix", "pty", "cloudpickle", "dill", "shutil",
+		"cpp_extension", "timeit", "cProfile", "pdb", "bdb", "codeop", "pydoc", "doctest", "_imp",
+		"_xxsubinterpreters", "_io", "concurrent", "asyncio", "_asyncio", "ssl", "_ssl", "urllib", "urllib3",
+		"requests", "http", "socketserver", "xmlrpc", "ftplib", "smtplib", "telnetlib", "paramiko")
+
+	// ext: attributes banned only on the module they belong to (matched
+	// on the last name of the base, so torch.os.open is os.open): file
+	// access, tracing hooks, import hooks and frame access under names
+	// too common to ban everywhere.
+	moduleAttributes = map[string]map[string]bool{
+		"os": set("open", "fdopen", "openpty", "remove", "unlink", "rename", "renames", "replace", "rmdir",
+			"removedirs", "mkdir", "makedirs", "chmod", "chown", "lchown", "symlink", "link", "truncate",
+			"mkfifo", "mknod", "chdir", "chroot", "write", "pwrite", "writev", "sendfile", "memfd_create",
+			"register_at_fork", "unsetenv", "add_dll_directory"),
+		"io":       set("open", "open_code", "FileIO"),
+		"codecs":   set("open"),
+		"tokenize": set("open"),
+		"inspect":  set("stack", "trace", "getouterframes", "getinnerframes"),
+		"sys": set("modules", "settrace", "setprofile", "addaudithook", "meta_path", "path_hooks", "path_importer_cache",
+			"call_tracing", "breakpointhook"),
+		"numpy": set("fromfile", "memmap", "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt"),
+		"torch": set("save", "from_file"),
+	}
+
+	// ext: helpers that fetch attributes by name, as getattr does: with
+	// literal names the names are checked like getattr's; anything else is
+	// a dynamic attribute. getmembers returns every attribute at once.
+	attrNameHelpers  = map[string]int{"attrgetter": 0, "methodcaller": 0, "getattr_static": 1}
+	allMemberHelpers = set("getmembers", "getmembers_static")
+	helperModules    = set("operator", "_operator", "inspect")
 
 	// ext: star imports from these bring process primitives or pickle
 	// loaders in under bare names the attribute rules cannot see.
-	starImportRoots = set("os", "posix", "nt", "sys")
+	starImportRoots = set("os", "posix", "nt", "sys", "numpy", "typing", "io", "inspect", "gc", "types", "operator", "_operator")
 
 	// ext: builtins whose bare reference (aliasing `e = eval`) is flagged
 	// unless the file binds the name itself.
 	aliasableBuiltins = set("eval", "exec", "compile", "__import__", "open", "breakpoint",
-		"globals", "vars", "locals", "getattr", "setattr", "delattr")
+		"globals", "vars", "locals", "getattr", "setattr", "delattr", "help")
 )
 
 func set(names ...string) map[string]bool {
@@ -62,20 +153,30 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
+// TargetPython is the interpreter bundle code runs under in the worker.
+// Source is parsed for its grammar: code only a newer Python accepts
+// would fail there, and code the scan reads differently from the
+// interpreter is code the scan does not see.
+const TargetPython = pyparse.Python311
+
 // Source parses one Python file and applies every source rule and the
-// compilability heuristic. A file that does not parse yields a single
-// syntax-error finding. Findings come back in source order.
+// compilability heuristic. A file that does not parse for TargetPython
+// yields a single syntax-error finding. Findings come back in source
+// order.
 func Source(path string, src []byte) []Finding {
-	f, mod, err := pyparse.Parse(path, src)
+	f, mod, err := pyparse.ParseVersion(path, src, TargetPython)
 	if err != nil {
 		var se *pyparse.SyntaxError
 		if errors.As(err, &se) {
 			return []Finding{{Path: path, Line: se.Pos.Line, Col: se.Pos.Col, Rule: RuleSyntax,
-				Message: "file does not parse as Python 3: " + se.Msg}}
+				Message: fmt.Sprintf("file does not parse as Python 3.%d: %s", TargetPython, se.Msg)}}
 		}
 		return []Finding{{Path: path, Rule: RuleSyntax, Message: err.Error()}}
 	}
-	s := &sourceScan{path: path, file: f, aliases: importAliases(mod), bound: boundNames(mod), direct: map[pyparse.Node]bool{}}
+	aliases, binds := importAliases(mod)
+	s := &sourceScan{path: path, file: f, mods: moduleAliases(aliases), bound: boundNames(mod), direct: map[pyparse.Node]bool{}}
+	s.indexAliases(aliases)
+	s.assignedModules(binds)
 	pyparse.Inspect(mod, s.visit)
 	s.compilability(mod)
 	sortFindings(s.out)
@@ -83,13 +184,16 @@ func Source(path string, src []byte) []Finding {
 }
 
 type sourceScan struct {
-	path    string
-	file    *pyparse.File
-	aliases map[string][]string // local name -> module paths it may be bound to
-	bound   map[string]bool     // names the file binds itself
-	direct  map[pyparse.Node]bool
-	roots   map[*pyparse.Attribute]*pyparse.Name // chainRoot's memory
-	out     []Finding
+	path        string
+	file        *pyparse.File
+	aliases     map[string]map[string]bool // local name -> module paths it may be bound to
+	pickled     map[string]bool            // local names some import binds to a pickle-like module
+	mods        map[string][]string        // aliases cut down to the paths the module rules match, each once
+	bound       map[string]bool            // names the file binds itself
+	direct      map[pyparse.Node]bool
+	roots       map[*pyparse.Attribute]*pyparse.Name // chainRoot's memory
+	pickleRoots map[*pyparse.Name]bool               // pickleBase's memory
+	out         []Finding
 }
 
 func (s *sourceScan) add(n pyparse.Node, rule Rule, format string, args ...any) {
@@ -103,12 +207,101 @@ func root(module string) string {
 	return r
 }
 
+func lastName(module string) string {
+	return module[strings.LastIndexByte(module, '.')+1:]
+}
+
+// bannedModule reports the banned family a module path belongs to: its
+// root is banned, or the root is the C-accelerated twin of a banned root
+// (_socket, _pickle, _multiprocessing, _ssl, _asyncio, ...), or the path
+// lies under a banned dotted prefix (numpy.ctypeslib, torch.hub, ...).
+func bannedModule(path string) (string, bool) {
+	r := root(path)
+	if bannedImportRoots[r] {
+		return r, true
+	}
+	if t := strings.TrimLeft(r, "_"); t != r && bannedImportRoots[t] {
+		return r, true
+	}
+	// The prefixes have at most maxPrefixNames names; a path of a million
+	// names is cut there rather than hashed at every dot.
+	for i, n := 0, 0; n < maxPrefixNames; n++ {
+		j := strings.IndexByte(path[i:], '.')
+		if j < 0 {
+			if bannedModulePrefixes[path] {
+				return path, true
+			}
+			break
+		}
+		i += j
+		if bannedModulePrefixes[path[:i]] {
+			return path[:i], true
+		}
+		i++
+	}
+	return "", false
+}
+
+// maxPrefixNames is the most names a bannedModulePrefixes entry has.
+const maxPrefixNames = 3
+
+// longestPrefix is the length of the longest bannedModulePrefixes entry.
+var longestPrefix = func() int {
+	n := 0
+	for p := range bannedModulePrefixes {
+		n = max(n, len(p))
+	}
+	return n
+}()
+
+// prefixEnds holds the last names of the bannedModulePrefixes (hub,
+// ctypeslib, config, ...): what a helper fetching attributes by name from
+// an unknown object may complete one with.
+var prefixEnds = func() map[string]bool {
+	out := map[string]bool{}
+	for p := range bannedModulePrefixes {
+		out[lastName(p)] = true
+	}
+	return out
+}()
+
+// prefixStarts holds the proper prefixes of the bannedModulePrefixes
+// (numpy, torch, torch.utils, logging): the module paths an attribute
+// chain can start from to spell one.
+var prefixStarts = func() map[string]bool {
+	out := map[string]bool{}
+	for p := range bannedModulePrefixes {
+		for i := 0; i < len(p); i++ {
+			if p[i] == '.' {
+				out[p[:i]] = true
+			}
+		}
+	}
+	return out
+}()
+
+// moduleAttributeAnywhere reports whether some moduleAttributes module
+// bans the attribute name.
+func moduleAttributeAnywhere(name string) bool {
+	for _, attrs := range moduleAttributes {
+		if attrs[name] {
+			return true
+		}
+	}
+	return false
+}
+
+func bannedPrefix(path string) bool {
+	_, ok := bannedModule(path)
+	return ok
+}
+
 func (s *sourceScan) visit(n pyparse.Node) bool {
 	switch x := n.(type) {
 	case *pyparse.Import:
 		for _, a := range x.Names {
-			if r := root(a.Name.Name); bannedImportRoots[r] {
-				s.add(a, RuleBannedImport, "import of %q: module %q is banned", a.Name.Name, r)
+			if fam, ok := bannedModule(a.Name.Name); ok {
+				s.add(a, RuleBannedImport, "import of %q: module %q is banned", a.Name.Name, fam)
 			}
 		}
 	case *pyparse.ImportFrom:
@@ -133,29 +326,80 @@ func (s *sourceScan) importFrom(x *pyparse.ImportFrom) {
 		return // relative imports name bundle-local modules
 	}
 	mod := x.Module.Name
-	r := root(mod)
-	if bannedImportRoots[r] {
-		s.add(x, RuleBannedImport, "import from %q: module %q is banned", mod, r)
+	if fam, ok := bannedModule(mod); ok {
+		s.add(x, RuleBannedImport, "import from %q: module %q is banned", clip(mod), clip(fam))
 		return
 	}
+	// One statement may import a million names from a module path
+	// megabytes long: what depends on the path alone is worked out once,
+	// and messages carry it clipped.
+	r := root(mod)
+	text := clip(mod)
+	pickle := pickleBases[strings.ToLower(r)]
+	star := starImportRoots[r] || pickle
+	attrs := moduleAttributes[lastName(mod)]
+	prefix := len(mod) < longestPrefix // mod.name may spell a banned dotted prefix
 	for _, a := range x.Names {
 		name := a.Name.Name
 		switch {
 		case name == "*":
-			if starImportRoots[r] || pickleBases[strings.ToLower(r)] {
-				s.add(a, RuleStarImport, "star import from %q brings process or loader primitives in under bare names", mod)
+			if star {
+				s.add(a, RuleStarImport, "star import from %q brings process or loader primitives in under bare names", text)
 			}
-		case bannedAttributes[name]:
-			s.add(a, RuleBannedImportName, "import of %q from %q: the name is banned as an attribute", name, mod)
-		case dunderAttributes[name]:
-			s.add(a, RuleBannedImportName, "import of %q from %q: the name is banned as an attribute", name, mod)
-		case (name == "load" || name == "loads") && pickleBases[strings.ToLower(r)]:
-			s.add(a, RulePickleLoad, "import of %q from %q: unpickling loaders are banned", name, mod)
+		case bannedAttributes[name] || dunderAttributes[name] || introspectionAttributes[name] ||
+			codeAttributes[name] || fileAttributes[name] || moduleAttributeNames[name] || attrs[name]:
+			s.add(a, RuleBannedImportName, "import of %q from %q: the name is banned as an attribute", clip(name), text)
+		case prefix && bannedPrefix(mod+"."+name):
+			s.add(a, RuleBannedImport, "import of %q from %q: module %q is banned", name, mod, mod+"."+name)
+		case (name == "load" || name == "loads") && pickle, pickleAttributes[name]:
+			s.add(a, RulePickleLoad, "import of %q from %q: unpickling loaders are banned", name, text)
 		}
 	}
 }
 
+// clip shortens a name for a message. A hostile file's names can be
+// megabytes long, and a message per finding must not copy one each time.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
+}
+
 func (s *sourceScan) call(x *pyparse.Call) {
+	for _, k := range x.Keywords {
+		// numpy.load(f, allow_pickle=True) and every reader that takes the
+		// flag unpickles; only a literal False is safe.
+		if k.Arg != nil && k.Arg.Name == "allow_pickle" {
+			if c, ok := k.Value.(*pyparse.Constant); !ok || c.Kind != pyparse.ConstFalse {
+				s.add(k, RulePickleLoad, "allow_pickle= other than a literal False unpickles")
+			}
+		}
+		// inspect.get_annotations(f, eval_str=True) evals annotations.
+		if k.Arg != nil && k.Arg.Name == "eval_str" {
+			if c, ok := k.Value.(*pyparse.Constant); !ok || c.Kind != pyparse.ConstFalse {
+				s.add(k, RuleBannedCall, "eval_str= other than a literal False evaluates annotation strings as code")
+			}
+		}
+		// The same flag spelled as a **{...} literal.
+		if d, ok := k.Value.(*pyparse.Dict); ok && k.Arg == nil {
+			for _, key := range d.Keys {
+				if c, ok := key.(*pyparse.Constant); ok && c.Kind == pyparse.ConstStr && (c.Str == "allow_pickle" || c.Inexact) {
+					s.add(k, RulePickleLoad, "allow_pickle passed through **{...} unpickles")
+				}
+			}
+		}
+	}
+	if h := s.helper(x.Func); h != "" {
+		s.direct[x.Func] = true
+		s.helperCall(x, h)
+		return
+	}
 	fn, ok := x.Func.(*pyparse.Name)
 	if !ok {
 		return
@@ -175,13 +419,21 @@ func (s *sourceScan) call(x *pyparse.Call) {
 			return
 		}
 		// ext: a literal name is still the banned attribute it names.
+		if m := s.baseModule(x.Args[0], c.Str); m != "" {
+			s.add(x, RuleBannedAttribute, "%s.%s is banned: file access, tracing or import hooks via %s()", m, c.Str, fn.ID)
+			return
+		}
+		if p := s.bannedPath(x.Args[0], c.Str); p != "" {
+			s.add(x, RuleBannedAttribute, "%s() reaches banned module %q without importing it", fn.ID, p)
+			return
+		}
 		s.attributeName(x, c.Str, "via "+fn.ID+"()")
 	}
 }
 
 func (s *sourceScan) attribute(x *pyparse.Attribute) {
 	name := x.Attr.Name
-	if (name == "load" || name == "loads") && s.pickleBase(x.Value) {
+	if (name == "load" || name == "loads") && s.pickleBase(x.Value) || pickleAttributes[name] {
 		s.add(x, RulePickleLoad, "%s.%s: unpickling loaders are banned", baseText(x.Value), name)
 		return
 	}
@@ -191,7 +443,139 @@ func (s *sourceScan) attribute(x *pyparse.Attribute) {
 			return
 		}
 	}
+	if h := s.helper(x); h != "" {
+		if !s.direct[x] {
+			s.add(x, RuleDynamicAttribute, "%s referenced without being called fetches attributes the scan cannot see", h)
+		}
+		return
+	}
+	if m := s.baseModule(x.Value, name); m != "" {
+		s.add(x, RuleBannedAttribute, "%s.%s is banned: file access, tracing or import hooks", m, name)
+		return
+	}
+	if p := s.bannedPath(x.Value, name); p != "" {
+		s.add(x, RuleBannedAttribute, "%s reaches banned module %q without importing it", baseText(x), p)
+		return
+	}
 	s.attributeName(x, name, "")
+}
+
+// baseModule returns the module of moduleAttributes whose attribute name
+// the expression base.name fetches, or "". The base is matched by its
+// last name (torch.os.open is os.open) or, for a bare name, by the
+// modules the file imports under it.
+func (s *sourceScan) baseModule(base pyparse.Expr, name string) string {
+	switch b := base.(type) {
+	case *pyparse.Attribute:
+		if moduleAttributes[b.Attr.Name][name] {
+			return b.Attr.Name
+		}
+	case *pyparse.Name:
+		if moduleAttributes[b.ID][name] {
+			return b.ID
+		}
+		for _, m := range s.mods[b.ID] {
+			if moduleAttributes[lastName(m)][name] {
+				return m
+			}
+		}
+	}
+	return ""
+}
+
+// bannedPath returns the banned dotted prefix that base.name spells
+// exactly (np.ctypeslib, torch.utils.cpp_extension, with the chain's root
+// read through the file's imports), or "". Only the link that completes
+// the prefix is reported, and only chains no longer than the longest
+// prefix are spelled out, so each link costs constant work.
+func (s *sourceScan) bannedPath(base pyparse.Expr, name string) string {
+	var names [maxPrefixNames]string
+	names[0] = name
+	n := 1
+	e := base
+	for n < maxPrefixNames {
+		a, ok := e.(*pyparse.Attribute)
+		if !ok {
+			break
+		}
+		names[n] = a.Attr.Name
+		n++
+		e = a.Value
+	}
+	b, ok := e.(*pyparse.Name)
+	if !ok || !prefixStarts[b.ID] && len(s.mods[b.ID]) == 0 {
+		return ""
+	}
+	var tail strings.Builder
+	for i := n - 1; i >= 0; i-- {
+		tail.WriteString(".")
+		tail.WriteString(names[i])
+	}
+	if p := b.ID + tail.String(); bannedModulePrefixes[p] {
+		return p
+	}
+	for _, m := range s.mods[b.ID] {
+		if p := m + tail.String(); bannedModulePrefixes[p] {
+			return p
+		}
+	}
+	return ""
+}
+
+// helper returns the attribute-fetching helper (operator.attrgetter,
+// operator.methodcaller, inspect.getattr_static, inspect.getmembers) an
+// expression names, or "". Attributes are matched by name on any base;
+// bare names by what the file imports under them.
+func (s *sourceScan) helper(e pyparse.Expr) string {
+	switch x := e.(type) {
+	case *pyparse.Attribute:
+		if _, ok := attrNameHelpers[x.Attr.Name]; ok || allMemberHelpers[x.Attr.Name] {
+			return x.Attr.Name
+		}
+	case *pyparse.Name:
+		for _, m := range s.mods[x.ID] {
+			h := lastName(m)
+			if _, ok := attrNameHelpers[h]; (ok || allMemberHelpers[h]) && helperModules[lastName(strings.TrimSuffix(m, "."+h))] {
+				return h
+			}
+		}
+	}
+	return ""
+}
+
+// helperCall checks a call of an attribute-fetching helper like a getattr
+// call: every name must be a string literal, and is then checked as the
+// attribute it names (attrgetter's dotted names link by link).
+func (s *sourceScan) helperCall(x *pyparse.Call, h string) {
+	if allMemberHelpers[h] {
+		s.add(x, RuleDynamicAttribute, "%s() returns every attribute, banned ones included", h)
+		return
+	}
+	first := attrNameHelpers[h]
+	names := x.Args[min(first, len(x.Args)):]
+	if h != "attrgetter" && len(names) > 0 {
+		names = names[:1]
+	}
+	if len(names) == 0 {
+		s.add(x, RuleDynamicAttribute, "%s() without a literal attribute name", h)
+		return
+	}
+	for _, arg := range names {
+		c, ok := arg.(*pyparse.Constant)
+		if !ok || c.Kind != pyparse.ConstStr || c.Inexact {
+			s.add(x, RuleDynamicAttribute, "%s() with a computed attribute name; only string literals are allowed", h)
+			return
+		}
+		for _, part := range strings.Split(c.Str, ".") {
+			// The object is not known here, so a name some module's
+			// table bans (os "open") counts whatever the object.
+			if moduleAttributeAnywhere(part) || prefixEnds[part] {
+				s.add(x, RuleBannedAttribute, "attribute %q is banned on a module via %s()", part, h)
+				continue
+			}
+			s.attributeName(x, part, "via "+h+"()")
+		}
+	}
 }
 
 // attributeName applies the attribute-name rules to a name reached by
@@ -204,6 +588,14 @@ func (s *sourceScan) attributeName(n pyparse.Node, name, how string) {
 	switch {
 	case bannedAttributes[name]:
 		s.add(n, RuleBannedAttribute, "attribute %q is a process or loader primitive%s", name, suffix)
+	case moduleAttributeNames[name]:
+		s.add(n, RuleBannedAttribute, "attribute %q reaches a banned module without importing it%s", name, suffix)
+	case codeAttributes[name]:
+		s.add(n, RuleBannedAttribute, "attribute %q runs a string as code%s", name, suffix)
+	case fileAttributes[name]:
+		s.add(n, RuleBannedAttribute, "attribute %q writes files%s", name, suffix)
+	case pickleAttributes[name]:
+		s.add(n, RulePickleLoad, "attribute %q unpickles%s", name, suffix)
 	case dunderAttributes[name]:
 		s.add(n, RuleDunderAttribute, "attribute %q reaches interpreter internals%s", name, suffix)
 	case introspectionAttributes[name]:
@@ -225,6 +617,10 @@ func (s *sourceScan) name(x *pyparse.Name) {
 		s.add(x, RuleIntrospection, "name __builtins__ reaches every builtin")
 		return
 	}
+	if h := s.helper(x); h != "" && !s.direct[x] {
+		s.add(x, RuleDynamicAttribute, "%s referenced without being called fetches attributes the scan cannot see", h)
+		return
+	}
 	if aliasableBuiltins[x.ID] && !s.direct[x] && !s.bound[x.ID] {
 		s.add(x, RuleBannedBuiltinRef, "builtin %s referenced without being called (aliasing)", x.ID)
 	}
@@ -233,32 +629,46 @@ func (s *sourceScan) name(x *pyparse.Name) {
 // pickleBase reports whether an expression names a pickle-like module:
 // directly (torch.load), through a submodule (torch.serialization.load) or
 // through an import alias (import torch as t; t.load).
+//
+// Every .load link of one chain shares its root, whose name may be
+// megabytes long, so the answer is remembered per root: the name is
+// lowered and hashed once per chain, not once per link.
 func (s *sourceScan) pickleBase(e pyparse.Expr) bool {
 	b := s.chainRoot(e)
 	if b == nil {
 		return false
 	}
-	if pickleBases[strings.ToLower(b.ID)] {
-		return true
+	if v, ok := s.pickleRoots[b]; ok {
+		return v
 	}
-	for _, mod := range s.aliases[b.ID] {
-		if pickleBases[strings.ToLower(root(mod))] {
-			return true
-		}
+	v := pickleBases[strings.ToLower(b.ID)] || s.pickled[b.ID]
+	if s.pickleRoots == nil {
+		s.pickleRoots = map[*pyparse.Name]bool{}
 	}
-	return false
+	s.pickleRoots[b] = v
+	return v
 }
 
 func (s *sourceScan) resolvesTo(name, module string) bool {
-	if name == module {
-		return true
-	}
-	for _, m := range s.aliases[name] {
-		if m == module {
-			return true
+	return name == module || s.aliases[name][module]
+}
+
+// indexAliases turns the import aliases into the sets the rules look
+// names up in. A file may import a thousand modules under one name; a
+// use of the name then costs one lookup, not one per import.
+func (s *sourceScan) indexAliases(aliases map[string][]string) {
+	s.aliases = make(map[string]map[string]bool, len(aliases))
+	s.pickled = map[string]bool{}
+	for name, paths := range aliases {
+		set := make(map[string]bool, len(paths))
+		for _, m := range paths {
+			set[m] = true
+			if pickleBases[strings.ToLower(root(m))] {
+				s.pickled[name] = true
+			}
 		}
+		s.aliases[name] = set
 	}
-	return false
 }
 
 // chainRoot returns the name at the base of an attribute chain a.b.c, or
@@ -301,10 +711,10 @@ func baseText(e pyparse.Expr) string {
 	for len(parts) < 8 {
 		switch x := e.(type) {
 		case *pyparse.Name:
-			parts = append(parts, x.ID)
+			parts = append(parts, clip(x.ID))
 			e = nil
 		case *pyparse.Attribute:
-			parts = append(parts, x.Attr.Name)
+			parts = append(parts, clip(x.Attr.Name))
 			e = x.Value
 			continue
 		default:
@@ -324,11 +734,28 @@ func baseText(e pyparse.Expr) string {
 
 // importAliases maps each name an import statement binds to the module
 // path it may stand for. The map is flow-insensitive: a name imported in
-// two places maps to both modules.
-func importAliases(mod *pyparse.Module) map[string][]string {
+// two places maps to both modules. The same walk collects the plain
+// assignments of one name to another, for assignedModules.
+func importAliases(mod *pyparse.Module) (map[string][]string, []nameBinding) {
 	out := map[string][]string{}
+	var binds []nameBinding
+	bind := func(target, value pyparse.Expr) {
+		if t, ok := target.(*pyparse.Name); ok {
+			if v, ok := value.(*pyparse.Name); ok && t.ID != v.ID {
+				binds = append(binds, nameBinding{t.ID, v.ID})
+			}
+		}
+	}
 	pyparse.Inspect(mod, func(n pyparse.Node) bool {
 		switch x := n.(type) {
+		case *pyparse.Assign:
+			for _, t := range x.Targets {
+				bind(t, x.Value)
+			}
+		case *pyparse.AnnAssign:
+			if x.Value != nil {
+				bind(x.Target, x.Value)
+			}
 		case *pyparse.Import:
 			for _, a := range x.Names {
 				if a.AsName != nil {
@@ -342,6 +769,7 @@ func importAliases(mod *pyparse.Module) map[string][]string {
 			if x.Level > 0 || x.Module == nil {
 				return true
 			}
+			base := aliasBase(x.Module.Name)
 			for _, a := range x.Names {
 				if a.Name.Name == "*" {
 					continue
@@ -350,12 +778,87 @@ func importAliases(mod *pyparse.Module) map[string][]string {
 				if a.AsName != nil {
 					local = a.AsName.Name
 				}
-				out[local] = append(out[local], x.Module.Name+"."+a.Name.Name)
+				out[local] = append(out[local], base+"."+a.Name.Name)
 			}
 		}
 		return true
 	})
+	return out, binds
+}
+
+// nameBinding is a plain assignment `target = value` of two names.
+type nameBinding struct{ target, value string }
+
+// maxAliasPath bounds the module path a from-import alias records. The
+// rules only ever ask about short paths, and a statement importing a
+// million names from a path megabytes long must not copy the path once
+// per name.
+const maxAliasPath = 256
+
+// aliasBase is the module path a from-import's aliases record: the path
+// itself, or for a longer one its root (which the pickle rule reads)
+// followed by a name no rule matches.
+func aliasBase(mod string) string {
+	if len(mod) <= maxAliasPath {
+		return mod
+	}
+	if r := root(mod); len(r) <= maxAliasPath {
+		return r + ".(long)"
+	}
+	return "(long)"
+}
+
+// moduleAliases keeps, for each imported name, only the module paths the
+// module rules can match, each once: prefixes of a banned dotted prefix,
+// paths ending in a moduleAttributes module, and the helper functions.
+// The lists are then bounded by the size of those tables, so a file that
+// imports a thousand modules under one name pays for its imports once,
+// not once per use of the name.
+func moduleAliases(aliases map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for name, paths := range aliases {
+		seen := map[string]bool{}
+		for _, m := range paths {
+			keep := ""
+			last := lastName(m)
+			_, h := attrNameHelpers[last]
+			switch {
+			case prefixStarts[m]:
+				keep = m
+			case moduleAttributes[last] != nil:
+				keep = last
+			case (h || allMemberHelpers[last]) && helperModules[lastName(strings.TrimSuffix(m, "."+last))]:
+				keep = "operator." + last
+			}
+			if keep != "" && !seen[keep] {
+				seen[keep] = true
+				out[name] = append(out[name], keep)
+			}
+		}
+	}
 	return out
+}
+
+// assignedModules extends the module aliases by plain assignments of a
+// module name (`o = os`, `o: object = io`): o.open is then os.open, and
+// t.load after `t = torch` is torch.load. One level only and
+// flow-insensitive, like the import aliases; a module reached through any
+// other expression ([os][0], a call) is not seen.
+func (s *sourceScan) assignedModules(binds []nameBinding) {
+	for _, b := range binds {
+		add := append([]string{}, s.mods[b.value]...)
+		if moduleAttributes[b.value] != nil || prefixStarts[b.value] {
+			add = append(add, b.value)
+		}
+		for _, m := range add {
+			if !slices.Contains(s.mods[b.target], m) {
+				s.mods[b.target] = append(s.mods[b.target], m)
+			}
+		}
+		if s.pickled[b.value] || pickleBases[strings.ToLower(b.value)] {
+			s.pickled[b.target] = true
+		}
+	}
 }
 
 // boundNames collects every name the file binds anywhere: assignment

@@ -113,7 +113,7 @@ func TestSourceRulesResistBypasses(t *testing.T) {
 		{"default argument", "def f(x=exec('1')): pass\n", []string{"1:9 banned-call"}},
 		{"class body", "class K:\n    p = os.popen\n", []string{"2:9 banned-attribute"}},
 		{"inside f-string", "s = f\"{__import__('os').system('id')}\"\n", []string{"1:8 banned-attribute", "1:8 banned-call"}},
-		{"inside nested f-string", "s = f\"{f'{eval(\"1\")}'}\"\n", []string{"1:11 banned-call"}},
+		{"inside nested f-string", "s = f\"{f'{eval(1)}'}\"\n", []string{"1:11 banned-call"}},
 		{"fullwidth eval", "ｅｖａｌ('1')\n", []string{"1:1 banned-call"}},
 		{"mathematical bold import", "__𝐢𝐦𝐩𝐨𝐫𝐭__('os')\n", []string{"1:1 banned-call"}},
 		{"fullwidth attribute", "os.ｓｙｓｔｅｍ('id')\n", []string{"1:1 banned-attribute"}},
@@ -133,6 +133,142 @@ func TestSourceRulesResistBypasses(t *testing.T) {
 		{"python 2 exec statement", "exec 'import os'\n", []string{"1:6 syntax-error"}},
 		{"tab/space confusion", "if x:\n        pass\n\tos.system('id')\n", []string{"3:2 syntax-error"}},
 	})
+}
+
+// Module families the upstream roots miss, each reached the ways an
+// attacker reaches it: imported, from-imported, as the C twin, as an
+// attribute of an allowed module, and through attribute-fetching helpers.
+// Every one of these ran on CPython 3.11 (numpy and torch ones per their
+// documented APIs).
+func TestSourceRulesCloseModuleFamilies(t *testing.T) {
+	runSourceCases(t, []sourceCase{
+		{"timeit runs a statement string", "import timeit\ntimeit.timeit(s)\n", []string{"1:8 banned-import", "2:1 banned-attribute"}},
+		{"bdb runs a command string", "import bdb\nbdb.Bdb().run(s)\n", []string{"1:8 banned-import"}},
+		{"cProfile runs a command string", "import cProfile\ncProfile.run(s)\n", []string{"1:8 banned-import"}},
+		{"profile runs a command string", "from profile import run\nrun(s)\n", []string{"1:1 banned-import"}},
+		{"trace runs a command string", "import trace\ntrace.Trace().run(s)\n", []string{"1:8 banned-import"}},
+		{"code runs source", "import code\ncode.InteractiveInterpreter().runsource(s)\n", []string{"1:8 banned-import", "2:1 banned-attribute"}},
+		{"codeop compiles source", "from codeop import compile_command\n", []string{"1:1 banned-import"}},
+		{"pdb runs a command string", "import pdb\npdb.run(s)\n", []string{"1:8 banned-import"}},
+		{"pydoc resolves a dotted name", "import pydoc\npydoc.locate('os.system')('id')\n", []string{"1:8 banned-import"}},
+		{"doctest runs docstrings", "import doctest\ndoctest.run_docstring_examples(f, {})\n", []string{"1:8 banned-import"}},
+		{"unittest.mock imports by string", "from unittest import mock\nmock.patch('os.system').getter()\n", []string{"1:1 banned-import"}},
+		{"logging.config resolves dotted factories", "import logging.config\nlogging.config.dictConfig(c)\n", []string{"1:8 banned-import", "2:1 banned-attribute"}},
+		{"logging.config reached from logging", "import logging\nlogging.config.dictConfig(c)\n", []string{"2:1 banned-attribute"}},
+		{"from logging import config", "from logging import config\n", []string{"1:21 banned-import"}},
+		{"methodcaller system", "import operator, os\noperator.methodcaller('system', 'id')(os)\n", []string{"2:1 banned-attribute"}},
+		{"attrgetter system", "import operator, os\noperator.attrgetter('system')(os)('id')\n", []string{"2:1 banned-attribute"}},
+		{"attrgetter dotted", "import operator\noperator.attrgetter('path.os.system')\n", []string{"2:1 banned-attribute"}},
+		{"attrgetter computed", "import operator\noperator.attrgetter(name)(os)\n", []string{"2:1 dynamic-attribute"}},
+		{"attrgetter from-import alias", "from operator import attrgetter as ag\nag('system')(os)('id')\n", []string{"2:1 banned-attribute"}},
+		{"_operator twin", "import _operator\n_operator.methodcaller('system', 'id')(os)\n", []string{"2:1 banned-attribute"}},
+		{"attrgetter aliased reference", "import operator\ng = operator.attrgetter\n", []string{"2:5 dynamic-attribute"}},
+		{"attrgetter literal is fine", "import operator\nkey = operator.attrgetter('weight')\n", nil},
+		{"getattr_static", "import inspect, os\ninspect.getattr_static(os, 'system')('id')\n", []string{"2:1 banned-attribute"}},
+		{"getmembers", "import inspect, os\ndict(inspect.getmembers(os))['system']('id')\n", []string{"2:6 dynamic-attribute"}},
+		{"inspect.stack frames", "import inspect\ninspect.stack()[1].frame\n", []string{"2:1 banned-attribute"}},
+		{"inspect.currentframe", "import inspect\nf = inspect.currentframe()\n", []string{"2:5 introspection"}},
+		{"_posixsubprocess", "import _posixsubprocess\n_posixsubprocess.fork_exec(*a)\n", []string{"1:8 banned-import", "2:1 banned-attribute"}},
+		{"posix module", "import posix\n", []string{"1:8 banned-import"}},
+		{"distutils spawn", "from distutils.spawn import spawn\n", []string{"1:1 banned-import"}},
+		{"torch.multiprocessing", "import torch.multiprocessing as mp\n", []string{"1:8 banned-import"}},
+		{"torch.multiprocessing as an attribute", "import torch\ntorch.multiprocessing.spawn(f)\n", []string{"2:1 banned-attribute"}},
+		{"from torch import multiprocessing", "from torch import multiprocessing\n", []string{"1:19 banned-import-name"}},
+		{"multiprocessing twin", "import _multiprocessing\n", []string{"1:8 banned-import"}},
+		{"numpy.ctypeslib", "import numpy as np\nlib = np.ctypeslib.load_library('libc', '/lib')\n", []string{"2:7 banned-attribute", "2:7 banned-attribute"}},
+		{"numpy.ctypeslib import", "from numpy.ctypeslib import load_library\n", []string{"1:1 banned-import"}},
+		{"ctypes through numpy", "import numpy\nnumpy.ctypeslib.ctypes.CDLL(None)\n", []string{"2:1 banned-attribute", "2:1 banned-attribute", "2:1 banned-attribute"}},
+		{"array ctypes", "p = arr.ctypes.data\n", []string{"1:5 banned-attribute"}},
+		{"_socket", "import _socket\n", []string{"1:8 banned-import"}},
+		{"_ssl", "import _ssl\n", []string{"1:8 banned-import"}},
+		{"_asyncio", "import _asyncio\n", []string{"1:8 banned-import"}},
+		{"socket reached as attribute", "s = m.socket.socket()\n", []string{"1:5 banned-attribute", "1:5 banned-attribute"}},
+		{"_pickle Unpickler", "import _pickle\n_pickle.Unpickler(f).load()\n", []string{"1:8 banned-import", "2:1 pickle-load"}},
+		{"Unpickler from elsewhere", "u = m.Unpickler(f)\n", []string{"1:5 pickle-load"}},
+		{"numpy allow_pickle", "import numpy as np\nnp.load(f, allow_pickle=True)\n", []string{"2:12 pickle-load"}},
+		{"numpy allow_pickle computed", "import numpy as np\nnp.load(f, allow_pickle=flag)\n", []string{"2:12 pickle-load"}},
+		{"numpy allow_pickle false is fine", "import numpy as np\nx = np.load(f, allow_pickle=False)\ny = np.load(f)\n", nil},
+		{"io.open", "import io\nio.open('f', 'w')\n", []string{"2:1 banned-attribute"}},
+		{"from io import open", "from io import open\n", []string{"1:16 banned-import-name"}},
+		{"io.BytesIO is fine", "import io\nb = io.BytesIO()\n", nil},
+		{"os.open", "import os\nos.open('f', os.O_CREAT)\n", []string{"2:1 banned-attribute"}},
+		{"os alias open", "import os as o\no.fdopen(3, 'w')\n", []string{"2:1 banned-attribute"}},
+		{"os reached through torch", "import torch\ntorch.os.open('f', 0)\n", []string{"2:1 banned-attribute"}},
+		{"getattr os open", "import os\ngetattr(os, 'open')('f', 0)\n", []string{"2:1 banned-attribute"}},
+		{"_io", "import _io\n", []string{"1:8 banned-import"}},
+		{"os.path is fine", "import os\np = os.path.join(a, b)\nos.environ.get('X')\n", nil},
+		{"builtins as attribute", "m.builtins.eval('1')\n", []string{"1:1 banned-attribute"}},
+		{"sys.settrace", "import sys\nsys.settrace(f)\n", []string{"2:1 banned-attribute"}},
+		{"sys.meta_path", "import sys\nsys.meta_path.insert(0, f)\n", []string{"2:1 banned-attribute"}},
+		{"gc.get_referrers", "import gc\ngc.get_referrers(x)\n", []string{"2:1 introspection"}},
+		{"gc star", "from gc import *\n", []string{"1:16 star-import"}},
+		{"gc.collect is fine", "import gc\ngc.collect()\n", nil},
+		{"types.CodeType", "import types\ntypes.CodeType(*a)\n", []string{"2:1 introspection"}},
+		{"types.FunctionType", "from types import FunctionType\n", []string{"1:19 banned-import-name"}},
+		{"torch cpp_extension", "from torch.utils.cpp_extension import load_inline\n", []string{"1:1 banned-import"}},
+		{"torch cpp_extension attribute", "import torch\ntorch.utils.cpp_extension.load_inline(n, s)\n", []string{"2:1 banned-attribute", "2:1 banned-attribute"}},
+		{"torch benchmark timer", "import torch\ntorch.utils.benchmark.Timer(stmt=s).timeit(1)\n", []string{"2:1 banned-attribute", "2:1 banned-attribute"}},
+		{"torch hub", "import torch\ntorch.hub.load(r, m)\n", []string{"2:1 banned-attribute", "2:1 pickle-load"}},
+		{"torch ops load_library", "import torch\ntorch.ops.load_library('x.so')\n", []string{"2:1 banned-attribute"}},
+		{"cudnn benchmark is fine", "import torch\ntorch.backends.cudnn.benchmark = True\n", nil},
+		{"xxsubinterpreters", "import _xxsubinterpreters as i\ni.run_string(n, s)\n", []string{"1:8 banned-import", "2:1 banned-attribute"}},
+		{"importlib via attribute", "m.importlib.import_module('os')\n", []string{"1:1 banned-attribute", "1:1 banned-attribute"}},
+		{"numpy star", "from numpy import *\n", []string{"1:19 star-import"}},
+		{"from sys import modules", "from sys import modules\n", []string{"1:17 banned-import-name"}},
+		{"getattr torch hub", "import torch\ngetattr(torch, 'hub').load(r, m)\n", []string{"2:1 banned-attribute"}},
+		{"getattr logging config", "import logging\ngetattr(logging, 'config').dictConfig(c)\n", []string{"2:1 banned-attribute"}},
+		{"getattr aliased torch utils benchmark", "import torch.utils as u\ngetattr(u, 'benchmark')\n", []string{"2:1 banned-attribute"}},
+		{"attrgetter hub", "import operator\noperator.attrgetter('hub.load')(torch)\n", []string{"2:1 banned-attribute"}},
+		{"allow_pickle through a dict literal", "import numpy as np\nnp.load(f, **{'allow_pickle': True})\n", []string{"2:12 pickle-load"}},
+		{"other keyword dicts are fine", "f(x, **{'dim': 1})\n", nil},
+		{"help imports by name", "help('subprocess')\n", []string{"1:1 banned-call"}},
+		{"aliased help", "h = help\n", []string{"1:5 banned-builtin-ref"}},
+		{"string.Formatter get_field", "import string, os\nstring.Formatter().get_field('0.system', (os,), {})[0]('id')\n", []string{"2:1 banned-attribute"}},
+		{"asyncio reached as an attribute", "m.asyncio.create_subprocess_exec('id')\n", []string{"1:1 banned-attribute"}},
+		{"concurrent reached as an attribute", "m.concurrent.futures.ProcessPoolExecutor()\n", []string{"1:1 banned-attribute"}},
+		{"tensor select is fine", "y = x.select(0, 1)\n", nil},
+		{"typing evaluates string annotations", "import typing\ntyping.get_type_hints(f)\n", []string{"2:1 banned-attribute"}},
+		{"from typing import get_type_hints", "from typing import get_type_hints\n", []string{"1:20 banned-import-name"}},
+		{"typing ForwardRef evaluates", "import typing\ntyping.ForwardRef(s)._evaluate(g, None, frozenset())\n", []string{"2:1 banned-attribute", "2:1 banned-attribute"}},
+		{"typing star", "from typing import *\n", []string{"1:20 star-import"}},
+		{"get_annotations eval_str", "import inspect\ninspect.get_annotations(f, eval_str=True)\n", []string{"2:28 banned-call"}},
+		{"get_annotations without eval_str is fine", "import inspect\na = inspect.get_annotations(f)\n", nil},
+		{"pathlib object write", "p.write_text('x')\nq.write_bytes(b)\n", []string{"1:1 banned-attribute", "2:1 banned-attribute"}},
+		{"numpy tofile", "arr.tofile('/tmp/x')\n", []string{"1:1 banned-attribute"}},
+		{"os private spawn worker", "import os\nos._spawnvef(os.P_WAIT, f, a, e, os.execve)\n", []string{"2:1 banned-attribute", "2:34 banned-attribute"}},
+		{"os private exec worker", "import os\nos._execvpe(f, a, e)\n", []string{"2:1 banned-attribute"}},
+		{"uuid runs a command", "import uuid\nuuid._get_command_stdout('sh', '-c', 'id')\n", []string{"2:1 banned-attribute"}},
+		{"_osx_support runs a shell string", "import _osx_support\n", []string{"1:8 banned-import"}},
+		{"logging handlers reach the network", "from logging.handlers import SocketHandler\n", []string{"1:1 banned-import"}},
+		{"archive writers", "import zipfile, tarfile, gzip\n", []string{"1:8 banned-import", "1:17 banned-import", "1:26 banned-import"}},
+		{"linecache reads any file", "import linecache\n", []string{"1:8 banned-import"}},
+		{"cffi backend twin", "import _cffi_backend\n", []string{"1:8 banned-import"}},
+		{"tokenize.open", "import tokenize\ntokenize.open(p)\n", []string{"2:1 banned-attribute"}},
+		{"module assigned to a name", "import os\no = os\no.open('f', 0)\n", []string{"3:1 banned-attribute"}},
+		{"aliased module assigned to a name", "import io as i\nf: object = i\nf.open('f', 'w')\n", []string{"3:1 banned-attribute"}},
+		{"torch assigned then hub", "import torch\nt = torch\nt.hub.list(r)\n", []string{"3:1 banned-attribute"}},
+		{"torch assigned then load", "import torch as tt\nt = tt\nt.load(f)\n", []string{"3:1 pickle-load"}},
+		{"from sys import _getframe", "from sys import _getframe\n", []string{"1:17 banned-import-name"}},
+	})
+}
+
+// Source the worker's Python 3.11 refuses is refused here too, so that
+// the scan never reads code differently from the interpreter that runs
+// it. Each was checked against CPython 3.11.
+func TestSourceRefusesWhatTheWorkerRefuses(t *testing.T) {
+	runSourceCases(t, []sourceCase{
+		{"PEP 695 type statement", "import os\ntype X = int\nos.system('id')\n", []string{"2:1 syntax-error"}},
+		{"PEP 695 generic function", "def f[T](x: T) -> T:\n    return x\n", []string{"1:6 syntax-error"}},
+		{"PEP 701 quote reuse", "s = f'{x['k']}'\n", []string{"1:10 syntax-error"}},
+		{"PEP 701 backslash in field", "s = f'{\"\\n\".join(x)}'\n", []string{"1:9 syntax-error"}},
+		{"PEP 701 comment in field", "s = f'''{x # c\n}'''\n", []string{"1:12 syntax-error"}},
+		{"integer literal over 4,300 digits", "x = " + strings.Repeat("7", 4301) + "\n", []string{"1:5 syntax-error"}},
+		{"overlong \\N name", "x = '\\N{" + strings.Repeat("A", 89) + "}'\n", []string{"1:5 syntax-error"}},
+	})
+	fs := Source("k.py", []byte("type X = int\n"))
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, "does not parse as Python 3.11") || !strings.Contains(fs[0].Message, "requires Python 3.12") {
+		t.Errorf("findings = %v, want one naming 3.11 and the version the construct needs", fs)
+	}
 }
 
 func TestSourceFindingsCarryPathAndMessage(t *testing.T) {
@@ -199,5 +335,14 @@ func TestDeepLeftChainsDoNotExhaustTheStack(t *testing.T) {
 				t.Errorf("findings = %v (of %d), want rule %q", fs[:n], len(fs), tt.rule)
 			}
 		})
+	}
+}
+
+// bannedModule and bannedPath look at most maxPrefixNames names deep.
+func TestBannedPrefixesFitTheWalk(t *testing.T) {
+	for p := range bannedModulePrefixes {
+		if n := strings.Count(p, ".") + 1; n > maxPrefixNames {
+			t.Errorf("%q has %d names; maxPrefixNames is %d", p, n, maxPrefixNames)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,8 +12,9 @@ import (
 	"github.com/cacheon/engine/tools/manifest"
 )
 
-// RuleBundleLimit reports a bundle over an intake limit as a whole (file
-// count or total size); such a bundle is refused before anything runs.
+// RuleBundleLimit reports a bundle that breaks an intake limit, with the
+// error `cacheon bundle inspect` refuses it with; such a bundle is refused
+// before any of its Python is parsed.
 const RuleBundleLimit Rule = "bundle-limit"
 
 // TreeOptions say what the tree rules know about the bundle.
@@ -33,6 +35,10 @@ type TreeOptions struct {
 // are reported, never followed; __pycache__ and .git directories are not
 // part of a bundle and are skipped. The error is for a root that cannot be
 // walked at all; unreadable entries below it are findings.
+//
+// The intake limits (manifest.ReadTree, the ones inspection applies) are
+// checked first. A tree that breaks one gets no source rules: its
+// findings are the intake error and the rules that need no parsing.
 func Tree(root string, opts TreeOptions) ([]Finding, error) {
 	info, err := os.Lstat(root)
 	if err != nil {
@@ -41,22 +47,29 @@ func Tree(root string, opts TreeOptions) ([]Finding, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("scan bundle %s: not a directory", root)
 	}
-	w := &treeWalk{root: root, opts: opts}
-	err = filepath.WalkDir(root, w.visit)
-	if err != nil {
+	_, intake := manifest.ReadTree(root)
+	return walkTree(root, opts, intake)
+}
+
+// walkTree is Tree once the intake limits are known: intake is the error
+// manifest.ReadTree returned for root, nil when the tree is within them.
+func walkTree(root string, opts TreeOptions, intake error) ([]Finding, error) {
+	w := &treeWalk{root: root, opts: opts, parse: intake == nil}
+	if err := filepath.WalkDir(root, w.visit); err != nil {
 		return nil, fmt.Errorf("scan bundle %s: %w", root, err)
 	}
-	w.limits()
+	if intake != nil {
+		w.refused(intake)
+	}
 	sortFindings(w.out)
 	return w.out, nil
 }
 
 type treeWalk struct {
-	root             string
-	opts             TreeOptions
-	out              []Finding
-	files            int
-	total, textTotal int64
+	root  string
+	opts  TreeOptions
+	parse bool // apply the source rules; false once intake refused the tree
+	out   []Finding
 }
 
 func (w *treeWalk) add(rel string, rule Rule, format string, args ...any) {
@@ -109,10 +122,7 @@ func (w *treeWalk) visit(p string, d fs.DirEntry, err error) error {
 }
 
 func (w *treeWalk) file(rel, abs string, size int64) {
-	w.files++
-	w.total += size
 	if manifest.IsInspectable(rel) {
-		w.textTotal += size
 		if size > manifest.MaxInspectableFileBytes {
 			w.add(rel, RuleFileTooLarge, "%d bytes; inspectable files (.py, .cu, .cuh, .patch, .diff, .toml, .json) may have at most %d", size, manifest.MaxInspectableFileBytes)
 			return
@@ -123,7 +133,7 @@ func (w *treeWalk) file(rel, abs string, size int64) {
 	}
 	switch w.classify(rel) {
 	case manifest.ClassPython:
-		if w.opts.Covered[rel] {
+		if w.opts.Covered[rel] || !w.parse {
 			return
 		}
 		src, err := readLimited(abs, manifest.MaxInspectableFileBytes)
@@ -158,16 +168,24 @@ func (w *treeWalk) classify(rel string) manifest.FileClass {
 	return manifest.ClassBenign
 }
 
-func (w *treeWalk) limits() {
-	if w.files > manifest.MaxFiles {
-		w.add(".", RuleBundleLimit, "%d files; a bundle may hold at most %d", w.files, manifest.MaxFiles)
+// refused reports the intake error, as inspection words it, unless the
+// walk already reported the same entry (a link, a special file, an
+// oversized file) under its own rule.
+func (w *treeWalk) refused(intake error) {
+	var e *manifest.Error
+	if !errors.As(intake, &e) {
+		w.add(".", RuleBundleLimit, "%v", intake)
+		return
 	}
-	if w.total > manifest.MaxTotalBytes {
-		w.add(".", RuleBundleLimit, "%d bytes in all; a bundle may hold at most %d", w.total, manifest.MaxTotalBytes)
+	for _, f := range w.out {
+		switch f.Rule {
+		case RuleSymlink, RuleSpecialFile, RuleFileTooLarge, RuleUnreadable:
+			if f.Path == e.File {
+				return
+			}
+		}
 	}
-	if w.textTotal > manifest.MaxInspectableBytes {
-		w.add(".", RuleBundleLimit, "%d bytes of inspectable text; a bundle may hold at most %d", w.textTotal, manifest.MaxInspectableBytes)
-	}
+	w.out = append(w.out, Finding{Path: e.File, Rule: RuleBundleLimit, Message: e.Reason})
 }
 
 // readLimited reads a regular file, refusing one that grew past limit

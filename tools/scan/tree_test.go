@@ -1,11 +1,15 @@
 package scan
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cacheon/engine/tools/manifest"
 )
 
 const testManifest = `bundle_id = "scan-test"
@@ -177,5 +181,118 @@ func TestTreeWithoutManifestAppliesDeclarationFreeRules(t *testing.T) {
 	got := strings.Join(treeRules(fs), "; ")
 	if got != "b.so binary-artifact; c.py banned-call" {
 		t.Errorf("findings = %q", got)
+	}
+}
+
+// A bundle over an intake limit is refused as inspection refuses it, with
+// the same error and before any Python is parsed: every bundle here holds
+// Python with findings (an op source calling eval, vendored files calling
+// eval) that must not appear in the report.
+func TestBundleOverIntakeLimitsIsRefusedBeforeParsing(t *testing.T) {
+	sparse := func(name string, size int64) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := f.Truncate(size); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  []string // tree findings besides the intake error's
+	}{
+		{"more files than MaxFiles", func(t *testing.T, dir string) {
+			for i := 0; i <= manifest.MaxFiles; i++ {
+				p := filepath.Join(dir, "vendor", fmt.Sprintf("m%04d.py", i))
+				if i == 0 {
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := os.WriteFile(p, []byte("eval('1')\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, nil},
+		{"more inspectable text than MaxInspectableBytes", func(t *testing.T, dir string) {
+			for i := 0; i*manifest.MaxInspectableFileBytes <= manifest.MaxInspectableBytes; i++ {
+				sparse(fmt.Sprintf("vendor/big%d.py", i), manifest.MaxInspectableFileBytes)(t, dir)
+			}
+		}, nil},
+		{"more bytes than MaxTotalBytes", func(t *testing.T, dir string) {
+			for i := 0; i*manifest.MaxFileBytes <= manifest.MaxTotalBytes; i++ {
+				sparse(fmt.Sprintf("blob%02d", i), manifest.MaxFileBytes)(t, dir)
+			}
+		}, func() []string {
+			var w []string
+			for i := 0; i*manifest.MaxFileBytes <= manifest.MaxTotalBytes; i++ {
+				w = append(w, fmt.Sprintf("blob%02d unexpected-file", i))
+			}
+			return w
+		}()},
+		{"a link beside hostile python", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "vendor.py"), []byte("eval('1')\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/etc/passwd", filepath.Join(dir, "kernels", "data.py")); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"kernels/data.py symlink"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files := baseBundle()
+			files["kernels/k.py"] = "eval('1')\ndef silu_and_mul(x, out): pass\n"
+			dir := writeBundle(t, files)
+			tt.setup(t, dir)
+			_, lerr := manifest.Load(dir)
+			var intake *manifest.Error
+			if !errors.As(lerr, &intake) || !errors.Is(lerr, manifest.ErrLimit) {
+				t.Fatalf("manifest.Load = %v, want an intake limit error", lerr)
+			}
+			r, err := Bundle(dir)
+			if err != nil {
+				t.Fatalf("Bundle: %v", err)
+			}
+			if len(r.Ops) != 0 {
+				t.Errorf("op sources were scanned: %+v", r.Ops)
+			}
+			want := append([]string{}, tt.want...)
+			var got []string
+			found := false
+			for _, f := range r.TreeFindings {
+				if f.Rule == RuleBundleLimit {
+					found = true
+					if f.Path != intake.File || f.Message != intake.Reason {
+						t.Errorf("intake finding %q, want the inspection error %q", f, intake)
+					}
+					continue
+				}
+				got = append(got, f.Path+" "+string(f.Rule))
+			}
+			// The walk's own finding for the same entry stands in for it.
+			reported := false
+			for _, w := range want {
+				reported = reported || strings.HasPrefix(w, intake.File+" ")
+			}
+			if !found && !reported {
+				t.Errorf("no %s finding in %v", RuleBundleLimit, r.TreeFindings)
+			}
+			if strings.Join(got, "; ") != strings.Join(want, "; ") {
+				t.Errorf("tree findings\n got %q\nwant %q", got, want)
+			}
+			if r.Clean || r.Violations == 0 {
+				t.Errorf("an over-limit bundle scanned clean: %+v", r)
+			}
+		})
 	}
 }
