@@ -26,37 +26,6 @@ type fixtureExpectation struct {
 }
 
 var fixtures = map[string]fixtureExpectation{
-<<<<<<< HEAD
-	"silu_drops_silu":               {stage: "verify"},
-	"silu_new_tensor":               {stage: "verify"},
-	"silu_mutates_input":            {stage: "verify"},
-	"banned_import":                 {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
-	"exec_call":                     {stage: StagePayload, scanRule: scan.RuleBannedCall, contains: `kernels/silu_and_mul.py:7:1: dynamic import: name "exec"`},
-	"getattr_dynamic":               {stage: "scan", scanRule: scan.RuleDynamicAttribute, contains: "getattr"},
-	"undeclared_cu":                 {stage: StageTree, contains: "kernels/silu.cu: CUDA source not declared"},
-	"binary_object":                 {stage: StageTree, contains: "kernels/_ext.so: compiled objects"},
-	"path_traversal_source":         {stage: StageLoad, class: manifest.ErrPath, contains: `manifest.toml: ops[0].source: path "../kernels/silu_and_mul.py" escapes the bundle root`},
-	"repeated_slot_without_variant": {stage: StageLoad, class: manifest.ErrSchema, contains: "manifest.toml: ops[1].variant: slot \"activation.silu_and_mul\" repeats"},
-	"dep_patch_rename":              {stage: StageLoad, class: manifest.ErrDepPatch, contains: "patches/rename.patch: dep patch for flashinfer rejected"},
-	"metadata_unknown_capability":   {stage: StageLoad, class: manifest.ErrMetadata, contains: `metadata/silu_and_mul.json: capabilities: unsupported capability field "colour"`},
-	"metadata_disjoint_dtypes":      {stage: StageLoad, class: manifest.ErrMetadata, contains: "ops[0].dtypes: manifest dtypes"},
-	"rebuild_bundle_python":         {stage: StageLoad, class: manifest.ErrSchema, contains: "rebuild.json: steps[0].type: \"bundle_python\" is not allowed"},
-	"setup_op":                      {stage: StageResolve, rule: catalog.ResolveDiscoveryLane, contains: "setup"},
-	"competition_mode_mismatch":     {stage: StageResolve, rule: catalog.ResolveKindMismatch, contains: "activation.silu_and_mul"},
-	"competition_target_mismatch":   {stage: StageResolve, rule: catalog.ResolveMemberSet, contains: "norm.rmsnorm"},
-	"atomic_missing_member":         {stage: StageResolve, rule: catalog.ResolveMemberSet, contains: "collective.moe_epilogue.v1"},
-	"feature_not_allowed":           {stage: StageResolve, rule: catalog.ResolveFeature, contains: "op_extra:fast_path"},
-	"dep_patch_not_allowed":         {stage: StageResolve, rule: catalog.ResolveFeature, contains: "dep_patch:flashinfer"},
-	"cuda_without_rebuild":          {stage: StageResolve, rule: catalog.ResolveCUDA, contains: "rebuild:build_cuda_ext"},
-	"variants_overlap":              {stage: StageVariants, class: manifest.ErrMetadata, contains: "variants \"large\" and \"small\" of activation.silu_and_mul have overlapping eligibility domains"},
-	"manifest_dotted_key_depth":     {stage: StageLoad, class: manifest.ErrLimit, contains: "manifest.toml:8: a key has more than 16 components"},
-	"too_many_variants":             {stage: StageLoad, class: manifest.ErrLimit, contains: `manifest.toml: ops[64].variant: slot "activation.silu_and_mul" has more than 64 variants`},
-	"metadata_one_of_flood":         {stage: StageLoad, class: manifest.ErrMetadata, contains: "metadata/silu_and_mul.json: capabilities: head_dim.one_of has 4097 values; at most 4096 are allowed"},
-	"metadata_huge_integer":         {stage: StageLoad, class: manifest.ErrMetadata, contains: "metadata/silu_and_mul.json: max_last_dim: must be a non-negative integer"},
-	"metadata_deep_nesting":         {stage: StageLoad, class: manifest.ErrSyntax, contains: "metadata/silu_and_mul.json: invalid JSON: $…"},
-	"system_mode":                   {stage: "unregistered", contains: "never crownable"},
-	"unregistered_slot":             {stage: "unregistered", contains: "classified for discovery"},
-=======
 	"silu_drops_silu":                 {stage: "verify"},
 	"silu_new_tensor":                 {stage: "verify"},
 	"silu_mutates_input":              {stage: "verify"},
@@ -87,9 +56,13 @@ var fixtures = map[string]fixtureExpectation{
 	"dep_patch_not_allowed":           {stage: StageResolve, rule: catalog.ResolveFeature, contains: "dep_patch:flashinfer"},
 	"cuda_without_rebuild":            {stage: StageResolve, rule: catalog.ResolveCUDA, contains: "rebuild:build_cuda_ext"},
 	"variants_overlap":                {stage: StageVariants, class: manifest.ErrMetadata, contains: "variants \"large\" and \"small\" of activation.silu_and_mul have overlapping eligibility domains"},
+	"manifest_dotted_key_depth":       {stage: StageLoad, class: manifest.ErrLimit, contains: "manifest.toml:8: a key has more than 16 components"},
+	"too_many_variants":               {stage: StageLoad, class: manifest.ErrLimit, contains: `manifest.toml: ops[64].variant: slot "activation.silu_and_mul" has more than 64 variants`},
+	"metadata_one_of_flood":           {stage: StageLoad, class: manifest.ErrMetadata, contains: "metadata/silu_and_mul.json: capabilities: head_dim.one_of has 4097 values; at most 4096 are allowed"},
+	"metadata_huge_integer":           {stage: StageLoad, class: manifest.ErrMetadata, contains: "metadata/silu_and_mul.json: max_last_dim: must be a non-negative integer"},
+	"metadata_deep_nesting":           {stage: StageLoad, class: manifest.ErrSyntax, contains: "metadata/silu_and_mul.json: invalid JSON: $…"},
 	"system_mode":                     {stage: "unregistered", contains: "never crownable"},
 	"unregistered_slot":               {stage: "unregistered", contains: "classified for discovery"},
->>>>>>> sec-scan
 }
 
 func TestFixturesFailForTheirReason(t *testing.T) {
