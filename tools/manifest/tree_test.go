@@ -142,7 +142,26 @@ func TestCheckBundlePathsRefusesNonCanonicalDeclaredPaths(t *testing.T) {
 // TestTreeContentHashIsTheBundleHash: hashing the inventory the intake
 // walk took gives the content hash of the directory, byte for byte.
 func TestTreeContentHashIsTheBundleHash(t *testing.T) {
-	dir := "../../kernels/contributions/silu_and_mul_torch"
+	// A bundle built here (the test must not depend on repository files
+	// Bazel does not stage), with entries both hashes leave out.
+	dir := t.TempDir()
+	for rel, data := range map[string]string{
+		"manifest.toml":    "bundle_id = \"x\"\n",
+		"kernels/silu.py":  "def f():\n    return 1\n",
+		"kernels/sub/b.py": "x = 2\n",
+		"kernels/__pycache__/silu.cpython-311.pyc": "bytecode",
+		"metadata/a.json":                          "{}",
+		".cacheon-native-artifact.json":            "{}",
+		"z/.cacheon-native-artifact.json":          "{}",
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tree, err := ReadTree(dir)
 	if err != nil {
 		t.Fatal(err)
