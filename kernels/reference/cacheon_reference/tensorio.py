@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from typing import Dict
 
 from ._torch import torch
@@ -45,6 +46,33 @@ def write_tensor(path: str, t: torch.Tensor) -> Dict[str, object]:
     return {"file": os.path.basename(path), "bytes": len(data)}
 
 
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of path, which must be a regular file of at most limit
+    bytes. Files a candidate wrote are read this way: a link is not
+    followed, a FIFO or device is refused unread and without blocking, and
+    the size is taken from the opened file itself."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{os.path.basename(path)}: not a regular file")
+        if st.st_size > limit:
+            raise ValueError(f"{os.path.basename(path)}: {st.st_size} bytes, more than {limit}")
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) != st.st_size:
+            raise ValueError(f"{os.path.basename(path)}: changed while read")
+        return data
+    finally:
+        os.close(fd)
+
+
 def read_tensor(path: str, dtype: torch.dtype, shape) -> torch.Tensor:
     """Read a raw tensor file written by write_tensor; the byte count must
     match shape and dtype exactly."""
@@ -52,12 +80,12 @@ def read_tensor(path: str, dtype: torch.dtype, shape) -> torch.Tensor:
     n = 1
     for s in shape:
         n *= int(s)
-    size = os.path.getsize(path)
-    if size != n * elem:
-        raise ValueError(f"{os.path.basename(path)}: {size} bytes, expected {n * elem} for {tuple(shape)} {dtype}")
+    data = read_regular(path, n * elem)
+    if len(data) != n * elem:
+        raise ValueError(f"{os.path.basename(path)}: {len(data)} bytes, expected {n * elem} for {tuple(shape)} {dtype}")
     import numpy as np
 
-    raw = np.fromfile(path, dtype=np.uint8)
+    raw = np.frombuffer(bytearray(data), dtype=np.uint8)
     t = torch.from_numpy(raw)
     if dtype == torch.bool:
         return t.to(torch.bool).reshape(shape)

@@ -23,14 +23,18 @@ from cacheon_reference.plan import phase_inputs, phase_seeds
 from .protocol import PROTOCOL, RESULT_FILE
 
 
+# A candidate record larger than this is refused unread (the controller's
+# own limit on result files is the same).
+RECORD_LIMIT = 64 << 20
+
+
 def _load_record(d):
     """A rank's record, or None when it is missing or unreadable: the file
     lies in a directory candidate code could write, so a broken one is the
     candidate's failure, never the reference's."""
     path = os.path.join(d, RESULT_FILE)
     try:
-        with open(path, encoding="utf-8") as f:
-            rec = json.load(f)
+        rec = json.loads(tensorio.read_regular(path, RECORD_LIMIT).decode("utf-8"))
     except (OSError, ValueError):
         return None
     return rec if isinstance(rec, dict) else None
