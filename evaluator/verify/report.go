@@ -2,7 +2,7 @@ package verify
 
 import (
 	"github.com/cacheon/engine/evaluator/worker"
-	"github.com/cacheon/engine/tools/scan"
+	"github.com/cacheon/engine/kernels/scan"
 )
 
 // ReportSchema names the JSON form of Report.

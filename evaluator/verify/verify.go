@@ -16,7 +16,7 @@ import (
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/tools/manifest"
-	"github.com/cacheon/engine/tools/scan"
+	"github.com/cacheon/engine/kernels/scan"
 )
 
 // Options configure a verify run.

@@ -17,7 +17,7 @@ import (
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/store"
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 // TestMain lets the test binary act as a build process with a different

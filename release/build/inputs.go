@@ -10,9 +10,9 @@ import (
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/contribution"
-	"github.com/cacheon/engine/tools/materialize"
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 // ParseReleaseManifest reads the canonical JSON of an engine release

@@ -35,7 +35,7 @@ import (
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/bundlehash"
-	"github.com/cacheon/engine/tools/materialize"
+	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/tools/model"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/cacheon/engine/release/layer"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/materialize"
+	"github.com/cacheon/engine/stacks/materialize"
 )
 
 func mustRead(t *testing.T, p string) []byte {

@@ -43,9 +43,9 @@ import (
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/contribution"
-	"github.com/cacheon/engine/tools/materialize"
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 // Options configure a rebuild.

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 // ErrCoverage is wrapped when a release stack and its records do not

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/tools/bundlehash"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 )
 
 // ErrSourceMismatch is wrapped when reviewed source does not reproduce

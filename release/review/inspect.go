@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 )
 
 // Inspector returns the InspectFunc that reads reviewed source exactly as

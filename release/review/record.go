@@ -4,7 +4,7 @@
 // approved it.
 //
 // A record derives exactly one integrated contribution reference
-// (tools/contribution.IntegratedRefFromRecord); a release stack accepts
+// (kernels/contribution.IntegratedRefFromRecord); a release stack accepts
 // only integrated entries, each covered by exactly one approved record
 // (CheckCoverage). Creating a record (New) re-derives the integrated
 // source tree digest from the commit's git objects and refuses a review
@@ -23,7 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/identity"
 )
 

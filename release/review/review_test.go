@@ -10,9 +10,9 @@ import (
 
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/review"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 func git(t *testing.T, repo string, args ...string) string {

@@ -40,7 +40,7 @@ import (
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/bundlehash"
-	"github.com/cacheon/engine/tools/materialize"
+	"github.com/cacheon/engine/stacks/materialize"
 )
 
 // Names of the checks, in the order they run.

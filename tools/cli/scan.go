@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/tools/scan"
+	"github.com/cacheon/engine/kernels/scan"
 )
 
 func newScanCommand(s Streams) *cobra.Command {

@@ -17,11 +17,11 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/materialize"
-	"github.com/cacheon/engine/tools/plan"
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 // stackDeps are the validator components stack commands run with: those

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 func d64(c string) string { return strings.Repeat(c, 64) }

@@ -10,7 +10,7 @@ import (
 // rule and a place inside the file, in source order, and a file that
 // does not parse yields exactly one syntax-error finding.
 //
-//	go test ./tools/scan -run '^$' -fuzz '^FuzzSource$' -fuzztime 30s
+//	go test ./kernels/scan -run '^$' -fuzz '^FuzzSource$' -fuzztime 30s
 func FuzzSource(f *testing.F) {
 	for _, src := range []string{
 		"import os\nos.system('id')\n",

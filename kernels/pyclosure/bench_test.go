@@ -34,7 +34,7 @@ func writeDeepBundle(b *testing.B, depth, size int) string {
 // BenchmarkClosureDeepImports resolves an op source whose every statement
 // imports a package depth levels down, through DirFS:
 //
-//	go test ./tools/pyclosure -run '^$' -bench ClosureDeepImports -benchtime 3x -count 3
+//	go test ./kernels/pyclosure -run '^$' -bench ClosureDeepImports -benchtime 3x -count 3
 //
 // The source size is fixed, so with depth four times larger there are a
 // quarter as many statements and, if resolution were linear in the

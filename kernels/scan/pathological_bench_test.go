@@ -59,7 +59,7 @@ func repeatTo(head, unit, tail string, size int) string {
 // BenchmarkSourcePathological scans each hostile shape at sizes a factor of
 // four apart. Linear rules show ns/op growing about fourfold per step:
 //
-//	go test ./tools/scan -run '^$' -bench SourcePathological -benchtime 3x -count 3
+//	go test ./kernels/scan -run '^$' -bench SourcePathological -benchtime 3x -count 3
 //
 // The sizes are smaller than the parser's pathological benchmarks because
 // a rule that walks a chain for every link takes minutes per megabyte.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/tools/manifest"
-	"github.com/cacheon/engine/tools/scan"
+	"github.com/cacheon/engine/kernels/scan"
 )
 
 // fixtureExpectation is what one broken or hostile bundle under

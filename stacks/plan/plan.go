@@ -20,7 +20,7 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 // Reason says why a transition was refused.

@@ -14,10 +14,10 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/bundlehash"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/manifest"
-	"github.com/cacheon/engine/tools/pyclosure"
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/kernels/pyclosure"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 // Source kinds recorded in the tree metadata.

@@ -12,8 +12,8 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/contribution"
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 func d64(c string) string { return strings.Repeat(c, 64) }

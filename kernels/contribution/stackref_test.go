@@ -3,8 +3,8 @@ package contribution_test
 import (
 	"testing"
 
-	"github.com/cacheon/engine/tools/contribution"
-	"github.com/cacheon/engine/tools/stack"
+	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/stacks/stack"
 )
 
 // Both references are stack entries (an external test, so the stack

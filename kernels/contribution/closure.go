@@ -3,9 +3,9 @@ package contribution
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/cudaclosure"
+	"github.com/cacheon/engine/kernels/cudaclosure"
 	"github.com/cacheon/engine/tools/manifest"
-	"github.com/cacheon/engine/tools/pyclosure"
+	"github.com/cacheon/engine/kernels/pyclosure"
 )
 
 // PythonClosure is the validator's ClosureFunc: the bundle-local import

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 )
 
 // opsSources is the import closure of bundles whose op sources import

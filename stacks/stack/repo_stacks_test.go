@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/identity"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 )
 
 // Rules an assembly Problem names, so a reader can tell which check

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/contribution"
+	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/identity"
 )
 
