@@ -208,8 +208,8 @@ slot "attention.msa_block_score" {
   summary = "MSA decode block scores: head-summed q . index_k, masked past seq_lens, max per key block -> (B, S/bs)"
 
   entry                = "msa_block_score"
-  call                 = ["q", "index_k", "seq_lens", "block_size", "out"]
-  outputs              = ["out"]
+  call                 = ["q", "index_k", "seq_lens", "block_size", "block_scores"]
+  outputs              = ["block_scores"]
   graph_dynamic_inputs = ["q", "index_k", "seq_lens"]
 
   binding_family_id       = "sglang.attention.msa.decode-score.v1"
@@ -242,8 +242,8 @@ slot "attention.msa_prefill_block_score" {
   summary = "MSA prefill block scores: causal scaled q . index_k^T, max per key block into a strided fp32 (T, ceil(S/bs))"
 
   entry                = "msa_prefill_block_score"
-  call                 = ["q", "index_k", "prefix_len", "scale", "block_size", "out"]
-  outputs              = ["out"]
+  call                 = ["q", "index_k", "prefix_len", "scale", "block_size", "block_scores"]
+  outputs              = ["block_scores"]
   graph_dynamic_inputs = ["q", "index_k"]
 
   binding_family_id       = "sglang.attention.msa.prefill-score.v1"

@@ -9,7 +9,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/kernels/scan"
+	"github.com/cacheon/engine/tools/manifest"
 )
+
+// bundleInputError classifies an error from loading a bundle: a rejection
+// of what was read (manifest, metadata, rebuild.json, names, intake limits)
+// exits 2; a missing directory or manifest, or an I/O error, exits 1.
+func bundleInputError(err error) error {
+	if manifest.IsRejection(err) {
+		return Rejected(err)
+	}
+	return err
+}
 
 func newScanCommand(s Streams) *cobra.Command {
 	var asJSON bool
@@ -41,8 +52,9 @@ Each op reports "clean", "VIOLATIONS", or "BROKEN KERNEL" when the only
 finding is the advisory compilability heuristic (triton.next_power_of_2
 inside an @jit kernel). Findings print as file:line:col: rule: message.
 
-Exit codes: 0 clean, 2 any finding (advisories included),
-1 the manifest cannot be read or a usage error.`,
+Exit codes: 0 clean, 2 any finding (advisories included) or a rejected
+bundle (invalid manifest, metadata or rebuild.json, an intake limit or name
+rule broken), 1 no manifest to read, an I/O or a usage error.`,
 		Example: `  cacheon scan kernels/contributions/silu_and_mul_triton
   cacheon scan ./my-bundle --json | jq '.ops[].status'`,
 		Args: cobra.ExactArgs(1),
@@ -57,7 +69,7 @@ Exit codes: 0 clean, 2 any finding (advisories included),
 			}
 			report, err := scan.Bundle(dir)
 			if err != nil {
-				return fmt.Errorf("scan %s: %w", dir, err)
+				return bundleInputError(fmt.Errorf("scan %s: %w", dir, err))
 			}
 			if asJSON {
 				enc := json.NewEncoder(s.Out)

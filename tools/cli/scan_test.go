@@ -126,3 +126,57 @@ func TestScanCommandJSONFields(t *testing.T) {
 		t.Errorf("violations = %v clean = %v", doc["violations"], doc["clean"])
 	}
 }
+
+// rejectedBundleCases are bundles whose inputs are read and refused before
+// anything is scanned or run: exit 2. A bundle with nothing to read is an
+// I/O error: exit 1.
+func rejectedBundleCases(t *testing.T, base func(t *testing.T, extra map[string]string) string) []struct {
+	name     string
+	dir      string
+	wantCode int
+	wantErr  string
+} {
+	noManifest := t.TempDir()
+	return []struct {
+		name     string
+		dir      string
+		wantCode int
+		wantErr  string
+	}{
+		{"invalid metadata", base(t, map[string]string{"metadata/silu.json": `{"max_num_tokens": "many"}`}), 2, "metadata/silu.json"},
+		{"invalid rebuild.json", base(t, map[string]string{"rebuild.json": "{not json"}), 2, "rebuild.json"},
+		{"rebuild.json over its limit", base(t, map[string]string{"rebuild.json": `{"x": "` +
+			strings.Repeat("a", 65<<10) + `"}`}), 2, "rebuild.json"},
+		{"case collision", base(t, map[string]string{"README.md": "a", "readme.md": "b"}), 2, "readme.md"},
+		{"nonexistent bundle directory", filepath.Join(noManifest, "nope"), 1, "nope"},
+		{"no manifest", noManifest, 1, "manifest.toml"},
+	}
+}
+
+func TestScanCommandRejectedBundleExitCodes(t *testing.T) {
+	base := func(t *testing.T, extra map[string]string) string {
+		files := map[string]string{"kernels/silu_and_mul.py": cleanKernel}
+		for k, v := range extra {
+			files[k] = v
+		}
+		dir := scanBundle(t, files)
+		if _, ok := extra["metadata/silu.json"]; ok {
+			m := scanManifest + "metadata = \"metadata/silu.json\"\n"
+			if err := os.WriteFile(filepath.Join(dir, "manifest.toml"), []byte(m), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	for _, tc := range rejectedBundleCases(t, base) {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", "scan", tc.dir)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+			if !strings.Contains(out+errOut, tc.wantErr) {
+				t.Errorf("output does not mention %q:\nstdout:\n%s\nstderr:\n%s", tc.wantErr, out, errOut)
+			}
+		})
+	}
+}

@@ -63,9 +63,11 @@ The worker interpreter is --python, else $CACHEON_PYTHON, else python3 on
 PATH; it needs torch (and triton for Triton kernels). The interpreter and
 its torch version are recorded in the report.
 
-Exit codes: 0 every applicable row passed; 2 a row failed, or nothing was
-applicable; 1 a usage or infrastructure error (no interpreter, no torch,
-a worker of the validator's own failing).`,
+Exit codes: 0 every applicable row passed; 2 a row failed, nothing was
+applicable, or the bundle was rejected before any worker ran (invalid
+manifest, metadata or rebuild.json, an intake limit or name rule broken);
+1 a usage or infrastructure error (no bundle or manifest to read, no
+interpreter, no torch, a worker of the validator's own failing).`,
 		Example: `  # CPU check of a pure-torch kernel
   cacheon verify kernels/contributions/silu_and_mul_torch --device cpu --dtype float32
 
@@ -121,7 +123,7 @@ func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) er
 		if errors.Is(err, verify.ErrUsage) {
 			return err
 		}
-		return fmt.Errorf("verify %s: %w", bundle, err)
+		return bundleInputError(fmt.Errorf("verify %s: %w", bundle, err))
 	}
 	if o.jsonOut {
 		enc := json.NewEncoder(s.Out)

@@ -147,3 +147,33 @@ func TestVerifyCatalogFlag(t *testing.T) {
 		t.Fatalf("loosened catalog: exit %d, want 0 with PASS:\n%s", code, out)
 	}
 }
+
+// TestVerifyCommandRejectedBundleExitCodes: verify refuses a bundle intake
+// would refuse before any worker runs, and that refusal is exit 2.
+func TestVerifyCommandRejectedBundleExitCodes(t *testing.T) {
+	py := verifyPython(t)
+	base := func(t *testing.T, extra map[string]string) string {
+		dir := siluBundle(t, "    out.copy_(F.silu(x[:, :d]) * x[:, d:])\n")
+		for rel, data := range extra {
+			p := filepath.Join(dir, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	for _, tc := range rejectedBundleCases(t, base) {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", "verify", tc.dir, "--python", py, "--quiet")
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+			if !strings.Contains(errOut, tc.wantErr) {
+				t.Errorf("stderr does not mention %q:\n%s", tc.wantErr, errOut)
+			}
+		})
+	}
+}

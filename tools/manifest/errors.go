@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 // ErrInvalid is the root of every rejection of a bundle's manifest or tree.
@@ -17,6 +18,20 @@ var (
 	ErrDepPatch = fmt.Errorf("%w: dep patch", ErrInvalid)    // a declared dependency patch is not a strict text diff
 	ErrMetadata = fmt.Errorf("%w: metadata", ErrInvalid)     // op metadata JSON or its capability domains are invalid
 )
+
+// ErrNoManifest is the class of a bundle directory without a manifest.toml
+// at its root. It is an ErrPath rejection (intake refuses such a tree) and
+// also matches fs.ErrNotExist: there was no manifest to read.
+var ErrNoManifest = fmt.Errorf("%w: %w", ErrPath, fs.ErrNotExist)
+
+// IsRejection reports whether err rejects what was read from the bundle
+// (its manifest, metadata, rebuild plan, tree names or intake limits)
+// rather than a failure to read it: a missing directory, no manifest.toml
+// at the root, or an I/O error. Commands exit 2 on a rejection and 1
+// otherwise.
+func IsRejection(err error) bool {
+	return errors.Is(err, ErrInvalid) && !errors.Is(err, fs.ErrNotExist)
+}
 
 // Error is one rejection: the file it is about, the key inside that file
 // (a TOML key path such as "ops[1].source", a JSON path, or empty when the

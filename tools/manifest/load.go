@@ -36,7 +36,7 @@ func LoadBundle(dir string) (*Bundle, error) {
 		return nil, err
 	}
 	if !tree.Has(FileName) {
-		return nil, newError(ErrPath, FileName, "", "not found at the bundle root")
+		return nil, newError(ErrNoManifest, FileName, "", "not found at the bundle root")
 	}
 	m, err := ReadManifest(dir)
 	if err != nil {

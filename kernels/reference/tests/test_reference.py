@@ -205,13 +205,13 @@ class TruthTest(unittest.TestCase):
     def test_msa_block_score(self):
         slot, p, r, t = self._truth("attention.msa_block_score", (2, 3, 16, 96, 8))
         q, k, lens = r[0]["q"].double().sum(1), r[0]["index_k"].double()[:, :, 0], r[0]["seq_lens"]
-        nb = t["out"].shape[1]
+        nb = t["block_scores"].shape[1]
         self.assertEqual(nb, max(12, -(-p["ctx"] // 8)))
         for b in range(2):
             for blk in range(nb):
                 vals = [float(q[b] @ k[b, n]) for n in range(blk * 8, blk * 8 + 8) if n < int(lens[b])]
                 want = max(vals) if vals else float("-inf")
-                got = float(t["out"][b, blk])
+                got = float(t["block_scores"][b, blk])
                 if vals:
                     self.assertAlmostEqual(got, want, places=3)
                 else:
@@ -221,7 +221,7 @@ class TruthTest(unittest.TestCase):
         slot = ref.get("attention.msa_prefill_block_score")
         p = slot.params((512, 12, 64, 64, 1))
         r = slot.generate(p, torch.bfloat16, 0)
-        t = slot.truth(p, [r], torch.bfloat16)["out"]
+        t = slot.truth(p, [r], torch.bfloat16)["block_scores"]
         prefix, S, nb = slot.dims(p)
         self.assertEqual(tuple(t.shape), (512, nb))
         # Row 0 sees keys up to prefix: every later block is -inf.
@@ -240,7 +240,7 @@ class TruthTest(unittest.TestCase):
     def test_msa_prefill_output_is_row_padded(self):
         slot = ref.get("attention.msa_prefill_block_score")
         p = slot.params(slot.catalog_shapes[0])
-        spec = slot.output_specs(p, torch.bfloat16)["out"]
+        spec = slot.output_specs(p, torch.bfloat16)["block_scores"]
         view, backing = spec.allocate("cpu")
         self.assertEqual(view.dtype, torch.float32)
         self.assertEqual(view.stride(), (view.shape[1] + 7, 1))

@@ -174,10 +174,10 @@ CONTRACTS = json.loads(r"""
    "index_k",
    "seq_lens",
    "block_size",
-   "out"
+   "block_scores"
   ],
   "outputs": [
-   "out"
+   "block_scores"
   ],
   "graph_dynamic_inputs": [
    "q",
@@ -258,10 +258,10 @@ CONTRACTS = json.loads(r"""
    "prefix_len",
    "scale",
    "block_size",
-   "out"
+   "block_scores"
   ],
   "outputs": [
-   "out"
+   "block_scores"
   ],
   "graph_dynamic_inputs": [
    "q",

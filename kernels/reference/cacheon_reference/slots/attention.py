@@ -107,13 +107,14 @@ class Decode(Slot):
 
 
 class MSABlockScore(Slot):
-    """MSA decode block scores: head-summed q . index_k, masked past seq_len, per-block max -> out (B, S/bs)."""
+    """MSA decode block scores: head-summed q . index_k, masked past seq_len, per-block max -> block_scores (B, S/bs)."""
 
     name = "attention.msa_block_score"
     reference_id = "attention.msa_block_score.reference.v1"
     shape_params = ("B", "Hq", "D", "ctx", "bs")
     inputs = ("q", "index_k", "seq_lens")
     scalars = ("block_size",)
+    outputs = ("block_scores",)
     count_keys = {"B": 2, "ctx": 1}
 
     MIN_BLOCKS = 12
@@ -139,7 +140,7 @@ class MSABlockScore(Slot):
         }
 
     def output_specs(self, p, dtype):
-        return {"out": OutputSpec((p["B"], self.n_blocks(p)), dtype)}
+        return {"block_scores": OutputSpec((p["B"], self.n_blocks(p)), dtype)}
 
     def truth(self, p, ranks, dtype):
         r = ranks[0]
@@ -149,7 +150,7 @@ class MSABlockScore(Slot):
         scores = torch.einsum("bd,bsd->bs", q, k)
         pos = torch.arange(S).unsqueeze(0)
         scores = scores.masked_fill(pos >= r["seq_lens"].to(torch.int64).unsqueeze(1), float("-inf"))
-        return {"out": scores.view(B, S // r["block_size"], r["block_size"]).amax(dim=-1)}
+        return {"block_scores": scores.view(B, S // r["block_size"], r["block_size"]).amax(dim=-1)}
 
     def live(self, p, world):
         return {"batch_size": p["B"], "num_tokens": p["B"], "kv_len": p["ctx"], "num_q_heads": p["Hq"],
@@ -158,13 +159,14 @@ class MSABlockScore(Slot):
 
 class MSAPrefillBlockScore(Slot):
     """MSA prefill block scores: scaled q . index_k over the visible prefix + causal tail,
-    per-block max -> fp32 out (q_len, ceil(S/bs)), row-padded."""
+    per-block max -> fp32 block_scores (q_len, ceil(S/bs)), row-padded."""
 
     name = "attention.msa_prefill_block_score"
     reference_id = "attention.msa_prefill_block_score.reference.v1"
     shape_params = ("q_len", "prefix_blocks", "D", "bs", "causal_probe")
     inputs = ("q", "index_k")
     scalars = ("prefix_len", "scale", "block_size")
+    outputs = ("block_scores",)
     count_keys = {"q_len": 1, "prefix_blocks": 12}
 
     ROW_PADDING = 7
@@ -203,7 +205,7 @@ class MSAPrefillBlockScore(Slot):
 
     def output_specs(self, p, dtype):
         _, _, nb = self.dims(p)
-        return {"out": OutputSpec((p["q_len"], nb), torch.float32, row_padding=self.ROW_PADDING)}
+        return {"block_scores": OutputSpec((p["q_len"], nb), torch.float32, row_padding=self.ROW_PADDING)}
 
     def truth(self, p, ranks, dtype):
         r = ranks[0]
@@ -216,7 +218,7 @@ class MSAPrefillBlockScore(Slot):
         scores = scores.masked_fill(~visible, float("-inf"))
         padded = torch.full((T, nb * bs), float("-inf"))
         padded[:, :S] = scores
-        return {"out": padded.view(T, nb, bs).amax(dim=-1)}
+        return {"block_scores": padded.view(T, nb, bs).amax(dim=-1)}
 
     def live(self, p, world):
         _, S, _ = self.dims(p)
