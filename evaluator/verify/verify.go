@@ -15,8 +15,8 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
-	"github.com/cacheon/engine/tools/manifest"
 	"github.com/cacheon/engine/kernels/scan"
+	"github.com/cacheon/engine/tools/manifest"
 )
 
 // Options configure a verify run.

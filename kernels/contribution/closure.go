@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/cacheon/engine/kernels/cudaclosure"
-	"github.com/cacheon/engine/tools/manifest"
 	"github.com/cacheon/engine/kernels/pyclosure"
+	"github.com/cacheon/engine/tools/manifest"
 )
 
 // PythonClosure is the validator's ClosureFunc: the bundle-local import

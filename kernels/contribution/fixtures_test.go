@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/manifest"
 	"github.com/cacheon/engine/kernels/scan"
+	"github.com/cacheon/engine/tools/manifest"
 )
 
 // fixtureExpectation is what one broken or hostile bundle under

@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cacheon/engine/release/review"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/canonjson"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // ParseReleaseManifest reads the canonical JSON of an engine release

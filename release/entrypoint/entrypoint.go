@@ -33,9 +33,9 @@ import (
 	"github.com/cacheon/engine/release/provenance"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/bundlehash"
-	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/tools/model"
 )
 

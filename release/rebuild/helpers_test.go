@@ -10,9 +10,9 @@ import (
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/layer"
+	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/stacks/materialize"
 )
 
 func mustRead(t *testing.T, p string) []byte {

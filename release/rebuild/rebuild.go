@@ -34,6 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/image"
@@ -42,10 +43,9 @@ import (
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/atomicwrite"
 )
 
 // Options configure a rebuild.

@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cacheon/engine/tools/bundlehash"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/tools/bundlehash"
 )
 
 // ErrSourceMismatch is wrapped when reviewed source does not reproduce

@@ -22,8 +22,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/cacheon/engine/tools/canonjson"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/tools/canonjson"
 	"github.com/cacheon/engine/tools/identity"
 )
 

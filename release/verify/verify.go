@@ -38,9 +38,9 @@ import (
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/bundlehash"
-	"github.com/cacheon/engine/stacks/materialize"
 )
 
 // Names of the checks, in the order they run.

@@ -12,12 +12,12 @@ import (
 	"sync"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/bundlehash"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/manifest"
 	"github.com/cacheon/engine/kernels/pyclosure"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/tools/manifest"
 )
 
 // Source kinds recorded in the tree metadata.

@@ -11,8 +11,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/identity"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 func d64(c string) string { return strings.Repeat(c, 64) }
