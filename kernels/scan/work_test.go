@@ -1,26 +1,10 @@
 package scan
 
 import (
-	"runtime"
 	"testing"
-)
 
-// allocatedBy returns the bytes the heap handed out while fn ran, the
-// least of three runs. Unlike time, this count does not depend on the
-// machine or its load: scanning the same source allocates the same.
-func allocatedBy(fn func()) uint64 {
-	var least uint64
-	for i := 0; i < 3; i++ {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		fn()
-		runtime.ReadMemStats(&after)
-		if n := after.TotalAlloc - before.TotalAlloc; i == 0 || n < least {
-			least = n
-		}
-	}
-	return least
-}
+	"github.com/cacheon/engine/tools/alloctest"
+)
 
 // TestSourceAllocationIsLinear scans every hostile shape at two sizes a
 // factor of four apart and checks that the bytes allocated grow about
@@ -40,7 +24,7 @@ func TestSourceAllocationIsLinear(t *testing.T) {
 			for i, size := range []int{small, large} {
 				src := []byte(sh.gen(size))
 				sizes[i] = len(src)
-				allocs[i] = allocatedBy(func() {
+				allocs[i] = alloctest.Bytes(func() {
 					for _, f := range Source("k.py", src) {
 						if f.Rule == RuleSyntax {
 							t.Fatalf("%s does not parse: %s", sh.name, f.Message)

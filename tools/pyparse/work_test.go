@@ -1,26 +1,10 @@
 package pyparse
 
 import (
-	"runtime"
 	"testing"
-)
 
-// allocatedBy returns the bytes the heap handed out while fn ran, the
-// least of three runs. Unlike time, this count does not depend on the
-// machine or its load: parsing the same source allocates the same.
-func allocatedBy(fn func()) uint64 {
-	var least uint64
-	for i := 0; i < 3; i++ {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		fn()
-		runtime.ReadMemStats(&after)
-		if n := after.TotalAlloc - before.TotalAlloc; i == 0 || n < least {
-			least = n
-		}
-	}
-	return least
-}
+	"github.com/cacheon/engine/tools/alloctest"
+)
 
 // TestParseAllocationIsLinear parses every pathological shape at two
 // sizes a factor of four apart and checks that the bytes allocated grow
@@ -39,7 +23,7 @@ func TestParseAllocationIsLinear(t *testing.T) {
 			for i, size := range []int{small, large} {
 				src := []byte(sh.gen(size))
 				sizes[i] = len(src)
-				allocs[i] = allocatedBy(func() {
+				allocs[i] = alloctest.Bytes(func() {
 					if _, _, err := Parse("t.py", src); err != nil {
 						t.Fatalf("%s at %d bytes does not parse: %v", sh.name, len(src), err)
 					}
