@@ -18,9 +18,9 @@ import (
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/entrypoint"
 	"github.com/cacheon/engine/release/image"
+	"github.com/cacheon/engine/release/intoto"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/layer"
-	"github.com/cacheon/engine/release/layout"
 	"github.com/cacheon/engine/release/publish"
 	"github.com/cacheon/engine/release/rebuild"
 	"github.com/cacheon/engine/release/review"
@@ -782,7 +782,7 @@ func layoutCheck(path string, keyPaths []string, linkDir string) (verify.LayoutC
 	if len(keyPaths) == 0 || linkDir == "" {
 		return nil, errors.New("--layout needs --layout-key and --links")
 	}
-	mb, err := layout.Load(path)
+	mb, err := intoto.Load(path)
 	if err != nil {
 		return nil, Rejected(err)
 	}
@@ -795,7 +795,7 @@ func layoutCheck(path string, keyPaths []string, linkDir string) (verify.LayoutC
 		owners = append(owners, b)
 	}
 	return func(rel *verify.Release) error {
-		if err := layout.Check(mb, owners, linkDir, rel); err != nil {
+		if err := intoto.Check(mb, owners, linkDir, rel); err != nil {
 			return err
 		}
 		rel.Report.Checks = append(rel.Report.Checks, verify.CheckResult{Name: verify.CheckLayout, OK: true,
@@ -831,10 +831,10 @@ previous step's products. Consumers check releases against it with
 			if err != nil {
 				return Rejected(fmt.Errorf("--expires: %w", err))
 			}
-			f := layout.Functionaries{}
+			f := intoto.Functionaries{}
 			for step, paths := range map[string][]string{
-				layout.StepQualify: qualify, layout.StepReview: reviewKeys, layout.StepMaterialize: materializeKeys,
-				layout.StepBuild: buildKeys, layout.StepSign: signKeys,
+				intoto.StepQualify: qualify, intoto.StepReview: reviewKeys, intoto.StepMaterialize: materializeKeys,
+				intoto.StepBuild: buildKeys, intoto.StepSign: signKeys,
 			} {
 				for _, p := range paths {
 					b, err := os.ReadFile(p)
@@ -844,7 +844,7 @@ previous step's products. Consumers check releases against it with
 					f[step] = append(f[step], b)
 				}
 			}
-			mb, err := layout.New(owner, f, exp)
+			mb, err := intoto.New(owner, f, exp)
 			if err != nil {
 				return Rejected(err)
 			}
@@ -904,7 +904,7 @@ materialize and build (the builder), sign (the release key).`,
 			if err != nil {
 				return err
 			}
-			mb, name, err := layout.Link(step, rel, priv)
+			mb, name, err := intoto.Link(step, rel, priv)
 			if err != nil {
 				return Rejected(err)
 			}

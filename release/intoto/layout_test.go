@@ -1,4 +1,4 @@
-package layout_test
+package intoto_test
 
 import (
 	"crypto"
@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	intoto "github.com/in-toto/in-toto-golang/in_toto"
+	toto "github.com/in-toto/in-toto-golang/in_toto"
 
 	"github.com/cacheon/engine/release/build"
+	"github.com/cacheon/engine/release/intoto"
 	"github.com/cacheon/engine/release/key"
-	"github.com/cacheon/engine/release/layout"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
@@ -65,13 +65,13 @@ func newChain(t *testing.T) *chain {
 	return c
 }
 
-func (c *chain) functionaries() layout.Functionaries {
-	return layout.Functionaries{
-		layout.StepQualify:     {c.validatorA.pub, c.validatorB.pub},
-		layout.StepReview:      {c.reviewer.pub},
-		layout.StepMaterialize: {c.builder.pub},
-		layout.StepBuild:       {c.builder.pub},
-		layout.StepSign:        {c.signer.pub},
+func (c *chain) functionaries() intoto.Functionaries {
+	return intoto.Functionaries{
+		intoto.StepQualify:     {c.validatorA.pub, c.validatorB.pub},
+		intoto.StepReview:      {c.reviewer.pub},
+		intoto.StepMaterialize: {c.builder.pub},
+		intoto.StepBuild:       {c.builder.pub},
+		intoto.StepSign:        {c.signer.pub},
 	}
 }
 
@@ -81,9 +81,9 @@ func (c *chain) links(t *testing.T, rel *verify.Release, skip string) string {
 	for _, l := range []struct {
 		step string
 		p    party
-	}{{layout.StepQualify, c.validatorA}, {layout.StepQualify, c.validatorB}, {layout.StepReview, c.reviewer},
-		{layout.StepMaterialize, c.builder}, {layout.StepBuild, c.builder}, {layout.StepSign, c.signer}} {
-		mb, name, err := layout.Link(l.step, rel, l.p.priv)
+	}{{intoto.StepQualify, c.validatorA}, {intoto.StepQualify, c.validatorB}, {intoto.StepReview, c.reviewer},
+		{intoto.StepMaterialize, c.builder}, {intoto.StepBuild, c.builder}, {intoto.StepSign, c.signer}} {
+		mb, name, err := intoto.Link(l.step, rel, l.p.priv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func (c *chain) links(t *testing.T, rel *verify.Release, skip string) string {
 
 func TestLayoutAcceptsTheFullChain(t *testing.T) {
 	c := newChain(t)
-	mb, err := layout.New(c.owner.priv, c.functionaries(), time.Now().Add(24*time.Hour))
+	mb, err := intoto.New(c.owner.priv, c.functionaries(), time.Now().Add(24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,18 +107,18 @@ func TestLayoutAcceptsTheFullChain(t *testing.T) {
 	if err := mb.Dump(p); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := layout.Load(p)
+	loaded, err := intoto.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := layout.Check(loaded, [][]byte{c.owner.pub}, c.links(t, c.rel, ""), c.rel); err != nil {
+	if err := intoto.Check(loaded, [][]byte{c.owner.pub}, c.links(t, c.rel, ""), c.rel); err != nil {
 		t.Fatalf("check: %v", err)
 	}
 }
 
 func TestLayoutRejects(t *testing.T) {
 	c := newChain(t)
-	good, err := layout.New(c.owner.priv, c.functionaries(), time.Now().Add(24*time.Hour))
+	good, err := intoto.New(c.owner.priv, c.functionaries(), time.Now().Add(24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,24 +129,24 @@ func TestLayoutRejects(t *testing.T) {
 		want  string
 	}{
 		{"one qualification", func(t *testing.T) error {
-			return layout.Check(good, [][]byte{c.owner.pub}, c.links(t, c.rel, layout.StepQualify+"/"+string(c.validatorB.pub)), c.rel)
+			return intoto.Check(good, [][]byte{c.owner.pub}, c.links(t, c.rel, intoto.StepQualify+"/"+string(c.validatorB.pub)), c.rel)
 		}, "requires '2' link metadata file(s), found '1'"},
 		{"layout signed by another owner", func(t *testing.T) error {
-			return layout.Check(good, [][]byte{stranger.pub}, c.links(t, c.rel, ""), c.rel)
+			return intoto.Check(good, [][]byte{stranger.pub}, c.links(t, c.rel, ""), c.rel)
 		}, "in-toto verification"},
 		{"expired layout", func(t *testing.T) error {
-			old, err := layout.New(c.owner.priv, c.functionaries(), time.Now().Add(-time.Hour))
+			old, err := intoto.New(c.owner.priv, c.functionaries(), time.Now().Add(-time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
-			return layout.Check(old, [][]byte{c.owner.pub}, c.links(t, c.rel, ""), c.rel)
+			return intoto.Check(old, [][]byte{c.owner.pub}, c.links(t, c.rel, ""), c.rel)
 		}, "expired"},
 		{"review by a non-functionary", func(t *testing.T) error {
-			dir := c.links(t, c.rel, layout.StepReview+"/"+string(c.reviewer.pub))
-			mb, _, _ := layout.Link(layout.StepReview, c.rel, stranger.priv)
-			reviewerID, _ := layout.KeyID(c.reviewer.pub)
+			dir := c.links(t, c.rel, intoto.StepReview+"/"+string(c.reviewer.pub))
+			mb, _, _ := intoto.Link(intoto.StepReview, c.rel, stranger.priv)
+			reviewerID, _ := intoto.KeyID(c.reviewer.pub)
 			mb.Dump(filepath.Join(dir, "review."+reviewerID[:8]+".link"))
-			return layout.Check(good, [][]byte{c.owner.pub}, dir, c.rel)
+			return intoto.Check(good, [][]byte{c.owner.pub}, dir, c.rel)
 		}, "in-toto verification"},
 		{"links of another release", func(t *testing.T) error {
 			other := newChain(t)
@@ -164,19 +164,19 @@ func TestLayoutRejects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return layout.Check(good, [][]byte{c.owner.pub}, c.links(t, rel, ""), c.rel)
+			return intoto.Check(good, [][]byte{c.owner.pub}, c.links(t, rel, ""), c.rel)
 		}, "do not describe this release"},
 		{"release signed by a key the layout does not name", func(t *testing.T) error {
 			f := c.functionaries()
-			f[layout.StepSign] = [][]byte{stranger.pub}
-			lay, err := layout.New(c.owner.priv, f, time.Now().Add(time.Hour))
+			f[intoto.StepSign] = [][]byte{stranger.pub}
+			lay, err := intoto.New(c.owner.priv, f, time.Now().Add(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := c.links(t, c.rel, layout.StepSign+"/"+string(c.signer.pub))
-			mb, name, _ := layout.Link(layout.StepSign, c.rel, stranger.priv)
+			dir := c.links(t, c.rel, intoto.StepSign+"/"+string(c.signer.pub))
+			mb, name, _ := intoto.Link(intoto.StepSign, c.rel, stranger.priv)
 			mb.Dump(filepath.Join(dir, name))
-			return layout.Check(lay, [][]byte{c.owner.pub}, dir, c.rel)
+			return intoto.Check(lay, [][]byte{c.owner.pub}, dir, c.rel)
 		}, "does not allow to perform step sign"},
 	}
 	for _, tc := range cases {
@@ -187,13 +187,13 @@ func TestLayoutRejects(t *testing.T) {
 			}
 		})
 	}
-	if _, err := layout.New(c.owner.priv, layout.Functionaries{layout.StepQualify: {c.validatorA.pub}}, time.Now()); err == nil {
+	if _, err := intoto.New(c.owner.priv, intoto.Functionaries{intoto.StepQualify: {c.validatorA.pub}}, time.Now()); err == nil {
 		t.Errorf("a layout with missing steps was created")
 	}
 	f := c.functionaries()
-	f[layout.StepQualify] = [][]byte{c.validatorA.pub}
-	if _, err := layout.New(c.owner.priv, f, time.Now()); err == nil || !strings.Contains(err.Error(), "two validator keys") {
+	f[intoto.StepQualify] = [][]byte{c.validatorA.pub}
+	if _, err := intoto.New(c.owner.priv, f, time.Now()); err == nil || !strings.Contains(err.Error(), "two validator keys") {
 		t.Errorf("a layout with one validator: %v", err)
 	}
-	var _ intoto.Metablock
+	var _ toto.Metablock
 }

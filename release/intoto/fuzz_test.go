@@ -1,4 +1,4 @@
-package layout_test
+package intoto_test
 
 import (
 	"encoding/json"
@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	intoto "github.com/in-toto/in-toto-golang/in_toto"
+	toto "github.com/in-toto/in-toto-golang/in_toto"
 
+	"github.com/cacheon/engine/release/intoto"
 	"github.com/cacheon/engine/release/key"
-	"github.com/cacheon/engine/release/layout"
 	fixture "github.com/cacheon/engine/release/releasetest"
 )
 
@@ -23,12 +23,12 @@ func FuzzLoad(f *testing.F) {
 	priv, _ := os.ReadFile(privPath)
 	pub, _ := os.ReadFile(pubPath)
 	other, _ := os.ReadFile(otherPath)
-	fs := layout.Functionaries{}
-	for _, step := range layout.Steps {
+	fs := intoto.Functionaries{}
+	for _, step := range intoto.Steps {
 		fs[step] = [][]byte{pub}
 	}
-	fs[layout.StepQualify] = [][]byte{pub, other}
-	mb, err := layout.New(priv, fs, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	fs[intoto.StepQualify] = [][]byte{pub, other}
+	mb, err := intoto.New(priv, fs, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -45,11 +45,11 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		mb, err := layout.Load(p)
+		mb, err := intoto.Load(p)
 		if err != nil {
 			return
 		}
-		if _, ok := mb.Signed.(intoto.Layout); !ok {
+		if _, ok := mb.Signed.(toto.Layout); !ok {
 			t.Fatalf("Load returned a %T", mb.Signed)
 		}
 	})

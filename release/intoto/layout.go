@@ -21,7 +21,7 @@
 // signatures and thresholds, artifact rules) and then binds the final
 // products to the release that was verified: the image, the bundle, the
 // records, the tree and the payloads must be the ones the links name.
-package layout
+package intoto
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ import (
 	"strings"
 	"time"
 
-	intoto "github.com/in-toto/in-toto-golang/in_toto"
+	toto "github.com/in-toto/in-toto-golang/in_toto"
 
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
@@ -69,10 +69,10 @@ const (
 type Functionaries map[string][][]byte
 
 // inTotoKey loads a PEM key (private or public) as an in-toto key.
-func inTotoKey(pem []byte) (intoto.Key, error) {
-	var k intoto.Key
+func inTotoKey(pem []byte) (toto.Key, error) {
+	var k toto.Key
 	if err := k.LoadKeyReaderDefaults(bytes.NewReader(pem)); err != nil {
-		return intoto.Key{}, err
+		return toto.Key{}, err
 	}
 	return k, nil
 }
@@ -88,12 +88,12 @@ func KeyID(pem []byte) (string, error) {
 
 // New returns the release layout, signed by the project owner's key
 // (ownerPEM, PKCS#8), valid until expires.
-func New(ownerPEM []byte, f Functionaries, expires time.Time) (*intoto.Metablock, error) {
+func New(ownerPEM []byte, f Functionaries, expires time.Time) (*toto.Metablock, error) {
 	owner, err := inTotoKey(ownerPEM)
 	if err != nil {
 		return nil, fmt.Errorf("owner key: %w", err)
 	}
-	keys := map[string]intoto.Key{}
+	keys := map[string]toto.Key{}
 	ids := map[string][]string{}
 	for _, step := range Steps {
 		pems := f[step]
@@ -117,19 +117,19 @@ func New(ownerPEM []byte, f Functionaries, expires time.Time) (*intoto.Metablock
 		return nil, fmt.Errorf("step %s needs at least two validator keys (two independent qualifications)", StepQualify)
 	}
 	rule := func(r ...string) []string { return r }
-	step := func(name string, threshold int, materials, products [][]string, cmd []string) intoto.Step {
-		return intoto.Step{
+	step := func(name string, threshold int, materials, products [][]string, cmd []string) toto.Step {
+		return toto.Step{
 			Type: "step", PubKeys: ids[name], Threshold: threshold, ExpectedCommand: cmd,
-			SupplyChainItem: intoto.SupplyChainItem{Name: name, ExpectedMaterials: materials, ExpectedProducts: products},
+			SupplyChainItem: toto.SupplyChainItem{Name: name, ExpectedMaterials: materials, ExpectedProducts: products},
 		}
 	}
-	l := intoto.Layout{
+	l := toto.Layout{
 		Type:    "layout",
-		Expires: expires.UTC().Format(intoto.ISO8601DateSchema),
+		Expires: expires.UTC().Format(toto.ISO8601DateSchema),
 		Keys:    keys,
 		Readme:  "Cacheon Engine release supply chain: two qualifications, integration review, materialization, build, signature.",
-		Inspect: []intoto.Inspection{},
-		Steps: []intoto.Step{
+		Inspect: []toto.Inspection{},
+		Steps: []toto.Step{
 			step(StepQualify, 2, [][]string{rule("DISALLOW", "*")},
 				[][]string{rule("CREATE", prefPayload+"*"), rule("DISALLOW", "*")}, []string{"cacheon", "qualify"}),
 			step(StepReview, 1,
@@ -152,7 +152,7 @@ func New(ownerPEM []byte, f Functionaries, expires time.Time) (*intoto.Metablock
 				[]string{"cacheon", "release", "sign"}),
 		},
 	}
-	mb := &intoto.Metablock{Signed: l}
+	mb := &toto.Metablock{Signed: l}
 	if err := mb.Sign(owner); err != nil {
 		return nil, fmt.Errorf("sign layout: %w", err)
 	}
@@ -161,28 +161,28 @@ func New(ownerPEM []byte, f Functionaries, expires time.Time) (*intoto.Metablock
 
 // Artifacts are the materials and products of one step of a release.
 type Artifacts struct {
-	Materials map[string]intoto.HashObj
-	Products  map[string]intoto.HashObj
+	Materials map[string]toto.HashObj
+	Products  map[string]toto.HashObj
 }
 
-func sha(hex string) intoto.HashObj { return intoto.HashObj{"sha256": hex} }
+func sha(hex string) toto.HashObj { return toto.HashObj{"sha256": hex} }
 
 // StepArtifacts derives what step consumed and produced for the verified
 // release rel, as its functionary attests it.
 func StepArtifacts(step string, rel *verify.Release) (*Artifacts, error) {
-	a := &Artifacts{Materials: map[string]intoto.HashObj{}, Products: map[string]intoto.HashObj{}}
+	a := &Artifacts{Materials: map[string]toto.HashObj{}, Products: map[string]toto.HashObj{}}
 	d := rel.Descriptor
-	payloads := func(m map[string]intoto.HashObj) {
+	payloads := func(m map[string]toto.HashObj) {
 		for _, in := range d.Integrations {
 			m[prefPayload+in.TargetID] = sha(in.SelectedPayloadDigest)
 		}
 	}
-	reviews := func(m map[string]intoto.HashObj) {
+	reviews := func(m map[string]toto.HashObj) {
 		for _, in := range d.Integrations {
 			m[prefReview+in.TargetID+".json"] = sha(in.RecordSHA256)
 		}
 	}
-	sources := func(m map[string]intoto.HashObj) {
+	sources := func(m map[string]toto.HashObj) {
 		for _, in := range d.Integrations {
 			m[prefSource+in.TargetID] = sha(in.IntegratedSourceTreeDigest)
 		}
@@ -216,7 +216,7 @@ func StepArtifacts(step string, rel *verify.Release) (*Artifacts, error) {
 // Link signs the link of step for rel with the functionary's PKCS#8 PEM
 // key, and returns it with its conventional file name
 // (<step>.<keyid prefix>.link).
-func Link(step string, rel *verify.Release, functionaryPEM []byte) (*intoto.Metablock, string, error) {
+func Link(step string, rel *verify.Release, functionaryPEM []byte) (*toto.Metablock, string, error) {
 	k, err := inTotoKey(functionaryPEM)
 	if err != nil {
 		return nil, "", err
@@ -233,23 +233,23 @@ func Link(step string, rel *verify.Release, functionaryPEM []byte) (*intoto.Meta
 		StepMaterialize: {"cacheon", "stack", "materialize"}, StepBuild: {"cacheon", "release", "build"},
 		StepSign: {"cacheon", "release", "sign"},
 	}[step]
-	mb := &intoto.Metablock{Signed: intoto.Link{
+	mb := &toto.Metablock{Signed: toto.Link{
 		Type: "link", Name: step, Materials: a.Materials, Products: a.Products,
 		ByProducts: map[string]interface{}{}, Command: cmd, Environment: map[string]interface{}{},
 	}}
 	if err := mb.Sign(k); err != nil {
 		return nil, "", fmt.Errorf("sign %s link: %w", step, err)
 	}
-	return mb, fmt.Sprintf(intoto.LinkNameFormat, step, k.KeyID), nil
+	return mb, fmt.Sprintf(toto.LinkNameFormat, step, k.KeyID), nil
 }
 
 // Load reads a signed layout file.
-func Load(path string) (*intoto.Metablock, error) {
-	var mb intoto.Metablock
+func Load(path string) (*toto.Metablock, error) {
+	var mb toto.Metablock
 	if err := mb.Load(path); err != nil {
 		return nil, fmt.Errorf("load layout %s: %w", path, err)
 	}
-	if _, ok := mb.Signed.(intoto.Layout); !ok {
+	if _, ok := mb.Signed.(toto.Layout); !ok {
 		return nil, fmt.Errorf("%s is not an in-toto layout", path)
 	}
 	return &mb, nil
@@ -258,8 +258,8 @@ func Load(path string) (*intoto.Metablock, error) {
 // Check verifies the release rel (already verified by release/verify)
 // against the layout signed by one of ownerKeys (PEM public keys), with
 // the links in linkDir.
-func Check(mb *intoto.Metablock, ownerPEMs [][]byte, linkDir string, rel *verify.Release) error {
-	keys := map[string]intoto.Key{}
+func Check(mb *toto.Metablock, ownerPEMs [][]byte, linkDir string, rel *verify.Release) error {
+	keys := map[string]toto.Key{}
 	for _, p := range ownerPEMs {
 		k, err := inTotoKey(p)
 		if err != nil {
@@ -267,7 +267,7 @@ func Check(mb *intoto.Metablock, ownerPEMs [][]byte, linkDir string, rel *verify
 		}
 		keys[k.KeyID] = k
 	}
-	if _, err := intoto.InTotoVerify(mb, keys, linkDir, "", nil, nil, false); err != nil {
+	if _, err := toto.InTotoVerify(mb, keys, linkDir, "", nil, nil, false); err != nil {
 		return fmt.Errorf("in-toto verification: %w", err)
 	}
 	// The links verified among themselves; now they must describe this
@@ -283,7 +283,7 @@ func Check(mb *intoto.Metablock, ownerPEMs [][]byte, linkDir string, rel *verify
 		}
 		for _, side := range []struct {
 			name      string
-			want, got map[string]intoto.HashObj
+			want, got map[string]toto.HashObj
 		}{{"materials", want.Materials, got.Materials}, {"products", want.Products, got.Products}} {
 			if err := sameArtifacts(side.want, side.got); err != nil {
 				return fmt.Errorf("step %s %s do not describe this release: %w", step, side.name, err)
@@ -299,7 +299,7 @@ func Check(mb *intoto.Metablock, ownerPEMs [][]byte, linkDir string, rel *verify
 	if err != nil {
 		return err
 	}
-	for _, s := range mb.Signed.(intoto.Layout).Steps {
+	for _, s := range mb.Signed.(toto.Layout).Steps {
 		if s.Name != StepSign {
 			continue
 		}
@@ -312,22 +312,22 @@ func Check(mb *intoto.Metablock, ownerPEMs [][]byte, linkDir string, rel *verify
 	return fmt.Errorf("the release is signed by key %s (in-toto key id %s), which the layout does not allow to perform step %s", rel.Report.KeyID, id, StepSign)
 }
 
-func readStep(mb *intoto.Metablock, linkDir, step string) (*Artifacts, error) {
-	lay := mb.Signed.(intoto.Layout)
+func readStep(mb *toto.Metablock, linkDir, step string) (*Artifacts, error) {
+	lay := mb.Signed.(toto.Layout)
 	for _, s := range lay.Steps {
 		if s.Name != step {
 			continue
 		}
 		for _, id := range s.PubKeys {
-			p := filepath.Join(linkDir, fmt.Sprintf(intoto.LinkNameFormat, step, id))
+			p := filepath.Join(linkDir, fmt.Sprintf(toto.LinkNameFormat, step, id))
 			if _, err := os.Stat(p); err != nil {
 				continue
 			}
-			var link intoto.Metablock
+			var link toto.Metablock
 			if err := link.Load(p); err != nil {
 				return nil, err
 			}
-			l, ok := link.Signed.(intoto.Link)
+			l, ok := link.Signed.(toto.Link)
 			if !ok {
 				return nil, fmt.Errorf("%s is not a link", p)
 			}
@@ -337,7 +337,7 @@ func readStep(mb *intoto.Metablock, linkDir, step string) (*Artifacts, error) {
 	return nil, fmt.Errorf("no link for step %s", step)
 }
 
-func sameArtifacts(want, got map[string]intoto.HashObj) error {
+func sameArtifacts(want, got map[string]toto.HashObj) error {
 	var names []string
 	for n := range want {
 		names = append(names, n)
