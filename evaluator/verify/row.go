@@ -165,17 +165,14 @@ func (r *runner) runCandidates(op *manifest.Op, contract worker.SlotContract, ro
 		}
 	}
 	outs, runErr := worker.RunGroup(r.ctx, r.iso, specs)
-	errs := make([]error, world)
-	if runErr != nil {
-		errs[0] = runErr
-	}
-
-	records := make([]worker.CandidateRecord, world)
 	for rank := 0; rank < world; rank++ {
 		row.Workers = append(row.Workers, workerRun(worker.RoleCandidate, rank, outs[rank]))
-		if errs[rank] != nil {
-			return nil, nil, Error, errs[rank].Error()
-		}
+	}
+	if runErr != nil {
+		return nil, nil, Error, runErr.Error()
+	}
+	records := make([]worker.CandidateRecord, world)
+	for rank := 0; rank < world; rank++ {
 		_ = worker.ReadResult(dirs[rank], &records[rank])
 	}
 	// The first rank that ended on its own decides; ranks the controller
