@@ -48,7 +48,7 @@ def silu_and_mul(x, out):
         raise RuntimeError("ESCAPED: wrote " + target)
     out.zero_()
 `
-	rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", src, smallSilu), Options{})
+	rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", src, smallSilu), Options{})
 	if rep.Verdict != Fail || strings.Contains(rep.Rows[0].Reason, "ESCAPED") {
 		t.Fatalf("verdict %s reason %q, want a FAIL on the zeros", rep.Verdict, rep.Rows[0].Reason)
 	}
@@ -60,7 +60,7 @@ def silu_and_mul(x, out):
 // leaves it out, so the source that was scanned is the code that runs.
 func TestVerifyIgnoresBytecodeInTheBundle(t *testing.T) {
 	py := testPython(t)
-	dir := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
+	dir := oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
 	evil := filepath.Join(t.TempDir(), "k.py")
 	writeFile(t, evil, siluHeader+"\ndef silu_and_mul(x, out):\n    out.zero_()\n")
 	compile := `import importlib.util, py_compile, sys
@@ -91,7 +91,7 @@ func TestVerifyCandidateIsContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	dir := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", "", smallSilu)
+	dir := oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", "", smallSilu)
 	src := goodSilu + `
 import os, socket
 
@@ -164,7 +164,7 @@ def silu_and_mul(x, out):
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var progress bytes.Buffer
-			rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.src, smallSilu), Options{Progress: &progress})
+			rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.src, smallSilu), Options{Progress: &progress})
 			if rep.Verdict != Fail {
 				t.Fatalf("verdict %s reason %q, want FAIL", rep.Verdict, rep.Rows[0].Reason)
 			}
@@ -186,7 +186,7 @@ func TestVerifyRefusesWithoutIsolation(t *testing.T) {
 		t.Skip("the unreachable run directory needs a root controller")
 	}
 	parent := t.TempDir() // 0700: the sandbox user cannot pass it
-	good := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
+	good := oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
 	_, err := Run(context.Background(), good, Options{Python: py, DType: "float32", WorkDir: parent})
 	if err == nil || !strings.Contains(err.Error(), "--unsafe-no-isolation") {
 		t.Fatalf("err = %v, want a refusal naming --unsafe-no-isolation", err)
@@ -246,7 +246,7 @@ func TestVerifyAppliesIntakeRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
+			dir := oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
 			tc.edit(dir)
 			if _, err := Run(context.Background(), dir, Options{Python: py}); err == nil {
 				t.Fatal("verify ran a bundle intake refuses")

@@ -58,7 +58,7 @@ def decode(q, k, v, seq_lens, sm_scale, out):
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := run(t, bundle(t, tc.slot, tc.entry, "", tc.source, tc.metadata), Options{Device: "cuda", DType: "bfloat16"})
+			rep := run(t, oneOpBundle(t, tc.slot, tc.entry, "", tc.source, tc.metadata), Options{Device: "cuda", DType: "bfloat16"})
 			row := rep.Rows[0]
 			if row.Verdict != tc.verdict || !strings.Contains(row.Reason, tc.want) || row.Graph != tc.graph {
 				t.Fatalf("row %s graph %s reason %q, want %s graph %s mentioning %q", row.Verdict, row.Graph, row.Reason,

@@ -6,13 +6,13 @@ import (
 	"math/big"
 	"strings"
 
-	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // admits reports whether an op row's eligibility domain admits a live
 // call, and when it does not, which field excluded it. A field the domain
 // constrains but the call lacks is a mismatch, never a wildcard.
-func admits(e *manifest.Eligibility, live map[string]any) (bool, string) {
+func admits(e *bundle.Eligibility, live map[string]any) (bool, string) {
 	str := func(field string) (string, bool) {
 		v, ok := live[field].(string)
 		return v, ok

@@ -10,7 +10,7 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
-	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // Graph gate policies recorded per row.
@@ -23,7 +23,7 @@ const (
 // verifyRow selects the row's applicable cases, runs the candidate
 // process(es) and then the reference process, and fills row. contract is
 // the catalog's contract of the row's slot; every worker receives it.
-func (r *runner) verifyRow(index int, op *manifest.Op, contract worker.SlotContract, ps worker.PlanSlot, env worker.Env, row *RowResult) {
+func (r *runner) verifyRow(index int, op *bundle.Op, contract worker.SlotContract, ps worker.PlanSlot, env worker.Env, row *RowResult) {
 	row.Kind = contract.Kind
 	// The catalog states a tolerance per dtype; a dtype it gives the slot
 	// none for is not one the slot can be judged in.
@@ -33,7 +33,7 @@ func (r *runner) verifyRow(index int, op *manifest.Op, contract worker.SlotContr
 			strings.Join(contract.DTypes(), ", "))
 		return
 	}
-	elig, err := manifest.OpEligibility(op)
+	elig, err := bundle.OpEligibility(op)
 	if err != nil {
 		row.Verdict, row.Reason = Fail, err.Error()
 		return
@@ -134,7 +134,7 @@ func (r *runner) verifyRow(index int, op *manifest.Op, contract worker.SlotContr
 // runCandidates runs one candidate process per rank. A non-empty verdict
 // means the row is decided without a reference run (a crash, a timeout, or
 // an infrastructure failure).
-func (r *runner) runCandidates(op *manifest.Op, contract worker.SlotContract, rowDir string, world int, cases []worker.CaseRef,
+func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowDir string, world int, cases []worker.CaseRef,
 	graph bool, env worker.Env, row *RowResult) ([]worker.CandidateRecord, []string, string, string) {
 	rendezvous := ""
 	if world > 1 {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // stageBundle copies the files of the bundle at src that its content hash
@@ -20,7 +20,7 @@ import (
 // otherwise load in place of the scanned source (an unchecked-hash .pyc is
 // never compared with its .py).
 func stageBundle(src, dst string) (string, error) {
-	files, err := bundlehash.Files(src)
+	files, err := bundle.Files(src)
 	if err != nil {
 		return "", fmt.Errorf("staging the bundle: %w", err)
 	}
@@ -51,7 +51,7 @@ func stageBundle(src, dst string) (string, error) {
 			return "", fmt.Errorf("staging the bundle: %w", err)
 		}
 	}
-	hash, err := bundlehash.ContentHash(dst)
+	hash, err := bundle.ContentHash(dst)
 	if err != nil {
 		return "", fmt.Errorf("staging the bundle: %w", err)
 	}
@@ -61,7 +61,7 @@ func stageBundle(src, dst string) (string, error) {
 // stageFile copies exactly size bytes of the regular file src, refusing a
 // file that became a link, a FIFO or another size since it was listed.
 func stageFile(src, dst string, size int64) error {
-	in, fi, err := bundlehash.OpenRegular(src)
+	in, fi, err := bundle.OpenRegular(src)
 	if err != nil {
 		return fmt.Errorf("staging %s: changed while staged: %w", src, err)
 	}

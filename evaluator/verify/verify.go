@@ -15,8 +15,8 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/scan"
-	"github.com/cacheon/engine/tools/manifest"
 )
 
 // Options configure a verify run.
@@ -110,16 +110,16 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	if err := o.normalize(); err != nil {
 		return nil, err
 	}
-	bundle, err := filepath.Abs(dir)
+	bundleDir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
 	// Intake's rules first (limits, names, canonical paths): verify runs
 	// no bundle that intake would refuse.
-	if err := manifest.CheckBundlePaths(bundle); err != nil {
+	if err := bundle.CheckBundlePaths(bundleDir); err != nil {
 		return nil, err
 	}
-	if _, err := manifest.Load(bundle); err != nil {
+	if _, err := bundle.Load(bundleDir); err != nil {
 		return nil, err
 	}
 	parent := o.WorkDir
@@ -145,11 +145,11 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	// Everything from here reads the staged copy: the manifest, the scan
 	// and every worker see the same bytes.
 	staged := filepath.Join(runDir, "bundle")
-	contentHash, err := stageBundle(bundle, staged)
+	contentHash, err := stageBundle(bundleDir, staged)
 	if err != nil {
 		return nil, err
 	}
-	m, err := manifest.Load(staged)
+	m, err := bundle.Load(staged)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("static scan: %w", err)
 	}
-	rep := &Report{Schema: ReportSchema, Bundle: bundle, BundleID: m.BundleID, ABI: m.ABIVersion, ContentHash: contentHash,
+	rep := &Report{Schema: ReportSchema, Bundle: bundleDir, BundleID: m.BundleID, ABI: m.ABIVersion, ContentHash: contentHash,
 		Device: o.Device, DType: o.DType, Seed: o.Seed, WorldSize: o.WorldSize, Notes: []string{},
 		Scan: scanSummary(sc), Isolation: IsolationSandbox}
 	if differ := contractsDifferFromDefault(o.Catalog, m); len(differ) > 0 {
@@ -214,7 +214,7 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 			"need a GPU (Triton, CUDA) cannot pass; verify on --device cuda before proposing")
 	}
 
-	domainErr := manifest.CheckVariantDomains(m)
+	domainErr := bundle.CheckVariantDomains(m)
 	for i := range m.Ops {
 		op := &m.Ops[i]
 		row := RowResult{Slot: op.Slot, Variant: op.Variant, Source: op.Source, Entry: op.Entry, Cases: []CaseResult{}, Workers: []WorkerRun{}}
@@ -247,7 +247,7 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 // contractsDifferFromDefault lists the bundle's slots whose contract in c
 // differs from the default catalog's. The catalog digest cannot tell: shapes
 // and the call signature guide verification but are not part of any identity.
-func contractsDifferFromDefault(c *catalog.Catalog, m *manifest.Manifest) []string {
+func contractsDifferFromDefault(c *catalog.Catalog, m *bundle.Manifest) []string {
 	def, err := catalog.Default()
 	if err != nil {
 		return nil
@@ -292,7 +292,7 @@ func (r *runner) validatorRoot() (string, error) {
 
 // plan runs the plan role for the bundle's slots the catalog registers,
 // sending each slot's catalog contract.
-func (r *runner) plan(m *manifest.Manifest) (*worker.PlanResult, error) {
+func (r *runner) plan(m *bundle.Manifest) (*worker.PlanResult, error) {
 	slots := map[string]bool{}
 	for _, op := range m.Ops {
 		slots[op.Slot] = true

@@ -41,9 +41,9 @@ var (
 	torchErr  string
 )
 
-// bundle writes a one-op bundle with the given kernel source and metadata
+// oneOpBundle writes a one-op bundle with the given kernel source and metadata
 // JSON ("" for none) and returns its directory.
-func bundle(t *testing.T, slot, entry, prepare, source, metadata string) string {
+func oneOpBundle(t *testing.T, slot, entry, prepare, source, metadata string) string {
 	t.Helper()
 	dir := t.TempDir()
 	m := "bundle_id = \"test\"\nabi_version = \"cacheon-op-abi-v0\"\n\n[[ops]]\n" +
@@ -200,7 +200,7 @@ from torch import no_such_name_here
 		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.source, smallSilu), Options{})
+			rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.source, smallSilu), Options{})
 			if rep.Verdict != Fail {
 				t.Fatalf("verdict %s (%s), want FAIL", rep.Verdict, rep.Reason)
 			}
@@ -228,7 +228,7 @@ def silu_and_mul(x, out):
 `
 	parent := searchableTempDir(t)
 	start := time.Now()
-	rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", src, smallSilu), Options{Timeout: 15 * time.Second, WorkDir: parent})
+	rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", src, smallSilu), Options{Timeout: 15 * time.Second, WorkDir: parent})
 	if rep.Verdict != Fail || !strings.Contains(rep.Rows[0].Reason, "timed out after") {
 		t.Fatalf("verdict %s reason %q, want FAIL by timeout", rep.Verdict, rep.Rows[0].Reason)
 	}
@@ -345,7 +345,7 @@ def all_reduce(x, out, group):
 		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rep := run(t, bundle(t, tc.slot, tc.entry, tc.prepare, tc.source, tc.metadata), tc.o)
+			rep := run(t, oneOpBundle(t, tc.slot, tc.entry, tc.prepare, tc.source, tc.metadata), tc.o)
 			if rep.Verdict != Pass {
 				t.Fatalf("verdict %s: %s\nrows: %+v", rep.Verdict, rep.Reason, rep.Rows)
 			}
@@ -395,7 +395,7 @@ def all_reduce(x, out, group):
 		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rep := run(t, bundle(t, "collective.all_reduce", "all_reduce", "", tc.source, `{"max_num_tokens": 4}`),
+			rep := run(t, oneOpBundle(t, "collective.all_reduce", "all_reduce", "", tc.source, `{"max_num_tokens": 4}`),
 				Options{Timeout: tc.timeout})
 			if rep.Verdict != Fail || !strings.Contains(rep.Rows[0].Reason, tc.want) {
 				t.Fatalf("verdict %s reason %q, want FAIL mentioning %q", rep.Verdict, rep.Rows[0].Reason, tc.want)
@@ -408,7 +408,7 @@ func TestVerifyRowsWithoutVerdict(t *testing.T) {
 	testPython(t)
 	t.Run("domain excludes every case", func(t *testing.T) {
 		t.Parallel()
-		rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, `{"dtypes": ["float16"]}`), Options{DType: "float32"})
+		rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, `{"dtypes": ["float16"]}`), Options{DType: "float32"})
 		if rep.Verdict != Fail || rep.Rows[0].Verdict != NotApplicable {
 			t.Fatalf("verdict %s row %s, want FAIL with an N/A row", rep.Verdict, rep.Rows[0].Verdict)
 		}
@@ -418,14 +418,14 @@ func TestVerifyRowsWithoutVerdict(t *testing.T) {
 	})
 	t.Run("unknown slot", func(t *testing.T) {
 		t.Parallel()
-		rep := run(t, bundle(t, "activation.gelu", "gelu", "", goodSilu, ""), Options{})
+		rep := run(t, oneOpBundle(t, "activation.gelu", "gelu", "", goodSilu, ""), Options{})
 		if rep.Verdict != Fail || rep.Rows[0].Verdict != Skip {
 			t.Fatalf("verdict %s row %s, want FAIL with a SKIP row", rep.Verdict, rep.Rows[0].Verdict)
 		}
 	})
 	t.Run("prepare missing", func(t *testing.T) {
 		t.Parallel()
-		rep := run(t, bundle(t, "moe.fused_experts", "experts", "", "def experts(*a):\n    pass\n", `{"max_num_tokens": 5}`), Options{})
+		rep := run(t, oneOpBundle(t, "moe.fused_experts", "experts", "", "def experts(*a):\n    pass\n", `{"max_num_tokens": 5}`), Options{})
 		if rep.Verdict != Fail || !strings.Contains(rep.Rows[0].Reason, "needs a prepare callable") {
 			t.Fatalf("verdict %s reason %q", rep.Verdict, rep.Rows[0].Reason)
 		}
@@ -447,7 +447,7 @@ func TestVerifyMissingDependency(t *testing.T) {
 		{"triton_that_is_not_installed", Fail, `imports "triton_that_is_not_installed", which the worker interpreter does not provide`},
 	}
 	for _, tc := range cases {
-		dir := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", siluHeader+"import "+tc.module+"\n"+goodSilu, smallSilu)
+		dir := oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", siluHeader+"import "+tc.module+"\n"+goodSilu, smallSilu)
 		rep := run(t, dir, Options{})
 		if rep.Verdict != tc.verdict || !strings.Contains(rep.Rows[0].Reason, tc.reason) {
 			t.Fatalf("%s: verdict %s reason %q, want %s %q", tc.module, rep.Verdict, rep.Rows[0].Reason, tc.verdict, tc.reason)
@@ -458,7 +458,7 @@ func TestVerifyMissingDependency(t *testing.T) {
 func TestVerifyKeepWorkLeavesARemovableRecord(t *testing.T) {
 	testPython(t)
 	parent := searchableTempDir(t)
-	run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, `{"max_num_tokens": 4}`),
+	run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, `{"max_num_tokens": 4}`),
 		Options{KeepWork: true, WorkDir: parent})
 	runs, err := filepath.Glob(filepath.Join(parent, "cacheon-verify-*"))
 	if err != nil || len(runs) != 1 {
@@ -490,7 +490,7 @@ func TestVerifyStaticScanGatesExecution(t *testing.T) {
 	testPython(t)
 	marker := filepath.Join(t.TempDir(), "ran")
 	src := siluHeader + "import subprocess\n\ndef silu_and_mul(x, out):\n    open(" + "\"" + marker + "\"" + ", \"w\").close()\n"
-	dir := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", src, smallSilu)
+	dir := oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", src, smallSilu)
 	rep, err := Run(context.Background(), dir, Options{Python: testPython(t), DType: "float32"})
 	if err != nil {
 		t.Fatal(err)
@@ -507,7 +507,7 @@ func TestVerifyStaticScanGatesExecution(t *testing.T) {
 }
 
 func TestVerifyInfrastructureErrors(t *testing.T) {
-	good := bundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
+	good := oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
 	t.Run("interpreter without torch", func(t *testing.T) {
 		noTorch := filepath.Join(searchableTempDir(t), "python3")
 		writeFile(t, noTorch, "#!/bin/sh\necho 'ModuleNotFoundError: No module named torch' >&2\nexit 1\n")
@@ -643,7 +643,7 @@ def silu_and_mul(x, out):
 			if tc.edits != nil {
 				o.Catalog = editedCatalog(t, tc.edits...)
 			}
-			rep := run(t, bundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.source, `{"max_num_tokens": 40}`), o)
+			rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.source, `{"max_num_tokens": 40}`), o)
 			row := rep.Rows[0]
 			if rep.Verdict != tc.verdict || !strings.Contains(row.Reason, tc.reason) {
 				t.Fatalf("verdict %s, row %s: %q; want %s mentioning %q", rep.Verdict, row.Verdict, row.Reason, tc.verdict, tc.reason)

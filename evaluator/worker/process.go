@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/evaluator/sandbox"
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // File names inside a worker's work directory.
@@ -444,7 +444,7 @@ func ReadResult(workDir string, v any) error {
 // blocking on a FIFO, and refuses anything but a regular file: a worker
 // may have replaced its own files with either.
 func openRegular(path string) (*os.File, error) {
-	f, _, err := bundlehash.OpenRegular(path)
+	f, _, err := bundle.OpenRegular(path)
 	return f, err
 }
 

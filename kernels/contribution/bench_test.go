@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // BenchmarkLoadAndSelectedPayload measures what intake does for every
@@ -25,19 +25,19 @@ func BenchmarkLoadAndSelectedPayload(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			dir := c.dir(b)
-			bundle, err := manifest.LoadBundle(dir)
+			b2, err := bundle.LoadBundle(dir)
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.SetBytes(bundle.Tree.TotalBytes)
+			b.SetBytes(b2.Tree.TotalBytes)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				bundle, err := manifest.LoadBundle(dir)
+				b2, err := bundle.LoadBundle(dir)
 				if err != nil {
 					b.Fatal(err)
 				}
-				p, err := ComputeSelectedPayload(bundle, opts)
+				p, err := ComputeSelectedPayload(b2, opts)
 				if err != nil {
 					b.Fatal(err)
 				}

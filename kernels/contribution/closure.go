@@ -3,9 +3,9 @@ package contribution
 import (
 	"fmt"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/cudaclosure"
 	"github.com/cacheon/engine/kernels/pyclosure"
-	"github.com/cacheon/engine/tools/manifest"
 )
 
 // PythonClosure is the validator's ClosureFunc: the bundle-local import
@@ -13,7 +13,7 @@ import (
 // native extensions the bundle's declared CUDA sources build, so that a
 // Python module shadowing one is refused. Links are never followed.
 func PythonClosure(bundleDir string, opSources []string) ([]string, error) {
-	m, err := manifest.ReadManifest(bundleDir)
+	m, err := bundle.ReadManifest(bundleDir)
 	if err != nil {
 		return nil, fmt.Errorf("python closure: %w", err)
 	}

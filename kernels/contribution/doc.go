@@ -1,7 +1,7 @@
 // Package contribution computes the identities of a contribution bundle
 // and keeps the four stages of a contribution's life apart.
 //
-// A bundle's content hash names its bytes (tools/bundlehash). What a
+// A bundle's content hash names its bytes (kernels/bundle). What a
 // target actually executes is narrower: the selected payload — the Python
 // import closure of the op sources, declared CUDA sources and dependency
 // patches, the canonical projection of op metadata, the op rows and the

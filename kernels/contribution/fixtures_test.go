@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/scan"
-	"github.com/cacheon/engine/tools/manifest"
 )
 
 // fixtureExpectation is what one broken or hostile bundle under
@@ -42,12 +42,12 @@ var fixtures = map[string]fixtureExpectation{
 	"python312_syntax":                {stage: "scan", scanRule: scan.RuleSyntax, contains: "requires Python 3.12"},
 	"undeclared_cu":                   {stage: StageTree, contains: "kernels/silu.cu: CUDA source not declared"},
 	"binary_object":                   {stage: StageTree, contains: "kernels/_ext.so: compiled objects"},
-	"path_traversal_source":           {stage: StageLoad, class: manifest.ErrPath, contains: `manifest.toml: ops[0].source: path "../kernels/silu_and_mul.py" escapes the bundle root`},
-	"repeated_slot_without_variant":   {stage: StageLoad, class: manifest.ErrSchema, contains: "manifest.toml: ops[1].variant: slot \"activation.silu_and_mul\" repeats"},
-	"dep_patch_rename":                {stage: StageLoad, class: manifest.ErrDepPatch, contains: "patches/rename.patch: dep patch for flashinfer rejected"},
-	"metadata_unknown_capability":     {stage: StageLoad, class: manifest.ErrMetadata, contains: `metadata/silu_and_mul.json: capabilities: unsupported capability field "colour"`},
-	"metadata_disjoint_dtypes":        {stage: StageLoad, class: manifest.ErrMetadata, contains: "ops[0].dtypes: manifest dtypes"},
-	"rebuild_bundle_python":           {stage: StageLoad, class: manifest.ErrSchema, contains: "rebuild.json: steps[0].type: \"bundle_python\" is not allowed"},
+	"path_traversal_source":           {stage: StageLoad, class: bundle.ErrPath, contains: `manifest.toml: ops[0].source: path "../kernels/silu_and_mul.py" escapes the bundle root`},
+	"repeated_slot_without_variant":   {stage: StageLoad, class: bundle.ErrSchema, contains: "manifest.toml: ops[1].variant: slot \"activation.silu_and_mul\" repeats"},
+	"dep_patch_rename":                {stage: StageLoad, class: bundle.ErrDepPatch, contains: "patches/rename.patch: dep patch for flashinfer rejected"},
+	"metadata_unknown_capability":     {stage: StageLoad, class: bundle.ErrMetadata, contains: `metadata/silu_and_mul.json: capabilities: unsupported capability field "colour"`},
+	"metadata_disjoint_dtypes":        {stage: StageLoad, class: bundle.ErrMetadata, contains: "ops[0].dtypes: manifest dtypes"},
+	"rebuild_bundle_python":           {stage: StageLoad, class: bundle.ErrSchema, contains: "rebuild.json: steps[0].type: \"bundle_python\" is not allowed"},
 	"setup_op":                        {stage: StageResolve, rule: catalog.ResolveDiscoveryLane, contains: "setup"},
 	"competition_mode_mismatch":       {stage: StageResolve, rule: catalog.ResolveKindMismatch, contains: "activation.silu_and_mul"},
 	"competition_target_mismatch":     {stage: StageResolve, rule: catalog.ResolveMemberSet, contains: "norm.rmsnorm"},
@@ -55,12 +55,12 @@ var fixtures = map[string]fixtureExpectation{
 	"feature_not_allowed":             {stage: StageResolve, rule: catalog.ResolveFeature, contains: "op_extra:fast_path"},
 	"dep_patch_not_allowed":           {stage: StageResolve, rule: catalog.ResolveFeature, contains: "dep_patch:flashinfer"},
 	"cuda_without_rebuild":            {stage: StageResolve, rule: catalog.ResolveCUDA, contains: "rebuild:build_cuda_ext"},
-	"variants_overlap":                {stage: StageVariants, class: manifest.ErrMetadata, contains: "variants \"large\" and \"small\" of activation.silu_and_mul have overlapping eligibility domains"},
-	"manifest_dotted_key_depth":       {stage: StageLoad, class: manifest.ErrLimit, contains: "manifest.toml:8: a key has more than 16 components"},
-	"too_many_variants":               {stage: StageLoad, class: manifest.ErrLimit, contains: `manifest.toml: ops[64].variant: slot "activation.silu_and_mul" has more than 64 variants`},
-	"metadata_one_of_flood":           {stage: StageLoad, class: manifest.ErrMetadata, contains: "metadata/silu_and_mul.json: capabilities: head_dim.one_of has 4097 values; at most 4096 are allowed"},
-	"metadata_huge_integer":           {stage: StageLoad, class: manifest.ErrMetadata, contains: "metadata/silu_and_mul.json: max_last_dim: must be a non-negative integer"},
-	"metadata_deep_nesting":           {stage: StageLoad, class: manifest.ErrSyntax, contains: "metadata/silu_and_mul.json: invalid JSON: $…"},
+	"variants_overlap":                {stage: StageVariants, class: bundle.ErrMetadata, contains: "variants \"large\" and \"small\" of activation.silu_and_mul have overlapping eligibility domains"},
+	"manifest_dotted_key_depth":       {stage: StageLoad, class: bundle.ErrLimit, contains: "manifest.toml:8: a key has more than 16 components"},
+	"too_many_variants":               {stage: StageLoad, class: bundle.ErrLimit, contains: `manifest.toml: ops[64].variant: slot "activation.silu_and_mul" has more than 64 variants`},
+	"metadata_one_of_flood":           {stage: StageLoad, class: bundle.ErrMetadata, contains: "metadata/silu_and_mul.json: capabilities: head_dim.one_of has 4097 values; at most 4096 are allowed"},
+	"metadata_huge_integer":           {stage: StageLoad, class: bundle.ErrMetadata, contains: "metadata/silu_and_mul.json: max_last_dim: must be a non-negative integer"},
+	"metadata_deep_nesting":           {stage: StageLoad, class: bundle.ErrSyntax, contains: "metadata/silu_and_mul.json: invalid JSON: $…"},
 	"system_mode":                     {stage: "unregistered", contains: "never crownable"},
 	"unregistered_slot":               {stage: "unregistered", contains: "classified for discovery"},
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // Inspection stages, in the order Inspect runs them. A RejectedError
@@ -47,7 +47,7 @@ type Target struct {
 // running it.
 type Inspection struct {
 	Dir                  string
-	Bundle               *manifest.Bundle
+	Bundle               *bundle.Bundle
 	ContentHash          string // the proposal's artifact digest
 	CommittedContentHash string // without the top-level carrier receipt
 	DeclaredFeatures     []string
@@ -84,9 +84,9 @@ func Inspect(dir string, opts Options) (*Inspection, error) {
 	if opts.Catalog == nil {
 		return nil, errors.New("inspect: no target catalog")
 	}
-	b, err := manifest.LoadBundle(dir)
+	b, err := bundle.LoadBundle(dir)
 	if err != nil {
-		if errors.Is(err, manifest.ErrInvalid) {
+		if errors.Is(err, bundle.ErrInvalid) {
 			return nil, reject(StageLoad, err)
 		}
 		return nil, err
@@ -118,10 +118,10 @@ func Inspect(dir string, opts Options) (*Inspection, error) {
 	}
 	in.Target = res.Target
 
-	if err := manifest.CheckVariantDomains(m); err != nil {
+	if err := bundle.CheckVariantDomains(m); err != nil {
 		return in, reject(StageVariants, err)
 	}
-	if err := manifest.CheckDepPolicy(m); err != nil {
+	if err := bundle.CheckDepPolicy(m); err != nil {
 		return in, reject(StageDepPolicy, err)
 	}
 	p, err := ComputeSelectedPayload(b, opts.Payload)
@@ -153,7 +153,7 @@ type Resolution struct {
 // bundle itself, so the rebuild evidence counts as complete: declared
 // CUDA sources need a build_cuda_ext step, declared patches an
 // apply_dep_patch step, and the other way round.
-func Resolve(b *manifest.Bundle, cat *catalog.Catalog) (Resolution, error) {
+func Resolve(b *bundle.Bundle, cat *catalog.Catalog) (Resolution, error) {
 	m := b.Manifest
 	out := Resolution{Declared: m.DeclaredFeatures(), Observed: b.Rebuild.ObservedFeatures()}
 	if out.Observed == nil {
@@ -182,7 +182,7 @@ func Resolve(b *manifest.Bundle, cat *catalog.Catalog) (Resolution, error) {
 	return out, nil
 }
 
-func countTranslationUnits(m *manifest.Manifest) int {
+func countTranslationUnits(m *bundle.Manifest) int {
 	n := 0
 	for _, p := range m.CUDASourcePaths() {
 		if strings.HasSuffix(p, ".cu") {

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/tools/canonjson"
 	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/manifest"
 )
 
 func TestInspectExamples(t *testing.T) {
@@ -255,7 +255,7 @@ func TestAtomicRebuildEvidence(t *testing.T) {
 	}
 	cat := defaultCatalog(t)
 	load := func(dir string) (Resolution, error) {
-		b, err := manifest.LoadBundle(dir)
+		b, err := bundle.LoadBundle(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

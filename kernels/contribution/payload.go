@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/manifest"
 )
 
 // Identity domains of contributions.
@@ -112,7 +111,7 @@ type PayloadOptions struct {
 }
 
 // ComputeSelectedPayload derives the selected payload of a loaded bundle.
-func ComputeSelectedPayload(b *manifest.Bundle, opts PayloadOptions) (*SelectedPayload, error) {
+func ComputeSelectedPayload(b *bundle.Bundle, opts PayloadOptions) (*SelectedPayload, error) {
 	m := b.Manifest
 	if opts.Closure == nil {
 		return nil, fmt.Errorf("selected payload of %s: no Python closure function", b.Dir)
@@ -134,7 +133,7 @@ func ComputeSelectedPayload(b *manifest.Bundle, opts PayloadOptions) (*SelectedP
 		if op.Metadata == "" {
 			continue
 		}
-		if err := manifest.CheckLogicalPath(op.Metadata); err != nil {
+		if err := bundle.CheckLogicalPath(op.Metadata); err != nil {
 			return nil, fieldErr(op.Key("metadata"), err)
 		}
 		if op.MetadataDoc == nil {
@@ -159,7 +158,7 @@ func ComputeSelectedPayload(b *manifest.Bundle, opts PayloadOptions) (*SelectedP
 	for i := range m.Ops {
 		op := &m.Ops[i]
 		for j, cs := range op.CUDASources {
-			if err := manifest.CheckLogicalPath(cs); err != nil {
+			if err := bundle.CheckLogicalPath(cs); err != nil {
 				return nil, fieldErr(fmt.Sprintf("%s[%d]", op.Key("cuda_sources"), j), err)
 			}
 			cudaSet[cs] = true
@@ -176,7 +175,7 @@ func ComputeSelectedPayload(b *manifest.Bundle, opts PayloadOptions) (*SelectedP
 	}
 	var patchFiles []string
 	for _, dp := range m.DepPatches {
-		if err := manifest.CheckLogicalPath(dp.Path); err != nil {
+		if err := bundle.CheckLogicalPath(dp.Path); err != nil {
 			return nil, fieldErr(fmt.Sprintf("dep_patches[%d].path", dp.Index), err)
 		}
 		patchFiles = append(patchFiles, dp.Path)
@@ -192,7 +191,7 @@ func ComputeSelectedPayload(b *manifest.Bundle, opts PayloadOptions) (*SelectedP
 	sources := make([]string, 0, len(m.Ops))
 	for i := range m.Ops {
 		op := &m.Ops[i]
-		if err := manifest.CheckLogicalPath(op.Source); err != nil {
+		if err := bundle.CheckLogicalPath(op.Source); err != nil {
 			return nil, fieldErr(op.Key("source"), err)
 		}
 		sources = append(sources, op.Source)
@@ -202,7 +201,7 @@ func ComputeSelectedPayload(b *manifest.Bundle, opts PayloadOptions) (*SelectedP
 		return nil, fmt.Errorf("python import closure: %w", err)
 	}
 	for _, f := range pyFiles {
-		if err := manifest.CheckLogicalPath(f); err != nil {
+		if err := bundle.CheckLogicalPath(f); err != nil {
 			return nil, fmt.Errorf("python import closure: %w", err)
 		}
 	}
@@ -225,7 +224,7 @@ func ComputeSelectedPayload(b *manifest.Bundle, opts PayloadOptions) (*SelectedP
 		return p.Files[i].Path < p.Files[j].Path
 	})
 
-	ops := make([]*manifest.Op, len(m.Ops))
+	ops := make([]*bundle.Op, len(m.Ops))
 	for i := range m.Ops {
 		ops[i] = &m.Ops[i]
 	}
@@ -251,7 +250,7 @@ func ComputeSelectedPayload(b *manifest.Bundle, opts PayloadOptions) (*SelectedP
 				return nil, fmt.Errorf("rebuild.json: no reviewed digest for patcher %s", s.Name)
 			}
 			p.Rebuild.Steps = append(p.Rebuild.Steps, RebuildStep{
-				Type: "repo_python", PatcherID: s.ID, Path: manifest.PatcherDir + "/" + s.Name, PatcherSHA256: sum,
+				Type: "repo_python", PatcherID: s.ID, Path: bundle.PatcherDir + "/" + s.Name, PatcherSHA256: sum,
 			})
 		}
 	}
@@ -286,7 +285,7 @@ func SelectedDelta(selectedPayloadDigest, targetID, targetSpecDigest string) (st
 
 // opIdentity is one op row's identity in the selected payload. Unknown op
 // keys never reach a selected payload: resolution already refused them.
-func opIdentity(op *manifest.Op) (map[string]any, error) {
+func opIdentity(op *bundle.Op) (map[string]any, error) {
 	if len(op.Extra) > 0 {
 		return nil, fmt.Errorf("%s: target-selected op %s carries unregistered fields %q", op.Key(""), op.Slot, keys(boolKeys(op.Extra)))
 	}
@@ -327,7 +326,7 @@ func opIdentity(op *manifest.Op) (map[string]any, error) {
 func canonicalSet(field string, values []string) ([]string, error) {
 	set := map[string]bool{}
 	for _, v := range values {
-		c, err := manifest.CanonicalText(field, v)
+		c, err := bundle.CanonicalText(field, v)
 		if err != nil {
 			return nil, err
 		}
@@ -361,7 +360,7 @@ func boolKeys(m map[string]any) map[string]bool {
 }
 
 func fieldErr(key string, err error) error {
-	return &manifest.Error{File: manifest.FileName, Key: key, Reason: err.Error(), Class: manifest.ErrPath}
+	return &bundle.Error{File: bundle.FileName, Key: key, Reason: err.Error(), Class: bundle.ErrPath}
 }
 
 // hashFile reads a selected file once, refusing links and special files
@@ -377,10 +376,10 @@ func hashFile(root, rel string) (string, int64, error) {
 	if !before.Mode().IsRegular() {
 		return "", 0, fmt.Errorf("selected file %s is not a regular file", rel)
 	}
-	if before.Size() > manifest.MaxFileBytes {
-		return "", 0, fmt.Errorf("selected file %s is %d bytes; at most %d are allowed", rel, before.Size(), manifest.MaxFileBytes)
+	if before.Size() > bundle.MaxFileBytes {
+		return "", 0, fmt.Errorf("selected file %s is %d bytes; at most %d are allowed", rel, before.Size(), bundle.MaxFileBytes)
 	}
-	f, opened, err := bundlehash.OpenRegular(full)
+	f, opened, err := bundle.OpenRegular(full)
 	if err != nil {
 		return "", 0, fmt.Errorf("selected file %s: %w", rel, err)
 	}

@@ -3,9 +3,8 @@ package contribution
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/manifest"
 )
 
 type sourceTreeRow struct {
@@ -20,16 +19,16 @@ type sourceTreeRow struct {
 // modes normalized. Links and special files reject the tree (the intake
 // limits apply), so the identity never depends on what a link points at.
 func IntegratedSourceTreeDigest(dir string) (string, error) {
-	tree, err := manifest.ReadTree(dir)
+	tree, err := bundle.ReadTree(dir)
 	if err != nil {
 		return "", err
 	}
 	if len(tree.Files) == 0 {
-		return "", fmt.Errorf("integrated source tree %s: %w", dir, bundlehash.ErrNoFiles)
+		return "", fmt.Errorf("integrated source tree %s: %w", dir, bundle.ErrNoFiles)
 	}
 	rows := make([]sourceTreeRow, 0, len(tree.Files))
 	for _, f := range tree.Files {
-		if err := manifest.CheckLogicalPath(f.Path); err != nil {
+		if err := bundle.CheckLogicalPath(f.Path); err != nil {
 			return "", fmt.Errorf("integrated source tree %s: %w", dir, err)
 		}
 		sum, _, err := hashFile(dir, f.Path)

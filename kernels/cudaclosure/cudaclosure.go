@@ -21,7 +21,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // MaxFileBytes bounds each CUDA file read (the intake limit for
@@ -92,7 +92,7 @@ func Build(fsys fs.FS, declared []string) (*Closure, error) {
 		b.declared[p] = true
 		roots = append(roots, p)
 	}
-	sort.Slice(roots, func(i, j int) bool { return bundlehash.PathLess(roots[i], roots[j]) })
+	sort.Slice(roots, func(i, j int) bool { return bundle.PathLess(roots[i], roots[j]) })
 	// Every declared file is read and checked, reached or not; the
 	// closure lists those reachable from the translation units.
 	for _, p := range roots {
@@ -120,7 +120,7 @@ func Build(fsys fs.FS, declared []string) (*Closure, error) {
 		sort.SliceStable(b.problems, func(i, j int) bool {
 			x, y := b.problems[i], b.problems[j]
 			if x.Path != y.Path {
-				return bundlehash.PathLess(x.Path, y.Path)
+				return bundle.PathLess(x.Path, y.Path)
 			}
 			return x.Line < y.Line
 		})
@@ -130,7 +130,7 @@ func Build(fsys fs.FS, declared []string) (*Closure, error) {
 	for p := range reached {
 		c.Files = append(c.Files, p)
 	}
-	sort.Slice(c.Files, func(i, j int) bool { return bundlehash.PathLess(c.Files[i], c.Files[j]) })
+	sort.Slice(c.Files, func(i, j int) bool { return bundle.PathLess(c.Files[i], c.Files[j]) })
 	for h := range b.system {
 		c.SystemHeaders = append(c.SystemHeaders, h)
 	}

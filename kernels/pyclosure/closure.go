@@ -20,7 +20,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // MaxFileBytes bounds each Python file read (the intake limit for
@@ -148,7 +148,7 @@ func Build(fsys fs.FS, opSources []string, opts Options) (*Closure, error) {
 		sort.SliceStable(r.problems, func(i, j int) bool {
 			a, b := r.problems[i], r.problems[j]
 			if a.Path != b.Path {
-				return bundlehash.PathLess(a.Path, b.Path)
+				return bundle.PathLess(a.Path, b.Path)
 			}
 			if a.Line != b.Line {
 				return a.Line < b.Line
@@ -161,7 +161,7 @@ func Build(fsys fs.FS, opSources []string, opts Options) (*Closure, error) {
 	for _, f := range r.files {
 		c.Files = append(c.Files, f)
 	}
-	sort.Slice(c.Files, func(i, j int) bool { return bundlehash.PathLess(c.Files[i].Path, c.Files[j].Path) })
+	sort.Slice(c.Files, func(i, j int) bool { return bundle.PathLess(c.Files[i].Path, c.Files[j].Path) })
 	return c, nil
 }
 

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // FormatVersion is the version of the JSON report.
@@ -74,7 +74,7 @@ func Bundle(dir string) (*Report, error) {
 	covered := map[string]bool{}
 	cache := map[string][]Finding{}
 	for _, op := range m.Ops {
-		src := manifest.CleanPath(op.Source)
+		src := bundle.CleanPath(op.Source)
 		findings, ok := cache[src]
 		if !ok {
 			findings = scanOpSource(dir, src)
@@ -122,26 +122,26 @@ func status(fs []Finding) string {
 // an intake limit, the intake error comes back as intake and the manifest
 // is still parsed on its own, so the scan can report that problem among
 // its findings instead of stopping at it.
-func loadManifest(dir string) (m *manifest.Manifest, intake, err error) {
-	m, err = manifest.Load(dir)
+func loadManifest(dir string) (m *bundle.Manifest, intake, err error) {
+	m, err = bundle.Load(dir)
 	if err == nil {
 		return m, nil, nil
 	}
-	if !errors.Is(err, manifest.ErrLimit) {
+	if !errors.Is(err, bundle.ErrLimit) {
 		return nil, nil, err
 	}
 	intake = err
-	data, rerr := readContained(dir, manifest.FileName, manifest.MaxInspectableFileBytes)
+	data, rerr := readContained(dir, bundle.FileName, bundle.MaxInspectableFileBytes)
 	if rerr != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", manifest.FileName, rerr)
+		return nil, nil, fmt.Errorf("read %s: %w", bundle.FileName, rerr)
 	}
-	m, err = manifest.Parse(data, manifest.FileName)
+	m, err = bundle.Parse(data, bundle.FileName)
 	return m, intake, err
 }
 
 // scanOpSource reads an op's source without following links and scans it.
 func scanOpSource(dir, rel string) []Finding {
-	src, err := readContained(dir, rel, manifest.MaxInspectableFileBytes)
+	src, err := readContained(dir, rel, bundle.MaxInspectableFileBytes)
 	if err != nil {
 		return []Finding{{Path: rel, Rule: RuleUnreadable, Message: "op source cannot be read: " + err.Error()}}
 	}

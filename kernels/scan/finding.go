@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // Rule identifies the check that produced a finding. Ids are stable: tools
@@ -85,7 +85,7 @@ func sortFindings(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {
 		a, b := fs[i], fs[j]
 		if a.Path != b.Path {
-			return bundlehash.PathLess(a.Path, b.Path)
+			return bundle.PathLess(a.Path, b.Path)
 		}
 		if a.Line != b.Line {
 			return a.Line < b.Line

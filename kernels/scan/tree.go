@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // RuleBundleLimit reports a bundle that breaks an intake limit, with the
@@ -22,7 +22,7 @@ type TreeOptions struct {
 	// Manifest supplies the declared CUDA sources and patches. Without it
 	// only the rules that need no declarations apply (links, special
 	// files, compiled objects, Python sources).
-	Manifest *manifest.Manifest
+	Manifest *bundle.Manifest
 	// Covered lists Python files already scanned as op sources; the tree
 	// scan skips them so each finding is reported once.
 	Covered map[string]bool
@@ -47,7 +47,7 @@ func Tree(root string, opts TreeOptions) ([]Finding, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("scan bundle %s: not a directory", root)
 	}
-	_, intake := manifest.ReadTree(root)
+	_, intake := bundle.ReadTree(root)
 	return walkTree(root, opts, intake)
 }
 
@@ -122,57 +122,57 @@ func (w *treeWalk) visit(p string, d fs.DirEntry, err error) error {
 }
 
 func (w *treeWalk) file(rel, abs string, size int64) {
-	if manifest.IsInspectable(rel) {
-		if size > manifest.MaxInspectableFileBytes {
-			w.add(rel, RuleFileTooLarge, "%d bytes; inspectable files (.py, .cu, .cuh, .patch, .diff, .toml, .json) may have at most %d", size, manifest.MaxInspectableFileBytes)
+	if bundle.IsInspectable(rel) {
+		if size > bundle.MaxInspectableFileBytes {
+			w.add(rel, RuleFileTooLarge, "%d bytes; inspectable files (.py, .cu, .cuh, .patch, .diff, .toml, .json) may have at most %d", size, bundle.MaxInspectableFileBytes)
 			return
 		}
-	} else if size > manifest.MaxFileBytes {
-		w.add(rel, RuleFileTooLarge, "%d bytes; files may have at most %d", size, manifest.MaxFileBytes)
+	} else if size > bundle.MaxFileBytes {
+		w.add(rel, RuleFileTooLarge, "%d bytes; files may have at most %d", size, bundle.MaxFileBytes)
 		return
 	}
 	switch w.classify(rel) {
-	case manifest.ClassPython:
+	case bundle.ClassPython:
 		if w.opts.Covered[rel] || !w.parse {
 			return
 		}
-		src, err := readLimited(abs, manifest.MaxInspectableFileBytes)
+		src, err := readLimited(abs, bundle.MaxInspectableFileBytes)
 		if err != nil {
 			w.add(rel, RuleUnreadable, "cannot be read: %v", err)
 			return
 		}
 		w.out = append(w.out, Source(rel, src)...)
-	case manifest.ClassBinary:
+	case bundle.ClassBinary:
 		w.add(rel, RuleBinary, "compiled objects, libraries and bytecode may not be shipped; bundles carry source")
-	case manifest.ClassUndeclaredCUDA:
+	case bundle.ClassUndeclaredCUDA:
 		w.add(rel, RuleUndeclaredCUDA, "CUDA source not declared in any op's cuda_sources")
-	case manifest.ClassUndeclaredPatch:
+	case bundle.ClassUndeclaredPatch:
 		w.add(rel, RuleUndeclaredPatch, "patch not declared in [[dep_patches]]")
-	case manifest.ClassOther:
+	case bundle.ClassOther:
 		w.add(rel, RuleUnexpectedFile, "not source, a declared input or benign metadata (manifest.toml, rebuild.json, README*, LICENSE*, .gitignore, metadata/*.json)")
 	}
 }
 
 // classify applies the manifest's tree classes; without a manifest only
 // Python files and compiled objects are told apart.
-func (w *treeWalk) classify(rel string) manifest.FileClass {
+func (w *treeWalk) classify(rel string) bundle.FileClass {
 	if w.opts.Manifest != nil {
 		return w.opts.Manifest.Classify(rel)
 	}
 	switch {
 	case strings.HasSuffix(rel, ".py"):
-		return manifest.ClassPython
-	case (&manifest.Manifest{}).Classify(rel) == manifest.ClassBinary:
-		return manifest.ClassBinary
+		return bundle.ClassPython
+	case (&bundle.Manifest{}).Classify(rel) == bundle.ClassBinary:
+		return bundle.ClassBinary
 	}
-	return manifest.ClassBenign
+	return bundle.ClassBenign
 }
 
 // refused reports the intake error, as inspection words it, unless the
 // walk already reported the same entry (a link, a special file, an
 // oversized file) under its own rule.
 func (w *treeWalk) refused(intake error) {
-	var e *manifest.Error
+	var e *bundle.Error
 	if !errors.As(intake, &e) {
 		w.add(".", RuleBundleLimit, "%v", intake)
 		return

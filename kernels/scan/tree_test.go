@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 const testManifest = `bundle_id = "scan-test"
@@ -211,7 +211,7 @@ func TestBundleOverIntakeLimitsIsRefusedBeforeParsing(t *testing.T) {
 		want  []string // tree findings besides the intake error's
 	}{
 		{"more files than MaxFiles", func(t *testing.T, dir string) {
-			for i := 0; i <= manifest.MaxFiles; i++ {
+			for i := 0; i <= bundle.MaxFiles; i++ {
 				p := filepath.Join(dir, "vendor", fmt.Sprintf("m%04d.py", i))
 				if i == 0 {
 					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -224,17 +224,17 @@ func TestBundleOverIntakeLimitsIsRefusedBeforeParsing(t *testing.T) {
 			}
 		}, nil},
 		{"more inspectable text than MaxInspectableBytes", func(t *testing.T, dir string) {
-			for i := 0; i*manifest.MaxInspectableFileBytes <= manifest.MaxInspectableBytes; i++ {
-				sparse(fmt.Sprintf("vendor/big%d.py", i), manifest.MaxInspectableFileBytes)(t, dir)
+			for i := 0; i*bundle.MaxInspectableFileBytes <= bundle.MaxInspectableBytes; i++ {
+				sparse(fmt.Sprintf("vendor/big%d.py", i), bundle.MaxInspectableFileBytes)(t, dir)
 			}
 		}, nil},
 		{"more bytes than MaxTotalBytes", func(t *testing.T, dir string) {
-			for i := 0; i*manifest.MaxFileBytes <= manifest.MaxTotalBytes; i++ {
-				sparse(fmt.Sprintf("blob%02d", i), manifest.MaxFileBytes)(t, dir)
+			for i := 0; i*bundle.MaxFileBytes <= bundle.MaxTotalBytes; i++ {
+				sparse(fmt.Sprintf("blob%02d", i), bundle.MaxFileBytes)(t, dir)
 			}
 		}, func() []string {
 			var w []string
-			for i := 0; i*manifest.MaxFileBytes <= manifest.MaxTotalBytes; i++ {
+			for i := 0; i*bundle.MaxFileBytes <= bundle.MaxTotalBytes; i++ {
 				w = append(w, fmt.Sprintf("blob%02d unexpected-file", i))
 			}
 			return w
@@ -254,9 +254,9 @@ func TestBundleOverIntakeLimitsIsRefusedBeforeParsing(t *testing.T) {
 			files["kernels/k.py"] = "eval('1')\ndef silu_and_mul(x, out): pass\n"
 			dir := writeBundle(t, files)
 			tt.setup(t, dir)
-			_, lerr := manifest.Load(dir)
-			var intake *manifest.Error
-			if !errors.As(lerr, &intake) || !errors.Is(lerr, manifest.ErrLimit) {
+			_, lerr := bundle.Load(dir)
+			var intake *bundle.Error
+			if !errors.As(lerr, &intake) || !errors.Is(lerr, bundle.ErrLimit) {
 				t.Fatalf("manifest.Load = %v, want an intake limit error", lerr)
 			}
 			r, err := Bundle(dir)

@@ -28,6 +28,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/image"
 	"github.com/cacheon/engine/release/layer"
@@ -35,7 +36,6 @@ import (
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
-	"github.com/cacheon/engine/tools/bundlehash"
 	"github.com/cacheon/engine/tools/model"
 )
 
@@ -251,7 +251,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	}
 
 	progress("checking the substrate, model receipt, entrypoint and base image")
-	substrateDigest, err := bundlehash.ContentHash(in.Substrate)
+	substrateDigest, err := bundle.ContentHash(in.Substrate)
 	if err != nil {
 		return nil, fmt.Errorf("substrate %s: %w", in.Substrate, err)
 	}
@@ -366,7 +366,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 		return nil, fmt.Errorf("release descriptor: %w", err)
 	}
 
-	substrateEntries, err := layer.FromDir(in.Substrate, descriptor.SubstrateDir, bundlehash.Skipped)
+	substrateEntries, err := layer.FromDir(in.Substrate, descriptor.SubstrateDir, bundle.Skipped)
 	if err != nil {
 		return nil, err
 	}

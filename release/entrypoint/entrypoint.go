@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
@@ -35,7 +36,6 @@ import (
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/bundlehash"
 	"github.com/cacheon/engine/tools/model"
 )
 
@@ -145,7 +145,7 @@ func Verify(opts Options) (*Verified, error) {
 	if err := noSkippedFiles(subDir); err != nil {
 		return nil, refuse("substrate: %v", err)
 	}
-	subDigest, err := bundlehash.ContentHash(subDir)
+	subDigest, err := bundle.ContentHash(subDir)
 	if err != nil {
 		return nil, refuse("substrate: %v", err)
 	}
@@ -291,7 +291,7 @@ func noSkippedFiles(dir string) error {
 		if !e.IsDir() && !e.Type().IsRegular() {
 			return fmt.Errorf("%s is not a regular file", p)
 		}
-		if bundlehash.Skipped(filepath.ToSlash(rel)) {
+		if bundle.Skipped(filepath.ToSlash(rel)) {
 			return fmt.Errorf("%s is not covered by the signed content hash", p)
 		}
 		return nil

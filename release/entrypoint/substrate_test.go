@@ -11,12 +11,12 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/image"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
-	"github.com/cacheon/engine/tools/bundlehash"
 	"github.com/cacheon/engine/tools/model"
 	"github.com/cacheon/engine/tools/model/testmodel"
 )
@@ -36,7 +36,7 @@ func TestServeRunsTheProjectSubstrateOnCPU(t *testing.T) {
 	// The substrate package only (its tests and build files stay out).
 	substrate := filepath.Join(dir, "substrate")
 	src := fixture.SourceTree(t, "kernels/substrate/cacheon_substrate")
-	files, err := bundlehash.Files(src)
+	files, err := bundle.Files(src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/bundlehash"
 )
 
 // ErrSourceMismatch is wrapped when reviewed source does not reproduce
@@ -96,7 +96,7 @@ func Checkout(repo, commit, subdir, dest string) error {
 		if kind != "blob" || (mode != "100644" && mode != "100755") {
 			return fmt.Errorf("%s at %s: %s (mode %s) is not a regular file; reviewed source may hold regular files only", p, commit, kind, mode)
 		}
-		if bundlehash.Skipped(rel) {
+		if bundle.Skipped(rel) {
 			continue
 		}
 		files = append(files, gitFile{rel: rel, object: object})

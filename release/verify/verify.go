@@ -30,6 +30,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
@@ -40,7 +41,6 @@ import (
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/bundlehash"
 )
 
 // Names of the checks, in the order they run.
@@ -692,7 +692,7 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 	c.diffID = "sha256:" + diff.sha256()
 	switch role {
 	case "substrate":
-		if c.contentHash, err = bundlehash.ContentHash(substrateDir); err != nil {
+		if c.contentHash, err = bundle.ContentHash(substrateDir); err != nil {
 			return err
 		}
 	case "engine-tree":

@@ -12,12 +12,11 @@ import (
 	"sync"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/kernels/pyclosure"
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/bundlehash"
-	"github.com/cacheon/engine/tools/manifest"
 )
 
 // Source kinds recorded in the tree metadata.
@@ -360,7 +359,7 @@ func (u *unit) prepare(work string, opts Options) error {
 	switch r := u.ref.(type) {
 	case *contribution.ProposalRef:
 		u.sourceKind, u.sourceDigest = SourceProposalArtifact, r.ArtifactDigest
-		got, err := bundlehash.ContentHash(s.dir)
+		got, err := bundle.ContentHash(s.dir)
 		if err != nil {
 			return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity, Err: err}
 		}
@@ -434,7 +433,7 @@ func assemble(units []*unit, stackDigest string) (*plannedTree, error) {
 		patches []runtimePatch
 		steps   []rebuildStep
 		rows    []ContributionRow
-		abi     = manifest.ABIVersion
+		abi     = bundle.ABIVersion
 	)
 	patched := map[string]string{} // "<dependency>/<file>" -> target writing it
 	for _, u := range units {
@@ -551,7 +550,7 @@ func (u *unit) emit() (*emitted, error) {
 
 	type shimNames struct{ required, optional map[string]bool }
 	shims := map[string]*shimNames{}
-	rows := make([]*manifest.Op, len(m.Ops))
+	rows := make([]*bundle.Op, len(m.Ops))
 	for i := range m.Ops {
 		rows[i] = &m.Ops[i]
 	}
@@ -613,7 +612,7 @@ func (u *unit) emit() (*emitted, error) {
 	}
 	if in.Bundle.Rebuild != nil {
 		for _, s := range in.Bundle.Rebuild.Steps {
-			out.steps = append(out.steps, rebuildStep{Type: "repo_python", Path: manifest.PatcherDir + "/" + s.Name})
+			out.steps = append(out.steps, rebuildStep{Type: "repo_python", Path: bundle.PatcherDir + "/" + s.Name})
 		}
 	}
 	return out, nil
@@ -622,11 +621,11 @@ func (u *unit) emit() (*emitted, error) {
 // closureOf computes the Python import closure of the staged bundle once,
 // keeps it for the namespace rewrite, and hands its paths to inspection.
 func (u *unit) closureOf(dir string, opSources []string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, manifest.FileName))
+	data, err := os.ReadFile(filepath.Join(dir, bundle.FileName))
 	if err != nil {
 		return nil, err
 	}
-	m, err := manifest.Parse(data, manifest.FileName)
+	m, err := bundle.Parse(data, bundle.FileName)
 	if err != nil {
 		return nil, err
 	}
@@ -695,7 +694,7 @@ func moduleName(ns, rel string) (string, error) {
 		parts = parts[:len(parts)-1]
 	}
 	for _, p := range parts {
-		if !manifest.IsPythonIdentifier(p) {
+		if !bundle.IsPythonIdentifier(p) {
 			return "", fmt.Errorf("op source %s: %q is not a Python identifier, so the file cannot be imported as a module", rel, p)
 		}
 	}
@@ -705,7 +704,7 @@ func moduleName(ns, rel string) (string, error) {
 func canonicalList(field string, values []string) ([]string, error) {
 	set := map[string]bool{}
 	for _, v := range values {
-		c, err := manifest.CanonicalText(field, v)
+		c, err := bundle.CanonicalText(field, v)
 		if err != nil {
 			return nil, err
 		}

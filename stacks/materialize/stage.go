@@ -13,7 +13,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 // ErrUnstableSource is wrapped by every staging error caused by a source
@@ -72,7 +72,7 @@ func snapshot(root string) ([]snapEntry, error) {
 			return err
 		}
 		rel = filepath.ToSlash(rel)
-		if bundlehash.Skipped(rel) {
+		if bundle.Skipped(rel) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -97,7 +97,7 @@ func snapshot(root string) ([]snapEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(entries, func(i, j int) bool { return bundlehash.PathLess(entries[i].rel, entries[j].rel) })
+	sort.Slice(entries, func(i, j int) bool { return bundle.PathLess(entries[i].rel, entries[j].rel) })
 	return entries, nil
 }
 

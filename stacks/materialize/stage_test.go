@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 func writeTree(t *testing.T, root string, files map[string]string) {
@@ -37,11 +37,11 @@ func TestStageCopiesIdentityCoveredFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := bundlehash.ContentHash(src)
+	want, err := bundle.ContentHash(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := bundlehash.ContentHash(s.dir)
+	got, err := bundle.ContentHash(s.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

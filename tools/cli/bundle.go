@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/manifest"
 )
 
 // bundleDeps are the validator components bundle inspection runs with.
@@ -176,7 +176,7 @@ func patcherDigests(dir string) (map[string]string, error) {
 	if dir == "" {
 		return out, nil
 	}
-	for _, p := range manifest.Patchers {
+	for _, p := range bundle.Patchers {
 		full := filepath.Join(dir, p.Name)
 		if _, err := os.Lstat(full); os.IsNotExist(err) {
 			continue

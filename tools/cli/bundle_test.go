@@ -9,14 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/bundlehash"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 func repoDir(rel string) string { return filepath.Join("..", "..", filepath.FromSlash(rel)) }
 
 func TestBundleInspect(t *testing.T) {
 	silu := repoCopy(t, "kernels/contributions/silu_and_mul_torch")
-	hash, err := bundlehash.ContentHash(silu)
+	hash, err := bundle.ContentHash(silu)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/tools/manifest"
+	"github.com/cacheon/engine/kernels/bundle"
 )
 
 func newHashCommand(s Streams) *cobra.Command {
@@ -43,9 +43,9 @@ rejects it too; no file is read past the size the walk saw.
 			if !info.IsDir() {
 				return Rejected(fmt.Errorf("%s: not a directory", dir))
 			}
-			tree, err := manifest.ReadTree(dir)
+			tree, err := bundle.ReadTree(dir)
 			if err != nil {
-				if errors.Is(err, manifest.ErrInvalid) {
+				if errors.Is(err, bundle.ErrInvalid) {
 					return Rejected(err)
 				}
 				return err

@@ -8,15 +8,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/scan"
-	"github.com/cacheon/engine/tools/manifest"
 )
 
 // bundleInputError classifies an error from loading a bundle: a rejection
 // of what was read (manifest, metadata, rebuild.json, names, intake limits)
 // exits 2; a missing directory or manifest, or an I/O error, exits 1.
 func bundleInputError(err error) error {
-	if manifest.IsRejection(err) {
+	if bundle.IsRejection(err) {
 		return Rejected(err)
 	}
 	return err

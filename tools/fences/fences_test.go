@@ -22,7 +22,7 @@ type fence struct {
 	why       string
 }
 
-var bundleSide = []string{"./tools/manifest", "./tools/bundlehash", "./tools/pyparse", "./kernels/..."}
+var bundleSide = []string{"./kernels/bundle", "./tools/pyparse", "./kernels/..."}
 
 var fences = []fence{
 	{"bundle-side", bundleSide, []string{"stacks", "evaluator", "release"},

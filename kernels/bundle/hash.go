@@ -1,0 +1,231 @@
+// Package bundlehash computes the content hash of a contribution bundle:
+// the identity a proposal is committed under, byte-compatible with the
+// upstream Python SDK.
+//
+// The hash is one running SHA-256 over every regular file below the root,
+// in Python pathlib order (component by component, so "a/b" < "a-c"), each
+// file contributing a 4-byte big-endian path length, the UTF-8 POSIX
+// relative path, an 8-byte big-endian content length and the content.
+// Symbolic links and special files are skipped and never followed; so is
+// anything under a __pycache__ or .git component, .pyc and .pyo files and
+// AppleDouble names starting with "._". Modes, mtimes and the name of the
+// root directory do not affect the hash.
+package bundle
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// CarrierReceiptName is the top-level validator carrier receipt that the
+// committed variant of the hash leaves out.
+const CarrierReceiptName = ".cacheon-native-artifact.json"
+
+// ErrNoFiles is returned for a bundle with no hashable file.
+var ErrNoFiles = errors.New("bundle has no files to hash")
+
+// File is one hashed file of a bundle.
+type File struct {
+	Path string // POSIX path relative to the bundle root
+	Size int64
+}
+
+// ContentHash returns the bundle content hash of the directory root.
+func ContentHash(root string) (string, error) {
+	return hashTree(root, false)
+}
+
+// CommittedContentHash is ContentHash without the top-level carrier
+// receipt; a file of the same name deeper in the tree is still hashed.
+func CommittedContentHash(root string) (string, error) {
+	return hashTree(root, true)
+}
+
+// Files lists the files ContentHash covers, in hash order.
+func Files(root string) ([]File, error) {
+	return listFiles(root)
+}
+
+// Skipped reports whether a relative POSIX path is outside every bundle
+// identity by name alone (cache directories, bytecode, AppleDouble files).
+func Skipped(rel string) bool {
+	parts := strings.Split(rel, "/")
+	for _, p := range parts {
+		if p == "__pycache__" || p == ".git" {
+			return true
+		}
+	}
+	name := parts[len(parts)-1]
+	return strings.HasSuffix(name, ".pyc") || strings.HasSuffix(name, ".pyo") || strings.HasPrefix(name, "._")
+}
+
+// hashBufferSize is large enough that SHA-256 throughput, not syscalls,
+// bounds hashing of big files.
+const hashBufferSize = 1 << 20
+
+func hashTree(root string, committed bool) (string, error) {
+	files, err := listFiles(root)
+	if err != nil {
+		return "", err
+	}
+	return hashFiles(root, files, committed)
+}
+
+// HashFiles returns the content hash (committed: without the top-level
+// carrier receipt) of exactly the files of an inventory taken earlier,
+// such as one that passed the intake limits: nothing is walked again, so
+// a file added since then is not read. files must be in hash order
+// (PathLess). Each file must still be a regular file of the size the
+// inventory recorded; it is opened without blocking, checked through the
+// opened descriptor, and never read past that size.
+func HashFiles(root string, files []File, committed bool) (string, error) {
+	for i := range files {
+		if !utf8.ValidString(files[i].Path) {
+			return "", fmt.Errorf("%s: path %q is not valid UTF-8", root, files[i].Path)
+		}
+		if i > 0 && !PathLess(files[i-1].Path, files[i].Path) {
+			return "", fmt.Errorf("%s: inventory is not in hash order at %q", root, files[i].Path)
+		}
+	}
+	return hashFiles(root, files, committed)
+}
+
+func hashFiles(root string, files []File, committed bool) (string, error) {
+	h := sha256.New()
+	buf := make([]byte, hashBufferSize)
+	var hashed int
+	for _, f := range files {
+		if committed && f.Path == CarrierReceiptName {
+			continue
+		}
+		if err := hashFile(h, root, f, buf); err != nil {
+			return "", err
+		}
+		hashed++
+	}
+	if hashed == 0 {
+		return "", fmt.Errorf("%s: %w", root, ErrNoFiles)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashFile hashes one file of the inventory. The size the walk saw is the
+// size hashed: a file that grew or shrank since is refused, and at most
+// one byte more than that size is ever read, so a file growing without
+// end cannot hold the hash.
+func hashFile(h io.Writer, root string, f File, buf []byte) error {
+	full := filepath.Join(root, filepath.FromSlash(f.Path))
+	fh, info, err := OpenRegular(full)
+	if err != nil {
+		if errors.Is(err, ErrNotRegular) {
+			return fmt.Errorf("%s: changed into a non-regular file while hashing: %w", full, err)
+		}
+		return fmt.Errorf("%s: %w", full, err)
+	}
+	defer fh.Close()
+	if info.Size() != f.Size {
+		return fmt.Errorf("%s: size changed while hashing (walked %d bytes, now %d)", full, f.Size, info.Size())
+	}
+	var header [8]byte
+	binary.BigEndian.PutUint32(header[:4], uint32(len(f.Path)))
+	h.Write(header[:4])
+	io.WriteString(h, f.Path)
+	binary.BigEndian.PutUint64(header[:], uint64(f.Size))
+	h.Write(header[:])
+	n, err := io.CopyBuffer(h, io.LimitReader(fh, f.Size+1), buf)
+	if err != nil {
+		return fmt.Errorf("%s: %w", full, err)
+	}
+	if n != f.Size {
+		return fmt.Errorf("%s: size changed while hashing (walked %d bytes, read %d)", full, f.Size, n)
+	}
+	return nil
+}
+
+func listFiles(root string) ([]File, error) {
+	info, err := os.Lstat(root)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("%s: bundle root is not a directory", root)
+	}
+	var files []File
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == root {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if !utf8.ValidString(rel) {
+			return fmt.Errorf("%s: path is not valid UTF-8", path)
+		}
+		mode := d.Type()
+		switch {
+		case mode&fs.ModeSymlink != 0:
+			return nil // never followed, never hashed
+		case d.IsDir():
+			if d.Name() == "__pycache__" || d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		case !mode.IsRegular():
+			return nil // sockets, fifos, devices
+		}
+		if Skipped(rel) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files = append(files, File{Path: rel, Size: fi.Size()})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(files, func(i, j int) bool { return PathLess(files[i].Path, files[j].Path) })
+	return files, nil
+}
+
+// PathLess orders POSIX relative paths the way Python's PurePosixPath
+// does: component by component, each compared by code point.
+func PathLess(a, b string) bool {
+	for {
+		ai := strings.IndexByte(a, '/')
+		bi := strings.IndexByte(b, '/')
+		ac, bc := a, b
+		if ai >= 0 {
+			ac = a[:ai]
+		}
+		if bi >= 0 {
+			bc = b[:bi]
+		}
+		if ac != bc {
+			return ac < bc
+		}
+		if ai < 0 || bi < 0 {
+			// One path is a prefix of the other by components: the
+			// shorter sorts first.
+			return ai < 0 && bi >= 0
+		}
+		a, b = a[ai+1:], b[bi+1:]
+	}
+}

@@ -1,7 +1,0 @@
-//go:build !unix
-
-package bundlehash
-
-// openFlags: without O_NONBLOCK and O_NOFOLLOW, OpenRegular relies on the
-// fstat check alone.
-const openFlags = 0

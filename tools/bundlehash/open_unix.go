@@ -1,9 +1,0 @@
-//go:build unix
-
-package bundlehash
-
-import "syscall"
-
-// openFlags make OpenRegular's open return at once for FIFOs and devices
-// and refuse a final symbolic link.
-const openFlags = syscall.O_NONBLOCK | syscall.O_NOFOLLOW
