@@ -69,3 +69,39 @@ func renameChecked(from, to string) error {
 	}
 	return os.Rename(from, to)
 }
+
+// CreateFile writes data to a new file at path, atomically as WriteFile
+// does, but never replaces: when anything exists at path it fails with an
+// error that wraps fs.ErrExist and leaves the existing file untouched.
+func CreateFile(path string, data []byte, perm fs.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := createScratchFile(filepath.Join(dir, base))
+	if err != nil {
+		return fmt.Errorf("create temporary file for %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("chmod %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp.Name(), err)
+	}
+	if err := renameNoReplace(tmp.Name(), path); err != nil {
+		return fmt.Errorf("publish %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
