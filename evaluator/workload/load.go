@@ -2,7 +2,6 @@ package workload
 
 import (
 	"fmt"
-	"math/big"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -76,7 +75,7 @@ func Parse(filename string, src []byte) (*Workload, hcl.Diagnostics) {
 		if len(blocks) > 1 {
 			rng = blocks[1].DefRange
 		}
-		return nil, append(diags, errorAt(rng, "One workload block required",
+		return nil, append(diags, hclload.ErrorAt(rng, "One workload block required",
 			fmt.Sprintf("A workload file declares exactly one `workload \"<name>\" { ... }` block; found %d.", len(blocks))))
 	}
 	w, d := decodeWorkloadBlock(blocks[0])
@@ -100,20 +99,20 @@ func decodeWorkloadBlock(block *hcl.Block) (*Workload, hcl.Diagnostics) {
 	ints := map[string]*int{"max_new_tokens": &w.MaxNewTokens, "top_logprobs": &w.TopLogprobs, "warmup": &w.Warmup, "conditioning": &w.Conditioning}
 	for name, dst := range ints {
 		if a, ok := content.Attributes[name]; ok {
-			*dst = intAttr(a, &diags)
+			*dst = hclload.Int(a, &diags)
 		}
 	}
-	w.Temperature = floatAttr(content.Attributes["temperature"], &diags)
+	w.Temperature = hclload.Number(content.Attributes["temperature"], &diags)
 
 	engines := content.Blocks.OfType("engine")
 	if len(engines) != 1 {
-		diags = append(diags, errorAt(block.DefRange, "One engine block required", fmt.Sprintf("A workload has one `engine { tensor_parallel = N, cuda_graphs = BOOL }` block; found %d.", len(engines))))
+		diags = append(diags, hclload.ErrorAt(block.DefRange, "One engine block required", fmt.Sprintf("A workload has one `engine { tensor_parallel = N, cuda_graphs = BOOL }` block; found %d.", len(engines))))
 	} else {
 		ec, d := engines[0].Body.Content(engineSchema)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
-			w.Engine.TensorParallel = intAttr(ec.Attributes["tensor_parallel"], &diags)
-			w.Engine.CUDAGraphs = boolAttr(ec.Attributes["cuda_graphs"], &diags)
+			w.Engine.TensorParallel = hclload.Int(ec.Attributes["tensor_parallel"], &diags)
+			w.Engine.CUDAGraphs = hclload.Bool(ec.Attributes["cuda_graphs"], &diags)
 			ranges["engine.tensor_parallel"] = ec.Attributes["tensor_parallel"].Expr.Range()
 		}
 	}
@@ -127,10 +126,10 @@ func decodeWorkloadBlock(block *hcl.Block) (*Workload, hcl.Diagnostics) {
 			break
 		}
 		g := &Generator{}
-		seed := intAttr(gc.Attributes["seed"], &diags)
+		seed := hclload.Int(gc.Attributes["seed"], &diags)
 		g.Seed = uint64(seed)
 		if seed < 0 {
-			diags = append(diags, errorAt(gc.Attributes["seed"].Expr.Range(), "Invalid seed", "seed is a non-negative integer."))
+			diags = append(diags, hclload.ErrorAt(gc.Attributes["seed"].Expr.Range(), "Invalid seed", "seed is a non-negative integer."))
 		}
 		dims := []struct {
 			name string
@@ -139,13 +138,13 @@ func decodeWorkloadBlock(block *hcl.Block) (*Workload, hcl.Diagnostics) {
 		}{{"batches", &g.Batches, maxBatches}, {"batch_size", &g.BatchSize, maxBatchSize}, {"prompt_len", &g.PromptLen, maxPromptLen}, {"vocab_size", &g.VocabSize, 1 << 24}}
 		for _, dim := range dims {
 			a := gc.Attributes[dim.name]
-			*dim.dst = intAttr(a, &diags)
+			*dim.dst = hclload.Int(a, &diags)
 			if *dim.dst < 1 || *dim.dst > dim.max {
-				diags = append(diags, errorAt(a.Expr.Range(), "Value out of range", fmt.Sprintf("%s is %d; allowed: 1 to %d.", dim.name, *dim.dst, dim.max)))
+				diags = append(diags, hclload.ErrorAt(a.Expr.Range(), "Value out of range", fmt.Sprintf("%s is %d; allowed: 1 to %d.", dim.name, *dim.dst, dim.max)))
 			}
 		}
 		if !diags.HasErrors() && g.Batches*g.BatchSize*g.PromptLen > maxTokens {
-			diags = append(diags, errorAt(gens[0].DefRange, "Workload too large", fmt.Sprintf("batches × batch_size × prompt_len is %d token ids; the limit is %d.", g.Batches*g.BatchSize*g.PromptLen, maxTokens)))
+			diags = append(diags, hclload.ErrorAt(gens[0].DefRange, "Workload too large", fmt.Sprintf("batches × batch_size × prompt_len is %d token ids; the limit is %d.", g.Batches*g.BatchSize*g.PromptLen, maxTokens)))
 		}
 		if !diags.HasErrors() {
 			w.Generator = g
@@ -165,16 +164,16 @@ func decodeWorkloadBlock(block *hcl.Block) (*Workload, hcl.Diagnostics) {
 				total += len(p)
 			}
 			if total > maxTokens {
-				diags = append(diags, errorAt(b.DefRange, "Workload too large", fmt.Sprintf("the batches hold more than %d token ids.", maxTokens)))
+				diags = append(diags, hclload.ErrorAt(b.DefRange, "Workload too large", fmt.Sprintf("the batches hold more than %d token ids.", maxTokens)))
 				break
 			}
 			w.PromptBatches = append(w.PromptBatches, prompts)
 		}
 		if len(batches) > maxBatches {
-			diags = append(diags, errorAt(batches[maxBatches].DefRange, "Too many batches", fmt.Sprintf("A workload has at most %d batches.", maxBatches)))
+			diags = append(diags, hclload.ErrorAt(batches[maxBatches].DefRange, "Too many batches", fmt.Sprintf("A workload has at most %d batches.", maxBatches)))
 		}
 	default:
-		diags = append(diags, errorAt(block.DefRange, "Prompts required",
+		diags = append(diags, hclload.ErrorAt(block.DefRange, "Prompts required",
 			fmt.Sprintf("A workload has either one `prompts { seed = ..., batches = ..., batch_size = ..., prompt_len = ..., vocab_size = ... }` block or one or more `batch { prompts = [[ids], ...] }` blocks; found %d prompts and %d batch blocks.", len(gens), len(batches))))
 	}
 	if diags.HasErrors() {
@@ -185,79 +184,19 @@ func decodeWorkloadBlock(block *hcl.Block) (*Workload, hcl.Diagnostics) {
 		if !ok {
 			rng = block.DefRange
 		}
-		diags = append(diags, errorAt(rng, "Invalid workload", fe.field+": "+fe.reason+"."))
+		diags = append(diags, hclload.ErrorAt(rng, "Invalid workload", fe.field+": "+fe.reason+"."))
 	}
 	return w, diags
 }
 
-func errorAt(rng hcl.Range, summary, detail string) *hcl.Diagnostic {
-	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rng}
-}
-
-func value(a *hcl.Attribute, diags *hcl.Diagnostics) (cty.Value, bool) {
-	v, d := a.Expr.Value(nil)
-	*diags = append(*diags, d...)
-	if d.HasErrors() || v.IsNull() || !v.IsWhollyKnown() {
-		return cty.NilVal, false
-	}
-	return v, true
-}
-
-func intAttr(a *hcl.Attribute, diags *hcl.Diagnostics) int {
-	v, ok := value(a, diags)
-	if !ok {
-		return 0
-	}
-	if v.Type() != cty.Number {
-		*diags = append(*diags, errorAt(a.Expr.Range(), "Integer required", fmt.Sprintf("%s must be a whole number; found %s.", a.Name, v.Type().FriendlyName())))
-		return 0
-	}
-	return intOf(v, a.Name, a.Expr.Range(), diags)
-}
-
-func intOf(v cty.Value, name string, rng hcl.Range, diags *hcl.Diagnostics) int {
-	bf := v.AsBigFloat()
-	i, acc := bf.Int64()
-	if acc != big.Exact || i < -(1<<53) || i > 1<<53 {
-		*diags = append(*diags, errorAt(rng, "Integer required", fmt.Sprintf("%s must be a whole number within ±2^53; found %s.", name, bf.Text('g', 17))))
-		return 0
-	}
-	return int(i)
-}
-
-func floatAttr(a *hcl.Attribute, diags *hcl.Diagnostics) float64 {
-	v, ok := value(a, diags)
-	if !ok {
-		return 0
-	}
-	if v.Type() != cty.Number {
-		*diags = append(*diags, errorAt(a.Expr.Range(), "Number required", fmt.Sprintf("%s must be a number; found %s.", a.Name, v.Type().FriendlyName())))
-		return 0
-	}
-	f, _ := v.AsBigFloat().Float64()
-	return f
-}
-
-func boolAttr(a *hcl.Attribute, diags *hcl.Diagnostics) bool {
-	v, ok := value(a, diags)
-	if !ok {
-		return false
-	}
-	if v.Type() != cty.Bool {
-		*diags = append(*diags, errorAt(a.Expr.Range(), "Boolean required", fmt.Sprintf("%s must be true or false; found %s.", a.Name, v.Type().FriendlyName())))
-		return false
-	}
-	return v.True()
-}
-
 // tokenLists decodes [[id, ...], ...].
 func tokenLists(a *hcl.Attribute, diags *hcl.Diagnostics) [][]int {
-	v, ok := value(a, diags)
+	v, ok := hclload.Value(a, diags)
 	if !ok {
 		return nil
 	}
 	bad := func() [][]int {
-		*diags = append(*diags, errorAt(a.Expr.Range(), "Token lists required", "prompts is a list of prompts, each a list of token ids: [[1, 2, 3], [4, 5, 6]]."))
+		*diags = append(*diags, hclload.ErrorAt(a.Expr.Range(), "Token lists required", "prompts is a list of prompts, each a list of token ids: [[1, 2, 3], [4, 5, 6]]."))
 		return nil
 	}
 	if !v.Type().IsTupleType() && !v.Type().IsListType() {
@@ -275,7 +214,7 @@ func tokenLists(a *hcl.Attribute, diags *hcl.Diagnostics) [][]int {
 			if id.IsNull() || id.Type() != cty.Number {
 				return bad()
 			}
-			ids = append(ids, intOf(id, a.Name, a.Expr.Range(), diags))
+			ids = append(ids, hclload.IntOf(id, a.Name, a.Expr.Range(), diags))
 		}
 		out = append(out, ids)
 	}

@@ -1,0 +1,108 @@
+package speed
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/cacheon/engine/tools/hclload"
+)
+
+// A policy file is reviewed HCL:
+//
+//	speed_policy "h200-single-gpu" {
+//	  version                   = 8
+//	  min_margin                = 0.005
+//	  noise_multiplier          = 2
+//	  max_noise                 = 0.02
+//	  min_windows               = 5
+//	  max_window_scatter        = 0.05
+//	  max_conditioning_slowdown = 1.25
+//	  max_stage_seconds         = 600
+//	  max_qualification_seconds = 1800
+//	  calibration_digest         = "…64 hex…"
+//	  calibration_context_digest = "…64 hex…"
+//	}
+var policyFileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "speed_policy", LabelNames: []string{"name"}}}}
+
+var policyBlockSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "version", Required: true},
+	{Name: "min_margin", Required: true},
+	{Name: "noise_multiplier", Required: true},
+	{Name: "max_noise", Required: true},
+	{Name: "min_windows", Required: true},
+	{Name: "max_window_scatter", Required: true},
+	{Name: "max_conditioning_slowdown", Required: true},
+	{Name: "max_stage_seconds", Required: true},
+	{Name: "max_qualification_seconds", Required: true},
+	{Name: "calibration_digest", Required: true},
+	{Name: "calibration_context_digest", Required: true},
+}}
+
+// LoadPolicyFile reads the policy file at path.
+func LoadPolicyFile(path string) (Policy, hcl.Diagnostics) {
+	src, err := hclload.ReadPath(path)
+	if err != nil {
+		return Policy{}, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read policy file", Detail: fmt.Sprintf("Reading %s failed: %v.", path, err)}}
+	}
+	return ParsePolicyFile(path, src)
+}
+
+// ParsePolicyFile decodes a policy file; filename names it in diagnostics,
+// and a constraint the policy breaks is reported on its attribute.
+func ParsePolicyFile(filename string, src []byte) (Policy, hcl.Diagnostics) {
+	if diags := hclload.Check(src, filename); diags.HasErrors() {
+		return Policy{}, diags
+	}
+	hf, diags := hclparse.NewParser().ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return Policy{}, diags
+	}
+	if d := hclload.CheckExpressions(hf.Body); d.HasErrors() {
+		return Policy{}, append(diags, d...)
+	}
+	content, d := hf.Body.Content(policyFileSchema)
+	diags = append(diags, d...)
+	blocks := content.Blocks.OfType("speed_policy")
+	if len(blocks) != 1 {
+		rng := hf.Body.MissingItemRange()
+		if len(blocks) > 1 {
+			rng = blocks[1].DefRange
+		}
+		return Policy{}, append(diags, hclload.ErrorAt(rng, "One speed_policy block required",
+			fmt.Sprintf("A policy file declares exactly one `speed_policy \"<name>\" { ... }` block; found %d.", len(blocks))))
+	}
+	body, d := blocks[0].Body.Content(policyBlockSchema)
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return Policy{}, diags
+	}
+	a := body.Attributes
+	p := Policy{
+		Version:                  hclload.Int(a["version"], &diags),
+		MinMargin:                hclload.Number(a["min_margin"], &diags),
+		NoiseMultiplier:          hclload.Number(a["noise_multiplier"], &diags),
+		MaxNoise:                 hclload.Number(a["max_noise"], &diags),
+		MinWindows:               hclload.Int(a["min_windows"], &diags),
+		MaxWindowScatter:         hclload.Number(a["max_window_scatter"], &diags),
+		MaxConditioningSlowdown:  hclload.Number(a["max_conditioning_slowdown"], &diags),
+		MaxStageSeconds:          hclload.Int(a["max_stage_seconds"], &diags),
+		MaxQualificationSeconds:  hclload.Int(a["max_qualification_seconds"], &diags),
+		CalibrationDigest:        hclload.String(a["calibration_digest"], &diags),
+		CalibrationContextDigest: hclload.String(a["calibration_context_digest"], &diags),
+	}
+	if diags.HasErrors() {
+		return Policy{}, diags
+	}
+	if err := p.Validate(); err != nil {
+		rng := blocks[0].DefRange
+		if pe, ok := err.(*PolicyError); ok {
+			if attr, found := a[pe.Field]; found {
+				rng = attr.Expr.Range()
+			}
+		}
+		return Policy{}, append(diags, hclload.ErrorAt(rng, "Invalid speed policy", err.Error()+"."))
+	}
+	return p, diags
+}

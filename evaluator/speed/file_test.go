@@ -1,0 +1,51 @@
+package speed
+
+import (
+	"strings"
+	"testing"
+)
+
+const policyHCL = `
+speed_policy "test" {
+  version                    = 8
+  min_margin                 = 0.005
+  noise_multiplier           = 2
+  max_noise                  = 0.02
+  min_windows                = 3
+  max_window_scatter         = 0.05
+  max_conditioning_slowdown  = 1.25
+  max_stage_seconds          = 1800
+  max_qualification_seconds  = 7200
+  calibration_digest         = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+  calibration_context_digest = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+}
+`
+
+func TestPolicyFileDecodesToTheSamePolicy(t *testing.T) {
+	p, diags := ParsePolicyFile("p.hcl", []byte(policyHCL))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if p != testPolicy(V8) {
+		t.Fatalf("decoded %+v", p)
+	}
+}
+
+func TestPolicyFileErrorsPointAtTheAttribute(t *testing.T) {
+	cases := []struct{ name, old, new, want string }{
+		{"margin out of range", "min_margin                 = 0.005", "min_margin = 1.5", "p.hcl:4,"},
+		{"old version", "version                    = 8", "version = 5", "p.hcl:3,"},
+		{"string where number", "max_noise                  = 0.02", `max_noise = "0.02"`, "Number required"},
+		{"missing attribute", "min_windows                = 3\n", "", `"min_windows" is required`},
+		{"bad digest", `"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"`, `"zz"`, "p.hcl:12,"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(policyHCL, c.old, c.new, 1)
+			_, diags := ParsePolicyFile("p.hcl", []byte(src))
+			if !diags.HasErrors() || !strings.Contains(diags.Error(), c.want) {
+				t.Fatalf("diags %v, want %q", diags, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,96 @@
+package hclload
+
+import (
+	"fmt"
+	"math/big"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// The attribute readers below evaluate one attribute with no variables
+// and check its type, appending a diagnostic on the attribute's range
+// when it is not what the schema says. They return the zero value then,
+// so a decoder collects every problem of a file in one pass.
+
+// ErrorAt is an error diagnostic on rng.
+func ErrorAt(rng hcl.Range, summary, detail string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &rng}
+}
+
+func known(a *hcl.Attribute, diags *hcl.Diagnostics) (cty.Value, bool) {
+	v, d := a.Expr.Value(nil)
+	*diags = append(*diags, d...)
+	if d.HasErrors() || v.IsNull() || !v.IsWhollyKnown() {
+		return cty.NilVal, false
+	}
+	return v, true
+}
+
+// Int reads a whole number within ±2^53 (what every JSON reader keeps exact).
+func Int(a *hcl.Attribute, diags *hcl.Diagnostics) int {
+	v, ok := known(a, diags)
+	if !ok {
+		return 0
+	}
+	if v.Type() != cty.Number {
+		*diags = append(*diags, ErrorAt(a.Expr.Range(), "Integer required", fmt.Sprintf("%s must be a whole number; found %s.", a.Name, v.Type().FriendlyName())))
+		return 0
+	}
+	return IntOf(v, a.Name, a.Expr.Range(), diags)
+}
+
+// IntOf is Int for a value already evaluated (a list element).
+func IntOf(v cty.Value, name string, rng hcl.Range, diags *hcl.Diagnostics) int {
+	bf := v.AsBigFloat()
+	i, acc := bf.Int64()
+	if acc != big.Exact || i < -(1<<53) || i > 1<<53 {
+		*diags = append(*diags, ErrorAt(rng, "Integer required", fmt.Sprintf("%s must be a whole number within ±2^53; found %s.", name, bf.Text('g', 17))))
+		return 0
+	}
+	return int(i)
+}
+
+// Number reads a number, rounded once from its decimal text to the
+// nearest float64.
+func Number(a *hcl.Attribute, diags *hcl.Diagnostics) float64 {
+	v, ok := known(a, diags)
+	if !ok {
+		return 0
+	}
+	if v.Type() != cty.Number {
+		*diags = append(*diags, ErrorAt(a.Expr.Range(), "Number required", fmt.Sprintf("%s must be a number; found %s.", a.Name, v.Type().FriendlyName())))
+		return 0
+	}
+	f, _ := v.AsBigFloat().Float64()
+	return f
+}
+
+// Bool reads true or false.
+func Bool(a *hcl.Attribute, diags *hcl.Diagnostics) bool {
+	v, ok := known(a, diags)
+	if !ok {
+		return false
+	}
+	if v.Type() != cty.Bool {
+		*diags = append(*diags, ErrorAt(a.Expr.Range(), "Boolean required", fmt.Sprintf("%s must be true or false; found %s.", a.Name, v.Type().FriendlyName())))
+		return false
+	}
+	return v.True()
+}
+
+// String reads a quoted string.
+func String(a *hcl.Attribute, diags *hcl.Diagnostics) string {
+	v, ok := known(a, diags)
+	if !ok {
+		return ""
+	}
+	if v.Type() != cty.String {
+		*diags = append(*diags, ErrorAt(a.Expr.Range(), "String required", fmt.Sprintf("%s must be a quoted string; found %s.", a.Name, v.Type().FriendlyName())))
+		return ""
+	}
+	return v.AsString()
+}
+
+// Value evaluates an attribute whose type the caller checks itself.
+func Value(a *hcl.Attribute, diags *hcl.Diagnostics) (cty.Value, bool) { return known(a, diags) }
