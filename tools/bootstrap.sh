@@ -29,7 +29,8 @@ die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
 
 # --- 1. Debian packages -----------------------------------------------------
 apt_packages=(bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
-  python3-torch python3-numpy docker-registry patch locales)
+  python3-torch python3-numpy docker-registry patch locales
+  chromium) # chromium: the HTML report tests render pages in a real browser
 missing=()
 for p in "${apt_packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

@@ -17,6 +17,8 @@ step() {
 
 # The worker sandbox must work here: its tests fail instead of skipping.
 export CACHEON_REQUIRE_SANDBOX=1
+# The HTML report tests render in headless Chromium (installed above).
+export CACHEON_REQUIRE_BROWSER=1
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -1,0 +1,123 @@
+package report
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sampleView() View {
+	return View{
+		Title: "Qualification of rmsnorm_torch", Decision: "PASS", Reason: "proven_faster", Speedup: "1.0312",
+		Facts:     []Fact{{"candidate", "<b>not markup</b>"}, {"policy", "v8"}},
+		Series: []Series{
+			{Role: "B", Scored: 100, Windows: []float64{99, 100, 101, 100, 100}},
+			{Role: "C", Scored: 103, Windows: []float64{103, 102.5, 103.5, 103, 103}},
+			{Role: "B_prime", Scored: 100.2, Windows: []float64{100, 100.2, 100.4, 100.2, 100.1}},
+		},
+		Required: 1.005, NoiseBand: 0.02,
+		Stages: []Stage{
+			{Name: "static", Decision: "PASS", Duration: 200 * time.Millisecond},
+			{Name: "speed", Decision: "PASS", Start: 200 * time.Millisecond, Duration: 3 * time.Second},
+		},
+	}
+}
+
+func TestRenderIsSelfContainedAndEscaped(t *testing.T) {
+	var b bytes.Buffer
+	if err := Render(&b, sampleView()); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{`id="rates"`, `data-role="B"`, `data-role="C"`, `data-role="B_prime"`, `class="noise-band"`, `required ×1.0050`, `id="timeline"`, `&lt;b&gt;not markup&lt;/b&gt;`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	for _, banned := range []string{"<script", "http://", "https://"} {
+		if strings.Contains(strings.ReplaceAll(html, `xmlns="http://www.w3.org/2000/svg"`, ""), banned) {
+			t.Errorf("page contains %q: it must be self-contained", banned)
+		}
+	}
+}
+
+func TestRenderWithoutReads(t *testing.T) {
+	v := sampleView()
+	v.Series, v.Decision, v.Reason = nil, "FAIL", "static screen"
+	var b bytes.Buffer
+	if err := Render(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `id="no-reads"`) || strings.Contains(b.String(), `id="rates"`) {
+		t.Fatal("a report without reads must say so and draw no plot")
+	}
+}
+
+// TestPlotRendersInABrowser opens the page in headless Chromium and checks
+// that the plot is drawn: the candidate's red series must cover pixels of
+// the screenshot, not just be present in the source.
+func TestPlotRendersInABrowser(t *testing.T) {
+	browser := ""
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+			break
+		}
+	}
+	if browser == "" {
+		if os.Getenv("CACHEON_REQUIRE_BROWSER") != "" {
+			t.Fatal("no chromium on PATH and CACHEON_REQUIRE_BROWSER is set")
+		}
+		t.Skip("no chromium on PATH")
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	var b bytes.Buffer
+	if err := Render(&b, sampleView()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(dir, "shot.png")
+	cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=820,1400", "--screenshot="+shot, "file://"+page)
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, band := 0, 0
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			r8, g8, b8 := r>>8, g>>8, bl>>8
+			if r8 > 190 && g8 < 70 && b8 < 70 {
+				red++ // the C series, #d62728
+			}
+			if r8 > 215 && r8 < 232 && g8 > 228 && g8 < 240 && b8 > 238 {
+				band++ // the noise band, #1f77b4 at 12 % over white
+			}
+		}
+	}
+	if red < 200 {
+		t.Errorf("only %d red pixels: the candidate's series is not drawn", red)
+	}
+	if band < 2000 {
+		t.Errorf("only %d noise-band pixels: the band is not drawn", band)
+	}
+}
