@@ -59,7 +59,7 @@ func initMain() int {
 		report(status{Error: err.Error()})
 		return 125
 	}
-	return supervise(&s, cfg.ControlFD, files, report)
+	return supervise(&s, cfg.ControlFD, cfg.SessionFD, files, report)
 }
 
 // setup builds the sandbox's root, enters it, opens each process's stdio
@@ -350,12 +350,17 @@ func dropPrivileges() error {
 // supervise starts every process, reaps everything that ends in the
 // namespace (orphans are re-parented to us), and reports each process's
 // end. Returning ends the namespace: the kernel kills what is left.
-func supervise(s *Spec, controlFD []int, files [][3]*os.File, report func(status)) int {
+func supervise(s *Spec, controlFD []int, sessionFD [][2]int, files [][3]*os.File, report func(status)) int {
 	pids := map[int]int{} // pid -> index
 	for i, p := range s.Procs {
 		fds := []uintptr{files[i][0].Fd(), files[i][1].Fd(), files[i][2].Fd()}
+		control := ^uintptr(0) // closed in the child
 		if i < len(controlFD) && controlFD[i] > 0 {
-			fds = append(fds, uintptr(controlFD[i]))
+			control = uintptr(controlFD[i])
+		}
+		fds = append(fds, control)
+		if i < len(sessionFD) && sessionFD[i][0] > 0 {
+			fds = append(fds, uintptr(sessionFD[i][0]), uintptr(sessionFD[i][1]))
 		}
 		attr := &syscall.ProcAttr{Dir: p.Dir, Env: p.Env, Files: fds,
 			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
@@ -382,6 +387,13 @@ func supervise(s *Spec, controlFD []int, files [][3]*os.File, report func(status
 	for _, fd := range controlFD {
 		if fd > 0 {
 			_ = syscall.Close(fd)
+		}
+	}
+	for _, fds := range sessionFD {
+		for _, fd := range fds {
+			if fd > 0 {
+				_ = syscall.Close(fd)
+			}
 		}
 	}
 	stopping := false

@@ -14,6 +14,23 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	return Result{Exits: make([]Exit, len(s.Procs))}, fmt.Errorf("%w: %s has no Linux namespaces", ErrUnavailable, runtime.GOOS)
 }
 
+// Sandbox is never started on this system.
+type Sandbox struct{}
+
+// Start refuses: sandboxes need Linux namespaces.
+func Start(ctx context.Context, s Spec) (*Sandbox, error) {
+	return nil, fmt.Errorf("%w: %s has no Linux namespaces", ErrUnavailable, runtime.GOOS)
+}
+
+// Session is nil: no sandbox starts here.
+func (sb *Sandbox) Session(i int) *Session { return nil }
+
+// Kill does nothing: no sandbox starts here.
+func (sb *Sandbox) Kill() {}
+
+// Wait reports nothing: no sandbox starts here.
+func (sb *Sandbox) Wait() (Result, error) { return Result{}, ErrUnavailable }
+
 // Available refuses on this system.
 func Available(root string) error {
 	return fmt.Errorf("%w: %s has no Linux namespaces", ErrUnavailable, runtime.GOOS)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -19,6 +20,9 @@ type config struct {
 	Spec Spec `json:"spec"`
 	// ControlFD[i] is the init's fd of process i's control pipe, or 0.
 	ControlFD []int `json:"control_fd"`
+	// SessionFD[i] are the init's fds of process i's session pipes (its
+	// fd 4 and fd 5), or zeros.
+	SessionFD [][2]int `json:"session_fd"`
 }
 
 // status is one line the init writes on fd 4: a set-up failure, or the end
@@ -109,58 +113,114 @@ func SearchableDir(dir string) error {
 // infrastructure failure: the sandbox could not be made (wrapping
 // ErrUnavailable when namespaces are refused) or set up (*SetupError).
 func Run(ctx context.Context, s Spec) (Result, error) {
-	res := Result{Exits: make([]Exit, len(s.Procs))}
+	sb, err := Start(ctx, s)
+	if err != nil {
+		return Result{Exits: make([]Exit, len(s.Procs))}, err
+	}
+	return sb.Wait()
+}
+
+// Sandbox is a started sandbox: its processes run until they end, the
+// timeout passes, the context ends or Kill is called. Wait must be called
+// once to release it.
+type Sandbox struct {
+	ctx      context.Context
+	spec     Spec
+	cmd      *exec.Cmd
+	start    time.Time
+	done     chan error
+	lines    chan status
+	controls []chan []byte
+	sessions []*Session
+	closers  []*os.File
+	killed   atomic.Bool
+}
+
+// Start makes the sandbox and starts its processes; it does not wait for
+// them. The errors are those of Run.
+func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 	if err := s.check(); err != nil {
-		return res, err
+		return nil, err
 	}
 	s.Limits = s.Limits.withDefaults()
 	if err := checkReachable(&s); err != nil {
-		return res, err
+		return nil, err
 	}
-	cfgR, cfgW, err := os.Pipe()
+	sb := &Sandbox{ctx: ctx, spec: s, controls: make([]chan []byte, len(s.Procs)), sessions: make([]*Session, len(s.Procs))}
+	// childEnds are the init's ends of every pipe: closed here once the
+	// init holds them. keep are ours, closed by Wait (or now, on failure).
+	var childEnds []*os.File
+	defer func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+		if err != nil {
+			sb.closeOurs()
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		return r, w, err
+	}
+	cfgR, cfgW, err := pipe()
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	defer cfgR.Close()
-	defer cfgW.Close()
-	stR, stW, err := os.Pipe()
+	childEnds = append(childEnds, cfgR)
+	sb.closers = append(sb.closers, cfgW)
+	stR, stW, err := pipe()
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	defer stR.Close()
-	defer stW.Close()
+	childEnds = append(childEnds, stW)
+	sb.closers = append(sb.closers, stR)
 
 	var log io.Writer = io.Discard
 	if s.Log != "" {
 		f, err := os.Create(s.Log)
 		if err != nil {
-			return res, fmt.Errorf("sandbox log: %w", err)
+			return nil, fmt.Errorf("sandbox log: %w", err)
 		}
-		defer f.Close()
+		sb.closers = append(sb.closers, f)
 		log = f
 	}
-	// Control pipes: the write ends go to the init (fds 5...), which hands
-	// each to its process as fd 3; the read ends stay here.
+	// Control and session pipes: the process's ends go to the init (fds
+	// 5...), which hands them on as fds 3, 4 and 5; the others stay here.
 	extra := []*os.File{cfgR, stW}
 	controlFD := make([]int, len(s.Procs))
-	controls := make([]chan []byte, len(s.Procs))
+	sessionFD := make([][2]int, len(s.Procs))
 	for i, p := range s.Procs {
-		if !p.Control {
-			continue
+		if p.Control {
+			r, w, err := pipe()
+			if err != nil {
+				return nil, err
+			}
+			childEnds = append(childEnds, w)
+			sb.closers = append(sb.closers, r)
+			controlFD[i] = 3 + len(extra)
+			extra = append(extra, w)
+			sb.controls[i] = make(chan []byte, 1)
+			go func(c chan<- []byte) { c <- readControl(r) }(sb.controls[i])
 		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			return res, err
+		if p.Session {
+			inR, inW, err := pipe()
+			if err != nil {
+				return nil, err
+			}
+			outR, outW, err := pipe()
+			if err != nil {
+				inR.Close()
+				inW.Close()
+				return nil, err
+			}
+			childEnds = append(childEnds, inR, outW)
+			sessionFD[i] = [2]int{3 + len(extra), 4 + len(extra)}
+			extra = append(extra, inR, outW)
+			sb.sessions[i] = &Session{Send: inW, Frames: outR}
 		}
-		defer r.Close()
-		defer w.Close()
-		controlFD[i] = 3 + len(extra)
-		extra = append(extra, w)
-		controls[i] = make(chan []byte, 1)
-		go func(c chan<- []byte) { c <- readControl(r) }(controls[i])
 	}
 	uid, gid := HostUser()
-	cmd := &exec.Cmd{
+	sb.cmd = &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{InitName},
 		Env:        []string{},
@@ -181,45 +241,73 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			Setpgid:    true,
 		},
 	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("%w: cannot create namespaces (%v); run where user namespaces are allowed "+
+	sb.start = time.Now()
+	if err := sb.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: cannot create namespaces (%v); run where user namespaces are allowed "+
 			"(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)", ErrUnavailable, err)
 	}
-	for _, f := range extra {
-		f.Close()
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	sb.done = make(chan error, 1)
+	go func() { sb.done <- sb.cmd.Wait() }()
 
-	cfg, err := json.Marshal(config{Spec: s, ControlFD: controlFD})
+	cfg, err := json.Marshal(config{Spec: s, ControlFD: controlFD, SessionFD: sessionFD})
 	if err == nil {
 		_, err = cfgW.Write(cfg)
 	}
 	cfgW.Close()
 	if err != nil {
-		_ = cmd.Process.Kill()
-		<-done
-		return res, fmt.Errorf("sandbox config: %w", err)
+		_ = sb.cmd.Process.Kill()
+		<-sb.done
+		return nil, fmt.Errorf("sandbox config: %w", err)
 	}
 
-	lines := make(chan status)
+	sb.lines = make(chan status)
 	go func() {
-		defer close(lines)
+		defer close(sb.lines)
 		// A line is small; a longer one is not the init's.
 		sc := bufio.NewScanner(stR)
 		sc.Buffer(make([]byte, 4096), 64*1024)
 		for sc.Scan() {
 			var st status
 			if json.Unmarshal(sc.Bytes(), &st) == nil {
-				lines <- st
+				sb.lines <- st
 			}
 		}
 	}()
+	return sb, nil
+}
 
+// Session is the controller's end of process i's session pipes, nil when
+// the process was not started with Session.
+func (sb *Sandbox) Session(i int) *Session { return sb.sessions[i] }
+
+// Kill ends the sandbox now: the init and everything inside it die. Wait
+// still reports how each process ended.
+func (sb *Sandbox) Kill() {
+	sb.killed.Store(true)
+	_ = sb.cmd.Process.Kill()
+}
+
+func (sb *Sandbox) closeOurs() {
+	for _, f := range sb.closers {
+		f.Close()
+	}
+	for _, ss := range sb.sessions {
+		if ss != nil {
+			ss.Send.Close()
+			ss.Frames.Close()
+		}
+	}
+}
+
+// Wait waits for every process to end (or the timeout, or the context)
+// and returns how each ended; the errors are those of Run.
+func (sb *Sandbox) Wait() (Result, error) {
+	defer sb.closeOurs()
+	s, ctx := sb.spec, sb.ctx
+	res := Result{Exits: make([]Exit, len(s.Procs))}
 	var timer <-chan time.Time
 	if s.Timeout > 0 {
-		t := time.NewTimer(s.Timeout)
+		t := time.NewTimer(s.Timeout - time.Since(sb.start))
 		defer t.Stop()
 		timer = t.C
 	}
@@ -240,7 +328,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	var waitErr error
 	exited, drained := false, false
 	for !exited {
-		pending := lines
+		pending := sb.lines
 		if drained {
 			pending = nil
 		}
@@ -253,12 +341,12 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			record(st)
 		case <-timer:
 			res.TimedOut = true
-			_ = cmd.Process.Kill()
+			_ = sb.cmd.Process.Kill()
 			timer = nil
 		case <-ctx.Done():
 			res.Canceled = true
-			_ = cmd.Process.Kill()
-		case waitErr = <-done:
+			_ = sb.cmd.Process.Kill()
+		case waitErr = <-sb.done:
 			exited = true
 		}
 		if res.Canceled && ctx.Done() != nil {
@@ -267,14 +355,15 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	// Drain what the init wrote before it ended: the pipe closes with it.
 	for !drained {
-		st, ok := <-lines
+		st, ok := <-sb.lines
 		if !ok {
 			break
 		}
 		record(st)
 	}
-	res.Duration = time.Since(start)
-	for i, c := range controls {
+	res.Duration = time.Since(sb.start)
+	res.Killed = sb.killed.Load()
+	for i, c := range sb.controls {
 		if c != nil {
 			res.Exits[i].Control = <-c
 		}
@@ -282,7 +371,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if setupErr != "" {
 		return res, &SetupError{Msg: setupErr}
 	}
-	if waitErr != nil && !res.TimedOut && !res.Canceled {
+	if waitErr != nil && !res.TimedOut && !res.Canceled && !res.Killed {
 		var ee *exec.ExitError
 		if !errors.As(waitErr, &ee) {
 			return res, fmt.Errorf("wait for sandbox: %w", waitErr)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -59,6 +60,19 @@ type Proc struct {
 	// process's own later code cannot take back, since the controller has
 	// read what was written before it closed the pipe.
 	Control bool
+	// Session gives the process two pipes to the controller, for a
+	// conversation while it runs (an engine serving batches): it reads
+	// requests on fd 4 and writes replies on fd 5. The controller's ends
+	// are Sandbox.Session(i).
+	Session bool
+}
+
+// Session is the controller's end of a Session process's two pipes: Send
+// reaches the process's fd 4, Frames reads what it writes on fd 5. Closing
+// Send is the process's end of input.
+type Session struct {
+	Send   io.WriteCloser
+	Frames io.ReadCloser
 }
 
 // ControlLimit bounds what a process's control pipe returns.
@@ -118,6 +132,7 @@ type Result struct {
 	Exits    []Exit // one per Proc, in order
 	TimedOut bool   // killed because Timeout passed
 	Canceled bool   // killed because the caller's context ended
+	Killed   bool   // killed by Sandbox.Kill
 	Duration time.Duration
 }
 

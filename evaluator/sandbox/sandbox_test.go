@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -292,5 +293,71 @@ func TestControlPipe(t *testing.T) {
 	}
 	if out := b.output(t); strings.Contains(out, "WROTE-STATUS") {
 		t.Fatalf("a process reached the status pipe:\n%s", out)
+	}
+}
+
+// TestSessionPipes holds a conversation with a process while it runs: it
+// reads requests on fd 4 and answers on fd 5, and sees the end of input
+// when the controller closes its end.
+func TestSessionPipes(t *testing.T) {
+	need(t)
+	b := newBox(t)
+	s := b.spec(`while read -r line <&4; do echo "pong $line" >&5; done; echo done >&5`)
+	s.Procs[0].Session = true
+	sb, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := sb.Session(0)
+	if ss == nil {
+		t.Fatal("no session for a Session process")
+	}
+	frames := bufio.NewScanner(ss.Frames)
+	for i := 0; i < 3; i++ {
+		if _, err := fmt.Fprintf(ss.Send, "ping %d\n", i); err != nil {
+			t.Fatal(err)
+		}
+		if !frames.Scan() || frames.Text() != fmt.Sprintf("pong ping %d", i) {
+			t.Fatalf("reply %d = %q (%v)", i, frames.Text(), frames.Err())
+		}
+	}
+	ss.Send.Close()
+	if !frames.Scan() || frames.Text() != "done" {
+		t.Fatalf("after end of input: %q", frames.Text())
+	}
+	res, err := sb.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exits[0].Code != 0 {
+		t.Fatalf("exit %+v: %s", res.Exits[0], b.output(t))
+	}
+}
+
+// TestKillEndsASession: a process that never answers is stopped by Kill,
+// and its frames end.
+func TestKillEndsASession(t *testing.T) {
+	need(t)
+	b := newBox(t)
+	s := b.spec(`echo ready >&5; sleep 600`)
+	s.Procs[0].Session = true
+	sb, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := bufio.NewScanner(sb.Session(0).Frames)
+	if !frames.Scan() || frames.Text() != "ready" {
+		t.Fatalf("first frame %q", frames.Text())
+	}
+	sb.Kill()
+	res, err := sb.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Killed || res.Exits[0].Code != -1 {
+		t.Fatalf("exit %+v after Kill", res.Exits[0])
+	}
+	if n, err := sb.Session(0).Frames.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("frames still open after Kill: %d, %v", n, err)
 	}
 }
