@@ -179,13 +179,13 @@ func build(doc *document) (*Catalog, error) {
 	}
 	c.digests = d
 	for i := range c.rules {
-		c.rules[i].BindingContractDigest = d.binding[c.rules[i].ID]
+		c.rules[i].BindingContractDigest = d.binding[c.rules[i].ID].String()
 	}
 	return c, nil
 }
 
 // Digest returns the catalog digest, H(cacheon.target-catalog, snapshot).
-func (c *Catalog) Digest() string { return c.digests.catalog }
+func (c *Catalog) Digest() string { return c.digests.catalog.String() }
 
 // Snapshot returns the canonical JSON of the catalog snapshot: the exact
 // bytes whose H(cacheon.target-catalog, ·) is Digest.
@@ -193,12 +193,12 @@ func (c *Catalog) Snapshot() []byte { return slices.Clone(c.digests.snapshot) }
 
 // ArtifactProviderRegistryDigest returns
 // H(cacheon.artifact-provider-registry, registry snapshot).
-func (c *Catalog) ArtifactProviderRegistryDigest() string { return c.digests.registry }
+func (c *Catalog) ArtifactProviderRegistryDigest() string { return c.digests.registry.String() }
 
 // TargetSpecDigest returns H(cacheon.target-spec, target row) of a target.
 func (c *Catalog) TargetSpecDigest(id string) (string, bool) {
 	d, ok := c.digests.targetSpec[id]
-	return d, ok
+	return d.String(), ok
 }
 
 // TargetSpec returns the canonical JSON of a target's snapshot row, the
@@ -213,7 +213,7 @@ func (c *Catalog) TargetSpec(id string) ([]byte, bool) {
 // target-contract, …) over its members' contract digests for an atomic one.
 func (c *Catalog) ContractDigest(id string) (string, bool) {
 	d, ok := c.digests.contract[id]
-	return d, ok
+	return d.String(), ok
 }
 
 // Target returns the target with id.

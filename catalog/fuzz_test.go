@@ -64,7 +64,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("snapshot is not canonical JSON: %v", err)
 		}
-		if d := identity.MustDigest(DomainTargetCatalog, snap); d != c.Digest() {
+		if d := identity.MustH(identity.DomainTargetCatalog, snap).String(); d != c.Digest() {
 			t.Fatalf("snapshot hashes to %s, digest is %s", d, c.Digest())
 		}
 		for _, id := range c.TargetIDs() {
@@ -88,7 +88,7 @@ func TestDefaultCatalogIdentities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := identity.MustDigest(DomainTargetCatalog, snap); d != c.Digest() {
+	if d := identity.MustH(identity.DomainTargetCatalog, snap).String(); d != c.Digest() {
 		t.Fatalf("snapshot hashes to %s, digest is %s", d, c.Digest())
 	}
 }

@@ -44,7 +44,7 @@ func TestDefaultSnapshotMatchesUpstreamBytes(t *testing.T) {
 		}
 		t.Fatalf("snapshot differs from upstream at byte %d:\n got: …%s\nwant: …%s", i, window(got, i), window(want, i))
 	}
-	if d := identity.MustDigest(DomainTargetCatalog, parsed); d != goldenCatalogDigest {
+	if d := identity.MustH(identity.DomainTargetCatalog, parsed).String(); d != goldenCatalogDigest {
 		t.Fatalf("fixture digest = %s, want %s", d, goldenCatalogDigest)
 	}
 }
@@ -117,12 +117,12 @@ func TestAtomicContractDigestOverMemberContracts(t *testing.T) {
 		}
 		members = append(members, d)
 	}
-	want := identity.MustDigest(DomainAtomicTargetContract, map[string]any{
+	want := identity.MustH(identity.DomainAtomicTargetContract, map[string]any{
 		"schema_version":          1,
 		"target_id":               atomic.ID,
 		"atomic_semantics_id":     atomic.AtomicSemanticsID,
 		"member_contract_digests": members,
-	})
+	}).String()
 	if got, _ := c.ContractDigest(atomic.ID); got != want {
 		t.Errorf("atomic contract digest = %s, want %s", got, want)
 	}

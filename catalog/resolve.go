@@ -144,7 +144,7 @@ func (c *Catalog) Resolve(req Request) (Resolution, error) {
 	}
 	res.Registered = true
 	res.Target = target
-	res.TargetSpecDigest = c.digests.targetSpec[target.ID]
+	res.TargetSpecDigest = c.digests.targetSpec[target.ID].String()
 	return res, nil
 }
 

@@ -7,16 +7,6 @@ import (
 	"github.com/cacheon/engine/tools/identity"
 )
 
-// Identity domains of the catalog's digests.
-const (
-	DomainTargetContract           = "cacheon.target-contract"
-	DomainAtomicTargetContract     = "cacheon.atomic-target-contract"
-	DomainTargetSpec               = "cacheon.target-spec"
-	DomainBindingContract          = "cacheon.binding-contract"
-	DomainTargetCatalog            = "cacheon.target-catalog"
-	DomainArtifactProviderRegistry = "cacheon.artifact-provider-registry"
-)
-
 // The types below are the canonical JSON projections every catalog
 // identity is computed over. Their json tags are the wire keys; the
 // canonical encoder sorts keys, so field order here is irrelevant. They
@@ -55,10 +45,10 @@ type toleranceProjection struct {
 }
 
 type atomicContractProjection struct {
-	SchemaVersion         int      `json:"schema_version"`
-	TargetID              string   `json:"target_id"`
-	AtomicSemanticsID     string   `json:"atomic_semantics_id"`
-	MemberContractDigests []string `json:"member_contract_digests"`
+	SchemaVersion         int               `json:"schema_version"`
+	TargetID              string            `json:"target_id"`
+	AtomicSemanticsID     string            `json:"atomic_semantics_id"`
+	MemberContractDigests []identity.Digest `json:"member_contract_digests"`
 }
 
 // targetRow is one target in the catalog snapshot, and the payload of its
@@ -74,8 +64,8 @@ type targetRow struct {
 	AllowedFeatures       []string            `json:"allowed_features"`
 	ContractRef           *contractProjection `json:"contract_ref,omitempty"`
 	AtomicSemanticsID     string              `json:"atomic_semantics_id,omitempty"`
-	MemberContractDigests []string            `json:"member_contract_digests,omitempty"`
-	ContractDigest        string              `json:"contract_digest"`
+	MemberContractDigests []identity.Digest   `json:"member_contract_digests,omitempty"`
+	ContractDigest        identity.Digest     `json:"contract_digest"`
 }
 
 type bindingContractProjection struct {
@@ -86,13 +76,13 @@ type bindingContractProjection struct {
 }
 
 type ruleRow struct {
-	SchemaVersion         int      `json:"schema_version"`
-	RuleID                string   `json:"rule_id"`
-	TargetIDs             []string `json:"target_ids"`
-	Precedence            []string `json:"precedence"`
-	Mode                  string   `json:"mode"`
-	BindingFamilyID       string   `json:"binding_family_id"`
-	BindingContractDigest string   `json:"binding_contract_digest"`
+	SchemaVersion         int             `json:"schema_version"`
+	RuleID                string          `json:"rule_id"`
+	TargetIDs             []string        `json:"target_ids"`
+	Precedence            []string        `json:"precedence"`
+	Mode                  string          `json:"mode"`
+	BindingFamilyID       string          `json:"binding_family_id"`
+	BindingContractDigest identity.Digest `json:"binding_contract_digest"`
 }
 
 type providerRow struct {
@@ -122,7 +112,7 @@ type snapshotProjection struct {
 	SchemaVersion                  int                `json:"schema_version"`
 	PolicyVersion                  string             `json:"policy_version"`
 	ArtifactProviderRegistry       registryProjection `json:"artifact_provider_registry"`
-	ArtifactProviderRegistryDigest string             `json:"artifact_provider_registry_digest"`
+	ArtifactProviderRegistryDigest identity.Digest    `json:"artifact_provider_registry_digest"`
 	Targets                        []targetRow        `json:"targets"`
 	CompositionRules               []ruleRow          `json:"composition_rules"`
 }
@@ -160,13 +150,15 @@ func contractOf(s Slot) *contractProjection {
 	return p
 }
 
-// digests holds every identity of a catalog.
+// digests holds every identity of a catalog. The projections above carry
+// them typed too: a Digest marshals as the bare hex a string held, so the
+// snapshot bytes (and every digest over them) are those of upstream.
 type digests struct {
-	contract   map[string]string // target id → contract digest
-	targetSpec map[string]string // target id → target-spec digest
-	binding    map[string]string // rule id → binding contract digest
-	registry   string
-	catalog    string
+	contract   map[string]identity.Digest // target id → contract digest
+	targetSpec map[string]identity.Digest // target id → target-spec digest
+	binding    map[string]identity.Digest // rule id → binding contract digest
+	registry   identity.Digest
+	catalog    identity.Digest
 	snapshot   []byte // canonical JSON of the snapshot
 	rows       map[string][]byte
 }
@@ -176,9 +168,9 @@ type digests struct {
 // contract digest is computed over its members' contract digests.
 func computeDigests(slots map[string]Slot, targets []Target, rules []CompositionRule, providers []ArtifactProvider) (*digests, error) {
 	d := &digests{
-		contract:   map[string]string{},
-		targetSpec: map[string]string{},
-		binding:    map[string]string{},
+		contract:   map[string]identity.Digest{},
+		targetSpec: map[string]identity.Digest{},
+		binding:    map[string]identity.Digest{},
 		rows:       map[string][]byte{},
 	}
 	registry := registryProjection{SchemaVersion: SchemaVersion, Providers: []providerRow{}}
@@ -193,7 +185,7 @@ func computeDigests(slots map[string]Slot, targets []Target, rules []Composition
 		})
 	}
 	var err error
-	if d.registry, err = identity.Digest(DomainArtifactProviderRegistry, registry); err != nil {
+	if d.registry, err = identity.H(identity.DomainArtifactProviderRegistry, registry); err != nil {
 		return nil, fmt.Errorf("artifact provider registry digest: %w", err)
 	}
 
@@ -210,14 +202,14 @@ func computeDigests(slots map[string]Slot, targets []Target, rules []Composition
 			}
 			if kind == TargetSlot {
 				row.ContractRef = contractOf(slots[t.Contract])
-				row.ContractDigest, err = identity.Digest(DomainTargetContract, row.ContractRef)
+				row.ContractDigest, err = identity.H(identity.DomainTargetContract, row.ContractRef)
 			} else {
 				row.AtomicSemanticsID = t.AtomicSemanticsID
-				row.MemberContractDigests = make([]string, len(t.Members))
+				row.MemberContractDigests = make([]identity.Digest, len(t.Members))
 				for i, m := range t.Members {
 					row.MemberContractDigests[i] = d.contract[m]
 				}
-				row.ContractDigest, err = identity.Digest(DomainAtomicTargetContract, atomicContractProjection{
+				row.ContractDigest, err = identity.H(identity.DomainAtomicTargetContract, atomicContractProjection{
 					SchemaVersion:         SchemaVersion,
 					TargetID:              t.ID,
 					AtomicSemanticsID:     t.AtomicSemanticsID,
@@ -228,7 +220,7 @@ func computeDigests(slots map[string]Slot, targets []Target, rules []Composition
 				return nil, fmt.Errorf("contract digest of target %s: %w", t.ID, err)
 			}
 			d.contract[t.ID] = row.ContractDigest
-			if d.targetSpec[t.ID], err = identity.Digest(DomainTargetSpec, row); err != nil {
+			if d.targetSpec[t.ID], err = identity.H(identity.DomainTargetSpec, row); err != nil {
 				return nil, fmt.Errorf("target-spec digest of target %s: %w", t.ID, err)
 			}
 			if d.rows[t.ID], err = canonjson.Marshal(row); err != nil {
@@ -250,7 +242,7 @@ func computeDigests(slots map[string]Slot, targets []Target, rules []Composition
 		snap.Targets = append(snap.Targets, rows[t.ID])
 	}
 	for _, r := range rules { // sorted by id
-		binding, err := identity.Digest(DomainBindingContract, bindingContractProjection{
+		binding, err := identity.H(identity.DomainBindingContract, bindingContractProjection{
 			SchemaVersion: SchemaVersion, BindingFamilyID: r.BindingFamilyID, Precedence: r.Precedence, Mode: r.Mode,
 		})
 		if err != nil {
@@ -265,7 +257,7 @@ func computeDigests(slots map[string]Slot, targets []Target, rules []Composition
 	if d.snapshot, err = canonjson.Marshal(snap); err != nil {
 		return nil, fmt.Errorf("catalog snapshot: %w", err)
 	}
-	if d.catalog, err = identity.Digest(DomainTargetCatalog, snap); err != nil {
+	if d.catalog, err = identity.H(identity.DomainTargetCatalog, snap); err != nil {
 		return nil, fmt.Errorf("catalog digest: %w", err)
 	}
 	return d, nil

@@ -107,7 +107,7 @@ func TestSelectedPayloadShape(t *testing.T) {
 	if string(got) != string(wantBytes) {
 		t.Fatalf("selected payload\n got %s\nwant %s", got, wantBytes)
 	}
-	d := identity.MustDigest(SelectedPayloadDomain, want)
+	d := identity.MustH(identity.DomainSelectedPayload, want).String()
 	if d != in.SelectedPayloadDigest {
 		t.Fatalf("digest %s, want %s", in.SelectedPayloadDigest, d)
 	}

@@ -13,15 +13,6 @@ import (
 	"github.com/cacheon/engine/tools/identity"
 )
 
-// Identity domains of contributions.
-const (
-	SelectedPayloadDomain      = "cacheon.contribution.selected-payload"
-	SelectedDeltaDomain        = "cacheon.contribution.selected_delta" // underscore: the stable wire id
-	ProposalDomain             = "cacheon.contribution.proposal"
-	IntegratedDomain           = "cacheon.contribution.integrated"
-	IntegratedSourceTreeDomain = "cacheon.integrated-source-tree"
-)
-
 // MaterializerPolicyVersion is the engine-tree materializer policy the
 // selected payload is computed under.
 const MaterializerPolicyVersion = 2
@@ -259,7 +250,8 @@ func ComputeSelectedPayload(b *bundle.Bundle, opts PayloadOptions) (*SelectedPay
 
 // Digest is H(cacheon.contribution.selected-payload, payload).
 func (p *SelectedPayload) Digest() (string, error) {
-	return identity.Digest(SelectedPayloadDomain, p)
+	id, err := identity.H(identity.DomainSelectedPayload, p)
+	return id.String(), err
 }
 
 // SelectedDelta is H(cacheon.contribution.selected_delta, {selected
@@ -276,11 +268,12 @@ func SelectedDelta(selectedPayloadDigest, targetID, targetSpecDigest string) (st
 	if targetID == "" {
 		return "", fmt.Errorf("selected delta: empty target id")
 	}
-	return identity.Digest(SelectedDeltaDomain, map[string]any{
+	id, err := identity.H(identity.DomainSelectedDelta, map[string]any{
 		"selected_payload_digest": selectedPayloadDigest,
 		"target_id":               targetID,
 		"target_spec_digest":      targetSpecDigest,
 	})
+	return id.String(), err
 }
 
 // opIdentity is one op row's identity in the selected payload. Unknown op

@@ -79,7 +79,8 @@ func (r *ProposalRef) RefDigest() (string, error) {
 	if err := r.Validate(); err != nil {
 		return "", err
 	}
-	return identity.Digest(ProposalDomain, r)
+	id, err := identity.H(identity.DomainProposal, r)
+	return id.String(), err
 }
 
 // SelectedDelta is the delta the proposal contributes at its target.
@@ -180,7 +181,8 @@ func (r *IntegratedRef) RefDigest() (string, error) {
 	if err := r.Validate(); err != nil {
 		return "", err
 	}
-	return identity.Digest(IntegratedDomain, r)
+	id, err := identity.H(identity.DomainIntegrated, r)
+	return id.String(), err
 }
 
 // SelectedDelta is the delta the integrated contribution carries.

@@ -25,11 +25,11 @@ func TestProposalRef(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := identity.MustDigest(ProposalDomain, map[string]any{
+	want := identity.MustH(identity.DomainProposal, map[string]any{
 		"type": "proposal", "schema_version": 1, "target_id": r.TargetID,
 		"target_spec_digest": r.TargetSpecDigest, "artifact_digest": r.ArtifactDigest,
 		"selected_payload_digest": r.SelectedPayloadDigest, "attribution_digest": hex64('4'),
-	})
+	}).String()
 	if d != want {
 		t.Fatalf("digest %s, want %s", d, want)
 	}
@@ -99,12 +99,12 @@ func TestIntegratedRefFromRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := identity.MustDigest(IntegratedDomain, map[string]any{
+	want := identity.MustH(identity.DomainIntegrated, map[string]any{
 		"type": "integrated", "schema_version": 1, "target_id": "activation.silu_and_mul",
 		"target_spec_digest": hex64('1'), "integrated_source_tree_digest": hex64('2'),
 		"selected_payload_digest": hex64('3'), "attribution_digest": hex64('4'),
 		"integration_record_digest": hex64('9'),
-	})
+	}).String()
 	if d != want {
 		t.Fatalf("digest %s, want %s", d, want)
 	}

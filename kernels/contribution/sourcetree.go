@@ -37,5 +37,6 @@ func IntegratedSourceTreeDigest(dir string) (string, error) {
 		}
 		rows = append(rows, sourceTreeRow{Mode: FileMode, Path: f.Path, SHA256: sum})
 	}
-	return identity.Digest(IntegratedSourceTreeDomain, map[string]any{"files": rows})
+	id, err := identity.H(identity.DomainIntegratedSourceTree, map[string]any{"files": rows})
+	return id.String(), err
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/model"
 )
 
@@ -622,7 +623,7 @@ func Provenance(in ProvenanceInput) *provenance.Provenance {
 	p := &provenance.Provenance{
 		Subjects: []provenance.Resource{
 			{Name: in.ImageName, Digest: map[string]string{"sha256": hexOf(in.ImageDigest)}},
-			{Name: SubjectEngineTree, Digest: map[string]string{"cacheon.materialized-engine-tree": d.EngineTreeDigest}},
+			{Name: SubjectEngineTree, Digest: map[string]string{string(identity.DomainMaterializedEngineTree): d.EngineTreeDigest}},
 		},
 		BuildType: provenance.BuildType,
 		ExternalParameters: map[string]string{
@@ -642,23 +643,23 @@ func Provenance(in ProvenanceInput) *provenance.Provenance {
 		Epoch:          d.Toolchain.SourceDateEpoch,
 	}
 	p.Dependencies = append(p.Dependencies,
-		provenance.Resource{Name: DepReleaseManifest, Digest: map[string]string{"cacheon.stack.release": d.ReleaseManifestDigest}},
-		provenance.Resource{Name: DepCatalog, Digest: map[string]string{"cacheon.target-catalog": d.CatalogDigest}},
+		provenance.Resource{Name: DepReleaseManifest, Digest: map[string]string{string(identity.DomainStackRelease): d.ReleaseManifestDigest}},
+		provenance.Resource{Name: DepCatalog, Digest: map[string]string{string(identity.DomainTargetCatalog): d.CatalogDigest}},
 		provenance.Resource{Name: DepRuntime, Digest: map[string]string{"cacheon.runtime": d.RuntimeDigest}},
 		provenance.Resource{Name: DepBaseEngine, Digest: map[string]string{"cacheon.base-engine": d.BaseEngineDigest}},
 		provenance.Resource{Name: DepSubstrate, Digest: map[string]string{"cacheon.bundle-content": d.SubstrateDigest}},
 		provenance.Resource{Name: DepModelReceipt, MediaType: "application/json", Digest: map[string]string{
-			"sha256": d.Model.ReceiptSHA256, "cacheon.model-provision-receipt": d.Model.ReceiptDigest, "cacheon.model-content": d.Model.ContentDigest}},
+			"sha256": d.Model.ReceiptSHA256, string(identity.DomainModelProvisionReceipt): d.Model.ReceiptDigest, string(identity.DomainModelContent): d.Model.ContentDigest}},
 		provenance.Resource{Name: DepBaseImage, URI: "oci:" + d.BaseImage.Name, Digest: map[string]string{"sha256": hexOf(d.BaseImage.Digest)}},
 		provenance.Resource{Name: DepEntrypoint, Digest: map[string]string{"sha256": d.Entrypoint.SHA256}},
 	)
 	for _, c := range d.Integrations {
 		p.Dependencies = append(p.Dependencies,
 			provenance.Resource{Name: ContributionDep(c.TargetID), Digest: map[string]string{
-				"cacheon.integrated-source-tree": c.IntegratedSourceTreeDigest, "gitCommit": c.ReviewCommit,
-				"cacheon.contribution.integrated": c.IntegratedRefDigest}},
+				string(identity.DomainIntegratedSourceTree): c.IntegratedSourceTreeDigest, "gitCommit": c.ReviewCommit,
+				string(identity.DomainIntegrated): c.IntegratedRefDigest}},
 			provenance.Resource{Name: ReviewDep(c.TargetID), MediaType: "application/json", Digest: map[string]string{
-				"sha256": c.RecordSHA256, "cacheon.contribution.integration-review": c.IntegrationRecordDigest}},
+				"sha256": c.RecordSHA256, string(identity.DomainIntegrationReview): c.IntegrationRecordDigest}},
 		)
 	}
 	p.Byproducts = append(p.Byproducts,

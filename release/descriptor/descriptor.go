@@ -28,7 +28,7 @@ import (
 const (
 	Type          = "engine_release_image"
 	SchemaVersion = 1
-	Domain        = "cacheon.engine-release.descriptor"
+	Domain        = string(identity.DomainEngineReleaseDescriptor)
 )
 
 // Paths inside a release image. They are fixed so that a verifier and the
@@ -232,7 +232,10 @@ func (d *Descriptor) SortIntegrations() {
 }
 
 // Digest is H(cacheon.engine-release.descriptor, d).
-func (d *Descriptor) Digest() (string, error) { return identity.Digest(Domain, d) }
+func (d *Descriptor) Digest() (string, error) {
+	id, err := identity.H(identity.DomainEngineReleaseDescriptor, d)
+	return id.String(), err
+}
 
 // Marshal returns the file bytes: canonical JSON and a newline.
 func (d *Descriptor) Marshal() ([]byte, error) {

@@ -36,6 +36,7 @@ import (
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/model"
 )
 
@@ -122,7 +123,7 @@ func Verify(opts Options) (*Verified, error) {
 		return nil, refuse("engine tree: %v", err)
 	}
 	treeSubject, _ := provenance.Find(prov.Subjects, build.SubjectEngineTree)
-	if treeSubject == nil || treeDigest != d.EngineTreeDigest || treeDigest != treeSubject.Digest["cacheon.materialized-engine-tree"] {
+	if treeSubject == nil || treeDigest != d.EngineTreeDigest || treeDigest != treeSubject.Digest[string(identity.DomainMaterializedEngineTree)] {
 		return nil, refuse("the engine tree at /%s has digest %s, the signed release has %s", descriptor.EngineTreeDir, treeDigest, d.EngineTreeDigest)
 	}
 

@@ -29,7 +29,6 @@ import (
 
 // Wire identifiers.
 const (
-	Domain          = "cacheon.contribution.integration-review"
 	SchemaVersion   = 1
 	EvidenceMedia   = "application/json"
 	maxReviewerRune = 256
@@ -242,7 +241,8 @@ func (r *Record) Digest() (string, error) {
 	if err := r.Validate(); err != nil {
 		return "", err
 	}
-	return identity.Digest(Domain, r)
+	id, err := identity.H(identity.DomainIntegrationReview, r)
+	return id.String(), err
 }
 
 // IntegratedRef derives the one integrated reference the record names.

@@ -77,7 +77,7 @@ func TestReviewRejectsSourceThatDoesNotReproduceTheCrown(t *testing.T) {
 		want   string
 	}{
 		{"another crowned payload", func(t *testing.T, r *fixture.Release, req *review.Request) {
-			req.Crown.SelectedPayloadDigest = identity.MustDigest("x", "other payload")
+			req.Crown.SelectedPayloadDigest = identity.MustH("x", "other payload").String()
 		}, "selects payload"},
 		{"kernel edited after the crown", func(t *testing.T, r *fixture.Release, req *review.Request) {
 			p := filepath.Join(r.Repo, r.SourcePath, "kernels", "silu_and_mul.py")
@@ -92,7 +92,7 @@ func TestReviewRejectsSourceThatDoesNotReproduceTheCrown(t *testing.T) {
 		{"working tree edits are not reviewed source", func(t *testing.T, r *fixture.Release, req *review.Request) {
 			// Uncommitted edits must not matter: the record binds the commit.
 			os.WriteFile(filepath.Join(r.Repo, r.SourcePath, "kernels", "silu_and_mul.py"), []byte("evil"), 0o644)
-			req.Crown.SelectedPayloadDigest = identity.MustDigest("x", "other")
+			req.Crown.SelectedPayloadDigest = identity.MustH("x", "other").String()
 		}, "selects payload"},
 		{"abbreviated commit", func(t *testing.T, r *fixture.Release, req *review.Request) { req.Commit = r.Commit[:12] }, "full 40-hex commit id"},
 		{"branch name", func(t *testing.T, r *fixture.Release, req *review.Request) { req.Commit = "main" }, "full 40-hex commit id"},
@@ -139,7 +139,7 @@ func TestRecordValidation(t *testing.T) {
 			rec.ReproductionAttemptDigest = rec.PrimaryAttemptDigest
 		}, "are equal"},
 		{"digest field disagrees with its artifact", func(rec *review.Record) {
-			rec.LicenseEvidenceDigest = identity.MustDigest("x", "y")
+			rec.LicenseEvidenceDigest = identity.MustH("x", "y").String()
 		}, "artifacts.license_evidence.sha256"},
 		{"artifact schema", func(rec *review.Record) { rec.Artifacts.TestEvidence.Schema = "x" }, "artifacts.test_evidence.schema"},
 		{"short commit", func(rec *review.Record) { rec.ReviewCommit = "abc" }, "review_commit"},

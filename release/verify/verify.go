@@ -41,6 +41,7 @@ import (
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // Names of the checks, in the order they run.
@@ -282,7 +283,7 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 		return nil, failf(CheckSubjects, "signed image subject %q is sha256:%s, but the image in %s is %s", imgSubject.Name, imgSubject.Digest["sha256"], s.Location(), desc.Digest)
 	}
 	treeSubject, ok := provenance.Find(prov.Subjects, build.SubjectEngineTree)
-	if !ok || treeSubject.Digest["cacheon.materialized-engine-tree"] == "" {
+	if !ok || treeSubject.Digest[string(identity.DomainMaterializedEngineTree)] == "" {
 		return nil, failf(CheckSubjects, "statement has no engine-tree subject")
 	}
 	rep.Image = imgSubject.Name
@@ -391,8 +392,8 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	if treeDigest != tree.treeDigest {
 		return nil, failf(CheckEngineTree, "engine tree digest %s, the materializer's check gives %s", treeDigest, tree.treeDigest)
 	}
-	if treeDigest != d.EngineTreeDigest || treeDigest != treeSubject.Digest["cacheon.materialized-engine-tree"] {
-		return nil, failf(CheckEngineTree, "the engine tree in the image has digest %s; the descriptor says %s and the signed subject %s", treeDigest, d.EngineTreeDigest, treeSubject.Digest["cacheon.materialized-engine-tree"])
+	if treeDigest != d.EngineTreeDigest || treeDigest != treeSubject.Digest[string(identity.DomainMaterializedEngineTree)] {
+		return nil, failf(CheckEngineTree, "the engine tree in the image has digest %s; the descriptor says %s and the signed subject %s", treeDigest, d.EngineTreeDigest, treeSubject.Digest[string(identity.DomainMaterializedEngineTree)])
 	}
 	rep.EngineTreeDigest = treeDigest
 

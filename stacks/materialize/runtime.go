@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/tools/canonjson"
 )
 
@@ -15,7 +16,7 @@ const (
 	RuntimeManifestName = "manifest.toml"
 	RuntimeRebuildName  = "rebuild.json"
 	TreeMetadataName    = "metadata/cacheon_engine_tree.json"
-	runtimeBundleID     = "cacheon-materialized-v1"
+	runtimeBundleID     = bundle.MaterializedBundleID
 )
 
 // runtimeOp is one op row of the runtime manifest, with every path

@@ -12,9 +12,6 @@ import (
 // stack would materialize to different bytes.
 const PolicyVersion = 2
 
-// TreeDigestDomain is the domain of materialized engine tree digests.
-const TreeDigestDomain = "cacheon.materialized-engine-tree"
-
 // publishedMode is 0444, the mode of every file of a tree, as identities
 // record it (decimal 292).
 const publishedMode = 0o444
@@ -41,8 +38,9 @@ func rowsOf(files []atomicwrite.Written) []FileRow {
 // TreeDigest is H(cacheon.materialized-engine-tree, {files, policy}) over
 // every file of a tree, the engine tree metadata file included.
 func TreeDigest(files []atomicwrite.Written) (string, error) {
-	return identity.Digest(TreeDigestDomain, struct {
+	id, err := identity.H(identity.DomainMaterializedEngineTree, struct {
 		Files                     []FileRow `json:"files"`
 		MaterializerPolicyVersion int       `json:"materializer_policy_version"`
 	}{rowsOf(files), PolicyVersion})
+	return id.String(), err
 }

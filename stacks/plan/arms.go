@@ -7,9 +7,6 @@ import (
 	"github.com/cacheon/engine/tools/identity"
 )
 
-// MarginalArmPlanDomain is the domain of marginal arm plan digests.
-const MarginalArmPlanDomain = "cacheon.stack.marginal-arm-plan"
-
 // Arm roles, in the order a qualification reads them: the incumbent (B),
 // the candidate (C) and the incumbent again (B′), which brackets C so
 // drift during the measurement shows up as B ≠ B′.
@@ -101,5 +98,6 @@ func (p *MarginalArmPlan) Digest() (string, error) {
 	if err := p.Validate(); err != nil {
 		return "", err
 	}
-	return identity.Digest(MarginalArmPlanDomain, p)
+	id, err := identity.H(identity.DomainMarginalArmPlan, p)
+	return id.String(), err
 }

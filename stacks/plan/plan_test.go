@@ -45,7 +45,7 @@ func proposal(t *testing.T, cat *catalog.Catalog, target, payload string) *contr
 	}
 	return &contribution.ProposalRef{
 		Type: contribution.KindProposal, SchemaVersion: 1, TargetID: target, TargetSpecDigest: spec,
-		ArtifactDigest: identity.MustDigest("test.artifact", payload), SelectedPayloadDigest: identity.MustDigest("test.payload", payload),
+		ArtifactDigest: identity.MustH("test.artifact", payload).String(), SelectedPayloadDigest: identity.MustH("test.payload", payload).String(),
 		AttributionDigest: d64("4"),
 	}
 }

@@ -10,18 +10,13 @@ import (
 	"github.com/cacheon/engine/tools/identity"
 )
 
-// Domains, policies and type tags of the two stack manifests.
+// Policies and type tags of the two stack manifests.
 const (
-	EvaluationDomain        = "cacheon.stack.evaluation"
-	ReleaseDomain           = "cacheon.stack.release"
 	EvaluationPolicyVersion = "evaluation-stack.v1"
 	ReleasePolicyVersion    = "engine-release.v1"
 	evaluationType          = "evaluation_stack"
 	releaseType             = "engine_release"
 	manifestSchemaVersion   = 1
-
-	catalogDomain    = "cacheon.target-catalog"
-	targetSpecDomain = "cacheon.target-spec"
 )
 
 // Ref is a contribution reference a stack holds at one target: a proposal
@@ -190,11 +185,11 @@ func snapshotSpecDigests(snapshot json.RawMessage, catalogDigest string) (map[st
 	if err := checkSnapshotSize(snapshot); err != nil {
 		return nil, err
 	}
-	got, err := identity.Digest(catalogDomain, snapshot)
+	got, err := identity.H(identity.DomainTargetCatalog, snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("catalog_snapshot: %w", err)
 	}
-	if got != catalogDigest {
+	if got.String() != catalogDigest {
 		return nil, fmt.Errorf("catalog_snapshot hashes to %s, catalog_digest says %s", got, catalogDigest)
 	}
 	var doc struct {
@@ -211,11 +206,11 @@ func snapshotSpecDigests(snapshot json.RawMessage, catalogDigest string) (map[st
 		if err := json.Unmarshal(row, &t); err != nil || t.TargetID == "" {
 			return nil, fmt.Errorf("catalog_snapshot: targets[%d] has no target_id", i)
 		}
-		d, err := identity.Digest(targetSpecDomain, row)
+		d, err := identity.H(identity.DomainTargetSpec, row)
 		if err != nil {
 			return nil, fmt.Errorf("catalog_snapshot: targets[%d]: %w", i, err)
 		}
-		specs[t.TargetID] = d
+		specs[t.TargetID] = d.String()
 	}
 	return specs, nil
 }
@@ -308,7 +303,8 @@ func (m *EvaluationStackManifest) Digest() (string, error) {
 	if err := m.Validate(); err != nil {
 		return "", err
 	}
-	return identity.Digest(EvaluationDomain, m.Projection())
+	id, err := identity.H(identity.DomainStackEvaluation, m.Projection())
+	return id.String(), err
 }
 
 // Digest is H(cacheon.stack.release, projection).
@@ -316,7 +312,8 @@ func (m *EngineReleaseManifest) Digest() (string, error) {
 	if err := m.Validate(); err != nil {
 		return "", err
 	}
-	return identity.Digest(ReleaseDomain, m.Projection())
+	id, err := identity.H(identity.DomainStackRelease, m.Projection())
+	return id.String(), err
 }
 
 // CanonicalJSON returns the canonical JSON of the projection: the manifest

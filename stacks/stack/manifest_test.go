@@ -24,7 +24,8 @@ type testProposal struct {
 func (p *testProposal) RefKind() string             { return p.Type }
 func (p *testProposal) RefTarget() (string, string) { return p.TargetID, p.TargetSpecDigest }
 func (p *testProposal) RefDigest() (string, error) {
-	return identity.Digest("cacheon.contribution.proposal", p)
+	d, err := identity.H("cacheon.contribution.proposal", p)
+	return d.String(), err
 }
 func (p *testProposal) Validate() error {
 	return identity.CheckDigest("artifact_digest", p.ArtifactDigest, false)
@@ -38,15 +39,15 @@ func defaultSnapshot(t *testing.T) ([]byte, string, map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest, err := identity.Digest(catalogDomain, json.RawMessage(b))
+	digest, err := identity.H(identity.DomainTargetCatalog, json.RawMessage(b))
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs, err := snapshotSpecDigests(b, digest)
+	specs, err := snapshotSpecDigests(b, digest.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, digest, specs
+	return b, digest.String(), specs
 }
 
 func siluProposal(spec string) *testProposal {
@@ -171,7 +172,7 @@ func TestReleaseManifestDigestDiffersFromEvaluation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := identity.MustDigest(ReleaseDomain, json.RawMessage(b))
+	want := identity.MustH(identity.DomainStackRelease, json.RawMessage(b)).String()
 	if d != want {
 		t.Errorf("digest %s is not H(release, canonical JSON) %s", d, want)
 	}

@@ -6,12 +6,6 @@ import (
 	"github.com/cacheon/engine/tools/identity"
 )
 
-// Domains of the reference manifest identities.
-const (
-	ReferenceManifestDomain         = "cacheon.qualification.reference-manifest"
-	ReferenceManifestMeasuredDomain = "cacheon.qualification.reference-manifest-measured"
-)
-
 // ReferenceManifest pins everything the pristine reference T of a
 // qualification runs on: the empty (candidate-free) evaluation stack and
 // its engine tree and launch, the substrate, arena and catalog it binds,
@@ -133,7 +127,8 @@ func (r *ReferenceManifest) Digest() (string, error) {
 	if err := r.Validate(); err != nil {
 		return "", err
 	}
-	return identity.Digest(ReferenceManifestDomain, r)
+	id, err := identity.H(identity.DomainReferenceManifest, r)
+	return id.String(), err
 }
 
 // MeasuredDigest identifies what the reference measures: every field
@@ -150,5 +145,6 @@ func (r *ReferenceManifest) MeasuredDigest() (string, error) {
 		}
 		payload[f.name] = f.value
 	}
-	return identity.Digest(ReferenceManifestMeasuredDomain, payload)
+	id, err := identity.H(identity.DomainReferenceManifestMeasured, payload)
+	return id.String(), err
 }

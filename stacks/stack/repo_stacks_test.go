@@ -23,20 +23,20 @@ func TestRepositoryStacks(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	descriptor := func(domain, name string) string {
+	descriptor := func(domain identity.Domain, name string) string {
 		b, err := os.ReadFile(filepath.Join(repo, "stacks", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := identity.Digest(domain, json.RawMessage(b))
+		d, err := identity.H(domain, json.RawMessage(b))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d
+		return d.String()
 	}
-	substrate := descriptor("cacheon.substrate.base-engine", "substrate.json")
-	runtime := descriptor("cacheon.substrate.runtime", "runtime.json")
-	arena := descriptor("cacheon.arena.descriptor", "arena.json")
+	substrate := descriptor(identity.DomainSubstrateBaseEngine, "substrate.json")
+	runtime := descriptor(identity.DomainSubstrateRuntime, "runtime.json")
+	arena := descriptor(identity.DomainArenaDescriptor, "arena.json")
 
 	want := map[string]struct {
 		kind    Kind

@@ -171,7 +171,7 @@ func TestCatalogSnapshotHashesToDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := identity.MustDigest("cacheon.target-catalog", payload); d != goldenCatalogDigest {
+	if d := identity.MustH("cacheon.target-catalog", payload).String(); d != goldenCatalogDigest {
 		t.Errorf("snapshot hashes to %s, want %s", d, goldenCatalogDigest)
 	}
 }
@@ -211,7 +211,7 @@ func TestCatalogShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := identity.MustDigest("cacheon.target-spec", row); d != view.Digest || !strings.HasPrefix(d, "36180581") {
+	if d := identity.MustH("cacheon.target-spec", row).String(); d != view.Digest || !strings.HasPrefix(d, "36180581") {
 		t.Errorf("target_spec hashes to %s, reported %s", d, view.Digest)
 	}
 	if len(view.Slots) != 1 || view.Slots[0].KL == nil || *view.Slots[0].KL != "0.03" || len(view.Slots[0].Shapes) != 11 || view.Slots[0].Shapes[4][4] != 1 {

@@ -46,7 +46,7 @@ levels and input over 16 MiB. The domain must match [a-z0-9][a-z0-9._-]*.`,
 			if err != nil {
 				return Rejected(fmt.Errorf("%s: %w", name, err))
 			}
-			d, err := identity.DigestVersion(domain, payload, schemaVersion)
+			d, err := identity.HVersion(identity.Domain(domain), payload, schemaVersion)
 			if err != nil {
 				return Rejected(fmt.Errorf("%s: %w", name, err))
 			}

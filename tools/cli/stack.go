@@ -479,11 +479,6 @@ Exit codes: 0 the tree is well-formed; 2 it is not; 1 an I/O error.`,
 	return cmd
 }
 
-// localAttributionDomain names the attribution of a candidate checked
-// locally, outside any market intake: it is derived from the bundle alone
-// and never credits anyone.
-const localAttributionDomain = "cacheon.contribution.local-attribution.v1"
-
 func newStackPlanCommand(s Streams, deps stackDeps) *cobra.Command {
 	var o stackInputOptions
 	var incumbentPath, candidateDir, candidateLabel, attribution, out string
@@ -583,7 +578,7 @@ func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath,
 	}
 	local := attribution == ""
 	if local {
-		attribution = identity.MustDigest(localAttributionDomain, map[string]string{"artifact_digest": in.ContentHash})
+		attribution = identity.MustH(identity.DomainLocalAttribution, map[string]string{"artifact_digest": in.ContentHash}).String()
 		if !jsonOut {
 			fmt.Fprintf(s.Err, "cacheon: no --attribution: using the local attribution %s (credits no one)\n", attribution)
 		}

@@ -6,6 +6,10 @@
 // string separates kinds of object, so two different kinds can never share
 // a digest even when their payloads are equal. The construction is
 // byte-compatible with the upstream Python toolchain.
+//
+// Identities are typed: H takes a Domain (every domain of the system is
+// declared once, in domains.go) and returns a Digest, whose text form is
+// the bare lowercase hex every identity field carries on the wire.
 package identity
 
 import (
@@ -23,23 +27,32 @@ const DefaultSchemaVersion = 1
 
 var domainPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
-// ValidateDomain reports whether domain is a legal domain string.
-func ValidateDomain(domain string) error {
-	if !domainPattern.MatchString(domain) {
-		return fmt.Errorf("domain %q must match [a-z0-9][a-z0-9._-]*", domain)
+// Domain is a domain-separation string: the kind of object an identity
+// names. Every domain the system uses is declared in domains.go; a Domain
+// built from other text (the cacheon digest command's --domain) is checked
+// by Validate before it is hashed.
+type Domain string
+
+// Validate reports whether d is a legal domain string.
+func (d Domain) Validate() error {
+	if !domainPattern.MatchString(string(d)) {
+		return fmt.Errorf("domain %q must match [a-z0-9][a-z0-9._-]*", string(d))
 	}
 	return nil
 }
 
+// ValidateDomain reports whether domain is a legal domain string.
+func ValidateDomain(domain string) error { return Domain(domain).Validate() }
+
 type envelope struct {
-	Domain        string `json:"domain"`
+	Domain        Domain `json:"domain"`
 	Payload       any    `json:"payload"`
 	SchemaVersion int    `json:"schema_version"`
 }
 
-// Envelope returns the canonical bytes that Digest hashes.
-func Envelope(domain string, payload any, schemaVersion int) ([]byte, error) {
-	if err := ValidateDomain(domain); err != nil {
+// Envelope returns the canonical bytes that H hashes.
+func Envelope(domain Domain, payload any, schemaVersion int) ([]byte, error) {
+	if err := domain.Validate(); err != nil {
 		return nil, err
 	}
 	if schemaVersion < 1 {
@@ -52,25 +65,25 @@ func Envelope(domain string, payload any, schemaVersion int) ([]byte, error) {
 	return b, nil
 }
 
-// Digest returns H(domain, payload) with the default schema version.
-func Digest(domain string, payload any) (string, error) {
-	return DigestVersion(domain, payload, DefaultSchemaVersion)
+// H returns H(domain, payload) with the default schema version.
+func H(domain Domain, payload any) (Digest, error) {
+	return HVersion(domain, payload, DefaultSchemaVersion)
 }
 
-// DigestVersion returns H(domain, payload, schemaVersion) as 64 lowercase hex.
-func DigestVersion(domain string, payload any, schemaVersion int) (string, error) {
+// HVersion returns H(domain, payload, schemaVersion), a SHA-256 digest.
+func HVersion(domain Domain, payload any, schemaVersion int) (Digest, error) {
 	b, err := Envelope(domain, payload, schemaVersion)
 	if err != nil {
-		return "", err
+		return Digest{}, err
 	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	return Digest{Algorithm: SHA256, Hex: hex.EncodeToString(sum[:])}, nil
 }
 
-// MustDigest is Digest for payloads built by the program itself, where an
-// error is a programming mistake rather than bad input.
-func MustDigest(domain string, payload any) string {
-	d, err := Digest(domain, payload)
+// MustH is H for payloads built by the program itself, where an error is a
+// programming mistake rather than bad input.
+func MustH(domain Domain, payload any) Digest {
+	d, err := H(domain, payload)
 	if err != nil {
 		panic(fmt.Sprintf("identity: %v", err))
 	}
@@ -78,18 +91,7 @@ func MustDigest(domain string, payload any) string {
 }
 
 // IsHex64 reports whether s is a 64-character lowercase hex digest.
-func IsHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func IsHex64(s string) bool { return len(s) == 64 && isLowerHex(s) }
 
 // IsZeroDigest reports whether s is the all-zero digest, which several
 // record types forbid as a placeholder.

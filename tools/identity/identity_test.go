@@ -20,11 +20,11 @@ func TestDigestUpstreamGolden(t *testing.T) {
 	if want := `{"domain":"x","payload":{"a":null,"b":[1,"é"]},"schema_version":1}`; string(env) != want {
 		t.Fatalf("envelope = %s, want %s", env, want)
 	}
-	got, err := Digest("x", payload)
+	got, err := H("x", payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "2d88663189776a8721b7c7aa0f57c8a9d54e6f0b8671e552a5a718c2cfc64a20"; got != want {
+	if want := "2d88663189776a8721b7c7aa0f57c8a9d54e6f0b8671e552a5a718c2cfc64a20"; got.String() != want {
 		t.Fatalf("digest = %s, want %s", got, want)
 	}
 }
@@ -32,7 +32,7 @@ func TestDigestUpstreamGolden(t *testing.T) {
 func TestDigestRejects(t *testing.T) {
 	tests := []struct {
 		name    string
-		domain  string
+		domain  Domain
 		payload any
 		version int
 	}{
@@ -48,8 +48,8 @@ func TestDigestRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := DigestVersion(tc.domain, tc.payload, tc.version); err == nil {
-				t.Fatalf("DigestVersion(%q, %#v) succeeded, want an error", tc.domain, tc.payload)
+			if _, err := HVersion(tc.domain, tc.payload, tc.version); err == nil {
+				t.Fatalf("HVersion(%q, %#v) succeeded, want an error", tc.domain, tc.payload)
 			}
 		})
 	}
@@ -57,7 +57,7 @@ func TestDigestRejects(t *testing.T) {
 
 func TestDigestBigIntegers(t *testing.T) {
 	huge, _ := new(big.Int).SetString("123456789012345678901234567890123456789", 10)
-	a, err := Digest("x", []any{huge})
+	a, err := H("x", []any{huge})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestDigestBigIntegers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Digest("x", parsed)
+	b, err := H("x", parsed)
 	if err != nil {
 		t.Fatal(err)
 	}

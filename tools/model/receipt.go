@@ -19,8 +19,6 @@ import (
 const (
 	ReceiptType          = "cacheon.model-provision"
 	ReceiptSchemaVersion = 1
-	ContentDomain        = "cacheon.model-content"
-	ReceiptDomain        = "cacheon.model-provision-receipt"
 )
 
 // File is one file of a model tree.
@@ -44,7 +42,8 @@ type contentPayload struct {
 
 // ContentDigest returns H("cacheon.model-content", {"files": files}).
 func ContentDigest(files []File) (string, error) {
-	return identity.Digest(ContentDomain, contentPayload{Files: files})
+	id, err := identity.H(identity.DomainModelContent, contentPayload{Files: files})
+	return id.String(), err
 }
 
 // NewReceipt builds the receipt of files, which must already be sorted.
@@ -58,7 +57,8 @@ func NewReceipt(files []File) (*Receipt, error) {
 
 // Digest returns H("cacheon.model-provision-receipt", r).
 func (r *Receipt) Digest() (string, error) {
-	return identity.Digest(ReceiptDomain, r)
+	id, err := identity.H(identity.DomainModelProvisionReceipt, r)
+	return id.String(), err
 }
 
 // TotalSize is the sum of the file sizes.

@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from . import stock
+# The wire vocabulary shared with the Go side (runtime manifest ids, slot
+# kinds, capability fields) is generated from the Go declarations into
+# _vocab; ABI_VERSION is re-exported for callers of this module.
+from ._vocab import ABI_VERSION, CONTEXT_FIELDS, MATERIALIZED_BUNDLE_ID, NUMERIC_FIELDS, SLOT_KIND  # noqa: F401
 
 try:
     import tomllib
 except ImportError:  # Python < 3.11
     tomllib = None
-
-MATERIALIZED_BUNDLE_ID = "cacheon-materialized-v1"
-ABI_VERSION = "cacheon-op-abi-v0"
 
 # Slots the substrate executes, and why the others cannot run here.
 EXECUTABLE = tuple(stock.STOCK)
@@ -43,17 +44,6 @@ UNAVAILABLE = {
 }
 
 GRAPH_SAFE_BY_DEFAULT = ("op",)
-SLOT_KIND = {
-    "activation.silu_and_mul": "op", "norm.rmsnorm": "op", "attention.sdpa": "block", "attention.decode": "block",
-    "moe.fused_experts": "block", "moe.fused_experts_reduce": "collective", "collective.all_reduce": "collective",
-    "collective.ar_residual_rmsnorm": "collective",
-}
-
-_NUMERIC = {"alignment", "batch_size", "block_size", "ep_size", "exp_tokens", "head_dim", "hidden_dim",
-            "init_blocks", "intermediate_dim", "kv_len", "last_dim", "local_blocks", "num_experts",
-            "num_kv_heads", "num_q_heads", "num_tokens", "page_size", "q_len", "q_block_size", "top_k",
-            "tp_size", "world_size"}
-_CONTEXT = {"architecture", "dtype", "graph_mode", "layout", "model", "phase", "quant", "runtime"}
 
 
 class SeamError(Exception):
@@ -104,7 +94,7 @@ def parse_domain(row: dict, metadata: Optional[dict], where: str) -> Tuple[Predi
     if not isinstance(caps, dict):
         raise SeamError(f"{where}: capabilities must be an object")
     for name, spec in caps.items():
-        if name not in _NUMERIC and name not in _CONTEXT:
+        if name not in NUMERIC_FIELDS and name not in CONTEXT_FIELDS:
             raise SeamError(f"{where}: unknown capability field {name!r}")
         if not isinstance(spec, dict):
             spec = {"one_of": spec} if isinstance(spec, list) else {"exact": spec}

@@ -1,0 +1,93 @@
+package identity
+
+// Every domain-separation string of the system, declared once. The strings
+// are stable wire identifiers shared with the upstream toolchain: changing
+// one changes every identity of its kind, so they are never renamed, only
+// added. docs/reference/identity.md's domain table is generated from
+// Domains (go test ./tools/identity -run TestDomainTableIsCurrent -update).
+
+// Catalog identities (package catalog).
+const (
+	DomainTargetContract           Domain = "cacheon.target-contract"
+	DomainAtomicTargetContract     Domain = "cacheon.atomic-target-contract"
+	DomainTargetSpec               Domain = "cacheon.target-spec"
+	DomainBindingContract          Domain = "cacheon.binding-contract"
+	DomainTargetCatalog            Domain = "cacheon.target-catalog"
+	DomainArtifactProviderRegistry Domain = "cacheon.artifact-provider-registry"
+)
+
+// Contribution identities (packages kernels/contribution, release/review,
+// tools/cli).
+const (
+	DomainSelectedPayload Domain = "cacheon.contribution.selected-payload"
+	// The underscore is upstream's spelling of this one domain; it is the
+	// stable wire id, not a typo to fix.
+	DomainSelectedDelta        Domain = "cacheon.contribution.selected_delta"
+	DomainProposal             Domain = "cacheon.contribution.proposal"
+	DomainIntegrated           Domain = "cacheon.contribution.integrated"
+	DomainIntegratedSourceTree Domain = "cacheon.integrated-source-tree"
+	DomainIntegrationReview    Domain = "cacheon.contribution.integration-review"
+	// The attribution of a candidate checked locally, outside any market
+	// intake: derived from the bundle alone, it never credits anyone.
+	DomainLocalAttribution Domain = "cacheon.contribution.local-attribution.v1"
+)
+
+// Stack and engine-tree identities (packages stacks/...).
+const (
+	DomainStackEvaluation           Domain = "cacheon.stack.evaluation"
+	DomainStackRelease              Domain = "cacheon.stack.release"
+	DomainReferenceManifest         Domain = "cacheon.qualification.reference-manifest"
+	DomainReferenceManifestMeasured Domain = "cacheon.qualification.reference-manifest-measured"
+	DomainMarginalArmPlan           Domain = "cacheon.stack.marginal-arm-plan"
+	DomainMaterializedEngineTree    Domain = "cacheon.materialized-engine-tree"
+	DomainSubstrateBaseEngine       Domain = "cacheon.substrate.base-engine"
+	DomainSubstrateRuntime          Domain = "cacheon.substrate.runtime"
+	DomainArenaDescriptor           Domain = "cacheon.arena.descriptor"
+)
+
+// Release and model identities (packages release/descriptor, tools/model).
+const (
+	DomainEngineReleaseDescriptor Domain = "cacheon.engine-release.descriptor"
+	DomainModelContent            Domain = "cacheon.model-content"
+	DomainModelProvisionReceipt   Domain = "cacheon.model-provision-receipt"
+)
+
+// DomainInfo describes one declared domain for the reference table.
+type DomainInfo struct {
+	Domain  Domain
+	Name    string // the Go constant
+	Owner   string // the package that computes identities of this kind
+	Payload string // what the payload is, in a few words
+}
+
+// Domains lists every declared domain in table order. A test checks that it
+// names each constant of this file exactly once.
+func Domains() []DomainInfo {
+	return []DomainInfo{
+		{DomainTargetContract, "DomainTargetContract", "catalog", "a slot target's contract projection"},
+		{DomainAtomicTargetContract, "DomainAtomicTargetContract", "catalog", "an atomic target's member contract digests"},
+		{DomainTargetSpec, "DomainTargetSpec", "catalog", "one target row of the catalog snapshot"},
+		{DomainBindingContract, "DomainBindingContract", "catalog", "a composition rule's binding contract"},
+		{DomainTargetCatalog, "DomainTargetCatalog", "catalog", "the whole catalog snapshot"},
+		{DomainArtifactProviderRegistry, "DomainArtifactProviderRegistry", "catalog", "the artifact-provider registry"},
+		{DomainSelectedPayload, "DomainSelectedPayload", "kernels/contribution", "the files a contribution's selected rows reach"},
+		{DomainSelectedDelta, "DomainSelectedDelta", "kernels/contribution", "a selected payload bound to its target and target spec"},
+		{DomainProposal, "DomainProposal", "kernels/contribution", "a proposal reference"},
+		{DomainIntegrated, "DomainIntegrated", "kernels/contribution", "an integrated contribution reference"},
+		{DomainIntegratedSourceTree, "DomainIntegratedSourceTree", "kernels/contribution", "an integrated contribution's file inventory"},
+		{DomainIntegrationReview, "DomainIntegrationReview", "release/review", "an integration review record"},
+		{DomainLocalAttribution, "DomainLocalAttribution", "tools/cli", "the stand-in attribution of a candidate planned without --attribution"},
+		{DomainStackEvaluation, "DomainStackEvaluation", "stacks/stack", "an evaluation stack manifest"},
+		{DomainStackRelease, "DomainStackRelease", "stacks/stack", "an engine release manifest"},
+		{DomainReferenceManifest, "DomainReferenceManifest", "stacks/stack", "a qualification reference manifest"},
+		{DomainReferenceManifestMeasured, "DomainReferenceManifestMeasured", "stacks/stack", "a reference manifest without its controller and launch fields"},
+		{DomainMarginalArmPlan, "DomainMarginalArmPlan", "stacks/plan", "a candidate's marginal arm plan"},
+		{DomainMaterializedEngineTree, "DomainMaterializedEngineTree", "stacks/materialize", "a materialized engine tree's file inventory"},
+		{DomainSubstrateBaseEngine, "DomainSubstrateBaseEngine", "stacks/*.hcl (cacheon digest)", "the substrate descriptor `stacks/substrate.json`"},
+		{DomainSubstrateRuntime, "DomainSubstrateRuntime", "stacks/*.hcl (cacheon digest)", "the runtime descriptor `stacks/runtime.json`"},
+		{DomainArenaDescriptor, "DomainArenaDescriptor", "stacks/*.hcl (cacheon digest)", "the arena descriptor `stacks/arena.json`"},
+		{DomainEngineReleaseDescriptor, "DomainEngineReleaseDescriptor", "release/descriptor", "a release descriptor"},
+		{DomainModelContent, "DomainModelContent", "tools/model", "a model directory's file inventory"},
+		{DomainModelProvisionReceipt, "DomainModelProvisionReceipt", "tools/model", "a model provision receipt"},
+	}
+}
