@@ -11,9 +11,6 @@ import (
 	"github.com/cacheon/engine/tools/identity"
 )
 
-// PolicyDomain is the identity domain of a resident speed policy.
-const PolicyDomain = "cacheon.qualification.resident-speed-policy"
-
 // Policy versions this package grades.
 const (
 	V7 = 7 // hot-swappable candidates: B, C, B′ only if inconclusive
@@ -138,7 +135,8 @@ func (p Policy) Digest() (string, error) {
 	if err := p.Validate(); err != nil {
 		return "", err
 	}
-	return identity.Digest(PolicyDomain, p.Projection())
+	d, err := identity.H(identity.DomainResidentSpeedPolicy, p.Projection())
+	return d.String(), err
 }
 
 // policyFile is the JSON shape of a policy projection. Decimals are

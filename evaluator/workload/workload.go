@@ -20,12 +20,6 @@ import (
 	"github.com/cacheon/engine/tools/identity"
 )
 
-// Domains of the workload identities.
-const (
-	Domain             = "cacheon.qualification.marginal-workload.v1"
-	EngineConfigDomain = "cacheon.qualification.engine-config"
-)
-
 // Workload is a decoded, validated workload file.
 type Workload struct {
 	Name          string
@@ -86,10 +80,11 @@ const generatorPrefix = "cacheon-workload-prompts-v1"
 
 // EngineConfigDigest identifies the engine configuration.
 func (w *Workload) EngineConfigDigest() (string, error) {
-	return identity.Digest(EngineConfigDomain, map[string]any{
+	d, err := identity.H(identity.DomainEngineConfig, map[string]any{
 		"tensor_parallel": w.Engine.TensorParallel,
 		"cuda_graphs":     w.Engine.CUDAGraphs,
 	})
+	return d.String(), err
 }
 
 // Digest is the upstream marginal-workload digest.
@@ -110,7 +105,7 @@ func (w *Workload) Digest() (string, error) {
 		}
 		batches[i] = prompts
 	}
-	return identity.Digest(Domain, map[string]any{
+	d, err := identity.H(identity.DomainMarginalWorkload, map[string]any{
 		"conditioning_count":   w.Conditioning,
 		"engine_config_digest": ecd,
 		"max_new_tokens":       w.MaxNewTokens,
@@ -119,6 +114,7 @@ func (w *Workload) Digest() (string, error) {
 		"top_logprobs_num":     w.TopLogprobs,
 		"warmup_count":         w.Warmup,
 	})
+	return d.String(), err
 }
 
 // TimedBatches is the number of timed windows one read yields.

@@ -52,6 +52,13 @@ const (
 	DomainModelProvisionReceipt   Domain = "cacheon.model-provision-receipt"
 )
 
+// Qualification identities (packages evaluator/...).
+const (
+	DomainResidentSpeedPolicy Domain = "cacheon.qualification.resident-speed-policy"
+	DomainMarginalWorkload    Domain = "cacheon.qualification.marginal-workload.v1"
+	DomainEngineConfig        Domain = "cacheon.qualification.engine-config"
+)
+
 // DomainInfo describes one declared domain for the reference table.
 type DomainInfo struct {
 	Domain  Domain
@@ -86,6 +93,9 @@ func Domains() []DomainInfo {
 		{DomainSubstrateBaseEngine, "DomainSubstrateBaseEngine", "stacks/*.hcl (cacheon digest)", "the substrate descriptor `stacks/substrate.json`"},
 		{DomainSubstrateRuntime, "DomainSubstrateRuntime", "stacks/*.hcl (cacheon digest)", "the runtime descriptor `stacks/runtime.json`"},
 		{DomainArenaDescriptor, "DomainArenaDescriptor", "stacks/*.hcl (cacheon digest)", "the arena descriptor `stacks/arena.json`"},
+		{DomainResidentSpeedPolicy, "DomainResidentSpeedPolicy", "evaluator/speed", "a resident speed policy (v7, v8) with its read order and timing"},
+		{DomainMarginalWorkload, "DomainMarginalWorkload", "evaluator/workload", "a qualification workload: prompt batches and read structure"},
+		{DomainEngineConfig, "DomainEngineConfig", "evaluator/workload", "the engine configuration every arm is served with"},
 		{DomainEngineReleaseDescriptor, "DomainEngineReleaseDescriptor", "release/descriptor", "a release descriptor"},
 		{DomainModelContent, "DomainModelContent", "tools/model", "a model directory's file inventory"},
 		{DomainModelProvisionReceipt, "DomainModelProvisionReceipt", "tools/model", "a model provision receipt"},
