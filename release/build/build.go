@@ -15,7 +15,6 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +22,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
-	"strconv"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -36,16 +33,13 @@ import (
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/model"
 )
 
 // ScratchBase names the project's own empty base image, used when no base
 // layout is given.
 const ScratchBase = "scratch"
-
-// SBOMCreator is the SPDX creator line; it names the format, not the
-// binary's version, so any build of the tool regenerates the same SBOM.
-const SBOMCreator = "Tool: cacheon-release-v1"
 
 // DefaultServeCommand runs the project's substrate on the engine tree.
 var DefaultServeCommand = []string{"python3", "-m", "cacheon_substrate.serve", "--engine-tree", "{engine_tree}", "--model", "{model}"}
@@ -225,7 +219,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read release manifest: %w", err)
 	}
-	m, err := ParseReleaseManifest(manifestBytes)
+	m, err := stack.ParseManifest(manifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", in.ReleaseManifest, err)
 	}
@@ -495,16 +489,16 @@ func (p *Plan) Write(out string, progress Progress) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sbomIn := SBOMInput(d, descDigest, p.Name, imgDigest.String(), engineFiles, substrateFiles, entryBytes)
+	sbomIn := sbom.ForRelease(d, descDigest, p.Name, imgDigest.String(), engineFiles, substrateFiles, entryBytes)
 	sbomBytes, err := sbom.Generate(sbomIn)
 	if err != nil {
 		return nil, err
 	}
-	var layerInfo []LayerInfo
+	var layerInfo []provenance.Layer
 	for i, s := range specs {
-		layerInfo = append(layerInfo, LayerInfo{Role: s.Role, Digest: written[i].Digest, DiffID: written[i].DiffID, MediaType: written[i].MediaType})
+		layerInfo = append(layerInfo, provenance.Layer{Role: s.Role, Digest: written[i].Digest, DiffID: written[i].DiffID, MediaType: written[i].MediaType})
 	}
-	prov := Provenance(ProvenanceInput{
+	prov := provenance.ForRelease(provenance.ReleaseInput{
 		Descriptor: d, DescriptorDigest: descDigest, DescriptorSHA256: descriptor.SHA256(descBytes),
 		ImageName: p.Name, ImageDigest: imgDigest.String(), SBOMSHA256: descriptor.SHA256(sbomBytes),
 		Layers: layerInfo, Builder: ToolVersions(),
@@ -546,129 +540,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-// SBOMInput assembles the SBOM's typed input from a release descriptor
-// and the files the image ships: the builder and the verifier both call
-// it, so the verifier regenerates exactly what was built.
-func SBOMInput(d *descriptor.Descriptor, descDigest, name, imageDigest string, engineFiles, substrateFiles []sbom.File, entrypoint []byte) sbom.Input {
-	h1 := sha1.Sum(entrypoint)
-	in := sbom.Input{
-		ImageName: name, ImageDigest: imageDigest, BaseName: d.BaseImage.Name, BaseDigest: d.BaseImage.Digest,
-		EngineTree: d.EngineTreeDigest, EngineFiles: engineFiles,
-		Substrate: d.SubstrateDigest, SubstrateFiles: substrateFiles,
-		Entrypoint:   sbom.File{Path: descriptor.EntrypointPath, SHA1: hex.EncodeToString(h1[:]), SHA256: d.Entrypoint.SHA256},
-		ModelContent: d.Model.ContentDigest, ModelReceipt: d.Model.ReceiptDigest,
-		ReleaseDigest: descDigest, Epoch: d.Toolchain.SourceDateEpoch, Creator: SBOMCreator,
-	}
-	for _, c := range d.Integrations {
-		in.Contributions = append(in.Contributions, sbom.Contribution{
-			TargetID: c.TargetID, IntegratedSourceTreeDigest: c.IntegratedSourceTreeDigest,
-			IntegratedRefDigest: c.IntegratedRefDigest, IntegrationRecordDigest: c.IntegrationRecordDigest,
-			ReviewCommit: c.ReviewCommit, Reviewer: c.Reviewer,
-		})
-	}
-	return in
-}
-
-// LayerInfo is one layer the build added, as the provenance records it.
-type LayerInfo struct {
-	Role      string
-	Digest    string
-	DiffID    string
-	MediaType string
-}
-
-// ProvenanceInput is what the provenance statement is generated from.
-type ProvenanceInput struct {
-	Descriptor       *descriptor.Descriptor
-	DescriptorDigest string
-	DescriptorSHA256 string
-	ImageName        string
-	ImageDigest      string
-	SBOMSHA256       string
-	Layers           []LayerInfo
-	Builder          map[string]string
-}
-
-// Resource names used in the provenance; the verifier looks them up.
-const (
-	DepReleaseManifest = "release-manifest"
-	DepCatalog         = "catalog"
-	DepSubstrate       = "substrate"
-	DepModelReceipt    = "model-provision-receipt"
-	DepBaseImage       = "base-image"
-	DepEntrypoint      = "entrypoint"
-	DepRuntime         = "runtime"
-	DepBaseEngine      = "base-engine"
-	ByproductSBOM      = "sbom.spdx.json"
-	ByproductRelease   = "release.json"
-	SubjectEngineTree  = "engine-tree"
-	contributionPrefix = "contribution/"
-	reviewPrefix       = "integration-review/"
-	layerPrefix        = "layer/"
-)
-
-// ContributionDep and ReviewDep name per-target dependencies.
-func ContributionDep(target string) string { return contributionPrefix + target }
-func ReviewDep(target string) string       { return reviewPrefix + target }
-func LayerByproduct(role string) string    { return layerPrefix + role }
-
-// Provenance builds the release's SLSA provenance.
-func Provenance(in ProvenanceInput) *provenance.Provenance {
-	d := in.Descriptor
-	hexOf := func(s string) string { return strings.TrimPrefix(s, "sha256:") }
-	serve, _ := json.Marshal(d.Serve.Command)
-	p := &provenance.Provenance{
-		Subjects: []provenance.Resource{
-			{Name: in.ImageName, Digest: map[string]string{"sha256": hexOf(in.ImageDigest)}},
-			{Name: SubjectEngineTree, Digest: map[string]string{"cacheon.materialized-engine-tree": d.EngineTreeDigest}},
-		},
-		BuildType: provenance.BuildType,
-		ExternalParameters: map[string]string{
-			"image_name":              in.ImageName,
-			"platform":                d.BaseImage.Platform,
-			"release_manifest_digest": d.ReleaseManifestDigest,
-			"base_image":              d.BaseImage.Name + "@" + d.BaseImage.Digest,
-			"source_date_epoch":       strconv.FormatInt(d.Toolchain.SourceDateEpoch, 10),
-			"compression":             d.Toolchain.Compression,
-			"compression_level":       strconv.Itoa(d.Toolchain.CompressionLevel),
-			"serve_command":           string(serve),
-			"model_mount":             d.Serve.ModelMount,
-		},
-		BuilderID:      provenance.BuilderID,
-		BuilderVersion: in.Builder,
-		InvocationID:   d.ReleaseManifestDigest,
-		Epoch:          d.Toolchain.SourceDateEpoch,
-	}
-	p.Dependencies = append(p.Dependencies,
-		provenance.Resource{Name: DepReleaseManifest, Digest: map[string]string{"cacheon.stack.release": d.ReleaseManifestDigest}},
-		provenance.Resource{Name: DepCatalog, Digest: map[string]string{"cacheon.target-catalog": d.CatalogDigest}},
-		provenance.Resource{Name: DepRuntime, Digest: map[string]string{"cacheon.runtime": d.RuntimeDigest}},
-		provenance.Resource{Name: DepBaseEngine, Digest: map[string]string{"cacheon.base-engine": d.BaseEngineDigest}},
-		provenance.Resource{Name: DepSubstrate, Digest: map[string]string{"cacheon.bundle-content": d.SubstrateDigest}},
-		provenance.Resource{Name: DepModelReceipt, MediaType: "application/json", Digest: map[string]string{
-			"sha256": d.Model.ReceiptSHA256, "cacheon.model-provision-receipt": d.Model.ReceiptDigest, "cacheon.model-content": d.Model.ContentDigest}},
-		provenance.Resource{Name: DepBaseImage, URI: "oci:" + d.BaseImage.Name, Digest: map[string]string{"sha256": hexOf(d.BaseImage.Digest)}},
-		provenance.Resource{Name: DepEntrypoint, Digest: map[string]string{"sha256": d.Entrypoint.SHA256}},
-	)
-	for _, c := range d.Integrations {
-		p.Dependencies = append(p.Dependencies,
-			provenance.Resource{Name: ContributionDep(c.TargetID), Digest: map[string]string{
-				"cacheon.integrated-source-tree": c.IntegratedSourceTreeDigest, "gitCommit": c.ReviewCommit,
-				"cacheon.contribution.integrated": c.IntegratedRefDigest}},
-			provenance.Resource{Name: ReviewDep(c.TargetID), MediaType: "application/json", Digest: map[string]string{
-				"sha256": c.RecordSHA256, "cacheon.contribution.integration-review": c.IntegrationRecordDigest}},
-		)
-	}
-	p.Byproducts = append(p.Byproducts,
-		provenance.Resource{Name: ByproductSBOM, MediaType: sbom.MediaType, Digest: map[string]string{"sha256": in.SBOMSHA256}},
-		provenance.Resource{Name: ByproductRelease, MediaType: "application/json", URI: "file:///" + descriptor.DescriptorPath,
-			Digest: map[string]string{"sha256": in.DescriptorSHA256, descriptor.Domain: in.DescriptorDigest}},
-	)
-	for _, l := range in.Layers {
-		p.Byproducts = append(p.Byproducts, provenance.Resource{Name: LayerByproduct(l.Role), MediaType: l.MediaType,
-			Digest: map[string]string{"sha256": hexOf(l.Digest)}, Annotations: map[string]string{"diff_id": l.DiffID}})
-	}
-	return p
 }

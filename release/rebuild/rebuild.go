@@ -31,7 +31,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/contribution"
@@ -42,6 +42,7 @@ import (
 	"github.com/cacheon/engine/release/layer"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/stack"
@@ -176,7 +177,7 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	in.EngineTree = publishedTree
 	if opts.SourceRepo != "" {
 		progress("re-materializing the engine tree from the reviewed source")
-		m, err := build.ParseReleaseManifest(rel.Files[descriptor.ManifestPath])
+		m, err := stack.ParseManifest(rel.Files[descriptor.ManifestPath])
 		if err != nil {
 			return nil, err
 		}
@@ -246,8 +247,8 @@ func openImage(s store.Store, h v1.Hash) (v1.Image, error) {
 			return nil, err
 		}
 		return lp.Image(h)
-	case *store.Registry:
-		return remote.Image(st.Reference().Context().Digest(h.String()), st.RemoteOptions()...)
+	case *remote.Registry:
+		return ggcr.Image(st.Reference().Context().Digest(h.String()), st.RemoteOptions()...)
 	}
 	return nil, fmt.Errorf("unsupported store %T", s)
 }

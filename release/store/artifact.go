@@ -36,6 +36,11 @@ const (
 // its config (image-spec 1.1 "guidance for an empty descriptor").
 var emptyConfig = []byte("{}")
 
+// EmptyConfig returns the bytes of the OCI empty descriptor, for a
+// backend that uploads an artifact's config blob itself (a fresh slice,
+// so no caller can change another's).
+func EmptyConfig() []byte { return append([]byte(nil), emptyConfig...) }
+
 func emptyDescriptor() v1.Descriptor {
 	h, n, _ := v1.SHA256(bytes.NewReader(emptyConfig))
 	return v1.Descriptor{MediaType: types.OCIEmptyJSON, Digest: h, Size: n, Data: emptyConfig}

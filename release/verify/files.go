@@ -3,9 +3,10 @@ package verify
 import (
 	"strings"
 
-	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/review"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/model"
 )
 
@@ -21,7 +22,7 @@ func CheckReleaseFiles(d *descriptor.Descriptor, files map[string][]byte, treeMe
 	if mb == nil {
 		return nil, nil, failf(CheckIntegrations, "/%s is missing from the release", descriptor.ManifestPath)
 	}
-	rm, err := build.ParseReleaseManifest(mb)
+	rm, err := stack.ParseManifest(mb)
 	if err != nil {
 		return nil, nil, fail(CheckIntegrations, err)
 	}
@@ -29,9 +30,9 @@ func CheckReleaseFiles(d *descriptor.Descriptor, files map[string][]byte, treeMe
 		return nil, nil, failf(CheckIntegrations, "the release stack in the image has digest %s, the descriptor says %s", md, d.ReleaseManifestDigest)
 	}
 	if treeMetadata == nil {
-		return nil, nil, failf(CheckEngineTree, "%s is missing from the engine tree", build.TreeMetadataPath)
+		return nil, nil, failf(CheckEngineTree, "%s is missing from the engine tree", materialize.TreeMetadataName)
 	}
-	if err := build.CheckTreeMetadataBytes(build.TreeMetadataPath, treeMetadata, rm); err != nil {
+	if err := materialize.CheckReleaseStack(materialize.TreeMetadataName, treeMetadata, rm); err != nil {
 		return nil, nil, fail(CheckEngineTree, err)
 	}
 	var records []*review.Record

@@ -31,7 +31,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/layer"
@@ -281,7 +280,7 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	if imgSubject.Digest["sha256"] != desc.Digest.Hex {
 		return nil, failf(CheckSubjects, "signed image subject %q is sha256:%s, but the image in %s is %s", imgSubject.Name, imgSubject.Digest["sha256"], s.Location(), desc.Digest)
 	}
-	treeSubject, ok := provenance.Find(prov.Subjects, build.SubjectEngineTree)
+	treeSubject, ok := provenance.Find(prov.Subjects, provenance.SubjectEngineTree)
 	if !ok || treeSubject.Digest["cacheon.materialized-engine-tree"] == "" {
 		return nil, failf(CheckSubjects, "statement has no engine-tree subject")
 	}
@@ -323,7 +322,7 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	}
 	for i, role := range ourLayers {
 		l := m.Layers[n-len(ourLayers)+i]
-		bp, ok := provenance.Find(prov.Byproducts, build.LayerByproduct(role))
+		bp, ok := provenance.Find(prov.Byproducts, provenance.LayerByproduct(role))
 		if !ok {
 			return nil, failf(CheckLayers, "provenance lists no %s layer", role)
 		}
@@ -343,9 +342,9 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	// The release descriptor.
 	rel.Files = contents["release"].files
 	descBytes := rel.Files[descriptor.DescriptorPath]
-	bp, ok := provenance.Find(prov.Byproducts, build.ByproductRelease)
+	bp, ok := provenance.Find(prov.Byproducts, provenance.ByproductRelease)
 	if !ok {
-		return nil, failf(CheckDescriptor, "provenance lists no %s byproduct", build.ByproductRelease)
+		return nil, failf(CheckDescriptor, "provenance lists no %s byproduct", provenance.ByproductRelease)
 	}
 	if descBytes == nil {
 		return nil, failf(CheckDescriptor, "/%s is missing from the release layer", descriptor.DescriptorPath)
@@ -423,9 +422,9 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	rep.pass(CheckModelReceipt, "model content %s", receipt.ContentDigest)
 
 	// SBOM: attached, recorded in the provenance, and regenerated equal.
-	sb, ok := provenance.Find(prov.Byproducts, build.ByproductSBOM)
+	sb, ok := provenance.Find(prov.Byproducts, provenance.ByproductSBOM)
 	if !ok {
-		return nil, failf(CheckSBOM, "provenance lists no %s byproduct", build.ByproductSBOM)
+		return nil, failf(CheckSBOM, "provenance lists no %s byproduct", provenance.ByproductSBOM)
 	}
 	var sbomBytes []byte
 	var firstSBOM string
@@ -452,7 +451,7 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	if _, err := sbom.Parse(sbomBytes); err != nil {
 		return nil, fail(CheckSBOM, err)
 	}
-	want, err := sbom.Generate(build.SBOMInput(d, descDigest, imgSubject.Name, desc.Digest.String(), tree.sbomFiles, sub.sbomFiles, entry.entryBytes))
+	want, err := sbom.Generate(sbom.ForRelease(d, descDigest, imgSubject.Name, desc.Digest.String(), tree.sbomFiles, sub.sbomFiles, entry.entryBytes))
 	if err != nil {
 		return nil, fail(CheckSBOM, err)
 	}
@@ -463,12 +462,12 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 	rep.pass(CheckSBOM, "SPDX 2.3, sha256:%s, consistent with the image", sb.Digest["sha256"])
 
 	// Provenance: regenerated from the image, it must be the signed bytes.
-	var layers []build.LayerInfo
+	var layers []provenance.Layer
 	for i, role := range ourLayers {
 		l := m.Layers[n-len(ourLayers)+i]
-		layers = append(layers, build.LayerInfo{Role: role, Digest: l.Digest.String(), DiffID: contents[role].diffID, MediaType: string(l.MediaType)})
+		layers = append(layers, provenance.Layer{Role: role, Digest: l.Digest.String(), DiffID: contents[role].diffID, MediaType: string(l.MediaType)})
 	}
-	regen, err := build.Provenance(build.ProvenanceInput{
+	regen, err := provenance.ForRelease(provenance.ReleaseInput{
 		Descriptor: d, DescriptorDigest: descDigest, DescriptorSHA256: descriptor.SHA256(descBytes),
 		ImageName: imgSubject.Name, ImageDigest: desc.Digest.String(), SBOMSHA256: descriptor.SHA256(sbomBytes),
 		Layers: layers, Builder: prov.BuilderVersion,
@@ -653,7 +652,7 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 			h := newHasher()
 			var w io.Writer = h
 			var meta bytes.Buffer
-			if role == "engine-tree" && rel == build.TreeMetadataPath {
+			if role == "engine-tree" && rel == materialize.TreeMetadataName {
 				w = io.MultiWriter(h, &limitedBuffer{b: &meta, limit: maxReleaseFile})
 			}
 			treeFiles = append(treeFiles, atomicwrite.File{Path: rel, From: filepath.Join(substrateDir, filepath.FromSlash(rel))})
