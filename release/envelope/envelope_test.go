@@ -132,7 +132,7 @@ func mutations(t *testing.T, s, other crypto.Signer) map[string][]byte {
 			dsseOf(d)["signatures"] = append(sigs, sigs[0])
 		}),
 		"payload type changed": edit(t, good, func(d map[string]any) { dsseOf(d)["payloadType"] = "application/json" }),
-		"not a statement": signed(t, s, `{"hello":"world"}`),
+		"not a statement":      signed(t, s, `{"hello":"world"}`),
 		"signature not base64": edit(t, good, func(d map[string]any) {
 			dsseOf(d)["signatures"].([]any)[0].(map[string]any)["sig"] = "!!"
 		}),
