@@ -71,6 +71,47 @@ type Inputs struct {
 	Compression  layer.Compression
 	Level        int
 	Out          string // new OCI layout directory
+	// Files, when set, holds the release stack, the review records, the
+	// model receipt and the entrypoint binary as bytes, and the four
+	// paths above are not read: a rebuild hands over what it already
+	// holds from the verified release instead of writing it to disk to be
+	// read back.
+	Files *Files `json:"-"`
+}
+
+// Files are the inputs of a release that are files, not trees, given as
+// their bytes.
+type Files struct {
+	ReleaseManifest []byte
+	Reviews         [][]byte
+	ModelReceipt    []byte
+	Entrypoint      []byte
+}
+
+// readFiles reads the file inputs in names, or takes them from in.Files.
+func readFiles(in Inputs) (*Files, error) {
+	if in.Files != nil {
+		return in.Files, nil
+	}
+	f := &Files{}
+	var err error
+	if f.ReleaseManifest, err = os.ReadFile(in.ReleaseManifest); err != nil {
+		return nil, fmt.Errorf("read release manifest: %w", err)
+	}
+	for _, p := range in.Reviews {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("read review record: %w", err)
+		}
+		f.Reviews = append(f.Reviews, b)
+	}
+	if f.ModelReceipt, err = os.ReadFile(in.ModelReceipt); err != nil {
+		return nil, fmt.Errorf("read model receipt: %w", err)
+	}
+	if f.Entrypoint, err = os.ReadFile(in.Entrypoint); err != nil {
+		return nil, fmt.Errorf("read entrypoint binary: %w", err)
+	}
+	return f, nil
 }
 
 // Result is what a build produced.
@@ -215,11 +256,11 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	}
 
 	progress("checking the release stack and its integration records")
-	manifestBytes, err := os.ReadFile(in.ReleaseManifest)
+	files, err := readFiles(in)
 	if err != nil {
-		return nil, fmt.Errorf("read release manifest: %w", err)
+		return nil, err
 	}
-	m, err := stack.ParseManifest(manifestBytes)
+	m, err := stack.ParseManifest(files.ReleaseManifest)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", in.ReleaseManifest, err)
 	}
@@ -229,7 +270,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	}
 	canonManifest, _ := m.CanonicalJSON()
 	canonManifest = append(canonManifest, '\n')
-	records, recordBytes, err := ReadReviews(in.Reviews)
+	records, recordBytes, err := parseReviews(in.Reviews, files.Reviews)
 	if err != nil {
 		return nil, err
 	}
@@ -249,10 +290,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("substrate %s: %w", in.Substrate, err)
 	}
-	receiptBytes, err := os.ReadFile(in.ModelReceipt)
-	if err != nil {
-		return nil, fmt.Errorf("read model receipt: %w", err)
-	}
+	receiptBytes := files.ModelReceipt
 	receipt, err := model.ParseReceipt(receiptBytes)
 	if err != nil {
 		return nil, fmt.Errorf("model receipt %s: %w", in.ModelReceipt, err)
@@ -261,10 +299,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	entryBytes, err := os.ReadFile(in.Entrypoint)
-	if err != nil {
-		return nil, fmt.Errorf("read entrypoint binary: %w", err)
-	}
+	entryBytes := files.Entrypoint
 	var base v1.Image
 	baseName := in.BaseName
 	switch {

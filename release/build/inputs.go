@@ -13,22 +13,37 @@ import (
 
 // ReadReviews reads integration review record files.
 func ReadReviews(paths []string) ([]*review.Record, [][]byte, error) {
-	var recs []*review.Record
 	var raws [][]byte
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read review record: %w", err)
 		}
+		raws = append(raws, b)
+	}
+	return parseReviews(paths, raws)
+}
+
+// parseReviews parses review records, named in messages by names (their
+// files) or by their position when there are none, and returns them with
+// their canonical encodings.
+func parseReviews(names []string, raws [][]byte) ([]*review.Record, [][]byte, error) {
+	var recs []*review.Record
+	var canons [][]byte
+	for i, b := range raws {
+		name := fmt.Sprintf("#%d", i+1)
+		if i < len(names) {
+			name = names[i]
+		}
 		r, err := review.Parse(b)
 		if err != nil {
-			return nil, nil, fmt.Errorf("review record %s: %w", p, err)
+			return nil, nil, fmt.Errorf("review record %s: %w", name, err)
 		}
 		canon, _ := r.Marshal()
 		recs = append(recs, r)
-		raws = append(raws, canon)
+		canons = append(canons, canon)
 	}
-	return recs, raws, nil
+	return recs, canons, nil
 }
 
 // EngineTree is a materialized engine tree checked for a release.

@@ -133,6 +133,9 @@ type Release struct {
 	Records     []*review.Record
 	ReleaseJSON []byte
 	SBOM        []byte
+	// Entrypoint is the entrypoint binary the image ships, checked
+	// against the descriptor (a rebuild builds from it).
+	Entrypoint []byte
 	// Bundle is the signature bundle that verified, SignerPublic its key.
 	Bundle       []byte
 	SignerPublic crypto.PublicKey
