@@ -15,7 +15,6 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +22,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
-	"strconv"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -36,17 +33,13 @@ import (
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/model"
 )
 
 // ScratchBase names the project's own empty base image, used when no base
 // layout is given.
 const ScratchBase = "scratch"
-
-// SBOMCreator is the SPDX creator line; it names the format, not the
-// binary's version, so any build of the tool regenerates the same SBOM.
-const SBOMCreator = "Tool: cacheon-release-v1"
 
 // DefaultServeCommand runs the project's substrate on the engine tree.
 var DefaultServeCommand = []string{"python3", "-m", "cacheon_substrate.serve", "--engine-tree", "{engine_tree}", "--model", "{model}"}
@@ -78,6 +71,47 @@ type Inputs struct {
 	Compression  layer.Compression
 	Level        int
 	Out          string // new OCI layout directory
+	// Files, when set, holds the release stack, the review records, the
+	// model receipt and the entrypoint binary as bytes, and the four
+	// paths above are not read: a rebuild hands over what it already
+	// holds from the verified release instead of writing it to disk to be
+	// read back.
+	Files *Files `json:"-"`
+}
+
+// Files are the inputs of a release that are files, not trees, given as
+// their bytes.
+type Files struct {
+	ReleaseManifest []byte
+	Reviews         [][]byte
+	ModelReceipt    []byte
+	Entrypoint      []byte
+}
+
+// readFiles reads the file inputs in names, or takes them from in.Files.
+func readFiles(in Inputs) (*Files, error) {
+	if in.Files != nil {
+		return in.Files, nil
+	}
+	f := &Files{}
+	var err error
+	if f.ReleaseManifest, err = os.ReadFile(in.ReleaseManifest); err != nil {
+		return nil, fmt.Errorf("read release manifest: %w", err)
+	}
+	for _, p := range in.Reviews {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("read review record: %w", err)
+		}
+		f.Reviews = append(f.Reviews, b)
+	}
+	if f.ModelReceipt, err = os.ReadFile(in.ModelReceipt); err != nil {
+		return nil, fmt.Errorf("read model receipt: %w", err)
+	}
+	if f.Entrypoint, err = os.ReadFile(in.Entrypoint); err != nil {
+		return nil, fmt.Errorf("read entrypoint binary: %w", err)
+	}
+	return f, nil
 }
 
 // Result is what a build produced.
@@ -222,11 +256,11 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	}
 
 	progress("checking the release stack and its integration records")
-	manifestBytes, err := os.ReadFile(in.ReleaseManifest)
+	files, err := readFiles(in)
 	if err != nil {
-		return nil, fmt.Errorf("read release manifest: %w", err)
+		return nil, err
 	}
-	m, err := ParseReleaseManifest(manifestBytes)
+	m, err := stack.ParseManifest(files.ReleaseManifest)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", in.ReleaseManifest, err)
 	}
@@ -236,7 +270,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	}
 	canonManifest, _ := m.CanonicalJSON()
 	canonManifest = append(canonManifest, '\n')
-	records, recordBytes, err := ReadReviews(in.Reviews)
+	records, recordBytes, err := parseReviews(in.Reviews, files.Reviews)
 	if err != nil {
 		return nil, err
 	}
@@ -256,10 +290,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("substrate %s: %w", in.Substrate, err)
 	}
-	receiptBytes, err := os.ReadFile(in.ModelReceipt)
-	if err != nil {
-		return nil, fmt.Errorf("read model receipt: %w", err)
-	}
+	receiptBytes := files.ModelReceipt
 	receipt, err := model.ParseReceipt(receiptBytes)
 	if err != nil {
 		return nil, fmt.Errorf("model receipt %s: %w", in.ModelReceipt, err)
@@ -268,10 +299,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	entryBytes, err := os.ReadFile(in.Entrypoint)
-	if err != nil {
-		return nil, fmt.Errorf("read entrypoint binary: %w", err)
-	}
+	entryBytes := files.Entrypoint
 	var base v1.Image
 	baseName := in.BaseName
 	switch {
@@ -496,16 +524,16 @@ func (p *Plan) Write(out string, progress Progress) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sbomIn := SBOMInput(d, descDigest, p.Name, imgDigest.String(), engineFiles, substrateFiles, entryBytes)
+	sbomIn := sbom.ForRelease(d, descDigest, p.Name, imgDigest.String(), engineFiles, substrateFiles, entryBytes)
 	sbomBytes, err := sbom.Generate(sbomIn)
 	if err != nil {
 		return nil, err
 	}
-	var layerInfo []LayerInfo
+	var layerInfo []provenance.Layer
 	for i, s := range specs {
-		layerInfo = append(layerInfo, LayerInfo{Role: s.Role, Digest: written[i].Digest, DiffID: written[i].DiffID, MediaType: written[i].MediaType})
+		layerInfo = append(layerInfo, provenance.Layer{Role: s.Role, Digest: written[i].Digest, DiffID: written[i].DiffID, MediaType: written[i].MediaType})
 	}
-	prov := Provenance(ProvenanceInput{
+	prov := provenance.ForRelease(provenance.ReleaseInput{
 		Descriptor: d, DescriptorDigest: descDigest, DescriptorSHA256: descriptor.SHA256(descBytes),
 		ImageName: p.Name, ImageDigest: imgDigest.String(), SBOMSHA256: descriptor.SHA256(sbomBytes),
 		Layers: layerInfo, Builder: ToolVersions(),
@@ -547,129 +575,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-// SBOMInput assembles the SBOM's typed input from a release descriptor
-// and the files the image ships: the builder and the verifier both call
-// it, so the verifier regenerates exactly what was built.
-func SBOMInput(d *descriptor.Descriptor, descDigest, name, imageDigest string, engineFiles, substrateFiles []sbom.File, entrypoint []byte) sbom.Input {
-	h1 := sha1.Sum(entrypoint)
-	in := sbom.Input{
-		ImageName: name, ImageDigest: imageDigest, BaseName: d.BaseImage.Name, BaseDigest: d.BaseImage.Digest,
-		EngineTree: d.EngineTreeDigest, EngineFiles: engineFiles,
-		Substrate: d.SubstrateDigest, SubstrateFiles: substrateFiles,
-		Entrypoint:   sbom.File{Path: descriptor.EntrypointPath, SHA1: hex.EncodeToString(h1[:]), SHA256: d.Entrypoint.SHA256},
-		ModelContent: d.Model.ContentDigest, ModelReceipt: d.Model.ReceiptDigest,
-		ReleaseDigest: descDigest, Epoch: d.Toolchain.SourceDateEpoch, Creator: SBOMCreator,
-	}
-	for _, c := range d.Integrations {
-		in.Contributions = append(in.Contributions, sbom.Contribution{
-			TargetID: c.TargetID, IntegratedSourceTreeDigest: c.IntegratedSourceTreeDigest,
-			IntegratedRefDigest: c.IntegratedRefDigest, IntegrationRecordDigest: c.IntegrationRecordDigest,
-			ReviewCommit: c.ReviewCommit, Reviewer: c.Reviewer,
-		})
-	}
-	return in
-}
-
-// LayerInfo is one layer the build added, as the provenance records it.
-type LayerInfo struct {
-	Role      string
-	Digest    string
-	DiffID    string
-	MediaType string
-}
-
-// ProvenanceInput is what the provenance statement is generated from.
-type ProvenanceInput struct {
-	Descriptor       *descriptor.Descriptor
-	DescriptorDigest string
-	DescriptorSHA256 string
-	ImageName        string
-	ImageDigest      string
-	SBOMSHA256       string
-	Layers           []LayerInfo
-	Builder          map[string]string
-}
-
-// Resource names used in the provenance; the verifier looks them up.
-const (
-	DepReleaseManifest = "release-manifest"
-	DepCatalog         = "catalog"
-	DepSubstrate       = "substrate"
-	DepModelReceipt    = "model-provision-receipt"
-	DepBaseImage       = "base-image"
-	DepEntrypoint      = "entrypoint"
-	DepRuntime         = "runtime"
-	DepBaseEngine      = "base-engine"
-	ByproductSBOM      = "sbom.spdx.json"
-	ByproductRelease   = "release.json"
-	SubjectEngineTree  = "engine-tree"
-	contributionPrefix = "contribution/"
-	reviewPrefix       = "integration-review/"
-	layerPrefix        = "layer/"
-)
-
-// ContributionDep and ReviewDep name per-target dependencies.
-func ContributionDep(target string) string { return contributionPrefix + target }
-func ReviewDep(target string) string       { return reviewPrefix + target }
-func LayerByproduct(role string) string    { return layerPrefix + role }
-
-// Provenance builds the release's SLSA provenance.
-func Provenance(in ProvenanceInput) *provenance.Provenance {
-	d := in.Descriptor
-	hexOf := func(s string) string { return strings.TrimPrefix(s, "sha256:") }
-	serve, _ := json.Marshal(d.Serve.Command)
-	p := &provenance.Provenance{
-		Subjects: []provenance.Resource{
-			{Name: in.ImageName, Digest: map[string]string{"sha256": hexOf(in.ImageDigest)}},
-			{Name: SubjectEngineTree, Digest: map[string]string{string(identity.DomainMaterializedEngineTree): d.EngineTreeDigest}},
-		},
-		BuildType: provenance.BuildType,
-		ExternalParameters: map[string]string{
-			"image_name":              in.ImageName,
-			"platform":                d.BaseImage.Platform,
-			"release_manifest_digest": d.ReleaseManifestDigest,
-			"base_image":              d.BaseImage.Name + "@" + d.BaseImage.Digest,
-			"source_date_epoch":       strconv.FormatInt(d.Toolchain.SourceDateEpoch, 10),
-			"compression":             d.Toolchain.Compression,
-			"compression_level":       strconv.Itoa(d.Toolchain.CompressionLevel),
-			"serve_command":           string(serve),
-			"model_mount":             d.Serve.ModelMount,
-		},
-		BuilderID:      provenance.BuilderID,
-		BuilderVersion: in.Builder,
-		InvocationID:   d.ReleaseManifestDigest,
-		Epoch:          d.Toolchain.SourceDateEpoch,
-	}
-	p.Dependencies = append(p.Dependencies,
-		provenance.Resource{Name: DepReleaseManifest, Digest: map[string]string{string(identity.DomainStackRelease): d.ReleaseManifestDigest}},
-		provenance.Resource{Name: DepCatalog, Digest: map[string]string{string(identity.DomainTargetCatalog): d.CatalogDigest}},
-		provenance.Resource{Name: DepRuntime, Digest: map[string]string{"cacheon.runtime": d.RuntimeDigest}},
-		provenance.Resource{Name: DepBaseEngine, Digest: map[string]string{"cacheon.base-engine": d.BaseEngineDigest}},
-		provenance.Resource{Name: DepSubstrate, Digest: map[string]string{"cacheon.bundle-content": d.SubstrateDigest}},
-		provenance.Resource{Name: DepModelReceipt, MediaType: "application/json", Digest: map[string]string{
-			"sha256": d.Model.ReceiptSHA256, string(identity.DomainModelProvisionReceipt): d.Model.ReceiptDigest, string(identity.DomainModelContent): d.Model.ContentDigest}},
-		provenance.Resource{Name: DepBaseImage, URI: "oci:" + d.BaseImage.Name, Digest: map[string]string{"sha256": hexOf(d.BaseImage.Digest)}},
-		provenance.Resource{Name: DepEntrypoint, Digest: map[string]string{"sha256": d.Entrypoint.SHA256}},
-	)
-	for _, c := range d.Integrations {
-		p.Dependencies = append(p.Dependencies,
-			provenance.Resource{Name: ContributionDep(c.TargetID), Digest: map[string]string{
-				string(identity.DomainIntegratedSourceTree): c.IntegratedSourceTreeDigest, "gitCommit": c.ReviewCommit,
-				string(identity.DomainIntegrated): c.IntegratedRefDigest}},
-			provenance.Resource{Name: ReviewDep(c.TargetID), MediaType: "application/json", Digest: map[string]string{
-				"sha256": c.RecordSHA256, string(identity.DomainIntegrationReview): c.IntegrationRecordDigest}},
-		)
-	}
-	p.Byproducts = append(p.Byproducts,
-		provenance.Resource{Name: ByproductSBOM, MediaType: sbom.MediaType, Digest: map[string]string{"sha256": in.SBOMSHA256}},
-		provenance.Resource{Name: ByproductRelease, MediaType: "application/json", URI: "file:///" + descriptor.DescriptorPath,
-			Digest: map[string]string{"sha256": in.DescriptorSHA256, descriptor.Domain: in.DescriptorDigest}},
-	)
-	for _, l := range in.Layers {
-		p.Byproducts = append(p.Byproducts, provenance.Resource{Name: LayerByproduct(l.Role), MediaType: l.MediaType,
-			Digest: map[string]string{"sha256": hexOf(l.Digest)}, Annotations: map[string]string{"diff_id": l.DiffID}})
-	}
-	return p
 }

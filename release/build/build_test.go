@@ -200,14 +200,14 @@ func TestParseReleaseManifestRefusesProposals(t *testing.T) {
 	r := fixture.New(t)
 	b, _ := os.ReadFile(r.ReleaseManifest)
 	forged := strings.Replace(string(b), `"type":"integrated"`, `"type":"proposal"`, 1)
-	if _, err := build.ParseReleaseManifest([]byte(forged)); err == nil || !strings.Contains(err.Error(), "integrated (reviewed) contributions only") {
+	if _, err := stack.ParseManifest([]byte(forged)); err == nil || !strings.Contains(err.Error(), "integrated (reviewed) contributions only") {
 		t.Fatalf("err = %v", err)
 	}
 	spaced := strings.Replace(string(b), `{"base_engine_digest"`, `{ "base_engine_digest"`, 1)
-	if _, err := build.ParseReleaseManifest([]byte(spaced)); err == nil || !strings.Contains(err.Error(), "canonical") {
+	if _, err := stack.ParseManifest([]byte(spaced)); err == nil || !strings.Contains(err.Error(), "canonical") {
 		t.Fatalf("err = %v", err)
 	}
-	m, err := build.ParseReleaseManifest(b)
+	m, err := stack.ParseManifest(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/provenance"
@@ -36,8 +35,9 @@ import (
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/model"
+
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // Defaults for a container: the trust material and the model are mounted
@@ -103,7 +103,7 @@ func Verify(opts Options) (*Verified, error) {
 	if err != nil {
 		return nil, refuse("read the release descriptor: %v", err)
 	}
-	bp, ok := provenance.Find(prov.Byproducts, build.ByproductRelease)
+	bp, ok := provenance.Find(prov.Byproducts, provenance.ByproductRelease)
 	if !ok || descriptor.SHA256(descBytes) != bp.Digest["sha256"] {
 		return nil, refuse("/%s (sha256:%s) is not the descriptor the release signs", descriptor.DescriptorPath, descriptor.SHA256(descBytes))
 	}
@@ -122,7 +122,7 @@ func Verify(opts Options) (*Verified, error) {
 	if err != nil {
 		return nil, refuse("engine tree: %v", err)
 	}
-	treeSubject, _ := provenance.Find(prov.Subjects, build.SubjectEngineTree)
+	treeSubject, _ := provenance.Find(prov.Subjects, provenance.SubjectEngineTree)
 	if treeSubject == nil || treeDigest != d.EngineTreeDigest || treeDigest != treeSubject.Digest[string(identity.DomainMaterializedEngineTree)] {
 		return nil, refuse("the engine tree at /%s has digest %s, the signed release has %s", descriptor.EngineTreeDir, treeDigest, d.EngineTreeDigest)
 	}
@@ -243,7 +243,7 @@ func treeRows(dir string) ([]atomicwrite.Written, []byte, error) {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == build.TreeMetadataPath {
+		if rel == materialize.TreeMetadataName {
 			b, err := store.ReadRegularFile(p, maxReleaseFile)
 			if err != nil {
 				return err

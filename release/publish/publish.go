@@ -20,9 +20,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/store/remote"
 )
 
 // Result says what was published.
@@ -98,7 +99,7 @@ func Check(l *store.Layout) (v1.Descriptor, []store.Referrer, int64, error) {
 
 // Layout publishes the release in l to target (a registry store opened
 // with a tag reference, or a digest reference for no tag).
-func Layout(l *store.Layout, target *store.Registry, progress func(string)) (*Result, error) {
+func Layout(l *store.Layout, target *remote.Registry, progress func(string)) (*Result, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
@@ -132,12 +133,12 @@ func Layout(l *store.Layout, target *store.Registry, progress func(string)) (*Re
 			return nil, fmt.Errorf("open base image %s in %s: %w", bd.Digest, l.Dir(), err)
 		}
 		progress(fmt.Sprintf("pushing base image %s", bd.Digest))
-		if err := remote.Write(repo.Digest(bd.Digest.String()), base, opts...); err != nil {
+		if err := ggcr.Write(repo.Digest(bd.Digest.String()), base, opts...); err != nil {
 			return nil, fmt.Errorf("push base image %s to %s: %w", bd.Digest, repo, err)
 		}
 	}
 	progress(fmt.Sprintf("pushing image %s", desc.Digest))
-	if err := remote.Write(repo.Digest(desc.Digest.String()), img, opts...); err != nil {
+	if err := ggcr.Write(repo.Digest(desc.Digest.String()), img, opts...); err != nil {
 		return nil, fmt.Errorf("push image %s to %s: %w", desc.Digest, repo, err)
 	}
 	res := &Result{Reference: ref.String(), ImageDigest: desc.Digest.String(), Bytes: total}
@@ -164,10 +165,10 @@ func Layout(l *store.Layout, target *store.Registry, progress func(string)) (*Re
 	}
 	if tag, ok := ref.(name.Tag); ok {
 		progress(fmt.Sprintf("tagging %s", tag))
-		if err := remote.Tag(tag, img, opts...); err != nil {
+		if err := ggcr.Tag(tag, img, opts...); err != nil {
 			return nil, fmt.Errorf("tag %s: %w", tag, err)
 		}
-		got, err := remote.Head(tag, opts...)
+		got, err := ggcr.Head(tag, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("read back %s: %w", tag, err)
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/publish"
@@ -25,6 +25,7 @@ import (
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
 )
 
@@ -45,7 +46,7 @@ func signedLayout(t *testing.T) (*fixture.Release, *store.Layout) {
 func tags(t *testing.T, host string) []string {
 	t.Helper()
 	repo, _ := name.NewRepository(host + "/engine")
-	ts, err := remote.List(repo)
+	ts, err := ggcr.List(repo)
 	if err != nil {
 		var terr interface{ Error() string }
 		if errors.As(err, &terr) && strings.Contains(err.Error(), "NAME_UNKNOWN") {
@@ -60,7 +61,7 @@ func tags(t *testing.T, host string) []string {
 func TestPublishThenVerifyFromRegistry(t *testing.T) {
 	reg := registrytest.Start(t)
 	r, l := signedLayout(t)
-	target, err := store.OpenRegistry(reg.Host+"/engine:1.0", false)
+	target, err := remote.Open(reg.Host+"/engine:1.0", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestPublishThenVerifyFromRegistry(t *testing.T) {
 	if !strings.Contains(joined, "1.0") || !strings.Contains(joined, "sha256-"+strings.TrimPrefix(res.ImageDigest, "sha256:")) {
 		t.Errorf("tags %v: want 1.0 and the referrers fallback tag", ts)
 	}
-	src, err := store.OpenRegistry(reg.Host+"/engine:1.0", false)
+	src, err := remote.Open(reg.Host+"/engine:1.0", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestPublishRefusesACorruptLayoutBeforeSendingAnything(t *testing.T) {
 	os.WriteFile(filepath.Join(l.Dir(), "blobs", "sha256", m.Layers[len(m.Layers)-1].Digest.Hex), []byte("swapped"), 0o644)
 	var requests atomic.Int64
 	srv := proxy(t, reg.Host, func(r *http.Request) bool { requests.Add(1); return false })
-	target, _ := store.OpenRegistry(srv+"/engine:1.0", false)
+	target, _ := remote.Open(srv+"/engine:1.0", false)
 	_, err := publish.Layout(l, target, nil)
 	var mm *store.DigestMismatchError
 	if !errors.As(err, &mm) {
@@ -143,7 +144,7 @@ func TestPublishRefusesAnUnsignedLayout(t *testing.T) {
 	r := fixture.New(t)
 	dir, _ := r.Build(t)
 	l, _ := store.OpenLayout(dir)
-	target, _ := store.OpenRegistry(reg.Host+"/engine:1.0", false)
+	target, _ := remote.Open(reg.Host+"/engine:1.0", false)
 	_, err := publish.Layout(l, target, nil)
 	if !errors.Is(err, publish.ErrIncomplete) || !strings.Contains(err.Error(), "sign it first") {
 		t.Fatalf("err = %v", err)
@@ -168,7 +169,7 @@ func TestPublishInterruptedLeavesNoTag(t *testing.T) {
 	srv := proxy(t, reg.Host, func(r *http.Request) bool {
 		return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/manifests/"+bundleBlob)
 	})
-	target, _ := store.OpenRegistry(srv+"/engine:1.0", false)
+	target, _ := remote.Open(srv+"/engine:1.0", false)
 	if _, err := publish.Layout(l, target, nil); err == nil {
 		t.Fatal("publish succeeded through a failing registry")
 	}
@@ -209,12 +210,12 @@ func proxy(t *testing.T, host string, fail func(*http.Request) bool) string {
 func TestSignInTheRegistry(t *testing.T) {
 	reg := registrytest.Start(t)
 	r, l := signedLayout(t)
-	target, _ := store.OpenRegistry(reg.Host+"/engine:1.0", false)
+	target, _ := remote.Open(reg.Host+"/engine:1.0", false)
 	if _, err := publish.Layout(l, target, nil); err != nil {
 		t.Fatal(err)
 	}
 	second, _, pub := fixture.Keys(t, t.TempDir(), "second", key.ECDSAP256)
-	src, _ := store.OpenRegistry(reg.Host+"/engine:1.0", false)
+	src, _ := remote.Open(reg.Host+"/engine:1.0", false)
 	if _, err := sign.Release(src, second); err != nil {
 		t.Fatalf("sign in the registry: %v", err)
 	}
@@ -231,7 +232,7 @@ func TestSignInTheRegistry(t *testing.T) {
 func TestVerifyRejectsARegistryServingOtherBytes(t *testing.T) {
 	reg := registrytest.Start(t)
 	r, l := signedLayout(t)
-	target, _ := store.OpenRegistry(reg.Host+"/engine:1.0", false)
+	target, _ := remote.Open(reg.Host+"/engine:1.0", false)
 	res, err := publish.Layout(l, target, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +253,7 @@ func TestVerifyRejectsARegistryServingOtherBytes(t *testing.T) {
 	}
 	srv := httptest.NewServer(rp)
 	defer srv.Close()
-	src, _ := store.OpenRegistry(strings.TrimPrefix(srv.URL, "http://")+"/engine:1.0", false)
+	src, _ := remote.Open(strings.TrimPrefix(srv.URL, "http://")+"/engine:1.0", false)
 	policy, _ := key.LoadPolicy(r.PublicKey)
 	_, err = verify.Run(src, verify.Options{Policy: policy})
 	var f *verify.Failure

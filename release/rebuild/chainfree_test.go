@@ -18,7 +18,7 @@ import (
 	"github.com/cacheon/engine/release/rebuild"
 	"github.com/cacheon/engine/release/registrytest"
 	fixture "github.com/cacheon/engine/release/releasetest"
-	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
 )
 
@@ -43,12 +43,12 @@ func TestVerifyAndRebuildNeedOnlyTheRegistry(t *testing.T) {
 	r := fixture.New(t)
 	l := signed(t, r, nil)
 	ref := reg.Host + "/cacheon/engine:1.0"
-	target, _ := store.OpenRegistry(ref, false)
+	target, _ := remote.Open(ref, false)
 	if _, err := publish.Layout(l, target, nil); err != nil {
 		t.Fatal(err)
 	}
-	open := func() *store.Registry {
-		s, err := store.OpenRegistry(ref, false, store.WithTransport(onlyHost{t, reg.Host}))
+	open := func() *remote.Registry {
+		s, err := remote.Open(ref, false, remote.WithTransport(onlyHost{t, reg.Host}))
 		if err != nil {
 			t.Fatal(err)
 		}

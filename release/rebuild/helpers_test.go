@@ -40,7 +40,7 @@ func swapKernel(t *testing.T, p *build.Plan) {
 			kernel = rel
 			tree.Entries[i] = layer.Entry{Path: e.Path, Data: evil}
 		}
-		if rel == build.TreeMetadataPath {
+		if rel == materialize.TreeMetadataName {
 			metaIndex = i
 		}
 	}

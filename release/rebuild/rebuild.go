@@ -3,8 +3,10 @@
 //
 // The release is verified first (release/verify). Its inputs then come
 // from the release itself: the release stack, review records, model
-// receipt, substrate and entrypoint from the image's release layers, the
-// pinned base image from the same layout or repository. With the reviewed
+// receipt, substrate and entrypoint from the image's release layers (the
+// files as the bytes verification read and checked, the two trees
+// unpacked from their checked layers), the pinned base image from the
+// same layout or repository. With the reviewed
 // source (a git repository holding the review commits) the engine tree is
 // re-materialized from the release stack instead of taken from the image.
 // The build then runs again with the recorded parameters, and every
@@ -31,7 +33,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/contribution"
@@ -42,6 +44,7 @@ import (
 	"github.com/cacheon/engine/release/layer"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/stack"
@@ -140,31 +143,46 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		return nil, err
 	}
-	if err := unpackChecked(s, rel.Manifest.Layers[nbase:], root, work); err != nil {
+	// The release layers are, in image order, the substrate, entrypoint,
+	// engine-tree and release layers (verification checked there are
+	// exactly these four). Only the two trees are unpacked, since the
+	// build reads trees from directories; the release stack, the review
+	// records, the model receipt and the entrypoint are handed to the
+	// build as the bytes the verification read and checked.
+	ours := rel.Manifest.Layers[nbase:]
+	if err := unpackChecked(s, []v1.Descriptor{ours[0], ours[2]}, root, work); err != nil {
 		return nil, fmt.Errorf("unpack the release layers: %w", err)
 	}
 	in := build.Inputs{
-		ReleaseManifest: filepath.Join(root, filepath.FromSlash(descriptor.ManifestPath)),
-		Substrate:       filepath.Join(root, filepath.FromSlash(descriptor.SubstrateDir)),
-		ModelReceipt:    filepath.Join(root, filepath.FromSlash(descriptor.ModelReceipt)),
-		Entrypoint:      filepath.Join(root, filepath.FromSlash(descriptor.EntrypointPath)),
-		BaseDigest:      d.BaseImage.Digest,
-		BaseName:        d.BaseImage.Name,
-		Platform:        d.BaseImage.Platform,
-		Name:            rel.Report.Image,
-		ServeCommand:    d.Serve.Command,
-		ServeEnv:        d.Serve.Environment,
-		ModelMount:      d.Serve.ModelMount,
-		Epoch:           d.Toolchain.SourceDateEpoch,
-		Compression:     layer.Compression(d.Toolchain.Compression),
-		Level:           d.Toolchain.CompressionLevel,
-		Out:             filepath.Join(work, "rebuilt"),
+		Substrate:    filepath.Join(root, filepath.FromSlash(descriptor.SubstrateDir)),
+		BaseDigest:   d.BaseImage.Digest,
+		BaseName:     d.BaseImage.Name,
+		Platform:     d.BaseImage.Platform,
+		Name:         rel.Report.Image,
+		ServeCommand: d.Serve.Command,
+		ServeEnv:     d.Serve.Environment,
+		ModelMount:   d.Serve.ModelMount,
+		Epoch:        d.Toolchain.SourceDateEpoch,
+		Compression:  layer.Compression(d.Toolchain.Compression),
+		Level:        d.Toolchain.CompressionLevel,
+		Out:          filepath.Join(work, "rebuilt"),
+		Files: &build.Files{
+			ReleaseManifest: rel.Files[descriptor.ManifestPath],
+			ModelReceipt:    rel.Files[descriptor.ModelReceipt],
+			Entrypoint:      rel.Entrypoint,
+		},
 	}
+	// In the order of their paths in the image, as the files were read
+	// before.
+	var reviewPaths []string
 	for _, r := range rel.Records {
 		dg, _ := r.Digest()
-		in.Reviews = append(in.Reviews, filepath.Join(root, filepath.FromSlash(descriptor.ReviewPath(dg))))
+		reviewPaths = append(reviewPaths, descriptor.ReviewPath(dg))
 	}
-	sort.Strings(in.Reviews)
+	sort.Strings(reviewPaths)
+	for _, p := range reviewPaths {
+		in.Files.Reviews = append(in.Files.Reviews, rel.Files[p])
+	}
 	if in.Base, err = openBase(s, d); err != nil {
 		return nil, err
 	}
@@ -176,7 +194,7 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	in.EngineTree = publishedTree
 	if opts.SourceRepo != "" {
 		progress("re-materializing the engine tree from the reviewed source")
-		m, err := build.ParseReleaseManifest(rel.Files[descriptor.ManifestPath])
+		m, err := stack.ParseManifest(rel.Files[descriptor.ManifestPath])
 		if err != nil {
 			return nil, err
 		}
@@ -246,8 +264,8 @@ func openImage(s store.Store, h v1.Hash) (v1.Image, error) {
 			return nil, err
 		}
 		return lp.Image(h)
-	case *store.Registry:
-		return remote.Image(st.Reference().Context().Digest(h.String()), st.RemoteOptions()...)
+	case *remote.Registry:
+		return ggcr.Image(st.Reference().Context().Digest(h.String()), st.RemoteOptions()...)
 	}
 	return nil, fmt.Errorf("unsupported store %T", s)
 }

@@ -15,6 +15,7 @@ import (
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/store/remote"
 )
 
 func signed(t *testing.T, r *fixture.Release, plan func(*build.Plan)) *store.Layout {
@@ -69,11 +70,11 @@ func TestRebuildFromTheRegistryAlone(t *testing.T) {
 	reg := registrytest.Start(t)
 	r := fixture.New(t)
 	l := signed(t, r, nil)
-	target, _ := store.OpenRegistry(reg.Host+"/cacheon/engine:1.0", false)
+	target, _ := remote.Open(reg.Host+"/cacheon/engine:1.0", false)
 	if _, err := publish.Layout(l, target, nil); err != nil {
 		t.Fatal(err)
 	}
-	src, _ := store.OpenRegistry(reg.Host+"/cacheon/engine:1.0", false)
+	src, _ := remote.Open(reg.Host+"/cacheon/engine:1.0", false)
 	res, err := rebuild.Run(src, rebuild.Options{Policy: policy(t, r), SourceRepo: r.Repo, SourcePaths: map[string]string{fixture.Target: r.SourcePath}})
 	if err != nil {
 		t.Fatalf("rebuild from the registry: %v", err)

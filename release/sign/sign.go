@@ -17,15 +17,18 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/cacheon/engine/release/envelope"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // PayloadType is the DSSE payload type of an in-toto statement.
-const PayloadType = "application/vnd.in-toto+json"
+const PayloadType = envelope.PayloadType
 
-// BundleMediaType is the media type of the bundles written here.
-const BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+// BundleMediaType is the media type of the bundles written here; the
+// format is declared in release/envelope, which the offline verifier reads
+// it with.
+const BundleMediaType = envelope.MediaType
 
 // keypair adapts a crypto.Signer to sigstore-go's Keypair.
 type keypair struct {

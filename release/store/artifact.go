@@ -1,7 +1,9 @@
 // Package store reads and writes release objects (the image, its
 // attestations and signature bundles) wherever they live: an OCI image
-// layout directory for offline use, or any OCI registry. Both backends
-// implement Store; attestations are OCI 1.1 artifacts whose subject field
+// layout directory for offline use (Layout, here), or any OCI registry
+// (remote.Registry, in release/store/remote, kept out of this package so
+// that reading a layout links no HTTP client). Both backends implement
+// Store; attestations are OCI 1.1 artifacts whose subject field
 // refers to the image, found through the referrers API, the
 // "sha256-<hex>" tag fallback, or the layout's index.json.
 //
@@ -35,6 +37,11 @@ const (
 // emptyConfig is the OCI empty descriptor every artifact manifest uses as
 // its config (image-spec 1.1 "guidance for an empty descriptor").
 var emptyConfig = []byte("{}")
+
+// EmptyConfig returns the bytes of the OCI empty descriptor, for a
+// backend that uploads an artifact's config blob itself (a fresh slice,
+// so no caller can change another's).
+func EmptyConfig() []byte { return append([]byte(nil), emptyConfig...) }
 
 func emptyDescriptor() v1.Descriptor {
 	h, n, _ := v1.SHA256(bytes.NewReader(emptyConfig))

@@ -3,22 +3,15 @@ package store
 import (
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cacheon/engine/release/image"
 	"github.com/cacheon/engine/release/layer"
-	"github.com/cacheon/engine/release/registrytest"
 )
 
 func testImage(t *testing.T, scratch string) v1.Image {
@@ -136,85 +129,5 @@ func TestLayoutDetectsSwappedBlob(t *testing.T) {
 	var mismatch *DigestMismatchError
 	if !errors.As(err, &mismatch) || mismatch.Want != m.Layers[0].Digest {
 		t.Fatalf("err = %v, want a digest mismatch for %s", err, m.Layers[0].Digest)
-	}
-}
-
-func pushImage(t *testing.T, reg *registrytest.Registry) (string, v1.Descriptor) {
-	t.Helper()
-	img := testImage(t, t.TempDir())
-	ref := reg.Host + "/engine:test"
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(tag, img); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
-	raw, _ := img.RawManifest()
-	return ref, v1.Descriptor{MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: d, Size: int64(len(raw))}
-}
-
-func TestRegistryAttachUsesReferrersFallback(t *testing.T) {
-	reg := registrytest.Start(t)
-	ref, desc := pushImage(t, reg)
-	s, err := OpenRegistry(ref, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Resolve()
-	if err != nil || got.Digest != desc.Digest {
-		t.Fatalf("Resolve = %v, %v", got.Digest, err)
-	}
-	want := []byte(`{"signed":true}`)
-	if _, err := s.Attach(desc, Artifact{ArtifactType: ArtifactBundle, Data: want}); err != nil {
-		t.Fatal(err)
-	}
-	refs, err := Referrers(s, desc.Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(refs) != 1 || refs[0].ArtifactType != ArtifactBundle || string(refs[0].Data) != string(want) {
-		t.Fatalf("referrers = %+v", refs)
-	}
-	tags, err := remote.List(s.Reference().Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(strings.Join(tags, " "), "sha256-"+desc.Digest.Hex) {
-		t.Errorf("tags %v: want the sha256-<hex> referrers fallback tag", tags)
-	}
-}
-
-// A registry (or a proxy in front of it) that serves other bytes than the
-// digest it is asked for is caught with both digests.
-func TestRegistryServingDifferentBytesIsRejected(t *testing.T) {
-	reg := registrytest.Start(t)
-	_, desc := pushImage(t, reg)
-	target, _ := url.Parse("http://" + reg.Host)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		if strings.Contains(resp.Request.URL.Path, "/blobs/") && resp.Request.Method == http.MethodGet {
-			resp.Body = io.NopCloser(strings.NewReader("forged bytes"))
-			resp.ContentLength = -1
-			resp.Header.Del("Content-Length")
-		}
-		return nil
-	}
-	srv := httptest.NewServer(proxy)
-	defer srv.Close()
-	s, err := OpenRegistry(strings.TrimPrefix(srv.URL, "http://")+"/engine:test", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := ReadManifest(s, desc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := v1.ParseManifest(strings.NewReader(string(raw)))
-	err = CheckBlob(s, m.Config, io.Discard)
-	var mismatch *DigestMismatchError
-	if !errors.As(err, &mismatch) || !strings.Contains(err.Error(), "do not match the descriptor") {
-		t.Fatalf("err = %v, want a digest mismatch", err)
 	}
 }

@@ -8,6 +8,39 @@ import (
 	"github.com/cacheon/engine/release/store"
 )
 
+// checkAttestations (CheckAttestations) lists the image's referrers and
+// requires a signature bundle, a provenance statement and an SBOM among
+// them.
+//
+// The attachments are read lazily, signature first: a bundle's manifest
+// and blob are read only until one verifies, and only the provenance and
+// SBOM the signed statement names are read after it. A layout or registry
+// listing thousands of referrers costs their descriptors, not their bytes.
+func (v *verification) checkAttestations() error {
+	att, err := listAttachments(v.s, v.desc.Digest)
+	if err != nil {
+		return err
+	}
+	found := map[string]bool{}
+	for _, typ := range []string{store.ArtifactBundle, store.ArtifactProvenance, store.ArtifactSBOM} {
+		if found[typ], err = att.exists(typ); err != nil {
+			return err
+		}
+	}
+	if !found[store.ArtifactBundle] {
+		return failf(CheckAttestations, "missing attestation: no signature bundle (%s) is attached to image %s: the release is unsigned", store.ArtifactBundle, v.desc.Digest)
+	}
+	if !found[store.ArtifactProvenance] {
+		return failf(CheckAttestations, "missing attestation: no provenance statement (%s) is attached to image %s", store.ArtifactProvenance, v.desc.Digest)
+	}
+	if !found[store.ArtifactSBOM] {
+		return failf(CheckAttestations, "missing attestation: no SBOM (%s) is attached to image %s", store.ArtifactSBOM, v.desc.Digest)
+	}
+	v.att = att
+	v.rep.pass(CheckAttestations, "%d signature bundle(s), %d provenance statement(s), %d SBOM(s) listed", att.listed(store.ArtifactBundle), att.listed(store.ArtifactProvenance), att.listed(store.ArtifactSBOM))
+	return nil
+}
+
 // attachments are the candidate referrers of the image, opened one at a
 // time and only when a check needs them.
 type attachments struct {

@@ -17,6 +17,7 @@ import (
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
 )
 
@@ -103,7 +104,7 @@ func BenchmarkRelease(b *testing.B) {
 			if _, err := sign.Release(l, r.Signer); err != nil {
 				b.Fatal(err)
 			}
-			target, _ := store.OpenRegistry(reg.Host+"/bench/engine:"+strconv.Itoa(i), false)
+			target, _ := remote.Open(reg.Host+"/bench/engine:"+strconv.Itoa(i), false)
 			if _, err := publish.Layout(l, target, nil); err != nil {
 				b.Fatal(err)
 			}
@@ -112,7 +113,7 @@ func BenchmarkRelease(b *testing.B) {
 	b.Run("verify-registry", func(b *testing.B) {
 		b.SetBytes(layerBytes)
 		for i := 0; i < b.N; i++ {
-			src, _ := store.OpenRegistry(reg.Host+"/bench/engine:0", false)
+			src, _ := remote.Open(reg.Host+"/bench/engine:0", false)
 			if _, err := verify.Run(src, verify.Options{Policy: policy}); err != nil {
 				b.Fatal(err)
 			}

@@ -6,14 +6,45 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sigstore/sigstore-go/pkg/bundle"
-	"github.com/sigstore/sigstore-go/pkg/root"
-	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
-	"github.com/sigstore/sigstore/pkg/signature"
-
+	"github.com/cacheon/engine/release/envelope"
 	"github.com/cacheon/engine/release/key"
-	"github.com/cacheon/engine/release/sign"
+	"github.com/cacheon/engine/release/store"
 )
+
+// checkSignature (CheckSignature, CheckKeyPolicy) opens the attached
+// signature bundles one at a time until one verifies with a key the
+// policy trusts at the verification time. When none does, the first
+// bundle's failure is the verdict.
+func (v *verification) checkSignature() error {
+	var firstErr error
+	err := v.att.each(store.ArtifactBundle, func(b *store.Referrer) (bool, error) {
+		if err := v.att.load(b); err != nil {
+			return false, err
+		}
+		st, err := Bundle(b.Data, v.opts.Policy, v.now)
+		if err == nil {
+			v.signed, v.rel.Bundle = st, b.Data
+			v.rel.Attachments = append(v.rel.Attachments, *b)
+			return true, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	if v.signed == nil {
+		return firstErr
+	}
+	v.rep.KeyID = v.signed.KeyID
+	v.rel.SignerPublic = v.signed.Public
+	v.rep.pass(CheckKeyPolicy, "key %s is trusted and valid at %s", v.signed.KeyID, v.now.UTC().Format(time.RFC3339))
+	v.rep.pass(CheckSignature, "DSSE signature by key %s verifies", v.signed.KeyID)
+	v.rel.Statement = v.signed.Statement
+	return nil
+}
 
 // SignedStatement is a statement whose signature verified.
 type SignedStatement struct {
@@ -29,54 +60,19 @@ type SignedStatement struct {
 // the policy's. The statement's subjects are the caller's to check
 // (CheckSubjects names the one that differs).
 func Bundle(bundleJSON []byte, policy *key.Policy, now time.Time) (*SignedStatement, error) {
-	var b bundle.Bundle
-	if err := b.UnmarshalJSON(bundleJSON); err != nil {
-		return nil, fail(CheckSignature, fmt.Errorf("parse sigstore bundle: %w", err))
+	b, err := envelope.Parse(bundleJSON)
+	if err != nil {
+		return nil, fail(CheckSignature, err)
 	}
-	if b.GetMediaType() != sign.BundleMediaType {
-		return nil, fail(CheckSignature, fmt.Errorf("bundle media type %q, want %q", b.GetMediaType(), sign.BundleMediaType))
-	}
-	env := b.GetDsseEnvelope()
-	if env == nil {
-		return nil, fail(CheckSignature, errors.New("bundle holds no DSSE envelope"))
-	}
-	if env.GetPayloadType() != sign.PayloadType {
-		return nil, fail(CheckSignature, fmt.Errorf("DSSE payload type %q, want %q", env.GetPayloadType(), sign.PayloadType))
-	}
-	if len(env.GetSignatures()) == 0 {
-		return nil, fail(CheckSignature, errors.New("unsigned bundle: the DSSE envelope has no signature"))
-	}
-	pk := b.GetVerificationMaterial().GetPublicKey()
-	if pk == nil {
-		return nil, fail(CheckSignature, errors.New("bundle is not signed with a public key (certificates are not accepted)"))
-	}
-	hint := pk.GetHint()
-	trusted, err := policy.Lookup(hint, now)
+	trusted, err := policy.Lookup(b.Hint, now)
 	if err != nil {
 		if errors.Is(err, key.ErrKeyExpired) || errors.Is(err, key.ErrKeyNotTrusted) {
 			return nil, fail(CheckKeyPolicy, err)
 		}
 		return nil, err
 	}
-	hash := crypto.SHA256
-	if alg, _ := key.AlgorithmOf(trusted.Public); alg == key.Ed25519 {
-		hash = crypto.Hash(0)
+	if err := b.Verify(trusted.Public); err != nil {
+		return nil, fail(CheckSignature, fmt.Errorf("bundle claiming key %s does not verify: %w", b.Hint, err))
 	}
-	verifier, err := signature.LoadVerifier(trusted.Public, hash)
-	if err != nil {
-		return nil, fmt.Errorf("load verifier for key %s: %w", hint, err)
-	}
-	material := root.NewTrustedPublicKeyMaterialFromMapping(map[string]*root.ExpiringKey{
-		// The window is open here: sigstore-go cannot check it without a
-		// trusted time; the policy above did.
-		hint: root.NewExpiringKey(verifier, time.Time{}, time.Time{}),
-	})
-	v, err := sgverify.NewVerifier(material, sgverify.WithNoObserverTimestamps())
-	if err != nil {
-		return nil, fmt.Errorf("configure verifier: %w", err)
-	}
-	if _, err := v.Verify(&b, sgverify.NewPolicy(sgverify.WithoutArtifactUnsafe(), sgverify.WithKey())); err != nil {
-		return nil, fail(CheckSignature, fmt.Errorf("bundle claiming key %s does not verify: %w", hint, err))
-	}
-	return &SignedStatement{Statement: env.GetPayload(), KeyID: hint, Public: trusted.Public}, nil
+	return &SignedStatement{Statement: b.Payload, KeyID: b.Hint, Public: trusted.Public}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/layer"
+	"github.com/cacheon/engine/release/provenance"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
@@ -300,13 +301,13 @@ func TestVerifyNamesTheTamperedThing(t *testing.T) {
 			detach(t, dir, store.ArtifactSBOM)
 			attach(t, dir, store.ArtifactSBOM, []byte(sb))
 			editStatement(t, dir, nil, r, func(doc map[string]any) {
-				byproduct(doc, build.ByproductSBOM)["digest"] = map[string]any{"sha256": descriptor.SHA256([]byte(sb))}
+				byproduct(doc, provenance.ByproductSBOM)["digest"] = map[string]any{"sha256": descriptor.SHA256([]byte(sb))}
 			})
 		}, check: verify.CheckSBOM, want: "does not describe this image"},
 		{name: "provenance dependency", after: func(t *testing.T, dir string, r *fixture.Release) {
 			editStatement(t, dir, nil, r, func(doc map[string]any) {
 				for _, d := range predicate(doc)["buildDefinition"].(map[string]any)["resolvedDependencies"].([]any) {
-					if m := d.(map[string]any); m["name"] == build.DepBaseImage {
+					if m := d.(map[string]any); m["name"] == provenance.DepBaseImage {
 						m["digest"] = map[string]any{"sha256": strings.Repeat("cd", 32)}
 					}
 				}

@@ -33,7 +33,7 @@ func (p *testProposal) Validate() error {
 
 func d64(c string) string { return strings.Repeat(c, 64) }
 
-func defaultSnapshot(t *testing.T) ([]byte, string, map[string]string) {
+func defaultSnapshot(t testing.TB) ([]byte, string, map[string]string) {
 	t.Helper()
 	b, err := os.ReadFile("testdata/default-catalog.snapshot.json")
 	if err != nil {

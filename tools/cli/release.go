@@ -26,6 +26,7 @@ import (
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
 )
 
@@ -96,7 +97,7 @@ func openRelease(arg string, insecure bool) (store.Store, error) {
 	if strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "/") {
 		return nil, fmt.Errorf("%s: no such OCI layout directory", arg)
 	}
-	return store.OpenRegistry(arg, insecure)
+	return remote.Open(arg, insecure)
 }
 
 func writeReleaseJSON(w io.Writer, v any) error {
@@ -475,7 +476,7 @@ ever published half-way. With --key the release is fully verified first.`,
 					return err
 				}
 			}
-			target, err := store.OpenRegistry(args[1], insecure)
+			target, err := remote.Open(args[1], insecure)
 			if err != nil {
 				return Rejected(err)
 			}

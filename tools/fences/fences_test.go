@@ -14,23 +14,41 @@ import (
 const module = "github.com/cacheon/engine/"
 
 // fence is one rule: no package matched by from may reach, through its
-// non-test imports, a package at or under any of forbidden.
+// non-test imports, a package at or under any of forbidden, or at or
+// under any of links.
 type fence struct {
 	name      string
 	from      []string // package patterns relative to the module root
 	forbidden []string // package paths relative to the module root
+	links     []string // full import paths outside the module (standard library or third party)
 	why       string
 }
+
+// offlineVerify is the consumer's offline path: release verification and
+// the image entrypoint, which verifies the release it runs from.
+var offlineVerify = []string{"./release/verify", "./release/entrypoint"}
 
 var bundleSide = []string{"./kernels/bundle", "./tools/pyparse", "./kernels/..."}
 
 var fences = []fence{
-	{"bundle-side", bundleSide, []string{"stacks", "evaluator", "release"},
-		"the bundle side (loading, hashing, scanning and inspecting a contribution) stands alone"},
-	{"stack-side", []string{"./stacks/..."}, []string{"evaluator", "release"},
-		"stacks, plans and materialization are built before any release exists"},
-	{"evaluator", []string{"./evaluator/..."}, []string{"release"},
-		"the evaluator judges bundles and never links the release pipeline"},
+	{name: "bundle-side", from: bundleSide, forbidden: []string{"stacks", "evaluator", "release"},
+		why: "the bundle side (loading, hashing, scanning and inspecting a contribution) stands alone"},
+	{name: "stack-side", from: []string{"./stacks/..."}, forbidden: []string{"evaluator", "release"},
+		why: "stacks, plans and materialization are built before any release exists"},
+	{name: "evaluator", from: []string{"./evaluator/..."}, forbidden: []string{"release"},
+		why: "the evaluator judges bundles and never links the release pipeline"},
+	{name: "consumer-not-producer", from: offlineVerify,
+		forbidden: []string{"release/build", "release/sign", "release/store/remote", "release/publish", "release/rebuild"},
+		why:       "the consumer checks a release with the projections and parsers the producer shares, never the producer itself"},
+	{name: "offline-verify-no-network", from: offlineVerify,
+		links: []string{"net/http"},
+		why:   "offline verification reads a layout directory and a trusted key; an HTTP client on that path is attack surface it never needs"},
+	{name: "offline-verify-no-tuf", from: offlineVerify,
+		links: []string{"github.com/theupdateframework", "github.com/sigstore/sigstore-go/pkg/tuf"},
+		why:   "trust comes from the key policy the consumer holds, never from a TUF trusted root fetched or cached by a client"},
+	{name: "offline-verify-no-sigstore-clients", from: offlineVerify,
+		links: []string{"github.com/sigstore/sigstore-go", "github.com/sigstore/rekor", "github.com/sigstore/rekor-tiles"},
+		why:   "sigstore-go's bundle, verify and root packages link its Rekor client (net/http) and its TUF client; release/envelope reads a keyed bundle without them"},
 }
 
 // graph is the import graph go list reports: each package's direct
@@ -107,6 +125,17 @@ func (g *graph) chain(pkg string, bad func(string) bool) []string {
 	return nil
 }
 
+// at says whether pkg is one of paths or under one of them: full import
+// paths, so "net/http" covers net/http/httptrace but not net/httpx.
+func at(pkg string, paths []string) bool {
+	for _, p := range paths {
+		if pkg == p || strings.HasPrefix(pkg, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 func under(pkg string, prefixes []string) bool {
 	for _, p := range prefixes {
 		full := module + p
@@ -125,7 +154,7 @@ func TestImportFences(t *testing.T) {
 				t.Fatalf("go list matched no package for %v", f.from)
 			}
 			for _, r := range g.roots {
-				if c := g.chain(r, func(p string) bool { return under(p, f.forbidden) }); c != nil {
+				if c := g.chain(r, func(p string) bool { return under(p, f.forbidden) || at(p, f.links) }); c != nil {
 					t.Errorf("%s reaches %s (%s):\n  %s", r, c[len(c)-1], f.why, strings.Join(c, "\n  -> "))
 				}
 			}
@@ -151,5 +180,28 @@ func TestFenceChain(t *testing.T) {
 	}
 	if under(module+"releases/x", []string{"release"}) {
 		t.Fatal("a sibling with a longer name is not under the fence")
+	}
+	links := []struct {
+		pkg  string
+		want bool
+	}{
+		{"net/http", true},
+		{"net/http/httptrace", true},
+		{"net/httpx", false},
+		{"net", false},
+		{"github.com/theupdateframework/go-tuf/v2/metadata", true},
+		{"github.com/sigstore/sigstore-go/pkg/tuf", true},
+		{"github.com/sigstore/sigstore-go/pkg/tufx", false},
+	}
+	for _, l := range links {
+		if got := at(l.pkg, []string{"net/http", "github.com/theupdateframework", "github.com/sigstore/sigstore-go/pkg/tuf"}); got != l.want {
+			t.Errorf("at(%q) = %v, want %v", l.pkg, got, l.want)
+		}
+	}
+	g.imports[module+"release/verify"] = []string{module + "release/store", "crypto"}
+	g.imports[module+"release/store"] = []string{"net/http"}
+	c = g.chain(module+"release/verify", func(p string) bool { return at(p, []string{"net/http"}) })
+	if want := []string{module + "release/verify", module + "release/store", "net/http"}; strings.Join(c, " ") != strings.Join(want, " ") {
+		t.Fatalf("chain %v, want %v", c, want)
 	}
 }

@@ -3,11 +3,22 @@ package verify
 import (
 	"strings"
 
-	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/review"
-	"github.com/cacheon/engine/tools/model"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/stack"
 )
+
+// checkIntegrations (CheckIntegrations) reports the coverage
+// CheckReleaseFiles established while checking the engine tree: every
+// entry of the release stack is an integrated contribution covered by
+// exactly one approved review record shipped in the image.
+func (v *verification) checkIntegrations() error {
+	v.rep.Contributions = v.targets
+	v.rel.Records = v.records
+	v.rep.pass(CheckIntegrations, "%d integrated contribution(s), each covered by exactly one approved review record", len(v.targets))
+	return nil
+}
 
 // CheckReleaseFiles checks the release layer's files (by image path)
 // against the descriptor: the release stack hashes to the descriptor's
@@ -21,7 +32,7 @@ func CheckReleaseFiles(d *descriptor.Descriptor, files map[string][]byte, treeMe
 	if mb == nil {
 		return nil, nil, failf(CheckIntegrations, "/%s is missing from the release", descriptor.ManifestPath)
 	}
-	rm, err := build.ParseReleaseManifest(mb)
+	rm, err := stack.ParseManifest(mb)
 	if err != nil {
 		return nil, nil, fail(CheckIntegrations, err)
 	}
@@ -29,9 +40,9 @@ func CheckReleaseFiles(d *descriptor.Descriptor, files map[string][]byte, treeMe
 		return nil, nil, failf(CheckIntegrations, "the release stack in the image has digest %s, the descriptor says %s", md, d.ReleaseManifestDigest)
 	}
 	if treeMetadata == nil {
-		return nil, nil, failf(CheckEngineTree, "%s is missing from the engine tree", build.TreeMetadataPath)
+		return nil, nil, failf(CheckEngineTree, "%s is missing from the engine tree", materialize.TreeMetadataName)
 	}
-	if err := build.CheckTreeMetadataBytes(build.TreeMetadataPath, treeMetadata, rm); err != nil {
+	if err := materialize.CheckReleaseStack(materialize.TreeMetadataName, treeMetadata, rm); err != nil {
 		return nil, nil, fail(CheckEngineTree, err)
 	}
 	var records []*review.Record
@@ -71,21 +82,4 @@ func CheckReleaseFiles(d *descriptor.Descriptor, files map[string][]byte, treeMe
 		targets = append(targets, c.TargetID)
 	}
 	return records, targets, nil
-}
-
-// ModelReceipt checks the model receipt shipped in the release
-// against the descriptor and returns it.
-func ModelReceipt(d *descriptor.Descriptor, files map[string][]byte) (*model.Receipt, error) {
-	rb := files[descriptor.ModelReceipt]
-	if rb == nil || descriptor.SHA256(rb) != d.Model.ReceiptSHA256 {
-		return nil, failf(CheckModelReceipt, "/%s is missing or does not hash to sha256:%s", descriptor.ModelReceipt, d.Model.ReceiptSHA256)
-	}
-	receipt, err := model.ParseReceipt(rb)
-	if err != nil {
-		return nil, fail(CheckModelReceipt, err)
-	}
-	if rd, _ := receipt.Digest(); rd != d.Model.ReceiptDigest || receipt.ContentDigest != d.Model.ContentDigest {
-		return nil, failf(CheckModelReceipt, "receipt %s for model content %s, the descriptor says %s for %s", rd, receipt.ContentDigest, d.Model.ReceiptDigest, d.Model.ContentDigest)
-	}
-	return receipt, nil
 }

@@ -1,4 +1,9 @@
-package store
+// Package remote is the registry backend of the release store: a release
+// in an OCI registry, read and written over HTTP. It is its own package,
+// beside the OCI layout store, so that the offline path (verifying a
+// release from a layout directory) links no HTTP client: only a command
+// that names a registry imports this package.
+package remote
 
 import (
 	"context"
@@ -10,10 +15,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/cacheon/engine/release/store"
 )
 
 // Registry is a release in an OCI registry, named by a tag or digest
@@ -26,28 +33,28 @@ type Registry struct {
 	ctx     context.Context
 	auth    authn.Authenticator
 	rt      http.RoundTripper
-	options []remote.Option
+	options []ggcr.Option
 }
 
-var _ Store = (*Registry)(nil)
+var _ store.Store = (*Registry)(nil)
 
-// RegistryOption configures a Registry.
-type RegistryOption func(*Registry)
+// Option configures a Registry.
+type Option func(*Registry)
 
 // WithAuth sets the credentials (anonymous by default: no keychain, so
 // nothing on the host decides what is read or written).
-func WithAuth(a authn.Authenticator) RegistryOption { return func(r *Registry) { r.auth = a } }
+func WithAuth(a authn.Authenticator) Option { return func(r *Registry) { r.auth = a } }
 
 // WithTransport sets the HTTP transport.
-func WithTransport(rt http.RoundTripper) RegistryOption { return func(r *Registry) { r.rt = rt } }
+func WithTransport(rt http.RoundTripper) Option { return func(r *Registry) { r.rt = rt } }
 
 // WithContext sets the context of every request.
-func WithContext(ctx context.Context) RegistryOption { return func(r *Registry) { r.ctx = ctx } }
+func WithContext(ctx context.Context) Option { return func(r *Registry) { r.ctx = ctx } }
 
-// OpenRegistry opens the release named by ref. Registries on loopback or
+// Open opens the release named by ref. Registries on loopback or
 // private addresses are spoken to over plain HTTP (go-containerregistry's
 // rule); insecure forces it for any host.
-func OpenRegistry(ref string, insecure bool, opts ...RegistryOption) (*Registry, error) {
+func Open(ref string, insecure bool, opts ...Option) (*Registry, error) {
 	var nopts []name.Option
 	if insecure {
 		nopts = append(nopts, name.Insecure)
@@ -61,7 +68,7 @@ func OpenRegistry(ref string, insecure bool, opts ...RegistryOption) (*Registry,
 	for _, o := range opts {
 		o(reg)
 	}
-	reg.options = []remote.Option{remote.WithAuth(reg.auth), remote.WithTransport(reg.rt), remote.WithContext(reg.ctx)}
+	reg.options = []ggcr.Option{ggcr.WithAuth(reg.auth), ggcr.WithTransport(reg.rt), ggcr.WithContext(reg.ctx)}
 	return reg, nil
 }
 
@@ -71,10 +78,10 @@ func (r *Registry) Location() string { return r.ref.String() }
 func (r *Registry) Reference() name.Reference { return r.ref }
 
 // RemoteOptions are the go-containerregistry options this store uses.
-func (r *Registry) RemoteOptions() []remote.Option { return r.options }
+func (r *Registry) RemoteOptions() []ggcr.Option { return r.options }
 
 func (r *Registry) Resolve() (v1.Descriptor, error) {
-	d, err := remote.Head(r.ref, r.options...)
+	d, err := ggcr.Head(r.ref, r.options...)
 	if err != nil {
 		return v1.Descriptor{}, fmt.Errorf("resolve %s: %w", r.ref, err)
 	}
@@ -115,12 +122,12 @@ func (r *Registry) Manifest(d v1.Descriptor) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, MaxManifestSize+1))
+	b, err := io.ReadAll(io.LimitReader(rc, store.MaxManifestSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxManifestSize {
-		return nil, fmt.Errorf("manifest %s is larger than %d bytes", d.Digest, MaxManifestSize)
+	if len(b) > store.MaxManifestSize {
+		return nil, fmt.Errorf("manifest %s is larger than %d bytes", d.Digest, store.MaxManifestSize)
 	}
 	return b, nil
 }
@@ -131,10 +138,10 @@ func (r *Registry) Blob(d v1.Descriptor) (io.ReadCloser, error) {
 
 // Referrers uses the referrers API, or the tag fallback where the registry
 // has no API. Server-side filtering is not trusted (registries disagree on
-// artifactType), so everything is listed and Referrers (the function)
+// artifactType), so everything is listed and store.Referrers
 // filters after reading each manifest.
 func (r *Registry) Referrers(subject v1.Hash) ([]v1.Descriptor, error) {
-	idx, err := remote.Referrers(r.ref.Context().Digest(subject.String()), r.options...)
+	idx, err := ggcr.Referrers(r.ref.Context().Digest(subject.String()), r.options...)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +162,7 @@ func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
 
 // Attach uploads the artifact's blobs, then its manifest by digest; the
 // registry (or go-containerregistry's fallback tag) records the referrer.
-func (r *Registry) Attach(subject v1.Descriptor, a Artifact) (v1.Descriptor, error) {
+func (r *Registry) Attach(subject v1.Descriptor, a store.Artifact) (v1.Descriptor, error) {
 	raw, desc, blob, err := a.Manifest(subject)
 	if err != nil {
 		return v1.Descriptor{}, err
@@ -164,12 +171,12 @@ func (r *Registry) Attach(subject v1.Descriptor, a Artifact) (v1.Descriptor, err
 	for _, b := range []struct {
 		data []byte
 		mt   types.MediaType
-	}{{emptyConfig, types.OCIEmptyJSON}, {a.Data, blob.MediaType}} {
-		if err := remote.WriteLayer(repo, static.NewLayer(b.data, b.mt), r.options...); err != nil {
+	}{{store.EmptyConfig(), types.OCIEmptyJSON}, {a.Data, blob.MediaType}} {
+		if err := ggcr.WriteLayer(repo, static.NewLayer(b.data, b.mt), r.options...); err != nil {
 			return v1.Descriptor{}, fmt.Errorf("upload %s blob to %s: %w", b.mt, repo, err)
 		}
 	}
-	if err := remote.Put(repo.Digest(desc.Digest.String()), rawManifest{raw: raw, mt: types.OCIManifestSchema1}, r.options...); err != nil {
+	if err := ggcr.Put(repo.Digest(desc.Digest.String()), rawManifest{raw: raw, mt: types.OCIManifestSchema1}, r.options...); err != nil {
 		return v1.Descriptor{}, fmt.Errorf("put %s manifest %s to %s: %w", a.ArtifactType, desc.Digest, repo, err)
 	}
 	return desc, nil

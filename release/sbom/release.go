@@ -1,0 +1,38 @@
+package sbom
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+
+	"github.com/cacheon/engine/release/descriptor"
+)
+
+// Creator is the SPDX creator line of a release SBOM; it names the
+// format, not the binary's version, so any build of the tool regenerates
+// the same SBOM.
+const Creator = "Tool: cacheon-release-v1"
+
+// ForRelease is the release projection: the SBOM's typed input from a
+// release descriptor and the files the image ships. It lives here, not in
+// the builder, because the builder and the verifier both call it: the
+// verifier regenerates exactly what was built without importing the
+// builder.
+func ForRelease(d *descriptor.Descriptor, descDigest, name, imageDigest string, engineFiles, substrateFiles []File, entrypoint []byte) Input {
+	h1 := sha1.Sum(entrypoint)
+	in := Input{
+		ImageName: name, ImageDigest: imageDigest, BaseName: d.BaseImage.Name, BaseDigest: d.BaseImage.Digest,
+		EngineTree: d.EngineTreeDigest, EngineFiles: engineFiles,
+		Substrate: d.SubstrateDigest, SubstrateFiles: substrateFiles,
+		Entrypoint:   File{Path: descriptor.EntrypointPath, SHA1: hex.EncodeToString(h1[:]), SHA256: d.Entrypoint.SHA256},
+		ModelContent: d.Model.ContentDigest, ModelReceipt: d.Model.ReceiptDigest,
+		ReleaseDigest: descDigest, Epoch: d.Toolchain.SourceDateEpoch, Creator: Creator,
+	}
+	for _, c := range d.Integrations {
+		in.Contributions = append(in.Contributions, Contribution{
+			TargetID: c.TargetID, IntegratedSourceTreeDigest: c.IntegratedSourceTreeDigest,
+			IntegratedRefDigest: c.IntegratedRefDigest, IntegrationRecordDigest: c.IntegrationRecordDigest,
+			ReviewCommit: c.ReviewCommit, Reviewer: c.Reviewer,
+		})
+	}
+	return in
+}

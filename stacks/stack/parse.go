@@ -1,0 +1,73 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cacheon/engine/kernels/contribution"
+)
+
+// ParseManifest reads the canonical JSON of an engine release manifest
+// (what `cacheon stack` writes for a release stack) back into its type,
+// which validates it. The parser lives with the type so that the release
+// builder and the release verifier read a stack the same way without one
+// importing the other. Any entry that is not an integrated contribution
+// is refused, and the bytes must be the manifest's canonical encoding
+// (one trailing newline allowed): a release ships exactly the bytes its
+// digest names.
+func ParseManifest(b []byte) (*EngineReleaseManifest, error) {
+	var doc struct {
+		Type               string                     `json:"type"`
+		BaseEngineDigest   string                     `json:"base_engine_digest"`
+		RuntimeDigest      string                     `json:"runtime_digest"`
+		CatalogDigest      string                     `json:"catalog_digest"`
+		CatalogSnapshot    json.RawMessage            `json:"catalog_snapshot"`
+		Entries            map[string]json.RawMessage `json:"entries"`
+		SchemaVersion      int                        `json:"schema_version"`
+		StackPolicyVersion string                     `json:"stack_policy_version"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("parse release manifest: %w", err)
+	}
+	if doc.Type != "engine_release" || doc.StackPolicyVersion != ReleasePolicyVersion || doc.SchemaVersion != 1 {
+		return nil, fmt.Errorf("release manifest: type %q, stack_policy_version %q, schema_version %d; want engine_release, %s, 1",
+			doc.Type, doc.StackPolicyVersion, doc.SchemaVersion, ReleasePolicyVersion)
+	}
+	var entries []Ref
+	for id, raw := range doc.Entries {
+		var kind struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(raw, &kind); err != nil {
+			return nil, fmt.Errorf("release manifest: entry %s: %w", id, err)
+		}
+		if kind.Type != contribution.KindIntegrated {
+			return nil, fmt.Errorf("release manifest: entry %s is a %q contribution; a release ships integrated (reviewed) contributions only", id, kind.Type)
+		}
+		var ref contribution.IntegratedRef
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&ref); err != nil {
+			return nil, fmt.Errorf("release manifest: entry %s: %w", id, err)
+		}
+		if ref.TargetID != id {
+			return nil, fmt.Errorf("release manifest: entry key %s holds a reference for target %s", id, ref.TargetID)
+		}
+		entries = append(entries, &ref)
+	}
+	m, err := NewEngineReleaseManifest(doc.RuntimeDigest, doc.BaseEngineDigest, doc.CatalogDigest, doc.CatalogSnapshot, entries)
+	if err != nil {
+		return nil, err
+	}
+	canon, err := m.CanonicalJSON()
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(canon, b) && !bytes.Equal(append(canon, '\n'), b) {
+		return nil, fmt.Errorf("release manifest is not in canonical form (sorted keys, no spaces)")
+	}
+	return m, nil
+}
