@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	kref "github.com/cacheon/engine/kernels/reference"
+	ksubstrate "github.com/cacheon/engine/kernels/substrate"
 	kworker "github.com/cacheon/engine/kernels/worker"
 )
 
@@ -48,12 +49,23 @@ func ResolvePython(configured string) (string, error) {
 // not exist yet) with read-only files, and returns dir. Workers get dir
 // first on sys.path.
 func ValidatorRoot(dir string) (string, error) {
+	return writeRoot(dir, "validator root", kref.Files, kworker.Files)
+}
+
+// EngineRoot writes the embedded engine substrate under dir (which must
+// not exist yet) with read-only files, and returns dir: the sys.path root
+// of engine sessions.
+func EngineRoot(dir string) (string, error) {
+	return writeRoot(dir, "engine root", ksubstrate.Files)
+}
+
+func writeRoot(dir, what string, packages ...fs.FS) (string, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", fmt.Errorf("validator root: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	for _, src := range []fs.FS{kref.Files, kworker.Files} {
+	for _, src := range packages {
 		if err := copyTree(src, dir); err != nil {
-			return "", fmt.Errorf("validator root: %w", err)
+			return "", fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	// Directories become read-only last, once every file is in place.
@@ -64,7 +76,7 @@ func ValidatorRoot(dir string) (string, error) {
 		return os.Chmod(path, 0o555)
 	})
 	if err != nil {
-		return "", fmt.Errorf("validator root: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	return dir, nil
 }
@@ -117,6 +129,17 @@ const bootstrap = "import runpy, sys; root = sys.argv.pop(1); sys.path.insert(0,
 // command returns the argv that runs the worker harness.
 func command(python, validatorRoot string) []string {
 	return []string{python, "-I", "-B", "-u", "-c", bootstrap, validatorRoot}
+}
+
+// moduleBootstrap runs the module named by the second argument as
+// __main__, with the root named by the first first on sys.path, in the
+// same isolated interpreter mode as the harness.
+const moduleBootstrap = "import runpy, sys; root = sys.argv.pop(1); module = sys.argv.pop(1); " +
+	"sys.path.insert(0, root); runpy.run_module(module, run_name='__main__', alter_sys=True)"
+
+// moduleCommand returns the argv that runs module from root with args.
+func moduleCommand(python, root, module string, args []string) []string {
+	return append([]string{python, "-I", "-B", "-u", "-c", moduleBootstrap, root, module}, args...)
 }
 
 // unisolatedEnv is the caller's environment without PYTHON* variables,

@@ -30,9 +30,9 @@ def main(argv=None) -> int:
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
 
-    from .engine import Engine
     from .identity import substrate_digest
     from .runtime import Options, build
+    from .session import batch
 
     m = build(Options(model=a.model, tree=a.engine_tree, device=device, max_len=a.max_len))
     engines = {}
@@ -49,16 +49,8 @@ def main(argv=None) -> int:
             rid = req.get("id")
             prompts = req.get("prompts") or [req["prompt"]]
             n = int(req.get("max_new_tokens", 16))
-            if len({len(p) for p in prompts}) != 1:
-                raise ValueError("all prompts of a request must have one length")
-            t = torch.tensor(prompts, dtype=torch.long, device=m.device)
-            if int(t.min()) < 0 or int(t.max()) >= m.cfg.vocab_size:
-                raise ValueError(f"token ids must lie in [0, {m.cfg.vocab_size})")
-            eng = engines.get(t.shape[0])
-            if eng is None:
-                eng = engines[t.shape[0]] = Engine(m, t.shape[0])
-            g = eng.generate(t, n, use_graph=a.graph and m.device.type == "cuda")
-            resp = {"id": rid, "tokens": g.tokens.tolist()}
+            tokens, _ = batch(m, engines, {"prompts": prompts, "max_new_tokens": n + 1}, a.graph)
+            resp = {"id": rid, "tokens": tokens}
         except Exception as e:  # a bad request never stops the server
             resp = {"id": rid, "error": f"{type(e).__name__}: {e}"}
         out.write(json.dumps(resp) + "\n")

@@ -1,0 +1,285 @@
+// Package engine runs one arm of a qualification: a substrate engine
+// process serving prompt batches, contained as every worker is, that the
+// controller talks to over the engine-session pipes and never imports.
+//
+// Every batch is timed twice: by the engine (device-synchronized, the
+// window's seconds) and by the controller around the request. A frame
+// whose seconds disagree with the controller's clock beyond the timer
+// tolerance is refused as forged, so a kernel that patches the engine's
+// clock, or writes frames of its own, cannot make an arm look faster.
+// Every way an engine can misbehave is a *Fault naming what happened, for
+// the qualification to turn into FAIL (the candidate's engine) or
+// NO_DECISION (the incumbent's).
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/cacheon/engine/evaluator/worker"
+	ksubstrate "github.com/cacheon/engine/kernels/substrate"
+)
+
+// Protocol is the engine-session protocol this controller speaks.
+const Protocol = "cacheon-engine-session-v1"
+
+// Spec is one engine to start.
+type Spec struct {
+	Python  string // absolute interpreter path
+	Root    string // from worker.EngineRoot
+	Tree    string // the materialized engine tree (read-only)
+	Model   string // the sealed model directory (read-only)
+	Device  string // "cpu" or "cuda"
+	Graph   bool   // replay CUDA graphs for decode
+	WorkDir string
+	Env     []string
+	// StartTimeout bounds loading (to the ready frame), BatchTimeout each
+	// batch; zero takes the defaults.
+	StartTimeout, BatchTimeout time.Duration
+	Tolerance                  Tolerance
+}
+
+// Defaults.
+const (
+	DefaultStartTimeout = 10 * time.Minute
+	DefaultBatchTimeout = 5 * time.Minute
+)
+
+// Tolerance is how far an engine's own time for a batch may fall short of
+// the controller's: the controller's span also holds the request's and
+// the frame's trip through the pipes and their JSON coding, so the engine
+// time is shorter by up to Absolute plus Relative of the span. An engine
+// time longer than the span is impossible and always refused.
+type Tolerance struct {
+	Absolute time.Duration
+	Relative float64
+}
+
+// DefaultTolerance is the sealed timer tolerance: 25 ms plus 5 % of the span.
+var DefaultTolerance = Tolerance{Absolute: 25 * time.Millisecond, Relative: 0.05}
+
+// Ready is the engine's first frame.
+type Ready struct {
+	Protocol  string            `json:"protocol"`
+	Substrate string            `json:"substrate"`
+	Device    string            `json:"device"`
+	Slots     map[string]string `json:"slots"`
+}
+
+// Window is one served batch.
+type Window struct {
+	Tokens      [][]int // per prompt, max_new_tokens each
+	Seconds     float64 // the engine's time
+	HostSeconds float64 // the controller's bracket around the request
+}
+
+// Fault kinds.
+const (
+	FaultStart    = "start"         // the process could not be started or never got ready
+	FaultTimeout  = "timeout"       // no frame within the time limit
+	FaultExited   = "exited"        // the process ended while a frame was due
+	FaultGarbage  = "garbage"       // a frame that is not the protocol's
+	FaultRefused  = "refused_batch" // the engine answered a batch with an error
+	FaultTokens   = "wrong_tokens"  // a frame with the wrong number of tokens
+	FaultTiming   = "forged_timing" // engine time outside the controller's bracket
+	FaultProtocol = "protocol"      // a ready frame of another protocol or substrate
+)
+
+// Fault is an engine that did not do what the protocol says.
+type Fault struct {
+	Kind   string
+	Detail string
+}
+
+func (f *Fault) Error() string { return fmt.Sprintf("engine %s: %s", f.Kind, f.Detail) }
+
+// Engine is a started, ready engine.
+type Engine struct {
+	spec    Spec
+	session *worker.Session
+	frames  chan frame
+	Ready   Ready
+	next    int
+}
+
+type frame struct {
+	line []byte
+	err  error
+}
+
+// Start starts the engine and waits for its ready frame.
+func Start(ctx context.Context, iso worker.Isolation, s Spec) (*Engine, error) {
+	if s.StartTimeout == 0 {
+		s.StartTimeout = DefaultStartTimeout
+	}
+	if s.BatchTimeout == 0 {
+		s.BatchTimeout = DefaultBatchTimeout
+	}
+	if s.Tolerance == (Tolerance{}) {
+		s.Tolerance = DefaultTolerance
+	}
+	args := []string{"--engine-tree", s.Tree, "--model", s.Model, "--device", s.Device}
+	if s.Graph {
+		args = append(args, "--graph")
+	}
+	sess, err := worker.StartSession(ctx, iso, worker.SessionSpec{
+		Python: s.Python, Root: s.Root, Module: ksubstrate.Package + ".session", Args: args,
+		WorkDir: s.WorkDir, Env: s.Env, ReadOnly: []string{s.Tree, s.Model},
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{spec: s, session: sess, frames: make(chan frame, 1)}
+	go func() {
+		for {
+			line, err := sess.Frame()
+			e.frames <- frame{line, err}
+			if err != nil {
+				close(e.frames)
+				return
+			}
+		}
+	}()
+	// An engine that does not get ready is stopped and reaped here: the
+	// caller never holds it.
+	fail := func(err error) (*Engine, error) {
+		e.Kill()
+		_, _ = e.session.Close(time.Second)
+		return nil, err
+	}
+	line, err := e.await(ctx, s.StartTimeout, "the ready frame")
+	if err != nil {
+		var f *Fault
+		if errors.As(err, &f) && f.Kind != FaultStart {
+			f.Kind, f.Detail = FaultStart, f.Kind+": "+f.Detail
+		}
+		return fail(err)
+	}
+	var r struct {
+		Ready     bool              `json:"ready"`
+		Protocol  string            `json:"protocol"`
+		Substrate string            `json:"substrate"`
+		Device    string            `json:"device"`
+		Slots     map[string]string `json:"slots"`
+	}
+	if err := strictUnmarshal(line, &r); err != nil || !r.Ready {
+		return fail(&Fault{Kind: FaultStart, Detail: fmt.Sprintf("the first frame is not a ready frame: %s", clip(line))})
+	}
+	if r.Protocol != Protocol {
+		return fail(&Fault{Kind: FaultProtocol, Detail: fmt.Sprintf("protocol %q, want %q", r.Protocol, Protocol)})
+	}
+	e.Ready = Ready{Protocol: r.Protocol, Substrate: r.Substrate, Device: r.Device, Slots: r.Slots}
+	return e, nil
+}
+
+// Batch serves one batch and times it.
+func (e *Engine) Batch(ctx context.Context, prompts [][]int, maxNewTokens int) (Window, error) {
+	id := e.next
+	e.next++
+	req, err := json.Marshal(map[string]any{"op": "batch", "id": id, "prompts": prompts, "max_new_tokens": maxNewTokens})
+	if err != nil {
+		return Window{}, err
+	}
+	t0 := time.Now()
+	if err := e.session.Send(req); err != nil {
+		return Window{}, &Fault{Kind: FaultExited, Detail: err.Error()}
+	}
+	line, err := e.await(ctx, e.spec.BatchTimeout, fmt.Sprintf("the frame of batch %d", id))
+	host := time.Since(t0)
+	if err != nil {
+		return Window{}, err
+	}
+	var f struct {
+		ID      *int     `json:"id"`
+		Tokens  [][]int  `json:"tokens"`
+		Seconds *float64 `json:"seconds"`
+		Error   string   `json:"error"`
+	}
+	if err := strictUnmarshal(line, &f); err != nil || f.ID == nil || *f.ID != id {
+		return Window{}, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("batch %d: %s", id, clip(line))}
+	}
+	if f.Error != "" {
+		return Window{}, &Fault{Kind: FaultRefused, Detail: fmt.Sprintf("batch %d: %s", id, f.Error)}
+	}
+	if f.Seconds == nil || len(f.Tokens) != len(prompts) {
+		return Window{}, &Fault{Kind: FaultTokens, Detail: fmt.Sprintf("batch %d: %d token lists for %d prompts", id, len(f.Tokens), len(prompts))}
+	}
+	for i, t := range f.Tokens {
+		if len(t) != maxNewTokens {
+			return Window{}, &Fault{Kind: FaultTokens, Detail: fmt.Sprintf("batch %d prompt %d: %d tokens, want %d", id, i, len(t), maxNewTokens)}
+		}
+	}
+	w := Window{Tokens: f.Tokens, Seconds: *f.Seconds, HostSeconds: host.Seconds()}
+	if err := e.spec.Tolerance.check(w); err != nil {
+		return Window{}, &Fault{Kind: FaultTiming, Detail: fmt.Sprintf("batch %d: %v", id, err)}
+	}
+	return w, nil
+}
+
+func (t Tolerance) check(w Window) error {
+	switch {
+	case math.IsNaN(w.Seconds) || w.Seconds <= 0:
+		return fmt.Errorf("engine time %v is not a positive time", w.Seconds)
+	case w.Seconds > w.HostSeconds:
+		return fmt.Errorf("engine time %.6f s is longer than the controller's %.6f s around it", w.Seconds, w.HostSeconds)
+	case w.HostSeconds-w.Seconds > t.Absolute.Seconds()+t.Relative*w.HostSeconds:
+		return fmt.Errorf("engine time %.6f s is %.6f s short of the controller's %.6f s (tolerance %s + %g of the span)",
+			w.Seconds, w.HostSeconds-w.Seconds, w.HostSeconds, t.Absolute, t.Relative)
+	}
+	return nil
+}
+
+// await waits for the next frame.
+func (e *Engine) await(ctx context.Context, limit time.Duration, what string) ([]byte, error) {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case f, ok := <-e.frames:
+		switch {
+		case !ok || errors.Is(f.err, io.EOF):
+			return nil, &Fault{Kind: FaultExited, Detail: "the engine ended before " + what}
+		case f.err != nil:
+			return nil, &Fault{Kind: FaultGarbage, Detail: f.err.Error()}
+		}
+		return f.line, nil
+	case <-timer.C:
+		e.Kill()
+		return nil, &Fault{Kind: FaultTimeout, Detail: fmt.Sprintf("no %s within %s", what, limit)}
+	case <-ctx.Done():
+		e.Kill()
+		return nil, ctx.Err()
+	}
+}
+
+// Kill stops the engine now.
+func (e *Engine) Kill() { e.session.Kill() }
+
+// Close ends the session and reports how the engine process ended.
+func (e *Engine) Close() (worker.Outcome, error) {
+	return e.session.Close(10 * time.Second)
+}
+
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data")
+	}
+	return nil
+}
+
+func clip(b []byte) string {
+	if len(b) > 200 {
+		return fmt.Sprintf("%q…", b[:200])
+	}
+	return fmt.Sprintf("%q", b)
+}
