@@ -3,74 +3,22 @@ package engine
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cacheon/engine/evaluator/sandbox"
-	"github.com/cacheon/engine/evaluator/worker"
-	"github.com/cacheon/engine/tools/model/testmodel"
+	"github.com/cacheon/engine/evaluator/engine/enginetest"
 )
 
-// fixture is what an engine test needs: an interpreter with torch, an
-// engine root, a sealed test model and an empty (stock) engine tree, all
-// where the sandbox user can read them.
-type fixture struct {
-	python, root, model, tree, run string
-	iso                            worker.Isolation
-}
-
-func newFixture(t *testing.T) fixture {
-	t.Helper()
-	py := os.Getenv("CACHEON_TEST_PYTHON")
-	if py == "" {
-		py = "/usr/bin/python3"
-	}
-	if out, err := exec.Command(py, "-c", "import torch, numpy").CombinedOutput(); err != nil {
-		t.Skipf("engine tests need torch in %s: %s", py, strings.TrimSpace(string(out)))
-	}
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := sandbox.SearchableDir(d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f := fixture{python: py, model: filepath.Join(dir, "model"), tree: filepath.Join(dir, "tree"), run: filepath.Join(dir, "run")}
-	if err := sandbox.Available(filepath.Join(dir, "probe")); err != nil {
-		if os.Getenv("CACHEON_REQUIRE_SANDBOX") != "" {
-			t.Fatalf("sandbox required: %v", err)
-		}
-		t.Logf("no sandbox here (%v): engines run unisolated", err)
-		f.iso.Unsafe = true
-	}
-	if _, err := testmodel.Write(f.model, testmodel.DefaultShape(false), 3); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{f.tree, f.run} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	root, err := worker.EngineRoot(filepath.Join(dir, "engine-root"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.root = root
-	f.iso.Hide = []string{f.run}
-	return f
-}
-
-func (f fixture) spec(name string) Spec {
-	return Spec{Python: f.python, Root: f.root, Tree: f.tree, Model: f.model, Device: "cpu",
-		WorkDir: filepath.Join(f.run, name), StartTimeout: 3 * time.Minute, BatchTimeout: time.Minute}
+func spec(f enginetest.Fixture, name string) Spec {
+	return Spec{Python: f.Python, Root: f.Root, Tree: f.Tree, Model: f.Model, Device: "cpu",
+		WorkDir: filepath.Join(f.Run, name), StartTimeout: 3 * time.Minute, BatchTimeout: time.Minute}
 }
 
 func TestEngineServesTimedBatches(t *testing.T) {
-	f := newFixture(t)
-	e, err := Start(context.Background(), f.iso, f.spec("b"))
+	f := enginetest.New(t)
+	e, err := Start(context.Background(), f.Iso, spec(f, "b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,37 +72,9 @@ func isFault(err error, kind string) bool {
 	return errors.As(err, &f) && f.Kind == kind
 }
 
-// hostileModule writes a fake engine module into a copy of the engine
-// root: what a kernel that took over the engine process could do.
-func hostileRoot(t *testing.T, f fixture, name, source string) string {
-	t.Helper()
-	root := filepath.Join(filepath.Dir(f.root), "hostile-"+name)
-	if err := os.MkdirAll(filepath.Join(root, "cacheon_substrate"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, file := range []string{"__init__.py", "session.py"} {
-		body := ""
-		if file == "session.py" {
-			body = source
-		}
-		if err := os.WriteFile(filepath.Join(root, "cacheon_substrate", file), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
-const hostilePrelude = `import json, os, sys, time
-out = os.fdopen(5, "w", buffering=1)
-inp = os.fdopen(4, "r")
-def send(o):
-    out.write(json.dumps(o) + "\n"); out.flush()
-`
-
 func TestHostileEnginesAreFaults(t *testing.T) {
-	f := newFixture(t)
-	ready := `send({"ready": True, "protocol": "cacheon-engine-session-v1", "substrate": "0"*64, "device": "cpu", "slots": {}})
-`
+	f := enginetest.New(t)
+	ready := enginetest.ReadyFrame
 	cases := []struct {
 		name, source, kind string
 		atStart            bool
@@ -192,10 +112,10 @@ time.sleep(600)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := f.spec(strings.ReplaceAll(c.name, " ", "-"))
-			s.Root = hostileRoot(t, f, strings.ReplaceAll(c.name, " ", "-"), hostilePrelude+c.source)
+			s := spec(f, strings.ReplaceAll(c.name, " ", "-"))
+			s.Root = f.HostileRoot(t, strings.ReplaceAll(c.name, " ", "-"), enginetest.Prelude+c.source)
 			s.StartTimeout, s.BatchTimeout = 20*time.Second, 3*time.Second
-			e, err := Start(context.Background(), f.iso, s)
+			e, err := Start(context.Background(), f.Iso, s)
 			if c.atStart {
 				if !isFault(err, c.kind) {
 					t.Fatalf("start: %v, want a %s fault", err, c.kind)

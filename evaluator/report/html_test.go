@@ -14,7 +14,7 @@ import (
 func sampleView() View {
 	return View{
 		Title: "Qualification of rmsnorm_torch", Decision: "PASS", Reason: "proven_faster", Speedup: "1.0312",
-		Facts:     []Fact{{"candidate", "<b>not markup</b>"}, {"policy", "v8"}},
+		Facts: []Fact{{"candidate", "<b>not markup</b>"}, {"policy", "v8"}},
 		Series: []Series{
 			{Role: "B", Scored: 100, Windows: []float64{99, 100, 101, 100, 100}},
 			{Role: "C", Scored: 103, Windows: []float64{103, 102.5, 103.5, 103, 103}},

@@ -1,0 +1,99 @@
+// Package enginetest sets up what a test of real engine sessions needs:
+// an interpreter with torch, the embedded engine root, a sealed test
+// model and an empty (stock) engine tree, all where the sandbox user can
+// read them.
+package enginetest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cacheon/engine/evaluator/sandbox"
+	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/tools/model/testmodel"
+)
+
+// Fixture is one test's engine set-up.
+type Fixture struct {
+	Python string // interpreter with torch ($CACHEON_TEST_PYTHON, else /usr/bin/python3)
+	Root   string // from worker.EngineRoot
+	Model  string // a sealed test model
+	Tree   string // an empty engine tree: the stock engine
+	Run    string // a run directory, hidden from every engine
+	Iso    worker.Isolation
+}
+
+// New makes a fixture, skipping the test where torch is missing. Where no
+// sandbox can be made the engines run unisolated, unless
+// CACHEON_REQUIRE_SANDBOX is set, where that fails the test.
+func New(t testing.TB) Fixture {
+	t.Helper()
+	py := os.Getenv("CACHEON_TEST_PYTHON")
+	if py == "" {
+		py = "/usr/bin/python3"
+	}
+	if out, err := exec.Command(py, "-c", "import torch, numpy").CombinedOutput(); err != nil {
+		t.Skipf("engine tests need torch in %s: %s", py, strings.TrimSpace(string(out)))
+	}
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := sandbox.SearchableDir(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := Fixture{Python: py, Model: filepath.Join(dir, "model"), Tree: filepath.Join(dir, "tree"), Run: filepath.Join(dir, "run")}
+	if err := sandbox.Available(filepath.Join(dir, "probe")); err != nil {
+		if os.Getenv("CACHEON_REQUIRE_SANDBOX") != "" {
+			t.Fatalf("sandbox required: %v", err)
+		}
+		t.Logf("no sandbox here (%v): engines run unisolated", err)
+		f.Iso.Unsafe = true
+	}
+	if _, err := testmodel.Write(f.Model, testmodel.DefaultShape(false), 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{f.Tree, f.Run} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := worker.EngineRoot(filepath.Join(dir, "engine-root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Root, f.Iso.Hide = root, []string{f.Run}
+	return f
+}
+
+// HostileRoot writes an engine root whose session module is source: what
+// a kernel that took over the engine process could make it do.
+func (f Fixture) HostileRoot(t testing.TB, name, source string) string {
+	t.Helper()
+	root := filepath.Join(filepath.Dir(f.Root), "hostile-"+name)
+	pkg := filepath.Join(root, "cacheon_substrate")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "__init__.py"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "session.py"), []byte(source), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// Prelude opens the session pipes for a hostile session module.
+const Prelude = `import json, os, sys, time
+out = os.fdopen(5, "w", buffering=1)
+inp = os.fdopen(4, "r")
+def send(o):
+    out.write(json.dumps(o) + "\n"); out.flush()
+`
+
+// ReadyFrame is a well-formed ready frame for a hostile session module.
+const ReadyFrame = `send({"ready": True, "protocol": "cacheon-engine-session-v1", "substrate": "0"*64, "device": "cpu", "slots": {}})
+`

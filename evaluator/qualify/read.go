@@ -1,0 +1,64 @@
+package qualify
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cacheon/engine/evaluator/engine"
+	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/evaluator/workload"
+)
+
+// Batch is one served batch of a read, as the evidence keeps it.
+type Batch struct {
+	Index       int     `json:"index"`
+	Phase       string  `json:"phase"` // "warmup", "conditioning" or "timed"
+	Tokens      int     `json:"tokens"`
+	Seconds     float64 `json:"seconds"`
+	HostSeconds float64 `json:"host_seconds"`
+	// Output is every prompt's generated tokens: the trajectories the
+	// pristine reference later scores.
+	Output [][]int `json:"output"`
+}
+
+// warm runs a workload's warmup batches that come before its conditioning
+// (the untimed part an engine may do while others are timed).
+func warm(ctx context.Context, e *engine.Engine, w *workload.Workload) ([]Batch, error) {
+	first, _ := w.ConditioningBatches()
+	return serve(ctx, e, w, 0, first, "warmup")
+}
+
+// timedRead runs the conditioning batches and then every timed batch, one
+// after another, and returns the read with the batches it came from.
+func timedRead(ctx context.Context, e *engine.Engine, w *workload.Workload, role speed.Role) (speed.Read, []Batch, error) {
+	first, end := w.ConditioningBatches()
+	cond, err := serve(ctx, e, w, first, end, "conditioning")
+	if err != nil {
+		return speed.Read{}, nil, err
+	}
+	timed, err := serve(ctx, e, w, end, len(w.PromptBatches), "timed")
+	if err != nil {
+		return speed.Read{}, nil, err
+	}
+	r := speed.Read{Role: role}
+	for _, b := range cond {
+		r.ConditioningTokens += int64(b.Tokens)
+		r.ConditioningSeconds += b.Seconds
+	}
+	for _, b := range timed {
+		r.Windows = append(r.Windows, speed.Window{Tokens: int64(b.Tokens), Seconds: b.Seconds})
+	}
+	return r, append(cond, timed...), nil
+}
+
+func serve(ctx context.Context, e *engine.Engine, w *workload.Workload, from, to int, phase string) ([]Batch, error) {
+	var out []Batch
+	for i := from; i < to; i++ {
+		win, err := e.Batch(ctx, w.PromptBatches[i], w.MaxNewTokens)
+		if err != nil {
+			return out, fmt.Errorf("%s batch %d: %w", phase, i, err)
+		}
+		out = append(out, Batch{Index: i, Phase: phase, Tokens: w.ExpectedTokens(i), Seconds: win.Seconds, HostSeconds: win.HostSeconds, Output: win.Tokens})
+	}
+	return out, nil
+}

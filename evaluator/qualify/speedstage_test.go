@@ -1,0 +1,129 @@
+package qualify
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cacheon/engine/evaluator/engine"
+	"github.com/cacheon/engine/evaluator/engine/enginetest"
+	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/evaluator/workload"
+)
+
+func arms(f enginetest.Fixture) []Arm {
+	var arms []Arm
+	for _, r := range []speed.Role{speed.B, speed.C, speed.BPrime} {
+		arms = append(arms, Arm{Role: r, Candidate: r == speed.C, Spec: engine.Spec{Python: f.Python, Root: f.Root, Tree: f.Tree,
+			Model: f.Model, Device: "cpu", WorkDir: armDir(f.Run, r), StartTimeout: 3 * time.Minute, BatchTimeout: time.Minute}})
+	}
+	return arms
+}
+
+const smokeWorkload = `
+workload "cpu-smoke" {
+  max_new_tokens = 4
+  temperature    = 0
+  warmup         = 2
+  conditioning   = 1
+  engine {
+    tensor_parallel = 1
+    cuda_graphs     = false
+  }
+  prompts {
+    seed       = 1
+    batches    = 6
+    batch_size = 2
+    prompt_len = 8
+    vocab_size = 64
+  }
+}
+`
+
+func smoke(t *testing.T) *workload.Workload {
+	w, diags := workload.Parse("smoke.hcl", []byte(smokeWorkload))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return w
+}
+
+func testPolicy() speed.Policy {
+	return speed.Policy{Version: speed.V8, MinMargin: 0.005, NoiseMultiplier: 2, MaxNoise: 0.02, MinWindows: 3,
+		MaxWindowScatter: 0.25, MaxConditioningSlowdown: 2, MaxStageSeconds: 600, MaxQualificationSeconds: 1800,
+		CalibrationDigest: strings.Repeat("a", 64), CalibrationContextDigest: strings.Repeat("b", 64)}
+}
+
+// TestSpeedV8OnTheCPU runs the three-engine schedule with the same stock
+// tree on every arm (an A/A run): it must take three well-formed reads and
+// grade them, and the same engine cannot prove itself faster than itself
+// by the margin except by noise the grade accounts for.
+func TestSpeedV8OnTheCPU(t *testing.T) {
+	f := enginetest.New(t)
+	ev := runSpeedV8(context.Background(), f.Iso, arms(f), smoke(t), testPolicy())
+	if ev.Grade == nil {
+		t.Fatalf("no grade: %+v", ev.Outcome)
+	}
+	if len(ev.Reads) != 3 || len(ev.Reads[0].Windows) != 4 {
+		t.Fatalf("reads %+v", ev.Reads)
+	}
+	for _, r := range []speed.Role{speed.B, speed.C, speed.BPrime} {
+		if n := len(ev.Batches[r]); n != 6 {
+			t.Errorf("%s served %d batches, want 6", r, n)
+		}
+	}
+	// Greedy decoding of one stock engine: every arm returns the same tokens.
+	for i := range ev.Batches[speed.B] {
+		if !equalTokens(ev.Batches[speed.B][i].Output, ev.Batches[speed.C][i].Output) {
+			t.Fatalf("batch %d: B and C disagree on stock engines", i)
+		}
+	}
+	t.Logf("A/A on the CPU: %s %s", ev.Decision, ev.Reason)
+}
+
+func equalTokens(a, b [][]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if a[i][j] != b[i][j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestSpeedFaultsAreAttributed: the candidate's engine misbehaving is its
+// FAIL; the incumbent's is NO_DECISION.
+func TestSpeedFaultsAreAttributed(t *testing.T) {
+	f := enginetest.New(t)
+	forged := f.HostileRoot(t, "forged", enginetest.Prelude+enginetest.ReadyFrame+`for line in inp:
+    r = json.loads(line); time.sleep(0.2)
+    send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
+`)
+	for _, c := range []struct {
+		role speed.Role
+		want Decision
+	}{{speed.C, Fail}, {speed.B, NoDecision}} {
+		t.Run(string(c.role), func(t *testing.T) {
+			arms := arms(f)
+			for i := range arms {
+				arms[i].Spec.WorkDir = filepath.Join(f.Run, string(c.role), string(arms[i].Role))
+				if arms[i].Role == c.role {
+					arms[i].Spec.Root = forged
+				}
+			}
+			ev := runSpeedV8(context.Background(), f.Iso, arms, smoke(t), testPolicy())
+			if ev.Decision != c.want || !strings.Contains(ev.Reason, "forged_timing") {
+				t.Fatalf("%s forging its timer: %s %s, want %s for forged_timing", c.role, ev.Decision, ev.Reason, c.want)
+			}
+		})
+	}
+}
