@@ -11,11 +11,13 @@ import (
 
 // Batch is one served batch of a read, as the evidence keeps it.
 type Batch struct {
-	Index       int     `json:"index"`
-	Phase       string  `json:"phase"` // "warmup", "conditioning" or "timed"
-	Tokens      int     `json:"tokens"`
-	Seconds     float64 `json:"seconds"`
-	HostSeconds float64 `json:"host_seconds"`
+	Index  int    `json:"index"`
+	Phase  string `json:"phase"` // "warmup", "conditioning" or "timed"
+	Tokens int    `json:"tokens"`
+	// Seconds is the controller's time for the batch, the one graded;
+	// EngineSeconds the engine's own, kept as the tamper check saw it.
+	Seconds       float64 `json:"seconds"`
+	EngineSeconds float64 `json:"engine_seconds"`
 	// Output is every prompt's generated tokens: the trajectories the
 	// pristine reference later scores.
 	Output [][]int `json:"output"`
@@ -58,7 +60,7 @@ func serve(ctx context.Context, e *engine.Engine, w *workload.Workload, from, to
 		if err != nil {
 			return out, fmt.Errorf("%s batch %d: %w", phase, i, err)
 		}
-		out = append(out, Batch{Index: i, Phase: phase, Tokens: w.ExpectedTokens(i), Seconds: win.Seconds, HostSeconds: win.HostSeconds, Output: win.Tokens})
+		out = append(out, Batch{Index: i, Phase: phase, Tokens: w.ExpectedTokens(i), Seconds: win.HostSeconds, EngineSeconds: win.EngineSeconds, Output: win.Tokens})
 	}
 	return out, nil
 }
