@@ -1,0 +1,176 @@
+package qualify
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/speed"
+)
+
+// ReportSchema names the qualification report's format.
+const ReportSchema = "cacheon.qualification-report.v1"
+
+// Evidence artifact domains a qualification writes.
+const (
+	ArtifactReport  = "cacheon.qualification.report"
+	ArtifactReads   = "cacheon.qualification.speed-reads"
+	ArtifactBatches = "cacheon.qualification.batches"
+	ArtifactPolicy  = "cacheon.qualification.speed-policy"
+)
+
+// Report is a qualification's canonical record: the decision, every
+// input's digest, each stage's receipt, and references to the raw
+// evidence in the store, so that Regrade can recompute every decision.
+type Report struct {
+	Schema   string   `json:"schema"`
+	Decision Decision `json:"decision"`
+	Reason   string   `json:"reason"`
+	// Inputs are the digests of everything the decision depended on.
+	Inputs Inputs `json:"inputs"`
+	// Isolation says how engines were contained ("sandbox" or
+	// "unisolated", the latter only by explicit request).
+	Isolation string   `json:"isolation"`
+	Lanes     []Lane   `json:"lanes"`
+	Stages    []Stage  `json:"stages"`
+	Speed     *Speed   `json:"speed"`
+	Started   string   `json:"started"` // RFC 3339, UTC
+	Seconds   float64  `json:"seconds"`
+	Notes     []string `json:"notes"`
+}
+
+// Inputs are digests (64 hex) of what a qualification read.
+type Inputs struct {
+	Candidate          string `json:"candidate_content_hash"`
+	SelectedDelta      string `json:"selected_delta"`
+	TargetID           string `json:"target_id"`
+	IncumbentStack     string `json:"incumbent_stack"`
+	CandidateStack     string `json:"candidate_stack"`
+	MarginalArmPlan    string `json:"marginal_arm_plan"`
+	IncumbentTree      string `json:"incumbent_tree"`
+	CandidateTree      string `json:"candidate_tree"`
+	Model              string `json:"model"`
+	Workload           string `json:"workload"`
+	Policy             string `json:"speed_policy"`
+	Calibration        string `json:"calibration"`
+	Substrate          string `json:"substrate"`
+	WorkerProtocol     string `json:"worker_protocol"`
+	EngineProtocol     string `json:"engine_protocol"`
+	Controller         string `json:"controller"` // the cacheon binary's SHA-256
+	TimerToleranceNote string `json:"timer_tolerance"`
+}
+
+// Lane is one set of devices an engine ran on.
+type Lane struct {
+	Name         string   `json:"name"`
+	Device       string   `json:"device"` // "cpu" or "cuda"
+	GPUs         []string `json:"gpus"`   // UUIDs; empty on the CPU lane
+	SharedDevice bool     `json:"shared_device"`
+}
+
+// Stage is one step's receipt.
+type Stage struct {
+	Name     string   `json:"name"`
+	Decision Decision `json:"decision"` // PASS, FAIL, NO_DECISION, or NOT_APPLICABLE
+	Reason   string   `json:"reason"`
+	Start    float64  `json:"start_seconds"` // from the qualification's start
+	Seconds  float64  `json:"seconds"`
+}
+
+// NotApplicable is a stage that does not apply here (the CUDA graph gate
+// on the CPU lane), said so rather than skipped silently.
+const NotApplicable Decision = "NOT_APPLICABLE"
+
+// Speed is the speed stage's record.
+type Speed struct {
+	Decision Decision     `json:"decision"`
+	Reason   string       `json:"reason"`
+	Version  int          `json:"policy_version"`
+	Speedup  string       `json:"speedup"` // 17 significant digits; "" when not graded
+	Policy   evidence.Ref `json:"policy"`
+	Reads    evidence.Ref `json:"reads"`
+	Batches  evidence.Ref `json:"batches"`
+}
+
+// ErrRegrade is a retained decision the evidence does not reproduce.
+var ErrRegrade = errors.New("regrade disagrees with the report")
+
+// Regrade recomputes every decision of a report from the evidence it
+// references and returns an error wrapping ErrRegrade at the first
+// disagreement. Evidence that is missing or does not match its reference
+// is an error too: a decision that cannot be re-graded is not evidence.
+func Regrade(store *evidence.Store, r *Report) error {
+	if r.Schema != ReportSchema {
+		return fmt.Errorf("report schema %q, want %q", r.Schema, ReportSchema)
+	}
+	stages := []Outcome{}
+	for _, s := range r.Stages {
+		if s.Decision != NotApplicable {
+			stages = append(stages, Outcome{s.Decision, s.Reason})
+		}
+	}
+	if r.Speed != nil && r.Speed.Speedup != "" {
+		policyJSON, err := store.Get(r.Speed.Policy)
+		if err != nil {
+			return fmt.Errorf("speed policy: %w", err)
+		}
+		p, err := speed.ParsePolicy(policyJSON)
+		if err != nil {
+			return err
+		}
+		readsJSON, err := store.Get(r.Speed.Reads)
+		if err != nil {
+			return fmt.Errorf("speed reads: %w", err)
+		}
+		reads, err := speed.ParseReads(readsJSON)
+		if err != nil {
+			return err
+		}
+		g, err := speed.GradeReads(p, reads, speed.Options{})
+		if err != nil {
+			return fmt.Errorf("%w: the retained reads do not grade: %v", ErrRegrade, err)
+		}
+		if Decision(g.Decision) != r.Speed.Decision || speed.Format(g.Speedup) != r.Speed.Speedup {
+			return fmt.Errorf("%w: speed grades %s at %s, the report says %s at %s", ErrRegrade, g.Decision, speed.Format(g.Speedup), r.Speed.Decision, r.Speed.Speedup)
+		}
+		if d, _ := p.Digest(); d != r.Inputs.Policy {
+			return fmt.Errorf("%w: the retained policy has digest %s, the report names %s", ErrRegrade, d, r.Inputs.Policy)
+		}
+	}
+	if got := Aggregate(stages); got != r.Decision {
+		return fmt.Errorf("%w: the stages aggregate to %s, the report says %s", ErrRegrade, got, r.Decision)
+	}
+	return nil
+}
+
+// Aggregate is the qualification's decision over its stages: any FAIL is
+// FAIL, else any NO_DECISION is NO_DECISION, else PASS. No stage at all
+// is NO_DECISION.
+func Aggregate(stages []Outcome) Decision {
+	if len(stages) == 0 {
+		return NoDecision
+	}
+	d := Pass
+	for _, s := range stages {
+		switch s.Decision {
+		case Fail:
+			return Fail
+		case NoDecision:
+			d = NoDecision
+		}
+	}
+	return d
+}
+
+// ParseReport reads a report.
+func ParseReport(data []byte) (*Report, error) {
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("qualification report: %w", err)
+	}
+	return &r, nil
+}
+
+func since(t0, t time.Time) float64 { return t.Sub(t0).Seconds() }
