@@ -43,7 +43,11 @@ func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
 		edit func(r *Report)
 		want error
 	}{
-		{"decision flipped", func(r *Report) { r.Decision = flip[r.Decision]; r.Stages[0].Decision = flip[r.Stages[0].Decision]; r.Speed.Decision = flip[r.Speed.Decision] }, ErrRegrade},
+		{"decision flipped", func(r *Report) {
+			r.Decision = flip[r.Decision]
+			r.Stages[0].Decision = flip[r.Stages[0].Decision]
+			r.Speed.Decision = flip[r.Speed.Decision]
+		}, ErrRegrade},
 		{"speedup edited", func(r *Report) { r.Speed.Speedup = "1.5" }, ErrRegrade},
 		{"aggregate edited", func(r *Report) { r.Decision = NoDecision }, ErrRegrade},
 		{"another policy named", func(r *Report) { r.Inputs.Policy = "c" + r.Inputs.Policy[1:] }, ErrRegrade},
