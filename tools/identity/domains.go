@@ -57,6 +57,7 @@ const (
 	DomainResidentSpeedPolicy Domain = "cacheon.qualification.resident-speed-policy"
 	DomainMarginalWorkload    Domain = "cacheon.qualification.marginal-workload.v1"
 	DomainEngineConfig        Domain = "cacheon.qualification.engine-config"
+	DomainCalibration         Domain = "cacheon.qualification.calibration"
 )
 
 // DomainInfo describes one declared domain for the reference table.
@@ -96,6 +97,7 @@ func Domains() []DomainInfo {
 		{DomainResidentSpeedPolicy, "DomainResidentSpeedPolicy", "evaluator/speed", "a resident speed policy (v7, v8) with its read order and timing"},
 		{DomainMarginalWorkload, "DomainMarginalWorkload", "evaluator/workload", "a qualification workload: prompt batches and read structure"},
 		{DomainEngineConfig, "DomainEngineConfig", "evaluator/workload", "the engine configuration every arm is served with"},
+		{DomainCalibration, "DomainCalibration", "evaluator/qualify", "stock-versus-stock rounds on a machine's lanes and the thresholds they support"},
 		{DomainEngineReleaseDescriptor, "DomainEngineReleaseDescriptor", "release/descriptor", "a release descriptor"},
 		{DomainModelContent, "DomainModelContent", "tools/model", "a model directory's file inventory"},
 		{DomainModelProvisionReceipt, "DomainModelProvisionReceipt", "tools/model", "a model provision receipt"},

@@ -1,0 +1,105 @@
+package qualify
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/evaluator/workload"
+	"github.com/cacheon/engine/tools/identity"
+)
+
+// Calibration is what stock-versus-stock rounds measured on a machine's
+// lanes, and the thresholds that noise supports. A speed policy names the
+// calibration it took its thresholds from by digest.
+type Calibration struct {
+	Workload string             `json:"workload"` // digest
+	Lanes    string             `json:"lanes"`    // e.g. "cpu", "cuda shared", "cuda disjoint"
+	Rounds   []CalibrationRound `json:"rounds"`
+	// NoiseFloor is the largest disagreement of a stock engine with
+	// itself: max over rounds of |C/B − 1| and the B/B′ drift.
+	NoiseFloor string `json:"noise_floor"`
+	// The thresholds it supports: max_noise covers every round's drift
+	// with half again as much room; min_margin is twice the noise floor,
+	// at least 0.005. Both as 17-significant-digit decimals.
+	MaxNoise  string `json:"max_noise"`
+	MinMargin string `json:"min_margin"`
+	Supported bool   `json:"supported"` // false: the lanes are too noisy for any policy (drift over 0.02)
+}
+
+// CalibrationRound is one round's scored rates, tokens per second.
+type CalibrationRound struct {
+	B      string `json:"b"`
+	C      string `json:"c"`
+	BPrime string `json:"b_prime"`
+}
+
+// Digest identifies the calibration.
+func (c *Calibration) Digest() (string, error) {
+	rounds := []any{}
+	for _, r := range c.Rounds {
+		rounds = append(rounds, map[string]any{"b": r.B, "c": r.C, "b_prime": r.BPrime})
+	}
+	d, err := identity.H(identity.DomainCalibration, map[string]any{
+		"workload": c.Workload, "lanes": c.Lanes, "rounds": rounds,
+		"noise_floor": c.NoiseFloor, "max_noise": c.MaxNoise, "min_margin": c.MinMargin, "supported": c.Supported,
+	})
+	return d.String(), err
+}
+
+// summarize derives the noise floor and thresholds from scored rates.
+func summarize(rates [][3]float64) (noise, maxNoise, minMargin float64, supported bool) {
+	drift := 0.0
+	for _, r := range rates {
+		d := relativeSpread2(r[0], r[2])
+		drift = math.Max(drift, d)
+		noise = math.Max(noise, math.Max(math.Abs(r[1]/r[0]-1), d))
+	}
+	maxNoise = math.Min(0.02, drift*1.5)
+	minMargin = math.Max(0.005, 2*noise)
+	return noise, maxNoise, math.Min(minMargin, 0.5), drift <= 0.02
+}
+
+func relativeSpread2(a, b float64) float64 { return math.Abs(a-b) / ((a + b) / 2) }
+
+// Calibrate runs rounds of the v8 schedule with the incumbent on every
+// arm and summarizes them. The policy only supplies the window counts a
+// read needs; its thresholds are what is being calibrated.
+func Calibrate(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, rounds int, lanes string, progress func(round int, r CalibrationRound)) (*Calibration, error) {
+	if rounds < 2 {
+		return nil, fmt.Errorf("calibration needs at least 2 rounds, got %d", rounds)
+	}
+	wd, err := w.Digest()
+	if err != nil {
+		return nil, err
+	}
+	c := &Calibration{Workload: wd, Lanes: lanes, Rounds: []CalibrationRound{}}
+	var rates [][3]float64
+	for i := 0; i < rounds; i++ {
+		round := make([]Arm, len(arms))
+		for j, a := range arms {
+			a.Candidate = false
+			a.Spec.WorkDir = fmt.Sprintf("%s-round%d", a.Spec.WorkDir, i)
+			round[j] = a
+		}
+		ev := runSpeedV8(ctx, iso, round, w, p)
+		if ev.Grade == nil {
+			return nil, fmt.Errorf("calibration round %d: %s", i, ev.Reason)
+		}
+		var r [3]float64
+		for k := range r {
+			r[k] = ev.Grade.Rates[k].Scored
+		}
+		rates = append(rates, r)
+		cr := CalibrationRound{B: speed.Format(r[0]), C: speed.Format(r[1]), BPrime: speed.Format(r[2])}
+		c.Rounds = append(c.Rounds, cr)
+		if progress != nil {
+			progress(i, cr)
+		}
+	}
+	noise, maxNoise, minMargin, ok := summarize(rates)
+	c.NoiseFloor, c.MaxNoise, c.MinMargin, c.Supported = speed.Format(noise), speed.Format(maxNoise), speed.Format(minMargin), ok
+	return c, nil
+}

@@ -1,0 +1,50 @@
+package qualify
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/cacheon/engine/evaluator/engine/enginetest"
+)
+
+func TestSummarize(t *testing.T) {
+	cases := []struct {
+		name                       string
+		rates                      [][3]float64
+		noise, maxNoise, minMargin float64
+		supported                  bool
+	}{
+		{"quiet", [][3]float64{{100, 100.1, 100.05}, {100, 99.9, 100}}, 0.001, 1.5 * 0.05 / 100.025, 0.005, true},
+		{"noisy C", [][3]float64{{100, 104, 100}, {100, 100, 100}}, 0.04, 0, 0.08, true},
+		{"drifting", [][3]float64{{100, 100, 103}}, 0.029556650246305383, 0.02, 0.059113300492610766, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n, mn, mm, ok := summarize(c.rates)
+			if math.Abs(n-c.noise) > 1e-9 || math.Abs(mn-c.maxNoise) > 1e-12 || math.Abs(mm-c.minMargin) > 1e-12 || ok != c.supported {
+				t.Fatalf("summarize = %v %v %v %v", n, mn, mm, ok)
+			}
+		})
+	}
+}
+
+func TestCalibrateOnTheCPU(t *testing.T) {
+	f := enginetest.New(t)
+	var seen []int
+	c, err := Calibrate(context.Background(), f.Iso, arms(f), smoke(t), testPolicy(), 2, "cpu", func(i int, _ CalibrationRound) { seen = append(seen, i) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rounds) != 2 || len(seen) != 2 || c.NoiseFloor == "" {
+		t.Fatalf("calibration %+v", c)
+	}
+	d1, err := c.Digest()
+	if err != nil || len(d1) != 64 {
+		t.Fatalf("digest %q, %v", d1, err)
+	}
+	c.Rounds[0].B = "1"
+	if d2, _ := c.Digest(); d2 == d1 {
+		t.Fatal("the digest does not cover the rounds")
+	}
+}
