@@ -89,7 +89,7 @@ func walkTree(root string) (*treeWalker, error) {
 		return nil, err
 	}
 	if !info.IsDir() {
-		return nil, newError(ErrLimit, root, "", "bundle root is not a directory")
+		return nil, newError(ErrEntry, root, "", "bundle root is not a directory")
 	}
 	w := &treeWalker{t: t, names: newNameIndex(), seen: map[string]fs.FileInfo{}, dirSet: map[string]bool{".": true}}
 	if err := w.dir(root, ""); err != nil {
@@ -142,7 +142,7 @@ func (w *treeWalker) dir(abs, rel string) error {
 		mode := d.Type()
 		switch {
 		case mode&fs.ModeSymlink != 0:
-			return newError(ErrLimit, childRel, "", "symbolic link; bundles may not contain links")
+			return newError(ErrEntry, childRel, "", "symbolic link; bundles may not contain links")
 		case d.IsDir():
 			if name == "__pycache__" || name == ".git" {
 				continue
@@ -160,7 +160,7 @@ func (w *treeWalker) dir(abs, rel string) error {
 			}
 			continue
 		case !mode.IsRegular():
-			return newError(ErrLimit, childRel, "", "special file (%s); bundles hold only regular files", mode.Type())
+			return newError(ErrEntry, childRel, "", "special file (%s); bundles hold only regular files", mode.Type())
 		}
 		if Skipped(childRel) {
 			continue

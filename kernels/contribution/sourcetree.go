@@ -39,3 +39,21 @@ func IntegratedSourceTreeDigest(dir string) (string, error) {
 	}
 	return identity.Digest(IntegratedSourceTreeDomain, map[string]any{"files": rows})
 }
+
+// SnapshotSourceTreeDigest is IntegratedSourceTreeDigest of the bytes a
+// snapshot holds, reading nothing again.
+func SnapshotSourceTreeDigest(s *bundle.Snapshot) (string, error) {
+	files := s.Files()
+	if len(files) == 0 {
+		return "", fmt.Errorf("integrated source tree %s: %w", s.Root(), bundle.ErrNoFiles)
+	}
+	rows := make([]sourceTreeRow, 0, len(files))
+	for _, f := range files {
+		if err := bundle.CheckLogicalPath(f.Path); err != nil {
+			return "", fmt.Errorf("integrated source tree %s: %w", s.Root(), err)
+		}
+		sum, _ := s.SHA256(f.Path)
+		rows = append(rows, sourceTreeRow{Mode: FileMode, Path: f.Path, SHA256: sum})
+	}
+	return identity.Digest(IntegratedSourceTreeDomain, map[string]any{"files": rows})
+}
