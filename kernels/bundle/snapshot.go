@@ -225,6 +225,22 @@ func (s *Snapshot) ContentHash(committed bool) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// ContentHashes returns ContentHash(false) and ContentHash(true). Without
+// a top-level carrier receipt both hash the same byte stream, so the
+// bytes are hashed once.
+func (s *Snapshot) ContentHashes() (content, committed string, err error) {
+	if content, err = s.ContentHash(false); err != nil {
+		return "", "", err
+	}
+	if !s.Has(CarrierReceiptName) {
+		return content, content, nil
+	}
+	if committed, err = s.ContentHash(true); err != nil {
+		return "", "", err
+	}
+	return content, committed, nil
+}
+
 // WriteTo writes the snapshot's files below dir, which must not exist or
 // be empty: a private copy whose bytes are the snapshot's, whatever
 // happens to the source since. Files are created exclusively with mode

@@ -281,3 +281,37 @@ func TestOpenRefusesLinksAndSpecialFiles(t *testing.T) {
 		})
 	}
 }
+
+func TestSnapshotContentHashesEqualTheDirectoryFunctions(t *testing.T) {
+	withoutReceipt := map[string]string{}
+	for p, b := range snapshotTree {
+		if p != CarrierReceiptName {
+			withoutReceipt[p] = b
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"with the carrier receipt", snapshotTree},
+		{"without the carrier receipt", withoutReceipt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			writeTree(t, d, tc.files)
+			s, err := Open(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			content, committed, err := s.ContentHashes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantContent, _ := ContentHash(d)
+			wantCommitted, _ := CommittedContentHash(d)
+			if content != wantContent || committed != wantCommitted {
+				t.Errorf("ContentHashes = %s, %s; want %s, %s", content, committed, wantContent, wantCommitted)
+			}
+		})
+	}
+}

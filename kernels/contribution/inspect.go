@@ -123,10 +123,7 @@ func InspectSnapshot(s *bundle.Snapshot, opts Options) (*Inspection, error) {
 	}
 	// Hash the bytes the snapshot read under the intake limits: a file
 	// added since the walk is never read, and none is read twice.
-	if in.ContentHash, err = s.ContentHash(false); err != nil {
-		return nil, err
-	}
-	if in.CommittedContentHash, err = s.ContentHash(true); err != nil {
+	if in.ContentHash, in.CommittedContentHash, err = s.ContentHashes(); err != nil {
 		return nil, err
 	}
 

@@ -1,6 +1,7 @@
 package materialize
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -354,8 +355,10 @@ func within(p, dir string) bool {
 // read), checks its identity and inspects it.
 func (u *unit) prepare(opts Options) error {
 	in := opts.Inspections[u.target]
+	contentHash := ""
 	if reusable(in) && in.Dir == u.dir {
-		u.snap = in.Bundle.Snapshot
+		// The inspection's content hash was computed over these bytes.
+		u.snap, contentHash = in.Bundle.Snapshot, in.ContentHash
 	} else {
 		in = nil
 		s, err := openSource(u.dir)
@@ -378,9 +381,12 @@ func (u *unit) prepare(opts Options) error {
 	switch r := u.ref.(type) {
 	case *contribution.ProposalRef:
 		u.sourceKind, u.sourceDigest = SourceProposalArtifact, r.ArtifactDigest
-		got, err := s.ContentHash(false)
-		if err != nil {
-			return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity, Err: err}
+		got := contentHash
+		if got == "" {
+			var err error
+			if got, err = s.ContentHash(false); err != nil {
+				return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity, Err: err}
+			}
 		}
 		if got != r.ArtifactDigest {
 			return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity,
@@ -682,20 +688,26 @@ func (u *unit) namespacedPython() ([]atomicwrite.File, error) {
 	hasInit := false
 	for _, f := range c.Files {
 		sum, ok := want[f.Path]
-		if !ok || sha256Hex(f.Src) != sum {
+		// The closure parsed a copy of the snapshot's bytes; comparing it
+		// with them (whose digest the payload holds) costs no hash.
+		held, inSnap := u.snap.ReadFile(f.Path)
+		heldSum, _ := u.snap.SHA256(f.Path)
+		if !ok || !inSnap || heldSum != sum || !bytes.Equal(f.Src, held) {
 			return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleUnstable, Err: fmt.Errorf("Python closure file %s differs from the selected payload", f.Path)}
 		}
 		delete(want, f.Path)
 		// A file without bundle-local imports has nothing to rewrite: its
-		// bytes are emitted as selected.
-		rewritten := f.Src
+		// bytes are emitted as selected, under the digest already known
+		// (the writer checks it against what it writes).
+		out := atomicwrite.File{Path: u.namespace + "/" + f.Path, Data: f.Src, SHA256: sum}
 		if len(f.Imports) > 0 {
-			var err error
-			if rewritten, err = f.Rewrite(u.namespace); err != nil {
+			rewritten, err := f.Rewrite(u.namespace)
+			if err != nil {
 				return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: err}
 			}
+			out = atomicwrite.File{Path: out.Path, Data: rewritten}
 		}
-		files = append(files, atomicwrite.File{Path: u.namespace + "/" + f.Path, Data: rewritten})
+		files = append(files, out)
 		hasInit = hasInit || f.Path == "__init__.py"
 	}
 	for rel := range want {
