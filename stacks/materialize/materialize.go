@@ -670,8 +670,8 @@ func (u *unit) emit() (*emitted, error) {
 // namespace, every bundle-local import rewritten at the byte spans the
 // closure recorded, plus an empty package __init__.py at the namespace
 // root when the bundle has none. The closure was computed over the
-// staged copy during inspection and must be exactly the selected
-// payload's Python files, byte for byte.
+// snapshot during inspection and must be exactly the selected payload's
+// Python files, byte for byte.
 func (u *unit) namespacedPython() ([]atomicwrite.File, error) {
 	p := u.inspection.SelectedPayload
 	want := map[string]string{}
