@@ -368,7 +368,9 @@ func (u *unit) prepare(opts Options) error {
 			case errors.Is(err, ErrBadSourceEntry), errors.Is(err, os.ErrNotExist):
 				rule = RuleSourceEntry
 			case errors.Is(err, bundle.ErrInvalid):
-				rule = RuleInspection
+				// The intake limits refused the tree while it was read:
+				// the refusal inspection's load stage reports.
+				return &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: &contribution.RejectedError{Stage: contribution.StageLoad, Err: err}}
 			case !errors.Is(err, ErrUnstableSource):
 				return fmt.Errorf("materialize %s: %w", u.target, err)
 			}

@@ -5,8 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/stack"
 )
@@ -113,6 +117,57 @@ func TestReusableNeedsSnapshotAndClosure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := reusable(tt.in); got != tt.want {
 				t.Errorf("reusable = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMaterializeRefusesWhatTheSnapshotRefuses changes a source after the
+// stack was built in ways bundle.Open refuses, and checks the rule each
+// refusal is reported under.
+func TestMaterializeRefusesWhatTheSnapshotRefuses(t *testing.T) {
+	opts := testOptions(t)
+	tests := []struct {
+		name   string
+		change func(t *testing.T, dir string)
+		rule   string
+		want   string
+	}{
+		{"named pipe", func(t *testing.T, dir string) {
+			if err := syscall.Mkfifo(filepath.Join(dir, "kernels", "pipe"), 0o644); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+		}, RuleSourceEntry, "a named pipe"},
+		{"file over the intake limit", func(t *testing.T, dir string) {
+			f, err := os.Create(filepath.Join(dir, "big.bin"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := f.Truncate(bundle.MaxFileBytes + 1); err != nil {
+				t.Fatal(err)
+			}
+		}, RuleInspection, "load: big.bin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := copyBundle(t, "silu_and_mul_triton")
+			b := evaluationStack(t, opts, dir)
+			tt.change(t, dir)
+			done := make(chan error, 1)
+			go func() {
+				_, err := Materialize(b.manifest, b.resolve, filepath.Join(t.TempDir(), "out"), opts)
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("materialize blocked on the changed source")
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Rule != tt.rule || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("materialize = %v, want a %s refusal naming %q", err, tt.rule, tt.want)
 			}
 		})
 	}
