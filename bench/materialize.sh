@@ -5,11 +5,17 @@
 # 32 MiB of source text per bundle), about 261 MiB of selected Python in
 # all. Only closure files reach an engine tree, so the payload is closure.
 #
-# Measures `cacheon stack materialize` end to end (assemble: inspect every
-# bundle; materialize: stage with double reads, re-check identities,
-# recompute the closure, rewrite imports, write, fsync, reopen, verify,
+# Measures `cacheon stack materialize` end to end (assemble: read every
+# bundle once and inspect it; materialize: re-check identities against the
+# snapshots assembly took, rewrite imports, write, fsync, reopen, verify,
 # rename, verify) against `cp -r` + `sha256sum` of the same bytes, with
-# and without a `sync`. The page cache is warm for every run.
+# and without a `sync`; then `cacheon stack digest` (assembly alone) and
+# `cacheon stack plan` of a candidate for one target (assembly, one more
+# inspection, two materializations). The page cache is warm for every run.
+#
+# Each row gives the median wall time and the median CPU time (user +
+# sys of the command and its children): on a shared machine the wall
+# time moves with the load, the CPU time much less.
 #
 # Usage: bench/materialize.sh [RUNS]   (default 3; reports the median)
 # Environment: CACHEON=path to a cacheon binary (default: go build).
@@ -75,26 +81,31 @@ bytes=$(find "$ws/kernels" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
 mib=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b/1048576}')
 files=$(find "$ws/kernels" -type f | wc -l)
 
-now() { date +%s.%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 time_runs() { # label, command...
   local label=$1; shift
-  local t=()
+  local t=() c=()
   for ((i = 0; i < runs; i++)); do
     rm -rf "$work/out"
-    local s; s=$(now)
-    "$@" >/dev/null
-    local e; e=$(now)
-    t+=("$(awk -v s="$s" -v e="$e" 'BEGIN {print e-s}')")
+    local TIMEFORMAT='%R %U %S'
+    { time "$@" >/dev/null 2>"$work/stderr"; } 2> "$work/time"
+    t+=("$(tail -1 "$work/time" | awk '{print $1}')")
+    c+=("$(tail -1 "$work/time" | awk '{print $2 + $3}')")
     chmod -R u+w "$work/out" 2>/dev/null || true
   done
   local m; m=$(printf '%s\n' "${t[@]}" | median)
-  printf '| %-44s | %7.2f s | %7.1f MB/s |\n' "$label" "$m" "$(awk -v b="$bytes" -v s="$m" 'BEGIN {print b/1e6/s}')"
+  local mc; mc=$(printf '%s\n' "${c[@]}" | median)
+  printf '| %-44s | %7.2f s | %7.1f MB/s | %7.2f s |\n' "$label" "$m" "$(awk -v b="$bytes" -v s="$m" 'BEGIN {print b/1e6/s}')" "$mc"
 }
 
 copy_hash() { cp -r "$ws/kernels" "$work/out" && find "$work/out" -type f -print0 | xargs -0 sha256sum; }
 copy_sync_hash() { cp -r "$ws/kernels" "$work/out" && sync && find "$work/out" -type f -print0 | xargs -0 sha256sum; }
+
+# The candidate replaces the first contribution with the same kernel and
+# one more line of source, so its selected delta differs.
+cp -r "$ws/kernels/contributions/bench_00" "$work/candidate"
+printf '\n# candidate\n' >> "$work/candidate/kernels/op.py"
 
 # Warm the page cache and check the stack once.
 cat "$ws"/kernels/contributions/*/kernels/* > /dev/null
@@ -103,9 +114,10 @@ cat "$ws"/kernels/contributions/*/kernels/* > /dev/null
 echo "Synthetic stack: 11 contributions, $files files, $bytes bytes ($mib MiB); median of $runs runs."
 echo "Host: $(nproc) CPUs, $(uname -sr)."
 echo
-echo "| step | time | throughput |"
-echo "|---|---|---|"
+echo "| step | wall time | throughput (wall) | CPU time |"
+echo "|---|---|---|---|"
 time_runs "cacheon stack materialize (end to end)" sh -c "cd '$ws' && '$CACHEON' stack materialize --quiet stacks/bench.hcl --out '$work/out'"
 time_runs "cacheon stack digest (assemble only)" sh -c "cd '$ws' && '$CACHEON' stack digest stacks/bench.hcl"
 time_runs "cp -r + sha256sum" copy_hash
 time_runs "cp -r + sync + sha256sum" copy_sync_hash
+time_runs "cacheon stack plan (one candidate)" sh -c "cd '$ws' && '$CACHEON' stack plan --incumbent stacks/bench.hcl --candidate '$work/candidate'"

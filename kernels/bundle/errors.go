@@ -19,6 +19,11 @@ var (
 	ErrMetadata = fmt.Errorf("%w: metadata", ErrInvalid)     // op metadata JSON or its capability domains are invalid
 )
 
+// ErrEntry is the intake-limit class of a tree entry that is not a
+// regular file or directory (a symbolic link, FIFO, socket or device),
+// the bundle root included: such a tree is refused, never followed.
+var ErrEntry = fmt.Errorf("%w: entry", ErrLimit)
+
 // ErrNoManifest is the class of a bundle directory without a manifest.toml
 // at its root. It is an ErrPath rejection (intake refuses such a tree) and
 // also matches fs.ErrNotExist: there was no manifest to read.

@@ -3,6 +3,7 @@ package bundle
 import (
 	"fmt"
 	"os"
+	"path"
 	"unicode/utf8"
 )
 
@@ -14,6 +15,9 @@ type Bundle struct {
 	Tree     *Tree
 	Manifest *Manifest
 	Rebuild  *RebuildPlan // nil when the bundle has no rebuild.json
+	// Snapshot holds the bytes every identity of the bundle is derived
+	// from; nil when the bundle was loaded from disk with LoadBundle.
+	Snapshot *Snapshot
 }
 
 // Load reads the bundle directory dir: it enforces the intake limits,
@@ -35,21 +39,72 @@ func LoadBundle(dir string) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadBundle(dir, tree, nil)
+}
+
+// loadBundle loads the bundle whose tree passed the limits, reading
+// declared files from snap when it holds them and from dir otherwise
+// (snap is nil for a load from disk). A declared path the snapshot does
+// not hold (absent, or outside every identity such as a __pycache__
+// file) is checked on disk, so the refusal reads as it always has.
+func loadBundle(dir string, tree *Tree, snap *Snapshot) (*Bundle, error) {
 	if !tree.Has(FileName) {
 		return nil, newError(ErrNoManifest, FileName, "", "not found at the bundle root")
 	}
-	m, err := ReadManifest(dir)
+	src := source{dir: dir, snap: snap}
+	data, err := src.read(FileName, MaxManifestBytes, ErrLimit, "manifest")
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFiles(dir, m); err != nil {
-		return nil, err
-	}
-	plan, err := LoadRebuildPlan(dir)
+	m, err := Parse(data, FileName)
 	if err != nil {
 		return nil, err
 	}
-	return &Bundle{Dir: dir, Tree: tree, Manifest: m, Rebuild: plan}, nil
+	if err := checkFiles(src, m); err != nil {
+		return nil, err
+	}
+	plan, err := loadRebuildPlan(src)
+	if err != nil {
+		return nil, err
+	}
+	return &Bundle{Dir: dir, Tree: tree, Manifest: m, Rebuild: plan, Snapshot: snap}, nil
+}
+
+// source is where a load reads declared files: the snapshot's bytes for
+// the files it holds, the directory for anything else.
+type source struct {
+	dir  string
+	snap *Snapshot
+}
+
+// held returns the snapshot's bytes of the declared path rel, if any.
+func (s source) held(rel string) ([]byte, bool) {
+	if s.snap == nil || checkRelPath(rel) != nil {
+		return nil, false
+	}
+	return s.snap.ReadFile(path.Clean(rel))
+}
+
+// contained checks that rel names a contained regular file reached
+// without links (the snapshot's walk refused every link and special file).
+func (s source) contained(rel string) error {
+	if _, ok := s.held(rel); ok {
+		return nil
+	}
+	_, err := openContained(s.dir, rel)
+	return err
+}
+
+// read returns the bytes of rel under limit, as readFile does.
+func (s source) read(rel string, limit int64, class error, what string) ([]byte, error) {
+	data, ok := s.held(rel)
+	if !ok {
+		return readFile(s.dir, rel, limit, class, what)
+	}
+	if int64(len(data)) > limit {
+		return nil, newError(class, rel, "", "%s is %d bytes; at most %d are allowed", what, len(data), limit)
+	}
+	return data, nil
 }
 
 // ReadManifest reads and parses dir's manifest.toml alone, through the
@@ -63,18 +118,18 @@ func ReadManifest(dir string) (*Manifest, error) {
 	return Parse(data, FileName)
 }
 
-func checkFiles(dir string, m *Manifest) error {
+func checkFiles(src source, m *Manifest) error {
 	pathErr := func(key string, err error) error {
 		return newError(ErrPath, FileName, key, "%v", err)
 	}
 	metadataCache := map[string]*Metadata{}
 	for i := range m.Ops {
 		op := &m.Ops[i]
-		if _, err := openContained(dir, op.Source); err != nil {
+		if err := src.contained(op.Source); err != nil {
 			return pathErr(op.Key("source"), err)
 		}
 		for j, cs := range op.CUDASources {
-			if _, err := openContained(dir, cs); err != nil {
+			if err := src.contained(cs); err != nil {
 				return pathErr(fmt.Sprintf("%s[%d]", op.Key("cuda_sources"), j), err)
 			}
 		}
@@ -84,13 +139,13 @@ func checkFiles(dir string, m *Manifest) error {
 			}
 			continue
 		}
-		if _, err := openContained(dir, op.Metadata); err != nil {
+		if err := src.contained(op.Metadata); err != nil {
 			return pathErr(op.Key("metadata"), err)
 		}
 		clean := CleanPath(op.Metadata)
 		md, ok := metadataCache[clean]
 		if !ok {
-			data, err := readFile(dir, clean, MaxMetadataBytes, ErrMetadata, "metadata")
+			data, err := src.read(clean, MaxMetadataBytes, ErrMetadata, "metadata")
 			if err != nil {
 				return err
 			}
@@ -108,10 +163,10 @@ func checkFiles(dir string, m *Manifest) error {
 	for i := range m.DepPatches {
 		dp := &m.DepPatches[i]
 		key := fmt.Sprintf("dep_patches[%d].path", dp.Index)
-		if _, err := openContained(dir, dp.Path); err != nil {
+		if err := src.contained(dp.Path); err != nil {
 			return pathErr(key, err)
 		}
-		data, err := readFile(dir, CleanPath(dp.Path), MaxDepPatchBytes, ErrDepPatch, "dep patch")
+		data, err := src.read(CleanPath(dp.Path), MaxDepPatchBytes, ErrDepPatch, "dep patch")
 		if err != nil {
 			return err
 		}

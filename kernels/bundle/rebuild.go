@@ -136,14 +136,19 @@ func patcherName(rel string) (string, error) {
 // LoadRebuildPlan reads rebuild.json at the bundle root; a bundle without
 // one has a nil plan.
 func LoadRebuildPlan(dir string) (*RebuildPlan, error) {
+	return loadRebuildPlan(source{dir: dir})
+}
+
+func loadRebuildPlan(src source) (*RebuildPlan, error) {
+	dir := src.dir
 	p := filepath.Join(dir, RebuildPlanName)
-	if _, err := openContained(dir, RebuildPlanName); err != nil {
+	if err := src.contained(RebuildPlanName); err != nil {
 		if _, statErr := os.Lstat(p); os.IsNotExist(statErr) {
 			return nil, nil
 		}
 		return nil, newError(ErrPath, RebuildPlanName, "", "%v", err)
 	}
-	data, err := readFile(dir, RebuildPlanName, MaxRebuildPlanBytes, ErrLimit, "rebuild plan")
+	data, err := src.read(RebuildPlanName, MaxRebuildPlanBytes, ErrLimit, "rebuild plan")
 	if err != nil {
 		return nil, err
 	}

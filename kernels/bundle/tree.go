@@ -73,15 +73,25 @@ func (t *Tree) Has(rel string) bool {
 // and directories are read in batches, so no tree costs more than the
 // limits allow before it is refused.
 func ReadTree(root string) (*Tree, error) {
+	w, err := walkTree(root)
+	if err != nil {
+		return nil, err
+	}
+	return w.t, nil
+}
+
+// walkTree is ReadTree that also keeps what the walk saw of each file
+// (its lstat status) and the directories it entered, for Open.
+func walkTree(root string) (*treeWalker, error) {
 	t := &Tree{Root: root}
 	info, err := lstat(root)
 	if err != nil {
 		return nil, err
 	}
 	if !info.IsDir() {
-		return nil, newError(ErrLimit, root, "", "bundle root is not a directory")
+		return nil, newError(ErrEntry, root, "", "bundle root is not a directory")
 	}
-	w := &treeWalker{t: t, names: newNameIndex()}
+	w := &treeWalker{t: t, names: newNameIndex(), seen: map[string]fs.FileInfo{}, dirSet: map[string]bool{".": true}}
 	if err := w.dir(root, ""); err != nil {
 		if _, ok := err.(*Error); ok {
 			return nil, err
@@ -89,7 +99,7 @@ func ReadTree(root string) (*Tree, error) {
 		return nil, fmt.Errorf("read bundle %s: %w", root, err)
 	}
 	sort.Slice(t.Files, func(i, j int) bool { return PathLess(t.Files[i].Path, t.Files[j].Path) })
-	return t, nil
+	return w, nil
 }
 
 // ContentHash is the content hash (committed: without the top-level
@@ -106,6 +116,11 @@ type treeWalker struct {
 	dirs    int
 	entries int
 	names   *nameIndex
+	// seen is each file's status as the walk found it, so that a later
+	// read can tell the file it opens is the one the limits passed.
+	seen map[string]fs.FileInfo
+	// dirSet holds every directory the walk entered ("." is the root).
+	dirSet map[string]bool
 }
 
 // dir walks the directory abs, whose bundle path is rel ("" for the
@@ -127,7 +142,7 @@ func (w *treeWalker) dir(abs, rel string) error {
 		mode := d.Type()
 		switch {
 		case mode&fs.ModeSymlink != 0:
-			return newError(ErrLimit, childRel, "", "symbolic link; bundles may not contain links")
+			return newError(ErrEntry, childRel, "", "symbolic link; bundles may not contain links")
 		case d.IsDir():
 			if name == "__pycache__" || name == ".git" {
 				continue
@@ -139,12 +154,13 @@ func (w *treeWalker) dir(abs, rel string) error {
 			if err := w.names.add(childRel, true); err != nil {
 				return err
 			}
+			w.dirSet[childRel] = true
 			if err := w.dir(filepath.Join(abs, name), childRel); err != nil {
 				return err
 			}
 			continue
 		case !mode.IsRegular():
-			return newError(ErrLimit, childRel, "", "special file (%s); bundles hold only regular files", mode.Type())
+			return newError(ErrEntry, childRel, "", "special file (%s); bundles hold only regular files", mode.Type())
 		}
 		if Skipped(childRel) {
 			continue
@@ -220,6 +236,7 @@ func (w *treeWalker) file(d fs.DirEntry, rel string) error {
 		return newError(ErrLimit, rel, "", "bundle exceeds %d bytes in total", MaxTotalBytes)
 	}
 	t.Files = append(t.Files, File{Path: rel, Size: size})
+	w.seen[rel] = fi
 	return nil
 }
 

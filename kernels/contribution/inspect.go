@@ -84,7 +84,26 @@ func Inspect(dir string, opts Options) (*Inspection, error) {
 	if opts.Catalog == nil {
 		return nil, errors.New("inspect: no target catalog")
 	}
-	b, err := bundle.LoadBundle(dir)
+	s, err := bundle.Open(dir)
+	if err != nil {
+		if errors.Is(err, bundle.ErrInvalid) {
+			return nil, reject(StageLoad, err)
+		}
+		return nil, err
+	}
+	return InspectSnapshot(s, opts)
+}
+
+// InspectSnapshot is Inspect of a bundle already read with bundle.Open:
+// every identity is derived from the snapshot's bytes and nothing is read
+// from disk again. The inspection keeps the snapshot (Bundle.Snapshot) and
+// the Python closure (SelectedPayload.Closure), so later steps reuse both.
+func InspectSnapshot(s *bundle.Snapshot, opts Options) (*Inspection, error) {
+	if opts.Catalog == nil {
+		return nil, errors.New("inspect: no target catalog")
+	}
+	dir := s.Root()
+	b, err := s.Bundle()
 	if err != nil {
 		if errors.Is(err, bundle.ErrInvalid) {
 			return nil, reject(StageLoad, err)
@@ -102,12 +121,9 @@ func Inspect(dir string, opts Options) (*Inspection, error) {
 		}
 		return in, reject(StageTree, errors.Join(errs...))
 	}
-	// Hash the inventory the intake limits passed, not a second walk: a
-	// file added since is never read, and none is read past its size.
-	if in.ContentHash, err = b.Tree.ContentHash(false); err != nil {
-		return nil, err
-	}
-	if in.CommittedContentHash, err = b.Tree.ContentHash(true); err != nil {
+	// Hash the bytes the snapshot read under the intake limits: a file
+	// added since the walk is never read, and none is read twice.
+	if in.ContentHash, in.CommittedContentHash, err = s.ContentHashes(); err != nil {
 		return nil, err
 	}
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/kernels/pyclosure"
 	"github.com/cacheon/engine/tools/identity"
 )
 
@@ -27,14 +28,18 @@ const (
 	RoleDepPatch = "dep_patch"
 )
 
-// ClosureFunc returns the bundle-relative Python files (canonical paths)
-// reached from the op sources by bundle-local imports, the sources
-// included. It must never import or run bundle code.
-type ClosureFunc func(bundleDir string, opSources []string) ([]string, error)
+// ClosureFunc returns the Python import closure of a loaded bundle's op
+// sources: the bundle-relative Python files (canonical paths) reached by
+// bundle-local imports, the sources included, with the bytes and import
+// spans it parsed (the materializer rewrites those spans, so the closure
+// is computed once, at inspection). It reads the bundle's snapshot when
+// it has one and must never import or run bundle code.
+type ClosureFunc func(b *bundle.Bundle, opSources []string) (*pyclosure.Closure, error)
 
 // CUDACheckFunc validates the include closure of the declared CUDA
-// sources: every local include declared, no compilation unit included.
-type CUDACheckFunc func(bundleDir string, cudaSources []string) error
+// sources of a loaded bundle: every local include declared, no
+// compilation unit included.
+type CUDACheckFunc func(b *bundle.Bundle, cudaSources []string) error
 
 // FileRow is one selected file.
 type FileRow struct {
@@ -72,6 +77,10 @@ type SelectedPayload struct {
 	// EmittedMetadata maps each metadata path to the canonical bytes the
 	// engine tree writes for it. Not part of the identity payload.
 	EmittedMetadata map[string][]byte `json:"-"`
+	// Closure is the Python import closure the payload's Python files
+	// come from, with the bytes and import spans parsed once; the
+	// materializer rewrites those spans. Not part of the identity payload.
+	Closure *pyclosure.Closure `json:"-"`
 }
 
 // RebuildIdentity is the parsed rebuild plan's identity.
@@ -160,7 +169,7 @@ func ComputeSelectedPayload(b *bundle.Bundle, opts PayloadOptions) (*SelectedPay
 		if opts.CUDACheck == nil {
 			return nil, fmt.Errorf("selected payload of %s: declares CUDA sources but no CUDA include check was given", b.Dir)
 		}
-		if err := opts.CUDACheck(b.Dir, cudaFiles); err != nil {
+		if err := opts.CUDACheck(b, cudaFiles); err != nil {
 			return nil, fmt.Errorf("CUDA include closure: %w", err)
 		}
 	}
@@ -187,10 +196,12 @@ func ComputeSelectedPayload(b *bundle.Bundle, opts PayloadOptions) (*SelectedPay
 		}
 		sources = append(sources, op.Source)
 	}
-	pyFiles, err := opts.Closure(b.Dir, sources)
+	closure, err := opts.Closure(b, sources)
 	if err != nil {
 		return nil, fmt.Errorf("python import closure: %w", err)
 	}
+	p.Closure = closure
+	pyFiles := closure.Paths()
 	for _, f := range pyFiles {
 		if err := bundle.CheckLogicalPath(f); err != nil {
 			return nil, fmt.Errorf("python import closure: %w", err)
@@ -201,7 +212,7 @@ func ComputeSelectedPayload(b *bundle.Bundle, opts PayloadOptions) (*SelectedPay
 		paths []string
 	}{{RolePython, pyFiles}, {RoleCUDA, cudaFiles}, {RoleDepPatch, patchFiles}} {
 		for _, rel := range group.paths {
-			sum, size, err := hashFile(b.Dir, rel)
+			sum, size, err := selectedFile(b, rel)
 			if err != nil {
 				return nil, err
 			}
@@ -354,6 +365,19 @@ func boolKeys(m map[string]any) map[string]bool {
 
 func fieldErr(key string, err error) error {
 	return &bundle.Error{File: bundle.FileName, Key: key, Reason: err.Error(), Class: bundle.ErrPath}
+}
+
+// selectedFile is the SHA-256 and size of a selected file: from the
+// bundle's snapshot, which read it once, when it holds the file, and
+// otherwise from one guarded read of the directory.
+func selectedFile(b *bundle.Bundle, rel string) (string, int64, error) {
+	if b.Snapshot != nil {
+		if data, ok := b.Snapshot.ReadFile(rel); ok {
+			sum, _ := b.Snapshot.SHA256(rel)
+			return sum, int64(len(data)), nil
+		}
+	}
+	return hashFile(b.Dir, rel)
 }
 
 // hashFile reads a selected file once, refusing links and special files

@@ -40,3 +40,22 @@ func IntegratedSourceTreeDigest(dir string) (string, error) {
 	id, err := identity.H(identity.DomainIntegratedSourceTree, map[string]any{"files": rows})
 	return id.String(), err
 }
+
+// SnapshotSourceTreeDigest is IntegratedSourceTreeDigest of the bytes a
+// snapshot holds, reading nothing again.
+func SnapshotSourceTreeDigest(s *bundle.Snapshot) (string, error) {
+	files := s.Files()
+	if len(files) == 0 {
+		return "", fmt.Errorf("integrated source tree %s: %w", s.Root(), bundle.ErrNoFiles)
+	}
+	rows := make([]sourceTreeRow, 0, len(files))
+	for _, f := range files {
+		if err := bundle.CheckLogicalPath(f.Path); err != nil {
+			return "", fmt.Errorf("integrated source tree %s: %w", s.Root(), err)
+		}
+		sum, _ := s.SHA256(f.Path)
+		rows = append(rows, sourceTreeRow{Mode: FileMode, Path: f.Path, SHA256: sum})
+	}
+	id, err := identity.H(identity.DomainIntegratedSourceTree, map[string]any{"files": rows})
+	return id.String(), err
+}

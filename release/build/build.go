@@ -12,11 +12,7 @@
 package build
 
 import (
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -136,30 +132,15 @@ type Result struct {
 // Progress receives one line per stage; nil discards.
 type Progress func(stage string)
 
-// hashFiles computes the SHA-1 and SHA-256 of each entry, as the SBOM
-// lists them.
-func hashFiles(entries []layer.Entry) ([]sbom.File, error) {
-	out := make([]sbom.File, 0, len(entries))
-	for _, e := range entries {
-		h1, h2 := sha1.New(), sha256.New()
-		if e.Data != nil || e.Source == "" {
-			h1.Write(e.Data)
-			h2.Write(e.Data)
-		} else {
-			f, err := os.Open(e.Source)
-			if err != nil {
-				return nil, err
-			}
-			_, err = io.Copy(io.MultiWriter(h1, h2), f)
-			f.Close()
-			if err != nil {
-				return nil, fmt.Errorf("hash %s: %w", e.Source, err)
-			}
-		}
-		out = append(out, sbom.File{Path: e.Path, SHA1: hex.EncodeToString(h1.Sum(nil)), SHA256: hex.EncodeToString(h2.Sum(nil))})
+// sbomFiles are the SBOM rows of a written layer's files, from the
+// digests its one pass computed over the bytes it wrote, sorted by path.
+func sbomFiles(w *layer.Written) []sbom.File {
+	out := make([]sbom.File, 0, len(w.Files))
+	for _, f := range w.Files {
+		out = append(out, sbom.File{Path: f.Path, SHA1: f.SHA1, SHA256: f.SHA256})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return out
 }
 
 // ToolVersions are the builder's versions recorded in the provenance.
@@ -453,14 +434,9 @@ func (p *Plan) Write(out string, progress Progress) (*Result, error) {
 			specs[i].Entries = append([]layer.Entry{{Path: descriptor.DescriptorPath, Data: descBytes}}, specs[i].Entries...)
 		}
 	}
-	var treeEntries, substrateEntries []layer.Entry
 	var entryBytes []byte
 	for _, s := range specs {
 		switch s.Role {
-		case RoleEngineTree:
-			treeEntries = s.Entries
-		case RoleSubstrate:
-			substrateEntries = s.Entries
 		case RoleEntrypoint:
 			if len(s.Entries) == 1 {
 				if entryBytes = s.Entries[0].Data; entryBytes == nil && s.Entries[0].Source != "" {
@@ -516,13 +492,16 @@ func (p *Plan) Write(out string, progress Progress) (*Result, error) {
 	}
 
 	progress("writing the SBOM and provenance")
-	engineFiles, err := hashFiles(treeEntries)
-	if err != nil {
-		return nil, err
-	}
-	substrateFiles, err := hashFiles(substrateEntries)
-	if err != nil {
-		return nil, err
+	// The SBOM lists the bytes the layers hold, hashed by the pass that
+	// wrote them: no file is read again.
+	var engineFiles, substrateFiles []sbom.File
+	for i, s := range specs {
+		switch s.Role {
+		case RoleEngineTree:
+			engineFiles = sbomFiles(written[i])
+		case RoleSubstrate:
+			substrateFiles = sbomFiles(written[i])
+		}
 	}
 	sbomIn := sbom.ForRelease(d, descDigest, p.Name, imgDigest.String(), engineFiles, substrateFiles, entryBytes)
 	sbomBytes, err := sbom.Generate(sbomIn)

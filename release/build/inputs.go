@@ -60,11 +60,8 @@ type EngineTree struct {
 func CheckEngineTree(dir string, m *stack.EngineReleaseManifest) (*EngineTree, error) {
 	// The materializer's own reopen check: published shape, canonical
 	// metadata, recomputed namespaces, inventory equal to the tree.
-	res, err := materialize.Verify(dir)
-	if err != nil {
-		return nil, fmt.Errorf("engine tree %s: %w", dir, err)
-	}
-	files, err := atomicwrite.Inventory(dir)
+	// The check's inventory is the tree's: each file is read and hashed once.
+	res, files, err := materialize.VerifyInventory(dir)
 	if err != nil {
 		return nil, fmt.Errorf("engine tree %s: %w", dir, err)
 	}

@@ -17,6 +17,7 @@ package layer
 import (
 	"archive/tar"
 	"compress/gzip"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -139,6 +140,18 @@ type Written struct {
 	Digest    string // sha256:<hex> of the compressed bytes
 	DiffID    string // sha256:<hex> of the uncompressed tar
 	Size      int64  // compressed size
+	// Files are the regular files of the layer, in tar order, with the
+	// digests of the bytes the one pass wrote, so that callers (the SBOM)
+	// need not read the sources again.
+	Files []FileDigest
+}
+
+// FileDigest is one regular file of a written layer.
+type FileDigest struct {
+	Path   string // the entry path
+	SHA1   string // hex
+	SHA256 string // hex
+	Size   int64
 }
 
 // Write writes the entries as a compressed tar to a new file at out and
@@ -171,9 +184,14 @@ func Write(out string, entries []Entry, opts Options) (w *Written, err error) {
 	uncompressed := &countingHash{h: sha256.New()}
 	tw := tar.NewWriter(io.MultiWriter(comp, uncompressed))
 	mtime := time.Unix(opts.Epoch, 0).UTC()
+	files := make([]FileDigest, 0, len(entries))
 	for _, e := range plan {
-		if err := writeEntry(tw, e, mtime); err != nil {
+		fd, err := writeEntry(tw, e, mtime)
+		if err != nil {
 			return nil, err
+		}
+		if !e.dir {
+			files = append(files, fd)
 		}
 	}
 	if err := tw.Close(); err != nil {
@@ -199,6 +217,7 @@ func Write(out string, entries []Entry, opts Options) (w *Written, err error) {
 		Digest:    "sha256:" + hex.EncodeToString(compressed.h.Sum(nil)),
 		DiffID:    "sha256:" + hex.EncodeToString(uncompressed.h.Sum(nil)),
 		Size:      compressed.n,
+		Files:     files,
 	}, nil
 }
 
@@ -253,7 +272,9 @@ func checkPath(p string) error {
 	return nil
 }
 
-func writeEntry(tw *tar.Writer, e planned, mtime time.Time) error {
+// writeEntry writes one planned entry and, for a file, returns the
+// digests of the bytes it wrote.
+func writeEntry(tw *tar.Writer, e planned, mtime time.Time) (FileDigest, error) {
 	hdr := &tar.Header{
 		Name:    e.name,
 		ModTime: mtime,
@@ -264,50 +285,56 @@ func writeEntry(tw *tar.Writer, e planned, mtime time.Time) error {
 		hdr.Name += "/"
 		hdr.Mode = 0o755
 		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("write tar header %s: %w", hdr.Name, err)
+			return FileDigest{}, fmt.Errorf("write tar header %s: %w", hdr.Name, err)
 		}
-		return nil
+		return FileDigest{}, nil
 	}
 	hdr.Typeflag = tar.TypeReg
 	hdr.Mode = 0o644
 	if e.entry.Executable {
 		hdr.Mode = 0o755
 	}
+	h1, h2 := sha1.New(), sha256.New()
+	digest := func() FileDigest {
+		return FileDigest{Path: e.entry.Path, SHA1: hex.EncodeToString(h1.Sum(nil)), SHA256: hex.EncodeToString(h2.Sum(nil)), Size: hdr.Size}
+	}
 	if e.entry.Data != nil || e.entry.Source == "" {
 		hdr.Size = int64(len(e.entry.Data))
 		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("write tar header %s: %w", hdr.Name, err)
+			return FileDigest{}, fmt.Errorf("write tar header %s: %w", hdr.Name, err)
 		}
 		if _, err := tw.Write(e.entry.Data); err != nil {
-			return fmt.Errorf("write %s: %w", hdr.Name, err)
+			return FileDigest{}, fmt.Errorf("write %s: %w", hdr.Name, err)
 		}
-		return nil
+		h1.Write(e.entry.Data)
+		h2.Write(e.entry.Data)
+		return digest(), nil
 	}
 	f, err := os.Open(e.entry.Source)
 	if err != nil {
-		return fmt.Errorf("layer entry %s: %w", hdr.Name, err)
+		return FileDigest{}, fmt.Errorf("layer entry %s: %w", hdr.Name, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("layer entry %s: %w", hdr.Name, err)
+		return FileDigest{}, fmt.Errorf("layer entry %s: %w", hdr.Name, err)
 	}
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("layer entry %s: %s is not a regular file", hdr.Name, e.entry.Source)
+		return FileDigest{}, fmt.Errorf("layer entry %s: %s is not a regular file", hdr.Name, e.entry.Source)
 	}
 	hdr.Size = info.Size()
 	if err := tw.WriteHeader(hdr); err != nil {
-		return fmt.Errorf("write tar header %s: %w", hdr.Name, err)
+		return FileDigest{}, fmt.Errorf("write tar header %s: %w", hdr.Name, err)
 	}
-	n, err := io.Copy(tw, f)
+	n, err := io.Copy(io.MultiWriter(tw, h1, h2), f)
 	if err != nil {
-		return fmt.Errorf("copy %s into layer: %w", e.entry.Source, err)
+		return FileDigest{}, fmt.Errorf("copy %s into layer: %w", e.entry.Source, err)
 	}
 	if n != hdr.Size {
 		// A file that changes size while it is read must not be released.
-		return fmt.Errorf("layer entry %s: %s changed size while being read (%d, then %d bytes)", hdr.Name, e.entry.Source, hdr.Size, n)
+		return FileDigest{}, fmt.Errorf("layer entry %s: %s changed size while being read (%d, then %d bytes)", hdr.Name, e.entry.Source, hdr.Size, n)
 	}
-	return nil
+	return digest(), nil
 }
 
 func newCompressor(w io.Writer, opts Options) (io.WriteCloser, error) {

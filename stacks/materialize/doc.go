@@ -2,9 +2,10 @@
 // directory of namespaced contribution sources, entry shims, runtime
 // manifest and metadata that the engine substrate loads.
 //
-// The materializer never imports or runs contribution code. It stages
-// every contribution's source with stable double reads, checks the staged
-// bytes against the identity the stack binds, inspects the bundle against
+// The materializer never imports or runs contribution code. It reads
+// every contribution's source once into a bundle snapshot (or reuses the
+// one stack assembly took), checks those bytes against the identity the
+// stack binds, inspects the bundle against
 // the catalog, computes its Python import closure and CUDA include closure
 // statically, rewrites bundle-local imports into a namespace derived from
 // the selected delta digest, and writes the tree atomically with fixed

@@ -1,6 +1,7 @@
 package materialize
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -36,9 +37,19 @@ type Options struct {
 	Catalog *catalog.Catalog
 	// Payload computes selected payloads (CUDA include check, reviewed
 	// patcher digests) exactly as intake did. Its Python closure is not
-	// used: the materializer computes the closure itself (pyclosure), so
-	// that the files it namespaces are the files the payload selects.
+	// used: the materializer computes the closure itself
+	// (contribution.PythonClosure), so that the files it namespaces are
+	// the files the payload selects.
 	Payload contribution.PayloadOptions
+	// Inspections are what stack assembly derived from each target's
+	// source (stack.Assembled.Inspections), keyed by target. A target's
+	// inspection, when given, is reused: its snapshot's bytes are what the
+	// tree is written from and its closure is what is namespaced, so the
+	// source is not read, hashed or parsed again. Its identities are still
+	// checked against the stack entry. An inspection is used only for the
+	// directory it was taken of (Inspection.Dir equal to what the resolver
+	// returns); other targets are read from their source directory.
+	Inspections map[string]*contribution.Inspection
 	// Records are the integration review records of a release stack,
 	// one per entry. An evaluation stack takes none.
 	Records []contribution.IntegrationRecord
@@ -110,7 +121,7 @@ type unit struct {
 	sourceKind   string
 	sourceDigest string
 	dir          string // the source as given
-	staged       *staged
+	snap         *bundle.Snapshot
 	inspection   *contribution.Inspection
 	namespace    string
 	closure      *pyclosure.Closure
@@ -179,14 +190,15 @@ func Materialize(m stack.Manifest, resolve Resolver, dest string, opts Options) 
 	} else if len(removed) > 0 {
 		progress("removed %d stale work directories beside %s", len(removed), dest)
 	}
+	// The locked work directory marks this run as live beside dest, so a
+	// concurrent run's RemoveStale leaves it alone.
 	scratch, err := atomicwrite.MkdirScratch(dest, atomicwrite.KindWork)
 	if err != nil {
 		return nil, fmt.Errorf("materialize: create work directory beside %s: %w", dest, err)
 	}
 	defer scratch.Remove()
-	work := scratch.Path
 
-	if err := prepareAll(units, work, opts, progress); err != nil {
+	if err := prepareAll(units, opts, progress); err != nil {
 		return nil, err
 	}
 	tree, err := assemble(units, stackDigest)
@@ -219,11 +231,11 @@ func Materialize(m stack.Manifest, resolve Resolver, dest string, opts Options) 
 	return res, nil
 }
 
-// prepareAll stages, checks and inspects the units concurrently, one
+// prepareAll reads, checks and inspects the units concurrently, one
 // worker per CPU: parsing and hashing dominate and each unit is
 // independent. The first failing unit in stack order decides the error,
 // so the report does not depend on scheduling.
-func prepareAll(units []*unit, work string, opts Options, progress func(string, ...any)) error {
+func prepareAll(units []*unit, opts Options, progress func(string, ...any)) error {
 	errs := make([]error, len(units))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -233,7 +245,7 @@ func prepareAll(units []*unit, work string, opts Options, progress func(string, 
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				errs[i] = units[i].prepare(work, opts)
+				errs[i] = units[i].prepare(opts)
 			}
 		}()
 	}
@@ -339,29 +351,44 @@ func within(p, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
 
-// prepare stages the unit's source, checks its identity and inspects it.
-func (u *unit) prepare(work string, opts Options) error {
-	s, err := stage(u.dir, work)
-	if err != nil {
-		rule := RuleUnstable
-		switch {
-		case errors.Is(err, ErrBadSourceEntry):
-			rule = RuleSourceEntry
-		case errors.Is(err, os.ErrNotExist):
-			rule = RuleSourceEntry
-		case !errors.Is(err, ErrUnstableSource):
-			return fmt.Errorf("materialize %s: %w", u.target, err)
+// prepare reads the unit's source once (or takes the snapshot assembly
+// read), checks its identity and inspects it.
+func (u *unit) prepare(opts Options) error {
+	in := opts.Inspections[u.target]
+	contentHash := ""
+	if reusable(in) && in.Dir == u.dir {
+		// The inspection's content hash was computed over these bytes.
+		u.snap, contentHash = in.Bundle.Snapshot, in.ContentHash
+	} else {
+		in = nil
+		s, err := openSource(u.dir)
+		if err != nil {
+			rule := RuleUnstable
+			switch {
+			case errors.Is(err, ErrBadSourceEntry), errors.Is(err, os.ErrNotExist):
+				rule = RuleSourceEntry
+			case errors.Is(err, bundle.ErrInvalid):
+				// The intake limits refused the tree while it was read:
+				// the refusal inspection's load stage reports.
+				return &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: &contribution.RejectedError{Stage: contribution.StageLoad, Err: err}}
+			case !errors.Is(err, ErrUnstableSource):
+				return fmt.Errorf("materialize %s: %w", u.target, err)
+			}
+			return &Error{Target: u.target, Dir: u.dir, Rule: rule, Err: err}
 		}
-		return &Error{Target: u.target, Dir: u.dir, Rule: rule, Err: err}
+		u.snap = s
 	}
-	u.staged = s
+	s := u.snap
 
 	switch r := u.ref.(type) {
 	case *contribution.ProposalRef:
 		u.sourceKind, u.sourceDigest = SourceProposalArtifact, r.ArtifactDigest
-		got, err := bundle.ContentHash(s.dir)
-		if err != nil {
-			return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity, Err: err}
+		got := contentHash
+		if got == "" {
+			var err error
+			if got, err = s.ContentHash(false); err != nil {
+				return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity, Err: err}
+			}
 		}
 		if got != r.ArtifactDigest {
 			return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity,
@@ -369,7 +396,7 @@ func (u *unit) prepare(work string, opts Options) error {
 		}
 	case *contribution.IntegratedRef:
 		u.sourceKind, u.sourceDigest = SourceIntegrated, r.IntegratedSourceTreeDigest
-		got, err := contribution.IntegratedSourceTreeDigest(s.dir)
+		got, err := contribution.SnapshotSourceTreeDigest(s)
 		if err != nil {
 			return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity, Err: err}
 		}
@@ -381,15 +408,20 @@ func (u *unit) prepare(work string, opts Options) error {
 		return &Error{Target: u.target, Rule: RuleStack, Err: fmt.Errorf("unsupported entry type %T", u.ref)}
 	}
 
-	payload := opts.Payload
-	payload.Closure = u.closureOf
-	in, err := contribution.Inspect(s.dir, contribution.Options{Catalog: opts.Catalog, Payload: payload})
-	if err != nil {
-		var rej *contribution.RejectedError
-		if errors.As(err, &rej) {
-			return &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: err}
+	if in == nil {
+		// The materializer's closure is always the validator's own, so
+		// that the files it namespaces are the files the payload selects.
+		payload := opts.Payload
+		payload.Closure = contribution.PythonClosure
+		var err error
+		in, err = contribution.InspectSnapshot(s, contribution.Options{Catalog: opts.Catalog, Payload: payload})
+		if err != nil {
+			var rej *contribution.RejectedError
+			if errors.As(err, &rej) {
+				return &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: err}
+			}
+			return fmt.Errorf("materialize %s: inspect %s: %w", u.target, u.dir, err)
 		}
-		return fmt.Errorf("materialize %s: inspect %s: %w", u.target, u.dir, err)
 	}
 	_, spec := u.ref.RefTarget()
 	switch {
@@ -405,6 +437,7 @@ func (u *unit) prepare(work string, opts Options) error {
 		return &Error{Target: u.target, Dir: u.dir, Rule: RuleTargetBinding, Err: fmt.Errorf("the bundle selects payload %s, the stack entry names %s", in.SelectedPayloadDigest, wantPayload)}
 	}
 	u.inspection = in
+	u.closure = in.SelectedPayload.Closure
 	u.namespace = Namespace(in.SelectedDeltaDigest)
 	return nil
 }
@@ -509,7 +542,15 @@ func (u *unit) emit() (*emitted, error) {
 	p := in.SelectedPayload
 	ns := u.namespace
 	out := &emitted{}
-	staged := func(rel string) string { return filepath.Join(u.staged.dir, filepath.FromSlash(rel)) }
+	// The snapshot holds every selected file (the payload hashed its
+	// bytes), so the tree is written from memory, not from the source.
+	held := func(rel string) ([]byte, error) {
+		data, ok := u.snap.ReadFile(rel)
+		if !ok {
+			return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleUnstable, Err: fmt.Errorf("selected file %s is not in the bundle snapshot", rel)}
+		}
+		return data, nil
+	}
 
 	m := in.Bundle.Manifest
 	python, err := u.namespacedPython()
@@ -527,12 +568,21 @@ func (u *unit) emit() (*emitted, error) {
 			dst = path.Join("cuda", ns, path.Dir(f.Path), emittedName(ns, f.Path)+".cu")
 		}
 		cudaPath[f.Path] = dst
-		out.files = append(out.files, atomicwrite.File{Path: dst, From: staged(f.Path), SHA256: f.SHA256})
+		data, err := held(f.Path)
+		if err != nil {
+			return nil, err
+		}
+		out.files = append(out.files, atomicwrite.File{Path: dst, Data: data, SHA256: f.SHA256})
 	}
 
 	for _, dp := range m.DepPatches {
 		dst := "patches/" + emittedName(ns, dp.Path) + path.Ext(dp.Path)
-		out.files = append(out.files, atomicwrite.File{Path: dst, From: staged(dp.Path), SHA256: u.staged.files[dp.Path]})
+		data, err := held(dp.Path)
+		if err != nil {
+			return nil, err
+		}
+		sum, _ := u.snap.SHA256(dp.Path)
+		out.files = append(out.files, atomicwrite.File{Path: dst, Data: data, SHA256: sum})
 		out.patches = append(out.patches, runtimePatch{Target: dp.Target, Path: dst})
 		if dp.Diff != nil {
 			for _, pf := range dp.Diff.Files {
@@ -618,31 +668,12 @@ func (u *unit) emit() (*emitted, error) {
 	return out, nil
 }
 
-// closureOf computes the Python import closure of the staged bundle once,
-// keeps it for the namespace rewrite, and hands its paths to inspection.
-func (u *unit) closureOf(dir string, opSources []string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, bundle.FileName))
-	if err != nil {
-		return nil, err
-	}
-	m, err := bundle.Parse(data, bundle.FileName)
-	if err != nil {
-		return nil, err
-	}
-	c, err := pyclosure.FromDir(dir, opSources, pyclosure.Options{NativeStems: pyclosure.NativeStems(m.CUDASourcePaths())})
-	if err != nil {
-		return nil, err
-	}
-	u.closure = c
-	return c.Paths(), nil
-}
-
 // namespacedPython emits the unit's Python import closure under its
 // namespace, every bundle-local import rewritten at the byte spans the
 // closure recorded, plus an empty package __init__.py at the namespace
 // root when the bundle has none. The closure was computed over the
-// staged copy during inspection and must be exactly the selected
-// payload's Python files, byte for byte.
+// snapshot during inspection and must be exactly the selected payload's
+// Python files, byte for byte.
 func (u *unit) namespacedPython() ([]atomicwrite.File, error) {
 	p := u.inspection.SelectedPayload
 	want := map[string]string{}
@@ -659,20 +690,26 @@ func (u *unit) namespacedPython() ([]atomicwrite.File, error) {
 	hasInit := false
 	for _, f := range c.Files {
 		sum, ok := want[f.Path]
-		if !ok || sha256Hex(f.Src) != sum {
+		// The closure parsed a copy of the snapshot's bytes; comparing it
+		// with them (whose digest the payload holds) costs no hash.
+		held, inSnap := u.snap.ReadFile(f.Path)
+		heldSum, _ := u.snap.SHA256(f.Path)
+		if !ok || !inSnap || heldSum != sum || !bytes.Equal(f.Src, held) {
 			return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleUnstable, Err: fmt.Errorf("Python closure file %s differs from the selected payload", f.Path)}
 		}
 		delete(want, f.Path)
 		// A file without bundle-local imports has nothing to rewrite: its
-		// bytes are emitted as selected.
-		rewritten := f.Src
+		// bytes are emitted as selected, under the digest already known
+		// (the writer checks it against what it writes).
+		out := atomicwrite.File{Path: u.namespace + "/" + f.Path, Data: f.Src, SHA256: sum}
 		if len(f.Imports) > 0 {
-			var err error
-			if rewritten, err = f.Rewrite(u.namespace); err != nil {
+			rewritten, err := f.Rewrite(u.namespace)
+			if err != nil {
 				return nil, &Error{Target: u.target, Dir: u.dir, Rule: RuleInspection, Err: err}
 			}
+			out = atomicwrite.File{Path: out.Path, Data: rewritten}
 		}
-		files = append(files, atomicwrite.File{Path: u.namespace + "/" + f.Path, Data: rewritten})
+		files = append(files, out)
 		hasInit = hasInit || f.Path == "__init__.py"
 	}
 	for rel := range want {

@@ -61,8 +61,9 @@ func copyBundle(t testing.TB, name string) string {
 
 // built is an evaluation manifest with the directory of each entry.
 type built struct {
-	manifest *stack.EvaluationStackManifest
-	dirs     map[string]string
+	manifest    *stack.EvaluationStackManifest
+	dirs        map[string]string
+	inspections map[string]*contribution.Inspection
 }
 
 func (b built) resolve(target string, _ stack.Ref) (string, error) { return b.dirs[target], nil }
@@ -71,7 +72,7 @@ func (b built) resolve(target string, _ stack.Ref) (string, error) { return b.di
 // them, as stack assembly does.
 func evaluationStack(t testing.TB, opts Options, dirs ...string) built {
 	t.Helper()
-	b := built{dirs: map[string]string{}}
+	b := built{dirs: map[string]string{}, inspections: map[string]*contribution.Inspection{}}
 	var refs []stack.Ref
 	for _, dir := range dirs {
 		in, err := contribution.Inspect(dir, contribution.Options{Catalog: opts.Catalog, Payload: opts.Payload})
@@ -84,6 +85,7 @@ func evaluationStack(t testing.TB, opts Options, dirs ...string) built {
 		}
 		refs = append(refs, ref)
 		b.dirs[in.Target.TargetID] = dir
+		b.inspections[in.Target.TargetID] = in
 	}
 	m, err := stack.NewEvaluationStackManifest(d64("1"), d64("2"), d64("3"), opts.Catalog.Digest(), opts.Catalog.Snapshot(), refs)
 	if err != nil {

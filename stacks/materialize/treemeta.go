@@ -62,11 +62,13 @@ func treeMetadata(rows []ContributionRow, files []atomicwrite.File, runtimeManif
 }
 
 // fileDigest returns the digest and size a file will have in the tree. A
-// file copied from the private staging area carries the digest its two
-// stable reads agreed on (the writer checks it again); only its size is
-// looked up.
+// file written from a bundle snapshot carries the digest its one stable
+// read computed (the writer checks it again as it writes).
 func fileDigest(f atomicwrite.File) (string, int64, error) {
 	if f.Data != nil {
+		if f.SHA256 != "" {
+			return f.SHA256, int64(len(f.Data)), nil
+		}
 		return sha256Hex(f.Data), int64(len(f.Data)), nil
 	}
 	if f.SHA256 == "" {
@@ -87,11 +89,23 @@ func fileDigest(f atomicwrite.File) (string, int64, error) {
 // present exactly when there are contributions, and a file inventory that
 // equals the tree. It returns the tree's identity.
 func Verify(root string) (*Result, error) {
+	res, _, err := VerifyInventory(root)
+	return res, err
+}
+
+// VerifyInventory is Verify that also returns the file inventory it read
+// (each file's path, SHA-256 and size), so a caller that needs it does not
+// read and hash the tree again.
+func VerifyInventory(root string) (*Result, []atomicwrite.Written, error) {
 	written, err := atomicwrite.Inventory(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return checkTree(root, written)
+	res, err := checkTree(root, written)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, written, nil
 }
 
 // MaxTreeMetadataBytes bounds the tree metadata file Verify decodes. It

@@ -9,22 +9,28 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/kernels/pyclosure"
 )
 
 // opsSources is the import closure of bundles whose op sources import
 // nothing bundle-local, as every example bundle's.
-func opsSources(_ string, sources []string) ([]string, error) {
+func opsSources(_ *bundle.Bundle, sources []string) (*pyclosure.Closure, error) {
 	set := map[string]bool{}
-	var out []string
+	var paths []string
 	for _, s := range sources {
 		if !set[s] {
 			set[s] = true
-			out = append(out, s)
+			paths = append(paths, s)
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(paths)
+	c := &pyclosure.Closure{}
+	for _, p := range paths {
+		c.Files = append(c.Files, &pyclosure.File{Path: p})
+	}
+	return c, nil
 }
 
 // repoStack writes src as a stack file in a temporary directory; its

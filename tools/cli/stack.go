@@ -301,7 +301,9 @@ func writeManifest(path string, m stack.Manifest) error {
 
 // materializeOptions returns the library options of a stack command.
 func materializeOptions(s Streams, l *loadedStack, deps stackDeps, quiet bool) (materialize.Options, error) {
-	opts := materialize.Options{Catalog: l.catalog, Payload: l.payload}
+	// The snapshots and closures assembly took are reused: the tree is
+	// written from the bytes the stack's identities were computed over.
+	opts := materialize.Options{Catalog: l.catalog, Payload: l.payload, Inspections: l.assembled.Inspections}
 	if !quiet {
 		opts.Progress = func(format string, args ...any) { fmt.Fprintf(s.Err, "cacheon: "+format+"\n", args...) }
 	}
@@ -617,7 +619,13 @@ func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath,
 	if err != nil {
 		return wrapMaterializeErr("incumbent", err)
 	}
-	cTree, err := materialize.Materialize(cand.Stack, resolverOf(candDirs), filepath.Join(tmp, "C"), opts)
+	candOpts := opts
+	candOpts.Inspections = map[string]*contribution.Inspection{}
+	for id, ci := range l.assembled.Inspections {
+		candOpts.Inspections[id] = ci
+	}
+	candOpts.Inspections[cand.Transition.TargetID] = in
+	cTree, err := materialize.Materialize(cand.Stack, resolverOf(candDirs), filepath.Join(tmp, "C"), candOpts)
 	if err != nil {
 		return wrapMaterializeErr("candidate", err)
 	}

@@ -1,7 +1,0 @@
-//go:build !linux
-
-package materialize
-
-import "io/fs"
-
-func addPlatformSig(*statSig, fs.FileInfo) {}
