@@ -1,0 +1,80 @@
+package qualify
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cacheon/engine/evaluator/engine"
+	"github.com/cacheon/engine/evaluator/verify"
+	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/kernels/scan"
+)
+
+// The non-crown screens, in the order they run (spec §5.1). The first
+// FAIL stops the qualification with its reason.
+const (
+	ScreenStatic  = "static"
+	ScreenBuild   = "build"
+	ScreenABI     = "abi"
+	ScreenGraph   = "graph"
+	ScreenServing = "abbreviated_serving"
+	StageSpeed    = "speed"
+)
+
+// screenStatic is the static scan of the candidate bundle: any policy
+// violation fails it.
+func screenStatic(bundleDir string) Outcome {
+	r, err := scan.Bundle(bundleDir)
+	if err != nil {
+		return Outcome{Fail, fmt.Sprintf("the bundle cannot be scanned: %v", err)}
+	}
+	if r.Violations > 0 {
+		for _, f := range allFindings(r) {
+			if !f.Advisory() {
+				return Outcome{Fail, fmt.Sprintf("%d violation(s), first %s", r.Violations, f)}
+			}
+		}
+		return Outcome{Fail, fmt.Sprintf("%d violation(s)", r.Violations)}
+	}
+	return Outcome{Pass, fmt.Sprintf("no violation, %d advisory finding(s)", r.Advisories)}
+}
+
+func allFindings(r *scan.Report) []scan.Finding {
+	var out []scan.Finding
+	for _, op := range r.Ops {
+		out = append(out, op.Findings...)
+	}
+	return append(out, r.TreeFindings...)
+}
+
+// screenABI verifies every op row of the candidate on its slot contract in
+// worker processes: a FAIL is the candidate's; an ERROR (the workers could
+// not reach a verdict) is NO_DECISION.
+func screenABI(ctx context.Context, bundleDir string, o verify.Options) (Outcome, *verify.Report) {
+	r, err := verify.Run(ctx, bundleDir, o)
+	if err != nil {
+		return Outcome{NoDecision, fmt.Sprintf("verify could not run: %v", err)}, nil
+	}
+	switch r.Verdict {
+	case verify.Pass:
+		return Outcome{Pass, r.Reason}, r
+	case verify.Fail:
+		return Outcome{Fail, r.Reason}, r
+	default:
+		return Outcome{NoDecision, r.Verdict + ": " + r.Reason}, r
+	}
+}
+
+// screenServing is the abbreviated serving screen: the candidate engine
+// loads its tree and serves one short batch, whose tokens must come back.
+func screenServing(ctx context.Context, iso worker.Isolation, s engine.Spec, prompts [][]int) Outcome {
+	e, err := engine.Start(ctx, iso, s)
+	if err != nil {
+		return attribute("C", true, err)
+	}
+	defer e.Close()
+	if _, err := e.Batch(ctx, prompts, 4); err != nil {
+		return attribute("C", true, err)
+	}
+	return Outcome{Pass, fmt.Sprintf("served %d prompts × 4 tokens on %s", len(prompts), e.Ready.Device)}
+}
