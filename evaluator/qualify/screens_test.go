@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
+	"github.com/cacheon/engine/tools/testtree"
 )
 
 func TestScreenStatic(t *testing.T) {
@@ -22,7 +23,11 @@ func TestScreenStatic(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(filepath.Base(c.bundle), func(t *testing.T) {
-			o := screenStatic(c.bundle)
+			// A copy: under Bazel the runfiles are links, which a bundle may
+			// not hold.
+			dir := filepath.Join(t.TempDir(), "bundle")
+			testtree.Copy(t, c.bundle, dir)
+			o := screenStatic(dir)
 			if o.Decision != c.want || !strings.Contains(o.Reason, c.reason) {
 				t.Fatalf("static screen: %+v, want %s containing %q", o, c.want, c.reason)
 			}
