@@ -109,12 +109,27 @@ time.sleep(600)
 `, FaultProtocol, true},
 		{"huge line", ready + `inp.readline(); out.write("x" * (65 << 20)); out.flush(); time.sleep(600)
 `, FaultGarbage, false},
+		{"leaves a daemon and dies", ready + `import subprocess
+subprocess.Popen(["sleep", "600"], start_new_session=True)
+inp.readline(); os._exit(3)
+`, FaultExited, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := spec(f, strings.ReplaceAll(c.name, " ", "-"))
 			s.Root = f.HostileRoot(t, strings.ReplaceAll(c.name, " ", "-"), enginetest.Prelude+c.source)
 			s.StartTimeout, s.BatchTimeout = 20*time.Second, 3*time.Second
+			mark := enginetest.Mark(t)
+			s.Env = append(s.Env, mark)
+			// Whatever the engine did, nothing it started outlives it.
+			defer func() {
+				if f.Iso.Unsafe {
+					return // a new session escapes an unisolated engine's process group
+				}
+				if pids := enginetest.Strays(mark); len(pids) > 0 {
+					t.Errorf("processes %v outlived the engine", pids)
+				}
+			}()
 			e, err := Start(context.Background(), f.Iso, s)
 			if c.atStart {
 				if !isFault(err, c.kind) {
@@ -125,8 +140,8 @@ time.sleep(600)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer e.Close()
 			_, err = e.Batch(context.Background(), [][]int{{1, 2}}, 3)
+			e.Close()
 			if !isFault(err, c.kind) {
 				t.Fatalf("batch: %v, want a %s fault", err, c.kind)
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -97,3 +98,33 @@ def send(o):
 // ReadyFrame is a well-formed ready frame for a hostile session module.
 const ReadyFrame = `send({"ready": True, "protocol": "cacheon-engine-session-v1", "substrate": "0"*64, "device": "cpu", "slots": {}})
 `
+
+// Mark is an environment entry unique to this test, to give every engine
+// it starts, so that Strays can find what they left behind.
+func Mark(t testing.TB) string {
+	return "CACHEON_TEST_MARK=" + strings.ReplaceAll(t.Name(), "/", "_") + "-" + strconv.Itoa(os.Getpid())
+}
+
+// Strays lists the pids of live processes whose environment holds mark:
+// after an engine is closed there must be none.
+func Strays(mark string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if kv == mark {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
