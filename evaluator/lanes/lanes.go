@@ -15,7 +15,9 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -172,4 +174,19 @@ func Exchange(l [2]Lane) [2]Lane {
 	a, b := l[1], l[0]
 	a.Name, b.Name = "baseline", "candidate"
 	return [2]Lane{a, b}
+}
+
+// DeviceNodes lists the NVIDIA device nodes a CUDA worker needs bound
+// into its sandbox.
+func DeviceNodes() []string {
+	var out []string
+	for _, pattern := range []string{"/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*"} {
+		matches, _ := filepath.Glob(pattern)
+		for _, m := range matches {
+			if fi, err := os.Stat(m); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }

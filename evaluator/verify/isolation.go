@@ -46,20 +46,6 @@ func removeStaleRunDirs(parent string) {
 	}
 }
 
-// gpuDevices lists the NVIDIA device nodes a CUDA worker needs.
-func gpuDevices() []string {
-	var out []string
-	for _, pattern := range []string{"/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*"} {
-		matches, _ := filepath.Glob(pattern)
-		for _, m := range matches {
-			if fi, err := os.Stat(m); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-				out = append(out, m)
-			}
-		}
-	}
-	return out
-}
-
 // Printable makes worker-derived text safe to print on one line: control
 // characters (newlines, ANSI escapes) and Unicode format characters (bidi
 // overrides) are written as Go escapes, so nothing a kernel prints can

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/kernels/bundle"
@@ -198,7 +199,7 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 			"on a machine you can throw away)", err)
 	}
 	if o.Device == "cuda" {
-		iso.Devices = gpuDevices()
+		iso.Devices = lanes.DeviceNodes()
 	}
 	r := &runner{ctx: ctx, o: o, iso: iso, python: python, runDir: runDir, bundle: staged}
 	plan, err := r.plan(m)
