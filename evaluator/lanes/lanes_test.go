@@ -117,3 +117,26 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestRealGPU discovers and samples the machine's GPUs; it runs only where
+// CACHEON_TEST_DEVICE=cuda.
+func TestRealGPU(t *testing.T) {
+	if os.Getenv("CACHEON_TEST_DEVICE") != "cuda" {
+		t.Skip("set CACHEON_TEST_DEVICE=cuda to run on a GPU")
+	}
+	gpus, err := Runner{}.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := Runner{}.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) != len(gpus) || samples[0].MemClockMHz <= 0 {
+		t.Fatalf("gpus %+v samples %+v", gpus, samples)
+	}
+	if len(DeviceNodes()) == 0 {
+		t.Fatal("no /dev/nvidia* device nodes")
+	}
+	t.Logf("gpus %+v\nsamples %+v\nnodes %v", gpus, samples, DeviceNodes())
+}
