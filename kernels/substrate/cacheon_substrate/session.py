@@ -8,7 +8,7 @@ The first frame is {"ready": true, "protocol": ..., "substrate": ..., "device": 
 once the model is loaded. Each request {"op": "batch", "id": N, "prompts": [[ids], ...],
 "max_new_tokens": K} is answered by {"id": N, "tokens": [[ids], ...], "seconds": S}: K tokens per
 prompt (the prefill's, then K-1 decode steps) and the seconds the generation took on this
-process's clock, device-synchronized. The controller times every request on its own clock too and
+process's clock (the whole request, device-synchronized). The controller times every request on its own clock too and
 refuses frames whose seconds disagree with it. A request that fails is answered {"id": N, "error":
 "..."}; the end of input ends the session with exit status 0.
 """
@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -26,9 +27,12 @@ MAX_REQUEST_BYTES = 64 << 20
 
 
 def batch(m, engines, req, graph):
-    """Runs one batch request; returns (tokens, seconds)."""
+    """Runs one batch request; returns (tokens, seconds), the seconds of the
+    whole request on this process's clock (a first batch's CUDA graph
+    capture and Triton JIT included), device-synchronized."""
     from .engine import Engine
 
+    t0 = time.perf_counter()
     prompts = req["prompts"]
     k = int(req["max_new_tokens"])
     if k < 1:
@@ -42,7 +46,10 @@ def batch(m, engines, req, graph):
     if eng is None:
         eng = engines[t.shape[0]] = Engine(m, t.shape[0])
     g = eng.generate(t, k - 1, use_graph=graph and m.device.type == "cuda")
-    return g.tokens.tolist(), (g.prefill_ms + g.decode_ms) / 1e3
+    tokens = g.tokens.tolist()
+    if m.device.type == "cuda":
+        torch.cuda.synchronize()
+    return tokens, time.perf_counter() - t0
 
 
 def main(argv=None) -> int:
