@@ -11,6 +11,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // Rules an assembly Problem names, so a reader can tell which check
@@ -65,6 +66,9 @@ func (e *AssemblyError) Error() string {
 	}
 	return fmt.Sprintf("stack does not assemble (%d problems):\n  %s", len(lines), strings.Join(lines, "\n  "))
 }
+
+// Is makes an assembly error a rejection (reject.ErrRejected).
+func (e *AssemblyError) Is(target error) bool { return target == reject.ErrRejected }
 
 // Assembled is a stack file with every source located, inspected and
 // bound into the stack's manifest.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 func newCatalogCommand(s Streams) *cobra.Command {
@@ -58,7 +59,7 @@ func loadCatalogArg(args []string) (*loadedCatalog, error) {
 	if len(args) > 0 {
 		src, err := hclload.ReadPath(args[0])
 		if errors.Is(err, hclload.ErrTooLarge) {
-			return nil, Rejected(err)
+			return nil, reject.Wrap(err)
 		} else if err != nil {
 			return nil, err
 		}
@@ -134,7 +135,7 @@ func (l *loadedCatalog) rejection(w io.Writer) error {
 		return err
 	}
 	n := len(l.diags.Errs())
-	return Rejected(fmt.Errorf("%s: invalid catalog (%d %s)", l.name, n, plural(n, "error", "errors")))
+	return reject.Errorf("%s: invalid catalog (%d %s)", l.name, n, plural(n, "error", "errors"))
 }
 
 func plural(n int, one, many string) string {
@@ -142,13 +143,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-func writeCatalogJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // diagnosticView is one diagnostic in --json output.
@@ -252,11 +246,11 @@ it is not, 1 when FILE cannot be read.`,
 					view.Rules = len(c.CompositionRules())
 					view.Providers = len(c.ArtifactProviders())
 				}
-				if err := writeCatalogJSON(s.Out, view); err != nil {
+				if err := writeJSON(s.Out, view); err != nil {
 					return err
 				}
 				if !view.Valid {
-					return ExitWith(ExitRejected)
+					return alreadyReported(reject.ErrRejected)
 				}
 				return nil
 			}
@@ -353,7 +347,7 @@ digest and each composition rule's binding contract digest.`,
 			for _, r := range c.CompositionRules() {
 				view.CompositionRules[r.ID] = r.BindingContractDigest
 			}
-			return writeCatalogJSON(s.Out, view)
+			return writeJSON(s.Out, view)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print every catalog digest as JSON")
@@ -427,7 +421,7 @@ hashes it ("target_spec") and each member slot in full.`,
 			c := l.catalog
 			t, ok := c.Target(args[0])
 			if !ok {
-				return Rejected(fmt.Errorf("%s: no target %q; registered targets: %s", l.name, args[0], strings.Join(c.TargetIDs(), ", ")))
+				return reject.Errorf("%s: no target %q; registered targets: %s", l.name, args[0], strings.Join(c.TargetIDs(), ", "))
 			}
 			spec, _ := c.TargetSpec(t.ID)
 			specDigest, _ := c.TargetSpecDigest(t.ID)
@@ -443,7 +437,7 @@ hashes it ("target_spec") and each member slot in full.`,
 				for _, slot := range slots {
 					view.Slots = append(view.Slots, newSlotView(slot))
 				}
-				return writeCatalogJSON(s.Out, view)
+				return writeJSON(s.Out, view)
 			}
 			w := s.Out
 			fmt.Fprintf(w, "target %s (%s)\n", t.ID, t.Kind)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cacheon/engine/tools/canonjson"
 	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 func newDigestCommand(s Streams) *cobra.Command {
@@ -31,24 +32,24 @@ levels and input over 16 MiB. The domain must match [a-z0-9][a-z0-9._-]*.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := identity.ValidateDomain(domain); err != nil {
-				return Rejected(fmt.Errorf("--domain: %w", err))
+				return reject.Errorf("--domain: %w", err)
 			}
 			if schemaVersion < 1 {
-				return Rejected(fmt.Errorf("--schema-version: %d must be a positive integer", schemaVersion))
+				return reject.Errorf("--schema-version: %d must be a positive integer", schemaVersion)
 			}
 			name, data, err := readInput(s.In, args)
 			if errors.Is(err, canonjson.ErrTooLarge) {
-				return Rejected(err)
+				return reject.Wrap(err)
 			} else if err != nil {
 				return err
 			}
 			payload, err := canonjson.Parse(data)
 			if err != nil {
-				return Rejected(fmt.Errorf("%s: %w", name, err))
+				return reject.Errorf("%s: %w", name, err)
 			}
 			d, err := identity.DigestVersion(domain, payload, schemaVersion)
 			if err != nil {
-				return Rejected(fmt.Errorf("%s: %w", name, err))
+				return reject.Errorf("%s: %w", name, err)
 			}
 			fmt.Fprintln(s.Out, d)
 			return nil

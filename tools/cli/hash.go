@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 func newHashCommand(s Streams) *cobra.Command {
@@ -41,12 +42,12 @@ rejects it too; no file is read past the size the walk saw.
 				return err
 			}
 			if !info.IsDir() {
-				return Rejected(fmt.Errorf("%s: not a directory", dir))
+				return reject.Errorf("%s: not a directory", dir)
 			}
 			tree, err := bundle.ReadTree(dir)
 			if err != nil {
 				if errors.Is(err, bundle.ErrInvalid) {
-					return Rejected(err)
+					return reject.Wrap(err)
 				}
 				return err
 			}
@@ -54,7 +55,7 @@ rejects it too; no file is read past the size the walk saw.
 			if err != nil {
 				// An empty bundle, an unreadable file or a file changing
 				// under the hash all reject the bundle as given.
-				return Rejected(err)
+				return reject.Wrap(err)
 			}
 			fmt.Fprintln(s.Out, d)
 			return nil

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/model"
 	"github.com/cacheon/engine/tools/model/testmodel"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 func newModelCommand(s Streams) *cobra.Command {
@@ -35,16 +35,6 @@ lanes. Models are never downloaded by these commands.`,
 		newModelMakeTestCommand(s),
 	)
 	return cmd
-}
-
-// modelError maps a library error to the exit code contract: a tree,
-// receipt or destination that breaks a rule is a rejection (2), anything
-// else an I/O failure (1).
-func modelError(err error) error {
-	if model.IsRejection(err) {
-		return Rejected(err)
-	}
-	return err
 }
 
 // modelProgress returns a progress printer for a terminal on w, or nil:
@@ -98,13 +88,6 @@ func newModelReceiptView(root, receiptPath string, r *model.Receipt) (*modelRece
 	}, nil
 }
 
-func writeModelJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func newModelProvisionCommand(s Streams) *cobra.Command {
 	var out, expected string
 	var workers int
@@ -150,7 +133,7 @@ hashed at once (default 4); the receipt does not depend on it.`,
 			// a large model.
 			if out != "" {
 				if err := model.CheckReceiptDestination(out, root); err != nil {
-					return modelError(err)
+					return err
 				}
 			}
 			r, err := model.Provision(root, model.Options{
@@ -159,7 +142,7 @@ hashed at once (default 4); the receipt does not depend on it.`,
 				Progress:              modelProgress(s.Err),
 			})
 			if err != nil {
-				return modelError(err)
+				return err
 			}
 			dest := out
 			if dest == "" {
@@ -168,14 +151,14 @@ hashed at once (default 4); the receipt does not depend on it.`,
 				}
 			}
 			if err := model.WriteReceipt(dest, root, r); err != nil {
-				return modelError(err)
+				return err
 			}
 			view, err := newModelReceiptView(root, dest, r)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeModelJSON(s.Out, view)
+				return writeJSON(s.Out, view)
 			}
 			fmt.Fprintf(s.Out, "content digest  %s\n", view.ContentDigest)
 			fmt.Fprintf(s.Out, "receipt digest  %s\n", view.ReceiptDigest)
@@ -215,12 +198,12 @@ or when the receipt is invalid.`,
 			root := args[0]
 			want, err := model.ReadReceipt(receiptPath)
 			if err != nil {
-				return modelError(err)
+				return err
 			}
 			got, err := model.Check(root, want, model.Options{Workers: workers, Progress: modelProgress(s.Err)})
 			var mismatch *model.MismatchError
 			if err != nil && !errors.As(err, &mismatch) {
-				return modelError(err)
+				return err
 			}
 			view, verr := newModelReceiptView(root, receiptPath, got)
 			if verr != nil {
@@ -232,11 +215,11 @@ or when the receipt is invalid.`,
 				view.Differences = mismatch.Differences
 			}
 			if asJSON {
-				if err := writeModelJSON(s.Out, view); err != nil {
+				if err := writeJSON(s.Out, view); err != nil {
 					return err
 				}
 				if !match {
-					return ExitWith(ExitRejected)
+					return alreadyReported(reject.ErrRejected)
 				}
 				return nil
 			}
@@ -244,7 +227,7 @@ or when the receipt is invalid.`,
 				for _, d := range mismatch.Differences {
 					fmt.Fprintln(s.Out, d)
 				}
-				return Rejected(fmt.Errorf("%s does not match receipt %s: %d file(s) differ", root, receiptPath, len(mismatch.Differences)))
+				return reject.Errorf("%s does not match receipt %s: %d file(s) differ", root, receiptPath, len(mismatch.Differences))
 			}
 			fmt.Fprintf(s.Out, "ok: %s matches %s\n", root, receiptPath)
 			fmt.Fprintf(s.Out, "content digest  %s\n", view.ContentDigest)
@@ -366,7 +349,7 @@ at all. Seal it afterwards with "cacheon model provision DIR".`,
 				view.ModelType = "mixtral"
 			}
 			if asJSON {
-				return writeModelJSON(s.Out, view)
+				return writeJSON(s.Out, view)
 			}
 			desc := fmt.Sprintf("%s, %d layers, hidden %d, %d/%d heads, intermediate %d, vocab %d",
 				view.ModelType, sh.Layers, sh.Hidden, sh.Heads, sh.KVHeads, sh.Intermediate, sh.Vocab)

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,6 +25,7 @@ import (
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 func newReleaseCommand(s Streams) *cobra.Command {
@@ -80,29 +79,19 @@ func inputError(err error) error {
 	if errors.As(err, &pe) {
 		return err
 	}
-	return Rejected(err)
+	return reject.Wrap(err)
 }
 
 // openRelease opens LAYOUT|REF: a directory holding an OCI layout, or a
 // registry reference.
 func openRelease(arg string, insecure bool) (store.Store, error) {
 	if info, err := os.Stat(arg); err == nil && info.IsDir() {
-		l, err := store.OpenLayout(arg)
-		if store.IsRejection(err) {
-			return nil, Rejected(err)
-		}
-		return l, err
+		return store.OpenLayout(arg)
 	}
 	if strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "/") {
 		return nil, fmt.Errorf("%s: no such OCI layout directory", arg)
 	}
 	return store.OpenRegistry(arg, insecure)
-}
-
-func writeReleaseJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func newReleaseBaseCommand(s Streams) *cobra.Command {
@@ -125,14 +114,14 @@ on a machine that can reach the registry), and pass --base-layout DIR
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := image.ParsePlatform(platform)
 			if err != nil {
-				return Rejected(err)
+				return reject.Wrap(err)
 			}
 			d, err := image.WriteScratchLayout(out, p)
 			if err != nil {
 				return err
 			}
 			if jsonOut {
-				return writeReleaseJSON(s.Out, map[string]any{"format_version": 1, "layout": out, "digest": d.String(), "platform": p.String()})
+				return writeJSON(s.Out, map[string]any{"format_version": 1, "layout": out, "digest": d.String(), "platform": p.String()})
 			}
 			fmt.Fprintln(s.Out, d)
 			return nil
@@ -162,7 +151,7 @@ against, and no key inside a release is ever trusted.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			signer, err := key.Generate(key.Algorithm(alg))
 			if err != nil {
-				return Rejected(err)
+				return reject.Wrap(err)
 			}
 			priv, err := key.MarshalPrivate(signer)
 			if err != nil {
@@ -185,7 +174,7 @@ against, and no key inside a release is ever trusted.`,
 			}
 			id, _ := key.ID(signer.Public())
 			if jsonOut {
-				return writeReleaseJSON(s.Out, map[string]any{"format_version": 1, "private_key": out + ".key", "public_key": out + ".pub", "key_id": id, "algorithm": alg})
+				return writeJSON(s.Out, map[string]any{"format_version": 1, "private_key": out + ".key", "public_key": out + ".pub", "key_id": id, "algorithm": alg})
 			}
 			fmt.Fprintf(s.Out, "private key %s.key\npublic key  %s.pub\nkey id      %s\n", out, out, id)
 			return nil
@@ -245,7 +234,7 @@ recorded in the descriptor and provenance.`,
 				return inputError(err)
 			}
 			if jsonOut {
-				return writeReleaseJSON(s.Out, struct {
+				return writeJSON(s.Out, struct {
 					FormatVersion int `json:"format_version"`
 					*build.Result
 				}{1, res})
@@ -312,7 +301,7 @@ statement must name the image it is attached to.`,
 				return inputError(err)
 			}
 			if jsonOut {
-				return writeReleaseJSON(s.Out, struct {
+				return writeJSON(s.Out, struct {
 					FormatVersion int `json:"format_version"`
 					*sign.Signed
 				}{1, res})
@@ -371,7 +360,7 @@ in-toto-layout).`,
 			opts := verify.Options{Policy: policy}
 			if now != "" {
 				if opts.Now, err = time.Parse(time.RFC3339, now); err != nil {
-					return Rejected(fmt.Errorf("--now: %w", err))
+					return reject.Errorf("--now: %w", err)
 				}
 			}
 			if !jsonOut {
@@ -420,11 +409,11 @@ func reportVerification(s Streams, rep *verify.Report, err error, jsonOut bool) 
 		return err
 	}
 	if jsonOut {
-		if werr := writeReleaseJSON(s.Out, rep); werr != nil {
+		if werr := writeJSON(s.Out, rep); werr != nil {
 			return werr
 		}
 		if isCheck {
-			return ExitWith(ExitRejected)
+			return alreadyReported(reject.ErrRejected)
 		}
 		return nil
 	}
@@ -436,7 +425,7 @@ func reportVerification(s Streams, rep *verify.Report, err error, jsonOut bool) 
 		fmt.Fprintf(s.Out, "%s %-19s %s\n", mark, c.Name, c.Detail)
 	}
 	if isCheck {
-		return Rejected(err)
+		return reject.Wrap(err)
 	}
 	fmt.Fprintf(s.Out, "verified %s@%s\n  engine tree %s\n  descriptor  %s\n  signed by   %s\n", rep.Image, rep.ImageDigest, rep.EngineTreeDigest, rep.DescriptorDigest, rep.KeyID)
 	return nil
@@ -470,14 +459,14 @@ ever published half-way. With --key the release is fully verified first.`,
 				if _, err := verify.Run(l, verify.Options{Policy: policy}); err != nil {
 					var failed *verify.Failure
 					if errors.As(err, &failed) {
-						return Rejected(fmt.Errorf("refusing to publish %s: %w", args[0], err))
+						return reject.Errorf("refusing to publish %s: %w", args[0], err)
 					}
 					return err
 				}
 			}
 			target, err := store.OpenRegistry(args[1], insecure)
 			if err != nil {
-				return Rejected(err)
+				return reject.Wrap(err)
 			}
 			var progress func(string)
 			if !jsonOut {
@@ -487,12 +476,12 @@ ever published half-way. With --key the release is fully verified first.`,
 			if err != nil {
 				var mm *store.DigestMismatchError
 				if errors.Is(err, publish.ErrIncomplete) || errors.As(err, &mm) || store.IsRejection(err) {
-					return Rejected(err)
+					return reject.Wrap(err)
 				}
 				return err
 			}
 			if jsonOut {
-				return writeReleaseJSON(s.Out, struct {
+				return writeJSON(s.Out, struct {
 					FormatVersion int `json:"format_version"`
 					*publish.Result
 				}{1, res})
@@ -541,24 +530,24 @@ reaches it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			policy, err := key.LoadPolicy(keyPath)
 			if err != nil {
-				return Rejected(fmt.Errorf("%w: expected key: %v", entrypoint.ErrRefused, err))
+				return reject.Errorf("%w: expected key: %v", entrypoint.ErrRefused, err)
 			}
 			bundle, err := os.ReadFile(bundlePath)
 			if err != nil {
-				return Rejected(fmt.Errorf("%w: signature bundle: %v", entrypoint.ErrRefused, err))
+				return reject.Errorf("%w: signature bundle: %v", entrypoint.ErrRefused, err)
 			}
 			v, err := entrypoint.Verify(entrypoint.Options{Root: root, Policy: policy, Bundle: bundle, Model: modelDir})
 			if err != nil {
-				return Rejected(err)
+				return reject.Wrap(err)
 			}
 			if dryRun {
-				return writeReleaseJSON(s.Out, map[string]any{
+				return writeJSON(s.Out, map[string]any{
 					"format_version": 1, "verified": true, "descriptor_digest": v.DescriptorDigest,
 					"engine_tree_digest": v.Descriptor.EngineTreeDigest, "key_id": v.KeyID, "argv": v.Argv, "env": v.Env,
 				})
 			}
 			fmt.Fprintf(s.Err, "cacheon release serve: release %s verified (key %s); starting %s\n", v.DescriptorDigest, v.KeyID, v.Argv[0])
-			return Rejected(entrypoint.Exec(v))
+			return reject.Wrap(entrypoint.Exec(v))
 		},
 	}
 	f := cmd.Flags()
@@ -618,20 +607,20 @@ test_evidence. All seven must be distinct.`,
 			}
 			crown, err := review.ParseCrown(cb)
 			if err != nil {
-				return Rejected(fmt.Errorf("%s: %w", crownPath, err))
+				return reject.Errorf("%s: %w", crownPath, err)
 			}
 			ev := map[review.Role][]byte{}
 			for _, e := range evidence {
 				name, file, ok := strings.Cut(e, "=")
 				if !ok {
-					return Rejected(fmt.Errorf("--evidence %q: want ROLE=FILE", e))
+					return reject.Errorf("--evidence %q: want ROLE=FILE", e)
 				}
 				role, err := review.ParseRole(name)
 				if err != nil {
-					return Rejected(err)
+					return reject.Wrap(err)
 				}
 				if _, dup := ev[role]; dup {
-					return Rejected(fmt.Errorf("--evidence %s given twice", role))
+					return reject.Errorf("--evidence %s given twice", role)
 				}
 				if ev[role], err = os.ReadFile(file); err != nil {
 					return err
@@ -639,14 +628,14 @@ test_evidence. All seven must be distinct.`,
 			}
 			cat, err := bundleCatalog(catalogPath)
 			if err != nil {
-				return Rejected(err)
+				return reject.Wrap(err)
 			}
 			rec, err := review.New(review.Request{
 				Crown: crown, Evidence: ev, Reviewer: reviewer, Repo: repo, Commit: commit, Path: path,
 				Inspect: review.Inspector(cat, nil),
 			})
 			if err != nil {
-				return Rejected(err)
+				return reject.Wrap(err)
 			}
 			b, err := rec.Marshal()
 			if err != nil {
@@ -662,7 +651,7 @@ test_evidence. All seven must be distinct.`,
 			}
 			refDigest, _ := ref.RefDigest()
 			if jsonOut {
-				return writeReleaseJSON(s.Out, map[string]any{
+				return writeJSON(s.Out, map[string]any{
 					"format_version": 1, "record": out, "record_digest": digest, "integrated_ref": ref,
 					"integrated_ref_digest": refDigest, "integrated_source_tree_digest": rec.IntegratedSourceTreeDigest,
 				})
@@ -719,13 +708,13 @@ anyway and reports layers whose files are equal but whose bytes are not.`,
 			for _, src := range sources {
 				target, p, ok := strings.Cut(src, "=")
 				if !ok {
-					return Rejected(fmt.Errorf("--source %q: want TARGET=PATH", src))
+					return reject.Errorf("--source %q: want TARGET=PATH", src)
 				}
 				opts.SourcePaths[target] = p
 			}
 			if sourceRepo != "" {
 				if opts.Catalog, err = bundleCatalog(catalogPath); err != nil {
-					return Rejected(err)
+					return reject.Wrap(err)
 				}
 			}
 			if !jsonOut {
@@ -740,21 +729,21 @@ anyway and reports layers whose files are equal but whose bytes are not.`,
 			var mismatch *rebuild.Mismatch
 			switch {
 			case errors.As(err, &failed):
-				return Rejected(err)
+				return reject.Wrap(err)
 			case err != nil && !errors.As(err, &mismatch):
 				return err
 			}
 			if jsonOut {
-				if werr := writeReleaseJSON(s.Out, res); werr != nil {
+				if werr := writeJSON(s.Out, res); werr != nil {
 					return werr
 				}
 				if mismatch != nil {
-					return ExitWith(ExitRejected)
+					return alreadyReported(reject.ErrRejected)
 				}
 				return nil
 			}
 			if mismatch != nil {
-				return Rejected(err)
+				return reject.Wrap(err)
 			}
 			fmt.Fprintf(s.Out, "reproduced %s\n  rebuilt digest %s\n  engine tree    %s", res.ImageDigest, res.RebuiltDigest, res.EngineTreeDigest)
 			if res.Rematerialized {
@@ -784,7 +773,7 @@ func layoutCheck(path string, keyPaths []string, linkDir string) (verify.LayoutC
 	}
 	mb, err := intoto.Load(path)
 	if err != nil {
-		return nil, Rejected(err)
+		return nil, reject.Wrap(err)
 	}
 	var owners [][]byte
 	for _, p := range keyPaths {
@@ -829,7 +818,7 @@ previous step's products. Consumers check releases against it with
 			}
 			exp, err := time.Parse(time.RFC3339, expires)
 			if err != nil {
-				return Rejected(fmt.Errorf("--expires: %w", err))
+				return reject.Errorf("--expires: %w", err)
 			}
 			f := intoto.Functionaries{}
 			for step, paths := range map[string][]string{
@@ -846,7 +835,7 @@ previous step's products. Consumers check releases against it with
 			}
 			mb, err := intoto.New(owner, f, exp)
 			if err != nil {
-				return Rejected(err)
+				return reject.Wrap(err)
 			}
 			if _, err := os.Lstat(out); err == nil {
 				return fmt.Errorf("%s already exists", out)
@@ -906,7 +895,7 @@ materialize and build (the builder), sign (the release key).`,
 			}
 			mb, name, err := intoto.Link(step, rel, priv)
 			if err != nil {
-				return Rejected(err)
+				return reject.Wrap(err)
 			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return err

@@ -5,18 +5,14 @@
 package cli
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
-)
-
-// Exit codes shared by every command.
-const (
-	ExitOK       = 0
-	ExitError    = 1 // usage, I/O or infrastructure error
-	ExitRejected = 2 // the input was read and rejected, or a check failed
 )
 
 // Streams are the standard streams a command reads and writes, passed in
@@ -26,30 +22,6 @@ type Streams struct {
 	Out io.Writer
 	Err io.Writer
 }
-
-// rejectedError marks an error as a rejection of the input (exit 2) rather
-// than a usage or I/O failure (exit 1).
-type rejectedError struct{ err error }
-
-func (e *rejectedError) Error() string { return e.err.Error() }
-func (e *rejectedError) Unwrap() error { return e.err }
-
-// Rejected wraps err so the command exits with ExitRejected.
-func Rejected(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &rejectedError{err}
-}
-
-// silentExit carries an exit code for a command that already printed its
-// result (a scan listing its violations, say) and has nothing to add.
-type silentExit struct{ code int }
-
-func (e *silentExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
-// ExitWith ends a command with code without printing an error message.
-func ExitWith(code int) error { return &silentExit{code} }
 
 // NewRootCommand builds the cacheon command tree.
 func NewRootCommand(s Streams) *cobra.Command {
@@ -85,21 +57,22 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 }
 
 // Main runs the command line with args and returns the process exit code.
+// Ctrl-C (or SIGTERM) cancels the context every command runs under, so a
+// long materialization or release build stops at its next check and
+// cleans up instead of dying mid-write.
 func Main(args []string, s Streams) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return MainContext(ctx, args, s)
+}
+
+// MainContext is Main under a context the caller controls (tests cancel it).
+func MainContext(ctx context.Context, args []string, s Streams) int {
 	root := NewRootCommand(s)
 	root.SetArgs(args)
-	err := root.Execute()
-	if err == nil {
-		return ExitOK
+	err := root.ExecuteContext(ctx)
+	if err != nil && !isReported(err) {
+		fmt.Fprintf(s.Err, "cacheon: %v\n", err)
 	}
-	var silent *silentExit
-	if errors.As(err, &silent) {
-		return silent.code
-	}
-	fmt.Fprintf(s.Err, "cacheon: %v\n", err)
-	var rejected *rejectedError
-	if errors.As(err, &rejected) {
-		return ExitRejected
-	}
-	return ExitError
+	return ExitCode(err)
 }

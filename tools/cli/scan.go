@@ -1,26 +1,15 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/scan"
+	"github.com/cacheon/engine/tools/reject"
 )
-
-// bundleInputError classifies an error from loading a bundle: a rejection
-// of what was read (manifest, metadata, rebuild.json, names, intake limits)
-// exits 2; a missing directory or manifest, or an I/O error, exits 1.
-func bundleInputError(err error) error {
-	if bundle.IsRejection(err) {
-		return Rejected(err)
-	}
-	return err
-}
 
 func newScanCommand(s Streams) *cobra.Command {
 	var asJSON bool
@@ -69,19 +58,17 @@ rule broken), 1 no manifest to read, an I/O or a usage error.`,
 			}
 			report, err := scan.Bundle(dir)
 			if err != nil {
-				return bundleInputError(fmt.Errorf("scan %s: %w", dir, err))
+				return fmt.Errorf("scan %s: %w", dir, err)
 			}
 			if asJSON {
-				enc := json.NewEncoder(s.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(report); err != nil {
+				if err := writeJSON(s.Out, report); err != nil {
 					return err
 				}
 			} else {
 				printScanReport(s.Out, report)
 			}
 			if !report.Clean {
-				return ExitWith(ExitRejected)
+				return alreadyReported(reject.Errorf("%s: the scan found violations", dir))
 			}
 			return nil
 		},

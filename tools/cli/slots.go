@@ -120,7 +120,7 @@ and the catalog shapes the verifier runs.`,
 				for _, slot := range slots {
 					view.Slots = append(view.Slots, newSlotView(slot))
 				}
-				return writeCatalogJSON(s.Out, view)
+				return writeJSON(s.Out, view)
 			}
 			fmt.Fprintln(s.Out, "Registered op-slots (the submission ABI):")
 			tw := tabwriter.NewWriter(s.Out, 0, 0, 2, ' ', 0)

@@ -22,6 +22,7 @@ import (
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // stackDeps are the validator components stack commands run with: those
@@ -135,15 +136,15 @@ func loadStack(s Streams, path string, o stackInputOptions, deps stackDeps, json
 		return nil, err
 	}
 	if err := src.Check(f); err != nil {
-		return nil, Rejected(err)
+		return nil, reject.Wrap(err)
 	}
 	catPath, err := src.CatalogPath(f)
 	if err != nil {
-		return nil, Rejected(err)
+		return nil, reject.Wrap(err)
 	}
 	cat, err := bundleCatalog(catPath)
 	if err != nil {
-		return nil, Rejected(fmt.Errorf("%s: catalog %s: %w", f.CatalogRange, catPath, err))
+		return nil, fmt.Errorf("%s: %w", f.CatalogRange, err)
 	}
 	digests, err := patcherDigests(o.patchers)
 	if err != nil {
@@ -152,10 +153,6 @@ func loadStack(s Streams, path string, o stackInputOptions, deps stackDeps, json
 	payload := contribution.PayloadOptions{Closure: deps.bundle.closure, CUDACheck: deps.bundle.cudaCheck, PatcherDigests: digests}
 	a, err := stack.Assemble(f, src, cat, payload)
 	if err != nil {
-		var ae *stack.AssemblyError
-		if errors.As(err, &ae) {
-			return nil, Rejected(err)
-		}
 		return nil, err
 	}
 	return &loadedStack{assembled: a, catalog: cat, payload: payload, sources: src}, nil
@@ -187,13 +184,13 @@ func reportDiagnostics(s Streams, parser *hclparse.Parser, diags hcl.Diagnostics
 		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "ok": false, "diagnostics": out}); err != nil {
 			return err
 		}
-		return ExitWith(ExitRejected)
+		return alreadyReported(reject.ErrRejected)
 	}
 	w := hcl.NewDiagnosticTextWriter(s.Err, parser.Files(), 78, false)
 	if err := w.WriteDiagnostics(diags); err != nil {
 		return err
 	}
-	return Rejected(fmt.Errorf("stack file has %d error(s)", len(diags.Errs())))
+	return reject.Errorf("stack file has %d error(s)", len(diags.Errs()))
 }
 
 // entryJSON is one stack entry in --json output.
@@ -415,9 +412,6 @@ or I/O error.`,
 			}
 			res, err := materialize.Materialize(l.assembled.Manifest, resolverOf(l.assembled.Dirs), out, opts)
 			if err != nil {
-				if materialize.IsRejection(err) {
-					return Rejected(err)
-				}
 				return err
 			}
 			if manifestOut != "" {
@@ -466,7 +460,7 @@ Exit codes: 0 the tree is well-formed; 2 it is not; 1 an I/O error.`,
 			}
 			res, err := materialize.Verify(args[0])
 			if err != nil {
-				return Rejected(fmt.Errorf("%s: %w", args[0], err))
+				return reject.Errorf("%s: %w", args[0], err)
 			}
 			if jsonOut {
 				return writeJSON(s.Out, treeDoc(args[0], "", res))
@@ -565,7 +559,7 @@ func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath,
 	}
 	incumbent, ok := l.assembled.Manifest.(*stack.EvaluationStackManifest)
 	if !ok || l.assembled.File.Kind != stack.Evaluation {
-		return Rejected(fmt.Errorf("%s: the incumbent must be an evaluation stack, this is a %s stack", incumbentPath, l.assembled.File.Kind))
+		return reject.Errorf("%s: the incumbent must be an evaluation stack, this is a %s stack", incumbentPath, l.assembled.File.Kind)
 	}
 	if _, err := os.Stat(candidateDir); err != nil {
 		return err
@@ -590,7 +584,7 @@ func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath,
 	}
 	ref, err := contribution.NewProposalRef(in, attribution)
 	if err != nil {
-		return Rejected(fmt.Errorf("--attribution: %w", err))
+		return reject.Errorf("--attribution: %w", err)
 	}
 	cand, err := plan.Plan(l.catalog, incumbent, ref)
 	if err != nil {
@@ -656,11 +650,7 @@ func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath,
 }
 
 func wrapMaterializeErr(which string, err error) error {
-	err = fmt.Errorf("materialize %s: %w", which, err)
-	if materialize.IsRejection(err) {
-		return Rejected(err)
-	}
-	return err
+	return fmt.Errorf("materialize %s: %w", which, err)
 }
 
 func planRejected(s Streams, jsonOut bool, reason, detail string) error {
@@ -668,9 +658,9 @@ func planRejected(s Streams, jsonOut bool, reason, detail string) error {
 		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "rejected": planRejectionJSON{Reason: reason, Detail: detail}}); err != nil {
 			return err
 		}
-		return ExitWith(ExitRejected)
+		return alreadyReported(reject.ErrRejected)
 	}
-	return Rejected(fmt.Errorf("candidate rejected (%s): %s", reason, detail))
+	return reject.Errorf("candidate rejected (%s): %s", reason, detail)
 }
 
 func writePlanText(w io.Writer, p *plan.MarginalArmPlan, digest, out string) {
@@ -794,7 +784,7 @@ func loadRecords(paths []string) ([]contribution.IntegrationRecord, error) {
 		}
 		r, err := review.Parse(b)
 		if err != nil {
-			return nil, Rejected(fmt.Errorf("integration record %s: %w", p, err))
+			return nil, reject.Errorf("integration record %s: %w", p, err)
 		}
 		out = append(out, reviewRecord{r})
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/evaluator/verify"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 type verifyOptions struct {
@@ -114,7 +114,7 @@ func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) er
 		}
 		if l.diags.HasErrors() {
 			l.writeDiagnostics(s.Err)
-			return Rejected(fmt.Errorf("--catalog %s: the catalog does not validate", o.catalog))
+			return reject.Errorf("--catalog %s: the catalog does not validate", o.catalog)
 		}
 		opts.Catalog = l.catalog
 	}
@@ -123,12 +123,10 @@ func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) er
 		if errors.Is(err, verify.ErrUsage) {
 			return err
 		}
-		return bundleInputError(fmt.Errorf("verify %s: %w", bundle, err))
+		return fmt.Errorf("verify %s: %w", bundle, err)
 	}
 	if o.jsonOut {
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(s.Out, rep); err != nil {
 			return err
 		}
 	} else {
@@ -138,9 +136,9 @@ func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) er
 	case verify.Pass:
 		return nil
 	case verify.Error:
-		return ExitWith(ExitError)
+		return alreadyReported(fmt.Errorf("verify %s: the verification did not complete (%s)", bundle, rep.Verdict))
 	default:
-		return ExitWith(ExitRejected)
+		return alreadyReported(reject.Errorf("verify %s: verdict %s", bundle, rep.Verdict))
 	}
 }
 
