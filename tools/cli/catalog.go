@@ -69,64 +69,9 @@ func loadCatalogArg(args []string) (*loadedCatalog, error) {
 	return l, nil
 }
 
-// writeDiagnostics renders each diagnostic as "file:line:column: error:
-// summary", the source line with the subject underlined, and the detail.
+// writeDiagnostics renders the diagnostics as every HCL file's are.
 func (l *loadedCatalog) writeDiagnostics(w io.Writer) error {
-	lines := strings.Split(string(l.src), "\n")
-	var b strings.Builder
-	for _, d := range l.diags {
-		severity := "error"
-		if d.Severity == hcl.DiagWarning {
-			severity = "warning"
-		}
-		summary, detail := d.Summary, d.Detail
-		if rule, ok := catalog.RuleOf(d); ok {
-			summary += " [" + string(rule) + "]"
-			detail = strings.TrimSuffix(detail, " (catalog rule "+string(rule)+")")
-		}
-		r := d.Subject
-		if r == nil {
-			fmt.Fprintf(&b, "%s: %s: %s\n", l.name, severity, summary)
-		} else {
-			fmt.Fprintf(&b, "%s:%d:%d: %s: %s\n", r.Filename, r.Start.Line, r.Start.Column, severity, summary)
-			if r.Filename == l.name && r.Start.Line >= 1 && r.Start.Line <= len(lines) {
-				text := strings.ReplaceAll(lines[r.Start.Line-1], "\t", " ")
-				gutter := fmt.Sprintf("%5d | ", r.Start.Line)
-				fmt.Fprintf(&b, "%s%s\n", gutter, text)
-				width := 1
-				if r.End.Line == r.Start.Line && r.End.Column > r.Start.Column {
-					width = r.End.Column - r.Start.Column
-				}
-				fmt.Fprintf(&b, "%s%s%s\n", strings.Repeat(" ", len(gutter)-2)+"| ", strings.Repeat(" ", max(r.Start.Column-1, 0)), strings.Repeat("^", width))
-			}
-		}
-		if detail != "" {
-			b.WriteString(wrapText(detail, "      ", 78))
-		}
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// wrapText wraps s at width columns, each line starting with indent.
-func wrapText(s, indent string, width int) string {
-	var b strings.Builder
-	line := indent
-	for _, word := range strings.Fields(s) {
-		if len(line) > len(indent) && len(line)+1+len(word) > width {
-			b.WriteString(line + "\n")
-			line = indent
-		}
-		if len(line) > len(indent) {
-			line += " "
-		}
-		line += word
-	}
-	if len(line) > len(indent) {
-		b.WriteString(line + "\n")
-	}
-	return b.String()
+	return hclload.WriteText(w, map[string][]byte{l.name: l.src}, l.diags)
 }
 
 // rejection prints the diagnostics to w and returns the exit-2 error.
@@ -145,64 +90,21 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// diagnosticView is one diagnostic in --json output.
-type diagnosticView struct {
-	Severity string     `json:"severity"`
-	Summary  string     `json:"summary"`
-	Detail   string     `json:"detail"`
-	Rule     string     `json:"rule,omitempty"`
-	Range    *rangeView `json:"range,omitempty"`
-}
-
-type rangeView struct {
-	Filename string  `json:"filename"`
-	Start    posView `json:"start"`
-	End      posView `json:"end"`
-}
-
-type posView struct {
-	Line   int `json:"line"`
-	Column int `json:"column"`
-	Byte   int `json:"byte"`
-}
-
-func diagnosticViews(diags hcl.Diagnostics) []diagnosticView {
-	out := []diagnosticView{}
-	for _, d := range diags {
-		v := diagnosticView{Severity: "error", Summary: d.Summary, Detail: d.Detail}
-		if d.Severity == hcl.DiagWarning {
-			v.Severity = "warning"
-		}
-		if rule, ok := catalog.RuleOf(d); ok {
-			v.Rule = string(rule)
-		}
-		if r := d.Subject; r != nil {
-			v.Range = &rangeView{
-				Filename: r.Filename,
-				Start:    posView{r.Start.Line, r.Start.Column, r.Start.Byte},
-				End:      posView{r.End.Line, r.End.Column, r.End.Byte},
-			}
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 // catalogCheckView is the --json document of catalog check.
 type catalogCheckView struct {
-	FormatVersion int              `json:"format_version"`
-	File          string           `json:"file"`
-	Embedded      bool             `json:"embedded"`
-	Valid         bool             `json:"valid"`
-	ErrorCount    int              `json:"error_count"`
-	WarningCount  int              `json:"warning_count"`
-	Diagnostics   []diagnosticView `json:"diagnostics"`
-	CatalogDigest string           `json:"catalog_digest,omitempty"`
-	SlotTargets   int              `json:"slot_targets"`
-	AtomicTargets int              `json:"atomic_targets"`
-	Slots         int              `json:"slots"`
-	Rules         int              `json:"composition_rules"`
-	Providers     int              `json:"artifact_providers"`
+	FormatVersion int                  `json:"format_version"`
+	File          string               `json:"file"`
+	Embedded      bool                 `json:"embedded"`
+	Valid         bool                 `json:"valid"`
+	ErrorCount    int                  `json:"error_count"`
+	WarningCount  int                  `json:"warning_count"`
+	Diagnostics   []hclload.Diagnostic `json:"diagnostics"`
+	CatalogDigest string               `json:"catalog_digest,omitempty"`
+	SlotTargets   int                  `json:"slot_targets"`
+	AtomicTargets int                  `json:"atomic_targets"`
+	Slots         int                  `json:"slots"`
+	Rules         int                  `json:"composition_rules"`
+	Providers     int                  `json:"artifact_providers"`
 }
 
 func newCatalogCheckCommand(s Streams) *cobra.Command {
@@ -237,7 +139,7 @@ it is not, 1 when FILE cannot be read.`,
 					Valid:         !l.diags.HasErrors(),
 					ErrorCount:    len(l.diags.Errs()),
 					WarningCount:  len(l.diags) - len(l.diags.Errs()),
-					Diagnostics:   diagnosticViews(l.diags),
+					Diagnostics:   hclload.JSON(l.diags),
 				}
 				if c := l.catalog; c != nil {
 					view.CatalogDigest = c.Digest()

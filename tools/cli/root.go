@@ -53,6 +53,7 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newStackCommand(s),
 		newReleaseCommand(s),
 	)
+	withJSONRefusals(root, s)
 	return root
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/hclload"
 	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/reject"
 )
@@ -158,39 +159,20 @@ func loadStack(s Streams, path string, o stackInputOptions, deps stackDeps, json
 	return &loadedStack{assembled: a, catalog: cat, payload: payload, sources: src}, nil
 }
 
-// diagnosticJSON is one HCL diagnostic in --json output.
-type diagnosticJSON struct {
-	Severity string `json:"severity"`
-	Summary  string `json:"summary"`
-	Detail   string `json:"detail"`
-	File     string `json:"file"`
-	Line     int    `json:"line"`
-	Column   int    `json:"column"`
-}
-
+// reportDiagnostics renders a stack file's HCL diagnostics to stderr
+// (with --json, the refusal document gives them instead) and returns the
+// rejection.
 func reportDiagnostics(s Streams, parser *hclparse.Parser, diags hcl.Diagnostics, jsonOut bool) error {
-	if jsonOut {
-		out := []diagnosticJSON{}
-		for _, d := range diags {
-			j := diagnosticJSON{Severity: "error", Summary: d.Summary, Detail: d.Detail}
-			if d.Severity == hcl.DiagWarning {
-				j.Severity = "warning"
-			}
-			if d.Subject != nil {
-				j.File, j.Line, j.Column = d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column
-			}
-			out = append(out, j)
+	if !jsonOut {
+		files := map[string][]byte{}
+		for name, f := range parser.Files() {
+			files[name] = f.Bytes
 		}
-		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "ok": false, "diagnostics": out}); err != nil {
+		if err := hclload.WriteText(s.Err, files, diags); err != nil {
 			return err
 		}
-		return alreadyReported(reject.ErrRejected)
 	}
-	w := hcl.NewDiagnosticTextWriter(s.Err, parser.Files(), 78, false)
-	if err := w.WriteDiagnostics(diags); err != nil {
-		return err
-	}
-	return reject.Errorf("stack file has %d error(s)", len(diags.Errs()))
+	return &diagnosedError{msg: fmt.Sprintf("stack file has %d error(s)", len(diags.Errs())), diags: diags}
 }
 
 // entryJSON is one stack entry in --json output.
