@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +23,6 @@ import (
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/hclload"
-	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/reject"
 )
 
@@ -455,11 +455,6 @@ Exit codes: 0 the tree is well-formed; 2 it is not; 1 an I/O error.`,
 	return cmd
 }
 
-// localAttributionDomain names the attribution of a candidate checked
-// locally, outside any market intake: it is derived from the bundle alone
-// and never credits anyone.
-const localAttributionDomain = "cacheon.contribution.local-attribution.v1"
-
 func newStackPlanCommand(s Streams, deps stackDeps) *cobra.Command {
 	var o stackInputOptions
 	var incumbentPath, candidateDir, candidateLabel, attribution, out string
@@ -505,7 +500,7 @@ rule); 1 a usage or I/O error.`,
 					return fmt.Errorf("--candidate-label: %w", err)
 				}
 			}
-			return runStackPlan(s, deps, o, incumbentPath, candidateDir, candidateLabel, attribution, out, jsonOut)
+			return runStackPlan(cmd.Context(), s, deps, o, incumbentPath, candidateDir, candidateLabel, attribution, out, jsonOut)
 		},
 	}
 	o.addFlags(cmd.Flags())
@@ -534,115 +529,67 @@ type planRejectionJSON struct {
 	Detail string `json:"detail"`
 }
 
-func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath, candidateDir, candidateLabel, attribution, out string, jsonOut bool) error {
+// runStackPlan assembles the incumbent, hands the planning to plan.Run
+// and prints the result; every refusal is plan's.
+func runStackPlan(ctx context.Context, s Streams, deps stackDeps, o stackInputOptions, incumbentPath, candidateDir, candidateLabel, attribution, out string, jsonOut bool) error {
 	l, err := loadStack(s, incumbentPath, o, deps, jsonOut)
 	if err != nil {
 		return err
 	}
-	incumbent, ok := l.assembled.Manifest.(*stack.EvaluationStackManifest)
-	if !ok || l.assembled.File.Kind != stack.Evaluation {
-		return reject.Errorf("%s: the incumbent must be an evaluation stack, this is a %s stack", incumbentPath, l.assembled.File.Kind)
-	}
-	if _, err := os.Stat(candidateDir); err != nil {
-		return err
-	}
-	in, err := contribution.Inspect(candidateDir, contribution.Options{Catalog: l.catalog, Payload: l.payload})
-	if err != nil {
-		var rej *contribution.RejectedError
-		if errors.As(err, &rej) {
-			return planRejected(s, jsonOut, "inspection", fmt.Sprintf("the candidate %s is refused at %s: %v", candidateDir, rej.Stage, rej.Err))
-		}
-		return err
-	}
-	if !in.Registered() {
-		return planRejected(s, jsonOut, string(plan.ReasonUnknownTarget), fmt.Sprintf("the candidate %s resolves to no registered target (%s)", candidateDir, in.Target.Unregistered))
-	}
-	local := attribution == ""
-	if local {
-		attribution = identity.MustDigest(localAttributionDomain, map[string]string{"artifact_digest": in.ContentHash})
-		if !jsonOut {
-			fmt.Fprintf(s.Err, "cacheon: no --attribution: using the local attribution %s (credits no one)\n", attribution)
-		}
-	}
-	ref, err := contribution.NewProposalRef(in, attribution)
-	if err != nil {
-		return reject.Errorf("--attribution: %w", err)
-	}
-	cand, err := plan.Plan(l.catalog, incumbent, ref)
-	if err != nil {
-		var r *plan.Rejection
-		if errors.As(err, &r) {
-			return planRejected(s, jsonOut, string(r.Reason), r.Detail)
-		}
-		return err
-	}
-
 	opts, err := materializeOptions(s, l, deps, true)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "cacheon-plan-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	candDirs := map[string]string{}
-	for id, d := range l.assembled.Dirs {
-		candDirs[id] = d
-	}
-	candDirs[cand.Transition.TargetID] = candidateDir
+	req := plan.Request{Incumbent: l.assembled, IncumbentPath: incumbentPath, CandidateDir: candidateDir, Attribution: attribution, Materialize: opts}
 	if !jsonOut {
-		fmt.Fprintf(s.Err, "cacheon: materializing incumbent and candidate to compare their trees\n")
+		req.Progress = func(format string, args ...any) { fmt.Fprintf(s.Err, "cacheon: "+format+"\n", args...) }
 	}
-	bTree, err := materialize.Materialize(incumbent, resolverOf(l.assembled.Dirs), filepath.Join(tmp, "B"), opts)
-	if err != nil {
-		return wrapMaterializeErr("incumbent", err)
-	}
-	cTree, err := materialize.Materialize(cand.Stack, resolverOf(candDirs), filepath.Join(tmp, "C"), opts)
-	if err != nil {
-		return wrapMaterializeErr("candidate", err)
-	}
-	arms, err := cand.Arms(bTree.TreeDigest, cTree.TreeDigest)
+	res, err := plan.Run(ctx, req)
 	if err != nil {
 		var r *plan.Rejection
-		if errors.As(err, &r) {
-			return planRejected(s, jsonOut, string(r.Reason), r.Detail)
+		var ae *plan.AttributionError
+		switch {
+		case errors.As(err, &r):
+			return planRejected(s, jsonOut, r)
+		case errors.As(err, &ae):
+			return fmt.Errorf("--%w", err)
 		}
 		return err
 	}
-	planDigest, err := arms.Digest()
-	if err != nil {
-		return err
+	if res.Local && !jsonOut {
+		fmt.Fprintf(s.Err, "cacheon: no --attribution: using the local attribution %s (credits no one)\n", res.Attribution)
 	}
-
 	var outPtr *string
 	if out != "" {
-		if err := writeCandidateStack(s.Err, l.assembled.File, cand, candidateDir, candidateLabel, attribution, in.ContentHash, incumbentPath, out); err != nil {
+		warnings, err := plan.WriteCandidate(out, plan.CandidateFile{Incumbent: l.assembled.File, IncumbentPath: incumbentPath,
+			Result: res, CandidateDir: candidateDir, Label: candidateLabel})
+		if err != nil {
 			return err
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(s.Err, "cacheon: %s\n", w)
 		}
 		outPtr = &out
 	}
 	if jsonOut {
 		return writeJSON(s.Out, planJSON{
-			FormatVersion: 1, PlanDigest: planDigest, Plan: arms, Attribution: attribution, LocalAttrib: local, CandidateOut: outPtr,
+			FormatVersion: 1, PlanDigest: res.Digest, Plan: res.Arms, Attribution: res.Attribution, LocalAttrib: res.Local, CandidateOut: outPtr,
 		})
 	}
-	writePlanText(s.Out, arms, planDigest, out)
+	writePlanText(s.Out, res.Arms, res.Digest, out)
 	return nil
 }
 
-func wrapMaterializeErr(which string, err error) error {
-	return fmt.Errorf("materialize %s: %w", which, err)
-}
-
-func planRejected(s Streams, jsonOut bool, reason, detail string) error {
+// planRejected reports a refused candidate: with --json as the plan
+// document's "rejected" object, otherwise as the error message.
+func planRejected(s Streams, jsonOut bool, r *plan.Rejection) error {
 	if jsonOut {
-		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "rejected": planRejectionJSON{Reason: reason, Detail: detail}}); err != nil {
+		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "rejected": planRejectionJSON{Reason: string(r.Reason), Detail: r.Detail}}); err != nil {
 			return err
 		}
-		return alreadyReported(reject.ErrRejected)
+		return alreadyReported(r)
 	}
-	return reject.Errorf("candidate rejected (%s): %s", reason, detail)
+	return r
 }
 
 func writePlanText(w io.Writer, p *plan.MarginalArmPlan, digest, out string) {
@@ -666,64 +613,6 @@ func writePlanText(w io.Writer, p *plan.MarginalArmPlan, digest, out string) {
 	}
 }
 
-// writeCandidateStack writes the candidate stack file: the incumbent's
-// file with the one transition applied. The candidate's source is written
-// relative to the new file (or as candidateLabel when given), and its
-// content hash is pinned.
-func writeCandidateStack(stderr io.Writer, incumbent *stack.File, cand *plan.Candidate, candidateDir, candidateLabel, attribution, contentHash, incumbentPath, out string) error {
-	outDir, err := filepath.Abs(filepath.Dir(out))
-	if err != nil {
-		return err
-	}
-	absCand, err := filepath.Abs(candidateDir)
-	if err != nil {
-		return err
-	}
-	// A path inside the new file's directory is written relative to it;
-	// anything else absolute, so the file reads the same wherever it is
-	// used from.
-	rel, err := filepath.Rel(outDir, absCand)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		rel = absCand
-	}
-	if candidateLabel != "" {
-		rel = candidateLabel
-	}
-	g := incumbent.WithContribution(stack.Contribution{
-		TargetID: cand.Transition.TargetID, Kind: stack.ProposalKind, Source: filepath.ToSlash(rel),
-		AttributionDigest: attribution, ArtifactDigest: contentHash,
-	}, cand.Transition.Displaced)
-	g.Name = incumbent.Name + "-candidate"
-	// Relative paths of the incumbent were relative to its own file.
-	inDir, err := filepath.Abs(filepath.Dir(incumbentPath))
-	if err != nil {
-		return err
-	}
-	for i := range g.Contributions {
-		c := &g.Contributions[i]
-		if c.TargetID == cand.Transition.TargetID || stack.IsLabel(c.Source) || filepath.IsAbs(c.Source) {
-			continue
-		}
-		c.Source = relocate(outDir, filepath.Join(inDir, filepath.FromSlash(c.Source)))
-	}
-	if !stack.IsLabel(g.Catalog) && !filepath.IsAbs(g.Catalog) {
-		g.Catalog = relocate(outDir, filepath.Join(inDir, filepath.FromSlash(g.Catalog)))
-	}
-	// A caller that names the candidate by label (a build action) resolves
-	// labels itself.
-	if hasLabels(g) && candidateLabel == "" {
-		if ws, err := stack.FindWorkspace(outDir); err != nil || !strings.HasPrefix(outDir+string(filepath.Separator), ws+string(filepath.Separator)) {
-			fmt.Fprintf(stderr, "cacheon: %s names //labels; outside the repository pass --workspace ROOT when using it\n", out)
-		}
-	}
-	comment := fmt.Sprintf("Candidate stack planned by `cacheon stack plan` from %s:\none transition at %s", filepath.Base(incumbentPath), cand.Transition.TargetID)
-	if len(cand.Transition.Displaced) > 0 {
-		comment += ", displacing " + strings.Join(cand.Transition.Displaced, ", ")
-	}
-	comment += "."
-	return atomicwrite.WriteFile(out, stack.Format(g, comment), 0o644)
-}
-
 // checkDirLabel accepts a label that names a bundle directory.
 func checkDirLabel(s string) error {
 	l, err := stack.ParseLabel(s)
@@ -732,28 +621,6 @@ func checkDirLabel(s string) error {
 	}
 	_, err = l.DirPath()
 	return err
-}
-
-// relocate expresses path p for a file in dir: relative when p is inside
-// dir, absolute otherwise.
-func relocate(dir, p string) string {
-	rel, err := filepath.Rel(dir, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return filepath.ToSlash(p)
-	}
-	return filepath.ToSlash(rel)
-}
-
-func hasLabels(f *stack.File) bool {
-	if stack.IsLabel(f.Catalog) {
-		return true
-	}
-	for _, c := range f.Contributions {
-		if stack.IsLabel(c.Source) {
-			return true
-		}
-	}
-	return false
 }
 
 // loadRecords reads integration review record files.
