@@ -367,7 +367,10 @@ in-toto-layout).`,
 				opts.Progress = releaseProgress(s, "verify")
 			}
 			if layoutPath != "" {
-				check, err := layoutCheck(layoutPath, layoutKeys, linkDir)
+				if len(layoutKeys) == 0 || linkDir == "" {
+					return errors.New("--layout needs --layout-key and --links")
+				}
+				check, err := intoto.LoadCheck(layoutPath, layoutKeys, linkDir)
 				if err != nil {
 					return err
 				}
@@ -601,34 +604,17 @@ test_evidence. All seven must be distinct.`,
     --reviewer "Ada Reviewer <ada@example.com>" --out reviews/silu.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cb, err := os.ReadFile(crownPath)
+			crown, err := review.LoadCrown(crownPath)
 			if err != nil {
 				return err
 			}
-			crown, err := review.ParseCrown(cb)
+			ev, err := review.LoadEvidence(evidence)
 			if err != nil {
-				return reject.Errorf("%s: %w", crownPath, err)
-			}
-			ev := map[review.Role][]byte{}
-			for _, e := range evidence {
-				name, file, ok := strings.Cut(e, "=")
-				if !ok {
-					return reject.Errorf("--evidence %q: want ROLE=FILE", e)
-				}
-				role, err := review.ParseRole(name)
-				if err != nil {
-					return reject.Wrap(err)
-				}
-				if _, dup := ev[role]; dup {
-					return reject.Errorf("--evidence %s given twice", role)
-				}
-				if ev[role], err = os.ReadFile(file); err != nil {
-					return err
-				}
+				return fmt.Errorf("--%w", err) // the messages start with "evidence"
 			}
 			cat, err := bundleCatalog(catalogPath)
 			if err != nil {
-				return reject.Wrap(err)
+				return err
 			}
 			rec, err := review.New(review.Request{
 				Crown: crown, Evidence: ev, Reviewer: reviewer, Repo: repo, Commit: commit, Path: path,
@@ -767,31 +753,6 @@ anyway and reports layers whose files are equal but whose bytes are not.`,
 }
 
 // layoutCheck loads a layout and its owner keys into a verify.LayoutCheck.
-func layoutCheck(path string, keyPaths []string, linkDir string) (verify.LayoutCheck, error) {
-	if len(keyPaths) == 0 || linkDir == "" {
-		return nil, errors.New("--layout needs --layout-key and --links")
-	}
-	mb, err := intoto.Load(path)
-	if err != nil {
-		return nil, reject.Wrap(err)
-	}
-	var owners [][]byte
-	for _, p := range keyPaths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		owners = append(owners, b)
-	}
-	return func(rel *verify.Release) error {
-		if err := intoto.Check(mb, owners, linkDir, rel); err != nil {
-			return err
-		}
-		rel.Report.Checks = append(rel.Report.Checks, verify.CheckResult{Name: verify.CheckLayout, OK: true,
-			Detail: fmt.Sprintf("layout %s: qualify, review, materialize, build and sign links verified", path)})
-		return nil
-	}, nil
-}
 
 func newReleaseLayoutCommand(s Streams) *cobra.Command {
 	var ownerKey, out, expires string
