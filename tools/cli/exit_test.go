@@ -82,3 +82,21 @@ func TestExitCodesOfCommands(t *testing.T) {
 		})
 	}
 }
+
+// A cancelled context (Ctrl-C) reaches the libraries that take one and is
+// an error of the run, never a verdict.
+func TestCancelledRunIsExit1(t *testing.T) {
+	ws := incumbentWorkspace(t, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut strings.Builder
+	code := MainContext(ctx, []string{"stack", "plan", "--incumbent", filepath.Join(ws, "stacks", "incumbent.hcl"),
+		"--candidate", filepath.Join(ws, "kernels", "contributions", "silu_and_mul_torch")},
+		Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if code != ExitError || !strings.Contains(errOut.String(), "context canceled") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 naming the cancellation", code, errOut.String())
+	}
+	if out.Len() != 0 {
+		t.Errorf("a cancelled plan printed %q", out.String())
+	}
+}

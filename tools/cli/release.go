@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -83,15 +84,15 @@ func inputError(err error) error {
 }
 
 // openRelease opens LAYOUT|REF: a directory holding an OCI layout, or a
-// registry reference.
-func openRelease(arg string, insecure bool) (store.Store, error) {
+// registry reference whose requests stop when ctx is cancelled.
+func openRelease(ctx context.Context, arg string, insecure bool) (store.Store, error) {
 	if info, err := os.Stat(arg); err == nil && info.IsDir() {
 		return store.OpenLayout(arg)
 	}
 	if strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "/") {
 		return nil, fmt.Errorf("%s: no such OCI layout directory", arg)
 	}
-	return store.OpenRegistry(arg, insecure)
+	return store.OpenRegistry(arg, insecure, store.WithContext(ctx))
 }
 
 func newReleaseBaseCommand(s Streams) *cobra.Command {
@@ -292,7 +293,7 @@ statement must name the image it is attached to.`,
 			if err != nil {
 				return inputError(err)
 			}
-			st, err := openRelease(args[0], insecure)
+			st, err := openRelease(cmd.Context(), args[0], insecure)
 			if err != nil {
 				return err
 			}
@@ -376,7 +377,7 @@ in-toto-layout).`,
 				}
 				opts.Layout = check
 			}
-			st, err := openRelease(args[0], insecure)
+			st, err := openRelease(cmd.Context(), args[0], insecure)
 			if err != nil {
 				return err
 			}
@@ -467,7 +468,7 @@ ever published half-way. With --key the release is fully verified first.`,
 					return err
 				}
 			}
-			target, err := store.OpenRegistry(args[1], insecure)
+			target, err := store.OpenRegistry(args[1], insecure, store.WithContext(cmd.Context()))
 			if err != nil {
 				return reject.Wrap(err)
 			}
@@ -706,7 +707,7 @@ anyway and reports layers whose files are equal but whose bytes are not.`,
 			if !jsonOut {
 				opts.Progress = releaseProgress(s, "rebuild")
 			}
-			st, err := openRelease(args[0], insecure)
+			st, err := openRelease(cmd.Context(), args[0], insecure)
 			if err != nil {
 				return err
 			}
@@ -842,7 +843,7 @@ materialize and build (the builder), sign (the release key).`,
 			if err != nil {
 				return inputError(err)
 			}
-			st, err := openRelease(args[0], insecure)
+			st, err := openRelease(cmd.Context(), args[0], insecure)
 			if err != nil {
 				return err
 			}
