@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -39,6 +40,8 @@ the format.`,
 }
 
 type bundleInspectOptions struct {
+	dir      string // the bundle directory
+	deps     bundleDeps
 	jsonOut  bool
 	intake   bool
 	catalog  string
@@ -92,7 +95,8 @@ the stage and reason); 1 a usage or I/O error.`,
   cacheon bundle inspect --intake --patchers ./patchers ./my-cuda-bundle`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBundleInspect(s, args[0], o, deps)
+			o.dir, o.deps = args[0], deps
+			return runBundleInspect(cmd.Context(), s, o)
 		},
 	}
 	f := cmd.Flags()
@@ -103,7 +107,8 @@ the stage and reason); 1 a usage or I/O error.`,
 	return cmd
 }
 
-func runBundleInspect(s Streams, dir string, o bundleInspectOptions, deps bundleDeps) error {
+func runBundleInspect(_ context.Context, s Streams, o bundleInspectOptions) error {
+	dir, deps := o.dir, o.deps
 	info, err := os.Stat(dir)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 )
 
 type verifyOptions struct {
+	bundle    string // the bundle directory
 	device    string
 	dtype     string
 	seed      int64
@@ -78,7 +80,8 @@ interpreter, no torch, a worker of the validator's own failing).`,
   cacheon verify ./my-bundle --python /usr/bin/python3 --timeout 2m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerify(cmd, s, args[0], o)
+			o.bundle = args[0]
+			return runVerify(cmd.Context(), s, o)
 		},
 	}
 	f := cmd.Flags()
@@ -97,7 +100,8 @@ interpreter, no torch, a worker of the validator's own failing).`,
 	return cmd
 }
 
-func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) error {
+func runVerify(ctx context.Context, s Streams, o verifyOptions) error {
+	bundle := o.bundle
 	var progress io.Writer = s.Err
 	if o.quiet {
 		progress = io.Discard
@@ -118,7 +122,7 @@ func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) er
 		}
 		opts.Catalog = l.catalog
 	}
-	rep, err := verify.Run(cmd.Context(), bundle, opts)
+	rep, err := verify.Run(ctx, bundle, opts)
 	if err != nil {
 		if errors.Is(err, verify.ErrUsage) {
 			return err
