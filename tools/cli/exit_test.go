@@ -53,6 +53,8 @@ func TestExitCodesOfCommands(t *testing.T) {
 	broken := filepath.Join(ws, "catalog", "broken.hcl")
 	must(t, os.WriteFile(broken, []byte("target \"x\" {\n  kind = 3\n}\n"), 0o644))
 	bundleDir := filepath.Join(ws, "kernels", "contributions", "silu_and_mul_triton")
+	badKey := filepath.Join(ws, "bad.pem")
+	must(t, os.WriteFile(badKey, []byte("not a key"), 0o644))
 	tests := []struct {
 		name      string
 		args      []string
@@ -68,6 +70,9 @@ func TestExitCodesOfCommands(t *testing.T) {
 		{"bundle inspect: invalid --catalog file", []string{"bundle", "inspect", "--catalog", broken, bundleDir}, ExitRejected, "broken.hcl"},
 		{"catalog check: missing file", []string{"catalog", "check", missing}, ExitError, "nope.hcl"},
 		{"catalog check: invalid file", []string{"catalog", "check", broken}, ExitRejected, "broken.hcl"},
+		{"release verify: missing --key file", []string{"release", "verify", "--key", filepath.Join(ws, "nope.pem"), ws}, ExitError, "nope.pem"},
+		{"release verify: malformed --key", []string{"release", "verify", "--key", badKey, ws}, ExitRejected, "bad.pem"},
+		{"release sign: malformed --key", []string{"release", "sign", "--key", badKey, ws}, ExitRejected, "bad.pem"},
 		{"bundle inspect: missing directory", []string{"bundle", "inspect", filepath.Join(ws, "none")}, ExitError, "none"},
 	}
 	for _, tc := range tests {

@@ -72,10 +72,12 @@ func releaseProgress(s Streams, verb string) func(string) {
 	return func(stage string) { fmt.Fprintf(s.Err, "cacheon release %s: %s\n", verb, stage) }
 }
 
-// inputError classifies an error from reading inputs: a missing or
-// unreadable file is an I/O error (exit 1), anything else means the input
-// was read and rejected (exit 2).
-func inputError(err error) error {
+// buildError classifies an error of release build. release/build does not
+// mark its refusals with the rejection root yet, so until it does a build
+// error that is not about a missing or unreadable file is taken as a
+// refusal of its inputs (exit 2), as it always was. Every other command
+// returns its libraries' errors as they are.
+func buildError(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return err
@@ -232,7 +234,7 @@ recorded in the descriptor and provenance.`,
 			}
 			res, err := build.Build(in, progress)
 			if err != nil {
-				return inputError(err)
+				return buildError(err)
 			}
 			if jsonOut {
 				return writeJSON(s.Out, struct {
@@ -291,7 +293,7 @@ statement must name the image it is attached to.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			signer, err := key.LoadSigner(keyPath)
 			if err != nil {
-				return inputError(err)
+				return err
 			}
 			st, err := openRelease(cmd.Context(), args[0], insecure)
 			if err != nil {
@@ -299,7 +301,7 @@ statement must name the image it is attached to.`,
 			}
 			res, err := sign.Release(st, signer)
 			if err != nil {
-				return inputError(err)
+				return err
 			}
 			if jsonOut {
 				return writeJSON(s.Out, struct {
@@ -356,7 +358,7 @@ in-toto-layout).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			policy, err := key.LoadPolicy(keyPath)
 			if err != nil {
-				return inputError(err)
+				return err
 			}
 			opts := verify.Options{Policy: policy}
 			if now != "" {
@@ -453,12 +455,12 @@ ever published half-way. With --key the release is fully verified first.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := store.OpenLayout(args[0])
 			if err != nil {
-				return inputError(err)
+				return err
 			}
 			if keyPath != "" {
 				policy, err := key.LoadPolicy(keyPath)
 				if err != nil {
-					return inputError(err)
+					return err
 				}
 				if _, err := verify.Run(l, verify.Options{Policy: policy}); err != nil {
 					var failed *verify.Failure
@@ -689,7 +691,7 @@ anyway and reports layers whose files are equal but whose bytes are not.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			policy, err := key.LoadPolicy(keyPath)
 			if err != nil {
-				return inputError(err)
+				return err
 			}
 			opts := rebuild.Options{Policy: policy, Work: work, SourceRepo: sourceRepo, AllowToolchainMismatch: allowToolchain, SourcePaths: map[string]string{}}
 			for _, src := range sources {
@@ -752,8 +754,6 @@ anyway and reports layers whose files are equal but whose bytes are not.`,
 	cmd.MarkFlagRequired("key")
 	return cmd
 }
-
-// layoutCheck loads a layout and its owner keys into a verify.LayoutCheck.
 
 func newReleaseLayoutCommand(s Streams) *cobra.Command {
 	var ownerKey, out, expires string
@@ -841,7 +841,7 @@ materialize and build (the builder), sign (the release key).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			policy, err := key.LoadPolicy(trust)
 			if err != nil {
-				return inputError(err)
+				return err
 			}
 			st, err := openRelease(cmd.Context(), args[0], insecure)
 			if err != nil {
