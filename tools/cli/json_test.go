@@ -220,3 +220,42 @@ func TestJSONRefusalsWrapEveryJSONCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestStackJSONKeys pins the keys of the stack commands' success
+// documents, as gh's TestJSONFields does: a renamed or dropped key breaks
+// every consumer that binds by name.
+func TestStackJSONKeys(t *testing.T) {
+	ws := incumbentWorkspace(t, t.TempDir())
+	stackPath := filepath.Join(ws, "stacks", "incumbent.hcl")
+	tree := filepath.Join(t.TempDir(), "engine")
+	treeKeys := []string{"bytes", "contributions", "file_count", "files", "format_version", "kind", "out", "stack_digest", "tree_digest"}
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"stack digest", []string{"stack", "digest", "--json", stackPath},
+			[]string{"catalog_digest", "entries", "format_version", "kind", "name", "stack", "stack_digest"}},
+		{"stack materialize", []string{"stack", "materialize", "--json", "--out", tree, stackPath}, treeKeys},
+		{"stack verify", []string{"stack", "verify", "--json", tree}, treeKeys},
+		{"stack plan", []string{"stack", "plan", "--json", "--incumbent", stackPath, "--candidate", filepath.Join(ws, "kernels", "contributions", "silu_and_mul_torch")},
+			[]string{"attribution", "candidate_stack_file", "format_version", "local_attribution", "plan", "plan_digest", "rejected"}},
+	}
+	for _, tc := range tests { // in order: verify reads what materialize wrote
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", tc.args...)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			doc := oneJSONDocument(t, out)
+			if got := sortedKeys(doc); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("keys %v, want %v", got, tc.want)
+			}
+			for _, k := range []string{"entries", "contributions", "files"} {
+				if v, ok := doc[k]; ok && v == nil {
+					t.Errorf("%s is null, want a list", k)
+				}
+			}
+		})
+	}
+}

@@ -1,7 +1,10 @@
-// Package cli implements the cacheon command line. Each command group lives
-// in its own file and is a thin layer over a library package: parsing flags,
-// calling the library and printing results. Exit codes follow upstream:
-// 0 success, 2 a rejected input or failed check, 1 a usage or I/O error.
+// Package cli implements the cacheon command line. Each command lives in
+// its own file (an options struct, newXCommand binding the flags to it, and
+// runX(ctx, streams, opts)) and is a thin layer over a library package:
+// parsing flags, calling the library and printing results. Exit codes
+// follow upstream (0 success, 2 a rejected input or failed check, 1 a
+// usage or I/O error) and are decided in one place, ExitCode; --json
+// output goes through one writer, writeJSON.
 package cli
 
 import (
@@ -33,7 +36,8 @@ contributions and stacks, checks the target catalog, scans and verifies
 kernel bundles, materializes engines and builds, signs and verifies releases.
 
 Exit codes: 0 success, 2 the input was rejected or a check failed,
-1 a usage, I/O or infrastructure error.`,
+1 a usage, I/O or infrastructure error (a missing file included). With
+--json every command prints one JSON document, on a refusal too.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
