@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -62,10 +61,7 @@ func runHash(_ context.Context, s Streams, o hashOptions) error {
 	}
 	tree, err := bundle.ReadTree(dir)
 	if err != nil {
-		if errors.Is(err, bundle.ErrInvalid) {
-			return reject.Wrap(err)
-		}
-		return err
+		return err // a bundle.ErrInvalid class is a rejection already
 	}
 	d, err := tree.ContentHash(o.committed)
 	if err != nil {
