@@ -62,12 +62,25 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 }
 
 // Main runs the command line with args and returns the process exit code.
-// Ctrl-C (or SIGTERM) cancels the context every command runs under, so a
-// long materialization or release build stops at its next check and
-// cleans up instead of dying mid-write.
+// The first Ctrl-C (or SIGTERM) cancels the context every command runs
+// under, so a command that takes it (stack plan, verify, registry access)
+// stops at its next check and cleans up; it also restores the default
+// handling, so a second one ends the process at once, as it did before,
+// for a step that does not check the context. Every write that matters is
+// atomic (temp file or directory, then rename), so that is always safe.
 func Main(args []string, s Streams) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop()
+			fmt.Fprintln(s.Err, "cacheon: interrupted: stopping at the next safe point (interrupt again to quit now)")
+		case <-done:
+		}
+	}()
 	return MainContext(ctx, args, s)
 }
 
