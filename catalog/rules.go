@@ -146,6 +146,9 @@ func RuleOf(d *hcl.Diagnostic) (Rule, bool) {
 
 type ruleExtra struct{ rule Rule }
 
+// DiagnosticRule names the rule to the shared renderers (hclload.Ruled).
+func (r ruleExtra) DiagnosticRule() string { return string(r.rule) }
+
 // asRule turns the refusals of the shared HCL limits into violations of
 // rule, so they carry a catalog rule like every other catalog error.
 func asRule(rule Rule, diags hcl.Diagnostics) hcl.Diagnostics {

@@ -3,11 +3,13 @@ package bundle
 import (
 	"errors"
 	"fmt"
+	"github.com/cacheon/engine/tools/reject"
 	"io/fs"
 )
 
 // ErrInvalid is the root of every rejection of a bundle's manifest or tree.
-var ErrInvalid = errors.New("invalid bundle")
+// It matches reject.ErrRejected, the root every command maps to exit 2.
+var ErrInvalid = reject.New("invalid bundle")
 
 // Rejection classes. Each wraps ErrInvalid.
 var (

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/bundle"
+	rejectroot "github.com/cacheon/engine/tools/reject"
 )
 
 // Inspection stages, in the order Inspect runs them. A RejectedError
@@ -29,6 +30,9 @@ type RejectedError struct {
 
 func (e *RejectedError) Error() string { return fmt.Sprintf("%s: %v", e.Stage, e.Err) }
 func (e *RejectedError) Unwrap() error { return e.Err }
+
+// Is makes every inspection refusal a rejection (rejectroot.ErrRejected).
+func (e *RejectedError) Is(target error) bool { return target == rejectroot.ErrRejected }
 
 func reject(stage string, err error) error { return &RejectedError{Stage: stage, Err: err} }
 

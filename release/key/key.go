@@ -28,6 +28,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // Algorithm names a supported key algorithm.
@@ -70,7 +72,7 @@ func LoadSigner(path string) (crypto.Signer, error) {
 	}
 	s, err := ParseSigner(b)
 	if err != nil {
-		return nil, fmt.Errorf("private key %s: %w", path, err)
+		return nil, reject.Errorf("private key %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -109,7 +111,7 @@ func LoadPublic(path string) (crypto.PublicKey, error) {
 	}
 	p, err := ParsePublic(b)
 	if err != nil {
-		return nil, fmt.Errorf("public key %s: %w", path, err)
+		return nil, reject.Errorf("public key %s: %w", path, err)
 	}
 	return p, nil
 }
@@ -203,7 +205,7 @@ func LoadPolicy(path string) (*Policy, error) {
 	}
 	p, err := ParsePolicy(b)
 	if err != nil {
-		return nil, fmt.Errorf("trusted key %s: %w", path, err)
+		return nil, reject.Errorf("trusted key %s: %w", path, err)
 	}
 	return p, nil
 }

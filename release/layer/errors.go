@@ -1,42 +1,33 @@
 package layer
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/cacheon/engine/tools/reject"
 )
-
-// rejection marks errors that reject a layer as given (an entry no release
-// layer may hold, a stream that expands past its limit), as opposed to
-// failures to read it; callers tell them apart with IsRejection.
-type rejection struct{ msg string }
-
-func (r *rejection) Error() string { return r.msg }
 
 // IsRejection reports whether err rejects the layer's contents rather
 // than reporting an I/O failure.
-func IsRejection(err error) bool {
-	var r *rejection
-	return errors.As(err, &r)
-}
+func IsRejection(err error) bool { return reject.Is(err) }
 
 // Reasons a layer is rejected when it is read back. Every error this
 // package returns for hostile layer contents wraps one of them.
 var (
 	// ErrNotRegular is an entry that is not a regular file or a
 	// directory: a symbolic or hard link, a device, a FIFO, ...
-	ErrNotRegular error = &rejection{"not a regular file or directory"}
+	ErrNotRegular error = reject.New("not a regular file or directory")
 	// ErrUnsafePath is an entry name that is absolute, climbs with "..",
 	// is not clean, or holds NUL or a backslash.
-	ErrUnsafePath error = &rejection{"unsafe entry path"}
+	ErrUnsafePath error = reject.New("unsafe entry path")
 	// ErrDuplicateEntry is a path the tar lists twice.
-	ErrDuplicateEntry error = &rejection{"entry listed twice"}
+	ErrDuplicateEntry error = reject.New("entry listed twice")
 	// ErrTooLarge is a compressed stream that expands past the limits
 	// (MaxUncompressedSize, MaxExpansionRatio).
-	ErrTooLarge error = &rejection{"layer expands past its limit"}
+	ErrTooLarge error = reject.New("layer expands past its limit")
 	// ErrCompression is a compressed stream that is not valid.
-	ErrCompression error = &rejection{"invalid compressed stream"}
+	ErrCompression error = reject.New("invalid compressed stream")
 	// ErrMalformed is a tar stream that is not valid.
-	ErrMalformed error = &rejection{"malformed tar stream"}
+	ErrMalformed error = reject.New("malformed tar stream")
 )
 
 // EntryError rejects one entry of a layer tar.

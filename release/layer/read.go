@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cacheon/engine/tools/reject"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -146,7 +147,7 @@ func decompress(rc io.ReadCloser, mediaType string) (io.ReadCloser, error) {
 	case strings.HasSuffix(mediaType, ".tar"):
 		return rc, nil
 	}
-	return nil, &rejection{fmt.Sprintf("layer media type %q: unknown compression", mediaType)}
+	return nil, reject.Errorf("layer media type %q: unknown compression", mediaType)
 }
 
 // entryName validates a tar header's name and returns it as a clean

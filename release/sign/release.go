@@ -9,6 +9,8 @@ import (
 
 	"github.com/cacheon/engine/release/provenance"
 	"github.com/cacheon/engine/release/store"
+
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // Signed is the outcome of signing a release.
@@ -38,19 +40,19 @@ func Release(s store.Store, signer crypto.Signer) (*Signed, error) {
 			continue
 		}
 		if statement != nil && !bytes.Equal(statement, r.Data) {
-			return nil, fmt.Errorf("image %s in %s has two different provenance statements attached; refusing to choose", desc.Digest, s.Location())
+			return nil, reject.Errorf("image %s in %s has two different provenance statements attached; refusing to choose", desc.Digest, s.Location())
 		}
 		statement = r.Data
 	}
 	if statement == nil {
-		return nil, fmt.Errorf("image %s in %s has no provenance statement attached (build it with `cacheon release build`)", desc.Digest, s.Location())
+		return nil, reject.Errorf("image %s in %s has no provenance statement attached (build it with `cacheon release build`)", desc.Digest, s.Location())
 	}
 	p, err := provenance.Parse(statement)
 	if err != nil {
-		return nil, fmt.Errorf("provenance of %s: %w", desc.Digest, err)
+		return nil, reject.Errorf("provenance of %s: %w", desc.Digest, err)
 	}
 	if len(p.Subjects) == 0 || p.Subjects[0].Digest["sha256"] != desc.Digest.Hex {
-		return nil, fmt.Errorf("the provenance attached to %s is about another image; refusing to sign it", desc.Digest)
+		return nil, reject.Errorf("the provenance attached to %s is about another image; refusing to sign it", desc.Digest)
 	}
 	bundle, keyID, err := Statement(statement, signer)
 	if err != nil {

@@ -1,42 +1,33 @@
 package store
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/cacheon/engine/tools/reject"
 )
-
-// rejection marks errors that reject what a store holds (a descriptor, a
-// file, bytes that do not match their digest), as opposed to failures to
-// reach or read it; callers tell them apart with IsRejection.
-type rejection struct{ msg string }
-
-func (r *rejection) Error() string { return r.msg }
 
 // IsRejection reports whether err rejects the store's contents rather
 // than reporting an I/O failure.
-func IsRejection(err error) bool {
-	var r *rejection
-	return errors.As(err, &r)
-}
+func IsRejection(err error) bool { return reject.Is(err) }
 
 // Reasons a store's contents are rejected. Every error this package
 // returns for hostile contents wraps one of them.
 var (
 	// ErrDigestMismatch is wrapped by DigestMismatchError.
-	ErrDigestMismatch error = &rejection{"digest mismatch"}
+	ErrDigestMismatch error = reject.New("digest mismatch")
 	// ErrBadDescriptor is a descriptor whose digest is not sha256 with
 	// 64 hex digits, or whose size is negative or over its limit.
-	ErrBadDescriptor error = &rejection{"invalid descriptor"}
+	ErrBadDescriptor error = reject.New("invalid descriptor")
 	// ErrNotRegular is a file of an OCI layout (index.json, oci-layout,
 	// a blob) that is not a regular file: a FIFO, a device, a directory.
-	ErrNotRegular error = &rejection{"not a regular file"}
+	ErrNotRegular error = reject.New("not a regular file")
 	// ErrTooLarge is a file larger than its limit.
-	ErrTooLarge error = &rejection{"too large"}
+	ErrTooLarge error = reject.New("too large")
 	// ErrTooManyEntries is an index or referrers list longer than
 	// MaxIndexEntries.
-	ErrTooManyEntries error = &rejection{"too many entries"}
+	ErrTooManyEntries error = reject.New("too many entries")
 	// ErrMalformed is an index.json or oci-layout that does not parse.
-	ErrMalformed error = &rejection{"malformed"}
+	ErrMalformed error = reject.New("malformed")
 )
 
 // Limits on what a store may make a reader read. Each is checked before

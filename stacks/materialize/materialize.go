@@ -18,6 +18,7 @@ import (
 	"github.com/cacheon/engine/kernels/pyclosure"
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // Source kinds recorded in the tree metadata.
@@ -105,6 +106,10 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes every refusal a rejection (reject.ErrRejected), whatever it
+// wraps.
+func (e *Error) Is(target error) bool { return target == reject.ErrRejected }
 
 // IsRejection reports whether err refuses the input rather than failing
 // on I/O.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/stacks/stack"
+	rejectroot "github.com/cacheon/engine/tools/reject"
 )
 
 // Reason says why a transition was refused.
@@ -47,6 +48,9 @@ type Rejection struct {
 func (r *Rejection) Error() string {
 	return fmt.Sprintf("candidate rejected (%s): %s", r.Reason, r.Detail)
 }
+
+// Is makes a refused transition a rejection (rejectroot.ErrRejected).
+func (r *Rejection) Is(target error) bool { return target == rejectroot.ErrRejected }
 
 func reject(reason Reason, format string, args ...any) error {
 	return &Rejection{Reason: reason, Detail: fmt.Sprintf(format, args...)}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // Rules an assembly Problem names, so a reader can tell which check
@@ -65,6 +66,35 @@ func (e *AssemblyError) Error() string {
 	}
 	return fmt.Sprintf("stack does not assemble (%d problems):\n  %s", len(lines), strings.Join(lines, "\n  "))
 }
+
+// Diagnostics returns the problems as HCL diagnostics, each with its
+// source range and its rule, so a stack's problems render (as text or
+// JSON) as every HCL file's do.
+func (e *AssemblyError) Diagnostics() hcl.Diagnostics {
+	out := make(hcl.Diagnostics, 0, len(e.Problems))
+	for _, p := range e.Problems {
+		summary := "Stack does not assemble"
+		if p.Target != "" {
+			summary = fmt.Sprintf("Contribution %q refused", p.Target)
+		}
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: p.Message, Extra: problemRule(p.Rule)}
+		if p.Range.Filename != "" {
+			rng := p.Range
+			d.Subject = &rng
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// problemRule names a problem's rule to the shared renderers
+// (hclload.Ruled).
+type problemRule string
+
+func (r problemRule) DiagnosticRule() string { return string(r) }
+
+// Is makes an assembly error a rejection (reject.ErrRejected).
+func (e *AssemblyError) Is(target error) bool { return target == reject.ErrRejected }
 
 // Assembled is a stack file with every source located, inspected and
 // bound into the stack's manifest.

@@ -1,9 +1,9 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +16,7 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // bundleDeps are the validator components bundle inspection runs with.
@@ -39,6 +40,8 @@ the format.`,
 }
 
 type bundleInspectOptions struct {
+	dir      string // the bundle directory
+	deps     bundleDeps
 	jsonOut  bool
 	intake   bool
 	catalog  string
@@ -92,7 +95,8 @@ the stage and reason); 1 a usage or I/O error.`,
   cacheon bundle inspect --intake --patchers ./patchers ./my-cuda-bundle`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBundleInspect(s, args[0], o, deps)
+			o.dir, o.deps = args[0], deps
+			return runBundleInspect(cmd.Context(), s, o)
 		},
 	}
 	f := cmd.Flags()
@@ -103,7 +107,8 @@ the stage and reason); 1 a usage or I/O error.`,
 	return cmd
 }
 
-func runBundleInspect(s Streams, dir string, o bundleInspectOptions, deps bundleDeps) error {
+func runBundleInspect(_ context.Context, s Streams, o bundleInspectOptions) error {
+	dir, deps := o.dir, o.deps
 	info, err := os.Stat(dir)
 	if err != nil {
 		return err
@@ -130,9 +135,9 @@ func runBundleInspect(s Streams, dir string, o bundleInspectOptions, deps bundle
 			if werr := writeJSON(s.Out, inspectJSON(dir, in, rejected)); werr != nil {
 				return werr
 			}
-			return ExitWith(ExitRejected)
+			return alreadyReported(reject.ErrRejected)
 		}
-		return Rejected(fmt.Errorf("%s rejected at %s:\n  %s", dir, rejected.Stage, strings.ReplaceAll(rejected.Err.Error(), "\n", "\n  ")))
+		return reject.Errorf("%s rejected at %s:\n  %s", dir, rejected.Stage, strings.ReplaceAll(rejected.Err.Error(), "\n", "\n  "))
 	case err != nil:
 		return fmt.Errorf("inspect %s: %w", dir, err)
 	}
@@ -143,10 +148,10 @@ func runBundleInspect(s Streams, dir string, o bundleInspectOptions, deps bundle
 			if werr := writeJSON(s.Out, inspectJSON(dir, in, rejected)); werr != nil {
 				return werr
 			}
-			return ExitWith(ExitRejected)
+			return alreadyReported(reject.ErrRejected)
 		}
 		writeInspectText(s.Out, in)
-		return Rejected(fmt.Errorf("%s rejected at %s: %v", dir, rejected.Stage, rejected.Err))
+		return reject.Errorf("%s rejected at %s: %v", dir, rejected.Stage, rejected.Err)
 	}
 	if o.jsonOut {
 		return writeJSON(s.Out, inspectJSON(dir, in, nil))
@@ -155,19 +160,22 @@ func runBundleInspect(s Streams, dir string, o bundleInspectOptions, deps bundle
 	return nil
 }
 
+// bundleCatalog loads the catalog a --catalog flag names through the one
+// catalog loader (size and nesting limits included), or the embedded
+// default when path is empty. A file that cannot be read is an I/O error
+// (exit 1); one that does not validate rejects the input (exit 2).
 func bundleCatalog(path string) (*catalog.Catalog, error) {
 	if path == "" {
 		return catalog.Default()
 	}
-	src, err := os.ReadFile(path)
+	l, err := loadCatalogArg([]string{path})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	c, diags := catalog.Parse(src, path)
-	if diags.HasErrors() {
-		return nil, fmt.Errorf("catalog %s: %w", path, diags)
+	if l.diags.HasErrors() {
+		return nil, reject.Errorf("catalog %s: %w", path, l.diags)
 	}
-	return c, nil
+	return l.catalog, nil
 }
 
 // patcherDigests hashes the registered patchers found in dir.
@@ -188,13 +196,6 @@ func patcherDigests(dir string) (map[string]string, error) {
 		out[p.Name] = sum
 	}
 	return out, nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // inspectDoc is the --json document (format_version 1).

@@ -48,7 +48,10 @@ func TestBundleInspect(t *testing.T) {
 		{"missing directory", []string{"bundle", "inspect", repoDir("kernels/contributions/nope")}, 1, nil, "no such file"},
 		{"file, not directory", []string{"bundle", "inspect", filepath.Join(silu, "manifest.toml")}, 1, nil, "not a directory"},
 		{"no argument", []string{"bundle", "inspect"}, 1, nil, "accepts 1 arg"},
-		{"bad catalog file", []string{"bundle", "inspect", "--catalog", filepath.Join(silu, "manifest.toml"), silu}, 1, nil, "catalog"},
+		// A catalog that was read and does not validate is a rejected
+		// input, as it is for every stack command.
+		{"bad catalog file", []string{"bundle", "inspect", "--catalog", filepath.Join(silu, "manifest.toml"), silu}, 2, nil, "catalog"},
+		{"missing catalog file", []string{"bundle", "inspect", "--catalog", filepath.Join(silu, "nope.hcl"), silu}, 1, nil, "nope.hcl"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 func newCatalogCommand(s Streams) *cobra.Command {
@@ -58,7 +59,7 @@ func loadCatalogArg(args []string) (*loadedCatalog, error) {
 	if len(args) > 0 {
 		src, err := hclload.ReadPath(args[0])
 		if errors.Is(err, hclload.ErrTooLarge) {
-			return nil, Rejected(err)
+			return nil, reject.Wrap(err)
 		} else if err != nil {
 			return nil, err
 		}
@@ -68,64 +69,9 @@ func loadCatalogArg(args []string) (*loadedCatalog, error) {
 	return l, nil
 }
 
-// writeDiagnostics renders each diagnostic as "file:line:column: error:
-// summary", the source line with the subject underlined, and the detail.
+// writeDiagnostics renders the diagnostics as every HCL file's are.
 func (l *loadedCatalog) writeDiagnostics(w io.Writer) error {
-	lines := strings.Split(string(l.src), "\n")
-	var b strings.Builder
-	for _, d := range l.diags {
-		severity := "error"
-		if d.Severity == hcl.DiagWarning {
-			severity = "warning"
-		}
-		summary, detail := d.Summary, d.Detail
-		if rule, ok := catalog.RuleOf(d); ok {
-			summary += " [" + string(rule) + "]"
-			detail = strings.TrimSuffix(detail, " (catalog rule "+string(rule)+")")
-		}
-		r := d.Subject
-		if r == nil {
-			fmt.Fprintf(&b, "%s: %s: %s\n", l.name, severity, summary)
-		} else {
-			fmt.Fprintf(&b, "%s:%d:%d: %s: %s\n", r.Filename, r.Start.Line, r.Start.Column, severity, summary)
-			if r.Filename == l.name && r.Start.Line >= 1 && r.Start.Line <= len(lines) {
-				text := strings.ReplaceAll(lines[r.Start.Line-1], "\t", " ")
-				gutter := fmt.Sprintf("%5d | ", r.Start.Line)
-				fmt.Fprintf(&b, "%s%s\n", gutter, text)
-				width := 1
-				if r.End.Line == r.Start.Line && r.End.Column > r.Start.Column {
-					width = r.End.Column - r.Start.Column
-				}
-				fmt.Fprintf(&b, "%s%s%s\n", strings.Repeat(" ", len(gutter)-2)+"| ", strings.Repeat(" ", max(r.Start.Column-1, 0)), strings.Repeat("^", width))
-			}
-		}
-		if detail != "" {
-			b.WriteString(wrapText(detail, "      ", 78))
-		}
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// wrapText wraps s at width columns, each line starting with indent.
-func wrapText(s, indent string, width int) string {
-	var b strings.Builder
-	line := indent
-	for _, word := range strings.Fields(s) {
-		if len(line) > len(indent) && len(line)+1+len(word) > width {
-			b.WriteString(line + "\n")
-			line = indent
-		}
-		if len(line) > len(indent) {
-			line += " "
-		}
-		line += word
-	}
-	if len(line) > len(indent) {
-		b.WriteString(line + "\n")
-	}
-	return b.String()
+	return hclload.WriteText(w, map[string][]byte{l.name: l.src}, l.diags)
 }
 
 // rejection prints the diagnostics to w and returns the exit-2 error.
@@ -134,7 +80,7 @@ func (l *loadedCatalog) rejection(w io.Writer) error {
 		return err
 	}
 	n := len(l.diags.Errs())
-	return Rejected(fmt.Errorf("%s: invalid catalog (%d %s)", l.name, n, plural(n, "error", "errors")))
+	return reject.Errorf("%s: invalid catalog (%d %s)", l.name, n, plural(n, "error", "errors"))
 }
 
 func plural(n int, one, many string) string {
@@ -144,140 +90,21 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func writeCatalogJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// diagnosticView is one diagnostic in --json output.
-type diagnosticView struct {
-	Severity string     `json:"severity"`
-	Summary  string     `json:"summary"`
-	Detail   string     `json:"detail"`
-	Rule     string     `json:"rule,omitempty"`
-	Range    *rangeView `json:"range,omitempty"`
-}
-
-type rangeView struct {
-	Filename string  `json:"filename"`
-	Start    posView `json:"start"`
-	End      posView `json:"end"`
-}
-
-type posView struct {
-	Line   int `json:"line"`
-	Column int `json:"column"`
-	Byte   int `json:"byte"`
-}
-
-func diagnosticViews(diags hcl.Diagnostics) []diagnosticView {
-	out := []diagnosticView{}
-	for _, d := range diags {
-		v := diagnosticView{Severity: "error", Summary: d.Summary, Detail: d.Detail}
-		if d.Severity == hcl.DiagWarning {
-			v.Severity = "warning"
-		}
-		if rule, ok := catalog.RuleOf(d); ok {
-			v.Rule = string(rule)
-		}
-		if r := d.Subject; r != nil {
-			v.Range = &rangeView{
-				Filename: r.Filename,
-				Start:    posView{r.Start.Line, r.Start.Column, r.Start.Byte},
-				End:      posView{r.End.Line, r.End.Column, r.End.Byte},
-			}
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 // catalogCheckView is the --json document of catalog check.
 type catalogCheckView struct {
-	FormatVersion int              `json:"format_version"`
-	File          string           `json:"file"`
-	Embedded      bool             `json:"embedded"`
-	Valid         bool             `json:"valid"`
-	ErrorCount    int              `json:"error_count"`
-	WarningCount  int              `json:"warning_count"`
-	Diagnostics   []diagnosticView `json:"diagnostics"`
-	CatalogDigest string           `json:"catalog_digest,omitempty"`
-	SlotTargets   int              `json:"slot_targets"`
-	AtomicTargets int              `json:"atomic_targets"`
-	Slots         int              `json:"slots"`
-	Rules         int              `json:"composition_rules"`
-	Providers     int              `json:"artifact_providers"`
-}
-
-func newCatalogCheckCommand(s Streams) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "check [FILE] [--json]",
-		Short: "Validate a target catalog",
-		Long: `Decode and validate a target catalog: FILE, or the default catalog compiled
-into this binary. Every schema problem (an unknown attribute or block, a
-missing argument, a value of the wrong type) and every catalog rule
-(unique ids, slot and atomic target shape, relations, displacement and
-requirement cycles, composition rules, features, thresholds) is checked;
-see docs/reference/catalog-hcl.md for the list.
-
-Problems are printed with file, line, column and a source snippet, each
-naming the catalog rule it breaks. Exit 0 when the catalog is valid, 2 when
-it is not, 1 when FILE cannot be read.`,
-		Example: `  cacheon catalog check
-  cacheon catalog check catalog/targets.hcl
-  cacheon catalog check my-catalog.hcl --json | jq '.diagnostics[] | .rule'`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadCatalogArg(args)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				view := catalogCheckView{
-					FormatVersion: 1,
-					File:          l.name,
-					Embedded:      l.embedded,
-					Valid:         !l.diags.HasErrors(),
-					ErrorCount:    len(l.diags.Errs()),
-					WarningCount:  len(l.diags) - len(l.diags.Errs()),
-					Diagnostics:   diagnosticViews(l.diags),
-				}
-				if c := l.catalog; c != nil {
-					view.CatalogDigest = c.Digest()
-					view.SlotTargets, view.AtomicTargets = countTargets(c)
-					view.Slots = len(c.Slots())
-					view.Rules = len(c.CompositionRules())
-					view.Providers = len(c.ArtifactProviders())
-				}
-				if err := writeCatalogJSON(s.Out, view); err != nil {
-					return err
-				}
-				if !view.Valid {
-					return ExitWith(ExitRejected)
-				}
-				return nil
-			}
-			if l.catalog == nil {
-				return l.rejection(s.Err)
-			}
-			if err := l.writeDiagnostics(s.Err); err != nil { // warnings, if any
-				return err
-			}
-			c := l.catalog
-			slotTargets, atomic := countTargets(c)
-			fmt.Fprintf(s.Out, "%s: valid: %d targets (%d slot, %d atomic), %d slots, %d composition %s, %d artifact %s\n",
-				l.name, slotTargets+atomic, slotTargets, atomic, len(c.Slots()),
-				len(c.CompositionRules()), plural(len(c.CompositionRules()), "rule", "rules"),
-				len(c.ArtifactProviders()), plural(len(c.ArtifactProviders()), "provider", "providers"))
-			fmt.Fprintf(s.Out, "catalog digest %s\n", c.Digest())
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result and every diagnostic as JSON")
-	return cmd
+	FormatVersion int                  `json:"format_version"`
+	File          string               `json:"file"`
+	Embedded      bool                 `json:"embedded"`
+	Valid         bool                 `json:"valid"`
+	ErrorCount    int                  `json:"error_count"`
+	WarningCount  int                  `json:"warning_count"`
+	Diagnostics   []hclload.Diagnostic `json:"diagnostics"`
+	CatalogDigest string               `json:"catalog_digest,omitempty"`
+	SlotTargets   int                  `json:"slot_targets"`
+	AtomicTargets int                  `json:"atomic_targets"`
+	Slots         int                  `json:"slots"`
+	Rules         int                  `json:"composition_rules"`
+	Providers     int                  `json:"artifact_providers"`
 }
 
 func countTargets(c *catalog.Catalog) (slot, atomic int) {
@@ -307,85 +134,6 @@ type targetDigestsView struct {
 	TargetSpecDigest string `json:"target_spec_digest"`
 }
 
-func newCatalogDigestCommand(s Streams) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "digest [FILE] [--json]",
-		Short: "Print the catalog digest",
-		Long: `Print the catalog digest H("cacheon.target-catalog", snapshot) of FILE, or of
-the default catalog compiled into this binary. Stacks and qualification
-records bind this digest; the default catalog's digest equals the upstream
-toolchain's.
-
---json adds every target's contract digest and target-spec digest
-(H("cacheon.target-spec", target row)), the artifact-provider registry
-digest and each composition rule's binding contract digest.`,
-		Example: `  cacheon catalog digest
-  cacheon catalog digest catalog/targets.hcl --json | jq -r '.targets["activation.silu_and_mul"].target_spec_digest'`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadCatalogArg(args)
-			if err != nil {
-				return err
-			}
-			if l.catalog == nil {
-				return l.rejection(s.Err)
-			}
-			c := l.catalog
-			if !asJSON {
-				fmt.Fprintln(s.Out, c.Digest())
-				return nil
-			}
-			view := catalogDigestView{
-				FormatVersion:                  1,
-				File:                           l.name,
-				Embedded:                       l.embedded,
-				CatalogDigest:                  c.Digest(),
-				ArtifactProviderRegistryDigest: c.ArtifactProviderRegistryDigest(),
-				Targets:                        map[string]targetDigestsView{},
-				CompositionRules:               map[string]string{},
-			}
-			for _, id := range c.TargetIDs() {
-				contract, _ := c.ContractDigest(id)
-				spec, _ := c.TargetSpecDigest(id)
-				view.Targets[id] = targetDigestsView{ContractDigest: contract, TargetSpecDigest: spec}
-			}
-			for _, r := range c.CompositionRules() {
-				view.CompositionRules[r.ID] = r.BindingContractDigest
-			}
-			return writeCatalogJSON(s.Out, view)
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print every catalog digest as JSON")
-	return cmd
-}
-
-func newCatalogSnapshotCommand(s Streams) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "snapshot [FILE]",
-		Short: "Print the canonical catalog snapshot",
-		Long: `Print the canonical JSON of the catalog snapshot of FILE, or of the default
-catalog: the exact bytes whose H("cacheon.target-catalog", ·) is the catalog
-digest. Stacks carry this snapshot so a reader can check their catalog
-without the HCL.`,
-		Example: `  cacheon catalog snapshot > catalog.snapshot.json
-  cacheon catalog snapshot | cacheon digest --domain cacheon.target-catalog`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadCatalogArg(args)
-			if err != nil {
-				return err
-			}
-			if l.catalog == nil {
-				return l.rejection(s.Err)
-			}
-			_, err = fmt.Fprintf(s.Out, "%s\n", l.catalog.Snapshot())
-			return err
-		},
-	}
-	return cmd
-}
-
 // catalogShowView is the --json document of catalog show.
 type catalogShowView struct {
 	FormatVersion    int             `json:"format_version"`
@@ -393,80 +141,6 @@ type catalogShowView struct {
 	TargetSpecDigest string          `json:"target_spec_digest"`
 	TargetSpec       json.RawMessage `json:"target_spec"`
 	Slots            []slotView      `json:"slots"`
-}
-
-func newCatalogShowCommand(s Streams) *cobra.Command {
-	var file string
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "show TARGET [--file FILE] [--json]",
-		Short: "Show one target with its contract and digests",
-		Long: `Show a registered target: its kind, members, relations, allowed features,
-contract digest and target-spec digest, and the slot contract of each
-member (entry, prepare, call, outputs, graph-dynamic inputs, correctness,
-tolerances, KL threshold, binding family and catalog shapes).
-
---json prints the target's snapshot row exactly as the target-spec digest
-hashes it ("target_spec") and each member slot in full.`,
-		Example: `  cacheon catalog show activation.silu_and_mul
-  cacheon catalog show collective.moe_epilogue.v1 --json
-  cacheon catalog show norm.rmsnorm --file my-catalog.hcl`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var fileArgs []string
-			if file != "" {
-				fileArgs = []string{file}
-			}
-			l, err := loadCatalogArg(fileArgs)
-			if err != nil {
-				return err
-			}
-			if l.catalog == nil {
-				return l.rejection(s.Err)
-			}
-			c := l.catalog
-			t, ok := c.Target(args[0])
-			if !ok {
-				return Rejected(fmt.Errorf("%s: no target %q; registered targets: %s", l.name, args[0], strings.Join(c.TargetIDs(), ", ")))
-			}
-			spec, _ := c.TargetSpec(t.ID)
-			specDigest, _ := c.TargetSpecDigest(t.ID)
-			contract, _ := c.ContractDigest(t.ID)
-			var slots []catalog.Slot
-			for _, m := range t.Members {
-				if slot, ok := c.Slot(m); ok {
-					slots = append(slots, slot)
-				}
-			}
-			if asJSON {
-				view := catalogShowView{FormatVersion: 1, TargetID: t.ID, TargetSpecDigest: specDigest, TargetSpec: spec, Slots: []slotView{}}
-				for _, slot := range slots {
-					view.Slots = append(view.Slots, newSlotView(slot))
-				}
-				return writeCatalogJSON(s.Out, view)
-			}
-			w := s.Out
-			fmt.Fprintf(w, "target %s (%s)\n", t.ID, t.Kind)
-			fmt.Fprintf(w, "  members             %s\n", listOrDash(t.Members))
-			fmt.Fprintf(w, "  displaces           %s\n", listOrDash(t.Displaces))
-			fmt.Fprintf(w, "  compatible with     %s\n", listOrDash(t.CompatibleWith))
-			fmt.Fprintf(w, "  requires            %s\n", listOrDash(t.Requires))
-			fmt.Fprintf(w, "  allowed features    %s\n", listOrDash(t.AllowedFeatures))
-			if t.AtomicSemanticsID != "" {
-				fmt.Fprintf(w, "  atomic semantics    %s\n", t.AtomicSemanticsID)
-			}
-			fmt.Fprintf(w, "  contract digest     %s\n", contract)
-			fmt.Fprintf(w, "  target-spec digest  %s\n", specDigest)
-			for _, slot := range slots {
-				fmt.Fprintln(w)
-				writeSlotDetail(w, slot)
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&file, "file", "", "catalog file (default: the catalog compiled into this binary)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the target and its member slots as JSON")
-	return cmd
 }
 
 func listOrDash(xs []string) string {

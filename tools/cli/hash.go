@@ -1,17 +1,24 @@
 package cli
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/tools/reject"
 )
 
+// hashOptions are the flags and arguments of hash.
+type hashOptions struct {
+	committed bool
+	args      []string
+}
+
 func newHashCommand(s Streams) *cobra.Command {
-	var committed bool
+	var o hashOptions
 	cmd := &cobra.Command{
 		Use:   "hash [--committed] DIR",
 		Short: "Print the content hash of a contribution bundle",
@@ -35,31 +42,33 @@ rejects it too; no file is read past the size the walk saw.
   cacheon hash --committed ./my-bundle`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			info, err := os.Stat(dir)
-			if err != nil {
-				return err
-			}
-			if !info.IsDir() {
-				return Rejected(fmt.Errorf("%s: not a directory", dir))
-			}
-			tree, err := bundle.ReadTree(dir)
-			if err != nil {
-				if errors.Is(err, bundle.ErrInvalid) {
-					return Rejected(err)
-				}
-				return err
-			}
-			d, err := tree.ContentHash(committed)
-			if err != nil {
-				// An empty bundle, an unreadable file or a file changing
-				// under the hash all reject the bundle as given.
-				return Rejected(err)
-			}
-			fmt.Fprintln(s.Out, d)
-			return nil
+			o.args = args
+			return runHash(cmd.Context(), s, o)
 		},
 	}
-	cmd.Flags().BoolVar(&committed, "committed", false, "exclude the top-level carrier receipt")
+	cmd.Flags().BoolVar(&o.committed, "committed", false, "exclude the top-level carrier receipt")
 	return cmd
+}
+
+func runHash(_ context.Context, s Streams, o hashOptions) error {
+	dir := o.args[0]
+	info, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return reject.Errorf("%s: not a directory", dir)
+	}
+	tree, err := bundle.ReadTree(dir)
+	if err != nil {
+		return err // a bundle.ErrInvalid class is a rejection already
+	}
+	d, err := tree.ContentHash(o.committed)
+	if err != nil {
+		// An empty bundle, an unreadable file or a file changing
+		// under the hash all reject the bundle as given.
+		return reject.Wrap(err)
+	}
+	fmt.Fprintln(s.Out, d)
+	return nil
 }

@@ -42,7 +42,7 @@ func TestStackDigestRefusesBombs(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr := run(t, "", "stack", "digest", deep)
-	if code != ExitRejected || !strings.Contains(stderr, "Nesting too deep") || !strings.Contains(stderr, "deep.hcl line 2") {
+	if code != ExitRejected || !strings.Contains(stderr, "Nesting too deep") || !strings.Contains(stderr, "deep.hcl:2:") || strings.Contains(stderr, "[[[[") {
 		t.Fatalf("exit %d, stderr %.500q", code, stderr)
 	}
 }

@@ -1,22 +1,21 @@
-// Package cli implements the cacheon command line. Each command group lives
-// in its own file and is a thin layer over a library package: parsing flags,
-// calling the library and printing results. Exit codes follow upstream:
-// 0 success, 2 a rejected input or failed check, 1 a usage or I/O error.
+// Package cli implements the cacheon command line. Each command lives in
+// its own file (an options struct, newXCommand binding the flags to it, and
+// runX(ctx, streams, opts)) and is a thin layer over a library package:
+// parsing flags, calling the library and printing results. Exit codes
+// follow upstream (0 success, 2 a rejected input or failed check, 1 a
+// usage or I/O error) and are decided in one place, ExitCode; --json
+// output goes through one writer, writeJSON.
 package cli
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
-)
-
-// Exit codes shared by every command.
-const (
-	ExitOK       = 0
-	ExitError    = 1 // usage, I/O or infrastructure error
-	ExitRejected = 2 // the input was read and rejected, or a check failed
 )
 
 // Streams are the standard streams a command reads and writes, passed in
@@ -26,30 +25,6 @@ type Streams struct {
 	Out io.Writer
 	Err io.Writer
 }
-
-// rejectedError marks an error as a rejection of the input (exit 2) rather
-// than a usage or I/O failure (exit 1).
-type rejectedError struct{ err error }
-
-func (e *rejectedError) Error() string { return e.err.Error() }
-func (e *rejectedError) Unwrap() error { return e.err }
-
-// Rejected wraps err so the command exits with ExitRejected.
-func Rejected(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &rejectedError{err}
-}
-
-// silentExit carries an exit code for a command that already printed its
-// result (a scan listing its violations, say) and has nothing to add.
-type silentExit struct{ code int }
-
-func (e *silentExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
-// ExitWith ends a command with code without printing an error message.
-func ExitWith(code int) error { return &silentExit{code} }
 
 // NewRootCommand builds the cacheon command tree.
 func NewRootCommand(s Streams) *cobra.Command {
@@ -61,7 +36,8 @@ contributions and stacks, checks the target catalog, scans and verifies
 kernel bundles, materializes engines and builds, signs and verifies releases.
 
 Exit codes: 0 success, 2 the input was rejected or a check failed,
-1 a usage, I/O or infrastructure error.`,
+1 a usage, I/O or infrastructure error (a missing file included). With
+--json every command prints one JSON document, on a refusal too.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -81,25 +57,40 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newStackCommand(s),
 		newReleaseCommand(s),
 	)
+	withJSONRefusals(root, s)
 	return root
 }
 
 // Main runs the command line with args and returns the process exit code.
+// The first Ctrl-C (or SIGTERM) cancels the context every command runs
+// under, so a command that takes it (stack plan, verify, registry access)
+// stops at its next check and cleans up; it also restores the default
+// handling, so a second one ends the process at once, as it did before,
+// for a step that does not check the context. Every write that matters is
+// atomic (temp file or directory, then rename), so that is always safe.
 func Main(args []string, s Streams) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop()
+			fmt.Fprintln(s.Err, "cacheon: interrupted: stopping at the next safe point (interrupt again to quit now)")
+		case <-done:
+		}
+	}()
+	return MainContext(ctx, args, s)
+}
+
+// MainContext is Main under a context the caller controls (tests cancel it).
+func MainContext(ctx context.Context, args []string, s Streams) int {
 	root := NewRootCommand(s)
 	root.SetArgs(args)
-	err := root.Execute()
-	if err == nil {
-		return ExitOK
+	err := root.ExecuteContext(ctx)
+	if err != nil && !isReported(err) {
+		fmt.Fprintf(s.Err, "cacheon: %v\n", err)
 	}
-	var silent *silentExit
-	if errors.As(err, &silent) {
-		return silent.code
-	}
-	fmt.Fprintf(s.Err, "cacheon: %v\n", err)
-	var rejected *rejectedError
-	if errors.As(err, &rejected) {
-		return ExitRejected
-	}
-	return ExitError
+	return ExitCode(err)
 }

@@ -1,29 +1,46 @@
 package cli
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/scan"
+	"github.com/cacheon/engine/tools/reject"
 )
 
-// bundleInputError classifies an error from loading a bundle: a rejection
-// of what was read (manifest, metadata, rebuild.json, names, intake limits)
-// exits 2; a missing directory or manifest, or an I/O error, exits 1.
-func bundleInputError(err error) error {
-	if bundle.IsRejection(err) {
-		return Rejected(err)
+func printScanReport(w io.Writer, r *scan.Report) {
+	fmt.Fprintf(w, "bundle: %s  abi: %s  ops: %d\n", r.BundleID, r.ABIVersion, len(r.Ops))
+	for _, op := range r.Ops {
+		fmt.Fprintf(w, "  %s [%s] %s: %s\n", op.Slot, op.Variant, op.Source, op.Status)
+		for _, f := range op.Findings {
+			fmt.Fprintf(w, "      %s\n", f)
+		}
 	}
-	return err
+	if len(r.TreeFindings) > 0 {
+		fmt.Fprintln(w, "[VIOLATIONS] vendored/extra/undeclared files (recursive scan):")
+		for _, f := range r.TreeFindings {
+			fmt.Fprintf(w, "      %s\n", f)
+		}
+	}
+	if r.Clean {
+		fmt.Fprintln(w, "clean: no findings")
+		return
+	}
+	fmt.Fprintf(w, "%d violation(s), %d advisory finding(s)\n", r.Violations, r.Advisories)
+}
+
+// scanOptions are the flags and arguments of scan.
+type scanOptions struct {
+	asJSON bool
+	args   []string
 }
 
 func newScanCommand(s Streams) *cobra.Command {
-	var asJSON bool
+	var o scanOptions
 	cmd := &cobra.Command{
 		Use:   "scan BUNDLE [--json]",
 		Short: "Statically scan a kernel bundle for policy violations",
@@ -59,54 +76,36 @@ rule broken), 1 no manifest to read, an I/O or a usage error.`,
   cacheon scan ./my-bundle --json | jq '.ops[].status'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			info, err := os.Stat(dir)
-			if err != nil {
-				return err
-			}
-			if !info.IsDir() {
-				return fmt.Errorf("%s: not a directory", dir)
-			}
-			report, err := scan.Bundle(dir)
-			if err != nil {
-				return bundleInputError(fmt.Errorf("scan %s: %w", dir, err))
-			}
-			if asJSON {
-				enc := json.NewEncoder(s.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(report); err != nil {
-					return err
-				}
-			} else {
-				printScanReport(s.Out, report)
-			}
-			if !report.Clean {
-				return ExitWith(ExitRejected)
-			}
-			return nil
+			o.args = args
+			return runScan(cmd.Context(), s, o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the report as JSON")
 	return cmd
 }
 
-func printScanReport(w io.Writer, r *scan.Report) {
-	fmt.Fprintf(w, "bundle: %s  abi: %s  ops: %d\n", r.BundleID, r.ABIVersion, len(r.Ops))
-	for _, op := range r.Ops {
-		fmt.Fprintf(w, "  %s [%s] %s: %s\n", op.Slot, op.Variant, op.Source, op.Status)
-		for _, f := range op.Findings {
-			fmt.Fprintf(w, "      %s\n", f)
+func runScan(_ context.Context, s Streams, o scanOptions) error {
+	dir := o.args[0]
+	info, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	report, err := scan.Bundle(dir)
+	if err != nil {
+		return fmt.Errorf("scan %s: %w", dir, err)
+	}
+	if o.asJSON {
+		if err := writeJSON(s.Out, report); err != nil {
+			return err
 		}
+	} else {
+		printScanReport(s.Out, report)
 	}
-	if len(r.TreeFindings) > 0 {
-		fmt.Fprintln(w, "[VIOLATIONS] vendored/extra/undeclared files (recursive scan):")
-		for _, f := range r.TreeFindings {
-			fmt.Fprintf(w, "      %s\n", f)
-		}
+	if !report.Clean {
+		return alreadyReported(reject.Errorf("%s: the scan found violations", dir))
 	}
-	if r.Clean {
-		fmt.Fprintln(w, "clean: no findings")
-		return
-	}
-	fmt.Fprintf(w, "%d violation(s), %d advisory finding(s)\n", r.Violations, r.Advisories)
+	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 
@@ -79,9 +80,15 @@ type slotsView struct {
 	Slots         []slotView `json:"slots"`
 }
 
+// slotsOptions are the flags and arguments of slots.
+type slotsOptions struct {
+	file   string
+	asJSON bool
+	args   []string
+}
+
 func newSlotsCommand(s Streams) *cobra.Command {
-	var file string
-	var asJSON bool
+	var o slotsOptions
 	cmd := &cobra.Command{
 		Use:   "slots [--file FILE] [--json]",
 		Short: "List the registered slots (the submission ABI)",
@@ -100,37 +107,42 @@ and the catalog shapes the verifier runs.`,
   cacheon catalog show moe.fused_experts   # one slot's target and contract`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var fileArgs []string
-			if file != "" {
-				fileArgs = []string{file}
-			}
-			l, err := loadCatalogArg(fileArgs)
-			if err != nil {
-				return err
-			}
-			if l.catalog == nil {
-				return l.rejection(s.Err)
-			}
-			slots := l.catalog.Slots()
-			if asJSON {
-				view := slotsView{
-					FormatVersion: 1, File: l.name, Embedded: l.embedded,
-					CatalogDigest: l.catalog.Digest(), Count: len(slots), Slots: []slotView{},
-				}
-				for _, slot := range slots {
-					view.Slots = append(view.Slots, newSlotView(slot))
-				}
-				return writeCatalogJSON(s.Out, view)
-			}
-			fmt.Fprintln(s.Out, "Registered op-slots (the submission ABI):")
-			tw := tabwriter.NewWriter(s.Out, 0, 0, 2, ' ', 0)
-			for _, slot := range slots {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\n", slot.ID, slot.Kind, slot.Summary)
-			}
-			return tw.Flush()
+			o.args = args
+			return runSlots(cmd.Context(), s, o)
 		},
 	}
-	cmd.Flags().StringVar(&file, "file", "", "catalog file (default: the catalog compiled into this binary)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print every slot specification as JSON")
+	cmd.Flags().StringVar(&o.file, "file", "", "catalog file (default: the catalog compiled into this binary)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print every slot specification as JSON")
 	return cmd
+}
+
+func runSlots(_ context.Context, s Streams, o slotsOptions) error {
+	var fileArgs []string
+	if o.file != "" {
+		fileArgs = []string{o.file}
+	}
+	l, err := loadCatalogArg(fileArgs)
+	if err != nil {
+		return err
+	}
+	if l.catalog == nil {
+		return l.rejection(s.Err)
+	}
+	slots := l.catalog.Slots()
+	if o.asJSON {
+		view := slotsView{
+			FormatVersion: 1, File: l.name, Embedded: l.embedded,
+			CatalogDigest: l.catalog.Digest(), Count: len(slots), Slots: []slotView{},
+		}
+		for _, slot := range slots {
+			view.Slots = append(view.Slots, newSlotView(slot))
+		}
+		return writeJSON(s.Out, view)
+	}
+	fmt.Fprintln(s.Out, "Registered op-slots (the submission ABI):")
+	tw := tabwriter.NewWriter(s.Out, 0, 0, 2, ' ', 0)
+	for _, slot := range slots {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", slot.ID, slot.Kind, slot.Summary)
+	}
+	return tw.Flush()
 }

@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -18,10 +14,10 @@ import (
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/stacks/materialize"
-	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // stackDeps are the validator components stack commands run with: those
@@ -135,15 +131,15 @@ func loadStack(s Streams, path string, o stackInputOptions, deps stackDeps, json
 		return nil, err
 	}
 	if err := src.Check(f); err != nil {
-		return nil, Rejected(err)
+		return nil, reject.Wrap(err)
 	}
 	catPath, err := src.CatalogPath(f)
 	if err != nil {
-		return nil, Rejected(err)
+		return nil, reject.Wrap(err)
 	}
 	cat, err := bundleCatalog(catPath)
 	if err != nil {
-		return nil, Rejected(fmt.Errorf("%s: catalog %s: %w", f.CatalogRange, catPath, err))
+		return nil, fmt.Errorf("%s: %w", f.CatalogRange, err)
 	}
 	digests, err := patcherDigests(o.patchers)
 	if err != nil {
@@ -152,48 +148,25 @@ func loadStack(s Streams, path string, o stackInputOptions, deps stackDeps, json
 	payload := contribution.PayloadOptions{Closure: deps.bundle.closure, CUDACheck: deps.bundle.cudaCheck, PatcherDigests: digests}
 	a, err := stack.Assemble(f, src, cat, payload)
 	if err != nil {
-		var ae *stack.AssemblyError
-		if errors.As(err, &ae) {
-			return nil, Rejected(err)
-		}
 		return nil, err
 	}
 	return &loadedStack{assembled: a, catalog: cat, payload: payload, sources: src}, nil
 }
 
-// diagnosticJSON is one HCL diagnostic in --json output.
-type diagnosticJSON struct {
-	Severity string `json:"severity"`
-	Summary  string `json:"summary"`
-	Detail   string `json:"detail"`
-	File     string `json:"file"`
-	Line     int    `json:"line"`
-	Column   int    `json:"column"`
-}
-
+// reportDiagnostics renders a stack file's HCL diagnostics to stderr
+// (with --json, the refusal document gives them instead) and returns the
+// rejection.
 func reportDiagnostics(s Streams, parser *hclparse.Parser, diags hcl.Diagnostics, jsonOut bool) error {
-	if jsonOut {
-		out := []diagnosticJSON{}
-		for _, d := range diags {
-			j := diagnosticJSON{Severity: "error", Summary: d.Summary, Detail: d.Detail}
-			if d.Severity == hcl.DiagWarning {
-				j.Severity = "warning"
-			}
-			if d.Subject != nil {
-				j.File, j.Line, j.Column = d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column
-			}
-			out = append(out, j)
+	if !jsonOut {
+		files := map[string][]byte{}
+		for name, f := range parser.Files() {
+			files[name] = f.Bytes
 		}
-		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "ok": false, "diagnostics": out}); err != nil {
+		if err := hclload.WriteText(s.Err, files, diags); err != nil {
 			return err
 		}
-		return ExitWith(ExitRejected)
 	}
-	w := hcl.NewDiagnosticTextWriter(s.Err, parser.Files(), 78, false)
-	if err := w.WriteDiagnostics(diags); err != nil {
-		return err
-	}
-	return Rejected(fmt.Errorf("stack file has %d error(s)", len(diags.Errs())))
+	return &diagnosedError{msg: fmt.Sprintf("stack file has %d error(s)", len(diags.Errs())), diags: diags}
 }
 
 // entryJSON is one stack entry in --json output.
@@ -230,65 +203,6 @@ func entriesJSON(l *loadedStack) ([]entryJSON, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-func newStackDigestCommand(s Streams, deps stackDeps) *cobra.Command {
-	var o stackInputOptions
-	var jsonOut bool
-	var manifestOut string
-	cmd := &cobra.Command{
-		Use:   "digest STACK",
-		Short: "Print the identity of a stack",
-		Long: `Digest assembles STACK (an HCL stack file): it locates every contribution
-source, inspects it against the catalog the stack names (content hash,
-target, selected payload), checks the active targets against the
-catalog's rules, and prints the digest of the stack's canonical manifest:
-H(cacheon.stack.evaluation, manifest) for evaluation and reference stacks,
-H(cacheon.stack.release, manifest) for release stacks.
-
---manifest-out writes the canonical manifest JSON (the exact bytes the
-digest covers, without the domain envelope) atomically.`,
-		Example: `  cacheon stack digest stacks/incumbent.hcl
-  cacheon stack digest --json stacks/release.hcl
-  cacheon stack digest --catalog catalog/targets.hcl \
-      --contribution //kernels/contributions:silu_and_mul_triton=kernels/contributions/silu_and_mul_triton \
-      --contribution //kernels/contributions:rmsnorm_triton=kernels/contributions/rmsnorm_triton \
-      stacks/incumbent.hcl`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadStack(s, args[0], o, deps, jsonOut)
-			if err != nil {
-				return err
-			}
-			m := l.assembled.Manifest
-			d, err := m.Digest()
-			if err != nil {
-				return err
-			}
-			if manifestOut != "" {
-				if err := writeManifest(manifestOut, m); err != nil {
-					return err
-				}
-			}
-			if !jsonOut {
-				fmt.Fprintln(s.Out, d)
-				return nil
-			}
-			entries, err := entriesJSON(l)
-			if err != nil {
-				return err
-			}
-			catDigest, _ := m.Catalog()
-			return writeJSON(s.Out, map[string]any{
-				"format_version": 1, "stack": args[0], "name": l.assembled.File.Name, "kind": string(l.assembled.File.Kind),
-				"stack_digest": d, "catalog_digest": catDigest, "entries": entries,
-			})
-		},
-	}
-	o.addFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON document")
-	cmd.Flags().StringVar(&manifestOut, "manifest-out", "", "also write the canonical stack manifest JSON to FILE")
-	return cmd
 }
 
 func writeManifest(path string, m stack.Manifest) error {
@@ -357,436 +271,6 @@ func treeDoc(out, kind string, r *materialize.Result) treeJSON {
 	return doc
 }
 
-func newStackMaterializeCommand(s Streams, deps stackDeps) *cobra.Command {
-	var o stackInputOptions
-	var out, manifestOut string
-	var records []string
-	var jsonOut, quiet bool
-	cmd := &cobra.Command{
-		Use:   "materialize STACK --out DIR",
-		Short: "Write the deterministic engine tree of a stack",
-		Long: `Materialize assembles STACK and writes its engine tree to DIR: every
-active contribution's Python import closure, namespaced under
-cacheon_c_<selected delta digest> with bundle-local imports rewritten,
-its CUDA sources and headers, dependency patches, canonical metadata and
-entry shims, the runtime manifest.toml and rebuild.json the substrate
-loads, and metadata/cacheon_engine_tree.json listing everything. No
-contribution code is imported or run.
-
-Each source is copied to a private staging area with two reads that must
-agree, checked against the identity the stack names, and inspected again.
-The tree is written beside DIR, synced, reopened and verified, and renamed
-into place: files 0444, directories 0755, every time at the Unix epoch.
-The same stack gives the same bytes and tree digest whatever the working
-directory, umask, time zone or locale. DIR must not exist and must not
-overlap a source; on any error nothing is left at DIR.
-
---manifest-out also writes the canonical stack manifest JSON.
-
-A release stack is materialized with its integration review records, one
---integration-record FILE per entry: each must be approved and derive
-exactly the integrated reference the stack holds.
-
-Exit codes: 0 written; 2 the stack, a source or the destination was
-refused (the message names the file, the target and the rule); 1 a usage
-or I/O error.`,
-		Example: `  cacheon stack materialize stacks/incumbent.hcl --out /tmp/engine
-  cacheon stack materialize --json stacks/reference.hcl --out /tmp/pristine
-  cacheon stack materialize stacks/incumbent.hcl --out out/engine --manifest-out out/stack.json \
-      --catalog catalog/targets.hcl \
-      --contribution //kernels/contributions:silu_and_mul_triton=kernels/contributions/silu_and_mul_triton \
-      --contribution //kernels/contributions:rmsnorm_triton=kernels/contributions/rmsnorm_triton`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return errors.New("--out DIR is required")
-			}
-			l, err := loadStack(s, args[0], o, deps, jsonOut)
-			if err != nil {
-				return err
-			}
-			opts, err := materializeOptions(s, l, deps, quiet || jsonOut)
-			if err != nil {
-				return err
-			}
-			if opts.Records, err = loadRecords(records); err != nil {
-				return err
-			}
-			if err := os.MkdirAll(filepath.Dir(filepath.Clean(out)), 0o755); err != nil {
-				return err
-			}
-			res, err := materialize.Materialize(l.assembled.Manifest, resolverOf(l.assembled.Dirs), out, opts)
-			if err != nil {
-				if materialize.IsRejection(err) {
-					return Rejected(err)
-				}
-				return err
-			}
-			if manifestOut != "" {
-				if err := writeManifest(manifestOut, l.assembled.Manifest); err != nil {
-					os.RemoveAll(out)
-					return err
-				}
-			}
-			if jsonOut {
-				return writeJSON(s.Out, treeDoc(out, string(l.assembled.File.Kind), res))
-			}
-			fmt.Fprintf(s.Out, "stack %s\ntree  %s\n%d files written to %s\n", res.StackDigest, res.TreeDigest, len(res.Files), out)
-			return nil
-		},
-	}
-	o.addFlags(cmd.Flags())
-	f := cmd.Flags()
-	f.StringVar(&out, "out", "", "directory to create (must not exist)")
-	f.StringVar(&manifestOut, "manifest-out", "", "also write the canonical stack manifest JSON to FILE")
-	f.StringArrayVar(&records, "integration-record", nil, "integration review record FILE of a release entry (repeat per entry)")
-	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
-	f.BoolVar(&quiet, "quiet", false, "do not report progress on stderr")
-	return cmd
-}
-
-func newStackVerifyCommand(s Streams) *cobra.Command {
-	var jsonOut bool
-	cmd := &cobra.Command{
-		Use:   "verify DIR",
-		Short: "Check a materialized engine tree and print its digest",
-		Long: `Verify reopens the engine tree at DIR as a consumer does before loading
-it: every file 0444 and directory 0755 with times at the epoch, no links
-or special files, no empty directory, a tree metadata file in canonical
-form whose contribution rows recompute (namespace = selected delta) and
-whose file inventory equals the tree, and a runtime manifest exactly when
-the stack has contributions. It prints the stack digest the tree was
-built from and the tree digest.
-
-Exit codes: 0 the tree is well-formed; 2 it is not; 1 an I/O error.`,
-		Example: `  cacheon stack verify /tmp/engine
-  cacheon stack verify --json bazel-bin/stacks/incumbent`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := os.Stat(args[0]); err != nil {
-				return err
-			}
-			res, err := materialize.Verify(args[0])
-			if err != nil {
-				return Rejected(fmt.Errorf("%s: %w", args[0], err))
-			}
-			if jsonOut {
-				return writeJSON(s.Out, treeDoc(args[0], "", res))
-			}
-			fmt.Fprintf(s.Out, "stack %s\ntree  %s\n", res.StackDigest, res.TreeDigest)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON document")
-	return cmd
-}
-
-func newStackPlanCommand(s Streams, deps stackDeps) *cobra.Command {
-	var o stackInputOptions
-	var incumbentPath, candidateDir, candidateLabel, attribution, out string
-	var jsonOut bool
-	cmd := &cobra.Command{
-		Use:   "plan --incumbent STACK --candidate BUNDLE",
-		Short: "Plan a marginal candidate: the incumbent with one target transition",
-		Long: `Plan builds the candidate stack a qualification measures: the incumbent
-evaluation stack with exactly one target transition, the candidate
-bundle's. The validator supplies every other entry.
-
-  - If the bundle's target is active, the bundle replaces that entry. It
-    must change what the target executes (its selected delta).
-  - Otherwise it joins the stack and displaces the active targets in its
-    displacement closure (an atomic target displaces its member
-    singletons). A bundle may never break up an active target that
-    displaces it: a member proposal cannot decompose an atomic incumbent.
-  - The candidate's active targets must satisfy the catalog's rules, and
-    the bundle must resolve against the current catalog.
-
-Both stacks are then materialized into temporary directories and the
-marginal arm plan binds the three arms B (incumbent), C (candidate) and
-B' (incumbent again) to their stack and tree digests; C's tree must differ
-from B's. The plan's digest is H(cacheon.stack.marginal-arm-plan, plan).
-
---attribution is the digest of the candidate's intake attribution; without
-it a local attribution derived from the bundle's content hash is used,
-which credits no one. --out writes the candidate stack as an HCL file,
-only when planning succeeds.
-
-Exit codes: 0 planned; 2 the candidate was rejected (the reason names the
-rule); 1 a usage or I/O error.`,
-		Example: `  cacheon stack plan --incumbent stacks/incumbent.hcl --candidate ./my-silu-bundle
-  cacheon stack plan --json --incumbent stacks/incumbent.hcl \
-      --candidate kernels/contributions/moe_epilogue_atomic_torch --out /tmp/candidate.hcl`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if incumbentPath == "" || candidateDir == "" {
-				return errors.New("--incumbent STACK and --candidate BUNDLE are required")
-			}
-			if candidateLabel != "" {
-				if err := checkDirLabel(candidateLabel); err != nil {
-					return fmt.Errorf("--candidate-label: %w", err)
-				}
-			}
-			return runStackPlan(s, deps, o, incumbentPath, candidateDir, candidateLabel, attribution, out, jsonOut)
-		},
-	}
-	o.addFlags(cmd.Flags())
-	f := cmd.Flags()
-	f.StringVar(&incumbentPath, "incumbent", "", "the incumbent evaluation stack file")
-	f.StringVar(&candidateDir, "candidate", "", "the candidate bundle directory")
-	f.StringVar(&candidateLabel, "candidate-label", "", "write the candidate's source in --out as this label (e.g. //kernels/contributions:my_silu) instead of a path; Bazel's cacheon_candidate passes it")
-	f.StringVar(&attribution, "attribution", "", "attribution digest of the candidate (64 hex)")
-	f.StringVar(&out, "out", "", "write the candidate stack HCL to FILE")
-	f.BoolVar(&jsonOut, "json", false, "print one JSON document")
-	return cmd
-}
-
-type planJSON struct {
-	FormatVersion int                   `json:"format_version"`
-	PlanDigest    string                `json:"plan_digest"`
-	Plan          *plan.MarginalArmPlan `json:"plan"`
-	Attribution   string                `json:"attribution"`
-	LocalAttrib   bool                  `json:"local_attribution"`
-	CandidateOut  *string               `json:"candidate_stack_file"`
-	Rejected      *planRejectionJSON    `json:"rejected"`
-}
-
-type planRejectionJSON struct {
-	Reason string `json:"reason"`
-	Detail string `json:"detail"`
-}
-
-func runStackPlan(s Streams, deps stackDeps, o stackInputOptions, incumbentPath, candidateDir, candidateLabel, attribution, out string, jsonOut bool) error {
-	l, err := loadStack(s, incumbentPath, o, deps, jsonOut)
-	if err != nil {
-		return err
-	}
-	incumbent, ok := l.assembled.Manifest.(*stack.EvaluationStackManifest)
-	if !ok || l.assembled.File.Kind != stack.Evaluation {
-		return Rejected(fmt.Errorf("%s: the incumbent must be an evaluation stack, this is a %s stack", incumbentPath, l.assembled.File.Kind))
-	}
-	if _, err := os.Stat(candidateDir); err != nil {
-		return err
-	}
-	in, err := contribution.Inspect(candidateDir, contribution.Options{Catalog: l.catalog, Payload: l.payload})
-	if err != nil {
-		var rej *contribution.RejectedError
-		if errors.As(err, &rej) {
-			return planRejected(s, jsonOut, "inspection", fmt.Sprintf("the candidate %s is refused at %s: %v", candidateDir, rej.Stage, rej.Err))
-		}
-		return err
-	}
-	if !in.Registered() {
-		return planRejected(s, jsonOut, string(plan.ReasonUnknownTarget), fmt.Sprintf("the candidate %s resolves to no registered target (%s)", candidateDir, in.Target.Unregistered))
-	}
-	local := attribution == ""
-	if local {
-		attribution = identity.MustH(identity.DomainLocalAttribution, map[string]string{"artifact_digest": in.ContentHash}).String()
-		if !jsonOut {
-			fmt.Fprintf(s.Err, "cacheon: no --attribution: using the local attribution %s (credits no one)\n", attribution)
-		}
-	}
-	ref, err := contribution.NewProposalRef(in, attribution)
-	if err != nil {
-		return Rejected(fmt.Errorf("--attribution: %w", err))
-	}
-	cand, err := plan.Plan(l.catalog, incumbent, ref)
-	if err != nil {
-		var r *plan.Rejection
-		if errors.As(err, &r) {
-			return planRejected(s, jsonOut, string(r.Reason), r.Detail)
-		}
-		return err
-	}
-
-	opts, err := materializeOptions(s, l, deps, true)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "cacheon-plan-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	candDirs := map[string]string{}
-	for id, d := range l.assembled.Dirs {
-		candDirs[id] = d
-	}
-	candDirs[cand.Transition.TargetID] = candidateDir
-	if !jsonOut {
-		fmt.Fprintf(s.Err, "cacheon: materializing incumbent and candidate to compare their trees\n")
-	}
-	bTree, err := materialize.Materialize(incumbent, resolverOf(l.assembled.Dirs), filepath.Join(tmp, "B"), opts)
-	if err != nil {
-		return wrapMaterializeErr("incumbent", err)
-	}
-	candOpts := opts
-	candOpts.Inspections = map[string]*contribution.Inspection{}
-	for id, ci := range l.assembled.Inspections {
-		candOpts.Inspections[id] = ci
-	}
-	candOpts.Inspections[cand.Transition.TargetID] = in
-	cTree, err := materialize.Materialize(cand.Stack, resolverOf(candDirs), filepath.Join(tmp, "C"), candOpts)
-	if err != nil {
-		return wrapMaterializeErr("candidate", err)
-	}
-	arms, err := cand.Arms(bTree.TreeDigest, cTree.TreeDigest)
-	if err != nil {
-		var r *plan.Rejection
-		if errors.As(err, &r) {
-			return planRejected(s, jsonOut, string(r.Reason), r.Detail)
-		}
-		return err
-	}
-	planDigest, err := arms.Digest()
-	if err != nil {
-		return err
-	}
-
-	var outPtr *string
-	if out != "" {
-		if err := writeCandidateStack(s.Err, l.assembled.File, cand, candidateDir, candidateLabel, attribution, in.ContentHash, incumbentPath, out); err != nil {
-			return err
-		}
-		outPtr = &out
-	}
-	if jsonOut {
-		return writeJSON(s.Out, planJSON{
-			FormatVersion: 1, PlanDigest: planDigest, Plan: arms, Attribution: attribution, LocalAttrib: local, CandidateOut: outPtr,
-		})
-	}
-	writePlanText(s.Out, arms, planDigest, out)
-	return nil
-}
-
-func wrapMaterializeErr(which string, err error) error {
-	err = fmt.Errorf("materialize %s: %w", which, err)
-	if materialize.IsRejection(err) {
-		return Rejected(err)
-	}
-	return err
-}
-
-func planRejected(s Streams, jsonOut bool, reason, detail string) error {
-	if jsonOut {
-		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "rejected": planRejectionJSON{Reason: reason, Detail: detail}}); err != nil {
-			return err
-		}
-		return ExitWith(ExitRejected)
-	}
-	return Rejected(fmt.Errorf("candidate rejected (%s): %s", reason, detail))
-}
-
-func writePlanText(w io.Writer, p *plan.MarginalArmPlan, digest, out string) {
-	t := p.Transition
-	fmt.Fprintf(w, "transition at %s\n", t.TargetID)
-	if t.Prior != nil {
-		d, _ := t.Prior.RefDigest()
-		fmt.Fprintf(w, "  replaces   %s\n", d)
-	} else {
-		fmt.Fprintf(w, "  new target (nothing active there)\n")
-	}
-	if len(t.Displaced) > 0 {
-		fmt.Fprintf(w, "  displaces  %s\n", strings.Join(t.Displaced, ", "))
-	}
-	for _, a := range p.Arms {
-		fmt.Fprintf(w, "arm %-8s stack %s tree %s\n", a.Role, a.StackDigest, a.TreeDigest)
-	}
-	fmt.Fprintf(w, "plan %s\n", digest)
-	if out != "" {
-		fmt.Fprintf(w, "candidate stack written to %s\n", out)
-	}
-}
-
-// writeCandidateStack writes the candidate stack file: the incumbent's
-// file with the one transition applied. The candidate's source is written
-// relative to the new file (or as candidateLabel when given), and its
-// content hash is pinned.
-func writeCandidateStack(stderr io.Writer, incumbent *stack.File, cand *plan.Candidate, candidateDir, candidateLabel, attribution, contentHash, incumbentPath, out string) error {
-	outDir, err := filepath.Abs(filepath.Dir(out))
-	if err != nil {
-		return err
-	}
-	absCand, err := filepath.Abs(candidateDir)
-	if err != nil {
-		return err
-	}
-	// A path inside the new file's directory is written relative to it;
-	// anything else absolute, so the file reads the same wherever it is
-	// used from.
-	rel, err := filepath.Rel(outDir, absCand)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		rel = absCand
-	}
-	if candidateLabel != "" {
-		rel = candidateLabel
-	}
-	g := incumbent.WithContribution(stack.Contribution{
-		TargetID: cand.Transition.TargetID, Kind: stack.ProposalKind, Source: filepath.ToSlash(rel),
-		AttributionDigest: attribution, ArtifactDigest: contentHash,
-	}, cand.Transition.Displaced)
-	g.Name = incumbent.Name + "-candidate"
-	// Relative paths of the incumbent were relative to its own file.
-	inDir, err := filepath.Abs(filepath.Dir(incumbentPath))
-	if err != nil {
-		return err
-	}
-	for i := range g.Contributions {
-		c := &g.Contributions[i]
-		if c.TargetID == cand.Transition.TargetID || stack.IsLabel(c.Source) || filepath.IsAbs(c.Source) {
-			continue
-		}
-		c.Source = relocate(outDir, filepath.Join(inDir, filepath.FromSlash(c.Source)))
-	}
-	if !stack.IsLabel(g.Catalog) && !filepath.IsAbs(g.Catalog) {
-		g.Catalog = relocate(outDir, filepath.Join(inDir, filepath.FromSlash(g.Catalog)))
-	}
-	// A caller that names the candidate by label (a build action) resolves
-	// labels itself.
-	if hasLabels(g) && candidateLabel == "" {
-		if ws, err := stack.FindWorkspace(outDir); err != nil || !strings.HasPrefix(outDir+string(filepath.Separator), ws+string(filepath.Separator)) {
-			fmt.Fprintf(stderr, "cacheon: %s names //labels; outside the repository pass --workspace ROOT when using it\n", out)
-		}
-	}
-	comment := fmt.Sprintf("Candidate stack planned by `cacheon stack plan` from %s:\none transition at %s", filepath.Base(incumbentPath), cand.Transition.TargetID)
-	if len(cand.Transition.Displaced) > 0 {
-		comment += ", displacing " + strings.Join(cand.Transition.Displaced, ", ")
-	}
-	comment += "."
-	return atomicwrite.WriteFile(out, stack.Format(g, comment), 0o644)
-}
-
-// checkDirLabel accepts a label that names a bundle directory.
-func checkDirLabel(s string) error {
-	l, err := stack.ParseLabel(s)
-	if err != nil {
-		return err
-	}
-	_, err = l.DirPath()
-	return err
-}
-
-// relocate expresses path p for a file in dir: relative when p is inside
-// dir, absolute otherwise.
-func relocate(dir, p string) string {
-	rel, err := filepath.Rel(dir, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return filepath.ToSlash(p)
-	}
-	return filepath.ToSlash(rel)
-}
-
-func hasLabels(f *stack.File) bool {
-	if stack.IsLabel(f.Catalog) {
-		return true
-	}
-	for _, c := range f.Contributions {
-		if stack.IsLabel(c.Source) {
-			return true
-		}
-	}
-	return false
-}
-
 // loadRecords reads integration review record files.
 func loadRecords(paths []string) ([]contribution.IntegrationRecord, error) {
 	var out []contribution.IntegrationRecord
@@ -797,7 +281,7 @@ func loadRecords(paths []string) ([]contribution.IntegrationRecord, error) {
 		}
 		r, err := review.Parse(b)
 		if err != nil {
-			return nil, Rejected(fmt.Errorf("integration record %s: %w", p, err))
+			return nil, reject.Errorf("integration record %s: %w", p, err)
 		}
 		out = append(out, reviewRecord{r})
 	}

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +11,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/evaluator/verify"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 type verifyOptions struct {
+	bundle    string // the bundle directory
 	device    string
 	dtype     string
 	seed      int64
@@ -78,7 +80,8 @@ interpreter, no torch, a worker of the validator's own failing).`,
   cacheon verify ./my-bundle --python /usr/bin/python3 --timeout 2m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerify(cmd, s, args[0], o)
+			o.bundle = args[0]
+			return runVerify(cmd.Context(), s, o)
 		},
 	}
 	f := cmd.Flags()
@@ -97,7 +100,8 @@ interpreter, no torch, a worker of the validator's own failing).`,
 	return cmd
 }
 
-func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) error {
+func runVerify(ctx context.Context, s Streams, o verifyOptions) error {
+	bundle := o.bundle
 	var progress io.Writer = s.Err
 	if o.quiet {
 		progress = io.Discard
@@ -114,21 +118,19 @@ func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) er
 		}
 		if l.diags.HasErrors() {
 			l.writeDiagnostics(s.Err)
-			return Rejected(fmt.Errorf("--catalog %s: the catalog does not validate", o.catalog))
+			return reject.Errorf("--catalog %s: the catalog does not validate", o.catalog)
 		}
 		opts.Catalog = l.catalog
 	}
-	rep, err := verify.Run(cmd.Context(), bundle, opts)
+	rep, err := verify.Run(ctx, bundle, opts)
 	if err != nil {
 		if errors.Is(err, verify.ErrUsage) {
 			return err
 		}
-		return bundleInputError(fmt.Errorf("verify %s: %w", bundle, err))
+		return fmt.Errorf("verify %s: %w", bundle, err)
 	}
 	if o.jsonOut {
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(s.Out, rep); err != nil {
 			return err
 		}
 	} else {
@@ -138,9 +140,9 @@ func runVerify(cmd *cobra.Command, s Streams, bundle string, o verifyOptions) er
 	case verify.Pass:
 		return nil
 	case verify.Error:
-		return ExitWith(ExitError)
+		return alreadyReported(fmt.Errorf("verify %s: the verification did not complete (%s)", bundle, rep.Verdict))
 	default:
-		return ExitWith(ExitRejected)
+		return alreadyReported(reject.Errorf("verify %s: verdict %s", bundle, rep.Verdict))
 	}
 }
 

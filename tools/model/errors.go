@@ -1,42 +1,34 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
+
+	"github.com/cacheon/engine/tools/reject"
 )
-
-// rejection marks errors that reject the tree or receipt as given, as
-// opposed to failures to read it; callers tell them apart with IsRejection.
-type rejection struct{ msg string }
-
-func (r *rejection) Error() string { return r.msg }
 
 // IsRejection reports whether err rejects the input (a tree, receipt or
 // destination that breaks a rule) rather than reporting an I/O failure.
-func IsRejection(err error) bool {
-	var r *rejection
-	return errors.As(err, &r)
-}
+func IsRejection(err error) bool { return reject.Is(err) }
 
 // Reasons a tree, receipt or destination is rejected. Every error this
 // package returns for bad input wraps one of them.
 var (
-	ErrNotDirectory      error = &rejection{"not a directory"}
-	ErrSymlink           error = &rejection{"symbolic link"}
-	ErrHardlink          error = &rejection{"hard link"}
-	ErrSpecialFile       error = &rejection{"special file"}
-	ErrCachePath         error = &rejection{".cache path component"}
-	ErrInvalidPath       error = &rejection{"invalid path"}
-	ErrCaseCollision     error = &rejection{"paths collide when case-folded"}
-	ErrUnicodeCollision  error = &rejection{"paths collide when Unicode-normalized (NFC)"}
-	ErrMutated           error = &rejection{"changed while provisioning"}
-	ErrNoFiles           error = &rejection{"model tree has no files"}
-	ErrDigestMismatch    error = &rejection{"content digest mismatch"}
-	ErrInvalidReceipt    error = &rejection{"invalid model provision receipt"}
-	ErrReceiptInsideRoot error = &rejection{"receipt destination is inside the model root"}
-	ErrReceiptExists     error = &rejection{"a different file exists at the receipt destination"}
-	ErrTreeMismatch      error = &rejection{"model tree does not match its receipt"}
+	ErrNotDirectory      error = reject.New("not a directory")
+	ErrSymlink           error = reject.New("symbolic link")
+	ErrHardlink          error = reject.New("hard link")
+	ErrSpecialFile       error = reject.New("special file")
+	ErrCachePath         error = reject.New(".cache path component")
+	ErrInvalidPath       error = reject.New("invalid path")
+	ErrCaseCollision     error = reject.New("paths collide when case-folded")
+	ErrUnicodeCollision  error = reject.New("paths collide when Unicode-normalized (NFC)")
+	ErrMutated           error = reject.New("changed while provisioning")
+	ErrNoFiles           error = reject.New("model tree has no files")
+	ErrDigestMismatch    error = reject.New("content digest mismatch")
+	ErrInvalidReceipt    error = reject.New("invalid model provision receipt")
+	ErrReceiptInsideRoot error = reject.New("receipt destination is inside the model root")
+	ErrReceiptExists     error = reject.New("a different file exists at the receipt destination")
+	ErrTreeMismatch      error = reject.New("model tree does not match its receipt")
 )
 
 // TreeError rejects one entry of a model tree.

@@ -1,0 +1,263 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/identity"
+	rejectroot "github.com/cacheon/engine/tools/reject"
+)
+
+// ReasonInspection is a candidate bundle refused by an intake stage
+// before any transition is planned.
+const ReasonInspection Reason = "inspection"
+
+// LocalAttribution is the attribution digest of a candidate planned
+// without one: H(identity.DomainLocalAttribution, {artifact_digest}),
+// derived from the bundle alone, so it never credits anyone.
+func LocalAttribution(contentHash string) string {
+	return identity.MustH(identity.DomainLocalAttribution, map[string]string{"artifact_digest": contentHash}).String()
+}
+
+// Request is one candidate to plan against an assembled incumbent.
+type Request struct {
+	// Incumbent is the assembled incumbent; it must be an evaluation
+	// stack. IncumbentPath names its file in messages.
+	Incumbent     *stack.Assembled
+	IncumbentPath string
+	// CandidateDir is the candidate bundle's directory.
+	CandidateDir string
+	// Attribution is the digest of the candidate's intake attribution;
+	// empty means LocalAttribution of the bundle's content hash.
+	Attribution string
+	// Materialize holds the catalog, payload options and hooks both arms
+	// are materialized with; the catalog also resolves the candidate.
+	Materialize materialize.Options
+	// Progress, when set, is told of each stage.
+	Progress func(format string, args ...any)
+}
+
+// Result is a planned candidate with its bound arms.
+type Result struct {
+	Candidate  *Candidate
+	Inspection *contribution.Inspection // the candidate bundle's
+	Arms       *MarginalArmPlan
+	Digest     string // H(cacheon.stack.marginal-arm-plan, Arms)
+	// Attribution is the candidate's attribution digest; Local says it
+	// was derived locally and credits no one.
+	Attribution string
+	Local       bool
+}
+
+// AttributionError is an attribution digest that is not valid.
+type AttributionError struct{ Err error }
+
+func (e *AttributionError) Error() string { return "attribution: " + e.Err.Error() }
+func (e *AttributionError) Unwrap() error { return e.Err }
+
+// Is makes an invalid attribution a rejection (rejectroot.ErrRejected).
+func (e *AttributionError) Is(target error) bool { return target == rejectroot.ErrRejected }
+
+// Run plans the marginal candidate of r: it inspects the candidate
+// bundle against the catalog, plans its one transition (Plan),
+// materializes both stacks into a temporary directory to compare their
+// trees, and binds the arms B, C, B'. Refusals of the input are
+// *Rejection (or an assembly or materialization rejection); anything else
+// is an I/O failure. Cancelling ctx stops it between stages.
+func Run(ctx context.Context, r Request) (*Result, error) {
+	progress := r.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	incumbent, ok := r.Incumbent.Manifest.(*stack.EvaluationStackManifest)
+	if !ok || r.Incumbent.File.Kind != stack.Evaluation {
+		return nil, rejectroot.Errorf("%s: the incumbent must be an evaluation stack, this is a %s stack", r.IncumbentPath, r.Incumbent.File.Kind)
+	}
+	if _, err := os.Stat(r.CandidateDir); err != nil {
+		return nil, err
+	}
+	cat := r.Materialize.Catalog
+	in, err := contribution.Inspect(r.CandidateDir, contribution.Options{Catalog: cat, Payload: r.Materialize.Payload})
+	if err != nil {
+		var rej *contribution.RejectedError
+		if errors.As(err, &rej) {
+			return nil, reject(ReasonInspection, "the candidate %s is refused at %s: %v", r.CandidateDir, rej.Stage, rej.Err)
+		}
+		return nil, err
+	}
+	if !in.Registered() {
+		return nil, reject(ReasonUnknownTarget, "the candidate %s resolves to no registered target (%s)", r.CandidateDir, in.Target.Unregistered)
+	}
+	res := &Result{Inspection: in, Attribution: r.Attribution}
+	if res.Attribution == "" {
+		res.Attribution, res.Local = LocalAttribution(in.ContentHash), true
+	}
+	ref, err := contribution.NewProposalRef(in, res.Attribution)
+	if err != nil {
+		return nil, &AttributionError{err}
+	}
+	if res.Candidate, err = Plan(cat, incumbent, ref); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	tmp, err := os.MkdirTemp("", "cacheon-plan-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	candDirs := map[string]string{}
+	for id, d := range r.Incumbent.Dirs {
+		candDirs[id] = d
+	}
+	candDirs[res.Candidate.Transition.TargetID] = r.CandidateDir
+	progress("materializing incumbent and candidate to compare their trees")
+	// The snapshots and closures assembly (and the candidate's
+	// inspection) took are reused for both trees.
+	bOpts := r.Materialize
+	bOpts.Inspections = r.Incumbent.Inspections
+	bTree, err := materialize.Materialize(incumbent, resolverOf(r.Incumbent.Dirs), filepath.Join(tmp, "B"), bOpts)
+	if err != nil {
+		return nil, fmt.Errorf("materialize incumbent: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cOpts := r.Materialize
+	cOpts.Inspections = map[string]*contribution.Inspection{}
+	for id, ci := range r.Incumbent.Inspections {
+		cOpts.Inspections[id] = ci
+	}
+	cOpts.Inspections[res.Candidate.Transition.TargetID] = in
+	cTree, err := materialize.Materialize(res.Candidate.Stack, resolverOf(candDirs), filepath.Join(tmp, "C"), cOpts)
+	if err != nil {
+		return nil, fmt.Errorf("materialize candidate: %w", err)
+	}
+	if res.Arms, err = res.Candidate.Arms(bTree.TreeDigest, cTree.TreeDigest); err != nil {
+		return nil, err
+	}
+	if res.Digest, err = res.Arms.Digest(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// resolverOf maps each stack entry to the directory it was assembled from.
+func resolverOf(dirs map[string]string) materialize.Resolver {
+	return func(target string, _ stack.Ref) (string, error) {
+		d, ok := dirs[target]
+		if !ok {
+			return "", fmt.Errorf("no source directory for %s", target)
+		}
+		return d, nil
+	}
+}
+
+// CandidateFile says how to write a planned candidate as a stack file.
+type CandidateFile struct {
+	// Incumbent is the incumbent's stack file and IncumbentPath where it
+	// lies: its relative sources are relative to it.
+	Incumbent     *stack.File
+	IncumbentPath string
+	// Result is the planned candidate; CandidateDir its bundle.
+	Result       *Result
+	CandidateDir string
+	// Label, when set, is written as the candidate's source instead of a
+	// path (a build action names the candidate by label).
+	Label string
+}
+
+// WriteCandidate writes the candidate stack file to out, atomically: the
+// incumbent's file with the one transition applied, named
+// "<incumbent>-candidate". The candidate's source is written relative to
+// the new file (or as the label), its content hash pinned, and every
+// relative path of the incumbent re-expressed for the new file's
+// directory. It returns warnings for the user (a file that names labels
+// outside a repository).
+func WriteCandidate(out string, c CandidateFile) ([]string, error) {
+	cand := c.Result.Candidate
+	outDir, err := filepath.Abs(filepath.Dir(out))
+	if err != nil {
+		return nil, err
+	}
+	absCand, err := filepath.Abs(c.CandidateDir)
+	if err != nil {
+		return nil, err
+	}
+	// A path inside the new file's directory is written relative to it;
+	// anything else absolute, so the file reads the same wherever it is
+	// used from.
+	rel, err := filepath.Rel(outDir, absCand)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		rel = absCand
+	}
+	if c.Label != "" {
+		rel = c.Label
+	}
+	g := c.Incumbent.WithContribution(stack.Contribution{
+		TargetID: cand.Transition.TargetID, Kind: stack.ProposalKind, Source: filepath.ToSlash(rel),
+		AttributionDigest: c.Result.Attribution, ArtifactDigest: c.Result.Inspection.ContentHash,
+	}, cand.Transition.Displaced)
+	g.Name = c.Incumbent.Name + "-candidate"
+	// Relative paths of the incumbent were relative to its own file.
+	inDir, err := filepath.Abs(filepath.Dir(c.IncumbentPath))
+	if err != nil {
+		return nil, err
+	}
+	for i := range g.Contributions {
+		e := &g.Contributions[i]
+		if e.TargetID == cand.Transition.TargetID || stack.IsLabel(e.Source) || filepath.IsAbs(e.Source) {
+			continue
+		}
+		e.Source = relocate(outDir, filepath.Join(inDir, filepath.FromSlash(e.Source)))
+	}
+	if !stack.IsLabel(g.Catalog) && !filepath.IsAbs(g.Catalog) {
+		g.Catalog = relocate(outDir, filepath.Join(inDir, filepath.FromSlash(g.Catalog)))
+	}
+	var warnings []string
+	// A caller that names the candidate by label (a build action) resolves
+	// labels itself.
+	if hasLabels(g) && c.Label == "" {
+		if ws, err := stack.FindWorkspace(outDir); err != nil || !strings.HasPrefix(outDir+string(filepath.Separator), ws+string(filepath.Separator)) {
+			warnings = append(warnings, fmt.Sprintf("%s names //labels; outside the repository pass --workspace ROOT when using it", out))
+		}
+	}
+	comment := fmt.Sprintf("Candidate stack planned by `cacheon stack plan` from %s:\none transition at %s", filepath.Base(c.IncumbentPath), cand.Transition.TargetID)
+	if len(cand.Transition.Displaced) > 0 {
+		comment += ", displacing " + strings.Join(cand.Transition.Displaced, ", ")
+	}
+	comment += "."
+	return warnings, atomicwrite.WriteFile(out, stack.Format(g, comment), 0o644)
+}
+
+// relocate expresses path p for a file in dir: relative when p is inside
+// dir, absolute otherwise.
+func relocate(dir, p string) string {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return filepath.ToSlash(p)
+	}
+	return filepath.ToSlash(rel)
+}
+
+func hasLabels(f *stack.File) bool {
+	if stack.IsLabel(f.Catalog) {
+		return true
+	}
+	for _, c := range f.Contributions {
+		if stack.IsLabel(c.Source) {
+			return true
+		}
+	}
+	return false
+}

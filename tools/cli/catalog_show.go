@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/tools/reject"
+)
+
+// catalogShowOptions are the flags and arguments of catalog show.
+type catalogShowOptions struct {
+	file   string
+	asJSON bool
+	args   []string
+}
+
+func newCatalogShowCommand(s Streams) *cobra.Command {
+	var o catalogShowOptions
+	cmd := &cobra.Command{
+		Use:   "show TARGET [--file FILE] [--json]",
+		Short: "Show one target with its contract and digests",
+		Long: `Show a registered target: its kind, members, relations, allowed features,
+contract digest and target-spec digest, and the slot contract of each
+member (entry, prepare, call, outputs, graph-dynamic inputs, correctness,
+tolerances, KL threshold, binding family and catalog shapes).
+
+--json prints the target's snapshot row exactly as the target-spec digest
+hashes it ("target_spec") and each member slot in full.`,
+		Example: `  cacheon catalog show activation.silu_and_mul
+  cacheon catalog show collective.moe_epilogue.v1 --json
+  cacheon catalog show norm.rmsnorm --file my-catalog.hcl`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.args = args
+			return runCatalogShow(cmd.Context(), s, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.file, "file", "", "catalog file (default: the catalog compiled into this binary)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the target and its member slots as JSON")
+	return cmd
+}
+
+func runCatalogShow(_ context.Context, s Streams, o catalogShowOptions) error {
+	var fileArgs []string
+	if o.file != "" {
+		fileArgs = []string{o.file}
+	}
+	l, err := loadCatalogArg(fileArgs)
+	if err != nil {
+		return err
+	}
+	if l.catalog == nil {
+		return l.rejection(s.Err)
+	}
+	c := l.catalog
+	t, ok := c.Target(o.args[0])
+	if !ok {
+		return reject.Errorf("%s: no target %q; registered targets: %s", l.name, o.args[0], strings.Join(c.TargetIDs(), ", "))
+	}
+	spec, _ := c.TargetSpec(t.ID)
+	specDigest, _ := c.TargetSpecDigest(t.ID)
+	contract, _ := c.ContractDigest(t.ID)
+	var slots []catalog.Slot
+	for _, m := range t.Members {
+		if slot, ok := c.Slot(m); ok {
+			slots = append(slots, slot)
+		}
+	}
+	if o.asJSON {
+		view := catalogShowView{FormatVersion: 1, TargetID: t.ID, TargetSpecDigest: specDigest, TargetSpec: spec, Slots: []slotView{}}
+		for _, slot := range slots {
+			view.Slots = append(view.Slots, newSlotView(slot))
+		}
+		return writeJSON(s.Out, view)
+	}
+	w := s.Out
+	fmt.Fprintf(w, "target %s (%s)\n", t.ID, t.Kind)
+	fmt.Fprintf(w, "  members             %s\n", listOrDash(t.Members))
+	fmt.Fprintf(w, "  displaces           %s\n", listOrDash(t.Displaces))
+	fmt.Fprintf(w, "  compatible with     %s\n", listOrDash(t.CompatibleWith))
+	fmt.Fprintf(w, "  requires            %s\n", listOrDash(t.Requires))
+	fmt.Fprintf(w, "  allowed features    %s\n", listOrDash(t.AllowedFeatures))
+	if t.AtomicSemanticsID != "" {
+		fmt.Fprintf(w, "  atomic semantics    %s\n", t.AtomicSemanticsID)
+	}
+	fmt.Fprintf(w, "  contract digest     %s\n", contract)
+	fmt.Fprintf(w, "  target-spec digest  %s\n", specDigest)
+	for _, slot := range slots {
+		fmt.Fprintln(w)
+		writeSlotDetail(w, slot)
+	}
+	return nil
+}

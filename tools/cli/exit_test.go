@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/tools/model"
+	"github.com/cacheon/engine/tools/reject"
+)
+
+func TestExitCodeMapsOneRoot(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"success", nil, ExitOK},
+		{"plain error is infrastructure", errors.New("connection reset"), ExitError},
+		{"missing file", fmt.Errorf("read x: %w", fs.ErrNotExist), ExitError},
+		{"cancelled", fmt.Errorf("materialize: %w", context.Canceled), ExitError},
+		{"rejection", reject.Errorf("bad %s", "input"), ExitRejected},
+		{"bundle class", fmt.Errorf("load: %w", bundle.ErrMetadata), ExitRejected},
+		{"bundle without a manifest is a missing file", fmt.Errorf("load: %w", bundle.ErrNoManifest), ExitError},
+		{"model class", &model.TreeError{Root: "r", Path: "a", Err: model.ErrSymlink}, ExitRejected},
+		{"store class", &store.FileError{Path: "index.json", Err: store.ErrMalformed}, ExitRejected},
+		{"plan rejection", &plan.Rejection{Reason: plan.ReasonUnknownTarget, Detail: "x"}, ExitRejected},
+		{"a rejection about a missing file", reject.Wrap(fmt.Errorf("open x: %w", fs.ErrNotExist)), ExitError},
+		{"already reported rejection", alreadyReported(reject.ErrRejected), ExitRejected},
+		{"already reported error", alreadyReported(errors.New("worker died")), ExitError},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ExitCode(tc.err); got != tc.want {
+				t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExitCodesOfCommands(t *testing.T) {
+	ws := incumbentWorkspace(t, t.TempDir())
+	stackPath := filepath.Join(ws, "stacks", "incumbent.hcl")
+	missing := filepath.Join(ws, "catalog", "nope.hcl")
+	broken := filepath.Join(ws, "catalog", "broken.hcl")
+	must(t, os.WriteFile(broken, []byte("target \"x\" {\n  kind = 3\n}\n"), 0o644))
+	bundleDir := filepath.Join(ws, "kernels", "contributions", "silu_and_mul_triton")
+	badKey := filepath.Join(ws, "bad.pem")
+	must(t, os.WriteFile(badKey, []byte("not a key"), 0o644))
+	tests := []struct {
+		name      string
+		args      []string
+		want      int
+		wantInErr string
+	}{
+		{"stack digest: missing --catalog file", []string{"stack", "digest", "--catalog", missing, stackPath}, ExitError, "nope.hcl"},
+		{"stack digest: invalid --catalog file", []string{"stack", "digest", "--catalog", broken, stackPath}, ExitRejected, "broken.hcl"},
+		{"stack digest: missing stack file", []string{"stack", "digest", filepath.Join(ws, "stacks", "none.hcl")}, ExitError, "none.hcl"},
+		{"stack materialize: missing --catalog file", []string{"stack", "materialize", "--catalog", missing, "--out", filepath.Join(ws, "o"), stackPath}, ExitError, "nope.hcl"},
+		{"stack plan: missing --catalog file", []string{"stack", "plan", "--catalog", missing, "--incumbent", stackPath, "--candidate", bundleDir}, ExitError, "nope.hcl"},
+		{"bundle inspect: missing --catalog file", []string{"bundle", "inspect", "--catalog", missing, bundleDir}, ExitError, "nope.hcl"},
+		{"bundle inspect: invalid --catalog file", []string{"bundle", "inspect", "--catalog", broken, bundleDir}, ExitRejected, "broken.hcl"},
+		{"catalog check: missing file", []string{"catalog", "check", missing}, ExitError, "nope.hcl"},
+		{"catalog check: invalid file", []string{"catalog", "check", broken}, ExitRejected, "broken.hcl"},
+		{"release verify: missing --key file", []string{"release", "verify", "--key", filepath.Join(ws, "nope.pem"), ws}, ExitError, "nope.pem"},
+		{"release verify: malformed --key", []string{"release", "verify", "--key", badKey, ws}, ExitRejected, "bad.pem"},
+		{"release sign: malformed --key", []string{"release", "sign", "--key", badKey, ws}, ExitRejected, "bad.pem"},
+		{"bundle inspect: missing directory", []string{"bundle", "inspect", filepath.Join(ws, "none")}, ExitError, "none"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, "", tc.args...)
+			if code != tc.want {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.want, errOut)
+			}
+			if !strings.Contains(errOut, tc.wantInErr) {
+				t.Errorf("stderr %q does not mention %q", errOut, tc.wantInErr)
+			}
+		})
+	}
+}
+
+// A cancelled context (Ctrl-C) reaches the libraries that take one and is
+// an error of the run, never a verdict.
+func TestCancelledRunIsExit1(t *testing.T) {
+	ws := incumbentWorkspace(t, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut strings.Builder
+	code := MainContext(ctx, []string{"stack", "plan", "--incumbent", filepath.Join(ws, "stacks", "incumbent.hcl"),
+		"--candidate", filepath.Join(ws, "kernels", "contributions", "silu_and_mul_torch")},
+		Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if code != ExitError || !strings.Contains(errOut.String(), "context canceled") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 naming the cancellation", code, errOut.String())
+	}
+	if out.Len() != 0 {
+		t.Errorf("a cancelled plan printed %q", out.String())
+	}
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/release/publish"
+	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/release/store/remote"
+	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/tools/reject"
+)
+
+// releasePublishOptions are the flags and arguments of release publish.
+type releasePublishOptions struct {
+	keyPath           string
+	insecure, jsonOut bool
+	args              []string
+}
+
+func newReleasePublishCommand(s Streams) *cobra.Command {
+	var o releasePublishOptions
+	cmd := &cobra.Command{
+		Use:   "publish [--key PUB] LAYOUT REF",
+		Short: "Push a signed release from an OCI layout to a registry",
+		Long: `Push the release in LAYOUT to the registry reference REF: the image by
+digest, then the SBOM, the provenance and the signature bundles as OCI 1.1
+referrers (registries without the referrers API get the sha256-<hex> tag
+fallback), and the tag in REF last. Every blob of the layout is checked
+before the first request, and an unsigned layout is refused, so nothing is
+ever published half-way. With --key the release is fully verified first.`,
+		Example: `  cacheon release publish --key release.pub release-1.0 registry.example.com/cacheon/engine:1.0
+  cacheon release publish release-1.0 127.0.0.1:5000/engine:1.0`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.args = args
+			return runReleasePublish(cmd.Context(), s, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.keyPath, "key", "", "verify the release against this public key before publishing")
+	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
+	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print one JSON document")
+	return cmd
+}
+
+func runReleasePublish(ctx context.Context, s Streams, o releasePublishOptions) error {
+	l, err := store.OpenLayout(o.args[0])
+	if err != nil {
+		return err
+	}
+	if o.keyPath != "" {
+		policy, err := key.LoadPolicy(o.keyPath)
+		if err != nil {
+			return err
+		}
+		if _, err := verify.Run(l, verify.Options{Policy: policy}); err != nil {
+			var failed *verify.Failure
+			if errors.As(err, &failed) {
+				return reject.Errorf("refusing to publish %s: %w", o.args[0], err)
+			}
+			return err
+		}
+	}
+	target, err := remote.Open(o.args[1], o.insecure, remote.WithContext(ctx))
+	if err != nil {
+		return reject.Wrap(err)
+	}
+	var progress func(string)
+	if !o.jsonOut {
+		progress = releaseProgress(s, "publish")
+	}
+	res, err := publish.Layout(l, target, progress)
+	if err != nil {
+		var mm *store.DigestMismatchError
+		if errors.Is(err, publish.ErrIncomplete) || errors.As(err, &mm) || store.IsRejection(err) {
+			return reject.Wrap(err)
+		}
+		return err
+	}
+	if o.jsonOut {
+		return writeJSON(s.Out, struct {
+			FormatVersion int `json:"format_version"`
+			*publish.Result
+		}{1, res})
+	}
+	fmt.Fprintf(s.Out, "published %s (%s)\n", res.Reference, res.ImageDigest)
+	for _, a := range res.Artifacts {
+		fmt.Fprintf(s.Out, "  %s\n", a)
+	}
+	return nil
+}

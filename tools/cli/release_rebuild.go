@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/release/rebuild"
+	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/tools/reject"
+)
+
+// releaseRebuildOptions are the flags and arguments of release rebuild.
+type releaseRebuildOptions struct {
+	keyPath, sourceRepo, work, catalogPath string
+	sources                                []string
+	insecure, jsonOut, allowToolchain      bool
+	args                                   []string
+}
+
+func newReleaseRebuildCommand(s Streams) *cobra.Command {
+	var o releaseRebuildOptions
+	cmd := &cobra.Command{
+		Use:   "rebuild --key PUB [--source-repo DIR] LAYOUT|REF",
+		Short: "Rebuild a published release from its published inputs and compare digests",
+		Long: `Verify a release, rebuild it from what was published and compare every
+digest. The inputs come from the release itself: the release stack, review
+records, model receipt, substrate and entrypoint from its layers, the pinned
+base image from the same layout or repository. With --source-repo (a git
+repository holding the review commits) the engine tree is re-materialized
+from the reviewed source instead of taken from the image, which also proves
+that the shipped tree is what the reviewed source gives. On a mismatch the
+first differing layer and file is printed and the exit code is 2.
+
+The layer bytes depend on the compressor, so the Go toolchain the release
+records is part of its identity: rebuild with a cacheon built by that
+toolchain (GOTOOLCHAIN=<version>). --allow-toolchain-mismatch compares
+anyway and reports layers whose files are equal but whose bytes are not.`,
+		Example: `  cacheon release rebuild --key release.pub release-1.0
+  cacheon release rebuild --key release.pub --source-repo . registry.example.com/cacheon/engine:1.0`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.args = args
+			return runReleaseRebuild(cmd.Context(), s, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.keyPath, "key", "", "trusted public key (PEM) or key policy file (required)")
+	f.StringVar(&o.sourceRepo, "source-repo", "", "git repository holding the review commits: re-materialize the engine tree")
+	f.StringArrayVar(&o.sources, "source", nil, "TARGET=PATH: the contribution's directory in --source-repo (default: searched by digest)")
+	f.StringVar(&o.catalogPath, "catalog", "", "target catalog HCL file for re-materializing (default: the built-in catalog)")
+	f.StringVar(&o.work, "work", "", "scratch directory to keep (default: a temporary one, removed)")
+	f.BoolVar(&o.allowToolchain, "allow-toolchain-mismatch", false, "rebuild even if this binary's Go toolchain is not the release's")
+	f.BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
+	f.BoolVar(&o.jsonOut, "json", false, "print one JSON document")
+	cmd.MarkFlagRequired("key")
+	return cmd
+}
+
+func runReleaseRebuild(ctx context.Context, s Streams, o releaseRebuildOptions) error {
+	policy, err := key.LoadPolicy(o.keyPath)
+	if err != nil {
+		return err
+	}
+	opts := rebuild.Options{Policy: policy, Work: o.work, SourceRepo: o.sourceRepo, AllowToolchainMismatch: o.allowToolchain, SourcePaths: map[string]string{}}
+	for _, src := range o.sources {
+		target, p, ok := strings.Cut(src, "=")
+		if !ok {
+			return reject.Errorf("--source %q: want TARGET=PATH", src)
+		}
+		opts.SourcePaths[target] = p
+	}
+	if o.sourceRepo != "" {
+		if opts.Catalog, err = bundleCatalog(o.catalogPath); err != nil {
+			return reject.Wrap(err)
+		}
+	}
+	if !o.jsonOut {
+		opts.Progress = releaseProgress(s, "rebuild")
+	}
+	st, err := openRelease(ctx, o.args[0], o.insecure)
+	if err != nil {
+		return err
+	}
+	res, err := rebuild.Run(st, opts)
+	var failed *verify.Failure
+	var mismatch *rebuild.Mismatch
+	switch {
+	case errors.As(err, &failed):
+		return reject.Wrap(err)
+	case err != nil && !errors.As(err, &mismatch):
+		return err
+	}
+	if o.jsonOut {
+		if werr := writeJSON(s.Out, res); werr != nil {
+			return werr
+		}
+		if mismatch != nil {
+			return alreadyReported(reject.ErrRejected)
+		}
+		return nil
+	}
+	if mismatch != nil {
+		return reject.Wrap(err)
+	}
+	fmt.Fprintf(s.Out, "reproduced %s\n  rebuilt digest %s\n  engine tree    %s", res.ImageDigest, res.RebuiltDigest, res.EngineTreeDigest)
+	if res.Rematerialized {
+		fmt.Fprint(s.Out, " (re-materialized from the reviewed source)")
+	}
+	fmt.Fprintf(s.Out, "\n  toolchain      %s\n", res.RebuildGoVersion)
+	return nil
+}

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/release/entrypoint"
+	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/tools/reject"
+)
+
+// releaseServeOptions are the flags and arguments of release serve.
+type releaseServeOptions struct {
+	root, keyPath, bundlePath, modelDir string
+	dryRun                              bool
+	args                                []string
+}
+
+func newReleaseServeCommand(s Streams) *cobra.Command {
+	var o releaseServeOptions
+	cmd := &cobra.Command{
+		Use:   "serve [--key PUB] [--bundle FILE] [--model DIR]",
+		Short: "Verify the installed release, then exec its serve command (image entrypoint)",
+		Long: `The entrypoint of a release image. Before any contribution is loaded it
+verifies the signed release against the public key given with --key (mounted
+from outside the image: a key inside the image is never trusted) and the
+signature bundle given with --bundle, checks the engine tree, substrate,
+release records and this binary on disk against the signed digests and the
+mounted model against the signed receipt, and only then replaces itself with
+the signed serve command. Any mismatch refuses to start (exit 2), naming what
+differed.
+
+The served process gets a fresh environment: the signed serve environment,
+PATH, and CACHEON_RELEASE_VERIFIED (the descriptor digest),
+CACHEON_RELEASE_REQUIRED=1, CACHEON_RELEASE_ENGINE_TREE_DIGEST and
+CACHEON_RELEASE_KEY_ID. Nothing else from the container's environment
+reaches it.`,
+		Example: `  docker run --gpus all \
+    -v $PWD/trust:/cacheon/trust:ro -v /models/llama:/cacheon/model:ro \
+    registry.example.com/cacheon/engine@sha256:<digest>
+
+  # the same checks without starting anything
+  cacheon release serve --dry-run --root rootfs --key release.pub \
+    --bundle release.sigstore.json --model /models/llama`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.args = args
+			return runReleaseServe(cmd.Context(), s, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.root, "root", "/", "root filesystem of the installed release")
+	f.StringVar(&o.keyPath, "key", entrypoint.DefaultKey, "expected public key or key policy (from outside the image)")
+	f.StringVar(&o.bundlePath, "bundle", entrypoint.DefaultBundle, "signature bundle of the release (from outside the image)")
+	f.StringVar(&o.modelDir, "model", "", "mounted model directory (default: the signed model mount)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "verify and print what would run, as JSON, without starting it")
+	return cmd
+}
+
+func runReleaseServe(_ context.Context, s Streams, o releaseServeOptions) error {
+	policy, err := key.LoadPolicy(o.keyPath)
+	if err != nil {
+		return reject.Errorf("%w: expected key: %v", entrypoint.ErrRefused, err)
+	}
+	bundle, err := os.ReadFile(o.bundlePath)
+	if err != nil {
+		return reject.Errorf("%w: signature bundle: %v", entrypoint.ErrRefused, err)
+	}
+	v, err := entrypoint.Verify(entrypoint.Options{Root: o.root, Policy: policy, Bundle: bundle, Model: o.modelDir})
+	if err != nil {
+		return reject.Wrap(err)
+	}
+	if o.dryRun {
+		return writeJSON(s.Out, map[string]any{
+			"format_version": 1, "verified": true, "descriptor_digest": v.DescriptorDigest,
+			"engine_tree_digest": v.Descriptor.EngineTreeDigest, "key_id": v.KeyID, "argv": v.Argv, "env": v.Env,
+		})
+	}
+	fmt.Fprintf(s.Err, "cacheon release serve: release %s verified (key %s); starting %s\n", v.DescriptorDigest, v.KeyID, v.Argv[0])
+	return reject.Wrap(entrypoint.Exec(v))
+}

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/release/intoto"
+	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/reject"
+)
+
+// releaseVerifyOptions are the flags and arguments of release verify.
+type releaseVerifyOptions struct {
+	keyPath, now, layoutPath, linkDir, bundleOut string
+	layoutKeys                                   []string
+	insecure, jsonOut                            bool
+	args                                         []string
+}
+
+func newReleaseVerifyCommand(s Streams) *cobra.Command {
+	var o releaseVerifyOptions
+	cmd := &cobra.Command{
+		Use:   "verify --key PUB [--layout FILE --layout-key PUB --links DIR] LAYOUT|REF",
+		Short: "Verify a release offline against a trusted public key",
+		Long: `Verify a release with nothing but the release itself (an OCI layout
+directory or a registry reference) and the public key you trust. No chain,
+wallet, miner URL, referee database, transparency log or timestamp service
+is consulted.
+
+--key is a PEM public key, or a key policy file listing trusted keys with
+validity windows:
+  {"type":"cacheon.release-keys.v1","keys":[{"public_key":"-----BEGIN ...",
+   "not_before":"2026-01-01T00:00:00Z","not_after":"2027-01-01T00:00:00Z"}]}
+Key validity is checked at verification time (--now to check another time):
+signatures carry no trusted time without a timestamp service.
+
+Checks, each named in its failure: image-manifest, attestations, key-policy,
+signature, predicate-type, builder, subjects, layers, image-blobs,
+release-descriptor, engine-tree, integrations, substrate, entrypoint,
+model-receipt, sbom, provenance.
+
+With --layout the release is also checked against the project's signed
+in-toto supply-chain layout (see "cacheon release layout"): the layout's
+signature by a --layout-key and its expiry, the functionaries' links in
+--links (two qualifications by distinct validator keys, the review, the
+materialization, the build and the signature), the artifact rules between
+the steps, and that the links describe this very release (check
+in-toto-layout).`,
+		Example: `  cacheon release verify --key release.pub release-1.0
+  cacheon release verify --key release.pub --layout root.layout --layout-key owner.pub --links links release-1.0
+  cacheon release verify --key release.pub --json registry.example.com/cacheon/engine:1.0`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.args = args
+			return runReleaseVerify(cmd.Context(), s, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.keyPath, "key", "", "trusted public key (PEM) or key policy file (required)")
+	cmd.Flags().StringVar(&o.now, "now", "", "evaluate key validity at this RFC 3339 time instead of now")
+	cmd.Flags().StringVar(&o.layoutPath, "layout", "", "signed in-toto supply-chain layout to check the release against")
+	cmd.Flags().StringArrayVar(&o.layoutKeys, "layout-key", nil, "public key of the layout's owner (repeat)")
+	cmd.Flags().StringVar(&o.linkDir, "links", "", "directory of the functionaries' in-toto links")
+	cmd.Flags().StringVar(&o.bundleOut, "bundle-out", "", "write the signature bundle that verified to FILE (for the entrypoint's trust mount)")
+	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
+	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print the verification report as JSON")
+	cmd.MarkFlagRequired("key")
+	return cmd
+}
+
+func runReleaseVerify(ctx context.Context, s Streams, o releaseVerifyOptions) error {
+	policy, err := key.LoadPolicy(o.keyPath)
+	if err != nil {
+		return err
+	}
+	opts := verify.Options{Policy: policy}
+	if o.now != "" {
+		if opts.Now, err = time.Parse(time.RFC3339, o.now); err != nil {
+			return reject.Errorf("--now: %w", err)
+		}
+	}
+	if !o.jsonOut {
+		opts.Progress = releaseProgress(s, "verify")
+	}
+	if o.layoutPath != "" {
+		if len(o.layoutKeys) == 0 || o.linkDir == "" {
+			return errors.New("--layout needs --layout-key and --links")
+		}
+		check, err := intoto.LoadCheck(o.layoutPath, o.layoutKeys, o.linkDir)
+		if err != nil {
+			return err
+		}
+		opts.Layout = check
+	}
+	st, err := openRelease(ctx, o.args[0], o.insecure)
+	if err != nil {
+		return err
+	}
+	rel, err := verify.Run(st, opts)
+	if err == nil && o.bundleOut != "" {
+		// Only a bundle that verified is handed out, for the
+		// entrypoint's trust mount.
+		if werr := atomicwrite.WriteFile(o.bundleOut, rel.Bundle, 0o644); werr != nil {
+			return werr
+		}
+	}
+	return reportVerification(s, rel.Report, err, o.jsonOut)
+}
+
+// reportVerification prints a verification report and maps its outcome
+// to an exit code: a failed check is 2, an I/O error 1.
+func reportVerification(s Streams, rep *verify.Report, err error, jsonOut bool) error {
+	var failed *verify.Failure
+	isCheck := errors.As(err, &failed)
+	if err != nil && !isCheck {
+		return err
+	}
+	if jsonOut {
+		if werr := writeJSON(s.Out, rep); werr != nil {
+			return werr
+		}
+		if isCheck {
+			return alreadyReported(reject.ErrRejected)
+		}
+		return nil
+	}
+	for _, c := range rep.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(s.Out, "%s %-19s %s\n", mark, c.Name, c.Detail)
+	}
+	if isCheck {
+		return reject.Wrap(err)
+	}
+	fmt.Fprintf(s.Out, "verified %s@%s\n  engine tree %s\n  descriptor  %s\n  signed by   %s\n", rep.Image, rep.ImageDigest, rep.EngineTreeDigest, rep.DescriptorDigest, rep.KeyID)
+	return nil
+}

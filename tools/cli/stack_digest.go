@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// stackDigestOptions are the inputs of stack digest.
+type stackDigestOptions struct {
+	input       stackInputOptions
+	deps        stackDeps
+	stack       string // the stack file
+	json        bool
+	manifestOut string
+}
+
+func newStackDigestCommand(s Streams, deps stackDeps) *cobra.Command {
+	o := stackDigestOptions{deps: deps}
+	cmd := &cobra.Command{
+		Use:   "digest STACK",
+		Short: "Print the identity of a stack",
+		Long: `Digest assembles STACK (an HCL stack file): it locates every contribution
+source, inspects it against the catalog the stack names (content hash,
+target, selected payload), checks the active targets against the
+catalog's rules, and prints the digest of the stack's canonical manifest:
+H(cacheon.stack.evaluation, manifest) for evaluation and reference stacks,
+H(cacheon.stack.release, manifest) for release stacks.
+
+--manifest-out writes the canonical manifest JSON (the exact bytes the
+digest covers, without the domain envelope) atomically.`,
+		Example: `  cacheon stack digest stacks/incumbent.hcl
+  cacheon stack digest --json stacks/release.hcl
+  cacheon stack digest --catalog catalog/targets.hcl \
+      --contribution //kernels/contributions:silu_and_mul_triton=kernels/contributions/silu_and_mul_triton \
+      --contribution //kernels/contributions:rmsnorm_triton=kernels/contributions/rmsnorm_triton \
+      stacks/incumbent.hcl`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stack = args[0]
+			return runStackDigest(cmd.Context(), s, o)
+		},
+	}
+	o.input.addFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON document")
+	cmd.Flags().StringVar(&o.manifestOut, "manifest-out", "", "also write the canonical stack manifest JSON to FILE")
+	return cmd
+}
+
+func runStackDigest(_ context.Context, s Streams, o stackDigestOptions) error {
+	l, err := loadStack(s, o.stack, o.input, o.deps, o.json)
+	if err != nil {
+		return err
+	}
+	m := l.assembled.Manifest
+	d, err := m.Digest()
+	if err != nil {
+		return err
+	}
+	if o.manifestOut != "" {
+		if err := writeManifest(o.manifestOut, m); err != nil {
+			return err
+		}
+	}
+	if !o.json {
+		fmt.Fprintln(s.Out, d)
+		return nil
+	}
+	entries, err := entriesJSON(l)
+	if err != nil {
+		return err
+	}
+	catDigest, _ := m.Catalog()
+	return writeJSON(s.Out, map[string]any{
+		"format_version": 1, "stack": o.stack, "name": l.assembled.File.Name, "kind": string(l.assembled.File.Kind),
+		"stack_digest": d, "catalog_digest": catDigest, "entries": entries,
+	})
+}

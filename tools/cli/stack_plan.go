@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/stacks/stack"
+)
+
+// stackPlanOptions are the inputs of stack plan.
+type stackPlanOptions struct {
+	input          stackInputOptions
+	deps           stackDeps
+	incumbent      string // the incumbent stack file
+	candidate      string // the candidate bundle directory
+	candidateLabel string
+	attribution    string
+	out            string
+	json           bool
+}
+
+func newStackPlanCommand(s Streams, deps stackDeps) *cobra.Command {
+	o := stackPlanOptions{deps: deps}
+	cmd := &cobra.Command{
+		Use:   "plan --incumbent STACK --candidate BUNDLE",
+		Short: "Plan a marginal candidate: the incumbent with one target transition",
+		Long: `Plan builds the candidate stack a qualification measures: the incumbent
+evaluation stack with exactly one target transition, the candidate
+bundle's. The validator supplies every other entry.
+
+  - If the bundle's target is active, the bundle replaces that entry. It
+    must change what the target executes (its selected delta).
+  - Otherwise it joins the stack and displaces the active targets in its
+    displacement closure (an atomic target displaces its member
+    singletons). A bundle may never break up an active target that
+    displaces it: a member proposal cannot decompose an atomic incumbent.
+  - The candidate's active targets must satisfy the catalog's rules, and
+    the bundle must resolve against the current catalog.
+
+Both stacks are then materialized into temporary directories and the
+marginal arm plan binds the three arms B (incumbent), C (candidate) and
+B' (incumbent again) to their stack and tree digests; C's tree must differ
+from B's. The plan's digest is H(cacheon.stack.marginal-arm-plan, plan).
+
+--attribution is the digest of the candidate's intake attribution; without
+it a local attribution derived from the bundle's content hash is used,
+which credits no one. --out writes the candidate stack as an HCL file,
+only when planning succeeds.
+
+Exit codes: 0 planned; 2 the candidate was rejected (the reason names the
+rule); 1 a usage or I/O error.`,
+		Example: `  cacheon stack plan --incumbent stacks/incumbent.hcl --candidate ./my-silu-bundle
+  cacheon stack plan --json --incumbent stacks/incumbent.hcl \
+      --candidate kernels/contributions/moe_epilogue_atomic_torch --out /tmp/candidate.hcl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStackPlan(cmd.Context(), s, o)
+		},
+	}
+	o.input.addFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&o.incumbent, "incumbent", "", "the incumbent evaluation stack file")
+	f.StringVar(&o.candidate, "candidate", "", "the candidate bundle directory")
+	f.StringVar(&o.candidateLabel, "candidate-label", "", "write the candidate's source in --out as this label (e.g. //kernels/contributions:my_silu) instead of a path; Bazel's cacheon_candidate passes it")
+	f.StringVar(&o.attribution, "attribution", "", "attribution digest of the candidate (64 hex)")
+	f.StringVar(&o.out, "out", "", "write the candidate stack HCL to FILE")
+	f.BoolVar(&o.json, "json", false, "print one JSON document")
+	return cmd
+}
+
+type planJSON struct {
+	FormatVersion int                   `json:"format_version"`
+	PlanDigest    string                `json:"plan_digest"`
+	Plan          *plan.MarginalArmPlan `json:"plan"`
+	Attribution   string                `json:"attribution"`
+	LocalAttrib   bool                  `json:"local_attribution"`
+	CandidateOut  *string               `json:"candidate_stack_file"`
+	Rejected      *planRejectionJSON    `json:"rejected"`
+}
+
+type planRejectionJSON struct {
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+}
+
+// runStackPlan assembles the incumbent, hands the planning to plan.Run
+// and prints the result; every refusal is plan's.
+func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) error {
+	if o.incumbent == "" || o.candidate == "" {
+		return errors.New("--incumbent STACK and --candidate BUNDLE are required")
+	}
+	if o.candidateLabel != "" {
+		if err := checkDirLabel(o.candidateLabel); err != nil {
+			return fmt.Errorf("--candidate-label: %w", err)
+		}
+	}
+	l, err := loadStack(s, o.incumbent, o.input, o.deps, o.json)
+	if err != nil {
+		return err
+	}
+	opts, err := materializeOptions(s, l, o.deps, true)
+	if err != nil {
+		return err
+	}
+	req := plan.Request{Incumbent: l.assembled, IncumbentPath: o.incumbent, CandidateDir: o.candidate, Attribution: o.attribution, Materialize: opts}
+	if !o.json {
+		req.Progress = func(format string, args ...any) { fmt.Fprintf(s.Err, "cacheon: "+format+"\n", args...) }
+	}
+	res, err := plan.Run(ctx, req)
+	if err != nil {
+		var r *plan.Rejection
+		var ae *plan.AttributionError
+		switch {
+		case errors.As(err, &r):
+			return planRejected(s, o.json, r)
+		case errors.As(err, &ae):
+			return fmt.Errorf("--%w", err)
+		}
+		return err
+	}
+	if res.Local && !o.json {
+		fmt.Fprintf(s.Err, "cacheon: no --attribution: using the local attribution %s (credits no one)\n", res.Attribution)
+	}
+	var outPtr *string
+	if o.out != "" {
+		warnings, err := plan.WriteCandidate(o.out, plan.CandidateFile{Incumbent: l.assembled.File, IncumbentPath: o.incumbent,
+			Result: res, CandidateDir: o.candidate, Label: o.candidateLabel})
+		if err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(s.Err, "cacheon: %s\n", w)
+		}
+		outPtr = &o.out
+	}
+	if o.json {
+		return writeJSON(s.Out, planJSON{
+			FormatVersion: 1, PlanDigest: res.Digest, Plan: res.Arms, Attribution: res.Attribution, LocalAttrib: res.Local, CandidateOut: outPtr,
+		})
+	}
+	writePlanText(s.Out, res.Arms, res.Digest, o.out)
+	return nil
+}
+
+// planRejected reports a refused candidate: with --json as the plan
+// document's "rejected" object, otherwise as the error message.
+func planRejected(s Streams, jsonOut bool, r *plan.Rejection) error {
+	if jsonOut {
+		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "rejected": planRejectionJSON{Reason: string(r.Reason), Detail: r.Detail}}); err != nil {
+			return err
+		}
+		return alreadyReported(r)
+	}
+	return r
+}
+
+func writePlanText(w io.Writer, p *plan.MarginalArmPlan, digest, out string) {
+	t := p.Transition
+	fmt.Fprintf(w, "transition at %s\n", t.TargetID)
+	if t.Prior != nil {
+		d, _ := t.Prior.RefDigest()
+		fmt.Fprintf(w, "  replaces   %s\n", d)
+	} else {
+		fmt.Fprintf(w, "  new target (nothing active there)\n")
+	}
+	if len(t.Displaced) > 0 {
+		fmt.Fprintf(w, "  displaces  %s\n", strings.Join(t.Displaced, ", "))
+	}
+	for _, a := range p.Arms {
+		fmt.Fprintf(w, "arm %-8s stack %s tree %s\n", a.Role, a.StackDigest, a.TreeDigest)
+	}
+	fmt.Fprintf(w, "plan %s\n", digest)
+	if out != "" {
+		fmt.Fprintf(w, "candidate stack written to %s\n", out)
+	}
+}
+
+// checkDirLabel accepts a label that names a bundle directory.
+func checkDirLabel(s string) error {
+	l, err := stack.ParseLabel(s)
+	if err != nil {
+		return err
+	}
+	_, err = l.DirPath()
+	return err
+}
