@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // Policy versions this package grades.
@@ -40,8 +41,9 @@ type Policy struct {
 	CalibrationContextDigest string
 }
 
-// ErrPolicy is the class of every policy rejection.
-var ErrPolicy = errors.New("invalid speed policy")
+// ErrPolicy is the class of every policy rejection; it matches the
+// rejection root (reject.ErrRejected).
+var ErrPolicy = reject.New("invalid speed policy")
 
 // PolicyError names the policy field and why it was refused.
 type PolicyError struct {

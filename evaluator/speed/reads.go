@@ -3,9 +3,10 @@ package speed
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
+
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // Role is a read's place in the schedule.
@@ -36,8 +37,9 @@ type Read struct {
 }
 
 // ErrEvidence is the class of every rejection of speed evidence: reads of
-// the wrong shape, values out of range, a schedule the version does not run.
-var ErrEvidence = errors.New("speed evidence rejected")
+// the wrong shape, values out of range, a schedule the version does not
+// run. It matches the rejection root (reject.ErrRejected).
+var ErrEvidence = reject.New("speed evidence rejected")
 
 // EvidenceError names which read and field was refused, and why.
 type EvidenceError struct {

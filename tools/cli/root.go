@@ -56,6 +56,7 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newBundleCommand(s),
 		newStackCommand(s),
 		newReleaseCommand(s),
+		newSpeedCommand(s),
 	)
 	withJSONRefusals(root, s)
 	return root
