@@ -8,6 +8,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // ReportSchema names the qualification report's format.
@@ -37,7 +38,7 @@ type Report struct {
 	Stages    []Stage  `json:"stages"`
 	Speed     *Speed   `json:"speed"`
 	Started   string   `json:"started"` // RFC 3339, UTC
-	Seconds   float64  `json:"seconds"`
+	Seconds   string   `json:"seconds"` // a decimal string
 	Notes     []string `json:"notes"`
 }
 
@@ -75,8 +76,9 @@ type Stage struct {
 	Name     string   `json:"name"`
 	Decision Decision `json:"decision"` // PASS, FAIL, NO_DECISION, or NOT_APPLICABLE
 	Reason   string   `json:"reason"`
-	Start    float64  `json:"start_seconds"` // from the qualification's start
-	Seconds  float64  `json:"seconds"`
+	// Times are decimal strings: canonical JSON carries no floats.
+	Start   string `json:"start_seconds"` // from the qualification's start
+	Seconds string `json:"seconds"`
 }
 
 // NotApplicable is a stage that does not apply here (the CUDA graph gate
@@ -173,4 +175,19 @@ func ParseReport(data []byte) (*Report, error) {
 	return &r, nil
 }
 
-func since(t0, t time.Time) float64 { return t.Sub(t0).Seconds() }
+// seconds writes a duration as decimal seconds.
+func seconds(d time.Duration) string { return speed.Format(d.Seconds()) }
+
+// Canonical is the report's canonical JSON: the bytes the store keeps
+// and the evidence digest names.
+func (r *Report) Canonical() ([]byte, error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("qualification report: %w", err)
+	}
+	v, err := canonjson.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("qualification report: %w", err)
+	}
+	return canonjson.Marshal(v)
+}

@@ -70,11 +70,20 @@ func screenABI(ctx context.Context, bundleDir string, o verify.Options) (Outcome
 func screenServing(ctx context.Context, iso worker.Isolation, s engine.Spec, prompts [][]int) Outcome {
 	e, err := engine.Start(ctx, iso, s)
 	if err != nil {
-		return attribute("C", true, err)
+		return attribute("C", true, withLog(err, s.WorkDir))
 	}
 	defer e.Close()
 	if _, err := e.Batch(ctx, prompts, 4); err != nil {
 		return attribute("C", true, err)
 	}
 	return Outcome{Pass, fmt.Sprintf("served %d prompts × 4 tokens on %s", len(prompts), e.Ready.Device)}
+}
+
+// withLog adds the end of an engine's stderr to its failure, where the
+// engine said why it stopped.
+func withLog(err error, workDir string) error {
+	if tail := worker.Tail(workDir, worker.StderrFile, 600); tail != "" {
+		return fmt.Errorf("%w (stderr: %s)", err, verify.Printable(tail))
+	}
+	return err
 }

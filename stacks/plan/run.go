@@ -43,6 +43,11 @@ type Request struct {
 	Materialize materialize.Options
 	// Progress, when set, is told of each stage.
 	Progress func(format string, args ...any)
+	// TreeDir, when set, is a directory (created, must not hold B or C)
+	// where both engine trees are kept as TreeDir/B and TreeDir/C, for
+	// the caller to run; otherwise they are written to a temporary
+	// directory and removed.
+	TreeDir string
 }
 
 // Result is a planned candidate with its bound arms.
@@ -55,6 +60,9 @@ type Result struct {
 	// was derived locally and credits no one.
 	Attribution string
 	Local       bool
+	// IncumbentTree and CandidateTree are the materialized trees' paths
+	// when Request.TreeDir was set.
+	IncumbentTree, CandidateTree string
 }
 
 // AttributionError is an attribution digest that is not valid.
@@ -111,11 +119,18 @@ func Run(ctx context.Context, r Request) (*Result, error) {
 		return nil, err
 	}
 
-	tmp, err := os.MkdirTemp("", "cacheon-plan-")
-	if err != nil {
-		return nil, err
+	tmp := r.TreeDir
+	if tmp == "" {
+		if tmp, err = os.MkdirTemp("", "cacheon-plan-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+	} else {
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			return nil, err
+		}
+		res.IncumbentTree, res.CandidateTree = filepath.Join(tmp, "B"), filepath.Join(tmp, "C")
 	}
-	defer os.RemoveAll(tmp)
 	candDirs := map[string]string{}
 	for id, d := range r.Incumbent.Dirs {
 		candDirs[id] = d

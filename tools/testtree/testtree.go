@@ -64,3 +64,24 @@ func copyTree(src, dst string, dereference bool) error {
 		return os.WriteFile(target, b, info.Mode().Perm())
 	})
 }
+
+// Workspace is a fresh directory holding copies, made by Copy, of the
+// repository's files or trees at rels (paths from the repository root,
+// which is root relative to the test's package directory, "../.." for a
+// package two levels down), at the same paths, plus an empty WORKSPACE
+// marker so that stack files in it resolve labels against it.
+func Workspace(t testing.TB, root string, rels ...string) string {
+	t.Helper()
+	ws := t.TempDir()
+	for _, rel := range rels {
+		dst := filepath.Join(ws, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		Copy(t, filepath.Join(root, filepath.FromSlash(rel)), dst)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "WORKSPACE"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}

@@ -45,6 +45,11 @@ UNAVAILABLE = {
 
 GRAPH_SAFE_BY_DEFAULT = ("op",)
 
+# GPU-only toolkits: a row whose module needs one that this interpreter
+# lacks (Triton on a CPU-only host) cannot run here, so its slot runs
+# stock, and the report says so. Any other import failure is an error.
+GPU_ONLY_MODULES = ("triton",)
+
 
 class SeamError(Exception):
     """The runtime manifest or a contribution cannot be loaded."""
@@ -137,6 +142,7 @@ class Seam:
     tree: Optional[str] = None
     calls: Dict[str, Dict[str, int]] = field(default_factory=dict)
     count_calls: bool = True
+    skipped: Dict[str, List[str]] = field(default_factory=dict)  # slot -> why rows were left out
     _cache: Dict[tuple, Choice] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -173,6 +179,8 @@ class Seam:
             rows = self.rows.get(slot, [])
             out[slot] = {"status": "contributed" if rows else "stock",
                          "rows": [f"{r.origin}:{r.variant}" for r in rows]}
+            if slot in self.skipped:
+                out[slot]["skipped"] = list(self.skipped[slot])
         for slot, why in UNAVAILABLE.items():
             rows = self.rows.get(slot, [])
             out[slot] = {"status": "unavailable", "reason": why, "rows": [f"{r.origin}:{r.variant}" for r in rows]}
@@ -220,7 +228,7 @@ def _read_manifest(root: str) -> dict:
 _UNSUPPORTED_KEYS = ("setup", "base_kernel", "override_point", "cuda_sources", "aot_exports", "artifact_resources")
 
 
-def _load_rows(root: str, doc: dict, origin: str) -> List[Row]:
+def _load_rows(root: str, doc: dict, origin: str, skipped: Dict[str, List[str]]) -> List[Row]:
     rows = []
     for i, op in enumerate(doc.get("ops") or []):
         where = f"{origin} ops[{i}]"
@@ -244,7 +252,14 @@ def _load_rows(root: str, doc: dict, origin: str) -> List[Row]:
             # Registered but not reachable here: kept for the report only.
             rows.append(Row(slot, op.get("variant", "default"), op["source"], None, None, domain, False, origin))
             continue
-        module = _import_file(root, op["source"], where)
+        try:
+            module = _import_file(root, op["source"], where)
+        except SeamError as e:
+            missing = e.__cause__
+            if isinstance(missing, ModuleNotFoundError) and (missing.name or "").split(".")[0] in GPU_ONLY_MODULES:
+                skipped.setdefault(slot, []).append(f"{where}: needs {missing.name}, which this interpreter lacks: the slot runs stock")
+                continue
+            raise
         entry = getattr(module, op["entry"], None)
         if not callable(entry):
             raise SeamError(f"{where}: entry {op['entry']!r} is not a callable of {op['source']}")
@@ -270,7 +285,7 @@ def load_tree(tree: Optional[str]) -> Seam:
     if doc.get("bundle_id") != MATERIALIZED_BUNDLE_ID:
         raise SeamError(f"{tree}/manifest.toml: bundle_id {doc.get('bundle_id')!r}, expected {MATERIALIZED_BUNDLE_ID!r} "
                         "(materialize a stack with `cacheon stack materialize`; a bundle loads with --bundle)")
-    _add(seam, _load_rows(tree, doc, "tree"))
+    _add(seam, _load_rows(tree, doc, "tree", seam.skipped))
     return seam
 
 
@@ -279,7 +294,7 @@ def add_bundle(seam: Seam, bundle: str) -> None:
     materialized tree. Its rows join (and for their slots replace) the
     seam's rows."""
     doc = _read_manifest(bundle)
-    rows = _load_rows(bundle, doc, f"bundle {os.path.basename(os.path.normpath(bundle))}")
+    rows = _load_rows(bundle, doc, f"bundle {os.path.basename(os.path.normpath(bundle))}", seam.skipped)
     for slot in {r.slot for r in rows}:
         seam.rows.pop(slot, None)
     _add(seam, rows)

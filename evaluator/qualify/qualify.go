@@ -1,0 +1,216 @@
+package qualify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/cacheon/engine/evaluator/engine"
+	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/lanes"
+	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/evaluator/verify"
+	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/evaluator/workload"
+	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/tools/reject"
+)
+
+// Options is one qualification to run.
+type Options struct {
+	// Plan names the assembled incumbent, the candidate bundle and how
+	// both are materialized; Run keeps the trees under RunDir.
+	Plan plan.Request
+	// Model is the sealed model directory every engine serves; ModelDigest
+	// its content digest.
+	Model, ModelDigest string
+	Workload           *workload.Workload
+	Policy             speed.Policy
+	Store              *evidence.Store
+	// RunDir holds the trees and the engines' work directories; hidden
+	// from every engine except the parts bound into it.
+	RunDir string
+	Python string
+	Lanes  [2]lanes.Lane
+	// Isolation contains every engine; Unsafe only by explicit request.
+	Isolation worker.Isolation
+	// Verify configures the ABI screen (device, dtype, seed).
+	Verify   verify.Options
+	Progress func(format string, args ...any)
+	// Controller is the SHA-256 of the running binary, recorded in the report.
+	Controller string
+}
+
+// Result is a finished qualification.
+type Result struct {
+	Report    *Report
+	ReportRef evidence.Ref
+}
+
+// Run runs the qualification and returns its report, already published
+// to the store. The error is for a qualification that could not produce a
+// report at all (the store cannot be written); every other trouble is in
+// the report as a FAIL or a NO_DECISION with its reason.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	t0 := time.Now()
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	r := &Report{Schema: ReportSchema, Started: t0.UTC().Format(time.RFC3339), Isolation: "sandbox", Notes: []string{}, Stages: []Stage{}}
+	if o.Isolation.Unsafe {
+		r.Isolation = "unisolated"
+		r.Notes = append(r.Notes, "engines ran without a sandbox (--unsafe-no-isolation)")
+	}
+	for _, l := range o.Lanes {
+		r.Lanes = append(r.Lanes, Lane{Name: l.Name, Device: l.Device, GPUs: l.GPUs, SharedDevice: l.Shared})
+	}
+	r.Inputs.Model, r.Inputs.Controller = o.ModelDigest, o.Controller
+	r.Inputs.WorkerProtocol, r.Inputs.EngineProtocol = worker.Protocol, engine.Protocol
+	r.Inputs.TimerToleranceNote = fmt.Sprintf("%s + %g of the span", engine.DefaultTolerance.Absolute, engine.DefaultTolerance.Relative)
+	r.Inputs.Calibration = o.Policy.CalibrationDigest
+	if d, err := o.Workload.Digest(); err == nil {
+		r.Inputs.Workload = d
+	}
+	if d, err := o.Policy.Digest(); err == nil {
+		r.Inputs.Policy = d
+	}
+
+	stage := func(name string, run func() Outcome) Outcome {
+		progress("%s …", name)
+		start := time.Now()
+		out := run()
+		if ctx.Err() != nil && out.Decision != Fail {
+			out = Outcome{NoDecision, "interrupted: " + ctx.Err().Error()}
+		}
+		r.Stages = append(r.Stages, Stage{Name: name, Decision: out.Decision, Reason: out.Reason, Start: seconds(start.Sub(t0)), Seconds: seconds(time.Since(start))})
+		progress("%s: %s %s (%s)", name, out.Decision, out.Reason, time.Since(start).Round(time.Millisecond))
+		return out
+	}
+	finish := func() (*Result, error) {
+		var outcomes []Outcome
+		for _, s := range r.Stages {
+			if s.Decision != NotApplicable {
+				outcomes = append(outcomes, Outcome{s.Decision, s.Reason})
+			}
+		}
+		r.Decision = Aggregate(outcomes)
+		r.Reason = "every stage passed"
+		for _, s := range r.Stages {
+			if s.Decision == r.Decision && r.Decision != Pass {
+				r.Reason = s.Name + ": " + s.Reason
+				break
+			}
+		}
+		r.Seconds = seconds(time.Since(t0))
+		data, err := r.Canonical()
+		if err != nil {
+			return nil, err
+		}
+		ref, err := o.Store.Put(ArtifactReport, "application/json", ReportSchema, data)
+		if err != nil {
+			return nil, fmt.Errorf("qualification report: %w", err)
+		}
+		return &Result{Report: r, ReportRef: ref}, nil
+	}
+
+	// Static: the candidate's sources, before anything of it runs.
+	if stage(ScreenStatic, func() Outcome { return screenStatic(o.Plan.CandidateDir) }).Decision != Pass {
+		return finish()
+	}
+	// Build: plan the transition and materialize both engine trees.
+	var planned *plan.Result
+	req := o.Plan
+	req.TreeDir = filepath.Join(o.RunDir, "trees")
+	req.Progress = progress
+	if stage(ScreenBuild, func() Outcome {
+		res, err := plan.Run(ctx, req)
+		if err != nil {
+			var rej *plan.Rejection
+			if errors.As(err, &rej) {
+				return Outcome{Fail, err.Error()}
+			}
+			if reject.Is(err) {
+				return Outcome{Fail, err.Error()}
+			}
+			return Outcome{NoDecision, err.Error()}
+		}
+		planned = res
+		return Outcome{Pass, fmt.Sprintf("target %s: B tree %s, C tree %s", res.Candidate.Transition.TargetID, short(treeOf(res.Arms, "B")), short(treeOf(res.Arms, "C")))}
+	}).Decision != Pass {
+		return finish()
+	}
+	r.Inputs.Candidate = planned.Inspection.ContentHash
+	r.Inputs.TargetID = planned.Candidate.Transition.TargetID
+	r.Inputs.MarginalArmPlan = planned.Digest
+	r.Inputs.IncumbentStack, r.Inputs.CandidateStack = planned.Arms.IncumbentStackDigest, planned.Arms.CandidateStackDigest
+	r.Inputs.IncumbentTree, r.Inputs.CandidateTree = treeOf(planned.Arms, "B"), treeOf(planned.Arms, "C")
+	r.Inputs.SelectedDelta = planned.Inspection.SelectedDeltaDigest
+
+	// ABI: every op row on its slot contract, in worker processes.
+	vo := o.Verify
+	vo.Unisolated = o.Isolation.Unsafe
+	vo.WorkDir = o.RunDir
+	if stage(ScreenABI, func() Outcome { out, _ := screenABI(ctx, o.Plan.CandidateDir, vo); return out }).Decision != Pass {
+		return finish()
+	}
+	// Graph: the CUDA graph gate has nothing to check on the CPU lane.
+	if o.Lanes[1].Device != "cuda" {
+		r.Stages = append(r.Stages, Stage{Name: ScreenGraph, Decision: NotApplicable, Reason: "the CPU lane captures no CUDA graph", Start: seconds(time.Since(t0)), Seconds: "0"})
+	}
+	root, err := worker.EngineRoot(filepath.Join(o.RunDir, "engine-root"))
+	if err != nil {
+		stage(ScreenServing, func() Outcome { return Outcome{NoDecision, err.Error()} })
+		return finish()
+	}
+	arm := func(role speed.Role, tree string, lane lanes.Lane) engine.Spec {
+		return engine.Spec{Python: o.Python, Root: root, Tree: tree, Model: o.Model, Device: lane.Device,
+			Graph: lane.Device == "cuda" && o.Workload.Engine.CUDAGraphs, WorkDir: armDir(o.RunDir, role)}
+	}
+	// Abbreviated serving: the candidate engine loads and serves one batch.
+	serving := arm("serving", planned.CandidateTree, o.Lanes[1])
+	if stage(ScreenServing, func() Outcome {
+		return screenServing(ctx, o.Isolation, serving, o.Workload.PromptBatches[0])
+	}).Decision != Pass {
+		return finish()
+	}
+	// Speed: v8 (every candidate runs in its own engine processes).
+	arms := []Arm{
+		{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
+		{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
+		{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
+	}
+	var ev *SpeedEvidence
+	stage(StageSpeed, func() Outcome {
+		ev = runSpeedV8(ctx, o.Isolation, arms, o.Workload, o.Policy)
+		return ev.Outcome
+	})
+	for _, rd := range ev.Ready {
+		r.Inputs.Substrate = rd.Substrate
+	}
+	sp, err := publishSpeed(o.Store, ev)
+	if err != nil {
+		return nil, err
+	}
+	r.Speed = sp
+	return finish()
+}
+
+// treeOf is the tree digest of the arm with role.
+func treeOf(p *plan.MarginalArmPlan, role string) string {
+	for _, a := range p.Arms {
+		if a.Role == role {
+			return a.TreeDigest
+		}
+	}
+	return ""
+}
+
+func short(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}

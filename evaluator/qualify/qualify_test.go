@@ -1,0 +1,125 @@
+package qualify
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/evaluator/engine/enginetest"
+	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/lanes"
+	"github.com/cacheon/engine/evaluator/verify"
+	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/testtree"
+)
+
+// qualifyOptions assembles the repository's incumbent (in a copy of the
+// workspace) and qualifies candidate over it on the CPU lane.
+func qualifyOptions(t *testing.T, f enginetest.Fixture, candidate string) Options {
+	t.Helper()
+	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/incumbent.hcl", "stacks/arena.json",
+		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions", "kernels/fixtures")
+	path := filepath.Join(ws, "stacks", "incumbent.hcl")
+	sf, _, diags := stack.Load(path)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := contribution.PayloadOptions{Closure: contribution.PythonClosure, CUDACheck: contribution.CUDAIncludeCheck, PatcherDigests: map[string]string{}}
+	a, err := stack.Assemble(sf, stack.Sources{}, cat, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, err := lanes.Plan(nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{
+		Plan:  plan.Request{Incumbent: a, IncumbentPath: path, CandidateDir: filepath.Join(ws, filepath.FromSlash(candidate)), Materialize: materialize.Options{Catalog: cat, Payload: payload}},
+		Model: f.Model, ModelDigest: "model", Workload: smoke(t), Policy: testPolicy(), Store: store,
+		RunDir: f.Run, Python: f.Python, Lanes: cpu, Isolation: f.Iso,
+		Verify:   verify.Options{Device: "cpu", DType: "float32", Python: f.Python, Timeout: 5 * time.Minute},
+		Progress: func(format string, args ...any) { t.Logf(format, args...) },
+	}
+}
+
+// TestQualifyOnTheCPU runs the whole qualification of a real contribution
+// over the repository's incumbent on the CPU lane: every screen, the v8
+// speed stage, the report in the store, and a regrade that agrees.
+func TestQualifyOnTheCPU(t *testing.T) {
+	f := enginetest.New(t)
+	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Report
+	var names []string
+	for _, s := range r.Stages {
+		names = append(names, s.Name+"="+string(s.Decision))
+	}
+	t.Logf("decision %s: %s; stages %v", r.Decision, r.Reason, names)
+	want := []string{ScreenStatic, ScreenBuild, ScreenABI, ScreenGraph, ScreenServing, StageSpeed}
+	if len(r.Stages) != len(want) {
+		t.Fatalf("stages %v, want %v", names, want)
+	}
+	for i, s := range r.Stages {
+		if s.Name != want[i] {
+			t.Fatalf("stage %d is %s, want %s", i, s.Name, want[i])
+		}
+		if i < len(want)-1 && s.Decision != Pass && s.Decision != NotApplicable {
+			t.Fatalf("screen %s: %s %s", s.Name, s.Decision, s.Reason)
+		}
+	}
+	if r.Speed == nil || r.Speed.Speedup == "" || r.Inputs.TargetID != "norm.rmsnorm" || len(r.Inputs.CandidateTree) != 64 {
+		t.Fatalf("report %+v", r)
+	}
+	// The report in the store is the canonical JSON of the report.
+	data, err := o.Store.Get(res.ReportRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseReport(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Regrade(o.Store, back); err != nil {
+		t.Fatalf("regrade: %v", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil || doc["schema"] != ReportSchema {
+		t.Fatalf("stored report: %v %v", err, doc["schema"])
+	}
+}
+
+// TestQualifyStopsAtTheFirstFailingScreen: a candidate the static scan
+// refuses never reaches a worker.
+func TestQualifyStopsAtTheFirstFailingScreen(t *testing.T) {
+	f := enginetest.New(t)
+	o := qualifyOptions(t, f, "kernels/fixtures/banned_import")
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Report
+	if r.Decision != Fail || len(r.Stages) != 1 || r.Stages[0].Name != ScreenStatic || r.Speed != nil {
+		t.Fatalf("report %+v", r)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(o.RunDir, "arms")); len(entries) != 0 {
+		t.Fatalf("engines started for a candidate the static screen refused: %v", entries)
+	}
+}
