@@ -13,12 +13,17 @@ import (
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/stack"
 	rejectroot "github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/tools/testtree"
 )
 
-// repoIncumbent assembles the repository's own incumbent stack.
+// repoIncumbent assembles the repository's own stack file name, in a copy
+// of the workspace (under Bazel the data files are links, which bundles
+// may not hold); contributions are read from the same copy.
 func repoIncumbent(t *testing.T, name string) (*stack.Assembled, string, materialize.Options) {
 	t.Helper()
-	path := filepath.Join("..", name)
+	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/"+name, "stacks/arena.json",
+		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions", "kernels/fixtures")
+	path := filepath.Join(ws, "stacks", name)
 	f, _, diags := stack.Load(path)
 	if diags.HasErrors() {
 		t.Fatalf("load %s: %v", path, diags)
@@ -35,14 +40,16 @@ func repoIncumbent(t *testing.T, name string) (*stack.Assembled, string, materia
 	return a, path, materialize.Options{Catalog: cat, Payload: payload}
 }
 
-func contributionDir(name string) string {
-	return filepath.Join("..", "..", "kernels", "contributions", name)
+// contributionDir is a contribution in the workspace copy the stack at
+// path (from repoIncumbent) was assembled in.
+func contributionDir(path, name string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(path)), "kernels", "contributions", name)
 }
 
 func TestRunPlansAndWritesTheCandidate(t *testing.T) {
 	a, path, opts := repoIncumbent(t, "incumbent.hcl")
 	var stages []string
-	res, err := Run(context.Background(), Request{Incumbent: a, IncumbentPath: path, CandidateDir: contributionDir("silu_and_mul_torch"),
+	res, err := Run(context.Background(), Request{Incumbent: a, IncumbentPath: path, CandidateDir: contributionDir(path, "silu_and_mul_torch"),
 		Materialize: opts, Progress: func(f string, args ...any) { stages = append(stages, f) }})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -62,7 +69,7 @@ func TestRunPlansAndWritesTheCandidate(t *testing.T) {
 
 	// The written file assembles to the planned candidate stack.
 	out := filepath.Join(t.TempDir(), "candidate.hcl")
-	if _, err := WriteCandidate(out, CandidateFile{Incumbent: a.File, IncumbentPath: path, Result: res, CandidateDir: contributionDir("silu_and_mul_torch")}); err != nil {
+	if _, err := WriteCandidate(out, CandidateFile{Incumbent: a.File, IncumbentPath: path, Result: res, CandidateDir: contributionDir(path, "silu_and_mul_torch")}); err != nil {
 		t.Fatalf("WriteCandidate: %v", err)
 	}
 	f, _, diags := stack.Load(out)
@@ -98,12 +105,12 @@ func TestRunRefusals(t *testing.T) {
 		wantReject bool
 		wantInErr  string
 	}{
-		{"no-op candidate", Request{Incumbent: a, IncumbentPath: path, CandidateDir: contributionDir("rmsnorm_triton"), Materialize: opts}, ReasonNoOp, true, "no_op"},
-		{"rejected bundle", Request{Incumbent: a, IncumbentPath: path, CandidateDir: filepath.Join("..", "..", "kernels", "fixtures", "binary_object"), Materialize: opts}, ReasonInspection, true, "refused at tree"},
-		{"unregistered target", Request{Incumbent: a, IncumbentPath: path, CandidateDir: filepath.Join("..", "..", "kernels", "fixtures", "system_mode"), Materialize: opts}, ReasonUnknownTarget, true, "no registered target"},
-		{"bad attribution", Request{Incumbent: a, IncumbentPath: path, CandidateDir: contributionDir("silu_and_mul_torch"), Attribution: "nothex", Materialize: opts}, "", true, "attribution"},
-		{"incumbent is not an evaluation stack", Request{Incumbent: ref, IncumbentPath: refPath, CandidateDir: contributionDir("silu_and_mul_torch"), Materialize: refOpts}, "", true, "must be an evaluation stack"},
-		{"missing candidate directory", Request{Incumbent: a, IncumbentPath: path, CandidateDir: contributionDir("nope"), Materialize: opts}, "", false, "nope"},
+		{"no-op candidate", Request{Incumbent: a, IncumbentPath: path, CandidateDir: contributionDir(path, "rmsnorm_triton"), Materialize: opts}, ReasonNoOp, true, "no_op"},
+		{"rejected bundle", Request{Incumbent: a, IncumbentPath: path, CandidateDir: filepath.Join(filepath.Dir(filepath.Dir(path)), "kernels", "fixtures", "binary_object"), Materialize: opts}, ReasonInspection, true, "refused at tree"},
+		{"unregistered target", Request{Incumbent: a, IncumbentPath: path, CandidateDir: filepath.Join(filepath.Dir(filepath.Dir(path)), "kernels", "fixtures", "system_mode"), Materialize: opts}, ReasonUnknownTarget, true, "no registered target"},
+		{"bad attribution", Request{Incumbent: a, IncumbentPath: path, CandidateDir: contributionDir(path, "silu_and_mul_torch"), Attribution: "nothex", Materialize: opts}, "", true, "attribution"},
+		{"incumbent is not an evaluation stack", Request{Incumbent: ref, IncumbentPath: refPath, CandidateDir: contributionDir(path, "silu_and_mul_torch"), Materialize: refOpts}, "", true, "must be an evaluation stack"},
+		{"missing candidate directory", Request{Incumbent: a, IncumbentPath: path, CandidateDir: contributionDir(path, "nope"), Materialize: opts}, "", false, "nope"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,7 +136,7 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 	a, path, opts := repoIncumbent(t, "incumbent.hcl")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Run(ctx, Request{Incumbent: a, IncumbentPath: path, CandidateDir: contributionDir("silu_and_mul_torch"), Materialize: opts})
+	_, err := Run(ctx, Request{Incumbent: a, IncumbentPath: path, CandidateDir: contributionDir(path, "silu_and_mul_torch"), Materialize: opts})
 	if !errors.Is(err, context.Canceled) || rejectroot.Is(err) {
 		t.Errorf("Run = %v, want context.Canceled and no rejection", err)
 	}
