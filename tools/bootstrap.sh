@@ -5,7 +5,8 @@
 #
 # What it prepares (docs/build.md explains why each piece exists):
 #   1. Debian packages: Bazel 4.2.3 and its rule sets, CPU PyTorch for the
-#      CPU lane and tests, the OCI registry used by release tests.
+#      CPU lane and tests, the OCI registry used by release tests, nginx
+#      as the HTTP remote cache of tools/remote_cache_check.sh.
 #   2. A prepared copy of the Go SDK (standard library archives installed,
 #      tools rules_go 0.34 expects) in the cache directory.
 #   3. rules_go v0.34.0 from the Go module proxy, with our Go 1.26 patch.
@@ -28,8 +29,11 @@ say() { printf 'bootstrap: %s\n' "$*" >&2; }
 die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
 
 # --- 1. Debian packages -----------------------------------------------------
+# nginx (built with the WebDAV module) serves Bazel's HTTP cache protocol in
+# tools/remote_cache_check.sh, which starts its own instance; like
+# docker-registry's, the packaged service is not needed.
 apt_packages=(bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
-  python3-torch python3-numpy docker-registry patch locales
+  python3-torch python3-numpy docker-registry patch locales nginx
   chromium) # chromium: the HTML report tests render pages in a real browser
 missing=()
 for p in "${apt_packages[@]}"; do

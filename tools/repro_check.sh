@@ -7,6 +7,11 @@
 #   tools/repro_check.sh [--head] //stacks:incumbent [more targets...]
 #
 # --head builds the committed HEAD instead of the working tree.
+#
+# Environment (for tools/remote_cache_check.sh, which reuses build A as the
+# build that fills a remote cache instead of paying for a third cold build):
+#   CACHEON_REPRO_A_FLAGS  extra Bazel flags for build A, split on spaces
+#   CACHEON_REPRO_KEEP     a directory that receives build A's outputs (out/)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$repo"
@@ -33,9 +38,11 @@ copy_tree() {
   tar -xf "$work/sources.tar" -C "$1"
 }
 
-build() { # name umask tz locale targets...
+build() { # name umask tz locale extra-flags targets...
   local name=$1 mask=$2 tz=$3 locale=$4
-  shift 4
+  local -a extra
+  read -r -a extra <<<"$5"
+  shift 5
   local dir="$work/$name/checkout" root="$work/$name/bazel-root" log="$work/$name.log"
   copy_tree "$dir"
   (
@@ -44,7 +51,7 @@ build() { # name umask tz locale targets...
     export TZ="$tz" LANG="$locale" LC_ALL="$locale"
     bash tools/bootstrap.sh >/dev/null 2>&1
     local start=$SECONDS
-    bazel "${jvm_locale[@]}" --output_user_root="$root" build --disk_cache= --show_result=1000 "$@" >"$log" 2>&1 ||
+    bazel "${jvm_locale[@]}" --output_user_root="$root" build --disk_cache= --show_result=1000 "${extra[@]}" "$@" >"$log" 2>&1 ||
       { cat "$log" >&2; exit 1; }
     echo "repro: build $name took $((SECONDS - start)) s" >&2
     # Collect the outputs Bazel reports for the targets.
@@ -70,15 +77,19 @@ jvm_locale=(--host_jvm_args=-Duser.language=en --host_jvm_args=-Duser.country=US
 locale_b=POSIX
 if locale -a 2>/dev/null | grep -qix 'tr_TR.utf8'; then locale_b=tr_TR.UTF-8; fi
 echo "repro: build A (umask 022, TZ=UTC, LANG=C.UTF-8)" >&2
-build a 022 UTC C.UTF-8 "${targets[@]}"
+build a 022 UTC C.UTF-8 "${CACHEON_REPRO_A_FLAGS:-}" "${targets[@]}"
 echo "repro: build B (umask 077, TZ=Pacific/Chatham, LANG=$locale_b)" >&2
-build b 077 Pacific/Chatham "$locale_b" "${targets[@]}"
+build b 077 Pacific/Chatham "$locale_b" "" "${targets[@]}"
 
 manifest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
 n_a=$(find "$work/a/out" -type f | wc -l)
 if ((n_a == 0)); then
   echo "repro: build A reported no outputs; nothing was compared" >&2
   exit 1
+fi
+if [[ -n ${CACHEON_REPRO_KEEP:-} ]]; then
+  mkdir -p "$CACHEON_REPRO_KEEP"
+  cp -a "$work/a/out" "$CACHEON_REPRO_KEEP/out"
 fi
 if diff <(manifest "$work/a/out") <(manifest "$work/b/out") >"$work/diff"; then
   n=$(find "$work/a/out" -type f | wc -l)

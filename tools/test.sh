@@ -27,7 +27,12 @@ step "go test" bash -c "set -o pipefail; go test ./... 2>&1 | tee '$log'"
 step "fuzz" bash tools/fuzz.sh
 step "bazel test" bazel test //...
 step "bazel rules refuse drift" bash tools/rules_test.sh
-step "reproducible builds" bash tools/repro_check.sh //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine
+step "kubernetes manifests" bash tools/k8s_manifest_check.sh
+# The reproducibility check (tools/repro_check.sh: two real builds from
+# scratch, compared byte for byte) runs inside the remote-cache check, whose
+# HTTP cache its first build fills, in the strictest local sandbox; a third
+# clone then builds with every action a remote cache hit.
+step "reproducible builds, remote cache, strict sandbox" bash tools/remote_cache_check.sh //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine
 
 go_ok=$(grep -c '^ok ' "$log" || true)
 go_fail=$(grep -c '^FAIL	' "$log" || true)
