@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,15 @@ func TestQualifyOnTheCPU(t *testing.T) {
 	if err := json.Unmarshal(data, &doc); err != nil || doc["schema"] != ReportSchema {
 		t.Fatalf("stored report: %v %v", err, doc["schema"])
 	}
+	page, err := HTML(o.Store, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="rates"`, `data-role="B_prime"`, `abbreviated_serving`, string(r.Decision)} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the HTML report lacks %s", want)
+		}
+	}
 }
 
 // TestQualifyStopsAtTheFirstFailingScreen: a candidate the static scan
@@ -121,5 +131,18 @@ func TestQualifyStopsAtTheFirstFailingScreen(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(o.RunDir, "arms")); len(entries) != 0 {
 		t.Fatalf("engines started for a candidate the static screen refused: %v", entries)
+	}
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	w, err := DefaultWorkload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.TimedBatches() < DefaultPolicy().MinWindows {
+		t.Fatalf("the default workload has %d timed windows, the default policy needs %d", w.TimedBatches(), DefaultPolicy().MinWindows)
+	}
+	if err := DefaultPolicy().Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

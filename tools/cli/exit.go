@@ -13,7 +13,23 @@ const (
 	ExitOK       = 0
 	ExitError    = 1 // usage, I/O or infrastructure error; a missing file
 	ExitRejected = 2 // the input was read and rejected, or a check failed
+	// ExitNoDecision is qualify's: infrastructure trouble kept the
+	// measurement from deciding (never a loss).
+	ExitNoDecision = 3
 )
+
+// decided carries the exit code of a command whose outcome is a verdict
+// with codes of its own (qualify: 2 FAIL, 3 NO_DECISION).
+type decided struct {
+	code int
+	err  error
+}
+
+func (d *decided) Error() string { return d.err.Error() }
+func (d *decided) Unwrap() error { return d.err }
+
+// exitWith ends the command with code, explained by err.
+func exitWith(code int, err error) error { return &decided{code, err} }
 
 // ExitCode maps the error a command returned to its exit code. It is the
 // one place the contract is decided, over one root: every package's
@@ -23,9 +39,12 @@ const (
 // is exit 1 even when a library counts its absence as a rejection (a
 // bundle without manifest.toml, say).
 func ExitCode(err error) int {
+	var d *decided
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &d):
+		return d.code
 	case errors.Is(err, fs.ErrNotExist):
 		return ExitError
 	case reject.Is(err):

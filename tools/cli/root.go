@@ -57,6 +57,8 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newStackCommand(s),
 		newReleaseCommand(s),
 		newSpeedCommand(s),
+		newQualifyCommand(s),
+		newEvidenceCommand(s),
 	)
 	withJSONRefusals(root, s)
 	return root

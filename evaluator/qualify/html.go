@@ -1,0 +1,75 @@
+package qualify
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/report"
+	"github.com/cacheon/engine/evaluator/speed"
+)
+
+// HTML renders the human report of r: the verdict, the inputs, the plot
+// of every read's window rates (read back from the store, so the page
+// shows exactly the retained evidence) and the stage timeline.
+func HTML(store *evidence.Store, r *Report) ([]byte, error) {
+	v := report.View{
+		Title:    "Qualification of " + r.Inputs.TargetID,
+		Decision: string(r.Decision), Reason: r.Reason,
+		Facts: []report.Fact{
+			{Label: "candidate content hash", Value: r.Inputs.Candidate},
+			{Label: "target", Value: r.Inputs.TargetID},
+			{Label: "marginal arm plan", Value: r.Inputs.MarginalArmPlan},
+			{Label: "incumbent tree (B, B′)", Value: r.Inputs.IncumbentTree},
+			{Label: "candidate tree (C)", Value: r.Inputs.CandidateTree},
+			{Label: "workload", Value: r.Inputs.Workload},
+			{Label: "speed policy", Value: r.Inputs.Policy},
+			{Label: "substrate", Value: r.Inputs.Substrate},
+			{Label: "isolation", Value: r.Isolation},
+			{Label: "started", Value: r.Started},
+		},
+	}
+	for _, l := range r.Lanes {
+		v.Facts = append(v.Facts, report.Fact{Label: "lane " + l.Name, Value: fmt.Sprintf("%s %v shared=%v", l.Device, l.GPUs, l.SharedDevice)})
+	}
+	for _, s := range r.Stages {
+		start, _ := strconv.ParseFloat(s.Start, 64)
+		secs, _ := strconv.ParseFloat(s.Seconds, 64)
+		v.Stages = append(v.Stages, report.Stage{Name: s.Name, Decision: string(s.Decision), Detail: s.Reason,
+			Start: time.Duration(start * float64(time.Second)), Duration: time.Duration(secs * float64(time.Second))})
+	}
+	if r.Speed != nil && r.Speed.Speedup != "" {
+		v.Speedup = r.Speed.Speedup
+		policyJSON, err := store.Get(r.Speed.Policy)
+		if err != nil {
+			return nil, err
+		}
+		p, err := speed.ParsePolicy(policyJSON)
+		if err != nil {
+			return nil, err
+		}
+		readsJSON, err := store.Get(r.Speed.Reads)
+		if err != nil {
+			return nil, err
+		}
+		reads, err := speed.ParseReads(readsJSON)
+		if err != nil {
+			return nil, err
+		}
+		g, err := speed.GradeReads(p, reads, speed.Options{})
+		if err != nil {
+			return nil, err
+		}
+		for _, rate := range g.Rates {
+			v.Series = append(v.Series, report.Series{Role: string(rate.Role), Scored: rate.Scored, Windows: rate.Windows})
+		}
+		v.FailBelow, v.PassAt, v.Required, v.NoiseBand = g.FailBelow, g.PassAt, g.Required, p.MaxNoise
+	}
+	var b bytes.Buffer
+	if err := report.Render(&b, v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

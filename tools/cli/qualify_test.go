@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestQualifyRefusesBadInputsBeforeRunning: usage errors are exit 1, a
+// workload or policy file that does not decode is a rejection (exit 2,
+// one JSON document with --json), and nothing runs.
+func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
+	dir := t.TempDir()
+	badWorkload := filepath.Join(dir, "w.hcl")
+	os.WriteFile(badWorkload, []byte("workload \"x\" {\n  max_new_tokens = \"eight\"\n}\n"), 0o644)
+	badPolicy := filepath.Join(dir, "p.hcl")
+	os.WriteFile(badPolicy, []byte("speed_policy \"x\" {\n  version = 5\n}\n"), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no candidate", []string{"qualify", "--out", dir}, 1, "--candidate"},
+		{"missing workload file", []string{"qualify", "--candidate", dir, "--out", dir, "--workload", filepath.Join(dir, "absent.hcl")}, 1, "absent.hcl"},
+		{"bad workload", []string{"qualify", "--candidate", dir, "--out", dir, "--workload", badWorkload, "--json"}, 2, "w.hcl:1"},
+		{"bad policy", []string{"qualify", "--candidate", dir, "--out", dir, "--policy", badPolicy, "--json"}, 2, "p.hcl"},
+		{"regrade of a missing report", []string{"evidence", "regrade", filepath.Join(dir, "absent.json")}, 1, "absent.json"},
+		{"regrade of garbage", []string{"evidence", "regrade", badPolicy, "--json"}, 2, "qualification report"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", c.args...)
+			if code != c.code || !strings.Contains(out+errOut, c.want) {
+				t.Fatalf("exit %d (want %d); stdout %s; stderr %s; want %q", code, c.code, out, errOut, c.want)
+			}
+			if c.code == 2 && strings.Contains(strings.Join(c.args, " "), "--json") {
+				var doc map[string]any
+				if err := json.Unmarshal([]byte(out), &doc); err != nil {
+					t.Fatalf("--json refusal is not one document: %v\n%s", err, out)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
+		t.Fatal("a refused qualification wrote a report")
+	}
+}
