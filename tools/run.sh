@@ -8,7 +8,10 @@
 #      provenance);
 #   2. check a contribution as a miner would: scan it and verify it on the
 #      CPU lane against the validator's fp32 references, in worker processes;
-#   3. sign the release with a local key (outside the build graph) and
+#   3. qualify a contribution over the incumbent on the CPU lane: every
+#      screen, then B, C and B′ engine processes in the worker sandbox,
+#      graded under speed policy v8, with a report anyone can re-grade;
+#   4. sign the release with a local key (outside the build graph) and
 #      verify it offline as a consumer would.
 #
 # Everything it writes goes under out/ (override with CACHEON_OUT).
@@ -33,6 +36,18 @@ say "cacheon scan $bundle"
 say "cacheon verify $bundle --device cpu (worker processes, fp32 references)"
 CACHEON_PYTHON=${CACHEON_PYTHON:-/usr/bin/python3} "$cacheon" verify "$bundle" --device cpu --dtype float32
 
+say "cacheon qualify --candidate kernels/contributions/rmsnorm_torch (CPU lane)"
+rm -rf "$out/qualification"
+# The verdict is the exit status (0 PASS, 2 FAIL, 3 NO_DECISION): on a
+# shared CPU any of the three is an honest outcome, so the main job goes on.
+set +e
+CACHEON_PYTHON=${CACHEON_PYTHON:-/usr/bin/python3} "$cacheon" qualify \
+  --candidate kernels/contributions/rmsnorm_torch --out "$out/qualification"
+verdict=$?
+set -e
+((verdict == 0 || verdict == 2 || verdict == 3)) || exit "$verdict"
+"$cacheon" evidence regrade "$out/qualification/report.json"
+
 say "sign and verify the release image"
 rm -rf "$out/release"
 cp -R "$bin/release/engine.oci" "$out/release"
@@ -49,6 +64,7 @@ cat >&2 <<EOF
   incumbent engine tree   $bin/stacks/incumbent.tree
   incumbent manifest      $bin/stacks/incumbent.manifest.json
   candidate tree and plan $bin/stacks/candidate_rmsnorm_torch.tree, .plan.json
+  qualification report    $out/qualification/report.json (and report.html)
   signed release layout   $out/release
   release public key      $out/keys/release.pub
 Rebuild and verify it yourself: docs/consumer-guide.md
