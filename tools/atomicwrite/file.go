@@ -13,7 +13,34 @@ import (
 // umask) and renamed over path; the directory is then synced. A reader sees
 // the old file or the new one, never a mixture, and a failure leaves no
 // temporary file behind.
-func WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return publishFile(path, data, perm, func(tmp string) error {
+		if info, err := os.Lstat(path); err == nil && info.IsDir() {
+			return fmt.Errorf("write %s: %w", path, errors.New("a directory exists at that path"))
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+		}
+		return nil
+	})
+}
+
+// CreateFile writes data to a new file at path, atomically as WriteFile
+// does, but never replaces: when anything exists at path it fails with an
+// error that wraps fs.ErrExist and leaves the existing file untouched.
+func CreateFile(path string, data []byte, perm fs.FileMode) error {
+	return publishFile(path, data, perm, func(tmp string) error {
+		if err := renameNoReplace(tmp, path); err != nil {
+			return fmt.Errorf("publish %s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// publishFile writes data to a synced temporary file beside path with
+// mode perm, lets publish move it into place, and syncs the directory.
+// On any failure the temporary file is removed.
+func publishFile(path string, data []byte, perm fs.FileMode, publish func(tmp string) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -40,11 +67,8 @@ func WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp.Name(), err)
 	}
-	if info, err := os.Lstat(path); err == nil && info.IsDir() {
-		return fmt.Errorf("write %s: %w", path, errors.New("a directory exists at that path"))
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", tmp.Name(), path, err)
+	if err := publish(tmp.Name()); err != nil {
+		return err
 	}
 	return syncDir(dir)
 }
@@ -68,40 +92,4 @@ func renameChecked(from, to string) error {
 		return &os.LinkError{Op: "rename", Old: from, New: to, Err: fs.ErrExist}
 	}
 	return os.Rename(from, to)
-}
-
-// CreateFile writes data to a new file at path, atomically as WriteFile
-// does, but never replaces: when anything exists at path it fails with an
-// error that wraps fs.ErrExist and leaves the existing file untouched.
-func CreateFile(path string, data []byte, perm fs.FileMode) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := createScratchFile(filepath.Join(dir, base))
-	if err != nil {
-		return fmt.Errorf("create temporary file for %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("chmod %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp.Name(), err)
-	}
-	if err := renameNoReplace(tmp.Name(), path); err != nil {
-		return fmt.Errorf("publish %s: %w", path, err)
-	}
-	return syncDir(dir)
 }
