@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/cacheon/engine/tools/hclload"
 )
@@ -24,8 +23,6 @@ import (
 //	  calibration_digest         = "…64 hex…"
 //	  calibration_context_digest = "…64 hex…"
 //	}
-var policyFileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "speed_policy", LabelNames: []string{"name"}}}}
-
 var policyBlockSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "version", Required: true},
 	{Name: "min_margin", Required: true},
@@ -52,28 +49,11 @@ func LoadPolicyFile(path string) (Policy, hcl.Diagnostics) {
 // ParsePolicyFile decodes a policy file; filename names it in diagnostics,
 // and a constraint the policy breaks is reported on its attribute.
 func ParsePolicyFile(filename string, src []byte) (Policy, hcl.Diagnostics) {
-	if diags := hclload.Check(src, filename); diags.HasErrors() {
-		return Policy{}, diags
-	}
-	hf, diags := hclparse.NewParser().ParseHCL(src, filename)
+	block, diags := hclload.OneBlock(filename, src, "speed_policy")
 	if diags.HasErrors() {
 		return Policy{}, diags
 	}
-	if d := hclload.CheckExpressions(hf.Body); d.HasErrors() {
-		return Policy{}, append(diags, d...)
-	}
-	content, d := hf.Body.Content(policyFileSchema)
-	diags = append(diags, d...)
-	blocks := content.Blocks.OfType("speed_policy")
-	if len(blocks) != 1 {
-		rng := hf.Body.MissingItemRange()
-		if len(blocks) > 1 {
-			rng = blocks[1].DefRange
-		}
-		return Policy{}, append(diags, hclload.ErrorAt(rng, "One speed_policy block required",
-			fmt.Sprintf("A policy file declares exactly one `speed_policy \"<name>\" { ... }` block; found %d.", len(blocks))))
-	}
-	body, d := blocks[0].Body.Content(policyBlockSchema)
+	body, d := block.Body.Content(policyBlockSchema)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return Policy{}, diags
@@ -96,7 +76,7 @@ func ParsePolicyFile(filename string, src []byte) (Policy, hcl.Diagnostics) {
 		return Policy{}, diags
 	}
 	if err := p.Validate(); err != nil {
-		rng := blocks[0].DefRange
+		rng := block.DefRange
 		if pe, ok := err.(*PolicyError); ok {
 			if attr, found := a[pe.Field]; found {
 				rng = attr.Expr.Range()

@@ -4,13 +4,10 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cacheon/engine/tools/hclload"
 )
-
-var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "workload", LabelNames: []string{"name"}}}}
 
 var workloadSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
@@ -57,28 +54,11 @@ func Load(path string) (*Workload, hcl.Diagnostics) {
 
 // Parse decodes a workload file from src; filename names it in diagnostics.
 func Parse(filename string, src []byte) (*Workload, hcl.Diagnostics) {
-	if diags := hclload.Check(src, filename); diags.HasErrors() {
-		return nil, diags
-	}
-	hf, diags := hclparse.NewParser().ParseHCL(src, filename)
+	block, diags := hclload.OneBlock(filename, src, "workload")
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	if d := hclload.CheckExpressions(hf.Body); d.HasErrors() {
-		return nil, append(diags, d...)
-	}
-	content, d := hf.Body.Content(fileSchema)
-	diags = append(diags, d...)
-	blocks := content.Blocks.OfType("workload")
-	if len(blocks) != 1 {
-		rng := hf.Body.MissingItemRange()
-		if len(blocks) > 1 {
-			rng = blocks[1].DefRange
-		}
-		return nil, append(diags, hclload.ErrorAt(rng, "One workload block required",
-			fmt.Sprintf("A workload file declares exactly one `workload \"<name>\" { ... }` block; found %d.", len(blocks))))
-	}
-	w, d := decodeWorkloadBlock(blocks[0])
+	w, d := decodeWorkloadBlock(block)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return nil, diags

@@ -5,6 +5,7 @@ import (
 	"math/big"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -94,3 +95,37 @@ func String(a *hcl.Attribute, diags *hcl.Diagnostics) string {
 
 // Value evaluates an attribute whose type the caller checks itself.
 func Value(a *hcl.Attribute, diags *hcl.Diagnostics) (cty.Value, bool) { return known(a, diags) }
+
+// OneBlock parses src as an HCL file holding exactly one top-level block
+// of blockType with one label (`workload "name" { ... }`), after the size,
+// depth and expression checks every file passes, and returns that block.
+// Anything else at the top level, or another count of blocks, is a
+// diagnostic; filename names the file in them.
+func OneBlock(filename string, src []byte, blockType string) (*hcl.Block, hcl.Diagnostics) {
+	if diags := Check(src, filename); diags.HasErrors() {
+		return nil, diags
+	}
+	hf, diags := hclparse.NewParser().ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if d := CheckExpressions(hf.Body); d.HasErrors() {
+		return nil, append(diags, d...)
+	}
+	schema := &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: blockType, LabelNames: []string{"name"}}}}
+	content, d := hf.Body.Content(schema)
+	diags = append(diags, d...)
+	blocks := content.Blocks.OfType(blockType)
+	if len(blocks) != 1 {
+		rng := hf.Body.MissingItemRange()
+		if len(blocks) > 1 {
+			rng = blocks[1].DefRange
+		}
+		return nil, append(diags, ErrorAt(rng, fmt.Sprintf("One %s block required", blockType),
+			fmt.Sprintf("The file declares exactly one `%s \"<name>\" { ... }` block; found %d.", blockType, len(blocks))))
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return blocks[0], diags
+}
