@@ -40,3 +40,31 @@ func sizeName(size int) string {
 	}
 	return fmt.Sprintf("%dKiB", size>>10)
 }
+
+// generatedTable is the shape bench/materialize.sh writes: one assignment
+// of a 96-character string literal per line.
+func generatedTable(size int) []byte {
+	var b []byte
+	for i := 0; len(b) < size; i++ {
+		h := fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15)
+		b = fmt.Appendf(b, "T%d = \"%s%s\"\n", i, h, h[:32])
+	}
+	return b
+}
+
+// BenchmarkGeneratedTable parses a generated module of the shape
+// bench/materialize.sh writes (the Python the materializer benchmark
+// spends its time on):
+//
+//	go test ./tools/pyparse -run '^$' -bench GeneratedTable -benchmem
+func BenchmarkGeneratedTable(b *testing.B) {
+	src := generatedTable(8 << 20)
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := Parse("table.py", src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -92,6 +92,9 @@ func (p *parser) expression() Expr {
 	if p.isKw("lambda") {
 		return p.lambda()
 	}
+	if p.loneAtom() {
+		return p.atom()
+	}
 	start := p.exprStart()
 	body := p.disjunction()
 	if p.isKw("if") {
@@ -102,6 +105,38 @@ func (p *parser) expression() Expr {
 		return &IfExp{Loc{start, p.prevEnd()}, test, body, orelse}
 	}
 	return body
+}
+
+// loneAtom reports whether the expression at the current token is a
+// single name, number or string token followed by a token that no level
+// from disjunction down to primary consumes (the operators, keywords,
+// trailers and adjacent strings those levels look for). Such an
+// expression is what atom returns: every level above it would return its
+// operand unchanged, so expression may call atom directly. Keywords are
+// left to the full descent (they start their own constructs or fail there,
+// with that path's error), and so are f-strings.
+func (p *parser) loneAtom() bool {
+	t := p.tok()
+	switch t.kind {
+	case tName:
+		if !t.raw && keywords[t.text] {
+			return false
+		}
+	case tNumber, tString:
+	default:
+		return false
+	}
+	n := p.peek(1)
+	switch n.kind {
+	case tNewline:
+		return true
+	case tOp:
+		switch n.text {
+		case ")", "]", "}", ",", "=", ":", ";":
+			return true
+		}
+	}
+	return false
 }
 
 func (p *parser) lambda() Expr {

@@ -627,7 +627,18 @@ func (l *lexer) lexString(start, q int) {
 		l.modes = append(l.modes, modeEntry{mode: mFLiteral, quote: quote, triple: triple, raw: raw, start: start, body: l.pos})
 		return
 	}
+	src := l.src
 	for {
+		// Skip the bytes that cannot end or escape the literal in one
+		// tight loop; the switch below sees only the others.
+		i := l.pos
+		for i < len(src) {
+			if c := src[i]; c == '\\' || c == quote || c == '\n' || c == '\r' {
+				break
+			}
+			i++
+		}
+		l.pos = i
 		if l.pos >= len(l.src) {
 			if triple {
 				l.fail(start, "unterminated triple-quoted string literal (detected at line %d)", l.file.Position(len(l.src)).Line)

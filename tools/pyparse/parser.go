@@ -407,7 +407,8 @@ func (p *parser) exprOrAssign() Stmt {
 	first := p.starExpressionsOrYield()
 	switch {
 	case p.isOp("="):
-		targets := []Expr{first}
+		// Room for the usual single target and its value.
+		targets := append(make([]Expr, 0, 2), first)
 		for p.acceptOp("=") {
 			targets = append(targets, p.starExpressionsOrYield())
 		}

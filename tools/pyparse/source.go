@@ -3,13 +3,18 @@ package pyparse
 import (
 	"fmt"
 	"sort"
+	"strings"
+	"sync"
 )
 
 // File is a source file's name and text with a line table, so byte offsets
 // kept in the tree can be turned into line and column when reporting.
 type File struct {
-	Name  string
-	Src   string
+	Name string
+	Src  string
+	// The tables are built on the first position lookup: most files
+	// parse without one being asked for (no error, nothing to report).
+	index sync.Once
 	lines []int // byte offset of the start of each line
 	// runes[k] counts the characters before byte k*runeBlock, so a column
 	// costs at most one block of counting however long the line is.
@@ -21,9 +26,14 @@ const runeBlock = 1024
 // NewFile indexes src for position lookups. Lines end at "\n", "\r\n" or a
 // lone "\r", as Python's universal newlines read them.
 func NewFile(name string, src []byte) *File {
-	f := &File{Name: name, Src: string(src)}
-	f.lines = append(f.lines, 0)
+	return &File{Name: name, Src: string(src)}
+}
+
+// buildIndex fills the line and character tables.
+func (f *File) buildIndex() {
 	s := f.Src
+	f.lines = make([]int, 1, strings.Count(s, "\n")+2)
+	f.runes = make([]int, 0, len(s)/runeBlock+1)
 	count := 0
 	for i := 0; i < len(s); i++ {
 		if i%runeBlock == 0 {
@@ -43,7 +53,6 @@ func NewFile(name string, src []byte) *File {
 			}
 		}
 	}
-	return f
 }
 
 // Position is a human-facing source location: 1-based line and 1-based
@@ -64,6 +73,7 @@ func (f *File) Position(off int) Position {
 	if off > len(f.Src) {
 		off = len(f.Src)
 	}
+	f.index.Do(f.buildIndex)
 	line := sort.Search(len(f.lines), func(i int) bool { return f.lines[i] > off }) - 1
 	start := f.lines[line]
 	// A short way into its line, count the characters directly; further

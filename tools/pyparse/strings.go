@@ -73,15 +73,16 @@ func (p *parser) strings() Expr {
 		}
 		break
 	}
-	endConst()
 	loc := Loc{start, p.prevEnd()}
 	if !isF {
+		// Without an f-string the parts are not used: buf holds the value.
 		k := ConstStr
 		if kind == 1 {
 			k = ConstBytes
 		}
 		return &Constant{Loc: loc, Kind: k, Str: buf.String(), Inexact: inexact}
 	}
+	endConst()
 	for _, part := range parts {
 		if c, ok := part.(*Constant); ok {
 			c.Inexact = inexact
