@@ -153,12 +153,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	vo := o.Verify
 	vo.Unisolated = o.Isolation.Unsafe
 	vo.WorkDir = o.RunDir
-	if stage(ScreenABI, func() Outcome { out, _ := screenABI(ctx, o.Plan.CandidateDir, vo); return out }).Decision != Pass {
+	var abi *verify.Report
+	if stage(ScreenABI, func() Outcome { out, rep := screenABI(ctx, o.Plan.CandidateDir, vo); abi = rep; return out }).Decision != Pass {
 		return finish()
 	}
-	// Graph: the CUDA graph gate has nothing to check on the CPU lane.
+	// Graph: the CUDA graph gate, from the ABI screen's captures; the CPU
+	// lane captures none.
 	if o.Lanes[1].Device != "cuda" {
 		r.Stages = append(r.Stages, Stage{Name: ScreenGraph, Decision: NotApplicable, Reason: "the CPU lane captures no CUDA graph", Start: seconds(time.Since(t0)), Seconds: "0"})
+	} else if stage(ScreenGraph, func() Outcome { return screenGraph(abi) }).Decision != Pass {
+		return finish()
 	}
 	root, err := worker.EngineRoot(filepath.Join(o.RunDir, "engine-root"))
 	if err != nil {

@@ -65,6 +65,40 @@ func screenABI(ctx context.Context, bundleDir string, o verify.Options) (Outcome
 	}
 }
 
+// screenGraph is the CUDA graph gate, read from the ABI screen's verify
+// report: every case of a row that must run inside CUDA graphs was
+// captured and replayed there. A case whose capture failed is the
+// candidate's FAIL; a case that never reached capture says nothing and is
+// NO_DECISION.
+func screenGraph(r *verify.Report) Outcome {
+	if r == nil {
+		return Outcome{NoDecision, "no verify report to read the graph capture from"}
+	}
+	captured, rows := 0, 0
+	for _, row := range r.Rows {
+		if row.Graph != "required" || row.Verdict != verify.Pass {
+			continue
+		}
+		rows++
+		for _, c := range row.Cases {
+			switch c.Graph {
+			case "captured":
+				captured++
+			case "capture_failed":
+				return Outcome{Fail, fmt.Sprintf("%s [%s] case %d: CUDA graph capture failed: %s", row.Slot, row.Variant, c.Index, c.Reason)}
+			default:
+				if c.Verdict == verify.Pass {
+					return Outcome{NoDecision, fmt.Sprintf("%s [%s] case %d passed without a graph capture (%q)", row.Slot, row.Variant, c.Index, c.Graph)}
+				}
+			}
+		}
+	}
+	if rows == 0 {
+		return Outcome{Pass, "no row must run inside CUDA graphs"}
+	}
+	return Outcome{Pass, fmt.Sprintf("%d cases of %d rows captured and replayed in CUDA graphs", captured, rows)}
+}
+
 // screenServing is the abbreviated serving screen: the candidate engine
 // loads its tree and serves one short batch, whose tokens must come back.
 func screenServing(ctx context.Context, iso worker.Isolation, s engine.Spec, prompts [][]int) Outcome {

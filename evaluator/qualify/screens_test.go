@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
+	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/tools/testtree"
 )
 
@@ -46,5 +47,30 @@ func TestScreenServing(t *testing.T) {
 	spec.WorkDir = filepath.Join(f.Run, "serving-dies")
 	if o := screenServing(context.Background(), f.Iso, spec, [][]int{{1, 2, 3}}); o.Decision != Fail || !strings.Contains(o.Reason, "exited") {
 		t.Fatalf("an engine that dies serving: %+v, want FAIL", o)
+	}
+}
+
+func TestScreenGraph(t *testing.T) {
+	row := func(graph string, cases ...verify.CaseResult) verify.RowResult {
+		return verify.RowResult{Slot: "norm.rmsnorm", Variant: "default", Verdict: verify.Pass, Graph: graph, Cases: cases}
+	}
+	ok := verify.CaseResult{Index: 0, Verdict: verify.Pass, Graph: "captured"}
+	cases := []struct {
+		name   string
+		report *verify.Report
+		want   Decision
+	}{
+		{"captured", &verify.Report{Rows: []verify.RowResult{row("required", ok, ok)}}, Pass},
+		{"nothing required", &verify.Report{Rows: []verify.RowResult{row("not_required", verify.CaseResult{Verdict: verify.Pass})}}, Pass},
+		{"capture failed", &verify.Report{Rows: []verify.RowResult{row("required", ok, verify.CaseResult{Index: 1, Verdict: verify.Fail, Graph: "capture_failed"})}}, Fail},
+		{"passed without capture", &verify.Report{Rows: []verify.RowResult{row("required", verify.CaseResult{Verdict: verify.Pass, Graph: "not_run"})}}, NoDecision},
+		{"no report", nil, NoDecision},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := screenGraph(c.report); got.Decision != c.want {
+				t.Fatalf("graph screen %+v, want %s", got, c.want)
+			}
+		})
 	}
 }
