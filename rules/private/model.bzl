@@ -26,7 +26,9 @@ def _cacheon_test_model_impl(ctx):
         progress_message = "Making and sealing test model %s" % ctx.label,
     )
     return [
-        DefaultInfo(files = depset([tree, receipt])),
+        # As runfiles too, so a binary that takes the model as data
+        # (//evaluator:qualify) finds it beside itself.
+        DefaultInfo(files = depset([tree, receipt]), runfiles = ctx.runfiles(files = [tree, receipt])),
         CacheonModelInfo(tree = tree, receipt = receipt),
     ]
 

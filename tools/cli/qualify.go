@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -275,6 +276,16 @@ func qualifyModel(dir, run string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
+	if !othersCanReach(abs) {
+		// The sandbox user could not reach it (a Bazel output base under
+		// a 0700 home): engines serve a copy in the run directory, sealed
+		// below like any model.
+		cp := filepath.Join(run, "model-copy")
+		if err := copyModel(abs, cp); err != nil {
+			return "", "", fmt.Errorf("copy the model %s where the sandbox can read it: %w", abs, err)
+		}
+		abs = cp
+	}
 	rc, err := model.Provision(abs, model.Options{})
 	if err != nil {
 		return "", "", err
@@ -300,4 +311,56 @@ func selfDigest() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// othersCanReach reports whether every directory above path lets any user
+// through, as the sandbox's unprivileged user needs.
+func othersCanReach(path string) bool {
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		if err != nil || info.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
+}
+
+// copyModel copies the regular files of a model directory (config.json,
+// the safetensors shards) into a new directory dst.
+func copyModel(src, dst string) error {
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.Mkdir(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
 }
