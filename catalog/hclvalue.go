@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cacheon/engine/tools/hclload"
 )
 
 // This file turns HCL attribute expressions into Go values. It is strict
@@ -277,36 +279,11 @@ var pythonKeywords = map[string]bool{
 // suggest returns " Did you mean "x"?" for the closest candidate within a
 // small edit distance, or "".
 func suggest(given string, candidates []string) string {
-	best, bestDist := "", 4
-	for _, c := range candidates {
-		if d := editDistance(given, c); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	if best == "" {
+	best, ok := hclload.Closest(given, candidates, 4)
+	if !ok {
 		return ""
 	}
 	return fmt.Sprintf(" Did you mean %q?", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // quoteList renders ids for a diagnostic detail.

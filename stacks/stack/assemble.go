@@ -12,6 +12,8 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/reject"
+
+	"github.com/cacheon/engine/tools/hclload"
 )
 
 // Rules an assembly Problem names, so a reader can tell which check
@@ -254,34 +256,9 @@ func assembleEntry(f *File, c Contribution, sources Sources, cat *catalog.Catalo
 
 // suggestTarget offers the closest known target id for a misspelling.
 func suggestTarget(id string, known []string) string {
-	best, bestDist := "", len(id)/3+1
-	for _, k := range known {
-		if d := editDistance(id, k); d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	if best == "" {
+	best, ok := hclload.Closest(id, known, len(id)/3+1)
+	if !ok {
 		return "; known targets: " + strings.Join(known, ", ")
 	}
 	return fmt.Sprintf("; did you mean %q?", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -129,3 +129,36 @@ func OneBlock(filename string, src []byte, blockType string) (*hcl.Block, hcl.Di
 	}
 	return blocks[0], diags
 }
+
+// Closest is the candidate nearest to given by edit distance, if one is
+// closer than maxDist: what a "did you mean" in a diagnostic offers.
+func Closest(given string, candidates []string, maxDist int) (string, bool) {
+	best, bestDist := "", maxDist
+	for _, c := range candidates {
+		if d := editDistance(given, c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best, best != ""
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
