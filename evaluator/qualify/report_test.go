@@ -50,8 +50,8 @@ func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
 		}, ErrRegrade},
 		{"speedup edited", func(r *Report) { r.Speed.Speedup = "1.5" }, ErrRegrade},
 		{"aggregate edited", func(r *Report) { r.Decision = NoDecision }, ErrRegrade},
-		{"another policy named", func(r *Report) { r.Inputs.Policy = "c" + r.Inputs.Policy[1:] }, ErrRegrade},
-		{"reads missing", func(r *Report) { r.Speed.Reads.SHA256 = "d" + r.Speed.Reads.SHA256[1:] }, evidence.ErrMissing},
+		{"another policy named", func(r *Report) { r.Inputs.Policy = otherDigest(r.Inputs.Policy) }, ErrRegrade},
+		{"reads missing", func(r *Report) { r.Speed.Reads.SHA256 = otherDigest(r.Speed.Reads.SHA256) }, evidence.ErrMissing},
 	}
 	for _, e := range edits {
 		t.Run(e.name, func(t *testing.T) {
@@ -69,4 +69,13 @@ func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
 	if err := Regrade(store, report()); !errors.Is(err, evidence.ErrCorrupt) {
 		t.Fatalf("regrade over rewritten reads: %v, want ErrCorrupt", err)
 	}
+}
+
+// otherDigest is d with its first hex digit changed: always a different
+// digest, whatever d starts with.
+func otherDigest(d string) string {
+	if d[0] == '0' {
+		return "1" + d[1:]
+	}
+	return "0" + d[1:]
 }
