@@ -60,6 +60,17 @@ const (
 	DomainCalibration         Domain = "cacheon.qualification.calibration"
 )
 
+// Settlement and economics identities (packages settlement/...).
+const (
+	DomainSettlementEvent                Domain = "cacheon.settlement.event"
+	DomainSettlementPlan                 Domain = "cacheon.settlement.plan"
+	DomainSettlementReproductionIdentity Domain = "cacheon.settlement.reproduction-identity"
+	DomainEconomicsPolicy                Domain = "cacheon.economics.policy"
+	DomainStandingFamily                 Domain = "cacheon.economics.standing-family"
+	DomainStandingClaim                  Domain = "cacheon.economics.standing-claim"
+	DomainDiscoveryClaim                 Domain = "cacheon.economics.discovery-claim"
+)
+
 // DomainInfo describes one declared domain for the reference table.
 type DomainInfo struct {
 	Domain  Domain
@@ -98,6 +109,13 @@ func Domains() []DomainInfo {
 		{DomainMarginalWorkload, "DomainMarginalWorkload", "evaluator/workload", "a qualification workload: prompt batches and read structure"},
 		{DomainEngineConfig, "DomainEngineConfig", "evaluator/workload", "the engine configuration every arm is served with"},
 		{DomainCalibration, "DomainCalibration", "evaluator/qualify", "stock-versus-stock rounds on a machine's lanes and the thresholds they support"},
+		{DomainSettlementEvent, "DomainSettlementEvent", "settlement/...", "one settlement event of the hash chain"},
+		{DomainSettlementPlan, "DomainSettlementPlan", "settlement/...", "a settlement plan over the queued candidates"},
+		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},
+		{DomainEconomicsPolicy, "DomainEconomicsPolicy", "settlement/...", "an emissions policy"},
+		{DomainStandingFamily, "DomainStandingFamily", "settlement/...", "the (arena, target, target spec) family of a standing claim"},
+		{DomainStandingClaim, "DomainStandingClaim", "settlement/...", "a standing claim of a crown"},
+		{DomainDiscoveryClaim, "DomainDiscoveryClaim", "settlement/...", "a discovery bounty claim"},
 		{DomainEngineReleaseDescriptor, "DomainEngineReleaseDescriptor", "release/descriptor", "a release descriptor"},
 		{DomainModelContent, "DomainModelContent", "tools/model", "a model directory's file inventory"},
 		{DomainModelProvisionReceipt, "DomainModelProvisionReceipt", "tools/model", "a model provision receipt"},
