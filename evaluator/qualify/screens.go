@@ -19,6 +19,9 @@ const (
 	ScreenGraph   = "graph"
 	ScreenServing = "abbreviated_serving"
 	StageSpeed    = "speed"
+	// StageReproduction is a reproduction that planned another experiment
+	// than the report it names (recorded only then).
+	StageReproduction = "reproduction"
 )
 
 // screenStatic is the static scan of the candidate bundle: any policy
