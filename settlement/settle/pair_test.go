@@ -66,7 +66,8 @@ func TestPairRules(t *testing.T) {
 		{"orientation on the other side only", func(a, b *q) { a.LaneOrientation = nil }, "lane_orientation_missing"},
 		{"orientation under another lane control", func(a, b *q) { b.LaneOrientation.Control = dg("other") }, "lane_orientation_mismatch:control"},
 		{"reproduction on the same lanes", func(a, b *q) { *b.LaneOrientation = *a.LaneOrientation }, "lanes_not_exchanged"},
-		{"reproduction on a third lane", func(a, b *q) { b.LaneOrientation.BaselineLane = dg("lane-z") }, "lanes_not_exchanged"},
+		{"reproduction with a third baseline lane", func(a, b *q) { b.LaneOrientation.BaselineLane = dg("lane-z") }, "lanes_not_exchanged"},
+		{"reproduction with a third candidate lane", func(a, b *q) { b.LaneOrientation.CandidateLane = dg("lane-z") }, "lanes_not_exchanged"},
 		{"unaudited pair without orientation", func(a, b *q) {
 			unaudit(a)
 			unaudit(b)
