@@ -37,20 +37,20 @@ func (c *Candidate) Speedup() string { return c.speedupText }
 func (c *Candidate) SpeedupPPM() int64 { return c.ppm }
 
 // Lane, Reservation, Finalized and Members are the pair's (equal) values.
-func (c *Candidate) Lane() Lane              { return c.first.Lane }
-func (c *Candidate) Reservation() string     { return c.first.Reservation }
-func (c *Candidate) Finalized() Position     { return c.first.Finalized }
-func (c *Candidate) Members() []string       { return append([]string(nil), c.first.Members...) }
-func (c *Candidate) TargetID() string        { return c.first.TargetID }
-func (c *Candidate) IncumbentStack() string  { return c.first.IncumbentStack }
-func (c *Candidate) IncumbentTree() string   { return c.first.IncumbentTree }
-func (c *Candidate) CandidateStack() string  { return c.first.CandidateStack }
-func (c *Candidate) CandidateTree() string   { return c.first.CandidateTree }
-func (c *Candidate) Proposal() string        { return c.first.Proposal }
-func (c *Candidate) Transition() Transition  { return c.first.Transition }
-func (c *Candidate) TargetSpec() string      { return c.first.TargetSpec }
-func (c *Candidate) Hotkey() string          { return c.first.Hotkey }
-func (c *Candidate) Arena() string           { return c.first.Arena }
+func (c *Candidate) Lane() Lane             { return c.first.Lane }
+func (c *Candidate) Reservation() string    { return c.first.Reservation }
+func (c *Candidate) Finalized() Position    { return c.first.Finalized }
+func (c *Candidate) Members() []string      { return append([]string(nil), c.first.Members...) }
+func (c *Candidate) TargetID() string       { return c.first.TargetID }
+func (c *Candidate) IncumbentStack() string { return c.first.IncumbentStack }
+func (c *Candidate) IncumbentTree() string  { return c.first.IncumbentTree }
+func (c *Candidate) CandidateStack() string { return c.first.CandidateStack }
+func (c *Candidate) CandidateTree() string  { return c.first.CandidateTree }
+func (c *Candidate) Proposal() string       { return c.first.Proposal }
+func (c *Candidate) Transition() Transition { return c.first.Transition }
+func (c *Candidate) TargetSpec() string     { return c.first.TargetSpec }
+func (c *Candidate) Hotkey() string         { return c.first.Hotkey }
+func (c *Candidate) Arena() string          { return c.first.Arena }
 
 // Pair checks that a and b are two independent passing qualifications of
 // one candidate and returns the candidate. The rules, in the order they

@@ -97,7 +97,9 @@ type verdict struct {
 }
 
 func TestPlanOutcomes(t *testing.T) {
-	at := func(block uint64, ev, sub uint32) settle.Position { return settle.Position{Block: block, EventIndex: ev, SubeventIndex: sub} }
+	at := func(block uint64, ev, sub uint32) settle.Position {
+		return settle.Position{Block: block, EventIndex: ev, SubeventIndex: sub}
+	}
 	crown := verdict{settle.OutcomeCrown, "qualified_win"}
 	cases := []struct {
 		name string

@@ -37,7 +37,8 @@ var reportGaps = []string{
 }
 
 // FromReport maps a qualification report, as the evidence store keeps it
-// (its canonical bytes), and the reservation it qualified to the
+// (its canonical bytes, optionally followed by the newline report.json
+// ends in), and the reservation it qualified to the
 // settlement view. The report must be a PASS with a graded speedup.
 //
 // Our report does not carry every settlement field yet (see the package
@@ -54,9 +55,11 @@ func FromReport(data []byte, in Intake) (Qualification, error) {
 	if err != nil {
 		return Qualification{}, rejectf(ReasonInvalidField.on("report"), "%v", err)
 	}
-	if !bytes.Equal(canonical, data) {
-		// The report digest names the stored bytes; a reformatted copy
-		// would name a report nobody can fetch.
+	// The report digest is the evidence store's address of the report:
+	// the SHA-256 of its canonical bytes. report.json is those bytes and
+	// a newline. Anything else (a reformatted copy, a field the report
+	// type does not know) would name a report nobody can fetch.
+	if !bytes.Equal(canonical, bytes.TrimSuffix(data, []byte("\n"))) {
 		return Qualification{}, rejectf(ReasonInvalidField.on("report"), "the report is not in its canonical form, as the evidence store keeps it")
 	}
 	if r.Schema != qualify.ReportSchema {
@@ -68,7 +71,7 @@ func FromReport(data []byte, in Intake) (Qualification, error) {
 	if r.Speed == nil || r.Speed.Decision != qualify.Pass || r.Speed.Speedup == "" {
 		return Qualification{}, rejectf(ReasonNotPassed.on("speed"), "the report has no passing, graded speed stage")
 	}
-	sum := sha256.Sum256(data)
+	sum := sha256.Sum256(canonical)
 	q := Qualification{
 		Lane: in.Lane, Arena: in.Arena, Reservation: in.Reservation, Finalized: in.Finalized, Hotkey: in.Hotkey,
 		TargetID:            r.Inputs.TargetID,
