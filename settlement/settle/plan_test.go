@@ -21,10 +21,12 @@ var (
 // row describes one queued candidate for the plan tests.
 type row struct {
 	name        string
+	target      string // default: "target." + name
 	pos         settle.Position
 	lane        settle.Lane
 	members     []string
 	speedup     string
+	speedup2    string // the reproduction's, when it differs
 	reservation string // default: from the name
 	staleStack  bool
 	staleTree   bool
@@ -35,6 +37,14 @@ type row struct {
 // cand pairs two qualifications of the row's candidate.
 func cand(t testing.TB, r row) *settle.Candidate {
 	t.Helper()
+	c, err := pairRow(r)
+	if err != nil {
+		t.Fatalf("pair %s: %v", r.name, err)
+	}
+	return c
+}
+
+func pairRow(r row) (*settle.Candidate, error) {
 	a, b := qualPair()
 	for _, q := range []*settle.Qualification{&a, &b} {
 		q.SelectedDelta = dg("delta/" + r.name)
@@ -53,6 +63,9 @@ func cand(t testing.TB, r row) *settle.Candidate {
 		}
 		q.AuditPolicy.ExpectedSlots = q.Members
 		q.TargetID = "target." + r.name
+		if r.target != "" {
+			q.TargetID = r.target
+		}
 		q.Speedup = "1.1"
 		if r.speedup != "" {
 			q.Speedup = r.speedup
@@ -67,11 +80,10 @@ func cand(t testing.TB, r row) *settle.Candidate {
 		q.Proposal = dg("proposal/" + r.name)
 		q.Transition = settle.Transition{Prior: r.prior, Displaced: r.displaced}
 	}
-	c, err := settle.Pair(a, b)
-	if err != nil {
-		t.Fatalf("pair %s: %v", r.name, err)
+	if r.speedup2 != "" {
+		b.Speedup = r.speedup2
 	}
-	return c
+	return settle.Pair(a, b)
 }
 
 func plan(t *testing.T, rows ...row) (*settle.Settlement, map[string]settle.Row) {
