@@ -215,17 +215,17 @@ func Plan(candidates []*Candidate, currentStack, currentTree string) (*Settlemen
 // ADOPTION and STACK_TRANSITION. The result depends only on the set of
 // candidates, never on their order in the slice.
 func PlanFrom(head Head, candidates []*Candidate, currentStack, currentTree string) (*Settlement, error) {
-	for _, f := range []namedValue{{"current stack", currentStack}, {"current tree", currentTree}} {
+	for _, f := range []namedValue{{"current_stack", currentStack}, {"current_tree", currentTree}} {
 		if err := identity.CheckDigest(f.name, f.value, false); err != nil {
-			return nil, fmt.Errorf("settlement plan: %w", err)
+			return nil, rejectf(ReasonInvalidField.on(f.name), "settlement plan: %v", err)
 		}
 	}
 	if head.Digest != "" {
-		if err := identity.CheckDigest("chain head", head.Digest, false); err != nil {
-			return nil, fmt.Errorf("settlement plan: %w", err)
+		if err := identity.CheckDigest("chain_head", head.Digest, false); err != nil {
+			return nil, rejectf(ReasonInvalidField.on("chain_head"), "settlement plan: %v", err)
 		}
 	} else if head.Sequence != 0 {
-		return nil, fmt.Errorf("settlement plan: chain head at sequence %d has no digest", head.Sequence)
+		return nil, rejectf(ReasonInvalidField.on("chain_head"), "settlement plan: chain head at sequence %d has no digest", head.Sequence)
 	}
 	sorted := make([]*Candidate, len(candidates))
 	copy(sorted, candidates)

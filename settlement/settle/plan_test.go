@@ -291,8 +291,8 @@ func TestEventChainLinks(t *testing.T) {
 	if _, err := settle.VerifyChain(settle.Genesis, append(append([]settle.Event(nil), s.Events...), cont.Events...)); err != nil {
 		t.Fatalf("the two plans' events do not form one chain: %v", err)
 	}
-	if _, err := settle.PlanFrom(settle.Head{Sequence: 3}, nil, currentStack, currentTree); err == nil {
-		t.Error("a head past genesis without a digest is accepted")
+	if _, err := settle.PlanFrom(settle.Head{Sequence: 3}, nil, currentStack, currentTree); reasonOf(t, err) != "invalid_field:chain_head" {
+		t.Errorf("a head past genesis without a digest: %v", err)
 	}
 }
 
@@ -350,8 +350,8 @@ func TestPlanRefusesDuplicates(t *testing.T) {
 	if _, err := settle.Plan([]*settle.Candidate{a, nil}, currentStack, currentTree); err == nil {
 		t.Fatal("a nil candidate is accepted")
 	}
-	if _, err := settle.Plan(nil, "stack", currentTree); err == nil {
-		t.Fatal("a current stack that is not a digest is accepted")
+	if _, err := settle.Plan(nil, "stack", currentTree); reasonOf(t, err) != "invalid_field:current_stack" {
+		t.Fatalf("a current stack that is not a digest: %v", err)
 	}
 }
 
