@@ -19,9 +19,10 @@ type Candidate struct {
 	ppm           int64
 }
 
-// First and Second are the two qualifications as Pair received them.
-func (c *Candidate) First() Qualification  { return c.first }
-func (c *Candidate) Second() Qualification { return c.second }
+// First and Second are the two qualifications as Pair received them
+// (copies: a candidate does not change after Pair).
+func (c *Candidate) First() Qualification  { return c.first.clone() }
+func (c *Candidate) Second() Qualification { return c.second.clone() }
 
 // Identity is the reproduction identity both qualifications share.
 func (c *Candidate) Identity() ReproductionIdentity { return c.identity }
@@ -47,7 +48,7 @@ func (c *Candidate) IncumbentTree() string  { return c.first.IncumbentTree }
 func (c *Candidate) CandidateStack() string { return c.first.CandidateStack }
 func (c *Candidate) CandidateTree() string  { return c.first.CandidateTree }
 func (c *Candidate) Proposal() string       { return c.first.Proposal }
-func (c *Candidate) Transition() Transition { return c.first.Transition }
+func (c *Candidate) Transition() Transition { return c.first.Transition.clone() }
 func (c *Candidate) TargetSpec() string     { return c.first.TargetSpec }
 func (c *Candidate) Hotkey() string         { return c.first.Hotkey }
 func (c *Candidate) Arena() string          { return c.first.Arena }
@@ -130,7 +131,7 @@ func Pair(a, b Qualification) (*Candidate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reproduction identity: %w", err)
 	}
-	return &Candidate{first: a, second: b, identity: ia, digest: d, speedup: min, speedupText: text, ppm: ppmOf(min).Int64()}, nil
+	return &Candidate{first: a.clone(), second: b.clone(), identity: ia, digest: d, speedup: min, speedupText: text, ppm: ppmOf(min).Int64()}, nil
 }
 
 // mustMatch checks the fields a reproduction repeats exactly.
@@ -196,4 +197,26 @@ func checkOrientation(a, b *Qualification) error {
 			oa.BaselineLane, oa.CandidateLane, ob.BaselineLane, ob.CandidateLane, oa.CandidateLane, oa.BaselineLane)
 	}
 	return nil
+}
+
+// clone copies every slice and pointer of q, so that a Candidate shares
+// no memory with its caller.
+func (q Qualification) clone() Qualification {
+	q.Members = append([]string(nil), q.Members...)
+	q.Transition = q.Transition.clone()
+	if q.AuditPolicy != nil {
+		p := *q.AuditPolicy
+		p.ExpectedSlots = append([]string(nil), p.ExpectedSlots...)
+		q.AuditPolicy = &p
+	}
+	if q.LaneOrientation != nil {
+		o := *q.LaneOrientation
+		q.LaneOrientation = &o
+	}
+	return q
+}
+
+func (t Transition) clone() Transition {
+	t.Displaced = append([]Displaced(nil), t.Displaced...)
+	return t
 }

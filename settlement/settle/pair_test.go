@@ -180,3 +180,51 @@ func TestPairNamesTheCandidateByItsReproductionIdentity(t *testing.T) {
 		t.Fatal("a different candidate tree gives the same reproduction identity digest")
 	}
 }
+
+// TestPairIsSymmetric: which qualification came first changes nothing
+// the plan reads, and a broken rule is broken either way round.
+func TestPairIsSymmetric(t *testing.T) {
+	a, b := qualPair()
+	ab, err := settle.Pair(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba, err := settle.Pair(b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ab.Digest() != ba.Digest() || ab.Speedup() != ba.Speedup() || ab.SpeedupPPM() != ba.SpeedupPPM() {
+		t.Fatalf("Pair(a, b) = %s at %s, Pair(b, a) = %s at %s", ab.Digest(), ab.Speedup(), ba.Digest(), ba.Speedup())
+	}
+	b.LaneOrientation.CandidateLane = dg("lane-z")
+	for _, p := range [][2]settle.Qualification{{a, b}, {b, a}} {
+		if _, err := settle.Pair(p[0], p[1]); reasonOf(t, err) != "lanes_not_exchanged" {
+			t.Fatalf("lanes not exchanged: %v", err)
+		}
+	}
+}
+
+// TestCandidateSharesNoMemoryWithItsInputs: editing the qualifications
+// after Pair, or what a candidate's accessors return, leaves the candidate
+// as it was checked.
+func TestCandidateSharesNoMemoryWithItsInputs(t *testing.T) {
+	a, b := qualPair()
+	a.Transition.Displaced = []settle.Displaced{{TargetID: "silu.v1", Entry: dg("silu")}}
+	b.Transition.Displaced = []settle.Displaced{{TargetID: "silu.v1", Entry: dg("silu")}}
+	c, err := settle.Pair(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Members[0] = "edited"
+	a.AuditPolicy.ValidatorSeed = "edited"
+	a.LaneOrientation.BaselineLane = "edited"
+	a.Transition.Displaced[0].Entry = "edited"
+	c.Members()[0] = "edited"
+	c.Transition().Displaced[0].Entry = "edited"
+	c.First().Members[0] = "edited"
+	first := c.First()
+	if first.Members[0] != "rmsnorm" || first.AuditPolicy.ValidatorSeed == "edited" || first.LaneOrientation.BaselineLane == "edited" ||
+		c.Transition().Displaced[0].Entry != dg("silu") {
+		t.Fatalf("the candidate changed after Pair: %+v", first)
+	}
+}
