@@ -235,15 +235,16 @@ func PlanFrom(head Head, candidates []*Candidate, currentStack, currentTree stri
 		}
 	}
 	sort.Slice(sorted, func(i, j int) bool { return finalizedBefore(sorted[i], sorted[j]) })
-	seen := map[identity.Digest]bool{}
-	for i, c := range sorted {
+	seen, reserved := map[identity.Digest]bool{}, map[string]bool{}
+	for _, c := range sorted {
 		if seen[c.digest] {
 			return nil, rejectf(ReasonDuplicateCandidate, "candidate %s appears twice", c.digest)
 		}
 		seen[c.digest] = true
-		if i > 0 && sorted[i-1].Reservation() == c.Reservation() {
+		if reserved[c.Reservation()] {
 			return nil, rejectf(ReasonDuplicateReservation, "reservation %s has two candidates", c.Reservation())
 		}
+		reserved[c.Reservation()] = true
 	}
 
 	s := &Settlement{CurrentStack: currentStack, CurrentTree: currentTree, Rows: make([]Row, len(sorted)), Events: []Event{},

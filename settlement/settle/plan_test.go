@@ -347,6 +347,12 @@ func TestPlanRefusesDuplicates(t *testing.T) {
 	if _, err := settle.Plan([]*settle.Candidate{b, a}, currentStack, currentTree); reasonOf(t, err) != "duplicate_reservation" {
 		t.Fatalf("two candidates of one reservation: %v", err)
 	}
+	// Also when other rows sort between them.
+	late := cand(t, row{name: "late", reservation: dg("reservation/a"), pos: settle.Position{Block: 9}})
+	between := cand(t, row{name: "between", pos: settle.Position{Block: 5}})
+	if _, err := settle.Plan([]*settle.Candidate{late, between, a}, currentStack, currentTree); reasonOf(t, err) != "duplicate_reservation" {
+		t.Fatalf("two candidates of one reservation, apart in finalized order: %v", err)
+	}
 	if _, err := settle.Plan([]*settle.Candidate{a, nil}, currentStack, currentTree); err == nil {
 		t.Fatal("a nil candidate is accepted")
 	}
