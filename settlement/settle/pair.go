@@ -37,7 +37,8 @@ func (c *Candidate) Speedup() string { return c.speedupText }
 // SpeedupPPM is floor(conservative speedup × 10^6).
 func (c *Candidate) SpeedupPPM() int64 { return c.ppm }
 
-// Lane, Reservation, Finalized and Members are the pair's (equal) values.
+// The accessors below return what both qualifications share (Pair checked
+// they are equal); slices are copies.
 func (c *Candidate) Lane() Lane             { return c.first.Lane }
 func (c *Candidate) Reservation() string    { return c.first.Reservation }
 func (c *Candidate) Finalized() Position    { return c.first.Finalized }

@@ -179,7 +179,7 @@ type Settlement struct {
 	NextTree      string         `json:"next_tree"`
 	// Digest is H(cacheon.settlement.plan, the fields above with the
 	// events as their digests).
-	Digest identity.Digest `json:"-"`
+	Digest identity.Digest `json:"plan_digest"`
 }
 
 // planPayload is what the plan digest covers.
