@@ -37,6 +37,8 @@ var fences = []fence{
 		why: "stacks, plans and materialization are built before any release exists"},
 	{name: "evaluator", from: []string{"./evaluator/..."}, forbidden: []string{"release"},
 		why: "the evaluator judges bundles and never links the release pipeline"},
+	{name: "settlement", from: []string{"./settlement/..."}, forbidden: []string{"release"},
+		why: "settlement turns qualifications into crowns and may read the evaluator's reports, but a crown never depends on the release pipeline"},
 	{name: "consumer-not-producer", from: offlineVerify,
 		forbidden: []string{"release/build", "release/sign", "release/store/remote", "release/publish", "release/rebuild"},
 		why:       "the consumer checks a release with the projections and parsers the producer shares, never the producer itself"},
