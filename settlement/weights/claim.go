@@ -80,6 +80,11 @@ func (c StandingClaim) Digest() (identity.Digest, error) {
 	if err := c.Validate(""); err != nil {
 		return identity.Digest{}, err
 	}
+	return c.digest()
+}
+
+// digest and family are Digest and Family for a claim already validated.
+func (c StandingClaim) digest() (identity.Digest, error) {
 	return identity.H(identity.DomainStandingClaim, c.Projection())
 }
 
@@ -90,6 +95,10 @@ func (c StandingClaim) Family() (identity.Digest, error) {
 	if err := c.Validate(""); err != nil {
 		return identity.Digest{}, err
 	}
+	return c.family()
+}
+
+func (c StandingClaim) family() (identity.Digest, error) {
 	return identity.H(identity.DomainStandingFamily, map[string]any{
 		"arena_digest":       c.Arena,
 		"target_id":          c.TargetID,
@@ -117,6 +126,11 @@ func (c StandingClaim) CreditAt(p Policy, b uint64) (uint64, error) {
 	if b > MaxInt {
 		return 0, &FieldError{Class: ErrClaim, Where: "block", Reason: fmt.Sprintf("%d is above %d", b, uint64(MaxInt))}
 	}
+	return c.creditAt(p, b)
+}
+
+// creditAt is CreditAt for a validated claim, policy and block.
+func (c StandingClaim) creditAt(p Policy, b uint64) (uint64, error) {
 	if b < c.CrownedBlock {
 		return 0, fmt.Errorf("%w: %s crowned at block %d, projecting block %d", ErrCrownNewerThanBlock, c.name(), c.CrownedBlock, b)
 	}
@@ -204,6 +218,10 @@ func (d DiscoveryClaim) Digest() (identity.Digest, error) {
 	if err := d.Validate(""); err != nil {
 		return identity.Digest{}, err
 	}
+	return d.digest()
+}
+
+func (d DiscoveryClaim) digest() (identity.Digest, error) {
 	return identity.H(identity.DomainDiscoveryClaim, d.Projection())
 }
 

@@ -3,6 +3,7 @@ package weights
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"testing"
 
 	"github.com/cacheon/engine/tools/identity"
@@ -64,3 +65,5 @@ func sumPPM(t *testing.T, p Projection) uint64 {
 	}
 	return s
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

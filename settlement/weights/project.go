@@ -120,15 +120,15 @@ func Project(in Input) (Projection, error) {
 	standingCredit := map[string]*big.Int{}
 	total := new(big.Int)
 	for _, c := range standing {
-		cr, err := c.CreditAt(in.Policy, in.Block)
+		cr, err := c.creditAt(in.Policy, in.Block)
 		if err != nil {
 			return Projection{}, err
 		}
-		family, err := c.Family()
+		family, err := c.family()
 		if err != nil {
 			return Projection{}, err
 		}
-		claim, err := c.Digest()
+		claim, err := c.digest()
 		if err != nil {
 			return Projection{}, err
 		}
@@ -296,7 +296,7 @@ func discoveryCredits(in Input) (discoveryResult, error) {
 		if err := d.Validate(fmt.Sprintf("discovery[%d]", i)); err != nil {
 			return discoveryResult{}, err
 		}
-		digest, err := d.Digest()
+		digest, err := d.digest()
 		if err != nil {
 			return discoveryResult{}, err
 		}

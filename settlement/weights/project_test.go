@@ -83,10 +83,10 @@ func TestProject(t *testing.T) {
 		{
 			// 10¹¹/133333 = 750001 r 116667; 33333·10⁶/133333 = 249998 r
 			// 16666; one part left, to the larger remainder (alice).
-			name:     "largest remainder over the standing pool",
-			standing: []StandingClaim{alice, bob},
-			members:  members,
-			want:     map[string]uint64{"alice": 750_002, "bob": 249_998},
+			name:      "largest remainder over the standing pool",
+			standing:  []StandingClaim{alice, bob},
+			members:   members,
+			want:      map[string]uint64{"alice": 750_002, "bob": 249_998},
 			wantPools: [2]uint64{1_000_000, 0},
 		},
 		{
@@ -252,7 +252,11 @@ func TestProjectRefusals(t *testing.T) {
 		{name: "a claim for an unregistered arena", standing: []StandingClaim{alice, crownIn("a9", "t1", "bob", 1_100_000, 1000)}, arenas: arena(entry(alice)), want: ErrStaleClaim},
 		{name: "a discovery claim newer than the block", standing: []StandingClaim{alice}, discovery: []DiscoveryClaim{bounty("p1", "bob", 1, 1101)}, want: ErrDiscoveryNewerThanBlock},
 		{name: "a renewed discovery claim", standing: []StandingClaim{alice}, discovery: []DiscoveryClaim{bounty("p1", "bob", 1, 1090), func() DiscoveryClaim { d := bounty("p1", "bob", 2, 1095); d.RetainedEvidence = dg("other"); return d }()}, want: ErrDuplicateDiscovery},
-		{name: "one evidence backing two discovery claims", standing: []StandingClaim{alice}, discovery: []DiscoveryClaim{bounty("p1", "bob", 1, 1090), func() DiscoveryClaim { d := bounty("p2", "bob", 1, 1090); d.RetainedEvidence = bounty("p1", "", 0, 0).RetainedEvidence; return d }()}, want: ErrDuplicateDiscovery},
+		{name: "one evidence backing two discovery claims", standing: []StandingClaim{alice}, discovery: []DiscoveryClaim{bounty("p1", "bob", 1, 1090), func() DiscoveryClaim {
+			d := bounty("p2", "bob", 1, 1090)
+			d.RetainedEvidence = bounty("p1", "", 0, 0).RetainedEvidence
+			return d
+		}()}, want: ErrDuplicateDiscovery},
 		{name: "a validator outside the metagraph", standing: []StandingClaim{alice}, validator: "nobody", want: ErrValidatorAbsent},
 		{name: "an empty metagraph", standing: []StandingClaim{alice}, members: []string{}, want: ErrClaim},
 		{name: "a metagraph listing a hotkey twice", standing: []StandingClaim{alice}, members: []string{"alice", "val", "alice"}, want: ErrClaim},
