@@ -38,6 +38,20 @@ func scenario(rng *rand.Rand) Input {
 	for d := rng.Intn(5); d > 0; d-- {
 		in.Discovery = append(in.Discovery, bounty(fmt.Sprint(rng.Int63()), pick(), uint64(1+rng.Intn(3)), block-uint64(rng.Intn(2*int(policy.DiscoveryLifetimeBlocks)))))
 	}
+	if rng.Intn(2) == 0 {
+		// The same authority, given explicitly as an arena list.
+		in.Arenas = &Arenas{}
+		index := map[string]int{}
+		for _, c := range in.Standing {
+			i, ok := index[c.Arena.Hex]
+			if !ok {
+				i = len(in.Arenas.List)
+				index[c.Arena.Hex] = i
+				in.Arenas.List = append(in.Arenas.List, Arena{Arena: c.Arena})
+			}
+			in.Arenas.List[i].Targets = append(in.Arenas.List[i].Targets, ActiveTarget{TargetID: c.TargetID, TargetSpec: c.TargetSpec, Contribution: c.Contribution})
+		}
+	}
 	in.Metagraph = []string{"validator"}
 	for _, h := range hotkeys {
 		if rng.Intn(4) > 0 {
@@ -67,11 +81,21 @@ func shuffled(rng *rand.Rand, in Input) Input {
 	rng.Shuffle(len(out.Standing), func(i, j int) { out.Standing[i], out.Standing[j] = out.Standing[j], out.Standing[i] })
 	rng.Shuffle(len(out.Discovery), func(i, j int) { out.Discovery[i], out.Discovery[j] = out.Discovery[j], out.Discovery[i] })
 	rng.Shuffle(len(out.Metagraph), func(i, j int) { out.Metagraph[i], out.Metagraph[j] = out.Metagraph[j], out.Metagraph[i] })
+	if in.Arenas != nil {
+		out.Arenas = &Arenas{List: make([]Arena, len(in.Arenas.List))}
+		for i, a := range in.Arenas.List {
+			targets := append([]ActiveTarget(nil), a.Targets...)
+			rng.Shuffle(len(targets), func(i, j int) { targets[i], targets[j] = targets[j], targets[i] })
+			out.Arenas.List[i] = Arena{Arena: a.Arena, Targets: targets}
+		}
+		rng.Shuffle(len(out.Arenas.List), func(i, j int) { out.Arenas.List[i], out.Arenas.List[j] = out.Arenas.List[j], out.Arenas.List[i] })
+	}
 	return out
 }
 
-// Every projection sums to exactly 10⁶ and is the same whatever the order
-// of the claims and the metagraph.
+// Every projection sums to exactly 10⁶, pays only registered hotkeys, and
+// is the same whatever the order of the claims, the arena list and the
+// metagraph.
 func TestProjectionProperties(t *testing.T) {
 	rng := rand.New(rand.NewSource(20261201))
 	projected := 0
@@ -106,6 +130,37 @@ func TestProjectionProperties(t *testing.T) {
 	}
 	if projected < 400 {
 		t.Fatalf("only %d of 500 scenarios projected: the generator is too narrow", projected)
+	}
+}
+
+// With an arena list, any one claim re-crowned in the list, or missing
+// from the claims, holds the whole vector.
+func TestOneStaleOrMissingClaimHoldsTheVector(t *testing.T) {
+	rng := rand.New(rand.NewSource(99))
+	checked := 0
+	for i := 0; i < 300; i++ {
+		in := scenario(rng)
+		if in.Arenas == nil {
+			continue
+		}
+		if _, err := Project(in); err != nil {
+			continue
+		}
+		checked++
+		stale := shuffled(rng, in)
+		a := &stale.Arenas.List[rng.Intn(len(stale.Arenas.List))]
+		a.Targets[rng.Intn(len(a.Targets))].Contribution = dg(fmt.Sprint("recrowned ", i))
+		if _, err := Project(stale); !errorsIs(err, ErrStaleClaim) {
+			t.Fatalf("scenario %d: a re-crowned target: %v", i, err)
+		}
+		missing := shuffled(rng, in)
+		missing.Standing = missing.Standing[1:]
+		if _, err := Project(missing); !errorsIs(err, ErrMissingClaim) {
+			t.Fatalf("scenario %d: a target without its claim: %v", i, err)
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d scenarios had an arena list", checked)
 	}
 }
 
