@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // weightsExample is the emissions reference's worked example.
@@ -161,5 +163,13 @@ func TestEmissionsDocExample(t *testing.T) {
 		if out != shown {
 			t.Fatalf("docs/reference/emissions.md shows for %s\n%s\nbut the command prints\n%s", line, shown, out)
 		}
+	}
+	// The page says the policy digest is what cacheon digest derives.
+	code, digest, errOut := run(t, "", "digest", "--domain", string(identity.DomainEconomicsPolicy), repoDir("docs/examples/weights/policy.json"))
+	if code != 0 {
+		t.Fatalf("digest: exit %d: %s", code, errOut)
+	}
+	if want := "has digest\n`" + strings.TrimSpace(digest) + "`"; !strings.Contains(string(doc), want) {
+		t.Fatalf("the page does not give the example policy's digest %s", digest)
 	}
 }
