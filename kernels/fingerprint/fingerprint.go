@@ -1,0 +1,225 @@
+package fingerprint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/tools/canonjson"
+	"github.com/cacheon/engine/tools/identity"
+)
+
+// The fingerprint parameters. docs/reference/anti-copy.md gives the
+// measurements on the repository's contributions that chose them.
+const (
+	// K is the k-gram length in normalized tokens: the shortest shared
+	// run that can count.
+	K = 8
+	// Window is the winnowing window in k-grams: every shared run of at
+	// least Window+K-1 tokens yields a shared fingerprint.
+	Window = 4
+	// MinTokens is the size from which a file is substantial: smaller
+	// files (an __init__.py, a two-line helper) are shared by unrelated
+	// contributions and take no part in containment.
+	MinTokens = 40
+	// ThresholdPercent is the containment, in percent of a file's
+	// fingerprints, from which a file counts as contained in the other
+	// proposal.
+	ThresholdPercent = 70
+)
+
+// SchemaVersion is the version of the normalized delta payload.
+const SchemaVersion = 1
+
+// Fingerprint is what anti-copy knows of one proposal: the three
+// identities of its selected delta. Incumbent and validator bytes never
+// enter it: only the selected payload's files (the Python import closure
+// of the op sources, the declared CUDA sources and dependency patches)
+// and its op rows do.
+type Fingerprint struct {
+	ContentHash           string // the proposal's artifact digest, for reference
+	SelectedPayloadDigest string // exact bytes
+	NormalizedDeltaDigest string // comments, docstrings and formatting normalized away
+	Files                 []File // per-file fingerprints, sorted by (role, path)
+}
+
+// File is one selected file's normalized form and fingerprints.
+type File struct {
+	Path             string
+	Role             string
+	NormalizedSHA256 string
+	Tokens           int      // normalized tokens
+	Hashes           []uint64 // winnowed k-gram hashes, sorted, distinct
+}
+
+// Substantial reports whether the file takes part in containment.
+func (f *File) Substantial() bool { return f.Tokens >= MinTokens }
+
+// Of fingerprints an inspected contribution from the bytes its snapshot
+// read. The inspection must have derived a selected payload.
+func Of(in *contribution.Inspection) (*Fingerprint, error) {
+	if in == nil || in.SelectedPayload == nil || in.Bundle == nil {
+		return nil, errors.New("fingerprint: the inspection derived no selected payload")
+	}
+	snap := in.Bundle.Snapshot
+	if snap == nil {
+		return nil, fmt.Errorf("fingerprint %s: the inspection kept no snapshot of the bundle's bytes", in.Dir)
+	}
+	p := in.SelectedPayload
+	fp := &Fingerprint{ContentHash: in.ContentHash, SelectedPayloadDigest: in.SelectedPayloadDigest, Files: []File{}}
+	byPath := map[string]string{}
+	for _, row := range p.Files {
+		data, ok := snap.ReadFile(row.Path)
+		if !ok {
+			return nil, fmt.Errorf("fingerprint %s: selected file %s is not in the snapshot", in.Dir, row.Path)
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != row.SHA256 {
+			return nil, fmt.Errorf("fingerprint %s: selected file %s does not have the bytes the payload names", in.Dir, row.Path)
+		}
+		f, err := fileOf(row.Path, row.Role, data)
+		if err != nil {
+			return nil, fmt.Errorf("fingerprint %s: %w", in.Dir, err)
+		}
+		byPath[row.Path] = f.NormalizedSHA256
+		fp.Files = append(fp.Files, f)
+	}
+	d, err := normalizedDelta(p, fp.Files, byPath)
+	if err != nil {
+		return nil, fmt.Errorf("fingerprint %s: %w", in.Dir, err)
+	}
+	fp.NormalizedDeltaDigest = d
+	return fp, nil
+}
+
+// fileOf normalizes one selected file by its role.
+func fileOf(path, role string, data []byte) (File, error) {
+	var text string
+	var toks []string
+	switch role {
+	case contribution.RolePython:
+		lines, err := pythonLines(path, data)
+		if err != nil {
+			return File{}, err
+		}
+		text, toks = renderLines(lines), pythonTokens(lines)
+	case contribution.RoleCUDA:
+		ct := cudaLex(string(data))
+		text, toks = renderCUDA(ct), cudaTokens(ct)
+	case contribution.RoleDepPatch:
+		text, toks = normalizePatch(data)
+	default:
+		return File{}, fmt.Errorf("selected file %s has an unknown role %q", path, role)
+	}
+	sum := sha256.Sum256([]byte(text))
+	return File{Path: path, Role: role, NormalizedSHA256: hex.EncodeToString(sum[:]), Tokens: len(toks), Hashes: winnow(toks, K, Window)}, nil
+}
+
+// normalizedDelta is H(cacheon.contribution.normalized-delta.v1, ...)
+// over what the selected payload holds with paths and labels left out:
+// the multiset of normalized file digests by role, the op rows with each
+// path replaced by the normalized digest of the file it names (metadata
+// by its canonical projection's digest) and without the variant label,
+// the patch targets and the rebuild patchers. Moving or renaming files
+// and variants therefore keeps the identity; an import naming a renamed
+// module does not (the per-file fingerprints still match).
+func normalizedDelta(p *contribution.SelectedPayload, files []File, byPath map[string]string) (string, error) {
+	type fileRow struct {
+		Role   string `json:"role"`
+		SHA256 string `json:"normalized_sha256"`
+	}
+	rows := make([]fileRow, 0, len(files))
+	for _, f := range files {
+		rows = append(rows, fileRow{Role: f.Role, SHA256: f.NormalizedSHA256})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Role != rows[j].Role {
+			return rows[i].Role < rows[j].Role
+		}
+		return rows[i].SHA256 < rows[j].SHA256
+	})
+	meta := map[string]string{}
+	for _, m := range p.Metadata {
+		meta[m.Path] = m.SHA256
+	}
+	ops := make([]map[string]any, 0, len(p.Ops))
+	for _, op := range p.Ops {
+		row := map[string]any{}
+		for k, v := range op {
+			switch k {
+			case "variant":
+				// A label: variants of one slot are told apart by their
+				// eligibility domains, which stay.
+			case "source":
+				s, _ := v.(string)
+				d, ok := byPath[s]
+				if !ok {
+					return "", fmt.Errorf("op source %s is not a selected file", s)
+				}
+				row[k] = d
+			case "metadata":
+				if s, ok := v.(string); ok {
+					row[k] = meta[s]
+				} else {
+					row[k] = nil
+				}
+			case "cuda_sources":
+				srcs, _ := v.([]string)
+				ds := make([]string, 0, len(srcs))
+				for _, s := range srcs {
+					d, ok := byPath[s]
+					if !ok {
+						return "", fmt.Errorf("op CUDA source %s is not a selected file", s)
+					}
+					ds = append(ds, d)
+				}
+				sort.Strings(ds)
+				row[k] = ds
+			default:
+				row[k] = v
+			}
+		}
+		ops = append(ops, row)
+	}
+	// Rows sort by their canonical bytes, the variant order being a label too.
+	keys := make([]string, len(ops))
+	for i, o := range ops {
+		b, err := canonjson.Marshal(o)
+		if err != nil {
+			return "", err
+		}
+		keys[i] = string(b)
+	}
+	sort.Sort(byKey{ops, keys})
+	patches := make([]string, 0, len(p.Patches))
+	for _, pr := range p.Patches {
+		patches = append(patches, pr.Target)
+	}
+	sort.Strings(patches)
+	patchers := make([]string, 0, len(p.Rebuild.Steps))
+	for _, s := range p.Rebuild.Steps {
+		patchers = append(patchers, s.PatcherID)
+	}
+	id, err := identity.HVersion(identity.DomainNormalizedDelta, map[string]any{
+		"abi_version":     p.ABIVersion,
+		"files":           rows,
+		"ops":             ops,
+		"patch_targets":   patches,
+		"rebuild_patcher": patchers,
+	}, SchemaVersion)
+	return id.String(), err
+}
+
+type byKey struct {
+	ops  []map[string]any
+	keys []string
+}
+
+func (s byKey) Len() int           { return len(s.ops) }
+func (s byKey) Less(i, j int) bool { return s.keys[i] < s.keys[j] }
+func (s byKey) Swap(i, j int) {
+	s.ops[i], s.ops[j] = s.ops[j], s.ops[i]
+	s.keys[i], s.keys[j] = s.keys[j], s.keys[i]
+}
