@@ -94,27 +94,34 @@ func Of(in *contribution.Inspection) (*Fingerprint, error) {
 	return fp, nil
 }
 
-// fileOf normalizes one selected file by its role.
+// fileOf normalizes and fingerprints one selected file.
 func fileOf(path, role string, data []byte) (File, error) {
-	var text string
-	var toks []string
+	text, toks, err := normalizeFile(path, role, data)
+	if err != nil {
+		return File{}, err
+	}
+	sum := sha256.Sum256([]byte(text))
+	return File{Path: path, Role: role, NormalizedSHA256: hex.EncodeToString(sum[:]), Tokens: len(toks), Hashes: winnow(toks, K, Window)}, nil
+}
+
+// normalizeFile is a selected file's normalized text and token stream,
+// by its role.
+func normalizeFile(path, role string, data []byte) (string, []string, error) {
 	switch role {
 	case contribution.RolePython:
 		lines, err := pythonLines(path, data)
 		if err != nil {
-			return File{}, err
+			return "", nil, err
 		}
-		text, toks = renderLines(lines), pythonTokens(lines)
+		return renderLines(lines), pythonTokens(lines), nil
 	case contribution.RoleCUDA:
 		ct := cudaLex(string(data))
-		text, toks = renderCUDA(ct), cudaTokens(ct)
+		return renderCUDA(ct), cudaTokens(ct), nil
 	case contribution.RoleDepPatch:
-		text, toks = normalizePatch(data)
-	default:
-		return File{}, fmt.Errorf("selected file %s has an unknown role %q", path, role)
+		text, toks := normalizePatch(data)
+		return text, toks, nil
 	}
-	sum := sha256.Sum256([]byte(text))
-	return File{Path: path, Role: role, NormalizedSHA256: hex.EncodeToString(sum[:]), Tokens: len(toks), Hashes: winnow(toks, K, Window)}, nil
+	return "", nil, fmt.Errorf("selected file %s has an unknown role %q", path, role)
 }
 
 // normalizedDelta is H(cacheon.contribution.normalized-delta.v1, ...)
