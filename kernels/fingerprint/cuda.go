@@ -269,7 +269,10 @@ func (l *cLexer) identOrPrefixed() {
 // delimiter is not a raw string.
 func (l *cLexer) raw(start, q int) bool {
 	s := l.s
-	open := strings.IndexByte(s[q+1:], '(')
+	// The delimiter is at most 16 characters: look no further, so a run
+	// of R" without one stays linear.
+	head := s[q+1 : min(len(s), q+18)]
+	open := strings.IndexByte(head, '(')
 	if open < 0 || open > 16 {
 		return false
 	}
@@ -281,8 +284,10 @@ func (l *cLexer) raw(start, q int) bool {
 	body := q + 1 + open + 1
 	end := strings.Index(s[body:], closeSeq)
 	if end < 0 {
+		// Unterminated: it runs to the end of the file, without the
+		// trailing blanks the rendering itself adds.
 		l.pos = len(s)
-		l.emit(s[start:])
+		l.emit(strings.TrimRight(s[start:], " \t\r\n\f\v"))
 		l.markLineEnd()
 		return true
 	}

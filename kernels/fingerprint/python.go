@@ -159,7 +159,11 @@ func (e *pyEmitter) groups(n pyparse.Node) []bodyGroup {
 		// `elif` keyword: it sits at the level of the if it continues.
 		if len(x.Orelse) == 1 {
 			if inner, ok := x.Orelse[0].(*pyparse.If); ok {
-				if i := e.tokenAt(inner.Start); i < len(e.toks) && e.toks[i].Kind == pyparse.TokenName && e.toks[i].Text == "elif" {
+				i := e.tokenAt(inner.Start)
+				for i < len(e.toks) && (e.toks[i].Kind == pyparse.TokenIndent || e.toks[i].Kind == pyparse.TokenDedent) {
+					i++ // a dedent before the keyword starts where it does
+				}
+				if i < len(e.toks) && e.toks[i].Kind == pyparse.TokenName && e.toks[i].Text == "elif" {
 					orelse.shift = 0
 				}
 			}
