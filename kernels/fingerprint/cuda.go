@@ -107,7 +107,7 @@ type cLexer struct {
 	// directive: inside a directive line; include: it is an #include,
 	// whose <...> is one header-name token.
 	directive, include bool
-	dirTokens           int
+	dirTokens          int
 }
 
 func cudaLex(s string) []cToken {
