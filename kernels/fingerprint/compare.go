@@ -98,14 +98,7 @@ func containment(earlier, later *Fingerprint) []Pair {
 	if len(es) == 0 || len(ls) == 0 {
 		return []Pair{}
 	}
-	all := func(fp *Fingerprint) []uint64 {
-		sets := make([][]uint64, len(fp.Files))
-		for i := range fp.Files {
-			sets[i] = fp.Files[i].Hashes
-		}
-		return union(sets...)
-	}
-	eAll, lAll := all(earlier), all(later)
+	eAll, lAll := earlier.hashes(), later.hashes()
 	var pairs []Pair
 	measure := func(side string, files []*File, other *Fingerprint, otherAll []uint64) {
 		for _, f := range files {

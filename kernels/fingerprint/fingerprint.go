@@ -44,6 +44,22 @@ type Fingerprint struct {
 	SelectedPayloadDigest string // exact bytes
 	NormalizedDeltaDigest string // comments, docstrings and formatting normalized away
 	Files                 []File // per-file fingerprints, sorted by (role, path)
+
+	// all is the union of the files' fingerprints, computed once by Of
+	// so that a census does not rebuild it for every pair.
+	all []uint64
+}
+
+// hashes is the union of the files' fingerprints.
+func (fp *Fingerprint) hashes() []uint64 {
+	if fp.all != nil {
+		return fp.all
+	}
+	sets := make([][]uint64, len(fp.Files))
+	for i := range fp.Files {
+		sets[i] = fp.Files[i].Hashes
+	}
+	return union(sets...)
 }
 
 // File is one selected file's normalized form and fingerprints.
@@ -91,6 +107,7 @@ func Of(in *contribution.Inspection) (*Fingerprint, error) {
 		return nil, fmt.Errorf("fingerprint %s: %w", in.Dir, err)
 	}
 	fp.NormalizedDeltaDigest = d
+	fp.all = fp.hashes()
 	return fp, nil
 }
 
