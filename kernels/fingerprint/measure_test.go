@@ -149,6 +149,7 @@ func TestParametersSeparateCopiesFromDistinct(t *testing.T) {
 		}
 	}
 	t.Logf("symmetric containment (max over distinct pairs, min over copies):\n%s", b.String())
+	thr := float64(ThresholdPercent) / 100
 	names := make([]string, 0, len(m.copies))
 	for name := range m.copies {
 		names = append(names, name)
@@ -158,6 +159,33 @@ func TestParametersSeparateCopiesFromDistinct(t *testing.T) {
 		p := m.copies[name]
 		t.Logf("chosen parameters: %-40s %.3f", name, score(p[0], p[1], K, Window, MinTokens))
 	}
+	worst, worstPair := 0.0, ""
+	for a, sa := range m.distinct {
+		for b, sb := range m.distinct {
+			if a == b {
+				continue
+			}
+			// One-sided: the most of any substantial file of a found in b.
+			var sets [][]uint64
+			for _, toks := range sb {
+				sets = append(sets, winnow(toks, K, Window))
+			}
+			bAll := union(sets...)
+			for path, toks := range sa {
+				h := winnow(toks, K, Window)
+				if len(toks) < MinTokens || len(h) == 0 {
+					continue
+				}
+				if c := float64(intersect(h, bAll)) / float64(len(h)); c > worst {
+					worst, worstPair = c, a+":"+path+" in "+b
+				}
+			}
+		}
+	}
+	t.Logf("chosen parameters: highest one-sided containment between distinct contributions %.3f (%s)", worst, worstPair)
+	if worst >= thr {
+		t.Errorf("one-sided containment %.3f of %s reaches the threshold", worst, worstPair)
+	}
 	for _, name := range contributions {
 		n := 0
 		for _, toks := range m.distinct[name] {
@@ -166,7 +194,6 @@ func TestParametersSeparateCopiesFromDistinct(t *testing.T) {
 		t.Logf("normalized tokens: %-40s %d", name, n)
 	}
 	d, dp, c, cn := m.extremes(K, Window, MinTokens)
-	thr := float64(ThresholdPercent) / 100
 	if d >= thr {
 		t.Errorf("distinct contributions %s reach %.3f ≥ threshold %.2f", dp, d, thr)
 	}
