@@ -77,32 +77,19 @@ func (f *File) Substantial() bool { return f.Tokens >= MinTokens }
 // Of fingerprints an inspected contribution from the bytes its snapshot
 // read. The inspection must have derived a selected payload.
 func Of(in *contribution.Inspection) (*Fingerprint, error) {
-	if in == nil || in.SelectedPayload == nil || in.Bundle == nil {
-		return nil, errors.New("fingerprint: the inspection derived no selected payload")
+	files, err := normalizeSelected(in)
+	if err != nil {
+		return nil, err
 	}
-	snap := in.Bundle.Snapshot
-	if snap == nil {
-		return nil, fmt.Errorf("fingerprint %s: the inspection kept no snapshot of the bundle's bytes", in.Dir)
-	}
-	p := in.SelectedPayload
 	fp := &Fingerprint{ContentHash: in.ContentHash, SelectedPayloadDigest: in.SelectedPayloadDigest, Files: []File{}}
 	byPath := map[string]string{}
-	for _, row := range p.Files {
-		data, ok := snap.ReadFile(row.Path)
-		if !ok {
-			return nil, fmt.Errorf("fingerprint %s: selected file %s is not in the snapshot", in.Dir, row.Path)
-		}
-		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != row.SHA256 {
-			return nil, fmt.Errorf("fingerprint %s: selected file %s does not have the bytes the payload names", in.Dir, row.Path)
-		}
-		f, err := fileOf(row.Path, row.Role, data)
-		if err != nil {
-			return nil, fmt.Errorf("fingerprint %s: %w", in.Dir, err)
-		}
-		byPath[row.Path] = f.NormalizedSHA256
+	for _, n := range files {
+		sum := sha256.Sum256([]byte(n.text))
+		f := File{Path: n.path, Role: n.role, NormalizedSHA256: hex.EncodeToString(sum[:]), Tokens: len(n.toks), Hashes: winnow(n.toks, K, Window)}
+		byPath[f.Path] = f.NormalizedSHA256
 		fp.Files = append(fp.Files, f)
 	}
-	d, err := normalizedDelta(p, fp.Files, byPath)
+	d, err := normalizedDelta(in.SelectedPayload, fp.Files, byPath)
 	if err != nil {
 		return nil, fmt.Errorf("fingerprint %s: %w", in.Dir, err)
 	}
@@ -111,22 +98,82 @@ func Of(in *contribution.Inspection) (*Fingerprint, error) {
 	return fp, nil
 }
 
-// fileOf normalizes and fingerprints one selected file.
-func fileOf(path, role string, data []byte) (File, error) {
-	text, toks, err := normalizeFile(path, role, data)
-	if err != nil {
-		return File{}, err
+// normalized is one selected file's normalized text and token stream.
+type normalized struct {
+	path, role, text string
+	toks             []string
+}
+
+// normalizeSelected normalizes every selected file of an inspection, in
+// the payload's (role, path) order, from the snapshot's bytes.
+//
+// Imports are followed within the bundle: in an import statement, the
+// name of a bundle-local module (the Python closure's) is replaced by
+// _local_ and 16 hex digits of the digest of that module's own
+// normalized text with its local import names blanked. A renamed or
+// moved helper module thus keeps every identity, while the statement
+// still says which content it imports. Blanking first makes the
+// replacement well defined for modules that import each other.
+func normalizeSelected(in *contribution.Inspection) ([]normalized, error) {
+	if in == nil || in.SelectedPayload == nil || in.Bundle == nil {
+		return nil, errors.New("fingerprint: the inspection derived no selected payload")
 	}
-	sum := sha256.Sum256([]byte(text))
-	return File{Path: path, Role: role, NormalizedSHA256: hex.EncodeToString(sum[:]), Tokens: len(toks), Hashes: winnow(toks, K, Window)}, nil
+	snap := in.Bundle.Snapshot
+	if snap == nil {
+		return nil, fmt.Errorf("fingerprint %s: the inspection kept no snapshot of the bundle's bytes", in.Dir)
+	}
+	p := in.SelectedPayload
+	data := map[string][]byte{}
+	for _, row := range p.Files {
+		b, ok := snap.ReadFile(row.Path)
+		if !ok {
+			return nil, fmt.Errorf("fingerprint %s: selected file %s is not in the snapshot", in.Dir, row.Path)
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != row.SHA256 {
+			return nil, fmt.Errorf("fingerprint %s: selected file %s does not have the bytes the payload names", in.Dir, row.Path)
+		}
+		data[row.Path] = b
+	}
+	imports := map[string]*localImports{}
+	if p.Closure != nil {
+		blank := map[string]string{}
+		for _, f := range p.Closure.Files {
+			blank[f.Module] = "_local_"
+		}
+		names := map[string]string{}
+		for _, f := range p.Closure.Files {
+			b, ok := data[f.Path]
+			if !ok {
+				return nil, fmt.Errorf("fingerprint %s: closure file %s is not a selected file", in.Dir, f.Path)
+			}
+			lines, err := pythonLinesIn(f.Path, b, &localImports{module: f.Module, isPackage: f.IsPackage, names: blank})
+			if err != nil {
+				return nil, fmt.Errorf("fingerprint %s: %w", in.Dir, err)
+			}
+			sum := sha256.Sum256([]byte(renderLines(lines)))
+			names[f.Module] = "_local_" + hex.EncodeToString(sum[:8])
+		}
+		for _, f := range p.Closure.Files {
+			imports[f.Path] = &localImports{module: f.Module, isPackage: f.IsPackage, names: names}
+		}
+	}
+	out := make([]normalized, 0, len(p.Files))
+	for _, row := range p.Files {
+		text, toks, err := normalizeFile(row.Path, row.Role, data[row.Path], imports[row.Path])
+		if err != nil {
+			return nil, fmt.Errorf("fingerprint %s: %w", in.Dir, err)
+		}
+		out = append(out, normalized{path: row.Path, role: row.Role, text: text, toks: toks})
+	}
+	return out, nil
 }
 
 // normalizeFile is a selected file's normalized text and token stream,
-// by its role.
-func normalizeFile(path, role string, data []byte) (string, []string, error) {
+// by its role; li follows a Python file's bundle-local imports.
+func normalizeFile(path, role string, data []byte, li *localImports) (string, []string, error) {
 	switch role {
 	case contribution.RolePython:
-		lines, err := pythonLines(path, data)
+		lines, err := pythonLinesIn(path, data, li)
 		if err != nil {
 			return "", nil, err
 		}

@@ -87,7 +87,25 @@ func TestCopiesAreCaught(t *testing.T) {
 			copy: func(t *testing.T, dir string) {
 				writeFile(t, dir, "kernels/act.py", readFile(t, dir, "kernels/silu_and_mul.py"))
 				writeFile(t, dir, "kernels/silu_and_mul.py", "")
-				edit(t, dir, "manifest.toml", `source = "kernels/silu_and_mul.py"`, `source = "kernels/act.py"`)
+				edit(t, dir, "manifest.toml", `source = "kernels/silu_and_mul.py"`, "source = \"kernels/act.py\"\nvariant = \"mine\"")
+			},
+			want: RuleNormalizedDelta,
+		},
+		{
+			name: "helper module renamed, its import made relative",
+			original: func(t *testing.T) string {
+				dir := bundleCopy(t, "contributions/silu_and_mul_torch")
+				writeFile(t, dir, "kernels/__init__.py", "")
+				writeFile(t, dir, "kernels/act.py", "import torch.nn.functional as F\n\n\ndef gated(gate, up, dtype):\n    return F.silu(gate.float()).to(dtype) * up\n")
+				edit(t, dir, "kernels/silu_and_mul.py",
+					"import torch.nn.functional as F\n", "from kernels.act import gated\n",
+					"out.copy_(F.silu(gate.float()).to(x.dtype) * up)", "out.copy_(gated(gate, up, x.dtype))")
+				return dir
+			},
+			copy: func(t *testing.T, dir string) {
+				writeFile(t, dir, "kernels/my_gate.py", readFile(t, dir, "kernels/act.py"))
+				writeFile(t, dir, "kernels/act.py", "")
+				edit(t, dir, "kernels/silu_and_mul.py", "from kernels.act import gated", "from .my_gate import gated")
 			},
 			want: RuleNormalizedDelta,
 		},

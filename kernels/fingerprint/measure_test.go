@@ -16,15 +16,13 @@ type streams map[string][]string
 
 func streamsOf(t testing.TB, dir string) streams {
 	t.Helper()
-	in := inspect(t, dir)
+	files, err := normalizeSelected(inspect(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := streams{}
-	for _, row := range in.SelectedPayload.Files {
-		data, _ := in.Bundle.Snapshot.ReadFile(row.Path)
-		_, toks, err := normalizeFile(row.Path, row.Role, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[row.Path] = toks
+	for _, f := range files {
+		out[f.path] = f.toks
 	}
 	return out
 }

@@ -77,12 +77,48 @@ func pythonTokens(lines []pyLine) []string {
 }
 
 func pythonLines(name string, src []byte) ([]pyLine, error) {
+	return pythonLinesIn(name, src, nil)
+}
+
+// localImports follows imports within a contribution: each bundle-local
+// module name an import statement names is replaced by a name derived
+// from what the module holds, not from where it lives.
+type localImports struct {
+	module    string            // the importing file's dotted module name
+	isPackage bool              // the importing file is a package's __init__.py
+	names     map[string]string // bundle-local module -> replacement identifier
+}
+
+// resolve is the bundle-local module an import names: absolute, or
+// relative to the importing file's package (level leading dots).
+func (li *localImports) resolve(level int, module string) (string, bool) {
+	if level == 0 {
+		_, ok := li.names[module]
+		return module, ok
+	}
+	parts := strings.Split(li.module, ".")
+	if !li.isPackage {
+		parts = parts[:len(parts)-1]
+	}
+	if level-1 > len(parts) {
+		return "", false
+	}
+	parts = parts[:len(parts)-(level-1)]
+	if module != "" {
+		parts = append(parts, strings.Split(module, ".")...)
+	}
+	resolved := strings.Join(parts, ".")
+	_, ok := li.names[resolved]
+	return resolved, ok && resolved != ""
+}
+
+func pythonLinesIn(name string, src []byte, li *localImports) ([]pyLine, error) {
 	f, mod, toks, err := pyparse.ParseTokens(name, src)
 	if err != nil {
 		return nil, fmt.Errorf("normalize %s: %w", name, err)
 	}
-	e := &pyEmitter{src: f.Src, toks: toks, literals: map[int]literal{}}
-	e.collectLiterals(mod)
+	e := &pyEmitter{src: f.Src, toks: toks, literals: map[int]literal{}, renames: map[int]literal{}}
+	e.collect(mod, li)
 	e.block(mod, mod.Body, -1)
 	return e.lines, nil
 }
@@ -99,14 +135,54 @@ type pyEmitter struct {
 	src      string
 	toks     []pyparse.Token
 	literals map[int]literal
-	lines    []pyLine
+	// renames are the module names of bundle-local imports, by start
+	// offset, with the name each is emitted as.
+	renames map[int]literal
+	lines   []pyLine
 }
 
-// collectLiterals records every string literal run of the tree by its
-// start offset. Inspect keeps its own stack, so hostile nesting is safe.
-func (e *pyEmitter) collectLiterals(mod *pyparse.Module) {
+// collect records every string literal run of the tree by its start
+// offset, and with li the module names of bundle-local imports. Inspect
+// keeps its own stack, so hostile nesting is safe.
+func (e *pyEmitter) collect(mod *pyparse.Module, li *localImports) {
 	pyparse.Inspect(mod, func(n pyparse.Node) bool {
 		switch x := n.(type) {
+		case *pyparse.Import:
+			if li == nil {
+				return false
+			}
+			for _, a := range x.Names {
+				if m, ok := li.resolve(0, a.Name.Name); ok {
+					e.renames[a.Name.Start] = literal{end: a.Name.End, canonical: li.names[m]}
+				}
+			}
+			return false
+		case *pyparse.ImportFrom:
+			if li == nil {
+				return false
+			}
+			module := ""
+			if x.Module != nil {
+				module = x.Module.Name
+			}
+			m, ok := li.resolve(x.Level, module)
+			if !ok {
+				return false
+			}
+			// The name runs from the token after `from` (leading dots
+			// included) to the token before `import`.
+			i := e.tokenAt(x.Start)
+			for i < len(e.toks) && !(e.toks[i].Kind == pyparse.TokenName && e.toks[i].Text == "from") {
+				i++
+			}
+			j := i + 1
+			for j < len(e.toks) && !(e.toks[j].Kind == pyparse.TokenName && e.toks[j].Text == "import") {
+				j++
+			}
+			if i+1 < j && j < len(e.toks) {
+				e.renames[e.toks[i+1].Start] = literal{end: e.toks[j-1].End, canonical: li.names[m]}
+			}
+			return false
 		case *pyparse.JoinedStr:
 			e.literals[x.Start] = literal{end: x.End}
 			return false
@@ -287,6 +363,17 @@ func (e *pyEmitter) run(from, to, depth int) {
 			continue
 		}
 		closer := t.Kind == pyparse.TokenOp && (t.Text == ")" || t.Text == "]" || t.Text == "}")
+		if r, ok := e.renames[t.Start]; ok && !closer {
+			if pendingComma {
+				cur = append(cur, ",")
+				pendingComma = false
+			}
+			cur = append(cur, r.canonical)
+			for i+1 < to && e.toks[i+1].Start < r.end {
+				i++
+			}
+			continue
+		}
 		if pendingComma {
 			keep := true
 			if closer && len(stack) > 0 {
