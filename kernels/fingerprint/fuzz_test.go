@@ -41,6 +41,9 @@ func FuzzNormalizePython(f *testing.F) {
 	f.Add([]byte("@d\ndef f(a, b,):\n  '''doc'''\n  if (a): x = (1 +\n 2); y = 3\n  elif b:\n    return (a,)\n  else:\n    pass\n"))
 	f.Add([]byte("class A(B,):\n    'doc'\ntry:\n    x[1,]\nexcept* E as e: ...\nelse: pass\nfinally:\n    s = rb'\\x00' 'a' f\"{x!r:>{w}}\" u'\\N{BULLET}'\n"))
 	f.Add([]byte("match p:\n    case [1, *r] if r: pass\n    case {'k': v, **kw}: pass\nfor i in (1,): pass\nelse: 0x_1F; 1_0.5E-3J\nwhile 0:\n    '''only'''\n"))
+	f.Add([]byte("@dec(1,)\nclass C[T,](B, metaclass=M,):\n    async def g(self, *, a=lambda x,: x,):\n        async with (open(a) as b, c as d,):\n            global q; q = (y := 1)\n        return [*a, *b,], {**k,}\n"))
+	f.Add([]byte("s = f'''{\n  x # comment\n}''' + f\"{f'{y!s}'}\" + b'\\xff\\n' + '\\N{DEGREE SIGN}' \\\n  'tail'\ntype A[T] = list[T,]\n"))
+	f.Add([]byte("if a:\n    pass\nelif b: x = 1; y = 2\nelif c:\n    '''s'''\nelse:\n    ...\nwhile x: break\nelse: continue\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		once, err := NormalizePython("fuzz.py", src)
 		if err != nil {

@@ -21,6 +21,7 @@ func TestNormalizePython(t *testing.T) {
 		{"trailing comma of a list", "v = [1, 2,]\n", "v = [1, 2]\n", true},
 		{"one-element tuple keeps its comma", "v = (1,)\n", "v = (1)\n", false},
 		{"subscript tuple keeps its comma", "v = x[1,]\n", "v = x[1]\n", false},
+		{"a case pattern tuple keeps its comma", "match p:\n case (1,): pass\n", "match p:\n case (1): pass\n", false},
 		{"operator change", "y = x * 2\n", "y = x / 2\n", false},
 		{"constant change", "y = x * 2\n", "y = x * 3\n", false},
 		{"block structure", "if a:\n  b()\nc()\n", "if a:\n  b()\n  c()\n", false},

@@ -476,7 +476,10 @@ func callable(emitted []string) bool {
 	case strings.HasSuffix(p, `"`) || strings.HasSuffix(p, `'`):
 		return true
 	case pyparse.IsIdentifier(p):
-		return !hardKeywords[p]
+		// `match (a,):` and `case (1,):` open a tuple, not a call: the
+		// soft keywords are treated as keywords here, which at worst
+		// keeps a trailing comma in a call of a function named match.
+		return !hardKeywords[p] && p != "match" && p != "case"
 	}
 	return false
 }
