@@ -147,3 +147,22 @@ func TestReasonIsStable(t *testing.T) {
 		t.Fatalf("reason %q, want prefix %q", v1.Reason, want)
 	}
 }
+
+// Only the selected delta is fingerprinted: a module nothing imports, a
+// README and the bundle id change none of the three identities, even
+// when the unused module is another contribution's kernel.
+func TestOnlySelectedFilesCount(t *testing.T) {
+	orig := bundleCopy(t, "contributions/silu_and_mul_torch")
+	padded := filepath.Join(t.TempDir(), "padded")
+	testtree.Copy(t, orig, padded)
+	writeFile(t, padded, "kernels/unused.py", readFile(t, bundleCopy(t, "contributions/rmsnorm_triton"), "kernels/rmsnorm.py"))
+	writeFile(t, padded, "README.md", "Another README.\n")
+	edit(t, padded, "manifest.toml", `bundle_id = "silu-and-mul-torch"`, `bundle_id = "padded"`)
+	a, b := fingerprintDir(t, orig), fingerprintDir(t, padded)
+	if a.ContentHash == b.ContentHash {
+		t.Fatal("the padding did not change the content hash: the test tests nothing")
+	}
+	if a.SelectedPayloadDigest != b.SelectedPayloadDigest || a.NormalizedDeltaDigest != b.NormalizedDeltaDigest || !reflect.DeepEqual(a.Files, b.Files) {
+		t.Errorf("unselected files changed the fingerprint:\n%+v\n%+v", a, b)
+	}
+}

@@ -193,9 +193,9 @@ func normalizeFile(path, role string, data []byte, li *localImports) (string, []
 // the multiset of normalized file digests by role, the op rows with each
 // path replaced by the normalized digest of the file it names (metadata
 // by its canonical projection's digest) and without the variant label,
-// the patch targets and the rebuild patchers. Moving or renaming files
-// and variants therefore keeps the identity; an import naming a renamed
-// module does not (the per-file fingerprints still match).
+// the patch targets and the rebuild patchers. Moving or renaming files,
+// modules (imports are followed by content, see normalizeSelected) and
+// variants therefore keeps the identity.
 func normalizedDelta(p *contribution.SelectedPayload, files []File, byPath map[string]string) (string, error) {
 	type fileRow struct {
 		Role   string `json:"role"`
