@@ -30,8 +30,8 @@ whether LATER copies EARLIER, by the first of three rules that holds:
 
   payload           the selected payload digests are equal;
   normalized_delta  the normalized delta digests are equal (a copy with
-                    comments, docstrings, formatting, file or variant
-                    names changed);
+                    comments, docstrings, formatting, file, module or
+                    variant names changed);
   containment       every substantial file of each bundle has at least the
                     threshold share of its winnowed fingerprints in the
                     other bundle (reordered functions, small edits).

@@ -37,9 +37,10 @@ incumbent and validator bytes never count):
 
   - the selected payload digest (exact bytes);
   - the normalized delta digest: Python re-emitted from its syntax tree
-    without comments, docstrings and formatting, CUDA/C++ without
-    comments and whitespace, dependency patches reduced to their added
-    and removed lines, the op rows without paths or variant labels;
+    without comments, docstrings and formatting (bundle-local imports
+    named by the content they import), CUDA/C++ without comments and
+    whitespace, dependency patches reduced to their added and removed
+    lines, the op rows without paths or variant labels;
   - per selected file: the digest of its normalized text, its number of
     normalized tokens and of winnowed k-gram fingerprints, and whether
     it is substantial (takes part in containment).
