@@ -43,6 +43,10 @@ func TestBundleFingerprint(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "rejected at tree") {
 		t.Errorf("rejected bundle: exit %d, stderr %q", code, errOut)
 	}
+	code, out, _ = run(t, "", "bundle", "fingerprint", "--json", repoCopy(t, "kernels/fixtures/binary_object"))
+	if code != 2 || !strings.Contains(out, `"ok": false`) || !strings.Contains(out, "rejected at tree") {
+		t.Errorf("rejected bundle --json: exit %d, stdout %s", code, out)
+	}
 	code, _, _ = run(t, "", "bundle", "fingerprint", filepath.Join(dir, "nope"))
 	if code != 1 {
 		t.Errorf("missing bundle: exit %d, want 1", code)
