@@ -30,6 +30,10 @@ const (
 	// The attribution of a candidate checked locally, outside any market
 	// intake: derived from the bundle alone, it never credits anyone.
 	DomainLocalAttribution Domain = "cacheon.contribution.local-attribution.v1"
+	// A contribution's selected delta with comments, docstrings and
+	// formatting normalized away (kernels/fingerprint): the anti-copy
+	// identity that survives a reformatted copy.
+	DomainNormalizedDelta Domain = "cacheon.contribution.normalized-delta.v1"
 )
 
 // Stack and engine-tree identities (packages stacks/...).
@@ -96,6 +100,7 @@ func Domains() []DomainInfo {
 		{DomainIntegratedSourceTree, "DomainIntegratedSourceTree", "kernels/contribution", "an integrated contribution's file inventory"},
 		{DomainIntegrationReview, "DomainIntegrationReview", "release/review", "an integration review record"},
 		{DomainLocalAttribution, "DomainLocalAttribution", "tools/cli", "the stand-in attribution of a candidate planned without --attribution"},
+		{DomainNormalizedDelta, "DomainNormalizedDelta", "kernels/fingerprint", "a selected delta with comments, docstrings and formatting normalized away"},
 		{DomainStackEvaluation, "DomainStackEvaluation", "stacks/stack", "an evaluation stack manifest"},
 		{DomainStackRelease, "DomainStackRelease", "stacks/stack", "an engine release manifest"},
 		{DomainReferenceManifest, "DomainReferenceManifest", "stacks/stack", "a qualification reference manifest"},
