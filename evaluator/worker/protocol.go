@@ -29,7 +29,7 @@ type CaseRef struct {
 // count big, small, then big again in one process, every other dim the
 // big call's. It catches state a kernel keeps from an earlier call (a
 // workspace or view sized by it) that goes stale when the count grows
-// again; the catalog cases only ever grow.
+// again; at each hidden size the catalog cases only ever grow.
 const RegrowCase = "regrow"
 
 // CaseStep is one call of a sequence case: its phase name and shape.

@@ -142,7 +142,8 @@ def phase_inputs(slot: Slot, p, dtype, case_seed: int, seed: int, rank: int, wor
 # An engine calls a collective at whatever token count the batch has, so a
 # kernel that keeps state sized by an earlier call (a workspace, a
 # registered buffer, a cached view) must still be right when the count
-# grows again after shrinking; the catalog cases only ever grow.
+# grows again after shrinking; at each hidden size the catalog cases only
+# ever grow.
 REGROW = "regrow"
 REGROW_PHASES = ("big", "small", "big_again")
 
