@@ -126,3 +126,5 @@ func crownSettlement(t testing.TB, h Head, n int) Settlement {
 			Hotkey: "hk", SpeedupPPM: 1022400, CrownedBlock: int64(n), EvidenceDigest: hex64(fmt.Sprint("evidence", n)), EventSequence: crown}},
 	}
 }
+
+func bundleSnapshot(dir string) (*bundle.Snapshot, error) { return bundle.Open(dir) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,10 +23,9 @@ func lockWriter(path string) (*writerLock, error) {
 		return nil, fmt.Errorf("open ledger lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			who := strings.TrimSpace(string(holder))
+			who := holder(path)
 			if who == "" {
 				who = "unknown pid"
 			}
@@ -39,6 +39,19 @@ func lockWriter(path string) (*writerLock, error) {
 		fmt.Fprintf(f, "pid %d\n", os.Getpid())
 	}
 	return &writerLock{f: f}, nil
+}
+
+// holder reads who holds the lock. The winner writes its pid just after
+// taking the lock, so a loser that lost by a hair waits a moment for it.
+func holder(path string) string {
+	for range 20 {
+		data, _ := os.ReadFile(path)
+		if who := strings.TrimSpace(string(data)); who != "" {
+			return who
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return ""
 }
 
 func (l *writerLock) release() error {
