@@ -34,6 +34,11 @@ type IntakeRequest struct {
 	TargetSpecDigest      string
 	SelectedPayloadDigest string
 	SelectedDeltaDigest   string
+	// Refusal, when set, says why the validator refused the bytes before
+	// publishing them (a bundle that does not inspect): the position is
+	// still reserved, and the proposal is recorded failed with this
+	// reason. The identities may then be empty.
+	Refusal string
 }
 
 // Proposal is one intake proposal as the ledger holds it.
@@ -89,6 +94,9 @@ func (r IntakeRequest) validate() error {
 			return fmt.Errorf("%w: intake: %s %q is not 64 lowercase hex", ErrIllegal, f.name, f.v)
 		}
 	}
+	if r.Refusal != "" {
+		return nil
+	}
 	if r.SelectedPayloadDigest == "" {
 		return fmt.Errorf("%w: intake: selected_payload_digest is empty", ErrIllegal)
 	}
@@ -130,12 +138,15 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 		}
 		return res, nil
 	}
-	replayOf, err := l.replaySource(ctx, l.db, r.ArenaDigest, content, r.Position)
-	if err != nil {
-		return nil, err
+	var replayOf int64
+	if r.Refusal == "" {
+		if replayOf, err = l.replaySource(ctx, l.db, r.ArenaDigest, content, r.Position); err != nil {
+			return nil, err
+		}
 	}
 	res := &IntakeResult{}
-	if replayOf == 0 {
+	publish := replayOf == 0 && r.Refusal == ""
+	if publish {
 		// Bytes first: a crash after publishing leaves an orphan
 		// publication (harmless, reused by the retry), never a proposal
 		// whose bytes are missing.
@@ -150,14 +161,17 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 		ArenaDigest: r.ArenaDigest, ContentHash: content, CommittedContentHash: committed,
 		Hotkey: r.Hotkey, Position: r.Position, TargetID: r.TargetID, TargetSpecDigest: r.TargetSpecDigest,
 		SelectedPayloadDigest: r.SelectedPayloadDigest, SelectedDeltaDigest: r.SelectedDeltaDigest,
-		Published: replayOf == 0, ReplayOf: replayOf,
+		Published: publish, ReplayOf: replayOf,
 	}
 	type step struct {
 		to     Status
 		reason string
 	}
 	steps := []step{{Reserved, ReasonFinalizedReveal}, {Fetching, ""}, {Published, ReasonPublished}}
-	if replayOf != 0 {
+	switch {
+	case r.Refusal != "":
+		steps = []step{{Reserved, ReasonFinalizedReveal}, {Fetching, ""}, {Failed, r.Refusal}}
+	case replayOf != 0:
 		steps = []step{{Failed, ReasonDuplicateReplay}}
 	}
 	err = l.tx(ctx, func(t *sql.Tx) error {
