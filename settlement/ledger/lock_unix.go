@@ -26,9 +26,6 @@ func lockWriter(path string) (*writerLock, error) {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			who := holder(path)
-			if who == "" {
-				who = "unknown pid"
-			}
 			return nil, fmt.Errorf("%w: %s holds %s", ErrLocked, who, path)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -41,23 +38,35 @@ func lockWriter(path string) (*writerLock, error) {
 	return &writerLock{f: f}, nil
 }
 
-// holder reads who holds the lock. The winner writes its pid just after
+// holder says who holds the lock. The winner writes its pid just after
 // taking the lock, so a loser that lost by a hair waits a moment for it.
+// A pid left by a writer that was killed (Close empties the file) names a
+// process that no longer exists: then the holder is some other process
+// that did not record itself (flock(1), say), and the message says so.
 func holder(path string) string {
 	for range 20 {
 		data, _ := os.ReadFile(path)
-		if who := strings.TrimSpace(string(data)); who != "" {
-			return who
+		who := strings.TrimSpace(string(data))
+		if who == "" {
+			time.Sleep(5 * time.Millisecond)
+			continue
 		}
-		time.Sleep(5 * time.Millisecond)
+		var pid int
+		if _, err := fmt.Sscanf(who, "pid %d", &pid); err == nil && pid > 0 && errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			return fmt.Sprintf("a process that did not record its pid (the last recorded writer, pid %d, has exited)", pid)
+		}
+		return who
 	}
-	return ""
+	return "a process that did not record its pid"
 }
 
 func (l *writerLock) release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
+	// Empty the holder record while the lock is still ours, so the next
+	// contender never reads our pid after we are gone.
+	l.f.Truncate(0)
 	err := l.f.Close()
 	l.f = nil
 	return err

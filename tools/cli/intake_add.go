@@ -138,7 +138,11 @@ func runIntakeAdd(ctx context.Context, s Streams, o intakeAddOptions) error {
 	if res.Existing {
 		note = " (existing)"
 	}
-	fmt.Fprintf(s.Out, "proposal %d%s at %s: %s %s\n", p.ID, note, p.Position, p.Status, p.Reason)
+	why := ""
+	if p.Reason != string(p.Status) {
+		why = " (" + p.Reason + ")"
+	}
+	fmt.Fprintf(s.Out, "proposal %d%s at %s: %s%s\n", p.ID, note, p.Position, p.Status, why)
 	fmt.Fprintf(s.Out, "  content hash  %s\n", p.ContentHash)
 	if p.TargetID != "" {
 		fmt.Fprintf(s.Out, "  target        %s (spec %s)\n  selected delta %s\n", p.TargetID, p.TargetSpecDigest, p.SelectedDeltaDigest)

@@ -77,7 +77,11 @@ func runLedgerCheck(ctx context.Context, s Streams, o ledgerCheckOptions) error 
 		cur = "(none yet)"
 	}
 	fmt.Fprintf(s.Out, "ledger %s: ok (schema %d, integrity %s)\n", o.ledger, r.SchemaVersion, r.Integrity)
-	fmt.Fprintf(s.Out, "  chain head      %d %s\n", r.Head.Sequence, r.Head.Digest)
+	if r.Head.Sequence == 0 {
+		fmt.Fprintf(s.Out, "  chain head      (no events yet)\n")
+	} else {
+		fmt.Fprintf(s.Out, "  chain head      %d %s\n", r.Head.Sequence, r.Head.Digest)
+	}
 	fmt.Fprintf(s.Out, "  current stack   %s\n", cur)
 	c := r.Counts
 	fmt.Fprintf(s.Out, "  proposals %d, attempts %d, events %d, stacks %d, crowns %d, standing claims %d, discovery claims %d\n",
