@@ -297,3 +297,39 @@ func (l *Ledger) StandingClaims(ctx context.Context) ([]StandingClaim, error) {
 	}
 	return out, classify(rows.Err())
 }
+
+// Crowns returns every crown in event order.
+func (l *Ledger) Crowns(ctx context.Context) ([]Crown, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT event_sequence, arena_digest, target_id, contribution_digest, coalesce(proposal_id, 0), hotkey, speedup FROM crowns ORDER BY event_sequence`)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []Crown
+	for rows.Next() {
+		var c Crown
+		if err := rows.Scan(&c.EventSequence, &c.ArenaDigest, &c.TargetID, &c.ContributionDigest, &c.ProposalID, &c.Hotkey, &c.Speedup); err != nil {
+			return nil, classify(err)
+		}
+		out = append(out, c)
+	}
+	return out, classify(rows.Err())
+}
+
+// DiscoveryClaims returns every discovery claim in event order.
+func (l *Ledger) DiscoveryClaims(ctx context.Context) ([]DiscoveryClaim, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT event_sequence, arena_digest, contribution_digest, hotkey, speedup_ppm, awarded_block, evidence_digest FROM discovery_claims ORDER BY event_sequence`)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []DiscoveryClaim
+	for rows.Next() {
+		var c DiscoveryClaim
+		if err := rows.Scan(&c.EventSequence, &c.ArenaDigest, &c.ContributionDigest, &c.Hotkey, &c.SpeedupPPM, &c.AwardedBlock, &c.EvidenceDigest); err != nil {
+			return nil, classify(err)
+		}
+		out = append(out, c)
+	}
+	return out, classify(rows.Err())
+}

@@ -532,3 +532,48 @@ func TestACorruptedFileIsRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestADiscoverySettlementLeavesTheStackAndRecordsTheBounty(t *testing.T) {
+	ctx := context.Background()
+	l := openNew(t, ledgerPath(t))
+	settle(t, l, 1)
+	h, err := l.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NextEvent(h, "DISCOVERY_BOUNTY", map[string]any{"reason": "qualified_discovery", "candidate_digest": hex64("discovery")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := DiscoveryClaim{EventSequence: e.Sequence, ArenaDigest: hex64("arena"), ContributionDigest: hex64("discovered"), Hotkey: "hk9",
+		SpeedupPPM: 1010000, AwardedBlock: 77, EvidenceDigest: hex64("discovery evidence")}
+	rec, err := l.Commit(ctx, Settlement{Events: []Event{e}, DiscoveryClaims: []DiscoveryClaim{claim}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Head != e.Head() || rec.CurrentStack.StackDigest != stack(1).StackDigest {
+		t.Errorf("receipt %+v", rec)
+	}
+	got, err := l.DiscoveryClaims(ctx)
+	if err != nil || len(got) != 1 || got[0] != claim {
+		t.Fatalf("discovery claims %+v, %v", got, err)
+	}
+	crowns, err := l.Crowns(ctx)
+	if err != nil || len(crowns) != 1 || crowns[0].EventSequence != 1 {
+		t.Fatalf("crowns %+v, %v", crowns, err)
+	}
+	if _, err := l.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNextEventRefusesToSetTheChainFields(t *testing.T) {
+	for _, k := range []string{"event_type", "sequence", "previous_event_digest"} {
+		if _, err := NextEvent(Head{}, "CROWN", map[string]any{k: "x"}); !errors.Is(err, ErrIllegal) {
+			t.Errorf("%s: got %v", k, err)
+		}
+	}
+	if _, err := NextEvent(Head{}, "CROWN", map[string]any{"speedup": 1.5}); !errors.Is(err, ErrIllegal) {
+		t.Errorf("a float in an event body: %v", err)
+	}
+}
