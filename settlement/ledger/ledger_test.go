@@ -577,3 +577,28 @@ func TestNextEventRefusesToSetTheChainFields(t *testing.T) {
 		t.Errorf("a float in an event body: %v", err)
 	}
 }
+
+func TestCheckoutOfAProposal(t *testing.T) {
+	ctx := context.Background()
+	l := openNew(t, ledgerPath(t))
+	dir := writeBundle(t, "co")
+	pub, err := l.Intake(ctx, snapshot(t, dir), request("hk", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, err := l.Intake(ctx, snapshot(t, dir), IntakeRequest{Hotkey: "hk", Position: Position{Block: 2}, Refusal: "rejected_at_load: no manifest"})
+	if err != nil || refused.Proposal.Status != Failed || refused.Proposal.Published {
+		t.Fatalf("refused intake %+v, %v", refused, err)
+	}
+	out := filepath.Join(t.TempDir(), "co")
+	t.Cleanup(func() { writable(out) })
+	if err := l.Checkout(ctx, pub.Proposal.ID, out); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := snapshot(t, out).ContentHash(false); err != nil || got != pub.Proposal.ContentHash {
+		t.Errorf("checked-out content hash %s, want %s (%v)", got, pub.Proposal.ContentHash, err)
+	}
+	if err := l.Checkout(ctx, refused.Proposal.ID, filepath.Join(t.TempDir(), "no")); !errors.Is(err, ErrIllegal) {
+		t.Errorf("checkout of a proposal never published: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -146,4 +147,18 @@ func readOnlyDirs(root string) error {
 		}
 	}
 	return nil
+}
+
+// Checkout writes a read-only copy of proposal id's published bytes to
+// dest, verified against the content hash the ledger recorded: what a
+// crown's integration review and release build start from.
+func (l *Ledger) Checkout(ctx context.Context, id int64, dest string) error {
+	p, err := l.Proposal(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !p.Published {
+		return fmt.Errorf("%w: proposal %d (%s %s) has no published bytes", ErrIllegal, id, p.Status, p.Reason)
+	}
+	return Publications{Dir: l.PublicationsDir()}.Checkout(p.ContentHash, dest)
 }
