@@ -81,7 +81,7 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 		r.Problems = append(r.Problems, fmt.Sprintf("schema version %d, this build's is %d", r.SchemaVersion, SchemaVersion()))
 	}
 	if h, err := l.verifyChain(ctx, l.db); err != nil {
-		r.Problems = append(r.Problems, err.Error())
+		r.Problems = append(r.Problems, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
 	} else {
 		r.Head = h
 	}
