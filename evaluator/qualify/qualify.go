@@ -165,6 +165,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.Inputs.IncumbentStack, r.Inputs.CandidateStack = planned.Arms.IncumbentStackDigest, planned.Arms.CandidateStackDigest
 	r.Inputs.IncumbentTree, r.Inputs.CandidateTree = treeOf(planned.Arms, "B"), treeOf(planned.Arms, "C")
 	r.Inputs.SelectedDelta = planned.Inspection.SelectedDeltaDigest
+	// The schedule follows the candidate (spec §1.4): a hot-swappable one
+	// is read under v7 in resident engines, any other under v8 in engines
+	// of its own; the policy file gives the thresholds of both.
+	policy := scheduled(o.Policy, planned.Inspection.Swappable)
+	if d, err := policy.Digest(); err == nil {
+		r.Inputs.Policy = d
+	}
+	if planned.Inspection.Swappable {
+		r.Notes = append(r.Notes, "the candidate is hot-swappable: speed policy v7 in resident engines")
+	} else {
+		r.Notes = append(r.Notes, fmt.Sprintf("the candidate is not hot-swappable (%s): speed policy v8 in engines of its own", planned.Inspection.SwapReason))
+	}
 	if o.Reproduces != nil {
 		if diff := sameExperiment(o.Reproduces.Inputs, r.Inputs); diff != "" {
 			stage(StageReproduction, func() Outcome {
@@ -205,15 +217,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}).Decision != Pass {
 		return finish()
 	}
-	// Speed: v8 (every candidate runs in its own engine processes).
-	arms := []Arm{
-		{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
-		{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
-		{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
-	}
+	// Speed: v7 in two resident engines that swap trees, or v8 in three
+	// engine processes of their own.
 	var ev *SpeedEvidence
 	stage(StageSpeed, func() Outcome {
-		ev = runSpeedV8(ctx, o.Isolation, arms, o.Workload, o.Policy, o.Sample)
+		if policy.Version == speed.V7 {
+			ev = runSpeedV7(ctx, o.Isolation, Resident{
+				Baseline: arm(speed.B, planned.IncumbentTree, o.Lanes[0]), Candidate: arm(speed.C, planned.IncumbentTree, o.Lanes[1]),
+				IncumbentTree: planned.IncumbentTree, CandidateTree: planned.CandidateTree,
+			}, o.Workload, policy, o.Sample)
+			return ev.Outcome
+		}
+		arms := []Arm{
+			{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
+			{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
+			{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
+		}
+		ev = runSpeedV8(ctx, o.Isolation, arms, o.Workload, policy, o.Sample)
 		return ev.Outcome
 	})
 	for _, rd := range ev.Ready {
@@ -242,4 +262,14 @@ func short(d string) string {
 		return d[:12]
 	}
 	return d
+}
+
+// scheduled is the policy a candidate's speed stage grades under: the
+// given thresholds at version 7 for a hot-swappable candidate, else 8.
+func scheduled(p speed.Policy, swappable bool) speed.Policy {
+	p.Version = speed.V8
+	if swappable {
+		p.Version = speed.V7
+	}
+	return p
 }

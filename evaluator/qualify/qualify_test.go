@@ -111,7 +111,11 @@ func TestQualifyOnTheCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`id="rates"`, `data-role="B_prime"`, `abbreviated_serving`, string(r.Decision)} {
+	// rmsnorm_torch is hot-swappable: v7, B′ only when inconclusive.
+	if r.Speed.Version != 7 {
+		t.Fatalf("speed policy version %d for a hot-swappable candidate, want 7", r.Speed.Version)
+	}
+	for _, want := range []string{`id="rates"`, `data-role="C"`, `abbreviated_serving`, string(r.Decision)} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the HTML report lacks %s", want)
 		}

@@ -289,6 +289,30 @@ def load_tree(tree: Optional[str]) -> Seam:
     return seam
 
 
+def swap(old: Seam, tree: Optional[str]) -> Seam:
+    """The seam of another engine tree, for a resident engine that swaps
+    one tree for another (spec: a hot swap). Everything the old seam
+    imported is dropped first: every cacheon_kernel_* module, every module
+    loaded from under the old tree, and the old tree's root on sys.path,
+    so no code of the old tree survives into the new one. The caller
+    recaptures its CUDA graphs and forgets prepared weights."""
+    roots = [os.path.realpath(t) for t in (old.tree,) if t]
+
+    def under_root(module) -> bool:
+        # A module file, or a (namespace) package's search path, in the tree.
+        places = [getattr(module, "__file__", None) or ""] + [str(p) for p in (getattr(module, "__path__", None) or [])]
+        return any(os.path.realpath(p).startswith(r + os.sep) for p in places if p for r in roots)
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith(("cacheon_kernel_", "cacheon_c_")) or under_root(module):
+            del sys.modules[name]
+    for r in roots:
+        while r in sys.path:
+            sys.path.remove(r)
+    importlib.invalidate_caches()
+    return load_tree(tree)
+
+
 def add_bundle(seam: Seam, bundle: str) -> None:
     """Development aid: activate a contribution bundle directly, without a
     materialized tree. Its rows join (and for their slots replace) the

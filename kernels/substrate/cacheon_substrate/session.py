@@ -13,6 +13,12 @@ is a property of the process, not of the kernels):
       -> {"id": N, "phase": "prefill", "seconds": S}     (graph capture on a first batch, prefill)
   {"op": "decode", "id": N}
       -> {"id": N, "tokens": [[ids], ...], "seconds": S} (K-1 decode steps; K tokens per prompt)
+  {"op": "swap", "id": N, "tree": PATH}
+      -> {"id": N, "swapped": PATH, "slots": {...}, "seconds": S}
+
+A swap (a resident engine's hot swap) binds another engine tree's seam: one of the trees named
+with --swap-tree at start, never another path. Every kernel module of the old tree is dropped,
+prepared weights are forgotten and CUDA graphs are captured again by the next batch.
 
 K is at least 2. The seconds are this process's clock around the phase, device-synchronized. The
 controller times every phase on its own clock too and refuses frames whose seconds disagree with
@@ -82,6 +88,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--graph", action="store_true")
     ap.add_argument("--max-len", type=int, default=0)
+    ap.add_argument("--swap-tree", action="append", default=[], help="a tree a swap may bind (repeatable)")
     a = ap.parse_args(argv)
     device = a.device
     if device == "auto":
@@ -119,6 +126,18 @@ def main(argv=None) -> int:
                 eng, k, seconds = prefill(m, engines, req, graph)
                 pending = (rid, eng, k)
                 send({"id": rid, "phase": "prefill", "seconds": seconds})
+            elif op == "swap":
+                pending = None
+                t0 = time.perf_counter()
+                tree = req.get("tree")
+                if tree not in a.swap_tree:
+                    raise ValueError(f"swap to {tree!r}, which is not a tree named at start")
+                from . import seam as seam_mod
+                m.swap_seam(seam_mod.swap(m.seam, tree))
+                engines.clear()
+                sync(m)
+                send({"id": rid, "swapped": tree, "slots": {k: v["status"] for k, v in m.seam.report().items()},
+                      "seconds": time.perf_counter() - t0})
             elif op == "decode":
                 if pending is None or pending[0] != rid:
                     raise ValueError(f"decode of batch {rid!r}, which is not the prefilled one")
