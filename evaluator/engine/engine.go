@@ -33,18 +33,18 @@ const Protocol = "cacheon-engine-session-v2"
 
 // Spec is one engine to start.
 type Spec struct {
-	Python  string // absolute interpreter path
-	Root    string // from worker.EngineRoot
-	Tree    string // the materialized engine tree (read-only)
-	Model   string // the sealed model directory (read-only)
-	Device  string // "cpu" or "cuda"
-	Graph   bool   // replay CUDA graphs for decode
+	Python string // absolute interpreter path
+	Root   string // from worker.EngineRoot
+	Tree   string // the materialized engine tree (read-only)
+	Model  string // the sealed model directory (read-only)
+	Device string // "cpu" or "cuda"
+	Graph  bool   // replay CUDA graphs for decode
 	// SwapTrees are the other trees a resident engine may swap to (bound
 	// read-only like Tree); a swap to any other path is refused by the
 	// engine itself.
 	SwapTrees []string
 	WorkDir   string
-	Env     []string
+	Env       []string
 	// StartTimeout bounds loading (to the ready frame), BatchTimeout each
 	// batch; zero takes the defaults.
 	StartTimeout, BatchTimeout time.Duration
