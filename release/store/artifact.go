@@ -147,14 +147,36 @@ func parseArtifact(raw []byte, subject v1.Hash) (*manifest, error) {
 // (CheckDescriptor with MaxManifestSize). Callers open the candidates
 // they need with OpenReferrer, as late as they can.
 func Candidates(s Store, subject v1.Hash) ([]v1.Descriptor, error) {
+	out, skipped, err := ListCandidates(s, subject)
+	if err != nil {
+		return nil, err
+	}
+	if len(skipped) > 0 {
+		return nil, skipped[0].Err
+	}
+	return out, nil
+}
+
+// Skipped is a listed candidate passed over, and why.
+type Skipped struct {
+	Descriptor v1.Descriptor
+	Err        error
+}
+
+// ListCandidates is Candidates for a reader that needs only some of the
+// attachments (a verifier): a candidate whose descriptor could not be
+// read is returned in skipped instead of refusing the whole list, so
+// that anyone able to attach something to an image cannot make its
+// genuine attestations unreadable. A list longer than MaxIndexEntries is
+// still refused: it is bounded before anything is looked at.
+func ListCandidates(s Store, subject v1.Hash) (cands []v1.Descriptor, skipped []Skipped, err error) {
 	descs, err := s.Referrers(subject)
 	if err != nil {
-		return nil, fmt.Errorf("list referrers of %s in %s: %w", subject, s.Location(), err)
+		return nil, nil, fmt.Errorf("list referrers of %s in %s: %w", subject, s.Location(), err)
 	}
 	if len(descs) > MaxIndexEntries {
-		return nil, fmt.Errorf("referrers of %s in %s: %w: %d listed, the limit is %d", subject, s.Location(), ErrTooManyEntries, len(descs), MaxIndexEntries)
+		return nil, nil, fmt.Errorf("referrers of %s in %s: %w: %d listed, the limit is %d", subject, s.Location(), ErrTooManyEntries, len(descs), MaxIndexEntries)
 	}
-	var out []v1.Descriptor
 	seen := map[v1.Hash]bool{}
 	for _, d := range descs {
 		if seen[d.Digest] || !d.MediaType.IsImage() || d.Digest == subject {
@@ -162,12 +184,13 @@ func Candidates(s Store, subject v1.Hash) ([]v1.Descriptor, error) {
 		}
 		seen[d.Digest] = true
 		if err := CheckDescriptor(d, MaxManifestSize); err != nil {
-			return nil, fmt.Errorf("referrer of %s in %s: %w", subject, s.Location(), err)
+			skipped = append(skipped, Skipped{Descriptor: d, Err: fmt.Errorf("referrer of %s in %s: %w", subject, s.Location(), err)})
+			continue
 		}
-		out = append(out, d)
+		cands = append(cands, d)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Digest.String() < out[j].Digest.String() })
-	return out, nil
+	sort.Slice(cands, func(i, j int) bool { return cands[i].Digest.String() < cands[j].Digest.String() })
+	return cands, skipped, nil
 }
 
 // OpenReferrer reads candidate d's manifest and checks it against d and

@@ -189,7 +189,11 @@ func (l *Layout) Manifest(d v1.Descriptor) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readRegular(p, MaxManifestSize)
+	b, err := readRegular(p, MaxManifestSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &MissingError{What: "manifest", Digest: d.Digest.String(), Location: l.dir, Detail: "no file blobs/sha256/" + d.Digest.Hex}
+	}
+	return b, err
 }
 
 func (l *Layout) Blob(d v1.Descriptor) (io.ReadCloser, error) {
@@ -198,6 +202,9 @@ func (l *Layout) Blob(d v1.Descriptor) (io.ReadCloser, error) {
 		return nil, err
 	}
 	f, _, err := openRegular(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &MissingError{What: "blob", Digest: d.Digest.String(), Location: l.dir, Detail: "no file blobs/sha256/" + d.Digest.Hex}
+	}
 	if err != nil {
 		return nil, err
 	}

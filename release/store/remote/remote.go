@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -109,6 +110,13 @@ func (r *Registry) get(path string, accept []types.MediaType) (io.ReadCloser, er
 	if err != nil {
 		return nil, err
 	}
+	if resp.StatusCode == http.StatusNotFound {
+		// The descriptor came from this registry: a 404 is its contents
+		// at fault (a rejection), not the network.
+		resp.Body.Close()
+		what, digest, _ := strings.Cut(path, "/")
+		return nil, &store.MissingError{What: strings.TrimSuffix(what, "s"), Digest: digest, Location: r.ref.String(), Detail: "the registry answered 404"}
+	}
 	if err := transport.CheckError(resp, http.StatusOK); err != nil {
 		resp.Body.Close()
 		return nil, err
@@ -127,7 +135,7 @@ func (r *Registry) Manifest(d v1.Descriptor) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > store.MaxManifestSize {
-		return nil, fmt.Errorf("manifest %s is larger than %d bytes", d.Digest, store.MaxManifestSize)
+		return nil, fmt.Errorf("manifest %s: %w: larger than %d bytes", d.Digest, store.ErrTooLarge, store.MaxManifestSize)
 	}
 	return b, nil
 }
