@@ -158,7 +158,9 @@ func parseIndex(p string, b []byte) (*v1.IndexManifest, error) {
 }
 
 // Resolve returns the one image in index.json that is not an artifact
-// (it has no artifactType and no subject).
+// (it has no artifactType and no subject) and not the base; when several
+// are listed, the one with a reference name. Anything else is a rejection
+// of the layout.
 func (l *Layout) Resolve() (v1.Descriptor, error) {
 	im, err := l.index()
 	if err != nil {
@@ -170,8 +172,19 @@ func (l *Layout) Resolve() (v1.Descriptor, error) {
 			found = append(found, d)
 		}
 	}
+	if len(found) > 1 {
+		// Anything listed without a type looks like an image; the
+		// release image is the one its writer named.
+		var named []v1.Descriptor
+		for _, d := range found {
+			if d.Annotations[annotationRef] != "" {
+				named = append(named, d)
+			}
+		}
+		found = named
+	}
 	if len(found) != 1 {
-		return v1.Descriptor{}, fmt.Errorf("OCI layout %s: index.json lists %d release images, want exactly 1", l.dir, len(found))
+		return v1.Descriptor{}, &FileError{Path: filepath.Join(l.dir, indexFile), Err: ErrMalformed, Detail: fmt.Sprintf("it lists %d release images (image manifests without an artifact type, named by %s), want exactly 1", len(found), annotationRef)}
 	}
 	return found[0], nil
 }
