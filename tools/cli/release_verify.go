@@ -45,6 +45,18 @@ signature, predicate-type, builder, subjects, layers, image-blobs,
 release-descriptor, engine-tree, integrations, substrate, entrypoint,
 model-receipt, sbom, provenance.
 
+Every signature bundle attached to the image is tried: the release passes
+when one verifies with a trusted key and signs a statement about this very
+image, so a bundle of another release attached beside the genuine one
+changes nothing. Referrers the verification does not need (other artifact
+types, or ones whose manifest or blob is missing, oversized or does not
+match its digest) are skipped and listed as notes in the report; when no
+usable candidate of a type the release needs remains, its check fails.
+Attacker-controlled input never ends in exit 1: a missing or oversized
+blob, or a layer that does not decompress or unpack, fails a named check
+(exit 2). With --json one report is printed on every path, with "error"
+set when verification did not complete.
+
 With --layout the release is also checked against the project's signed
 in-toto supply-chain layout (see "cacheon release layout"): the layout's
 signature by a --layout-key and its expiry, the functionaries' links in
