@@ -113,7 +113,9 @@ func Tampers() []Tamper {
 				Attach(t, dir, store.Artifact{ArtifactType: store.ArtifactBundle, Data: replayed})
 			}},
 		{Name: "the only bundle's blob is missing", Check: verify.CheckAttestations, Want: "no readable signature bundle",
-			Apply: func(t testing.TB, dir string, r *Release) { removeBlob(t, dir, artifactBlob(t, dir, store.ArtifactBundle)) }},
+			Apply: func(t testing.TB, dir string, r *Release) {
+				removeBlob(t, dir, artifactBlob(t, dir, store.ArtifactBundle))
+			}},
 		{Name: "the only bundle's manifest is missing", Check: verify.CheckAttestations, Want: "no signature bundle",
 			Apply: func(t testing.TB, dir string, r *Release) { removeBlob(t, dir, bundleDigest(t, dir)) }},
 		{Name: "the provenance blob is missing", Check: verify.CheckProvenance, Want: "is missing",
@@ -121,7 +123,9 @@ func Tampers() []Tamper {
 				removeBlob(t, dir, artifactBlob(t, dir, store.ArtifactProvenance))
 			}},
 		{Name: "the SBOM blob is missing", Check: verify.CheckSBOM, Want: "is missing",
-			Apply: func(t testing.TB, dir string, r *Release) { removeBlob(t, dir, artifactBlob(t, dir, store.ArtifactSBOM)) }},
+			Apply: func(t testing.TB, dir string, r *Release) {
+				removeBlob(t, dir, artifactBlob(t, dir, store.ArtifactSBOM))
+			}},
 		{Name: "the SBOM blob is larger than its descriptor", Check: verify.CheckSBOM, Want: "do not match the descriptor",
 			Apply: func(t testing.TB, dir string, r *Release) {
 				d := artifactBlob(t, dir, store.ArtifactSBOM)

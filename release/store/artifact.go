@@ -32,6 +32,11 @@ const (
 	// AnnotationPredicateType names the in-toto predicate inside a
 	// statement or a signed bundle.
 	AnnotationPredicateType = "dev.cacheon.release.predicate-type"
+
+	// AnnotationTitle names a blob as a file (image-spec's
+	// org.opencontainers.image.title): oras pull writes an artifact's
+	// blob under this name, and skips blobs without one.
+	AnnotationTitle = "org.opencontainers.image.title"
 )
 
 // emptyConfig is the OCI empty descriptor every artifact manifest uses as
@@ -48,11 +53,40 @@ func emptyDescriptor() v1.Descriptor {
 	return v1.Descriptor{MediaType: types.OCIEmptyJSON, Digest: h, Size: n, Data: emptyConfig}
 }
 
+// Titles of the release's artifact blobs, the file names a consumer gets
+// from oras pull.
+const (
+	TitleSBOM       = "sbom.spdx.json"
+	TitleProvenance = "provenance.intoto.json"
+	TitleBundle     = "provenance.sigstore.json"
+)
+
 // Artifact is one attachment: a single blob of a given artifact type.
 type Artifact struct {
 	ArtifactType string
 	Data         []byte
 	Annotations  map[string]string
+	// Title, when set, is the blob's file name (AnnotationTitle); it must
+	// be a safe one (CheckTitle).
+	Title string
+}
+
+// CheckTitle refuses a blob title that is not a plain file name: empty,
+// "." or "..", longer than 255 bytes, or holding a path separator, a
+// control character or anything outside printable ASCII. A client writes
+// the blob under this name, so anything else could place it outside the
+// directory it pulls into.
+func CheckTitle(title string) error {
+	bad := title == "" || title == "." || title == ".." || len(title) > 255
+	for _, r := range title {
+		if r <= ' ' || r > '~' || r == '/' || r == '\\' || r == ':' {
+			bad = true
+		}
+	}
+	if bad {
+		return fmt.Errorf("%w: artifact title %q is not a plain file name (printable ASCII without spaces, path separators or colons, not . or ..)", ErrBadDescriptor, title)
+	}
+	return nil
 }
 
 // manifest is an OCI 1.1 image manifest used as an artifact. It is its own
@@ -78,6 +112,12 @@ func (a Artifact) Manifest(subject v1.Descriptor) (raw []byte, desc, blob v1.Des
 		return nil, v1.Descriptor{}, v1.Descriptor{}, err
 	}
 	blob = v1.Descriptor{MediaType: types.MediaType(a.ArtifactType), Digest: h, Size: n}
+	if a.Title != "" {
+		if err := CheckTitle(a.Title); err != nil {
+			return nil, v1.Descriptor{}, v1.Descriptor{}, err
+		}
+		blob.Annotations = map[string]string{AnnotationTitle: a.Title}
+	}
 	sub := v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
 	m := manifest{
 		SchemaVersion: 2,
@@ -116,6 +156,9 @@ type Referrer struct {
 	Blob         v1.Descriptor
 	Data         []byte
 }
+
+// Title is the file name the blob's descriptor gives it ("" for none).
+func (r *Referrer) Title() string { return r.Blob.Annotations[AnnotationTitle] }
 
 // parseArtifact checks raw as an artifact manifest referring to subject.
 func parseArtifact(raw []byte, subject v1.Hash) (*manifest, error) {
