@@ -30,4 +30,3 @@ func TestCheckTitle(t *testing.T) {
 		}
 	}
 }
-
