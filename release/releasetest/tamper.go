@@ -112,6 +112,18 @@ func Tampers() []Tamper {
 				Detach(t, dir, store.ArtifactBundle)
 				Attach(t, dir, store.Artifact{ArtifactType: store.ArtifactBundle, Data: replayed})
 			}},
+		{Name: "two bundles, neither binds: replayed and by an untrusted key", Check: verify.CheckSubjects, Want: "none of the 2 signature bundles binds image",
+			Apply: func(t testing.TB, dir string, r *Release) {
+				replayed := replayedBundle(t, dir, r.Signer)
+				other, _, _ := Keys(t, t.TempDir(), "attacker", key.Ed25519)
+				foreign, _, err := sign.Statement(Attached(t, dir, store.ArtifactProvenance), other)
+				if err != nil {
+					t.Fatal(err)
+				}
+				Detach(t, dir, store.ArtifactBundle)
+				Attach(t, dir, store.Artifact{ArtifactType: store.ArtifactBundle, Data: replayed})
+				Attach(t, dir, store.Artifact{ArtifactType: store.ArtifactBundle, Data: foreign})
+			}},
 		{Name: "the only bundle's blob is missing", Check: verify.CheckAttestations, Want: "no readable signature bundle",
 			Apply: func(t testing.TB, dir string, r *Release) {
 				removeBlob(t, dir, artifactBlob(t, dir, store.ArtifactBundle))

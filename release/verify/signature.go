@@ -25,7 +25,6 @@ import (
 // latest), the first of those in digest order.
 func (v *verification) checkSignature() error {
 	var best *Failure
-	var bestOther error
 	loaded := 0
 	err := v.att.each(store.ArtifactBundle, func(b *store.Referrer) (bool, error) {
 		ok, err := v.att.load(b)
@@ -44,10 +43,9 @@ func (v *verification) checkSignature() error {
 		v.att.reject(b, err)
 		var f *Failure
 		if !errors.As(err, &f) {
-			if bestOther == nil {
-				bestOther = err
-			}
-			return false, nil
+			// A bundle is the attacker's input: whatever is wrong with
+			// it fails the signature check, never the run.
+			f = &Failure{Check: CheckSignature, Err: err}
 		}
 		if best == nil || stage[f.Check] > stage[best.Check] {
 			best = f
@@ -63,8 +61,6 @@ func (v *verification) checkSignature() error {
 			return best
 		case best != nil:
 			return &Failure{Check: best.Check, Err: fmt.Errorf("none of the %d signature bundles binds image %s; the closest: %w%s", loaded, v.desc.Digest, best.Err, v.att.passedOver())}
-		case bestOther != nil:
-			return bestOther
 		default:
 			return failf(CheckAttestations, "no readable signature bundle is attached to image %s%s", v.desc.Digest, v.att.passedOver())
 		}

@@ -7,8 +7,10 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -148,16 +150,35 @@ func (r *Registry) Blob(d v1.Descriptor) (io.ReadCloser, error) {
 // has no API. Server-side filtering is not trusted (registries disagree on
 // artifactType), so everything is listed and store.Referrers
 // filters after reading each manifest.
+//
+// Anyone who can push to the repository can write the fallback tag, so
+// what the registry answers with is its contents: an answer that is not
+// a referrers index (it does not parse, is of another media type, is over
+// go-containerregistry's size limit) is a rejection (store.ErrMalformed),
+// while an HTTP error status or a network failure stays an error of the
+// run.
 func (r *Registry) Referrers(subject v1.Hash) ([]v1.Descriptor, error) {
 	idx, err := ggcr.Referrers(r.ref.Context().Digest(subject.String()), r.options...)
 	if err != nil {
-		return nil, err
+		return nil, contentsError(err, "list the referrers of "+subject.String())
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return nil, err
+		return nil, contentsError(err, "parse the referrers index of "+subject.String())
 	}
 	return im.Manifests, nil
+}
+
+// contentsError marks err as a rejection of the registry's contents
+// unless it is an HTTP status, a network failure or a cancellation.
+func contentsError(err error, what string) error {
+	var terr *transport.Error
+	var uerr *url.Error
+	var nerr net.Error
+	if errors.As(err, &terr) || errors.As(err, &uerr) || errors.As(err, &nerr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w: %v", what, store.ErrMalformed, err)
 }
 
 type rawManifest struct {
