@@ -13,10 +13,14 @@
 // and provenance regenerated from what the image holds.
 //
 // Each check is a method of one verification in the file named for it
-// (image.go, attachments.go, signature.go, with predicate.go, builder.go
-// and subjects.go run on every candidate bundle, layers.go, blobs.go, descriptor.go, enginetree.go,
-// integrations.go, substrate.go, entrypoint.go, modelreceipt.go, sbom.go,
-// provenance.go, layout.go); run lists them in the order they run. The
+// (image.go, attachments.go, signature.go, layers.go, blobs.go,
+// descriptor.go, enginetree.go, integrations.go, substrate.go,
+// entrypoint.go, modelreceipt.go, sbom.go, provenance.go, layout.go;
+// predicate.go, builder.go and subjects.go hold the checks signature.go
+// runs on every candidate bundle); run lists them in the order they run.
+// Referrers the verification does not need are skipped and listed in the
+// report's notes, so no extra anyone attaches can fail a genuine release
+// (attachments.go). The
 // package imports nothing of the producer: the SBOM and provenance it
 // regenerates come from the release projections in release/sbom and
 // release/provenance, the release stack from stacks/stack, and it links
