@@ -89,4 +89,38 @@ func TestConsumerGuideSnippetsRun(t *testing.T) {
 	if got := strings.TrimSpace(sh(find + "\necho \"$img\"")); got != desc.Digest.String() {
 		t.Errorf("the cosign snippet finds %q, the release image is %s", got, desc.Digest)
 	}
+
+	// The cosign snippet as written, where cosign is installed: its
+	// first line (cacheon release verify --bundle-out) runs in-process.
+	if _, err := exec.LookPath("cosign"); err != nil {
+		t.Logf("cosign is not installed, its snippet is not run: %v", err)
+		return
+	}
+	block := shellBlock(t, doc, "cosign verify-blob-attestation")
+	first, rest, _ := strings.Cut(block, "\n")
+	args := strings.Fields(first)
+	if len(args) < 2 || args[0] != "cacheon" {
+		t.Fatalf("the cosign snippet does not start with cacheon: %q", first)
+	}
+	pub, err := os.ReadFile(r.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "release.pub"), pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range args {
+		if a == "release.pub" || a == "release-1.0" || a == "provenance.sigstore.json" {
+			args[i] = filepath.Join(work, a)
+		}
+	}
+	if code, out, errOut := run(t, "", args[1:]...); code != ExitOK {
+		t.Fatalf("%s: exit %d\n%s%s", first, code, out, errOut)
+	}
+	// cosign keeps its state under HOME; the test's is private.
+	out := sh("export HOME=\"$PWD/home\"\n" + rest)
+	if !strings.Contains(out, "Verified OK") {
+		t.Errorf("cosign did not say Verified OK:\n%s", out)
+	}
+	t.Logf("cosign: %s", strings.TrimSpace(out))
 }
