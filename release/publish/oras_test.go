@@ -138,7 +138,8 @@ func TestPublishLegacyTags(t *testing.T) {
 
 	attTag := repo.Tag("sha256-" + img.Hex + ".att")
 	att, attDigest := manifestAt(t, attTag)
-	if len(att.Layers) != 1 || att.Layers[0].MediaType != store.MediaTypeDSSE || att.Layers[0].Annotations["predicateType"] != provenance.PredicateType || att.Subject != nil {
+	_, sigAnnotation := att.Layers[0].Annotations["dev.cosignproject.cosign/signature"]
+	if len(att.Layers) != 1 || att.Layers[0].MediaType != store.MediaTypeDSSE || att.Layers[0].Annotations["predicateType"] != provenance.PredicateType || !sigAnnotation || att.Subject != nil {
 		t.Fatalf("%s: manifest %+v", attTag, att)
 	}
 	env := blobAt(t, repo, att.Layers[0].Digest)

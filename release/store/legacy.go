@@ -21,6 +21,10 @@ const (
 	// annotationLegacyPredicate is the layer annotation cosign's legacy
 	// attestations name their predicate type with.
 	annotationLegacyPredicate = "predicateType"
+	// annotationLegacySignature holds a legacy signature layer's
+	// signature; an attestation's is inside its envelope, so the
+	// annotation is there and empty (cosign refuses a layer without it).
+	annotationLegacySignature = "dev.cosignproject.cosign/signature"
 )
 
 // LegacyTag is the legacy tag for image digest d with suffix "sig" or
@@ -58,7 +62,7 @@ func LegacyAttestation(envelopes []Envelope) (raw []byte, desc v1.Descriptor, la
 			return nil, v1.Descriptor{}, nil, err
 		}
 		layers = append(layers, v1.Descriptor{MediaType: MediaTypeDSSE, Digest: h, Size: n,
-			Annotations: map[string]string{annotationLegacyPredicate: e.PredicateType, AnnotationTitle: title}})
+			Annotations: map[string]string{annotationLegacyPredicate: e.PredicateType, annotationLegacySignature: "", AnnotationTitle: title}})
 	}
 	m := struct {
 		SchemaVersion int64           `json:"schemaVersion"`

@@ -2,12 +2,15 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/registrytest"
 	fixture "github.com/cacheon/engine/release/releasetest"
 )
@@ -47,5 +50,46 @@ func TestReleasePublishLegacyTags(t *testing.T) {
 	}
 	if code, out, errOut := run(t, "", "release", "verify", "--key", r.PublicKey, ref); code != ExitOK {
 		t.Fatalf("verify from the registry: %d\n%s%s", code, out, errOut)
+	}
+}
+
+// cosign, where it is installed, verifies the published SLSA attestation
+// both ways the consumer guide gives: from the signature bundle found
+// through referrers, and from the legacy .att tag (--new-bundle-format
+// =false, as older clients read it).
+func TestCosignVerifiesThePublishedAttestation(t *testing.T) {
+	if _, err := exec.LookPath("cosign"); err != nil {
+		t.Skipf("cosign is not installed: %v", err)
+	}
+	reg := registrytest.Start(t)
+	r := fixture.New(t)
+	dir := r.Signed(t)
+	code, out, errOut := run(t, "", "release", "publish", "--json", "--legacy-tags", dir, reg.Host+"/engine:1.0")
+	if code != ExitOK {
+		t.Fatalf("publish: %d\n%s%s", code, out, errOut)
+	}
+	var res struct {
+		ImageDigest string `json:"image_digest"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	img := reg.Host + "/engine@" + res.ImageDigest
+	home := t.TempDir()
+	_, _, otherKey := fixture.Keys(t, t.TempDir(), "other", key.Ed25519)
+	for _, extra := range [][]string{nil, {"--new-bundle-format=false"}} {
+		for _, c := range []struct {
+			key string
+			ok  bool
+		}{{r.PublicKey, true}, {otherKey, false}} {
+			args := append([]string{"verify-attestation", "--key", c.key, "--insecure-ignore-tlog", "--type", "slsaprovenance1", "--allow-insecure-registry"}, extra...)
+			cmd := exec.Command("cosign", append(args, img)...)
+			cmd.Env = append(os.Environ(), "HOME="+home)
+			b, err := cmd.CombinedOutput()
+			verified := err == nil && strings.Contains(string(b), "The signatures were verified against the specified public key")
+			if verified != c.ok {
+				t.Errorf("cosign %v with key %s: verified %v, want %v (%v)\n%s", extra, c.key, verified, c.ok, err, b)
+			}
+		}
 	}
 }
