@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/registrytest"
 	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/release/store"
 )
 
 // release publish --legacy-tags writes the .sig and .att tags, reports
@@ -91,5 +94,44 @@ func TestCosignVerifiesThePublishedAttestation(t *testing.T) {
 				t.Errorf("cosign %v with key %s: verified %v, want %v (%v)\n%s", extra, c.key, verified, c.ok, err, b)
 			}
 		}
+	}
+}
+
+// oras, where it is installed, pulls each published artifact as the file
+// its title names, with the bytes attached to the layout.
+func TestOrasPullsThePublishedFiles(t *testing.T) {
+	if _, err := exec.LookPath("oras"); err != nil {
+		t.Skipf("oras is not installed: %v", err)
+	}
+	reg := registrytest.Start(t)
+	r := fixture.New(t)
+	dir := r.Signed(t)
+	code, out, errOut := run(t, "", "release", "publish", "--json", dir, reg.Host+"/engine:1.0")
+	if code != ExitOK {
+		t.Fatalf("publish: %d\n%s%s", code, out, errOut)
+	}
+	var res struct {
+		Artifacts []string `json:"artifacts"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{store.ArtifactSBOM: store.TitleSBOM, store.ArtifactProvenance: store.TitleProvenance, store.ArtifactBundle: store.TitleBundle}
+	pulled := t.TempDir()
+	home := t.TempDir()
+	for _, a := range res.Artifacts {
+		typ, digest, _ := strings.Cut(a, "@")
+		cmd := exec.Command("oras", "pull", "--plain-http", "-o", pulled, reg.Host+"/engine@"+digest)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("oras pull %s: %v\n%s", a, err, b)
+		}
+		got, err := os.ReadFile(filepath.Join(pulled, files[typ]))
+		if err != nil || !bytes.Equal(got, fixture.Attached(t, dir, typ)) {
+			t.Errorf("oras pull %s: %s is not the attached %s (%v)", a, files[typ], typ, err)
+		}
+	}
+	if entries, _ := os.ReadDir(pulled); len(entries) != 3 {
+		t.Errorf("oras pulled %d files, want 3", len(entries))
 	}
 }
