@@ -32,7 +32,8 @@ func TestEngineServesTimedBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(w.Tokens) != 2 || len(w.Tokens[0]) != 6 || w.EngineSeconds <= 0 || w.EngineSeconds > w.HostSeconds {
+		if len(w.Tokens) != 2 || len(w.Tokens[0]) != 6 || w.EngineSeconds <= 0 || w.EngineSeconds > w.HostSeconds ||
+			w.PrefillEngineSeconds <= 0 || w.PrefillEngineSeconds > w.PrefillHostSeconds {
 			t.Fatalf("window %+v", w)
 		}
 		if i == 0 {
@@ -43,6 +44,13 @@ func TestEngineServesTimedBatches(t *testing.T) {
 	}
 	if _, err := e.Batch(context.Background(), [][]int{{1 << 30}}, 2); !isFault(err, FaultRefused) {
 		t.Fatalf("out-of-vocabulary batch: %v, want a refused batch", err)
+	}
+	// A refused batch leaves the session serving.
+	if w, err := e.Batch(context.Background(), prompts, 2); err != nil || len(w.Tokens[0]) != 2 || w.PrefillEngineSeconds <= 0 {
+		t.Fatalf("a batch after a refused one: %+v, %v", w, err)
+	}
+	if _, err := e.Batch(context.Background(), prompts, 1); err == nil {
+		t.Fatal("a batch of one new token (no decode step) was served")
 	}
 	out, err := e.Close()
 	if err != nil || !out.Clean() {
@@ -79,17 +87,22 @@ func TestHostileEnginesAreFaults(t *testing.T) {
 		name, source, kind string
 		atStart            bool
 	}{
-		{"forged fast timer", ready + `for line in inp:
-    r = json.loads(line); time.sleep(1.0)
+		{"forged fast timer", ready + `def d(r):
+    time.sleep(1.0)
     send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.001})
+serve(d)
 `, FaultTiming, false},
-		{"time longer than the bracket", ready + `for line in inp:
-    r = json.loads(line)
-    send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 30.0})
+		{"time longer than the bracket", ready + `serve(lambda r: send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 30.0}))
 `, FaultTiming, false},
-		{"too few tokens", ready + `for line in inp:
+		{"forged prefill timer", ready + `for line in inp:
+    r = json.loads(line); time.sleep(1.0)
+    send({"id": r["id"], "phase": "prefill", "seconds": 0.001})
+`, FaultTiming, false},
+		{"decode answered without a prefill", ready + `for line in inp:
     r = json.loads(line)
-    send({"id": r["id"], "tokens": [[1] for _ in r["prompts"]], "seconds": 0.0001})
+    send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
+`, FaultGarbage, false},
+		{"too few tokens", ready + `serve(lambda r: send({"id": r["id"], "tokens": [[1] for _ in r["prompts"]], "seconds": 0.0001}))
 `, FaultTokens, false},
 		{"garbage frame", ready + `for line in inp:
     out.write("I am the verdict: PASS\n"); out.flush()

@@ -29,18 +29,23 @@ type Calibration struct {
 	Supported bool   `json:"supported"` // false: the lanes are too noisy for any policy (drift over 0.02)
 }
 
-// CalibrationRound is one round's scored rates, tokens per second.
+// CalibrationRound is one round's scored rates, tokens per second, and
+// what the policy the rounds ran under decides of them: on stock-versus-
+// stock rounds, a PASS is a false crown the thresholds let through.
 type CalibrationRound struct {
-	B      string `json:"b"`
-	C      string `json:"c"`
-	BPrime string `json:"b_prime"`
+	B        string   `json:"b"`
+	C        string   `json:"c"`
+	BPrime   string   `json:"b_prime"`
+	Speedup  string   `json:"speedup"`
+	Decision Decision `json:"decision"`
+	Reason   string   `json:"reason"`
 }
 
 // Digest identifies the calibration.
 func (c *Calibration) Digest() (string, error) {
 	rounds := []any{}
 	for _, r := range c.Rounds {
-		rounds = append(rounds, map[string]any{"b": r.B, "c": r.C, "b_prime": r.BPrime})
+		rounds = append(rounds, map[string]any{"b": r.B, "c": r.C, "b_prime": r.BPrime, "speedup": r.Speedup, "decision": string(r.Decision), "reason": r.Reason})
 	}
 	d, err := identity.H(identity.DomainCalibration, map[string]any{
 		"workload": c.Workload, "lanes": c.Lanes, "rounds": rounds,
@@ -64,42 +69,88 @@ func summarize(rates [][3]float64) (noise, maxNoise, minMargin float64, supporte
 
 func relativeSpread2(a, b float64) float64 { return math.Abs(a-b) / ((a + b) / 2) }
 
+// RoundsOptions are repeated rounds of the v8 speed schedule, fresh
+// engine processes each round.
+type RoundsOptions struct {
+	Isolation worker.Isolation
+	// Arms are B, C and B′; for a calibration every arm runs the
+	// incumbent's tree, for a resolution run C runs a candidate's.
+	Arms     []Arm
+	Workload *workload.Workload
+	Policy   speed.Policy
+	Sample   Sampler
+	Rounds   int
+	Lanes    string // e.g. "cpu", "cuda shared", "cuda disjoint"
+	Progress func(round int, r CalibrationRound)
+}
+
 // Calibrate runs rounds of the v8 schedule with the incumbent on every
-// arm and summarizes them. The policy only supplies the window counts a
-// read needs; its thresholds are what is being calibrated.
-func Calibrate(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, rounds int, lanes string, progress func(round int, r CalibrationRound)) (*Calibration, error) {
-	if rounds < 2 {
-		return nil, fmt.Errorf("calibration needs at least 2 rounds, got %d", rounds)
+// arm and summarizes them. The policy supplies the window counts a read
+// needs, and each round is graded under it (a PASS is a false crown); its
+// thresholds are what is being calibrated.
+func Calibrate(ctx context.Context, o RoundsOptions) (*Calibration, error) {
+	for i := range o.Arms {
+		o.Arms[i].Candidate = false
 	}
-	wd, err := w.Digest()
+	c, rates, err := rounds(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	c := &Calibration{Workload: wd, Lanes: lanes, Rounds: []CalibrationRound{}}
+	noise, maxNoise, minMargin, ok := summarize(rates)
+	c.NoiseFloor, c.MaxNoise, c.MinMargin, c.Supported = speed.Format(noise), speed.Format(maxNoise), speed.Format(minMargin), ok
+	return c, nil
+}
+
+// Resolution runs the same rounds with a candidate on the C arm: how often
+// a candidate of a known speed difference passes (a resolution curve is a
+// few of these). It returns the rounds only; no thresholds follow from them.
+func Resolution(ctx context.Context, o RoundsOptions) (*Calibration, error) {
+	c, _, err := rounds(ctx, o)
+	return c, err
+}
+
+func rounds(ctx context.Context, o RoundsOptions) (*Calibration, [][3]float64, error) {
+	if o.Rounds < 2 {
+		return nil, nil, fmt.Errorf("calibration needs at least 2 rounds, got %d", o.Rounds)
+	}
+	wd, err := o.Workload.Digest()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &Calibration{Workload: wd, Lanes: o.Lanes, Rounds: []CalibrationRound{}}
 	var rates [][3]float64
-	for i := 0; i < rounds; i++ {
-		round := make([]Arm, len(arms))
-		for j, a := range arms {
-			a.Candidate = false
+	for i := 0; i < o.Rounds; i++ {
+		round := make([]Arm, len(o.Arms))
+		for j, a := range o.Arms {
 			a.Spec.WorkDir = fmt.Sprintf("%s-round%d", a.Spec.WorkDir, i)
 			round[j] = a
 		}
-		ev := runSpeedV8(ctx, iso, round, w, p)
+		ev := runSpeedV8(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample)
 		if ev.Grade == nil {
-			return nil, fmt.Errorf("calibration round %d: %s", i, ev.Reason)
+			return nil, nil, fmt.Errorf("calibration round %d: %s", i, ev.Reason)
 		}
 		var r [3]float64
 		for k := range r {
 			r[k] = ev.Grade.Rates[k].Scored
 		}
 		rates = append(rates, r)
-		cr := CalibrationRound{B: speed.Format(r[0]), C: speed.Format(r[1]), BPrime: speed.Format(r[2])}
+		cr := CalibrationRound{B: speed.Format(r[0]), C: speed.Format(r[1]), BPrime: speed.Format(r[2]),
+			Speedup: speed.Format(ev.Grade.Speedup), Decision: ev.Decision, Reason: ev.Reason}
 		c.Rounds = append(c.Rounds, cr)
-		if progress != nil {
-			progress(i, cr)
+		if o.Progress != nil {
+			o.Progress(i, cr)
 		}
 	}
-	noise, maxNoise, minMargin, ok := summarize(rates)
-	c.NoiseFloor, c.MaxNoise, c.MinMargin, c.Supported = speed.Format(noise), speed.Format(maxNoise), speed.Format(minMargin), ok
-	return c, nil
+	return c, rates, nil
+}
+
+// Passes counts the rounds the policy passed.
+func (c *Calibration) Passes() int {
+	n := 0
+	for _, r := range c.Rounds {
+		if r.Decision == Pass {
+			n++
+		}
+	}
+	return n
 }

@@ -32,11 +32,12 @@ func TestSummarize(t *testing.T) {
 func TestCalibrateOnTheCPU(t *testing.T) {
 	f := enginetest.New(t)
 	var seen []int
-	c, err := Calibrate(context.Background(), f.Iso, arms(f), smoke(t), testPolicy(), 2, "cpu", func(i int, _ CalibrationRound) { seen = append(seen, i) })
+	c, err := Calibrate(context.Background(), RoundsOptions{Isolation: f.Iso, Arms: arms(f), Workload: smoke(t), Policy: testPolicy(),
+		Rounds: 2, Lanes: "cpu", Progress: func(i int, _ CalibrationRound) { seen = append(seen, i) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Rounds) != 2 || len(seen) != 2 || c.NoiseFloor == "" {
+	if len(c.Rounds) != 2 || len(seen) != 2 || c.NoiseFloor == "" || c.Rounds[0].Decision == "" || c.Rounds[0].Speedup == "" {
 		t.Fatalf("calibration %+v", c)
 	}
 	d1, err := c.Digest()

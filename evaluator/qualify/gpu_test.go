@@ -57,9 +57,10 @@ func TestCalibrateOnTheGPU(t *testing.T) {
 	p := testPolicy()
 	p.MinWindows = 8
 	start := time.Now()
-	c, err := Calibrate(context.Background(), f.Iso, arms, w, p, 5, "cuda shared", func(i int, r CalibrationRound) {
-		t.Logf("round %d: B %s C %s B′ %s", i, r.B, r.C, r.BPrime)
-	})
+	c, err := Calibrate(context.Background(), RoundsOptions{Isolation: f.Iso, Arms: arms, Workload: w, Policy: p,
+		Sample: lanes.Runner{}.Read, Rounds: 5, Lanes: "cuda shared", Progress: func(i int, r CalibrationRound) {
+			t.Logf("round %d: B %s C %s B′ %s: %s %s", i, r.B, r.C, r.BPrime, r.Decision, r.Reason)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

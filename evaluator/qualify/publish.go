@@ -36,6 +36,13 @@ func publishSpeed(store *evidence.Store, ev *SpeedEvidence) (*Speed, error) {
 	if s.Batches, err = store.Put(ArtifactBatches, "application/json", "speed-batches.v1", batches); err != nil {
 		return nil, err
 	}
+	samples, err := json.Marshal(ev.Samples)
+	if err != nil {
+		return nil, err
+	}
+	if s.Samples, err = store.Put(ArtifactSamples, "application/json", "lane-samples.v1", samples); err != nil {
+		return nil, err
+	}
 	if ev.Grade != nil {
 		s.Speedup = speed.Format(ev.Grade.Speedup)
 	}

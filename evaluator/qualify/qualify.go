@@ -34,6 +34,9 @@ type Options struct {
 	RunDir string
 	Python string
 	Lanes  [2]lanes.Lane
+	// Sample reads the lanes' devices around every timed read; nil on
+	// the CPU lane.
+	Sample Sampler
 	// Isolation contains every engine; Unsafe only by explicit request.
 	Isolation worker.Isolation
 	// Verify configures the ABI screen (device, dtype, seed).
@@ -41,6 +44,10 @@ type Options struct {
 	Progress func(format string, args ...any)
 	// Controller is the SHA-256 of the running binary, recorded in the report.
 	Controller string
+	// Reproduces, when set, is the report this run reproduces: the lanes
+	// run with its roles exchanged, and the run must plan the same
+	// candidate over the same incumbent (else NO_DECISION).
+	Reproduces *Report
 }
 
 // Result is a finished qualification.
@@ -60,6 +67,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		progress = func(string, ...any) {}
 	}
 	r := &Report{Schema: ReportSchema, Started: t0.UTC().Format(time.RFC3339), Isolation: "sandbox", Notes: []string{}, Stages: []Stage{}}
+	if o.Reproduces != nil {
+		digest, lns, err := reproduction(o.Reproduces, o.Lanes)
+		if err != nil {
+			return nil, err
+		}
+		r.Reproduces, r.LanesExchanged, o.Lanes = digest, true, lns
+		if o.Lanes[0].Shared {
+			r.Notes = append(r.Notes, "one device holds both lanes: the exchange of roles is nominal")
+		}
+	}
 	if o.Isolation.Unsafe {
 		r.Isolation = "unisolated"
 		r.Notes = append(r.Notes, "engines ran without a sandbox (--unsafe-no-isolation)")
@@ -148,6 +165,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.Inputs.IncumbentStack, r.Inputs.CandidateStack = planned.Arms.IncumbentStackDigest, planned.Arms.CandidateStackDigest
 	r.Inputs.IncumbentTree, r.Inputs.CandidateTree = treeOf(planned.Arms, "B"), treeOf(planned.Arms, "C")
 	r.Inputs.SelectedDelta = planned.Inspection.SelectedDeltaDigest
+	if o.Reproduces != nil {
+		if diff := sameExperiment(o.Reproduces.Inputs, r.Inputs); diff != "" {
+			stage(StageReproduction, func() Outcome {
+				return Outcome{NoDecision, "not a reproduction of the report: its " + diff + " differs"}
+			})
+			return finish()
+		}
+	}
 
 	// ABI: every op row on its slot contract, in worker processes.
 	vo := o.Verify
@@ -188,7 +213,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	var ev *SpeedEvidence
 	stage(StageSpeed, func() Outcome {
-		ev = runSpeedV8(ctx, o.Isolation, arms, o.Workload, o.Policy)
+		ev = runSpeedV8(ctx, o.Isolation, arms, o.Workload, o.Policy, o.Sample)
 		return ev.Outcome
 	})
 	for _, rd := range ev.Ready {

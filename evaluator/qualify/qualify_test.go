@@ -2,6 +2,8 @@ package qualify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -113,6 +115,36 @@ func TestQualifyOnTheCPU(t *testing.T) {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the HTML report lacks %s", want)
 		}
+	}
+
+	// A reproduction of the report runs the same experiment with the lane
+	// roles exchanged, and says which report it reproduces.
+	again := o
+	again.RunDir = filepath.Join(t.TempDir(), "reproduction")
+	again.Reproduces = back
+	rep, err := Run(context.Background(), again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if rr := rep.Report; !rr.LanesExchanged || rr.Reproduces != hex.EncodeToString(sum[:]) || rr.Speed == nil || rr.Inputs.CandidateTree != r.Inputs.CandidateTree {
+		t.Fatalf("reproduction %+v", rr)
+	}
+	if err := Regrade(o.Store, rep.Report); err != nil {
+		t.Fatalf("regrade of the reproduction: %v", err)
+	}
+	// A reproduction that plans another candidate is no reproduction:
+	// NO_DECISION before any engine starts.
+	other := qualifyOptions(t, f, "kernels/contributions/silu_and_mul_torch")
+	other.RunDir = filepath.Join(t.TempDir(), "other")
+	other.Reproduces = back
+	bad, err := Run(context.Background(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := bad.Report.Stages[len(bad.Report.Stages)-1]
+	if bad.Report.Decision != NoDecision || last.Name != StageReproduction || !strings.Contains(last.Reason, "candidate content hash") || bad.Report.Speed != nil {
+		t.Fatalf("a reproduction of another candidate: %s %+v", bad.Report.Decision, last)
 	}
 }
 

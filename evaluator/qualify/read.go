@@ -11,13 +11,19 @@ import (
 
 // Batch is one served batch of a read, as the evidence keeps it.
 type Batch struct {
-	Index  int    `json:"index"`
-	Phase  string `json:"phase"` // "warmup", "conditioning" or "timed"
-	Tokens int    `json:"tokens"`
-	// Seconds is the controller's time for the batch, the one graded;
-	// EngineSeconds the engine's own, kept as the tamper check saw it.
-	Seconds       float64 `json:"seconds"`
-	EngineSeconds float64 `json:"engine_seconds"`
+	Index int    `json:"index"`
+	Phase string `json:"phase"` // "warmup", "conditioning" or "timed"
+	// Tokens is what the decode phase generated (max_new_tokens − 1 per
+	// prompt), the window's tokens.
+	Tokens int `json:"tokens"`
+	// Seconds is the controller's time for the decode phase, the one
+	// graded; EngineSeconds the engine's own, kept as the tamper check saw
+	// it. The prefill's two times are kept and never graded: its eager
+	// speed is a property of the process (engine.Window says why).
+	Seconds              float64 `json:"seconds"`
+	EngineSeconds        float64 `json:"engine_seconds"`
+	PrefillSeconds       float64 `json:"prefill_seconds"`
+	PrefillEngineSeconds float64 `json:"prefill_engine_seconds"`
 	// Output is every prompt's generated tokens: the trajectories the
 	// pristine reference later scores.
 	Output [][]int `json:"output"`
@@ -60,7 +66,8 @@ func serve(ctx context.Context, e *engine.Engine, w *workload.Workload, from, to
 		if err != nil {
 			return out, fmt.Errorf("%s batch %d: %w", phase, i, err)
 		}
-		out = append(out, Batch{Index: i, Phase: phase, Tokens: w.ExpectedTokens(i), Seconds: win.HostSeconds, EngineSeconds: win.EngineSeconds, Output: win.Tokens})
+		out = append(out, Batch{Index: i, Phase: phase, Tokens: w.DecodeTokens(i), Seconds: win.HostSeconds, EngineSeconds: win.EngineSeconds,
+			PrefillSeconds: win.PrefillHostSeconds, PrefillEngineSeconds: win.PrefillEngineSeconds, Output: win.Tokens})
 	}
 	return out, nil
 }

@@ -20,6 +20,7 @@ const (
 	ArtifactReads   = "cacheon.qualification.speed-reads"
 	ArtifactBatches = "cacheon.qualification.batches"
 	ArtifactPolicy  = "cacheon.qualification.speed-policy"
+	ArtifactSamples = "cacheon.qualification.lane-samples"
 )
 
 // Report is a qualification's canonical record: the decision, every
@@ -33,13 +34,18 @@ type Report struct {
 	Inputs Inputs `json:"inputs"`
 	// Isolation says how engines were contained ("sandbox" or
 	// "unisolated", the latter only by explicit request).
-	Isolation string   `json:"isolation"`
-	Lanes     []Lane   `json:"lanes"`
-	Stages    []Stage  `json:"stages"`
-	Speed     *Speed   `json:"speed"`
-	Started   string   `json:"started"` // RFC 3339, UTC
-	Seconds   string   `json:"seconds"` // a decimal string
-	Notes     []string `json:"notes"`
+	Isolation string  `json:"isolation"`
+	Lanes     []Lane  `json:"lanes"`
+	Stages    []Stage `json:"stages"`
+	Speed     *Speed  `json:"speed"`
+	// Reproduces is the SHA-256 of the canonical report this run
+	// reproduces ("" for a first qualification); LanesExchanged says its
+	// lanes ran with the roles of that report's exchanged.
+	Reproduces     string   `json:"reproduces"`
+	LanesExchanged bool     `json:"lanes_exchanged"`
+	Started        string   `json:"started"` // RFC 3339, UTC
+	Seconds        string   `json:"seconds"` // a decimal string
+	Notes          []string `json:"notes"`
 }
 
 // Inputs are digests (64 hex) of what a qualification read.
@@ -94,6 +100,9 @@ type Speed struct {
 	Policy   evidence.Ref `json:"policy"`
 	Reads    evidence.Ref `json:"reads"`
 	Batches  evidence.Ref `json:"batches"`
+	// Samples are the lane samples around every read: clocks, power,
+	// temperature and throttle reasons ([] on the CPU lane).
+	Samples evidence.Ref `json:"lane_samples"`
 }
 
 // ErrRegrade is a retained decision the evidence does not reproduce.
@@ -134,8 +143,16 @@ func Regrade(store *evidence.Store, r *Report) error {
 		if err != nil {
 			return fmt.Errorf("%w: the retained reads do not grade: %v", ErrRegrade, err)
 		}
-		if Decision(g.Decision) != r.Speed.Decision || speed.Format(g.Speedup) != r.Speed.Speedup {
-			return fmt.Errorf("%w: speed grades %s at %s, the report says %s at %s", ErrRegrade, g.Decision, speed.Format(g.Speedup), r.Speed.Decision, r.Speed.Speedup)
+		samplesJSON, err := store.Get(r.Speed.Samples)
+		if err != nil {
+			return fmt.Errorf("lane samples: %w", err)
+		}
+		var samples []ReadSamples
+		if err := json.Unmarshal(samplesJSON, &samples); err != nil {
+			return fmt.Errorf("lane samples: %w", err)
+		}
+		if out := speedOutcome(g, samples); out.Decision != r.Speed.Decision || speed.Format(g.Speedup) != r.Speed.Speedup {
+			return fmt.Errorf("%w: speed grades %s at %s, the report says %s at %s", ErrRegrade, out.Decision, speed.Format(g.Speedup), r.Speed.Decision, r.Speed.Speedup)
 		}
 		if d, _ := p.Digest(); d != r.Inputs.Policy {
 			return fmt.Errorf("%w: the retained policy has digest %s, the report names %s", ErrRegrade, d, r.Inputs.Policy)

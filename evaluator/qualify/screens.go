@@ -19,6 +19,9 @@ const (
 	ScreenGraph   = "graph"
 	ScreenServing = "abbreviated_serving"
 	StageSpeed    = "speed"
+	// StageReproduction is a reproduction that planned another experiment
+	// than the report it names (recorded only then).
+	StageReproduction = "reproduction"
 )
 
 // screenStatic is the static scan of the candidate bundle: any policy
@@ -84,6 +87,9 @@ func screenGraph(r *verify.Report) Outcome {
 			switch c.Graph {
 			case "captured":
 				captured++
+			case verify.CaseGraphEagerOnly:
+				// Eager calls by design (the regrow case); the row's
+				// catalog cases carry its graph capture.
 			case "capture_failed":
 				return Outcome{Fail, fmt.Sprintf("%s [%s] case %d: CUDA graph capture failed: %s", row.Slot, row.Variant, c.Index, c.Reason)}
 			default:

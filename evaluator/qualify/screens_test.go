@@ -64,6 +64,10 @@ func TestScreenGraph(t *testing.T) {
 		{"nothing required", &verify.Report{Rows: []verify.RowResult{row("not_required", verify.CaseResult{Verdict: verify.Pass})}}, Pass},
 		{"capture failed", &verify.Report{Rows: []verify.RowResult{row("required", ok, verify.CaseResult{Index: 1, Verdict: verify.Fail, Graph: "capture_failed"})}}, Fail},
 		{"passed without capture", &verify.Report{Rows: []verify.RowResult{row("required", verify.CaseResult{Verdict: verify.Pass, Graph: "not_run"})}}, NoDecision},
+		// The regrow case of a collective row is eager by design; the
+		// row's catalog cases carry the capture.
+		{"eager-only regrow case", &verify.Report{Rows: []verify.RowResult{row("required", ok,
+			verify.CaseResult{Index: 1, Name: "regrow", Verdict: verify.Pass, Graph: verify.CaseGraphEagerOnly})}}, Pass},
 		{"no report", nil, NoDecision},
 	}
 	for _, c := range cases {

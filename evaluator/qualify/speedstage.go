@@ -27,6 +27,8 @@ type SpeedEvidence struct {
 	Batches map[speed.Role][]Batch `json:"-"`
 	Ready   map[speed.Role]engine.Ready
 	Grade   *speed.Grade `json:"-"`
+	// Samples are the lane samples around every read (none on the CPU lane).
+	Samples []ReadSamples `json:"-"`
 
 	mu sync.Mutex // Batches, while engines warm up together
 }
@@ -34,8 +36,8 @@ type SpeedEvidence struct {
 // runSpeedV8 is the non-swappable schedule: three engine processes (B, C
 // and B′) start together and warm up together; then their reads are
 // timed one after another, B, C, B′, so no timed work overlaps.
-func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy) *SpeedEvidence {
-	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}}
+func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
+	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}}
 	if len(arms) != 3 || arms[0].Role != speed.B || arms[1].Role != speed.C || arms[2].Role != speed.BPrime {
 		ev.Outcome = Outcome{NoDecision, "the v8 schedule needs the arms B, C and B′ in that order"}
 		return ev
@@ -75,10 +77,23 @@ func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *worklo
 		ev.Ready[arms[i].Role] = engines[i].Ready
 	}
 	for i, a := range arms {
-		r, b, err := timedRead(ctx, engines[i], w, a.Role)
-		ev.recordBatches(a.Role, b)
+		var r speed.Read
+		var readErr error
+		rs, err := sampleAround(ctx, sample, a.Role, func() error {
+			var b []Batch
+			r, b, readErr = timedRead(ctx, engines[i], w, a.Role)
+			ev.recordBatches(a.Role, b)
+			return readErr
+		})
+		if rs != nil {
+			ev.Samples = append(ev.Samples, *rs)
+		}
+		if readErr != nil {
+			ev.Outcome = attribute(string(a.Role), a.Candidate, fmt.Errorf("read: %w", readErr))
+			return ev
+		}
 		if err != nil {
-			ev.Outcome = attribute(string(a.Role), a.Candidate, fmt.Errorf("read: %w", err))
+			ev.Outcome = Outcome{NoDecision, err.Error()}
 			return ev
 		}
 		ev.Reads = append(ev.Reads, r)
@@ -91,7 +106,7 @@ func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *worklo
 		return ev
 	}
 	ev.Grade = g
-	ev.Outcome = Outcome{Decision(g.Decision), fmt.Sprintf("%s (speedup %s)", g.Reason, speed.Format(g.Speedup))}
+	ev.Outcome = speedOutcome(g, ev.Samples)
 	return ev
 }
 
@@ -103,3 +118,23 @@ func (ev *SpeedEvidence) recordBatches(role speed.Role, b []Batch) {
 
 // armDir is an arm's work directory under the run directory.
 func armDir(run string, role speed.Role) string { return filepath.Join(run, "arms", string(role)) }
+
+// speedOutcome is the speed stage's decision from its grade and the lane
+// samples around its reads. The grade is the policy's, to the bit; two
+// things it cannot see make it NO_DECISION, whatever it says: a device
+// that slowed itself down under a read, and a B′ the grade dropped for
+// drifting from B by more than max_noise. The spec's v8 then grades C on
+// B alone, but the two stock reads disagreeing is the lanes not being
+// steady, not evidence about the candidate: measured on an H200, one
+// process in a round can be 11 % slow (docs/results/engine-sessions-h200.md),
+// and on stock-versus-stock rounds that alone crowned the copy. Regrade
+// calls this too.
+func speedOutcome(g *speed.Grade, samples []ReadSamples) Outcome {
+	if d := Drift(samples); d != "" {
+		return Outcome{NoDecision, fmt.Sprintf("%s; the reads graded %s at %s", d, g.Decision, speed.Format(g.Speedup))}
+	}
+	if g.Concluded && !g.BPrimeKept {
+		return Outcome{NoDecision, fmt.Sprintf("stock drift: B and B′ differ by %s, over max_noise; the reads graded %s at %s on B alone", speed.Format(g.Drift), g.Decision, speed.Format(g.Speedup))}
+	}
+	return Outcome{Decision(g.Decision), fmt.Sprintf("%s (speedup %s)", g.Reason, speed.Format(g.Speedup))}
+}

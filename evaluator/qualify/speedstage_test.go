@@ -62,7 +62,7 @@ func testPolicy() speed.Policy {
 // by the margin except by noise the grade accounts for.
 func TestSpeedV8OnTheCPU(t *testing.T) {
 	f := enginetest.New(t)
-	ev := runSpeedV8(context.Background(), f.Iso, arms(f), smoke(t), testPolicy())
+	ev := runSpeedV8(context.Background(), f.Iso, arms(f), smoke(t), testPolicy(), nil)
 	if ev.Grade == nil {
 		t.Fatalf("no grade: %+v", ev.Outcome)
 	}
@@ -104,9 +104,10 @@ func equalTokens(a, b [][]int) bool {
 // FAIL; the incumbent's is NO_DECISION.
 func TestSpeedFaultsAreAttributed(t *testing.T) {
 	f := enginetest.New(t)
-	forged := f.HostileRoot(t, "forged", enginetest.Prelude+enginetest.ReadyFrame+`for line in inp:
-    r = json.loads(line); time.sleep(0.2)
+	forged := f.HostileRoot(t, "forged", enginetest.Prelude+enginetest.ReadyFrame+`def d(r):
+    time.sleep(0.2)
     send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
+serve(d)
 `)
 	for _, c := range []struct {
 		role speed.Role
@@ -120,7 +121,7 @@ func TestSpeedFaultsAreAttributed(t *testing.T) {
 					arms[i].Spec.Root = forged
 				}
 			}
-			ev := runSpeedV8(context.Background(), f.Iso, arms, smoke(t), testPolicy())
+			ev := runSpeedV8(context.Background(), f.Iso, arms, smoke(t), testPolicy(), nil)
 			if ev.Decision != c.want || !strings.Contains(ev.Reason, "forged_timing") {
 				t.Fatalf("%s forging its timer: %s %s, want %s for forged_timing", c.role, ev.Decision, ev.Reason, c.want)
 			}

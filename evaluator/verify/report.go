@@ -98,21 +98,31 @@ type Tolerance = worker.Tolerance
 
 // CaseResult is one case of a row.
 type CaseResult struct {
-	Index    int              `json:"index"`
+	Index int `json:"index"`
+	// Name names a case that is not a catalog shape: worker.RegrowCase,
+	// the big, small, big again sequence of every collective row.
+	Name     string           `json:"name,omitempty"`
 	Describe string           `json:"describe"`
 	Params   map[string]int64 `json:"params"`
 	Jittered bool             `json:"jittered"` // false when the catalog shape was used
 	Verdict  string           `json:"verdict"`
 	Reason   string           `json:"reason"`
-	Graph    string           `json:"graph,omitempty"` // captured, capture_failed, not_run
+	Graph    string           `json:"graph,omitempty"` // captured, capture_failed, not_run, eager_only
 	Phases   []PhaseResult    `json:"phases,omitempty"`
 }
 
+// CaseGraphEagerOnly is the graph status of a case that runs eager calls
+// only, by design, in a row under the graph gate (the regrow case).
+const CaseGraphEagerOnly = "eager_only"
+
 // PhaseResult is one checked call of a case.
 type PhaseResult struct {
-	Phase  string `json:"phase"`
-	Passed bool   `json:"passed"`
-	Reason string `json:"reason"`
+	Phase string `json:"phase"`
+	// Params is the call's shape, for the steps of a sequence case (the
+	// regrow case: big, small, big_again).
+	Params map[string]int64 `json:"params,omitempty"`
+	Passed bool             `json:"passed"`
+	Reason string           `json:"reason"`
 }
 
 // WorkerRun records one worker process of a row.

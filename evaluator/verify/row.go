@@ -65,6 +65,13 @@ func (r *runner) verifyRow(index int, op *bundle.Op, contract worker.SlotContrac
 		}
 		row.Cases = append(row.Cases, cr)
 	}
+	if contract.Kind == string(catalog.SlotCollective) {
+		ref, cr := regrowCase(elig, ps.Sequences, len(ps.Cases), r.o.DType, arch)
+		if ref != nil {
+			cases = append(cases, *ref)
+		}
+		row.Cases = append(row.Cases, cr)
+	}
 	if len(cases) == 0 {
 		row.Verdict, row.Reason = NotApplicable, "no case falls in the row's declared domain ("+firstNA+")"
 		return
@@ -129,6 +136,51 @@ func (r *runner) verifyRow(index int, op *bundle.Op, contract worker.SlotContrac
 		return
 	}
 	mergeVerdict(row, &v, records)
+}
+
+// regrowCase picks the regrow case of a collective row: the first of the
+// plan's sequences (most preferred first) whose every step the row's
+// domain admits, jittered steps before catalog steps. Without one the
+// case is N/A, like any case outside the domain: an engine never makes
+// the calls the domain excludes.
+func regrowCase(elig *bundle.Eligibility, seqs []worker.PlannedSequence, index int, dtype, arch string) (*worker.CaseRef, CaseResult) {
+	admitted := func(steps []worker.PlannedStep) (bool, string) {
+		if len(steps) == 0 {
+			return false, "no sequence"
+		}
+		for _, st := range steps {
+			if ok, why := admits(elig, callContext(st.Live, dtype, arch)); !ok {
+				return false, st.Phase + " call: " + why
+			}
+		}
+		return true, ""
+	}
+	// The case after the catalog cases, as the plan numbers it.
+	cr := CaseResult{Index: index, Name: worker.RegrowCase, Describe: "big, small, big again", Params: map[string]int64{}}
+	firstNA := "the plan lists no sequence (the slot's shapes have no token count to lower)"
+	for i, seq := range seqs {
+		steps, describe, jittered := seq.Steps, seq.Describe, true
+		ok, why := admitted(steps)
+		if !ok {
+			if okCat, _ := admitted(seq.CatalogSteps); okCat {
+				ok, steps, describe, jittered = true, seq.CatalogSteps, seq.CatalogDescribe, false
+			}
+		}
+		if i == 0 {
+			firstNA = why
+		}
+		if !ok {
+			continue
+		}
+		ref := &worker.CaseRef{Index: seq.Index, Seed: seq.Seed, Params: steps[0].Params, Name: seq.Name}
+		for _, st := range steps {
+			ref.Steps = append(ref.Steps, worker.CaseStep{Phase: st.Phase, Params: st.Params})
+		}
+		cr.Index, cr.Describe, cr.Params, cr.Jittered = seq.Index, describe, steps[0].Params, jittered
+		return ref, cr
+	}
+	cr.Verdict, cr.Reason = NotApplicable, "no big, small, big again sequence falls in the declared domain ("+firstNA+")"
+	return nil, cr
 }
 
 // runCandidates runs one candidate process per rank. A non-empty verdict
@@ -258,11 +310,16 @@ func mergeVerdict(row *RowResult, v *worker.Verdict, records []worker.CandidateR
 		}
 		c.Reason = cv.Reason
 		c.Graph = graphStatus[c.Index]
-		if row.Graph == GraphRequired && c.Graph == "" {
+		switch {
+		case row.Graph == GraphRequired && c.Name == worker.RegrowCase:
+			// Its point is the shapes changing between eager calls; the
+			// catalog cases carry the graph gate.
+			c.Graph = CaseGraphEagerOnly
+		case row.Graph == GraphRequired && c.Graph == "":
 			c.Graph = "not_run"
 		}
 		for _, p := range cv.Phases {
-			c.Phases = append(c.Phases, PhaseResult{Phase: p.Phase, Passed: p.Passed, Reason: p.Reason})
+			c.Phases = append(c.Phases, PhaseResult{Phase: p.Phase, Params: p.Params, Passed: p.Passed, Reason: p.Reason})
 		}
 	}
 	if v.Passed {

@@ -340,6 +340,28 @@ def all_reduce(x, out, group):
     out.copy_(x)
     dist.all_reduce(out, group=group)
 `, `{"max_num_tokens": 16}`, Options{}},
+		// The regrow case of a collective with a prepare step reuses the
+		// prepared state across its three token counts.
+		{"expert-parallel moe with prepare over gloo", "moe.fused_experts_reduce", "experts", "prep", `import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+def prep(w13, w2):
+    return (w13, w2)
+
+def experts(x, topk_ids, topk_weights, prepared, out, group):
+    w13, w2 = prepared
+    inter = w13.shape[1] // 2
+    acc = torch.zeros(out.shape, dtype=torch.float32)
+    for t in range(x.shape[0]):
+        for j in range(topk_ids.shape[1]):
+            e = int(topk_ids[t, j])
+            h = w13[e].float() @ x[t].float()
+            a = F.silu(h[:inter]) * h[inter:]
+            acc[t] += float(topk_weights[t, j]) * (w2[e].float() @ a)
+    dist.all_reduce(acc, group=group)
+    out.copy_(acc.to(out.dtype))
+`, `{"max_num_tokens": 12}`, Options{}},
 	}
 	for _, tc := range cases {
 		tc := tc
@@ -357,6 +379,9 @@ def all_reduce(x, out, group):
 			}
 			if applicable == 0 {
 				t.Fatal("no case ran")
+			}
+			if rep.Rows[0].Kind == string(catalog.SlotCollective) {
+				checkRegrowPassed(t, rep.Rows[0])
 			}
 		})
 	}

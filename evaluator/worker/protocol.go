@@ -18,6 +18,24 @@ type CaseRef struct {
 	Index  int              `json:"index"`
 	Seed   int64            `json:"seed"`
 	Params map[string]int64 `json:"params"`
+	// Name names a case that is not a catalog shape (RegrowCase).
+	Name string `json:"name,omitempty"`
+	// Steps make a sequence case: one eager call per step, in order, in
+	// the same candidate process; Params is then the first step's.
+	Steps []CaseStep `json:"steps,omitempty"`
+}
+
+// RegrowCase names the sequence case every collective row runs: its token
+// count big, small, then big again in one process, every other dim the
+// big call's. It catches state a kernel keeps from an earlier call (a
+// workspace or view sized by it) that goes stale when the count grows
+// again; at each hidden size the catalog cases only ever grow.
+const RegrowCase = "regrow"
+
+// CaseStep is one call of a sequence case: its phase name and shape.
+type CaseStep struct {
+	Phase  string           `json:"phase"`
+	Params map[string]int64 `json:"params"`
 }
 
 // PlanRequest asks for the cases of the slots whose contracts it carries.
@@ -60,6 +78,29 @@ type PlanSlot struct {
 	ContractError string        `json:"contract_error,omitempty"`
 	WorldSize     int           `json:"world_size"`
 	Cases         []PlannedCase `json:"cases"`
+	// Sequences are the candidate shape sequences of the regrow case
+	// (collective slots only), most preferred first: the controller runs
+	// the first whose every step the op row's domain admits.
+	Sequences []PlannedSequence `json:"sequences"`
+}
+
+// PlannedSequence is one candidate sequence case, with and without jitter
+// (CatalogSteps is nil when the catalog shapes give no sequence).
+type PlannedSequence struct {
+	Index           int           `json:"index"`
+	Seed            int64         `json:"seed"`
+	Name            string        `json:"name"`
+	Steps           []PlannedStep `json:"steps"`
+	CatalogSteps    []PlannedStep `json:"catalog_steps"`
+	Describe        string        `json:"describe"`
+	CatalogDescribe string        `json:"catalog_describe"`
+}
+
+// PlannedStep is one call of a sequence case with its live capability fields.
+type PlannedStep struct {
+	Phase  string           `json:"phase"`
+	Params map[string]int64 `json:"params"`
+	Live   map[string]any   `json:"live"`
 }
 
 // PlannedCase is one case with and without jitter. Live maps hold the
@@ -163,6 +204,7 @@ type Tolerance struct {
 // CaseVerdict is one case's judgement.
 type CaseVerdict struct {
 	Index    int              `json:"index"`
+	Name     string           `json:"name,omitempty"`
 	Params   map[string]int64 `json:"params"`
 	Describe string           `json:"describe"`
 	Passed   bool             `json:"passed"`
@@ -172,10 +214,12 @@ type CaseVerdict struct {
 
 // PhaseVerdict is one call's judgement.
 type PhaseVerdict struct {
-	Phase       string       `json:"phase"`
-	Passed      bool         `json:"passed"`
-	Reason      string       `json:"reason"`
-	Comparisons []Comparison `json:"comparisons,omitempty"`
+	Phase string `json:"phase"`
+	// Params is the call's shape, for the steps of a sequence case.
+	Params      map[string]int64 `json:"params,omitempty"`
+	Passed      bool             `json:"passed"`
+	Reason      string           `json:"reason"`
+	Comparisons []Comparison     `json:"comparisons,omitempty"`
 }
 
 // Comparison is one output's comparison with the truth. Score and

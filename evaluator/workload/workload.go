@@ -129,6 +129,10 @@ func (w *Workload) ConditioningBatches() (first, end int) {
 // ExpectedTokens is how many tokens batch i must return.
 func (w *Workload) ExpectedTokens(i int) int { return len(w.PromptBatches[i]) * w.MaxNewTokens }
 
+// DecodeTokens is how many of batch i's tokens its decode phase generates
+// (all but each prompt's first, which the prefill gives): a window's tokens.
+func (w *Workload) DecodeTokens(i int) int { return len(w.PromptBatches[i]) * (w.MaxNewTokens - 1) }
+
 // validate checks the read structure; each problem names its field.
 func (w *Workload) validate() []fieldError {
 	var errs []fieldError
@@ -136,8 +140,10 @@ func (w *Workload) validate() []fieldError {
 		errs = append(errs, fieldError{field, fmt.Sprintf(format, args...)})
 	}
 	n := len(w.PromptBatches)
-	if w.MaxNewTokens < 1 || w.MaxNewTokens > 4096 {
-		add("max_new_tokens", "%d is outside [1, 4096]", w.MaxNewTokens)
+	// At least 2: a window times decode steps, and the first token is the
+	// prefill's.
+	if w.MaxNewTokens < 2 || w.MaxNewTokens > 4096 {
+		add("max_new_tokens", "%d is outside [2, 4096] (a window times the decode steps after the prefill's token)", w.MaxNewTokens)
 	}
 	if math.IsNaN(w.Temperature) || w.Temperature < 0 || w.Temperature > 2 {
 		add("temperature", "%v is outside [0, 2]", w.Temperature)

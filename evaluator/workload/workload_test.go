@@ -101,6 +101,7 @@ func TestWorkloadErrorsNameTheField(t *testing.T) {
 		{"warmup below conditioning", edit("warmup         = 2", "warmup = 0"), "w.hcl:5,"},
 		{"no timed window", edit("batches    = 6", "batches = 2"), "no timed window"},
 		{"negative temperature", edit("temperature    = 0", "temperature = -1"), "temperature: -1 is outside [0, 2]"},
+		{"no decode step", edit("max_new_tokens = 8", "max_new_tokens = 1"), "max_new_tokens: 1 is outside [2, 4096]"},
 		{"fractional tokens", edit("max_new_tokens = 8", "max_new_tokens = 8.5"), "whole number"},
 		{"string count", edit("warmup         = 2", `warmup = "2"`), "Integer required"},
 		{"missing engine", edit("engine {", "enginex {"), "Unsupported block type"},

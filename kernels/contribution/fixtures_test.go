@@ -29,6 +29,7 @@ var fixtures = map[string]fixtureExpectation{
 	"silu_drops_silu":                 {stage: "verify"},
 	"silu_new_tensor":                 {stage: "verify"},
 	"silu_mutates_input":              {stage: "verify"},
+	"all_reduce_stale_regrow":         {stage: "verify"},
 	"banned_import":                   {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
 	"exec_call":                       {stage: StagePayload, scanRule: scan.RuleBannedCall, contains: `kernels/silu_and_mul.py:7:1: dynamic import: name "exec"`},
 	"getattr_dynamic":                 {stage: "scan", scanRule: scan.RuleDynamicAttribute, contains: "getattr"},

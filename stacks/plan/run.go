@@ -276,3 +276,30 @@ func hasLabels(f *stack.File) bool {
 	}
 	return false
 }
+
+// Incumbent materializes only the incumbent of r (no candidate) into
+// TreeDir/B and returns the tree's path and digest: the engine every arm
+// of a stock-versus-stock calibration runs. r.CandidateDir is ignored.
+func Incumbent(ctx context.Context, r Request) (string, string, error) {
+	incumbent, ok := r.Incumbent.Manifest.(*stack.EvaluationStackManifest)
+	if !ok || r.Incumbent.File.Kind != stack.Evaluation {
+		return "", "", rejectroot.Errorf("%s: the incumbent must be an evaluation stack, this is a %s stack", r.IncumbentPath, r.Incumbent.File.Kind)
+	}
+	if r.TreeDir == "" {
+		return "", "", errors.New("plan.Incumbent: no TreeDir to keep the tree in")
+	}
+	if err := ctx.Err(); err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(r.TreeDir, 0o755); err != nil {
+		return "", "", err
+	}
+	opts := r.Materialize
+	opts.Inspections = r.Incumbent.Inspections
+	dir := filepath.Join(r.TreeDir, "B")
+	tree, err := materialize.Materialize(incumbent, resolverOf(r.Incumbent.Dirs), dir, opts)
+	if err != nil {
+		return "", "", fmt.Errorf("materialize incumbent: %w", err)
+	}
+	return dir, tree.TreeDigest, nil
+}

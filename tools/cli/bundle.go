@@ -36,6 +36,8 @@ importing or running its code. docs/miner-guide/bundle-format.md describes
 the format.`,
 	}
 	cmd.AddCommand(newBundleInspectCommand(s, defaultBundleDeps()))
+	cmd.AddCommand(newBundleFingerprintCommand(s, defaultBundleDeps()))
+	cmd.AddCommand(newBundleCompareCommand(s, defaultBundleDeps()))
 	return cmd
 }
 

@@ -2,50 +2,31 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/evaluator/evidence"
-	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/qualify"
-	"github.com/cacheon/engine/evaluator/sandbox"
-	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/verify"
-	"github.com/cacheon/engine/evaluator/worker"
-	"github.com/cacheon/engine/evaluator/workload"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/model"
-	"github.com/cacheon/engine/tools/model/testmodel"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // qualifyOptions are the flags of qualify.
 type qualifyOptions struct {
-	input      stackInputOptions
-	deps       stackDeps
-	incumbent  string
-	candidate  string
-	model      string
-	workload   string
-	policy     string
-	evidence   string
-	out        string
-	python     string
-	unisolated bool
-	json       bool
+	env       qualificationFlags
+	candidate string
+	evidence  string
+	out       string
+	reproduce string
+	json      bool
 }
 
 func newQualifyCommand(s Streams) *cobra.Command {
-	o := qualifyOptions{deps: defaultStackDeps()}
+	o := qualifyOptions{env: qualificationFlags{deps: defaultStackDeps()}}
 	cmd := &cobra.Command{
 		Use:   "qualify --candidate BUNDLE [--incumbent STACK] [--out DIR]",
 		Short: "Measure one candidate's target transition over the incumbent",
@@ -85,18 +66,14 @@ and report (the report's path).`,
 			return runQualify(cmd.Context(), s, o)
 		},
 	}
-	o.input.addFlags(cmd.Flags())
+	o.env.addFlags(cmd.Flags())
 	f := cmd.Flags()
-	f.StringVar(&o.incumbent, "incumbent", filepath.Join("stacks", "incumbent.hcl"), "the incumbent evaluation stack file")
 	f.StringVar(&o.candidate, "candidate", "", "the candidate bundle directory (required)")
-	f.StringVar(&o.model, "model", "", "sealed model directory (default: the generated test model)")
-	f.StringVar(&o.workload, "workload", "", "workload HCL file (default: the embedded smoke workload)")
-	f.StringVar(&o.policy, "policy", "", "speed policy HCL file (default: the embedded v8 policy)")
 	f.StringVar(&o.evidence, "evidence", "", "evidence store directory (default: OUT/evidence)")
 	f.StringVar(&o.out, "out", "qualification", "directory for report.json and report.html")
-	f.StringVar(&o.python, "python", "", "engine interpreter (default: $CACHEON_PYTHON, else python3)")
-	f.BoolVar(&o.unisolated, "unsafe-no-isolation", false, "run engines without a sandbox (the report says so)")
+	f.StringVar(&o.reproduce, "reproduce", "", "reproduce the qualification of this report.json: same candidate and incumbent, lane roles exchanged")
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
+	cmd.AddCommand(newQualifyCalibrateCommand(s))
 	return cmd
 }
 
@@ -127,14 +104,6 @@ func runQualify(ctx context.Context, s Streams, o qualifyOptions) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	w, err := qualifyWorkload(o.workload)
-	if err != nil {
-		return err
-	}
-	p, err := qualifyPolicy(o.policy)
-	if err != nil {
-		return err
-	}
 	storeDir := o.evidence
 	if storeDir == "" {
 		storeDir = filepath.Join(out, "evidence")
@@ -146,54 +115,23 @@ func runQualify(ctx context.Context, s Streams, o qualifyOptions) error {
 	if err != nil {
 		return err
 	}
-	python, err := worker.ResolvePython(o.python)
-	if err != nil {
-		return err
-	}
-	l, err := loadStack(s, o.incumbent, o.input, o.deps, o.json)
-	if err != nil {
-		return err
-	}
-	mopts, err := materializeOptions(s, l, o.deps, true)
-	if err != nil {
-		return err
-	}
-	run, err := os.MkdirTemp("", "cacheon-qualify-")
-	if err != nil {
-		return err
-	}
-	defer worker.RemoveAll(run)
-	if err := sandbox.SearchableDir(run); err != nil {
-		return err
-	}
-	iso := worker.Isolation{Unsafe: o.unisolated, Hide: []string{run}}
-	if !o.unisolated {
-		if err := sandbox.Available(filepath.Join(run, "probe")); err != nil {
-			return fmt.Errorf("%w; pass --unsafe-no-isolation to run engines unisolated (the report says so)", err)
+	var prior *qualify.Report
+	if o.reproduce != "" {
+		if prior, err = readReport(o.reproduce); err != nil {
+			return err
 		}
 	}
-	modelDir, modelDigest, err := qualifyModel(o.model, run)
+	o.env.quiet = o.json
+	env, err := setUpQualification(ctx, s, o.env)
 	if err != nil {
 		return err
 	}
-	gpus, gerr := lanes.Runner{}.Discover(ctx)
-	if gerr != nil && !isNoGPU(gerr) {
-		return gerr
-	}
-	lns, err := lanes.Plan(gpus, w.Engine.TensorParallel)
-	if err != nil {
-		return reject.Wrap(err)
-	}
-	device := lns[1].Device
-	if device == "cuda" {
-		iso.Devices = lanes.DeviceNodes()
-	}
-	self, _ := selfDigest()
+	defer env.close()
 	res, err := qualify.Run(ctx, qualify.Options{
-		Plan:  plan.Request{Incumbent: l.assembled, IncumbentPath: o.incumbent, CandidateDir: o.candidate, Materialize: mopts},
-		Model: modelDir, ModelDigest: modelDigest, Workload: w, Policy: p, Store: store, RunDir: run, Python: python,
-		Lanes: lns, Isolation: iso, Controller: self, Progress: progress,
-		Verify: verify.Options{Device: device, Python: python, Catalog: l.catalog},
+		Plan:  plan.Request{Incumbent: env.stack.assembled, IncumbentPath: o.env.incumbent, CandidateDir: o.candidate, Materialize: env.materialize},
+		Model: env.model, ModelDigest: env.modelDigest, Workload: env.workload, Policy: env.policy, Store: store, RunDir: env.run, Python: env.python,
+		Lanes: env.lanes, Sample: env.sample, Isolation: env.iso, Controller: env.controller, Progress: progress, Reproduces: prior,
+		Verify: verify.Options{Device: env.lanes[1].Device, Python: env.python, Catalog: env.stack.catalog},
 	})
 	if err != nil {
 		return err
@@ -233,134 +171,4 @@ func runQualify(ctx context.Context, s Streams, o qualifyOptions) error {
 		return alreadyReported(exitWith(code, fmt.Errorf("%s: %s", r.Decision, r.Reason)))
 	}
 	return nil
-}
-
-func qualifyWorkload(path string) (*workload.Workload, error) {
-	if path == "" {
-		return qualify.DefaultWorkload()
-	}
-	w, diags := workload.Load(path)
-	if diags.HasErrors() {
-		if _, err := os.Stat(path); err != nil {
-			return nil, err
-		}
-		return nil, reject.Wrap(diags)
-	}
-	return w, nil
-}
-
-func qualifyPolicy(path string) (speed.Policy, error) {
-	if path == "" {
-		return qualify.DefaultPolicy(), nil
-	}
-	p, diags := speed.LoadPolicyFile(path)
-	if diags.HasErrors() {
-		if _, err := os.Stat(path); err != nil {
-			return speed.Policy{}, err
-		}
-		return speed.Policy{}, reject.Wrap(diags)
-	}
-	return p, nil
-}
-
-// qualifyModel returns the sealed model to serve and its content digest:
-// the one given, or the test model written into the run directory.
-func qualifyModel(dir, run string) (string, string, error) {
-	if dir == "" {
-		dir = filepath.Join(run, "model")
-		if _, err := testmodel.Write(dir, testmodel.DefaultShape(false), 3); err != nil {
-			return "", "", err
-		}
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", "", err
-	}
-	if !othersCanReach(abs) {
-		// The sandbox user could not reach it (a Bazel output base under
-		// a 0700 home): engines serve a copy in the run directory, sealed
-		// below like any model.
-		cp := filepath.Join(run, "model-copy")
-		if err := copyModel(abs, cp); err != nil {
-			return "", "", fmt.Errorf("copy the model %s where the sandbox can read it: %w", abs, err)
-		}
-		abs = cp
-	}
-	rc, err := model.Provision(abs, model.Options{})
-	if err != nil {
-		return "", "", err
-	}
-	return abs, rc.ContentDigest, nil
-}
-
-func isNoGPU(err error) bool { return errors.Is(err, lanes.ErrNoGPU) }
-
-// selfDigest is the SHA-256 of the running binary, for the report.
-func selfDigest() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	f, err := os.Open(exe)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// othersCanReach reports whether every directory above path lets any user
-// through, as the sandbox's unprivileged user needs.
-func othersCanReach(path string) bool {
-	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
-		info, err := os.Stat(d)
-		if err != nil || info.Mode().Perm()&0o001 == 0 {
-			return false
-		}
-		if d == filepath.Dir(d) {
-			return true
-		}
-	}
-}
-
-// copyModel copies the regular files of a model directory (config.json,
-// the safetensors shards) into a new directory dst.
-func copyModel(src, dst string) error {
-	if err := os.Mkdir(dst, 0o755); err != nil {
-		return err
-	}
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.Mkdir(target, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", p)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
 }

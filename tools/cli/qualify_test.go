@@ -27,6 +27,9 @@ func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
 		{"missing workload file", []string{"qualify", "--candidate", dir, "--out", dir, "--workload", filepath.Join(dir, "absent.hcl")}, 1, "absent.hcl"},
 		{"bad workload", []string{"qualify", "--candidate", dir, "--out", dir, "--workload", badWorkload, "--json"}, 2, "w.hcl:1"},
 		{"bad policy", []string{"qualify", "--candidate", dir, "--out", dir, "--policy", badPolicy, "--json"}, 2, "p.hcl"},
+		{"calibrate with one round", []string{"qualify", "calibrate", "--rounds", "1", "--out", filepath.Join(dir, "c.json")}, 1, "at least 2 rounds"},
+		{"calibrate with a bad workload", []string{"qualify", "calibrate", "--out", filepath.Join(dir, "c.json"), "--workload", badWorkload, "--json"}, 2, "w.hcl:1"},
+		{"reproduce a missing report", []string{"qualify", "--candidate", dir, "--out", dir, "--reproduce", filepath.Join(dir, "absent.json")}, 1, "absent.json"},
 		{"regrade of a missing report", []string{"evidence", "regrade", filepath.Join(dir, "absent.json")}, 1, "absent.json"},
 		{"regrade of garbage", []string{"evidence", "regrade", badPolicy, "--json"}, 2, "qualification report"},
 	}

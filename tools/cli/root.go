@@ -59,6 +59,9 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newSpeedCommand(s),
 		newQualifyCommand(s),
 		newEvidenceCommand(s),
+		newIntakeCommand(s),
+		newLedgerCommand(s),
+		newWeightsCommand(s),
 	)
 	withJSONRefusals(root, s)
 	return root

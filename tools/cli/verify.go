@@ -186,6 +186,9 @@ func writeVerifyText(w io.Writer, rep *verify.Report) {
 		}
 		for _, c := range row.Cases {
 			shape := c.Describe
+			if c.Name != "" {
+				shape = c.Name + ": " + shape
+			}
 			if !c.Jittered {
 				shape += " (catalog shape)"
 			}

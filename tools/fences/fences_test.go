@@ -15,12 +15,15 @@ const module = "github.com/cacheon/engine/"
 
 // fence is one rule: no package matched by from may reach, through its
 // non-test imports, a package at or under any of forbidden, or at or
-// under any of links.
+// under any of links; and, when only is set, no package of the module
+// outside only (a whitelist, so a new top-level area is fenced out
+// without editing the rule).
 type fence struct {
 	name      string
 	from      []string // package patterns relative to the module root
 	forbidden []string // package paths relative to the module root
 	links     []string // full import paths outside the module (standard library or third party)
+	only      []string // when set, the only module paths (relative to the root) from may reach
 	why       string
 }
 
@@ -37,6 +40,13 @@ var fences = []fence{
 		why: "stacks, plans and materialization are built before any release exists"},
 	{name: "evaluator", from: []string{"./evaluator/..."}, forbidden: []string{"release"},
 		why: "the evaluator judges bundles and never links the release pipeline"},
+	{name: "settlement", from: []string{"./settlement/..."}, forbidden: []string{"release"},
+		why: "settlement turns qualifications into crowns and may read the evaluator's reports, but a crown never depends on the release pipeline"},
+	{name: "no-ledger-below-settlement", from: []string{"./catalog/...", "./kernels/...", "./stacks/...", "./evaluator/..."},
+		forbidden: []string{"settlement"}, links: []string{"modernc.org/sqlite"},
+		why: "a qualification is evidence anyone re-grades without the validator's ledger; only settlement keeps state"},
+	{name: "weights-building-blocks-only", from: []string{"./settlement/weights"}, only: []string{"tools"},
+		why: "the reward projection is a pure function of its JSON inputs, so an auditor re-runs it with the building blocks of tools/ alone"},
 	{name: "consumer-not-producer", from: offlineVerify,
 		forbidden: []string{"release/build", "release/sign", "release/store/remote", "release/publish", "release/rebuild"},
 		why:       "the consumer checks a release with the projections and parsers the producer shares, never the producer itself"},
@@ -146,6 +156,12 @@ func under(pkg string, prefixes []string) bool {
 	return false
 }
 
+// outside says whether pkg is a package of the module that is not at or
+// under any of only.
+func outside(pkg string, only []string) bool {
+	return strings.HasPrefix(pkg, module) && !under(pkg, only)
+}
+
 func TestImportFences(t *testing.T) {
 	for _, f := range fences {
 		t.Run(f.name, func(t *testing.T) {
@@ -154,7 +170,10 @@ func TestImportFences(t *testing.T) {
 				t.Fatalf("go list matched no package for %v", f.from)
 			}
 			for _, r := range g.roots {
-				if c := g.chain(r, func(p string) bool { return under(p, f.forbidden) || at(p, f.links) }); c != nil {
+				bad := func(p string) bool {
+					return under(p, f.forbidden) || at(p, f.links) || (f.only != nil && outside(p, f.only))
+				}
+				if c := g.chain(r, bad); c != nil {
 					t.Errorf("%s reaches %s (%s):\n  %s", r, c[len(c)-1], f.why, strings.Join(c, "\n  -> "))
 				}
 			}
@@ -177,6 +196,9 @@ func TestFenceChain(t *testing.T) {
 	}
 	if c := g.chain(module+"kernels/scan", func(p string) bool { return under(p, []string{"evaluator"}) }); c != nil {
 		t.Fatalf("unexpected chain %v", c)
+	}
+	if !outside(module+"catalog", []string{"tools"}) || outside(module+"tools/identity", []string{"tools"}) || outside("math/big", []string{"tools"}) {
+		t.Fatal("outside does not tell the module's packages outside a whitelist")
 	}
 	if under(module+"releases/x", []string{"release"}) {
 		t.Fatal("a sibling with a longer name is not under the fence")

@@ -30,6 +30,10 @@ const (
 	// The attribution of a candidate checked locally, outside any market
 	// intake: derived from the bundle alone, it never credits anyone.
 	DomainLocalAttribution Domain = "cacheon.contribution.local-attribution.v1"
+	// A contribution's selected delta with comments, docstrings and
+	// formatting normalized away (kernels/fingerprint): the anti-copy
+	// identity that survives a reformatted copy.
+	DomainNormalizedDelta Domain = "cacheon.contribution.normalized-delta.v1"
 )
 
 // Stack and engine-tree identities (packages stacks/...).
@@ -96,6 +100,7 @@ func Domains() []DomainInfo {
 		{DomainIntegratedSourceTree, "DomainIntegratedSourceTree", "kernels/contribution", "an integrated contribution's file inventory"},
 		{DomainIntegrationReview, "DomainIntegrationReview", "release/review", "an integration review record"},
 		{DomainLocalAttribution, "DomainLocalAttribution", "tools/cli", "the stand-in attribution of a candidate planned without --attribution"},
+		{DomainNormalizedDelta, "DomainNormalizedDelta", "kernels/fingerprint", "a selected delta with comments, docstrings and formatting normalized away"},
 		{DomainStackEvaluation, "DomainStackEvaluation", "stacks/stack", "an evaluation stack manifest"},
 		{DomainStackRelease, "DomainStackRelease", "stacks/stack", "an engine release manifest"},
 		{DomainReferenceManifest, "DomainReferenceManifest", "stacks/stack", "a qualification reference manifest"},
@@ -112,10 +117,10 @@ func Domains() []DomainInfo {
 		{DomainSettlementEvent, "DomainSettlementEvent", "settlement/...", "one settlement event of the hash chain"},
 		{DomainSettlementPlan, "DomainSettlementPlan", "settlement/...", "a settlement plan over the queued candidates"},
 		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},
-		{DomainEconomicsPolicy, "DomainEconomicsPolicy", "settlement/...", "an emissions policy"},
-		{DomainStandingFamily, "DomainStandingFamily", "settlement/...", "the (arena, target, target spec) family of a standing claim"},
-		{DomainStandingClaim, "DomainStandingClaim", "settlement/...", "a standing claim of a crown"},
-		{DomainDiscoveryClaim, "DomainDiscoveryClaim", "settlement/...", "a discovery bounty claim"},
+		{DomainEconomicsPolicy, "DomainEconomicsPolicy", "settlement/weights", "an emissions policy (V1)"},
+		{DomainStandingFamily, "DomainStandingFamily", "settlement/weights", "the (arena, target, target spec) family of a standing claim"},
+		{DomainStandingClaim, "DomainStandingClaim", "settlement/weights", "a standing claim of a crown"},
+		{DomainDiscoveryClaim, "DomainDiscoveryClaim", "settlement/weights", "a discovery bounty claim"},
 		{DomainEngineReleaseDescriptor, "DomainEngineReleaseDescriptor", "release/descriptor", "a release descriptor"},
 		{DomainModelContent, "DomainModelContent", "tools/model", "a model directory's file inventory"},
 		{DomainModelProvisionReceipt, "DomainModelProvisionReceipt", "tools/model", "a model provision receipt"},

@@ -93,10 +93,21 @@ out = os.fdopen(5, "w", buffering=1)
 inp = os.fdopen(4, "r")
 def send(o):
     out.write(json.dumps(o) + "\n"); out.flush()
+def serve(decode):
+    """Answers every prefill at once and honestly, and every decode with
+    decode(the batch request)."""
+    batch = None
+    for line in inp:
+        r = json.loads(line)
+        if r.get("op") == "batch":
+            batch = r
+            send({"id": r["id"], "phase": "prefill", "seconds": 0.0001})
+        else:
+            decode(batch)
 `
 
 // ReadyFrame is a well-formed ready frame for a hostile session module.
-const ReadyFrame = `send({"ready": True, "protocol": "cacheon-engine-session-v1", "substrate": "0"*64, "device": "cpu", "slots": {}})
+const ReadyFrame = `send({"ready": True, "protocol": "cacheon-engine-session-v2", "substrate": "0"*64, "device": "cpu", "slots": {}})
 `
 
 // Mark is an environment entry unique to this test, to give every engine

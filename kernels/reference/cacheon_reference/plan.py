@@ -135,3 +135,99 @@ def phase_inputs(slot: Slot, p, dtype, case_seed: int, seed: int, rank: int, wor
     for n in slot.dynamic_inputs:
         base[n] = fresh[n]
     return base
+
+
+# The regrow case of collective slots: three eager calls in one process at
+# token counts big, small and big again, every other dim the big call's.
+# An engine calls a collective at whatever token count the batch has, so a
+# kernel that keeps state sized by an earlier call (a workspace, a
+# registered buffer, a cached view) must still be right when the count
+# grows again after shrinking; at each hidden size the catalog cases only
+# ever grow.
+REGROW = "regrow"
+REGROW_PHASES = ("big", "small", "big_again")
+
+
+def _tokens(slot: Slot, p, count: int) -> Dict[str, int]:
+    q = dict(p)
+    q[slot.token_key] = count
+    return slot.normalize(q)
+
+
+def _regrow_steps(slot: Slot, big, small_count: int, world: int):
+    small = _tokens(slot, big, small_count)
+    if small[slot.token_key] >= big[slot.token_key]:
+        return None
+    return [{"phase": phase, "params": dict(p), "live": slot.live(p, world)}
+            for phase, p in zip(REGROW_PHASES, (big, small, big))]
+
+
+def regrow_sequences(slot: Slot, cases: List[Dict[str, object]], seed: int, world: int) -> List[Dict[str, object]]:
+    """The candidate shape sequences of a collective slot's regrow case, most
+    preferred first; empty for other slots. The controller, which owns the
+    op row's declared domain, runs the first whose three calls it admits
+    (jittered steps, else the catalog steps).
+
+    big is a planned case's shape (jittered, or its catalog shape in the
+    catalog steps); small is big with only the token count lowered, to the
+    jitter floor (one token: a single-request decode step) or to the token
+    count of another planned case. Preference: the largest big count first
+    (the case with the most state to go stale), then the smallest small
+    count. The case takes the next index after the catalog cases and is
+    seeded seed + index like them."""
+    key = slot.token_key
+    if not slot.collective or not key:
+        return []
+    floor = slot.count_keys.get(key, 1)
+    index = len(cases)
+    # Each small count with the catalog count it stands for: the floor is
+    # its own, a case's jittered count stands for its catalog count, so a
+    # catalog fallback keeps the sequence's intent.
+    smalls = {floor: floor}
+    for o in cases:
+        smalls.setdefault(int(o["params"][key]), int(o["catalog_params"][key]))
+    out = []
+    for c in cases:
+        big, cat = c["params"], c["catalog_params"]
+        for s in sorted(smalls):
+            steps = _regrow_steps(slot, big, s, world)
+            if steps is None:
+                continue
+            cat_steps = _regrow_steps(slot, cat, smalls[s], world)
+            out.append(((-big[key], s, c["index"]), {
+                "index": index,
+                "seed": seed + index,
+                "name": REGROW,
+                "steps": steps,
+                "catalog_steps": cat_steps,
+                "describe": describe_regrow(slot, big, steps[1]["params"]),
+                "catalog_describe": describe_regrow(slot, cat, cat_steps[1]["params"]) if cat_steps else "",
+            }))
+    out.sort(key=lambda x: x[0])
+    return [x for _, x in out]
+
+
+def describe_regrow(slot: Slot, big, small) -> str:
+    key = slot.token_key
+    return f"{slot.describe(big)}, then {key}={small[key]}, then {key}={big[key]} again"
+
+
+def sequence_seeds(slot: Slot, steps, dtype, case_seed: int, world: int) -> List[Tuple[str, int, Dict[str, int]]]:
+    """(phase, seed, params) of each call of a sequence case (the regrow
+    case), in order. The first call draws from the case seed; call k > 0
+    from the fresh-input scheme at phase REPEAT_PHASE + k, fresh against
+    the last earlier call of the same shape (so big_again never sees the
+    big call's dynamic inputs: a stale result cannot pass for a right
+    one)."""
+    out = []
+    for k, (phase, given) in enumerate(steps):
+        # The slot's parameter order, whatever order the request had.
+        params = {n: int(given[n]) for n in slot.shape_params if n in given}
+        params.update((n, int(v)) for n, v in given.items() if n not in params)
+        if k == 0:
+            s = case_seed
+        else:
+            prev = next((ps for _, ps, pp in reversed(out) if pp == params), case_seed)
+            s = fresh_seed(slot, params, dtype, case_seed, REPEAT_PHASE + k, prev, world)
+        out.append((phase, s, dict(params)))
+    return out

@@ -103,18 +103,31 @@ class OutputSpec:
 
 @dataclass(frozen=True)
 class Case:
-    """One verification case: the shape parameters and the input seed."""
+    """One verification case: the shape parameters and the input seed.
+
+    A sequence case (the regrow case of collective slots) also has steps:
+    one eager call per (phase, params), in order, in the same process;
+    params is then its first step's."""
 
     index: int
     params: Dict[str, int]
     seed: int
+    name: str = ""
+    steps: Tuple[Tuple[str, Dict[str, int]], ...] = ()
 
     def to_json(self):
-        return {"index": self.index, "params": dict(self.params), "seed": self.seed}
+        obj = {"index": self.index, "params": dict(self.params), "seed": self.seed}
+        if self.name:
+            obj["name"] = self.name
+        if self.steps:
+            obj["steps"] = [{"phase": ph, "params": dict(p)} for ph, p in self.steps]
+        return obj
 
     @staticmethod
     def from_json(obj) -> "Case":
-        return Case(index=int(obj["index"]), params={k: int(v) for k, v in obj["params"].items()}, seed=int(obj["seed"]))
+        steps = tuple((str(s["phase"]), {k: int(v) for k, v in s["params"].items()}) for s in obj.get("steps") or ())
+        return Case(index=int(obj["index"]), params={k: int(v) for k, v in obj["params"].items()}, seed=int(obj["seed"]),
+                    name=str(obj.get("name") or ""), steps=steps)
 
 
 @dataclass

@@ -15,7 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import cacheon_reference as ref  # noqa: E402
 from cacheon_reference import tensorio  # noqa: E402
-from cacheon_reference.plan import phase_inputs, phase_seeds, plan_cases  # noqa: E402
+from cacheon_reference.plan import (REGROW, REGROW_PHASES, phase_inputs, phase_seeds, plan_cases,  # noqa: E402
+                                    regrow_sequences, sequence_seeds)
 from cacheon_reference.spec import Correctness  # noqa: E402
 
 ALLCLOSE = Correctness("allclose")
@@ -327,6 +328,86 @@ class PlanTest(unittest.TestCase):
                 self.assertFalse(torch.equal(a[n], b[n]), n)
             prev = b
         self.assertEqual(prev["sm_scale"], 1 / math.sqrt(64))
+
+
+COLLECTIVES = ("collective.all_reduce", "collective.ar_residual_rmsnorm", "collective.moe_finalize_ar_rmsnorm",
+               "moe.fused_experts_reduce")
+
+
+class RegrowTest(unittest.TestCase):
+    def test_every_collective_slot_has_one(self):
+        for name in ref.names():
+            slot = ref.get(name)
+            seqs = regrow_sequences(slot, plan_cases(slot, 0, 2), 0, 2)
+            self.assertEqual(bool(seqs), slot.collective, name)
+        self.assertEqual({n for n in ref.names() if ref.get(n).collective}, set(COLLECTIVES))
+
+    def test_big_small_big_with_only_the_token_count_changing(self):
+        for name in COLLECTIVES:
+            slot = ref.get(name)
+            key = slot.token_key
+            for seed in range(4):
+                cases = plan_cases(slot, seed, 2)
+                first = regrow_sequences(slot, cases, seed, 2)[0]
+                self.assertEqual((first["index"], first["seed"], first["name"]), (len(cases), seed + len(cases), REGROW))
+                for steps, params in ((first["steps"], "params"), (first["catalog_steps"], "catalog_params")):
+                    big, small, again = (s["params"] for s in steps)
+                    self.assertEqual([s["phase"] for s in steps], list(REGROW_PHASES))
+                    # big is the planned case with the most tokens, small
+                    # the jitter floor: one token.
+                    self.assertEqual(big[key], max(c[params][key] for c in cases), name)
+                    self.assertEqual(small[key], slot.count_keys[key], name)
+                    self.assertEqual(again, big)
+                    self.assertEqual({k: v for k, v in small.items() if k != key},
+                                     {k: v for k, v in big.items() if k != key}, name)
+                    self.assertEqual(steps[1]["live"], slot.live(small, 2))
+
+    def test_preference_order(self):
+        slot = ref.get("collective.ar_residual_rmsnorm")
+        seqs = regrow_sequences(slot, plan_cases(slot, 3, 2), 3, 2)
+        order = [(-s["steps"][0]["params"]["M"], s["steps"][1]["params"]["M"]) for s in seqs]
+        self.assertEqual(order, sorted(order))
+        self.assertEqual(len(order), len(set(order)))
+        for s in seqs:
+            self.assertLess(s["steps"][1]["params"]["M"], s["steps"][0]["params"]["M"])
+
+    def test_big_again_sees_fresh_inputs(self):
+        for name in COLLECTIVES:
+            slot = ref.get(name)
+            seq = regrow_sequences(slot, plan_cases(slot, 0, 2), 0, 2)[0]
+            steps = [(s["phase"], s["params"]) for s in seq["steps"]]
+            calls = sequence_seeds(slot, steps, torch.float32, seq["seed"], 2)
+            self.assertEqual([(p, q) for p, _, q in calls], steps)
+            self.assertEqual(calls, sequence_seeds(slot, steps, torch.float32, seq["seed"], 2))
+            (_, s0, big), _, (_, s2, _) = calls
+            self.assertEqual(s0, seq["seed"])
+            for r in range(2):
+                a = phase_inputs(slot, big, torch.float32, seq["seed"], s0, r, 2)
+                b = phase_inputs(slot, big, torch.float32, seq["seed"], s2, r, 2)
+                for n in slot.dynamic_inputs:
+                    self.assertFalse(torch.equal(a[n], b[n]), f"{name} rank {r} {n}")
+
+    def test_prepared_weights_do_not_depend_on_the_token_count(self):
+        # The candidate harness prepares once and reuses the state across
+        # the steps when the prepare inputs are bit-identical, as an engine
+        # prepares a weight once whatever the batch.
+        slot = ref.get("moe.fused_experts_reduce")
+        seq = regrow_sequences(slot, plan_cases(slot, 0, 2), 0, 2)[0]
+        steps = [(s["phase"], s["params"]) for s in seq["steps"]]
+        calls = sequence_seeds(slot, steps, torch.float32, seq["seed"], 2)
+        for r in range(2):
+            first = tensorio.digests({n: phase_inputs(slot, calls[0][2], torch.float32, seq["seed"], calls[0][1], r, 2)[n]
+                                      for n in slot.prepare_args})
+            for _, s, p in calls[1:]:
+                now = phase_inputs(slot, p, torch.float32, seq["seed"], s, r, 2)
+                self.assertEqual(tensorio.digests({n: now[n] for n in slot.prepare_args}), first)
+
+    def test_case_round_trip(self):
+        c = ref.Case(index=3, params={"M": 9, "H": 4096}, seed=3, name=REGROW,
+                     steps=(("big", {"M": 9, "H": 4096}), ("small", {"M": 1, "H": 4096}), ("big_again", {"M": 9, "H": 4096})))
+        self.assertEqual(ref.Case.from_json(c.to_json()), c)
+        plain = ref.Case(index=0, params={"M": 2, "H": 8}, seed=0)
+        self.assertEqual(plain.to_json(), {"index": 0, "params": {"M": 2, "H": 8}, "seed": 0})
 
 
 class TensorIOTest(unittest.TestCase):

@@ -85,33 +85,46 @@ class Engine:
             self.m.graph_mode = False
         self.graph = g
 
-    def generate(self, prompts: torch.Tensor, new_tokens: int, use_graph: bool = False) -> Generation:
+    def begin(self, prompts: torch.Tensor, new_tokens: int, use_graph: bool = False) -> None:
+        """The first phase of a generation: capture the decode graph if it
+        is not yet (a first batch's work), then prefill. Eager work only;
+        a session times it apart from the decode that follows."""
         if prompts.shape[1] + new_tokens > self.m.max_len:
             raise ValueError(f"{prompts.shape[1]} + {new_tokens} tokens exceed the cache of {self.m.max_len}")
         if use_graph and self.graph is None:
             self.capture(prompts)
+        self.prefill(prompts)
+
+    def decode(self, new_tokens: int, use_graph: bool = False) -> torch.Tensor:
+        """The second phase: new_tokens decode steps (graph replays when
+        use_graph), returning every generated token on the CPU."""
+        for _ in range(new_tokens):
+            if use_graph:
+                self.graph.replay()
+            else:
+                self.step()
+        return self.history[:, :new_tokens + 1].cpu()
+
+    def generate(self, prompts: torch.Tensor, new_tokens: int, use_graph: bool = False) -> Generation:
         if self.cuda:
+            if use_graph and self.graph is None:
+                self.capture(prompts)
             e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
             e0.record()
-            self.prefill(prompts)
+            self.begin(prompts, new_tokens, use_graph)
             e1.record()
-            for _ in range(new_tokens):
-                if use_graph:
-                    self.graph.replay()
-                else:
-                    self.step()
+            tokens = self.decode(new_tokens, use_graph)
             e2.record()
             torch.cuda.synchronize()
             pre, dec = e0.elapsed_time(e1), e1.elapsed_time(e2)
         else:
             t0 = time.perf_counter()
-            self.prefill(prompts)
+            self.begin(prompts, new_tokens, use_graph)
             t1 = time.perf_counter()
-            for _ in range(new_tokens):
-                self.step()
+            tokens = self.decode(new_tokens, use_graph)
             t2 = time.perf_counter()
             pre, dec = (t1 - t0) * 1e3, (t2 - t1) * 1e3
-        return Generation(self.history[:, :new_tokens + 1].cpu(), pre, dec, new_tokens)
+        return Generation(tokens, pre, dec, new_tokens)
 
 
 def prompts(batch: int, length: int, vocab: int, seed: int, device) -> torch.Tensor:

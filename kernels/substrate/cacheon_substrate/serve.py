@@ -32,7 +32,7 @@ def main(argv=None) -> int:
 
     from .identity import substrate_digest
     from .runtime import Options, build
-    from .session import batch
+    from .session import generate
 
     m = build(Options(model=a.model, tree=a.engine_tree, device=device, max_len=a.max_len))
     engines = {}
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
             rid = req.get("id")
             prompts = req.get("prompts") or [req["prompt"]]
             n = int(req.get("max_new_tokens", 16))
-            tokens, _ = batch(m, engines, {"prompts": prompts, "max_new_tokens": n + 1}, a.graph)
+            tokens = generate(m, engines, {"prompts": prompts, "max_new_tokens": n + 1}, a.graph)
             resp = {"id": rid, "tokens": tokens}
         except Exception as e:  # a bad request never stops the server
             resp = {"id": rid, "error": f"{type(e).__name__}: {e}"}

@@ -5,12 +5,19 @@ else (requests on fd 4, frames on fd 5; see docs/reference/engine-session.md).
   python -m cacheon_substrate.session --engine-tree TREE --model MODEL [--device cuda] [--graph]
 
 The first frame is {"ready": true, "protocol": ..., "substrate": ..., "device": ..., "slots": {...}}
-once the model is loaded. Each request {"op": "batch", "id": N, "prompts": [[ids], ...],
-"max_new_tokens": K} is answered by {"id": N, "tokens": [[ids], ...], "seconds": S}: K tokens per
-prompt (the prefill's, then K-1 decode steps) and the seconds the generation took on this
-process's clock (the whole request, device-synchronized). The controller times every request on its own clock too and
-refuses frames whose seconds disagree with it. A request that fails is answered {"id": N, "error":
-"..."}; the end of input ends the session with exit status 0.
+once the model is loaded. A batch has two phases, each answered and timed on its own, because
+only the second is graph-replayed work whose speed a window may score (the eager prefill's speed
+is a property of the process, not of the kernels):
+
+  {"op": "batch", "id": N, "prompts": [[ids], ...], "max_new_tokens": K}
+      -> {"id": N, "phase": "prefill", "seconds": S}     (graph capture on a first batch, prefill)
+  {"op": "decode", "id": N}
+      -> {"id": N, "tokens": [[ids], ...], "seconds": S} (K-1 decode steps; K tokens per prompt)
+
+K is at least 2. The seconds are this process's clock around the phase, device-synchronized. The
+controller times every phase on its own clock too and refuses frames whose seconds disagree with
+it. A request that fails is answered {"id": N, "error": "..."}; the end of input ends the session
+with exit status 0.
 """
 
 import argparse
@@ -21,15 +28,18 @@ import time
 
 import torch
 
-PROTOCOL = "cacheon-engine-session-v1"
+PROTOCOL = "cacheon-engine-session-v2"
 REQUEST_FD, FRAME_FD = 4, 5
 MAX_REQUEST_BYTES = 64 << 20
 
 
-def batch(m, engines, req, graph):
-    """Runs one batch request; returns (tokens, seconds), the seconds of the
-    whole request on this process's clock (a first batch's CUDA graph
-    capture and Triton JIT included), device-synchronized."""
+def sync(m):
+    if m.device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def prefill(m, engines, req, graph):
+    """The first phase of a batch request; returns (engine, k, seconds)."""
     from .engine import Engine
 
     t0 = time.perf_counter()
@@ -45,11 +55,23 @@ def batch(m, engines, req, graph):
     eng = engines.get(t.shape[0])
     if eng is None:
         eng = engines[t.shape[0]] = Engine(m, t.shape[0])
-    g = eng.generate(t, k - 1, use_graph=graph and m.device.type == "cuda")
-    tokens = g.tokens.tolist()
-    if m.device.type == "cuda":
-        torch.cuda.synchronize()
+    eng.begin(t, k - 1, use_graph=graph)
+    sync(m)
+    return eng, k, time.perf_counter() - t0
+
+
+def decode(m, eng, k, graph):
+    """The second phase: returns (tokens, seconds)."""
+    t0 = time.perf_counter()
+    tokens = eng.decode(k - 1, use_graph=graph).tolist()
+    sync(m)
     return tokens, time.perf_counter() - t0
+
+
+def generate(m, engines, req, graph):
+    """Both phases at once (for serve, which times nothing): the tokens."""
+    eng, k, _ = prefill(m, engines, req, graph and m.device.type == "cuda")
+    return decode(m, eng, k, graph and m.device.type == "cuda")[0]
 
 
 def main(argv=None) -> int:
@@ -78,7 +100,9 @@ def main(argv=None) -> int:
     send({"ready": True, "protocol": PROTOCOL, "substrate": substrate_digest(), "device": str(m.device),
           "slots": {k: v["status"] for k, v in m.seam.report().items()}})
     engines = {}
+    graph = a.graph and m.device.type == "cuda"
     reader = _Lines(requests)
+    pending = None  # (id, engine, k) of a prefilled batch awaiting its decode
     while True:
         line = reader.next()
         if line is None:
@@ -87,11 +111,25 @@ def main(argv=None) -> int:
         try:
             req = json.loads(line)
             rid = req.get("id")
-            if req.get("op") != "batch":
-                raise ValueError(f"unknown op {req.get('op')!r}")
-            tokens, seconds = batch(m, engines, req, a.graph)
-            send({"id": rid, "tokens": tokens, "seconds": seconds})
+            op = req.get("op")
+            if op == "batch":
+                pending = None
+                if int(req.get("max_new_tokens", 0)) < 2:
+                    raise ValueError("max_new_tokens must be at least 2 (the prefill's token and one decode step)")
+                eng, k, seconds = prefill(m, engines, req, graph)
+                pending = (rid, eng, k)
+                send({"id": rid, "phase": "prefill", "seconds": seconds})
+            elif op == "decode":
+                if pending is None or pending[0] != rid:
+                    raise ValueError(f"decode of batch {rid!r}, which is not the prefilled one")
+                _, eng, k = pending
+                pending = None
+                tokens, seconds = decode(m, eng, k, graph)
+                send({"id": rid, "tokens": tokens, "seconds": seconds})
+            else:
+                raise ValueError(f"unknown op {op!r}")
         except Exception as e:  # a bad request is answered, never fatal
+            pending = None
             send({"id": rid, "error": f"{type(e).__name__}: {e}"})
 
 

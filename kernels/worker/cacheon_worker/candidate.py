@@ -16,6 +16,8 @@ Calls per case: "eager" on fresh tensors, "repeat" with fresh dynamic
 inputs written in place into the same tensors (defeats caches keyed on
 tensor identity), and on CUDA when the graph gate applies, a capture
 followed by three replays on fresh dynamic inputs with poisoned outputs.
+A sequence case (the regrow case of collective slots: big, small, big
+again) makes one eager call per step instead, each at its own shape.
 """
 
 import os
@@ -25,7 +27,7 @@ import torch
 
 import cacheon_reference as ref
 from cacheon_reference import tensorio
-from cacheon_reference.plan import phase_inputs, phase_seeds
+from cacheon_reference.plan import phase_inputs, phase_seeds, sequence_seeds
 from cacheon_reference.slots.base import bind_generators
 
 from .loader import LoadError, callable_attr, load_module
@@ -199,6 +201,61 @@ def run_graph(call, work_dir, case_index, seeds, progress):
     return graph, phases
 
 
+def run_prepare(call, prepare, crec, case_index, progress):
+    """Run the op row's prepare on the call's prepare inputs into
+    call.prepared and record it in crec; False when it raised or modified
+    its inputs (the case then makes no call)."""
+    slot = call.slot
+    progress("prepare", case=case_index)
+    pre = tensorio.digests({n: call.inputs[n] for n in slot.prepare_args})
+    try:
+        call.prepared = prepare(*[call.inputs[n] for n in slot.prepare_args])
+        _sync(call.device)
+    except Exception as e:
+        crec["prepare"] = {"status": "raised", **_error_text(e)}
+        return False
+    post = tensorio.digests({n: call.inputs[n] for n in slot.prepare_args})
+    changed = [n for n in pre if post.get(n) != pre[n]]
+    crec["prepare"] = {"status": "violated" if changed else "ok",
+                       "violations": [f"prepare modified input {n} in place" for n in changed]}
+    return not changed
+
+
+def run_sequence(slot, case, crec, dtype, device, rank, world, group, entry, prepare, work_dir, save, progress):
+    """The calls of a sequence case (the regrow case of collective slots):
+    one eager call per step, in order, each on fresh validator tensors of
+    the step's shape. They all run in this process after the case before
+    them, so whatever the candidate's module kept from an earlier call (a
+    workspace sized by it, a cached view) is still there: that is what the
+    case tests. A prepared state is made once and passed to every later
+    step whose prepare inputs are bit-identical (an engine prepares a
+    weight once, whatever the token count); a step with other prepare
+    inputs is prepared anew."""
+    crec["name"] = case.name
+    try:
+        seeds = sequence_seeds(slot, case.steps, dtype, case.seed, world)
+    except Exception as e:
+        crec["seeds_error"] = _error_text(e)["error"]
+        return
+    prepared, prepared_from = None, None
+    for phase, seed, params in seeds:
+        call = Call(slot, params, dtype, device, case.seed, rank, world, group, entry)
+        if prepare is not None:
+            digests = tensorio.digests({n: call.inputs[n] for n in slot.prepare_args})
+            if digests != prepared_from:
+                if not run_prepare(call, prepare, crec, case.index, progress):
+                    return
+                prepared, prepared_from = call.prepared, digests
+            call.prepared = prepared
+        rec = run_phase(call, work_dir, case.index, phase, seed, lambda: entry(*call.args()), progress)
+        rec["params"] = dict(params)
+        crec["phases"].append(rec)
+        save()
+        if rec["status"] == "raised":
+            return
+        del call
+
+
 def announce_candidate_code():
     """Tell the controller, on the control pipe only this harness holds,
     that candidate code runs from here on; then close the pipe, so nothing
@@ -273,24 +330,15 @@ def run(req, progress):
         crec = {"index": case.index, "seed": case.seed, "params": case.params, "phases": []}
         result["cases"].append(crec)
         progress("case", case=case.index)
+        if case.steps:
+            run_sequence(slot, case, crec, dtype, device, rank, world, group, entry, prepare, work_dir,
+                         lambda: write_json_atomic(path, result), progress)
+            write_json_atomic(path, result)
+            continue
         call = Call(slot, case.params, dtype, device, case.seed, rank, world, group, entry)
-        if prepare is not None:
-            progress("prepare", case=case.index)
-            pre = tensorio.digests({n: call.inputs[n] for n in slot.prepare_args})
-            try:
-                call.prepared = prepare(*[call.inputs[n] for n in slot.prepare_args])
-                _sync(device)
-            except Exception as e:
-                crec["prepare"] = {"status": "raised", **_error_text(e)}
-                write_json_atomic(path, result)
-                continue
-            post = tensorio.digests({n: call.inputs[n] for n in slot.prepare_args})
-            changed = [n for n in pre if post.get(n) != pre[n]]
-            crec["prepare"] = {"status": "violated" if changed else "ok",
-                               "violations": [f"prepare modified input {n} in place" for n in changed]}
-            if changed:
-                write_json_atomic(path, result)
-                continue
+        if prepare is not None and not run_prepare(call, prepare, crec, case.index, progress):
+            write_json_atomic(path, result)
+            continue
         try:
             seeds = phase_seeds(slot, case.params, dtype, case.seed, world, bool(req.get("graph")))
         except Exception as e:

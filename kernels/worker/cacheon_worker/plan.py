@@ -4,11 +4,14 @@ Runs validator code only. The request carries the catalog's contract of
 every slot to plan; this role binds each to the slot's semantics (refusing,
 per slot, a contract the semantics cannot honour) and lists the cases: the
 contract's catalog shapes with seeded jitter and the live capability fields
-of every call. The controller decides per case whether the op row's
-declared domain admits it (it owns the manifest).
+of every call, and for collective slots the candidate shape sequences of
+the regrow case (big, small, big again in one process). The controller
+decides per case whether the op row's declared domain admits it (it owns
+the manifest).
 """
 
 import cacheon_reference as ref
+from cacheon_reference.plan import regrow_sequences
 
 from . import environment
 from .protocol import PROTOCOL
@@ -30,6 +33,7 @@ def run(req, progress):
             out["slots"][name] = {"known": True, "contract_error": str(e)}
             continue
         w = world if slot.collective else 1
+        cases = ref.plan_cases(slot, seed, w)
         out["slots"][slot.name] = {"known": True, "contract": slot.describe_contract(), "world_size": w,
-                                   "cases": ref.plan_cases(slot, seed, w)}
+                                   "cases": cases, "sequences": regrow_sequences(slot, cases, seed, w)}
     return out

@@ -18,7 +18,7 @@ import torch
 
 import cacheon_reference as ref
 from cacheon_reference import tensorio
-from cacheon_reference.plan import phase_inputs, phase_seeds
+from cacheon_reference.plan import phase_inputs, phase_seeds, sequence_seeds
 
 from .protocol import PROTOCOL, RESULT_FILE
 
@@ -40,12 +40,26 @@ def _load_record(d):
     return rec if isinstance(rec, dict) else None
 
 
-def _phase_label(phase):
+_SEQUENCE_LABELS = {"big": "big call", "small": "small call", "big_again": "big call again"}
+
+
+def _phase_label(phase, slot=None, params=None):
     if phase == "eager":
         return "eager call"
     if phase == "repeat":
         return "repeat call on fresh inputs"
+    if phase in _SEQUENCE_LABELS:
+        return f"{_SEQUENCE_LABELS[phase]} ({slot.describe(params)})"
     return f"graph {phase.replace('replay', 'replay ')}"
+
+
+def case_calls(slot, case, dtype, world, graph):
+    """(phase, seed, params) of every call of a case, as the candidate
+    made them: a sequence case's steps at their own shapes, any other
+    case's phases at the case's shape."""
+    if case.steps:
+        return sequence_seeds(slot, case.steps, dtype, case.seed, world)
+    return [(phase, seed, case.params) for phase, seed in phase_seeds(slot, case.params, dtype, case.seed, world, graph)]
 
 
 def judge_phase(slot, params, dtype, tol, rec, own_pre, expected, rank_dir, world):
@@ -119,6 +133,8 @@ def run(req, progress):
         progress("judge", case=case.index)
         out = {"index": case.index, "params": case.params, "describe": slot.describe(case.params),
                "phases": [], "passed": False, "reason": ""}
+        if case.name:
+            out["name"] = case.name
         verdict["cases"].append(out)
         case_recs = []
         for r, rec in enumerate(records):
@@ -137,12 +153,13 @@ def run(req, progress):
                              else "; ".join(pr.get("violations") or ["prepare failed"]))
             all_passed = False
             continue
-        seeds = phase_seeds(slot, case.params, dtype, case.seed, world, graph)
         case_ok = True
-        for phase, seed in seeds:
-            inputs = [phase_inputs(slot, case.params, dtype, case.seed, seed, r, world) for r in range(world)]
-            expected = slot.truth(case.params, inputs, dtype)
+        for phase, seed, params in case_calls(slot, case, dtype, world, graph):
+            inputs = [phase_inputs(slot, params, dtype, case.seed, seed, r, world) for r in range(world)]
+            expected = slot.truth(params, inputs, dtype)
             prow = {"phase": phase, "passed": True, "reason": ""}
+            if case.steps:
+                prow["params"] = dict(params)
             for r, cr in enumerate(case_recs):
                 rec = next((x for x in cr.get("phases", []) if x.get("phase") == phase), None)
                 if rec is None:
@@ -150,20 +167,20 @@ def run(req, progress):
                     if phase.startswith("replay") and g.get("status") == "capture_failed":
                         reason = f"CUDA graph capture failed: {g.get('error')}"
                     else:
-                        reason = f"no record of the {_phase_label(phase)}"
+                        reason = f"no record of the {_phase_label(phase, slot, params)}"
                     passed, comp = False, None
                 else:
                     if int(rec.get("seed", -1)) != seed:
                         passed, reason, comp = False, f"recorded seed {rec.get('seed')} for {phase}, expected {seed}", None
                     else:
                         own = tensorio.digests(inputs[r])
-                        passed, reason, comp = judge_phase(slot, case.params, dtype, (atol, rtol), rec, own, expected, dirs[r], world)
+                        passed, reason, comp = judge_phase(slot, params, dtype, (atol, rtol), rec, own, expected, dirs[r], world)
                 if comp is not None:
                     prow.setdefault("comparisons", []).append(dict(comp.to_json(), rank=r))
                 if not passed:
                     prow["passed"] = False
                     where = f"rank {r}: " if world > 1 else ""
-                    prow["reason"] = f"{_phase_label(phase)}: {where}{reason}"
+                    prow["reason"] = f"{_phase_label(phase, slot, params)}: {where}{reason}"
                     break
                 prow["reason"] = reason
             out["phases"].append(prow)
@@ -183,5 +200,7 @@ def run(req, progress):
         verdict["reason"] = f"{len(req['cases'])} of {len(req['cases'])} cases pass"
     else:
         failed = [c for c in verdict["cases"] if not c["passed"]]
-        verdict["reason"] = f"{len(failed)} of {len(req['cases'])} cases fail; first: case {failed[0]['index']}: {failed[0]['reason']}"
+        first = failed[0]
+        named = f" ({first['name']})" if first.get("name") else ""
+        verdict["reason"] = f"{len(failed)} of {len(req['cases'])} cases fail; first: case {first['index']}{named}: {first['reason']}"
     return verdict

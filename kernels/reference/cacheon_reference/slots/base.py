@@ -39,6 +39,11 @@ class Slot:
     outputs: Tuple[str, ...] = ("out",)  # outputs output_specs allocates
     prepare_args: Tuple[str, ...] = ()  # inputs a prepare step consumes, when the contract has one
     count_keys: Dict[str, int] = {}  # shape param -> floor under jitter
+    # The shape param that is the call's token count (the batch an engine
+    # serves), for slots whose calls an engine makes at changing token
+    # counts with every other dim fixed; "" when the slot has none. The
+    # regrow case of collective slots varies this param alone.
+    token_key: str = ""
 
     def jitter_keys(self, p: Dict[str, int]) -> Dict[str, int]:
         """The count params that jitter for this shape (name -> floor)."""

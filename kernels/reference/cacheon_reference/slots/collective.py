@@ -18,6 +18,7 @@ class AllReduce(Slot):
     shape_params = ("M", "H")
     inputs = ("x",)
     count_keys = {"M": 1}
+    token_key = "M"
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)
@@ -44,6 +45,7 @@ class ARResidualRMSNorm(Slot):
     scalars = ("eps",)
     outputs = ("out_norm", "out_residual")
     count_keys = {"M": 1}
+    token_key = "M"
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)
@@ -79,6 +81,7 @@ class MoEFinalizeARRMSNorm(Slot):
     scalars = ("eps",)
     outputs = ("out_norm", "out_residual")
     count_keys = {"T": 1}
+    token_key = "T"
 
     def normalize(self, p):
         p = dict(p)

@@ -49,6 +49,7 @@ class FusedExperts(Slot):
     inputs = ("x", "topk_ids", "topk_weights", "w13", "w2")
     prepare_args = ("w13", "w2")
     count_keys = {"M": 1}
+    token_key = "M"
 
     def generate(self, p, dtype, seed, rank=0, world=1):
         s = Streams(seed, rank)

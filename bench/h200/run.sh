@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The qualification measurements on one GPU (docs/results/qualify-h200.md):
+#
+#   bench/h200/run.sh aa          20 stock-versus-stock rounds with a re-packaged incumbent kernel on C
+#   bench/h200/run.sh resolution  10 rounds at each of three known speed differences (LEVELS picks some)
+#   bench/h200/run.sh qualify     a faster contribution, its reproduction, and a broken kernel
+#
+# Environment: CACHEON (the cacheon binary, default: cacheon on PATH),
+# CACHEON_PYTHON (an interpreter with torch and Triton), OUT (where the
+# results go, default ./h200-results). Every engine runs in the worker
+# sandbox; nothing here changes a GPU setting.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cd "$repo"
+cacheon=${CACHEON:-cacheon}
+out=${OUT:-$PWD/h200-results}
+mkdir -p "$out"
+work=$(mktemp -d "${TMPDIR:-/tmp}/cacheon-h200.XXXXXX")
+chmod 755 "$work"
+trap 'rm -rf "$work"' EXIT
+
+# The 8-layer model the gpu-lane measurements used: 492 M parameters.
+# SMOKE=1 runs the same steps with the default test model, workload and
+# policy instead (on the CPU lane, to check the script itself).
+model=$work/model
+common=(--workspace "$repo")
+if [[ -z ${SMOKE:-} ]]; then
+  echo "== model" >&2
+  "$cacheon" model make-test --seed 1 --out "$model" --layers 8 --hidden 2048 --heads 16 --kv-heads 4 \
+    --intermediate 5632 --vocab 32000 --max-position-embeddings 512 >&2
+  common+=(--model "$model" --workload "$here/workload.hcl" --policy "$here/policy.hcl")
+fi
+
+# bundle SRC NAME [SPIN]: a copy of the bundle SRC under a new bundle id
+# and with a comment added to its source (same code, new selected payload);
+# with SPIN, its entry also spins the GPU for SPIN cycles after the kernel
+# (torch.cuda._sleep, which CUDA graphs capture): a known, calibrated delay.
+bundle() {
+  local src=$1 name=$2 spin=${3:-}
+  local dst=$work/bundles/$name
+  mkdir -p "$work/bundles"
+  cp -r "$src" "$dst"
+  sed -i "s/^bundle_id = \"\(.*\)\"/bundle_id = \"\1-$name\"/" "$dst/manifest.toml"
+  local py
+  py=$(sed -n 's/^source = "\(.*\)"/\1/p' "$dst/manifest.toml" | head -1)
+  # A new selected payload with the same code: a transition must change bytes.
+  printf '\n# Re-packaged as %s.\n' "$name" >>"$dst/$py"
+  if [[ -n $spin ]]; then
+    cat >>"$dst/$py" <<PY
+
+
+_SPIN_CYCLES = $spin
+_kernel = silu_and_mul
+
+
+def silu_and_mul(x: torch.Tensor, out: torch.Tensor) -> None:
+    _kernel(x, out)
+    if _SPIN_CYCLES and x.is_cuda:
+        torch.cuda._sleep(_SPIN_CYCLES)
+PY
+  fi
+  echo "$dst"
+}
+
+# stack SILU_BUNDLE: the incumbent with its activation.silu_and_mul entry
+# taken from SILU_BUNDLE.
+stack() {
+  local f=$work/incumbent-$(basename "$1").hcl
+  sed "s|\"//kernels/contributions:silu_and_mul_triton\"|\"$1\"|" stacks/incumbent.hcl >"$f"
+  echo "$f"
+}
+
+case ${1:-} in
+aa)
+  # The incumbent's own RMSNorm kernel re-packaged as a new bundle, on C.
+  cand=$(bundle kernels/contributions/rmsnorm_triton aa)
+  "$cacheon" qualify calibrate --rounds "${ROUNDS:-20}" --candidate "$cand" "${common[@]}" --out "$out/aa.json"
+  ;;
+resolution)
+  # An incumbent slowed by 4,800 cycles per silu_and_mul call; candidates
+  # that remove 1,200, 2,400 and 4,800 of them (measured in one process:
+  # ×1.0054, ×1.0094, ×1.0179 end to end on this model and batch).
+  inc=$(stack "$(bundle kernels/contributions/silu_and_mul_triton spin4800 4800)")
+  for keep in ${LEVELS:-3600 2400 0}; do
+    cand=$(bundle kernels/contributions/silu_and_mul_triton "spin$keep" "$keep")
+    "$cacheon" qualify calibrate --rounds "${ROUNDS:-10}" --incumbent "$inc" --candidate "$cand" "${common[@]}" \
+      --out "$out/resolution-minus$((4800 - keep)).json"
+  done
+  ;;
+qualify)
+  # A real faster kernel: the Triton RMSNorm over an incumbent with the
+  # pure-torch one; then its reproduction on exchanged lanes; then a broken
+  # kernel that the ABI screen must catch.
+  inc=$work/incumbent-torch-rmsnorm.hcl
+  sed "s|//kernels/contributions:rmsnorm_triton|$repo/kernels/contributions/rmsnorm_torch|" stacks/incumbent.hcl >"$inc"
+  set +e
+  "$cacheon" qualify --incumbent "$inc" --candidate kernels/contributions/rmsnorm_triton "${common[@]}" \
+    --out "$out/faster" --evidence "$out/evidence"
+  "$cacheon" qualify --incumbent "$inc" --candidate kernels/contributions/rmsnorm_triton "${common[@]}" \
+    --out "$out/faster-reproduction" --evidence "$out/evidence" --reproduce "$out/faster/report.json"
+  "$cacheon" qualify --candidate kernels/fixtures/silu_drops_silu "${common[@]}" \
+    --out "$out/broken" --evidence "$out/evidence"
+  set -e
+  for d in faster faster-reproduction broken; do
+    "$cacheon" evidence regrade "$out/$d/report.json" --evidence "$out/evidence" || echo "regrade of $d failed" >&2
+  done
+  ;;
+*)
+  echo "usage: $0 aa|resolution|qualify" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,143 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Report is what Check found.
+type Report struct {
+	SchemaVersion int      `json:"schema_version"`
+	Integrity     string   `json:"integrity"` // "ok", or SQLite's first complaint
+	Head          Head     `json:"head"`
+	CurrentStack  string   `json:"current_stack"` // digest; empty before the first stack
+	Counts        Counts   `json:"counts"`
+	Problems      []string `json:"problems"`
+}
+
+// Counts are the rows of each table.
+type Counts struct {
+	Proposals       int `json:"proposals"`
+	Attempts        int `json:"attempts"`
+	Events          int `json:"events"`
+	Stacks          int `json:"stacks"`
+	Crowns          int `json:"crowns"`
+	StandingClaims  int `json:"standing_claims"`
+	DiscoveryClaims int `json:"discovery_claims"`
+}
+
+// OK reports whether the check found nothing wrong.
+func (r *Report) OK() bool { return len(r.Problems) == 0 }
+
+// Check runs SQLite's integrity_check and foreign_key_check, then the
+// ledger's own invariants: the schema version, the whole settlement chain,
+// exactly one current stack once any exists, every proposal's status known
+// and equal to its last transition. It returns the report and, when
+// anything is wrong, an error under ErrRefused naming the first problem.
+func (l *Ledger) Check(ctx context.Context) (*Report, error) {
+	r := &Report{}
+	rows, err := l.db.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return r, classify(err)
+	}
+	var lines []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return r, classify(err)
+		}
+		lines = append(lines, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return r, classify(err)
+	}
+	r.Integrity = strings.Join(lines, "; ")
+	if r.Integrity != "ok" {
+		r.Problems = append(r.Problems, "integrity_check: "+r.Integrity)
+	}
+	fk, err := l.db.QueryContext(ctx, `PRAGMA foreign_key_check`)
+	if err != nil {
+		return r, classify(err)
+	}
+	for fk.Next() {
+		var table, parent string
+		var rowid, idx any
+		if err := fk.Scan(&table, &rowid, &parent, &idx); err != nil {
+			fk.Close()
+			return r, classify(err)
+		}
+		r.Problems = append(r.Problems, fmt.Sprintf("foreign_key_check: %s row %v references a missing %s", table, rowid, parent))
+	}
+	fk.Close()
+	applied, err := appliedMigrations(ctx, l.db)
+	if err != nil {
+		return r, err
+	}
+	r.SchemaVersion = maxKey(applied)
+	if r.SchemaVersion != SchemaVersion() {
+		r.Problems = append(r.Problems, fmt.Sprintf("schema version %d, this build's is %d", r.SchemaVersion, SchemaVersion()))
+	}
+	if h, err := l.verifyChain(ctx, l.db); err != nil {
+		r.Problems = append(r.Problems, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
+	} else {
+		r.Head = h
+	}
+	for _, c := range []struct {
+		dst   *int
+		table string
+	}{
+		{&r.Counts.Proposals, "proposals"}, {&r.Counts.Attempts, "attempts"}, {&r.Counts.Events, "settlement_events"},
+		{&r.Counts.Stacks, "evaluation_stacks"}, {&r.Counts.Crowns, "crowns"}, {&r.Counts.StandingClaims, "standing_claims"},
+		{&r.Counts.DiscoveryClaims, "discovery_claims"},
+	} {
+		if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM `+c.table).Scan(c.dst); err != nil {
+			return r, classify(err)
+		}
+	}
+	var current int
+	if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM evaluation_stacks WHERE current = 1`).Scan(&current); err != nil {
+		return r, classify(err)
+	}
+	switch {
+	case r.Counts.Stacks > 0 && current != 1:
+		r.Problems = append(r.Problems, fmt.Sprintf("%d evaluation stacks, %d of them current (want exactly one)", r.Counts.Stacks, current))
+	case current == 1:
+		cur, err := l.CurrentStack(ctx)
+		if err != nil {
+			return r, err
+		}
+		r.CurrentStack = cur.StackDigest
+		if cur.EventSequence > r.Head.Sequence {
+			r.Problems = append(r.Problems, fmt.Sprintf("current stack %s names event %d past the chain head %d", cur.StackDigest, cur.EventSequence, r.Head.Sequence))
+		}
+	}
+	bad, err := l.db.QueryContext(ctx, `SELECT p.id, p.status, coalesce((SELECT t.to_status FROM proposal_transitions t WHERE t.proposal_id = p.id ORDER BY t.seq DESC LIMIT 1), '')
+		FROM proposals p ORDER BY p.id`)
+	if err != nil {
+		return r, classify(err)
+	}
+	for bad.Next() {
+		var id int64
+		var status, last string
+		if err := bad.Scan(&id, &status, &last); err != nil {
+			bad.Close()
+			return r, classify(err)
+		}
+		if !Status(status).Known() {
+			r.Problems = append(r.Problems, fmt.Sprintf("proposal %d: unknown status %q", id, status))
+		} else if status != last {
+			r.Problems = append(r.Problems, fmt.Sprintf("proposal %d: status %s, its last transition went to %q", id, status, last))
+		}
+	}
+	bad.Close()
+	if err := bad.Err(); err != nil {
+		return r, classify(err)
+	}
+	if !r.OK() {
+		return r, fmt.Errorf("%w: %s: %s", ErrRefused, l.path, r.Problems[0])
+	}
+	return r, nil
+}

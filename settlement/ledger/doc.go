@@ -1,0 +1,33 @@
+// Package ledger is the validator's settlement ledger: one SQLite file that
+// records every intake proposal and its status, the screens and
+// qualifications run on it, the settlement events as a hash chain, crowns
+// and claims, and the history of evaluation stacks with exactly one current.
+//
+// One writer. Open takes an exclusive flock(2) on the file DB+".lock" (held
+// until Close, released by the kernel when the process dies) and fails at
+// once with ErrLocked naming the holder's pid when another writer holds it.
+// Inside, the database is in WAL mode with foreign keys on, every write
+// transaction is BEGIN IMMEDIATE and busy_timeout is 0, so a connection that
+// bypassed the flock (another tool on the same file) makes a write fail at
+// once instead of waiting or interleaving.
+//
+// A settlement is committed in one transaction (Commit): its events, the new
+// current evaluation stack and the claims land together or not at all, and
+// on any failure the old stack stays current. The settlement rules live
+// elsewhere (package settlement/settle defines the typed event); the ledger
+// keeps each event body as the canonical JSON its digest
+// H(cacheon.settlement.event, body) is computed over, and checks the chain
+// on every Open and Check: sequences contiguous from 1, each body canonical,
+// its event_type, sequence and previous_event_digest equal to the columns,
+// each previous_event_digest the digest of the event before ("" for the
+// first), and every digest recomputed.
+//
+// The schema is versioned by the numbered files in migrations/, applied in
+// order, each in its own transaction, and recorded (with the file's SHA-256)
+// in schema_version. A ledger written by a newer build, or one whose recorded
+// migration differs from this build's file, is refused with the reason.
+//
+// Intake bytes are published once, content-addressed and read-only, in the
+// directory DB+".publications" beside the file (see Publications): a crown's
+// bytes come from there, never from the path a miner's bundle was read from.
+package ledger

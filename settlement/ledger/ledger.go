@@ -1,0 +1,175 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/cacheon/engine/tools/reject"
+)
+
+var (
+	// ErrLocked is returned by Open while another process is the writer.
+	// It is not a rejection: the ledger is fine, it is only busy.
+	ErrLocked = errors.New("ledger is locked by another writer")
+	// ErrRefused is the root of every reason a ledger file is refused: not
+	// a database, corrupt, a newer or different schema, a broken chain.
+	ErrRefused = reject.New("ledger refused")
+	// ErrIllegal is the root of every refused write: an illegal status
+	// transition, a chain that does not extend the head, a stale stack.
+	ErrIllegal = reject.New("ledger write refused")
+)
+
+// Options configure Open.
+type Options struct {
+	// Create makes a new ledger when none exists at the path; without it a
+	// missing file is fs.ErrNotExist.
+	Create bool
+}
+
+// Ledger is an open ledger and its writer lock. It is not safe for use by
+// several goroutines at once: it is one writer.
+type Ledger struct {
+	path string
+	db   *sql.DB
+	lock *writerLock
+
+	// fault, when set, is called at each named step of Commit and Intake.
+	// Only this package's tests set it (to kill the process there).
+	fault func(step string)
+}
+
+// Path is the ledger file.
+func (l *Ledger) Path() string { return l.path }
+
+// PublicationsDir is where intake bytes are published beside the ledger.
+func (l *Ledger) PublicationsDir() string { return l.path + ".publications" }
+
+// Open opens the ledger at path as its only writer: it takes the writer
+// lock, applies pending migrations and verifies the settlement chain.
+func Open(ctx context.Context, path string, o Options) (*Ledger, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) && !o.Create {
+		return nil, fmt.Errorf("open ledger %s: %w", path, fs.ErrNotExist)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	lock, err := lockWriter(abs + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	l := &Ledger{path: abs, lock: lock}
+	if err := l.open(ctx); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	return l, nil
+}
+
+func (l *Ledger) open(ctx context.Context) error {
+	q := url.Values{}
+	// busy_timeout first: a write that cannot take the database lock fails
+	// at once rather than waiting behind a writer that bypassed the flock.
+	q.Add("_pragma", "busy_timeout(0)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	// FULL: a commit the caller was told about survives power loss too.
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+l.path+"?"+q.Encode())
+	if err != nil {
+		return err
+	}
+	// One connection: the pragmas hold for every statement and the writer
+	// never races itself.
+	db.SetMaxOpenConns(1)
+	l.db = db
+	if err := db.PingContext(ctx); err != nil {
+		return classify(err)
+	}
+	var fk int
+	if err := db.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
+		return classify(err)
+	}
+	if fk != 1 {
+		return errors.New("the SQLite driver did not turn foreign keys on")
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return classify(err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("journal mode is %q, want wal", mode)
+	}
+	if err := migrate(ctx, db); err != nil {
+		return err
+	}
+	if _, err := l.verifyChain(ctx, db); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Close releases the database and the writer lock.
+func (l *Ledger) Close() error {
+	var err error
+	if l.db != nil {
+		err = l.db.Close()
+		l.db = nil
+	}
+	if e := l.lock.release(); err == nil {
+		err = e
+	}
+	return err
+}
+
+func (l *Ledger) at(step string) {
+	if l.fault != nil {
+		l.fault(step)
+	}
+}
+
+// classify turns SQLite's verdicts on the file itself into refusals (a
+// damaged or foreign file is a rejected input, exit 2) and a busy database
+// into an error naming why; anything else passes through.
+func classify(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return fmt.Errorf("%w: the file is damaged or not a ledger: %v", ErrRefused, err)
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return fmt.Errorf("%w: another connection holds the database write lock: %v", ErrLocked, err)
+	}
+	return err
+}
+
+// tx runs fn in one BEGIN IMMEDIATE transaction and commits it; any error
+// rolls everything back.
+func (l *Ledger) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	t, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return classify(err)
+	}
+	if err := fn(t); err != nil {
+		t.Rollback()
+		return classify(err)
+	}
+	if err := t.Commit(); err != nil {
+		return classify(err)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+func TestIntakeAddAndLedgerCheck(t *testing.T) {
+	dir := t.TempDir()
+	t.Cleanup(func() { makeWritable(dir) })
+	db := filepath.Join(dir, "ledger.db")
+	bundle := repoCopy(t, "kernels/contributions/rmsnorm_torch")
+	steps := []struct {
+		name   string
+		args   []string
+		code   int
+		status string
+		stderr string
+	}{
+		{"first reveal", []string{"--hotkey", "hk1", "--block", "10"}, 0, "published", ""},
+		{"the same reveal again", []string{"--hotkey", "hk1", "--block", "10"}, 0, "published", ""},
+		{"another reveal at a reserved position", []string{"--hotkey", "hk2", "--block", "10"}, 2, "", "already reserved by proposal 1"},
+		{"the same bytes later", []string{"--hotkey", "hk2", "--block", "11", "--event", "2", "--subevent", "1"}, 0, "published", ""},
+		{"a position that is not one", []string{"--hotkey", "hk2", "--block", "0"}, 2, "", "block must be > 0"},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			args := append([]string{"intake", "add", bundle, "--ledger", db, "--json"}, s.args...)
+			code, out, errOut := run(t, "", args...)
+			if code != s.code {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, s.code, out, errOut)
+			}
+			if s.stderr != "" && !strings.Contains(errOut, s.stderr) {
+				t.Errorf("stderr %q does not say %q", errOut, s.stderr)
+			}
+			var doc struct {
+				Proposal struct {
+					Status   string `json:"status"`
+					TargetID string `json:"target_id"`
+				} `json:"proposal"`
+				Publication string `json:"publication"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("stdout is not one JSON document: %v\n%s", err, out)
+			}
+			if s.status != "" && (doc.Proposal.Status != s.status || doc.Proposal.TargetID != "norm.rmsnorm" || doc.Publication == "") {
+				t.Errorf("document %s", out)
+			}
+		})
+	}
+	code, out, errOut := run(t, "", "ledger", "check", "--ledger", db, "--json")
+	if code != 0 {
+		t.Fatalf("check: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"format_version", "ok", "ledger", "schema_version", "integrity", "head", "current_stack", "counts", "problems"} {
+		if _, ok := rep[k]; !ok {
+			t.Errorf("ledger check --json lacks %q: %s", k, out)
+		}
+	}
+	if rep["ok"] != true || rep["counts"].(map[string]any)["proposals"] != 2.0 {
+		t.Errorf("report %s", out)
+	}
+	code, out, _ = run(t, "", "ledger", "check", "--ledger", db)
+	if code != 0 || !strings.Contains(out, "ok (schema 1, integrity ok)") {
+		t.Errorf("text check: exit %d\n%s", code, out)
+	}
+}
+
+func TestLedgerCheckRefusals(t *testing.T) {
+	newLedger := func(t *testing.T) string {
+		dir := t.TempDir()
+		t.Cleanup(func() { makeWritable(dir) })
+		db := filepath.Join(dir, "ledger.db")
+		if code, out, errOut := run(t, "", "intake", "add", repoCopy(t, "kernels/contributions/rmsnorm_torch"), "--ledger", db, "--hotkey", "hk", "--block", "1"); code != 0 {
+			t.Fatalf("intake: %d\n%s\n%s", code, out, errOut)
+		}
+		return db
+	}
+	exec := func(t *testing.T, db, stmt string) {
+		raw, err := sql.Open("sqlite", "file:"+db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		if _, err := raw.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		spoil  func(t *testing.T, db string)
+		code   int
+		stderr string
+	}{
+		{"missing", func(t *testing.T, db string) { os.Remove(db) }, 1, "does not exist"},
+		{"not a database", func(t *testing.T, db string) { os.WriteFile(db, []byte(strings.Repeat("junk", 1024)), 0o644) }, 2, "damaged or not a ledger"},
+		{"newer schema", func(t *testing.T, db string) {
+			exec(t, db, `INSERT INTO schema_version (version, name, sha256) VALUES (50, '0050_x.sql', '`+strings.Repeat("ab", 32)+`')`)
+		}, 2, "newer than this build"},
+		{"a status no transition led to", func(t *testing.T, db string) { exec(t, db, `UPDATE proposals SET status = 'qualified'`) }, 2, "its last transition went to"},
+		{"a forged event", func(t *testing.T, db string) {
+			exec(t, db, `INSERT INTO settlement_events (sequence, event_type, previous_event_digest, body, digest) VALUES (1, 'CROWN', '', '{"event_type":"CROWN","previous_event_digest":"","sequence":1}', '`+strings.Repeat("cd", 32)+`')`)
+		}, 2, "does not match its body"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := newLedger(t)
+			tc.spoil(t, db)
+			code, out, errOut := run(t, "", "ledger", "check", "--ledger", db, "--json")
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, out, errOut)
+			}
+			if !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("stderr %q does not say %q", errOut, tc.stderr)
+			}
+			if tc.code == 2 {
+				var doc struct {
+					OK *bool `json:"ok"`
+				}
+				if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.OK == nil || *doc.OK {
+					t.Errorf("--json refusal document %q (%v)", out, err)
+				}
+			}
+		})
+	}
+}
+
+func makeWritable(root string) {
+	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.IsDir() {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cacheon/engine/evaluator/lanes"
+	"github.com/cacheon/engine/evaluator/qualify"
+	"github.com/cacheon/engine/evaluator/sandbox"
+	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/evaluator/workload"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/tools/model"
+	"github.com/cacheon/engine/tools/model/testmodel"
+	"github.com/cacheon/engine/tools/reject"
+)
+
+// qualificationFlags are the inputs qualify and qualify calibrate share:
+// the incumbent, the model, the workload and policy, the interpreter and
+// the isolation.
+type qualificationFlags struct {
+	input      stackInputOptions
+	deps       stackDeps
+	incumbent  string
+	model      string
+	workload   string
+	policy     string
+	python     string
+	unisolated bool
+	quiet      bool // --json: no progress from assembly
+}
+
+func (o *qualificationFlags) addFlags(f *pflag.FlagSet) {
+	o.input.addFlags(f)
+	f.StringVar(&o.incumbent, "incumbent", filepath.Join("stacks", "incumbent.hcl"), "the incumbent evaluation stack file")
+	f.StringVar(&o.model, "model", "", "sealed model directory (default: the generated test model)")
+	f.StringVar(&o.workload, "workload", "", "workload HCL file (default: the embedded smoke workload)")
+	f.StringVar(&o.policy, "policy", "", "speed policy HCL file (default: the embedded v8 policy)")
+	f.StringVar(&o.python, "python", "", "engine interpreter (default: $CACHEON_PYTHON, else python3)")
+	f.BoolVar(&o.unisolated, "unsafe-no-isolation", false, "run engines without a sandbox (the report says so)")
+}
+
+// qualification is everything a qualification or a calibration runs
+// with, set up: a private run directory (removed by close), the
+// isolation, the sealed model, the lanes and their sampler.
+type qualification struct {
+	run         string
+	iso         worker.Isolation
+	workload    *workload.Workload
+	policy      speed.Policy
+	python      string
+	stack       *loadedStack
+	materialize materialize.Options
+	model       string
+	modelDigest string
+	lanes       [2]lanes.Lane
+	sample      qualify.Sampler
+	controller  string
+}
+
+func (q *qualification) close() { worker.RemoveAll(q.run) }
+
+// setUpQualification reads the inputs and prepares the machine. Its
+// errors are the command's: bad inputs are rejections (exit 2), the rest
+// usage or I/O (exit 1).
+func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q *qualification, err error) {
+	q = &qualification{}
+	if q.workload, err = qualifyWorkload(o.workload); err != nil {
+		return nil, err
+	}
+	if q.policy, err = qualifyPolicy(o.policy); err != nil {
+		return nil, err
+	}
+	if q.python, err = worker.ResolvePython(o.python); err != nil {
+		return nil, err
+	}
+	if q.stack, err = loadStack(s, o.incumbent, o.input, o.deps, o.quiet); err != nil {
+		return nil, err
+	}
+	if q.materialize, err = materializeOptions(s, q.stack, o.deps, true); err != nil {
+		return nil, err
+	}
+	if q.run, err = os.MkdirTemp("", "cacheon-qualify-"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			q.close()
+		}
+	}()
+	if err := sandbox.SearchableDir(q.run); err != nil {
+		return nil, err
+	}
+	q.iso = worker.Isolation{Unsafe: o.unisolated, Hide: []string{q.run}}
+	if !o.unisolated {
+		if err := sandbox.Available(filepath.Join(q.run, "probe")); err != nil {
+			return nil, fmt.Errorf("%w; pass --unsafe-no-isolation to run engines unisolated (the report says so)", err)
+		}
+	}
+	if q.model, q.modelDigest, err = qualifyModel(o.model, q.run); err != nil {
+		return nil, err
+	}
+	smi := lanes.Runner{}
+	gpus, gerr := smi.Discover(ctx)
+	if gerr != nil && !isNoGPU(gerr) {
+		return nil, gerr
+	}
+	if q.lanes, err = lanes.Plan(gpus, q.workload.Engine.TensorParallel); err != nil {
+		return nil, reject.Wrap(err)
+	}
+	if q.lanes[1].Device == "cuda" {
+		q.iso.Devices = lanes.DeviceNodes()
+		q.sample = smi.Read
+	}
+	q.controller, _ = selfDigest()
+	return q, nil
+}
+
+// lanesName says which lanes a calibration measured.
+func lanesName(l [2]lanes.Lane) string {
+	switch {
+	case l[1].Device != "cuda":
+		return "cpu"
+	case l[0].Shared:
+		return "cuda shared"
+	}
+	return "cuda disjoint"
+}
+
+// readReport reads a qualification report file.
+func readReport(path string) (*qualify.Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := qualify.ParseReport(data)
+	if err != nil {
+		return nil, reject.Wrap(fmt.Errorf("%s: %w", path, err))
+	}
+	return r, nil
+}
+
+func qualifyWorkload(path string) (*workload.Workload, error) {
+	if path == "" {
+		return qualify.DefaultWorkload()
+	}
+	w, diags := workload.Load(path)
+	if diags.HasErrors() {
+		if _, err := os.Stat(path); err != nil {
+			return nil, err
+		}
+		return nil, reject.Wrap(diags)
+	}
+	return w, nil
+}
+
+func qualifyPolicy(path string) (speed.Policy, error) {
+	if path == "" {
+		return qualify.DefaultPolicy(), nil
+	}
+	p, diags := speed.LoadPolicyFile(path)
+	if diags.HasErrors() {
+		if _, err := os.Stat(path); err != nil {
+			return speed.Policy{}, err
+		}
+		return speed.Policy{}, reject.Wrap(diags)
+	}
+	return p, nil
+}
+
+// qualifyModel returns the sealed model to serve and its content digest:
+// the one given, or the test model written into the run directory.
+func qualifyModel(dir, run string) (string, string, error) {
+	if dir == "" {
+		dir = filepath.Join(run, "model")
+		if _, err := testmodel.Write(dir, testmodel.DefaultShape(false), 3); err != nil {
+			return "", "", err
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", "", err
+	}
+	if !othersCanReach(abs) {
+		// The sandbox user could not reach it (a Bazel output base under
+		// a 0700 home): engines serve a copy in the run directory, sealed
+		// below like any model.
+		cp := filepath.Join(run, "model-copy")
+		if err := copyModel(abs, cp); err != nil {
+			return "", "", fmt.Errorf("copy the model %s where the sandbox can read it: %w", abs, err)
+		}
+		abs = cp
+	}
+	rc, err := model.Provision(abs, model.Options{})
+	if err != nil {
+		return "", "", err
+	}
+	return abs, rc.ContentDigest, nil
+}
+
+func isNoGPU(err error) bool { return errors.Is(err, lanes.ErrNoGPU) }
+
+// selfDigest is the SHA-256 of the running binary, for the report.
+func selfDigest() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// othersCanReach reports whether every directory above path lets any user
+// through, as the sandbox's unprivileged user needs.
+func othersCanReach(path string) bool {
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		if err != nil || info.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
+}
+
+// copyModel copies the regular files of a model directory (config.json,
+// the safetensors shards) into a new directory dst.
+func copyModel(src, dst string) error {
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.Mkdir(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
