@@ -275,8 +275,11 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("%w: %s [%s]: %s %s:\n%s", ErrCompile, op.Slot, op.Variant, filepath.Base(tc.Compiler), res.describe(),
 				firstErrors(res.stderr+res.stdout, FirstErrorLines))
 		}
-		if fi, err := os.Lstat(filepath.Join(out, filepath.FromSlash(lib.Path))); err != nil || !fi.Mode().IsRegular() {
+		switch fi, err := os.Lstat(filepath.Join(out, filepath.FromSlash(lib.Path))); {
+		case err != nil:
 			return nil, fmt.Errorf("%w: %s [%s]: the compiler exited 0 but wrote no library %s", ErrCompile, op.Slot, op.Variant, lib.Path)
+		case !fi.Mode().IsRegular():
+			return nil, fmt.Errorf("%w: %s [%s]: the library %s is not a regular file (%s)", ErrCompile, op.Slot, op.Variant, lib.Path, fi.Mode().Type())
 		}
 		art.Libraries = append(art.Libraries, lib)
 	}
@@ -402,10 +405,16 @@ func (b *builder) execSandboxed(ctx context.Context, argv []string, dir string, 
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return ran{}, err
 	}
+	// The host's /tmp is out of sight in the sandbox: a program there
+	// (a compiler given by path) is bound in, read-only.
+	ro := append(append([]string{}, readOnly...), argv[0])
+	if b.o.Compiler != "" && b.o.Compiler != argv[0] {
+		ro = append(ro, b.o.Compiler)
+	}
 	s := sandbox.Spec{
 		Procs:    []sandbox.Proc{{Path: argv[0], Args: argv, Env: env, Dir: dir, Stdout: stdout, Stderr: stderr}},
 		Root:     root,
-		ReadOnly: readOnly,
+		ReadOnly: ro,
 		Writable: append(append([]string{}, writable...), logs),
 		Hide:     b.hidden(argv[0]),
 		Limits:   b.o.Limits,
