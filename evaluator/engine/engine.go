@@ -37,6 +37,11 @@ type Spec struct {
 	Root    string // from worker.EngineRoot
 	Tree    string // the materialized engine tree (read-only)
 	Model   string // the sealed model directory (read-only)
+	// Native is the sealed prebuild artifact directory (evaluator/prebuild,
+	// reopened and verified by the caller) the tree's cuda_sources rows
+	// load their libraries from, bound read-only; "" = none, and the
+	// engine refuses such rows. Engines never compile.
+	Native string
 	Device  string // "cpu" or "cuda"
 	Graph   bool   // replay CUDA graphs for decode
 	WorkDir string
@@ -144,9 +149,14 @@ func Start(ctx context.Context, iso worker.Isolation, s Spec) (*Engine, error) {
 	if s.Graph {
 		args = append(args, "--graph")
 	}
+	readOnly := []string{s.Tree, s.Model}
+	if s.Native != "" {
+		args = append(args, "--native-artifact", s.Native)
+		readOnly = append(readOnly, s.Native)
+	}
 	sess, err := worker.StartSession(ctx, iso, worker.SessionSpec{
 		Python: s.Python, Root: s.Root, Module: ksubstrate.Package + ".session", Args: args,
-		WorkDir: s.WorkDir, Env: s.Env, ReadOnly: []string{s.Tree, s.Model},
+		WorkDir: s.WorkDir, Env: s.Env, ReadOnly: readOnly,
 	})
 	if err != nil {
 		return nil, err

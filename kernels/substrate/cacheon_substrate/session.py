@@ -82,6 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--graph", action="store_true")
     ap.add_argument("--max-len", type=int, default=0)
+    ap.add_argument("--native-artifact", help="sealed prebuild artifact directory of the tree's cuda_sources rows")
     a = ap.parse_args(argv)
     device = a.device
     if device == "auto":
@@ -96,7 +97,7 @@ def main(argv=None) -> int:
     from .identity import substrate_digest
     from .runtime import Options, build
 
-    m = build(Options(model=a.model, tree=a.engine_tree, device=device, max_len=a.max_len))
+    m = build(Options(model=a.model, tree=a.engine_tree, native=a.native_artifact, device=device, max_len=a.max_len))
     send({"ready": True, "protocol": PROTOCOL, "substrate": substrate_digest(), "device": str(m.device),
           "slots": {k: v["status"] for k, v in m.seam.report().items()}})
     engines = {}
