@@ -22,11 +22,12 @@ import (
 // testPython is the interpreter whose torch the tests build against.
 func testPython(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("CACHEON_TEST_PYTHON")
-	if p == "" {
-		p = "/usr/bin/python3"
+	for _, v := range []string{"CACHEON_TEST_PYTHON", "CACHEON_PYTHON"} {
+		if p := os.Getenv(v); p != "" {
+			return p
+		}
 	}
-	return p
+	return "/usr/bin/python3"
 }
 
 // searchable returns a fresh directory the sandbox user can pass through.

@@ -31,9 +31,13 @@ func TestCPUContributionPassesVerify(t *testing.T) {
 	}
 }
 
+// python is the test interpreter: $CACHEON_TEST_PYTHON, else
+// $CACHEON_PYTHON (the GPU host's), else Debian's.
 func python() string {
-	if p := os.Getenv("CACHEON_TEST_PYTHON"); p != "" {
-		return p
+	for _, v := range []string{"CACHEON_TEST_PYTHON", "CACHEON_PYTHON"} {
+		if p := os.Getenv(v); p != "" {
+			return p
+		}
 	}
 	return "/usr/bin/python3"
 }
