@@ -33,15 +33,15 @@ const Protocol = "cacheon-engine-session-v2"
 
 // Spec is one engine to start.
 type Spec struct {
-	Python  string // absolute interpreter path
-	Root    string // from worker.EngineRoot
-	Tree    string // the materialized engine tree (read-only)
-	Model   string // the sealed model directory (read-only)
+	Python string // absolute interpreter path
+	Root   string // from worker.EngineRoot
+	Tree   string // the materialized engine tree (read-only)
+	Model  string // the sealed model directory (read-only)
 	// Native is the sealed prebuild artifact directory (evaluator/prebuild,
 	// reopened and verified by the caller) the tree's cuda_sources rows
 	// load their libraries from, bound read-only; "" = none, and the
 	// engine refuses such rows. Engines never compile.
-	Native string
+	Native  string
 	Device  string // "cpu" or "cuda"
 	Graph   bool   // replay CUDA graphs for decode
 	WorkDir string
