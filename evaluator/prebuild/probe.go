@@ -23,9 +23,12 @@ const probeScript = `import json, os, shutil, subprocess, sys
 
 out_path, target, compiler = sys.argv[1], sys.argv[2], sys.argv[3]
 import torch
-import torch.utils.cpp_extension as ce
 
 cuda = target == "cuda"
+try:
+    import torch.utils.cpp_extension as ce
+except ImportError:  # it needs setuptools, which a venv may lack
+    ce = None
 
 
 def paths(fn):
@@ -35,13 +38,31 @@ def paths(fn):
         return list(fn(cuda=cuda))
 
 
+def cuda_home():
+    if ce is not None and ce.CUDA_HOME:
+        return ce.CUDA_HOME
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+    return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else ""
+
+
+home = cuda_home()
 doc = {"torch": torch.__version__, "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
-       "cuda_home": ce.CUDA_HOME or "", "torch_cuda": torch.version.cuda or ""}
-doc["include"] = paths(ce.include_paths)
-doc["lib"] = paths(ce.library_paths) if (not cuda or ce.CUDA_HOME) else []
+       "cuda_home": home, "torch_cuda": torch.version.cuda or ""}
+if ce is not None:
+    doc["include"] = paths(ce.include_paths)
+    doc["lib"] = paths(ce.library_paths) if (not cuda or home) else []
+else:  # the layout torch's extension builder uses
+    base = os.path.dirname(os.path.abspath(torch.__file__))
+    doc["include"] = [os.path.join(base, "include"), os.path.join(base, "include", "torch", "csrc", "api", "include")]
+    doc["lib"] = [os.path.join(base, "lib")]
+    if cuda and home:
+        doc["include"].append(os.path.join(home, "include"))
+        doc["lib"].append(os.path.join(home, "lib64"))
 if not compiler:
     if cuda:
-        nvcc = os.path.join(ce.CUDA_HOME, "bin", "nvcc") if ce.CUDA_HOME else ""
+        nvcc = os.path.join(home, "bin", "nvcc") if home else ""
         compiler = nvcc if nvcc and os.path.exists(nvcc) else (shutil.which("nvcc") or "")
     else:
         compiler = shutil.which("g++") or shutil.which("c++") or ""
