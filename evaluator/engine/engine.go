@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/cacheon/engine/evaluator/worker"
@@ -182,10 +183,24 @@ func Start(ctx context.Context, iso worker.Isolation, s Spec) (*Engine, error) {
 	line, err := e.await(ctx, s.StartTimeout, "the ready frame")
 	if err != nil {
 		var f *Fault
-		if errors.As(err, &f) && f.Kind != FaultStart {
-			f.Kind, f.Detail = FaultStart, f.Kind+": "+f.Detail
+		if !errors.As(err, &f) || f.Kind == FaultStart {
+			return fail(err)
 		}
-		return fail(err)
+		exited := f.Kind == FaultExited
+		f.Kind, f.Detail = FaultStart, f.Kind+": "+f.Detail
+		_, err = fail(err)
+		// An engine that ended while loading said why on stderr (a seam
+		// refusal, say): the last line, now that the log is complete.
+		if last := worker.Tail(s.WorkDir, worker.StderrFile, 2000); exited && last != "" {
+			if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+				last = last[i+1:]
+			}
+			if len(last) > 500 {
+				last = last[:500]
+			}
+			f.Detail += fmt.Sprintf(": %q", last)
+		}
+		return nil, err
 	}
 	var r struct {
 		Ready     bool              `json:"ready"`

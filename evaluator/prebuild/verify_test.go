@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cacheon/engine/evaluator/prebuild"
@@ -28,6 +29,39 @@ func TestCPUContributionPassesVerify(t *testing.T) {
 	}
 	if rep.Prebuild == nil || rep.NativeArtifact == "" || rep.Prebuild.Seal != rep.NativeArtifact || len(rep.Prebuild.Steps) != 1 {
 		t.Fatalf("the report names no prebuild: artifact %q, receipt %+v", rep.NativeArtifact, rep.Prebuild)
+	}
+}
+
+// TestVerifyBindsAGivenArtifactToTheBundlesBytes: an artifact the caller
+// prebuilt is used as it is, and only for the bytes it was built from.
+func TestVerifyBindsAGivenArtifactToTheBundlesBytes(t *testing.T) {
+	prebuild.NeedToolchain(t, python())
+	dir := filepath.Join(searchable(t), "rmsnorm_cpp")
+	testtree.Copy(t, filepath.Join("testdata", "rmsnorm_cpp"), dir)
+	res, err := prebuild.Build(context.Background(), prebuild.Options{Bundle: dir, Store: filepath.Join(searchable(t), "store"),
+		WorkDir: searchable(t), Target: "cpu", Python: python()})
+	if err != nil {
+		t.Fatalf("prebuild: %v", err)
+	}
+	o := verify.Options{Device: "cpu", DType: "float32", Python: python(), WorkDir: searchable(t), NativeArtifact: res.Sealed.Dir}
+	rep, err := verify.Run(context.Background(), dir, o)
+	if err != nil || rep.Verdict != verify.Pass || rep.NativeArtifact != res.Sealed.Digest.Hex || rep.Prebuild != nil {
+		t.Fatalf("verify with the artifact: %v, %+v", err, rep)
+	}
+	header := filepath.Join(dir, "csrc", "rmsnorm_common.cuh")
+	text, err := os.ReadFile(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(header, append(text, []byte("// edited after the prebuild\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = verify.Run(context.Background(), dir, o)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if row := rep.Rows[0]; row.Verdict != verify.Error || !strings.Contains(row.Reason, "the library was built from") {
+		t.Fatalf("row %s (%s), want ERROR: the artifact was built from other bytes", row.Verdict, row.Reason)
 	}
 }
 
