@@ -23,7 +23,8 @@ import (
 // Options configure one prebuild.
 type Options struct {
 	// Bundle is the bundle directory (a staged, read-only copy: the
-	// compiler reads the same bytes the scan read).
+	// compiler reads the same bytes the scan read), or a materialized
+	// engine tree, whose runtime manifest has the same op rows.
 	Bundle string
 	// Store is the artifact store: the sealed artifact is Store/<digest hex>.
 	Store string

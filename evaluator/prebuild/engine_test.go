@@ -17,18 +17,13 @@ import (
 // TestEngineLoadsTheSealedLibrary: a sandboxed substrate engine whose tree
 // has a cuda_sources row serves batches with the row contributed when the
 // controller gives it the sealed artifact, and refuses to start without
-// one. The tree holds the fixture's files under other paths, as a
-// materialized tree does: the row is bound to its library by content.
+// one. The tree holds the fixture's files under a namespace directory, as a
+// materialized tree does, and is what the prebuild compiles.
 func TestEngineLoadsTheSealedLibrary(t *testing.T) {
 	f := enginetest.New(t)
 	prebuild.NeedToolchain(t, f.Python)
 	bundle := filepath.Join(searchable(t), "rmsnorm_cpp")
 	testtree.Copy(t, filepath.Join("testdata", "rmsnorm_cpp"), bundle)
-	res, err := prebuild.Build(context.Background(), prebuild.Options{Bundle: bundle, Store: filepath.Join(searchable(t), "store"),
-		WorkDir: searchable(t), Target: "cpu", Python: f.Python})
-	if err != nil {
-		t.Fatalf("prebuild: %v", err)
-	}
 	ns := filepath.Join(f.Tree, "cacheon_c_rmsnorm_cpp")
 	testtree.Copy(t, bundle, ns)
 	manifest := `bundle_id = "cacheon-materialized-v1"
@@ -44,6 +39,13 @@ cuda_sources = ["cacheon_c_rmsnorm_cpp/csrc/rmsnorm_common.cuh", "cacheon_c_rmsn
 `
 	if err := os.WriteFile(filepath.Join(f.Tree, "manifest.toml"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	// A qualification prebuilds the engine tree itself: every cuda_sources
+	// row of every contribution in it, into one artifact.
+	res, err := prebuild.Build(context.Background(), prebuild.Options{Bundle: f.Tree, Store: filepath.Join(searchable(t), "store"),
+		WorkDir: searchable(t), Target: "cpu", Python: f.Python})
+	if err != nil {
+		t.Fatalf("prebuild: %v", err)
 	}
 	spec := func(name, native string) engine.Spec {
 		return engine.Spec{Python: f.Python, Root: f.Root, Tree: f.Tree, Model: f.Model, Device: "cpu", Native: native,
