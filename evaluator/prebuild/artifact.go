@@ -365,31 +365,41 @@ func (s *Sealed) File(rel string) (File, bool) {
 	return File{}, false
 }
 
-// Bind returns the library of the row (slot, variant) after checking
-// that it was built from the bytes the row declares in the bundle at dir:
-// an artifact sealed for other sources never stands in for them.
+// Bind returns the library built from exactly the bytes the row (slot,
+// variant) declares as sources in the bundle or engine tree at dir. It is
+// bound by content, not by path: a materialized engine tree holds a
+// contribution's files under other paths, and an artifact sealed for other
+// bytes never stands in for them.
 func (s *Sealed) Bind(dir, slot, variant string, sources []string) (*Library, error) {
-	l, ok := s.Library(slot, variant)
-	if !ok {
-		return nil, fmt.Errorf("sealed prebuild artifact %s has no library for %s [%s]", s.Digest.Hex, slot, variant)
-	}
-	built := map[string]string{}
-	for _, f := range l.Sources {
-		built[f.Path] = f.SHA256
-	}
-	if len(built) != len(sources) {
-		return nil, fmt.Errorf("sealed prebuild artifact %s: %s [%s] was built from %d CUDA file(s), the row declares %d",
-			s.Digest.Hex, slot, variant, len(built), len(sources))
-	}
-	for _, src := range sources {
+	want := make([]string, len(sources))
+	for i, src := range sources {
 		sum, _, err := hashFile(filepath.Join(dir, filepath.FromSlash(src)))
 		if err != nil {
 			return nil, err
 		}
-		if built[src] != sum {
-			return nil, fmt.Errorf("sealed prebuild artifact %s: %s [%s]: %s has sha256 %s, the library was built from %s",
-				s.Digest.Hex, slot, variant, src, sum, quoteOrNone(built[src]))
+		want[i] = sum
+	}
+	sort.Strings(want)
+	var match *Library
+	candidates := 0
+	for i := range s.Artifact.Libraries {
+		l := &s.Artifact.Libraries[i]
+		if l.Slot != slot {
+			continue
+		}
+		candidates++
+		got := make([]string, len(l.Sources))
+		for j, f := range l.Sources {
+			got[j] = f.SHA256
+		}
+		sort.Strings(got)
+		if strings.Join(got, ",") == strings.Join(want, ",") && (match == nil || l.Variant == variant) {
+			match = l
 		}
 	}
-	return l, nil
+	if match == nil {
+		return nil, fmt.Errorf("sealed prebuild artifact %s: none of its %d %s librar(ies) was built from the bytes %s [%s] declares (%s)",
+			s.Digest.Hex, candidates, slot, slot, variant, strings.Join(sources, ", "))
+	}
+	return match, nil
 }

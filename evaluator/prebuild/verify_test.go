@@ -60,7 +60,7 @@ func TestVerifyBindsAGivenArtifactToTheBundlesBytes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	if row := rep.Rows[0]; row.Verdict != verify.Error || !strings.Contains(row.Reason, "the library was built from") {
+	if row := rep.Rows[0]; row.Verdict != verify.Error || !strings.Contains(row.Reason, "was built from the bytes") {
 		t.Fatalf("row %s (%s), want ERROR: the artifact was built from other bytes", row.Verdict, row.Reason)
 	}
 }
