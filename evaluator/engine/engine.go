@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/cacheon/engine/evaluator/worker"
@@ -37,6 +38,11 @@ type Spec struct {
 	Root   string // from worker.EngineRoot
 	Tree   string // the materialized engine tree (read-only)
 	Model  string // the sealed model directory (read-only)
+	// Native is the sealed prebuild artifact directory (evaluator/prebuild,
+	// reopened and verified by the caller) the tree's cuda_sources rows
+	// load their libraries from, bound read-only; "" = none, and the
+	// engine refuses such rows. Engines never compile.
+	Native string
 	Device string // "cpu" or "cuda"
 	Graph  bool   // replay CUDA graphs for decode
 	// SwapTrees are the other trees a resident engine may swap to (bound
@@ -159,6 +165,10 @@ func Start(ctx context.Context, iso worker.Isolation, s Spec) (*Engine, error) {
 			readOnly = append(readOnly, t)
 		}
 	}
+	if s.Native != "" {
+		args = append(args, "--native-artifact", s.Native)
+		readOnly = append(readOnly, s.Native)
+	}
 	sess, err := worker.StartSession(ctx, iso, worker.SessionSpec{
 		Python: s.Python, Root: s.Root, Module: ksubstrate.Package + ".session", Args: args,
 		WorkDir: s.WorkDir, Env: s.Env, ReadOnly: readOnly,
@@ -187,10 +197,24 @@ func Start(ctx context.Context, iso worker.Isolation, s Spec) (*Engine, error) {
 	line, err := e.await(ctx, s.StartTimeout, "the ready frame")
 	if err != nil {
 		var f *Fault
-		if errors.As(err, &f) && f.Kind != FaultStart {
-			f.Kind, f.Detail = FaultStart, f.Kind+": "+f.Detail
+		if !errors.As(err, &f) || f.Kind == FaultStart {
+			return fail(err)
 		}
-		return fail(err)
+		exited := f.Kind == FaultExited
+		f.Kind, f.Detail = FaultStart, f.Kind+": "+f.Detail
+		_, err = fail(err)
+		// An engine that ended while loading said why on stderr (a seam
+		// refusal, say): the last line, now that the log is complete.
+		if last := worker.Tail(s.WorkDir, worker.StderrFile, 2000); exited && last != "" {
+			if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+				last = last[i+1:]
+			}
+			if len(last) > 500 {
+				last = last[:500]
+			}
+			f.Detail += fmt.Sprintf(": %q", last)
+		}
+		return nil, err
 	}
 	var r struct {
 		Ready     bool              `json:"ready"`

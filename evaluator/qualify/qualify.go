@@ -139,6 +139,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	// Build: plan the transition and materialize both engine trees.
 	var planned *plan.Result
+	var natives map[string]string // engine tree -> its sealed prebuild artifact
 	req := o.Plan
 	req.TreeDir = filepath.Join(o.RunDir, "trees")
 	req.Progress = progress
@@ -155,6 +156,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return Outcome{NoDecision, err.Error()}
 		}
 		planned = res
+		// Declared CUDA sources are compiled here, once per tree, and
+		// sealed: no engine or verify worker compiles.
+		var notes []string
+		var out Outcome
+		natives, notes, out = prebuildTrees(ctx, o, []string{res.IncumbentTree, res.CandidateTree}, []lanes.Lane{o.Lanes[0], o.Lanes[1]})
+		if out.Decision != Pass {
+			return out
+		}
+		r.Notes = append(r.Notes, notes...)
 		return Outcome{Pass, fmt.Sprintf("target %s: B tree %s, C tree %s", res.Candidate.Transition.TargetID, short(treeOf(res.Arms, "B")), short(treeOf(res.Arms, "C")))}
 	}).Decision != Pass {
 		return finish()
@@ -168,14 +178,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// The schedule follows the candidate (spec §1.4): a hot-swappable one
 	// is read under v7 in resident engines, any other under v8 in engines
 	// of its own; the policy file gives the thresholds of both.
-	policy := scheduled(o.Policy, planned.Inspection.Swappable)
+	// A resident engine never loads native libraries across a swap, so an
+	// incumbent with prebuilt rows reads every candidate under v8 too.
+	resident := planned.Inspection.Swappable && natives[planned.IncumbentTree] == "" && natives[planned.CandidateTree] == ""
+	policy := scheduled(o.Policy, resident)
 	if d, err := policy.Digest(); err == nil {
 		r.Inputs.Policy = d
 	}
-	if planned.Inspection.Swappable {
+	switch {
+	case resident:
 		r.Notes = append(r.Notes, "the candidate is hot-swappable: speed policy v7 in resident engines")
-	} else {
+	case !planned.Inspection.Swappable:
 		r.Notes = append(r.Notes, fmt.Sprintf("the candidate is not hot-swappable (%s): speed policy v8 in engines of its own", planned.Inspection.SwapReason))
+	default:
+		r.Notes = append(r.Notes, "the engine trees load prebuilt native libraries, which a resident engine does not swap: speed policy v8 in engines of its own")
 	}
 	if o.Reproduces != nil {
 		if diff := sameExperiment(o.Reproduces.Inputs, r.Inputs); diff != "" {
@@ -190,6 +206,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	vo := o.Verify
 	vo.Unisolated = o.Isolation.Unsafe
 	vo.WorkDir = o.RunDir
+	// The candidate's libraries were sealed with its tree; verify binds
+	// them to the bundle's bytes by content instead of compiling again.
+	vo.NativeArtifact = natives[planned.CandidateTree]
 	var abi *verify.Report
 	if stage(ScreenABI, func() Outcome { out, rep := screenABI(ctx, o.Plan.CandidateDir, vo); abi = rep; return out }).Decision != Pass {
 		return finish()
@@ -207,7 +226,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return finish()
 	}
 	arm := func(role speed.Role, tree string, lane lanes.Lane) engine.Spec {
-		return engine.Spec{Python: o.Python, Root: root, Tree: tree, Model: o.Model, Device: lane.Device,
+		return engine.Spec{Python: o.Python, Root: root, Tree: tree, Model: o.Model, Device: lane.Device, Native: natives[tree],
 			Graph: lane.Device == "cuda" && o.Workload.Engine.CUDAGraphs, WorkDir: armDir(o.RunDir, role)}
 	}
 	// Abbreviated serving: the candidate engine loads and serves one batch.

@@ -62,6 +62,7 @@ const (
 	DomainMarginalWorkload    Domain = "cacheon.qualification.marginal-workload.v1"
 	DomainEngineConfig        Domain = "cacheon.qualification.engine-config"
 	DomainCalibration         Domain = "cacheon.qualification.calibration"
+	DomainPrebuildArtifact    Domain = "cacheon.prebuild.artifact"
 )
 
 // Settlement and economics identities (packages settlement/...).
@@ -114,6 +115,7 @@ func Domains() []DomainInfo {
 		{DomainMarginalWorkload, "DomainMarginalWorkload", "evaluator/workload", "a qualification workload: prompt batches and read structure"},
 		{DomainEngineConfig, "DomainEngineConfig", "evaluator/workload", "the engine configuration every arm is served with"},
 		{DomainCalibration, "DomainCalibration", "evaluator/qualify", "stock-versus-stock rounds on a machine's lanes and the thresholds they support"},
+		{DomainPrebuildArtifact, "DomainPrebuildArtifact", "evaluator/prebuild", "a sealed prebuild artifact's inventory: the native libraries compiled from declared CUDA sources"},
 		{DomainSettlementEvent, "DomainSettlementEvent", "settlement/...", "one settlement event of the hash chain"},
 		{DomainSettlementPlan, "DomainSettlementPlan", "settlement/...", "a settlement plan over the queued candidates"},
 		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},

@@ -89,6 +89,7 @@ def main(argv=None) -> int:
     ap.add_argument("--graph", action="store_true")
     ap.add_argument("--max-len", type=int, default=0)
     ap.add_argument("--swap-tree", action="append", default=[], help="a tree a swap may bind (repeatable)")
+    ap.add_argument("--native-artifact", help="sealed prebuild artifact directory of the tree's cuda_sources rows")
     a = ap.parse_args(argv)
     device = a.device
     if device == "auto":
@@ -103,7 +104,7 @@ def main(argv=None) -> int:
     from .identity import substrate_digest
     from .runtime import Options, build
 
-    m = build(Options(model=a.model, tree=a.engine_tree, device=device, max_len=a.max_len))
+    m = build(Options(model=a.model, tree=a.engine_tree, native=a.native_artifact, device=device, max_len=a.max_len))
     send({"ready": True, "protocol": PROTOCOL, "substrate": substrate_digest(), "device": str(m.device),
           "slots": {k: v["status"] for k, v in m.seam.report().items()}})
     engines = {}
@@ -133,6 +134,9 @@ def main(argv=None) -> int:
                 if tree not in a.swap_tree:
                     raise ValueError(f"swap to {tree!r}, which is not a tree named at start")
                 from . import seam as seam_mod
+                # A resident engine serves trees without native libraries
+                # only: hot-swappable candidates have no cuda_sources, and
+                # the controller reads any tree that has them under v8.
                 m.swap_seam(seam_mod.swap(m.seam, tree))
                 engines.clear()
                 sync(m)
