@@ -326,9 +326,18 @@ def swap(old: Seam, tree: Optional[str], native: Optional[str] = None) -> Seam:
     roots = [os.path.realpath(t) for t in (old.tree,) if t]
 
     def under_root(module) -> bool:
-        # A module file, or a (namespace) package's search path, in the tree.
-        places = [getattr(module, "__file__", None) or ""] + [str(p) for p in (getattr(module, "__path__", None) or [])]
-        return any(os.path.realpath(p).startswith(r + os.sep) for p in places if p for r in roots)
+        # A module file, or a (namespace) package's search path, in the
+        # tree. Some modules are not what they seem (torch.classes answers
+        # every attribute with an object that is not a path list): anything
+        # unreadable is not a module of the tree.
+        try:
+            places = [getattr(module, "__file__", None) or ""]
+            path = getattr(module, "__path__", None)
+            if isinstance(path, (list, tuple)) or type(path).__name__ == "_NamespacePath":
+                places += [str(p) for p in path]
+            return any(isinstance(p, str) and p and os.path.realpath(p).startswith(r + os.sep) for p in places for r in roots)
+        except Exception:
+            return False
 
     for name, module in list(sys.modules.items()):
         if name.startswith(("cacheon_kernel_", "cacheon_c_")) or under_root(module):
