@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/settlement/apply"
+	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
 )
 
@@ -59,7 +60,7 @@ func TestHelperSettler(t *testing.T) {
 		fmt.Println("refused:", err)
 		os.Exit(3)
 	}
-	res, err := apply.Settle(ctx, l, apply.Options{Workspace: os.Getenv(envWorkspace), Payload: payload, Fault: fault})
+	res, err := apply.Settle(ctx, l, apply.Options{Workspace: os.Getenv(envWorkspace), Payload: applytest.Payload, Fault: fault})
 	if err != nil {
 		fmt.Println("settle:", err)
 		os.Exit(3)
@@ -88,19 +89,19 @@ func settlingSteps() []string {
 
 func TestSettleKilledAtEachStepIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
-	ws := workspace(t)
+	ws := applytest.Workspace(t, "../..")
 	for _, step := range settlingSteps() {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
 			path, out := filepath.Join(dir, "ledger.db"), filepath.Join(dir, "incumbent.hcl")
-			f := newFixture(t, ws, path)
-			in := f.queue(t, "rmsnorm_torch", "5Fminer", 4100200, nil)
-			f.queue(t, "silu_and_mul_torch", "5Fsilu", 4100300, nil)
-			if _, err := apply.Export(ctx, f.l, out); err != nil {
+			f := applytest.New(t, ws, path)
+			in := f.Queue(t, "rmsnorm_torch", "5Fminer", 4100200, nil)
+			f.Queue(t, "silu_and_mul_torch", "5Fsilu", 4100300, nil)
+			if _, err := apply.Export(ctx, f.L, out); err != nil {
 				t.Fatal(err)
 			}
-			before := check(t, f.l)
-			f.l.Close()
+			before := check(t, f.L)
+			f.L.Close()
 
 			cmd := child("kill", path, ws, out, step)
 			output, err := cmd.CombinedOutput()
@@ -112,7 +113,7 @@ func TestSettleKilledAtEachStepIsAllOrNothing(t *testing.T) {
 				t.Fatalf("the settler ended with %v, not SIGKILL at %s\n%s", err, step, output)
 			}
 
-			l := openLedger(t, path)
+			l := applytest.OpenLedger(t, path)
 			after := check(t, l)
 			if after.Integrity != "ok" || len(after.Problems) != 0 || after.CurrentStack == "" {
 				t.Fatalf("after a kill at %s: %+v", step, after)
@@ -134,7 +135,7 @@ func TestSettleKilledAtEachStepIsAllOrNothing(t *testing.T) {
 			switch {
 			case !committed && !same(before, after):
 				t.Errorf("killed at %s, before the commit, yet the ledger changed:\nbefore %+v\nafter  %+v", step, before, after)
-			case committed && (after.Head.Sequence != 4 || after.CurrentStack != in.candidate.CandidateStack ||
+			case committed && (after.Head.Sequence != 4 || after.CurrentStack != in.Candidate.CandidateStack ||
 				after.Counts.Crowns != 1 || after.Counts.StandingClaims != 1 || after.Counts.Outcomes != 2 || after.Counts.Stacks != 2):
 				t.Errorf("killed after the commit, yet the settlement is not whole: %+v", after)
 			}
@@ -152,7 +153,7 @@ func TestSettleKilledAtEachStepIsAllOrNothing(t *testing.T) {
 			switch {
 			case step == stepExported && string(data) != cur.HCL:
 				t.Errorf("killed after the export, yet the file is not the ledger's incumbent")
-			case step != stepExported && string(data) != f.cur.HCL:
+			case step != stepExported && string(data) != f.Cur.HCL:
 				t.Errorf("killed at %s, before the export, yet the file changed", step)
 			}
 			// Exporting again repairs a stale file.
@@ -163,7 +164,7 @@ func TestSettleKilledAtEachStepIsAllOrNothing(t *testing.T) {
 				t.Errorf("the export did not repair the file")
 			}
 			// And the ledger settles on: what was left queued settles now.
-			res, err := apply.Settle(ctx, l, f.options())
+			res, err := apply.Settle(ctx, l, f.Options())
 			if err != nil {
 				t.Fatalf("settle after a kill at %s: %v", step, err)
 			}
@@ -176,12 +177,12 @@ func TestSettleKilledAtEachStepIsAllOrNothing(t *testing.T) {
 
 func TestTwoSettlersOneWins(t *testing.T) {
 	ctx := context.Background()
-	ws := workspace(t)
+	ws := applytest.Workspace(t, "../..")
 	dir := t.TempDir()
 	path, out := filepath.Join(dir, "ledger.db"), filepath.Join(dir, "incumbent.hcl")
-	f := newFixture(t, ws, path)
-	f.queue(t, "rmsnorm_torch", "5Fminer", 4100200, nil)
-	f.l.Close()
+	f := applytest.New(t, ws, path)
+	f.Queue(t, "rmsnorm_torch", "5Fminer", 4100200, nil)
+	f.L.Close()
 
 	// The first settler stops after planning, holding the ledger.
 	cmd := child("pause", path, ws, out, "planned")
@@ -210,7 +211,7 @@ func TestTwoSettlersOneWins(t *testing.T) {
 	if err := cmd.Wait(); err != nil || !strings.Contains(string(rest), "committed true") {
 		t.Fatalf("the first settler: %v\n%s", err, rest)
 	}
-	l := openLedger(t, path)
+	l := applytest.OpenLedger(t, path)
 	if r := check(t, l); r.Counts.Crowns != 1 || r.Head.Sequence != 4 {
 		t.Errorf("after the winner: %+v", r)
 	}

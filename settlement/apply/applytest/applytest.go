@@ -1,4 +1,10 @@
-package apply_test
+// Package applytest builds real settlement ledgers for the tests of the
+// packages and commands that settle: a copy of the repository's
+// incumbent recorded as the initial stack, bundles taken in through
+// intake, planned against the incumbent from their published bytes as
+// qualification plans them, and walked through screening and two
+// independent qualifications (settletest.Pair) to qualified.
+package applytest
 
 import (
 	"context"
@@ -20,32 +26,35 @@ import (
 	"github.com/cacheon/engine/tools/testtree"
 )
 
-// fixture is a real ledger over a copy of the repository: the
+// Fixture is a real ledger over a copy of the repository: the
 // repository's incumbent recorded as the initial stack, and bundles taken
 // in through intake and qualified through the ledger's state machine.
-type fixture struct {
-	ws        string
-	path      string
-	l         *ledger.Ledger
-	cat       *catalog.Catalog
-	payload   contribution.PayloadOptions
-	incumbent *stack.EvaluationStackManifest
-	cur       *ledger.Stack
+type Fixture struct {
+	WS        string // the repository copy
+	Path      string // the ledger file
+	L         *ledger.Ledger
+	Cat       *catalog.Catalog
+	Payload   contribution.PayloadOptions
+	Incumbent *stack.EvaluationStackManifest
+	Cur       *ledger.Stack // the initial stack
 }
 
-var payload = contribution.PayloadOptions{Closure: contribution.PythonClosure, CUDACheck: contribution.CUDAIncludeCheck, PatcherDigests: map[string]string{}}
+// Payload are the validator's payload options.
+var Payload = contribution.PayloadOptions{Closure: contribution.PythonClosure, CUDACheck: contribution.CUDAIncludeCheck, PatcherDigests: map[string]string{}}
 
-// workspace copies what the incumbent stack needs (under Bazel the data
+// Workspace copies, from the repository at root, what the incumbent stack needs (under Bazel the data
 // files are links, which bundles may not hold).
-func workspace(t testing.TB) string {
-	return testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/incumbent.hcl", "stacks/arena.json",
+func Workspace(t testing.TB, root string) string {
+	return testtree.Workspace(t, root, "catalog/targets.hcl", "stacks/incumbent.hcl", "stacks/arena.json",
 		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions", "kernels/fixtures")
 }
 
-func newFixture(t testing.TB, ws, path string) *fixture {
+// New records the incumbent of the repository copy ws as the initial
+// stack of a new ledger at path.
+func New(t testing.TB, ws, path string) *Fixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &fixture{ws: ws, path: path, payload: payload}
+	f := &Fixture{WS: ws, Path: path, Payload: Payload}
 	src, err := os.ReadFile(filepath.Join(ws, "stacks", "incumbent.hcl"))
 	if err != nil {
 		t.Fatal(err)
@@ -54,26 +63,27 @@ func newFixture(t testing.TB, ws, path string) *fixture {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if f.cat, err = catalog.Default(); err != nil {
+	if f.Cat, err = catalog.Default(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := stack.Assemble(sf, stack.Sources{Workspace: ws}, f.cat, payload)
+	a, err := stack.Assemble(sf, stack.Sources{Workspace: ws}, f.Cat, Payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.incumbent = a.Manifest.(*stack.EvaluationStackManifest)
-	digest, err := f.incumbent.Digest()
+	f.Incumbent = a.Manifest.(*stack.EvaluationStackManifest)
+	digest, err := f.Incumbent.Digest()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.l = openLedger(t, path)
-	if f.cur, err = f.l.InitStack(ctx, ledger.Stack{StackDigest: digest, TreeDigest: settletest.Digest("tree/incumbent"), HCL: string(src)}); err != nil {
+	f.L = OpenLedger(t, path)
+	if f.Cur, err = f.L.InitStack(ctx, ledger.Stack{StackDigest: digest, TreeDigest: settletest.Digest("tree/incumbent"), HCL: string(src)}); err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
-func openLedger(t testing.TB, path string) *ledger.Ledger {
+// OpenLedger opens (creating) the ledger at path, closed with the test.
+func OpenLedger(t testing.TB, path string) *ledger.Ledger {
 	t.Helper()
 	l, err := ledger.Open(context.Background(), path, ledger.Options{Create: true})
 	if err != nil {
@@ -83,35 +93,35 @@ func openLedger(t testing.TB, path string) *ledger.Ledger {
 	return l
 }
 
-// intaken is a proposal taken in, with what its qualifications measure.
-type intaken struct {
-	id        int64
-	proposal  ledger.Proposal
-	candidate settletest.Candidate
+// Intaken is a proposal taken in, with what its qualifications measure.
+type Intaken struct {
+	ID        int64
+	Proposal  ledger.Proposal
+	Candidate settletest.Candidate
 }
 
-// intake takes bundle name in for hotkey at block and plans its
+// Intake takes bundle name in for hotkey at block and plans its
 // candidate against the incumbent from the published bytes, as
 // qualification does.
-func (f *fixture) intake(t testing.TB, name, hotkey string, block int64) intaken {
+func (f *Fixture) Intake(t testing.TB, name, hotkey string, block int64) Intaken {
 	t.Helper()
 	ctx := context.Background()
-	snap, err := bundle.Open(filepath.Join(f.ws, "kernels", "contributions", name))
+	snap, err := bundle.Open(filepath.Join(f.WS, "kernels", "contributions", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := contribution.InspectSnapshot(snap, contribution.Options{Catalog: f.cat, Payload: f.payload})
+	in, err := contribution.InspectSnapshot(snap, contribution.Options{Catalog: f.Cat, Payload: f.Payload})
 	if err != nil {
 		t.Fatal(err)
 	}
-	arena := f.incumbent.ArenaDigest
-	res, err := f.l.Intake(ctx, snap, ledger.IntakeRequest{Hotkey: hotkey, Position: ledger.Position{Block: block}, ArenaDigest: arena,
+	arena := f.Incumbent.ArenaDigest
+	res, err := f.L.Intake(ctx, snap, ledger.IntakeRequest{Hotkey: hotkey, Position: ledger.Position{Block: block}, ArenaDigest: arena,
 		TargetID: in.Target.TargetID, TargetSpecDigest: in.Target.TargetSpecDigest,
 		SelectedPayloadDigest: in.SelectedPayloadDigest, SelectedDeltaDigest: in.SelectedDeltaDigest})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pin, err := contribution.Inspect(res.Publication, contribution.Options{Catalog: f.cat, Payload: f.payload})
+	pin, err := contribution.Inspect(res.Publication, contribution.Options{Catalog: f.Cat, Payload: f.Payload})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +129,7 @@ func (f *fixture) intake(t testing.TB, name, hotkey string, block int64) intaken
 	if err != nil {
 		t.Fatal(err)
 	}
-	cand, err := plan.Plan(f.cat, f.incumbent, ref)
+	cand, err := plan.Plan(f.Cat, f.Incumbent, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,35 +148,35 @@ func (f *fixture) intake(t testing.TB, name, hotkey string, block int64) intaken
 		}
 	}
 	for _, id := range cand.Transition.Displaced {
-		e, _ := f.incumbent.Entry(id)
+		e, _ := f.Incumbent.Entry(id)
 		d, err := e.RefDigest()
 		if err != nil {
 			t.Fatal(err)
 		}
 		tr.Displaced = append(tr.Displaced, settle.Displaced{TargetID: id, Entry: d})
 	}
-	target, _ := f.cat.Target(in.Target.TargetID)
+	target, _ := f.Cat.Target(in.Target.TargetID)
 	members := append([]string(nil), target.Members...)
 	sort.Strings(members)
 	p := res.Proposal
-	return intaken{id: p.ID, proposal: *p, candidate: settletest.Candidate{
+	return Intaken{ID: p.ID, Proposal: *p, Candidate: settletest.Candidate{
 		Arena: arena, Reservation: settletest.Digest("reservation/" + p.Position.String()),
 		Finalized: settle.Position{Block: uint64(block)}, Hotkey: hotkey, TargetID: in.Target.TargetID,
 		TargetSpec: in.Target.TargetSpecDigest, Members: members, SelectedDelta: in.SelectedDeltaDigest,
-		Arm: settletest.Digest("arm/" + cs), IncumbentStack: f.cur.StackDigest, IncumbentTree: f.cur.TreeDigest,
+		Arm: settletest.Digest("arm/" + cs), IncumbentStack: f.Cur.StackDigest, IncumbentTree: f.Cur.TreeDigest,
 		CandidateStack: cs, CandidateTree: settletest.Digest("tree/" + cs), Proposal: rd, Transition: tr,
 		Speedups: [2]string{"1.3", "1.25"},
 	}}
 }
 
-// qualify walks proposal id through screening and two qualifications
+// Qualify walks proposal id through screening and two qualifications
 // whose settlement views are a and b, to qualified.
-func (f *fixture) qualify(t testing.TB, id int64, a, b settle.Qualification) {
+func (f *Fixture) Qualify(t testing.TB, id int64, a, b settle.Qualification) {
 	t.Helper()
 	ctx := context.Background()
 	step := func(to ledger.Status) {
 		t.Helper()
-		if err := f.l.Transition(ctx, id, to, ""); err != nil {
+		if err := f.L.Transition(ctx, id, to, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,7 +191,7 @@ func (f *fixture) qualify(t testing.TB, id int64, a, b settle.Qualification) {
 			}
 			at.ReportDigest, at.EvidenceAddress, at.Settlement = q.Report, q.Report, view
 		}
-		if _, err := f.l.RecordAttempt(ctx, id, at); err != nil {
+		if _, err := f.L.RecordAttempt(ctx, id, at); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -196,18 +206,19 @@ func (f *fixture) qualify(t testing.TB, id int64, a, b settle.Qualification) {
 	step(ledger.Qualified)
 }
 
-// queue takes bundle name in and qualifies it with an independent pair.
-func (f *fixture) queue(t testing.TB, name, hotkey string, block int64, edit func(*settletest.Candidate)) intaken {
+// Queue takes bundle name in and qualifies it with an independent pair.
+func (f *Fixture) Queue(t testing.TB, name, hotkey string, block int64, edit func(*settletest.Candidate)) Intaken {
 	t.Helper()
-	in := f.intake(t, name, hotkey, block)
+	in := f.Intake(t, name, hotkey, block)
 	if edit != nil {
-		edit(&in.candidate)
+		edit(&in.Candidate)
 	}
-	a, b := settletest.Pair(hotkey+in.proposal.Position.String(), in.candidate)
-	f.qualify(t, in.id, a, b)
+	a, b := settletest.Pair(hotkey+in.Proposal.Position.String(), in.Candidate)
+	f.Qualify(t, in.ID, a, b)
 	return in
 }
 
-func (f *fixture) options() apply.Options {
-	return apply.Options{Workspace: f.ws, Payload: f.payload}
+// Options are the settle options for the fixture's workspace.
+func (f *Fixture) Options() apply.Options {
+	return apply.Options{Workspace: f.WS, Payload: f.Payload}
 }
