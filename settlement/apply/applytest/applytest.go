@@ -98,6 +98,27 @@ type Intaken struct {
 	ID        int64
 	Proposal  ledger.Proposal
 	Candidate settletest.Candidate
+	request   ledger.IntakeRequest
+	snapshot  *bundle.Snapshot
+}
+
+// Again takes the bytes of in in again, for hotkey at block: another
+// proposal of the same candidate bytes, without inspecting and planning
+// them again (benchmarks queue many).
+func (f *Fixture) Again(t testing.TB, in Intaken, hotkey string, block int64) Intaken {
+	t.Helper()
+	r := in.request
+	r.Hotkey, r.Position = hotkey, ledger.Position{Block: block}
+	res, err := f.L.Intake(context.Background(), in.snapshot, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := in
+	out.ID, out.Proposal, out.request = res.Proposal.ID, *res.Proposal, r
+	out.Candidate.Hotkey, out.Candidate.Finalized = hotkey, settle.Position{Block: uint64(block)}
+	out.Candidate.Reservation = settletest.Digest("reservation/" + r.Position.String())
+	out.Candidate.Members = append([]string(nil), in.Candidate.Members...)
+	return out
 }
 
 // Intake takes bundle name in for hotkey at block and plans its
@@ -115,9 +136,10 @@ func (f *Fixture) Intake(t testing.TB, name, hotkey string, block int64) Intaken
 		t.Fatal(err)
 	}
 	arena := f.Incumbent.ArenaDigest
-	res, err := f.L.Intake(ctx, snap, ledger.IntakeRequest{Hotkey: hotkey, Position: ledger.Position{Block: block}, ArenaDigest: arena,
+	req := ledger.IntakeRequest{Hotkey: hotkey, Position: ledger.Position{Block: block}, ArenaDigest: arena,
 		TargetID: in.Target.TargetID, TargetSpecDigest: in.Target.TargetSpecDigest,
-		SelectedPayloadDigest: in.SelectedPayloadDigest, SelectedDeltaDigest: in.SelectedDeltaDigest})
+		SelectedPayloadDigest: in.SelectedPayloadDigest, SelectedDeltaDigest: in.SelectedDeltaDigest}
+	res, err := f.L.Intake(ctx, snap, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +181,7 @@ func (f *Fixture) Intake(t testing.TB, name, hotkey string, block int64) Intaken
 	members := append([]string(nil), target.Members...)
 	sort.Strings(members)
 	p := res.Proposal
-	return Intaken{ID: p.ID, Proposal: *p, Candidate: settletest.Candidate{
+	return Intaken{ID: p.ID, Proposal: *p, request: req, snapshot: snap, Candidate: settletest.Candidate{
 		Arena: arena, Reservation: settletest.Digest("reservation/" + p.Position.String()),
 		Finalized: settle.Position{Block: uint64(block)}, Hotkey: hotkey, TargetID: in.Target.TargetID,
 		TargetSpec: in.Target.TargetSpecDigest, Members: members, SelectedDelta: in.SelectedDeltaDigest,
