@@ -221,6 +221,32 @@ func TestOneWinnerPerIncumbent(t *testing.T) {
 	}
 }
 
+func TestDiscoveryRowIsABountyBesideTheCrown(t *testing.T) {
+	ctx := context.Background()
+	f := applytest.New(t, workspace(t), filepath.Join(t.TempDir(), "ledger.db"))
+	crown := f.Queue(t, "rmsnorm_torch", "5Fminer", 4100200, nil)
+	disc := f.Queue(t, "silu_and_mul_torch", "5Fdisc", 4100100, func(c *settletest.Candidate) { c.Lane = settle.LaneDiscovery })
+	res, err := apply.Settle(ctx, f.L, f.Options())
+	if err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	if res.Winner != crown.ID {
+		t.Fatalf("winner %d, want %d", res.Winner, crown.ID)
+	}
+	out, err := f.L.Outcomes(ctx, disc.ID)
+	if err != nil || len(out) != 1 || out[0].Outcome != "DISCOVERY_BOUNTY" || out[0].Reason != "qualified_discovery" {
+		t.Errorf("discovery outcomes %+v (%v)", out, err)
+	}
+	p, _ := f.L.Proposal(ctx, disc.ID)
+	if p.Status != ledger.Qualified {
+		t.Errorf("the discovery proposal is %s, want it settled and qualified", p.Status)
+	}
+	// Settled, it is not queued again.
+	if again, err := apply.Settle(ctx, f.L, f.Options()); err != nil || again.Committed {
+		t.Errorf("second settle: %+v, %v", again, err)
+	}
+}
+
 func TestExportRewritesTheIncumbentFromTheLedger(t *testing.T) {
 	ctx := context.Background()
 	f := applytest.New(t, workspace(t), filepath.Join(t.TempDir(), "ledger.db"))

@@ -69,7 +69,7 @@ type Outcome struct {
 	Outcome         string `json:"outcome"` // CROWN, HOLD or DISCOVERY_BOUNTY
 	Reason          string `json:"reason"`
 	// EventSequence is the event the outcome made (the CROWN event of a
-	// crown); 0 for a HOLD.
+	// crown); 0 for a HOLD, and for a bounty the plan made no event for.
 	EventSequence int64 `json:"event_sequence"`
 }
 
@@ -287,6 +287,11 @@ func (l *Ledger) recordOutcome(ctx context.Context, t *sql.Tx, o Outcome, seqs m
 			return fmt.Errorf("%w: a HOLD of proposal %d names event %d", ErrIllegal, o.ProposalID, o.EventSequence)
 		}
 	case OutcomeCrown, OutcomeDiscoveryBounty:
+		// A crown names its CROWN event; a bounty names its event when the
+		// plan made one (the plan makes none today).
+		if o.Outcome == OutcomeDiscoveryBounty && o.EventSequence == 0 {
+			break
+		}
 		if !seqs[o.EventSequence] {
 			return fmt.Errorf("%w: %s of proposal %d names event %d, not one of this settlement", ErrIllegal, o.Outcome, o.ProposalID, o.EventSequence)
 		}
