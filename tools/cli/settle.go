@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,7 +86,17 @@ type settleJSON struct {
 	// Initialized is the stack --init recorded, if any.
 	Initialized *ledger.Stack `json:"initialized,omitempty"`
 	*apply.Result
-	PlanDigest string `json:"plan_digest"`
+	// Events shadows Result.Events to carry each event's body, the
+	// canonical JSON its digest is computed over.
+	Events     []settleEventJSON `json:"events"`
+	PlanDigest string            `json:"plan_digest"`
+}
+
+type settleEventJSON struct {
+	Sequence  int64           `json:"sequence"`
+	EventType string          `json:"event_type"`
+	Digest    string          `json:"digest"`
+	Body      json.RawMessage `json:"body"`
 }
 
 func runSettle(ctx context.Context, s Streams, o settleOptions) error {
@@ -113,6 +124,10 @@ func runSettle(ctx context.Context, s Streams, o settleOptions) error {
 		return fmt.Errorf("settle %s: %w", o.ledger, err)
 	}
 	doc.Result = res
+	doc.Events = []settleEventJSON{}
+	for _, e := range res.Events {
+		doc.Events = append(doc.Events, settleEventJSON{Sequence: e.Sequence, EventType: e.EventType, Digest: e.Digest, Body: e.Body})
+	}
 	if res.Plan != nil {
 		doc.PlanDigest = res.Plan.Digest.String()
 	}

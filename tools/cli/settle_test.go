@@ -38,6 +38,9 @@ func TestSettleExportAndWeights(t *testing.T) {
 		Winner    int64 `json:"winner"`
 		Events    []struct {
 			EventType string `json:"event_type"`
+			Body      struct {
+				Reason string `json:"reason"`
+			} `json:"body"`
 		} `json:"events"`
 		Rows []struct {
 			Outcome string `json:"outcome"`
@@ -50,7 +53,7 @@ func TestSettleExportAndWeights(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !doc.Committed || doc.Winner != in.ID || len(doc.Events) != 4 || doc.Rows[0].Outcome != "CROWN" ||
+	if !doc.Committed || doc.Winner != in.ID || len(doc.Events) != 4 || doc.Events[0].Body.Reason != "qualified_win" || doc.Rows[0].Outcome != "CROWN" ||
 		doc.Stack.StackDigest != in.Candidate.CandidateStack || len(doc.PlanDigest) != 64 {
 		t.Errorf("settle --json: %s", out)
 	}
