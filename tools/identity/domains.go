@@ -70,6 +70,7 @@ const (
 	DomainSettlementEvent                Domain = "cacheon.settlement.event"
 	DomainSettlementPlan                 Domain = "cacheon.settlement.plan"
 	DomainSettlementReproductionIdentity Domain = "cacheon.settlement.reproduction-identity"
+	DomainSettlementEvidence             Domain = "cacheon.settlement.evidence"
 	DomainEconomicsPolicy                Domain = "cacheon.economics.policy"
 	DomainStandingFamily                 Domain = "cacheon.economics.standing-family"
 	DomainStandingClaim                  Domain = "cacheon.economics.standing-claim"
@@ -119,6 +120,7 @@ func Domains() []DomainInfo {
 		{DomainSettlementEvent, "DomainSettlementEvent", "settlement/...", "one settlement event of the hash chain"},
 		{DomainSettlementPlan, "DomainSettlementPlan", "settlement/...", "a settlement plan over the queued candidates"},
 		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},
+		{DomainSettlementEvidence, "DomainSettlementEvidence", "settlement/apply", "the two attempts a crown settled on, retained with its standing claim"},
 		{DomainEconomicsPolicy, "DomainEconomicsPolicy", "settlement/weights", "an emissions policy (V1)"},
 		{DomainStandingFamily, "DomainStandingFamily", "settlement/weights", "the (arena, target, target spec) family of a standing claim"},
 		{DomainStandingClaim, "DomainStandingClaim", "settlement/weights", "a standing claim of a crown"},
