@@ -277,3 +277,29 @@ func stats(ts []Triplet, m string, z float64) (drift, low, high float64) {
 	rm, rs := meanStderr(r)
 	return dm + z*ds, rm - z*rs, rm + z*rs
 }
+
+// DefaultCalibrateOptions are the documented choices of a calibration run
+// (docs/reference/quality.md, "Calibration"):
+//
+//   - z 2.2414027276049446: one-sided 5 %, Bonferroni-corrected over the
+//     four metrics (Φ⁻¹(1 − 0.05/4));
+//   - headroom 2: twice the largest stock statistic of any round;
+//   - floors, the finest regression the gate claims to resolve: one token
+//     in ten of a rollout for the two rates (0.1), 0.05 nats of mean NLL
+//     and 0.1 nats of worst NLL. The stock envelopes take the same floors.
+func DefaultCalibrateOptions(model, workload, referenceTree string) CalibrateOptions {
+	floors := map[string]float64{MeanNLL: 0.05, WorstNLL: 0.1, TailRate: 0.1, ArgmaxRate: 0.1}
+	return CalibrateOptions{Lanes: "cpu", Model: model, Workload: workload, ReferenceTree: referenceTree,
+		Z: 2.2414027276049446, Headroom: 2, EnvelopeFloor: floors, DeltaFloor: floors,
+		Note: "stock-versus-stock rounds on the CPU lane and the test model; thresholds = max(headroom × measured, floor)"}
+}
+
+// MarshalCalibration writes a calibration file: indented JSON, keys in
+// order, one trailing newline.
+func MarshalCalibration(c *Calibration) ([]byte, error) {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
