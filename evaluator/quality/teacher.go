@@ -96,7 +96,7 @@ func StartTeacher(ctx context.Context, iso worker.Isolation, s TeacherSpec) (*Te
 		_, _ = t.session.Close(time.Second)
 		return nil, err
 	}
-	line, err := t.await(ctx, s.StartTimeout, "the ready frame")
+	line, err := t.await(ctx, s.StartTimeout, "ready frame")
 	if err != nil {
 		var f *TeacherFault
 		if errors.As(err, &f) {
@@ -132,7 +132,7 @@ func (t *Teacher) Score(ctx context.Context, prompt, tokens []int) (Scored, erro
 	if err := t.session.Send(req); err != nil {
 		return Scored{}, &TeacherFault{Kind: "exited", Detail: err.Error()}
 	}
-	line, err := t.await(ctx, t.spec.ScoreTimeout, fmt.Sprintf("the frame of trajectory %d", id))
+	line, err := t.await(ctx, t.spec.ScoreTimeout, fmt.Sprintf("frame for trajectory %d", id))
 	if err != nil {
 		return Scored{}, err
 	}
@@ -169,7 +169,7 @@ func (t *Teacher) await(ctx context.Context, limit time.Duration, what string) (
 	case f, ok := <-t.frames:
 		switch {
 		case !ok || errors.Is(f.err, io.EOF):
-			return nil, &TeacherFault{Kind: "exited", Detail: "the teacher ended before " + what}
+			return nil, &TeacherFault{Kind: "exited", Detail: "the teacher ended while its " + what + " was due"}
 		case f.err != nil:
 			return nil, &TeacherFault{Kind: "garbage", Detail: f.err.Error()}
 		}
