@@ -34,6 +34,7 @@ type bench struct {
 	incTree   string // the incumbent's tree (B and B′)
 	prompts   [][]int
 	tokens    int
+	planned   int // plans so far, to name their tree directories
 }
 
 const (
@@ -92,7 +93,8 @@ func (b *bench) trees(t *testing.T, candidate string) (bTree, cTree, armPlan str
 	t.Helper()
 	res, err := plan.Run(context.Background(), plan.Request{Incumbent: b.incumbent, IncumbentPath: filepath.Join(b.ws, "stacks", "incumbent.hcl"),
 		CandidateDir: filepath.Join(b.ws, filepath.FromSlash(candidate)), Materialize: b.mopts,
-		TreeDir: filepath.Join(b.f.Run, "trees-"+filepath.Base(candidate))})
+		TreeDir: filepath.Join(b.f.Run, fmt.Sprintf("trees-%d-%s", b.planned, filepath.Base(candidate)))})
+	b.planned++
 	if err != nil {
 		t.Fatal(err)
 	}
