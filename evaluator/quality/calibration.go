@@ -41,8 +41,8 @@ type Calibration struct {
 	NLLTailThreshold string `json:"nll_tail_threshold"`
 	// Metrics are each metric's thresholds, with what they came from.
 	Metrics map[string]MetricThreshold `json:"metrics"`
-	Rounds  []CalibrationRound          `json:"rounds"`
-	Note    string                      `json:"note"`
+	Rounds  []CalibrationRound         `json:"rounds"`
+	Note    string                     `json:"note"`
 }
 
 // MetricThreshold is one metric's calibrated thresholds: the measured

@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -154,7 +154,6 @@ func (b *bench) options(t *testing.T, pool map[string]Prompt, armPlan string, ca
 		Teardown: Teardown{CandidateGone: true, Detail: "every serving engine closed and reaped"}, Store: store,
 	}
 }
-
 
 // benchWorkload names the bench's prompts and rollout length.
 func benchWorkload() string {

@@ -17,8 +17,8 @@ func TestMeasureOnTheCPU(t *testing.T) {
 	}
 	b := newBench(t)
 	type row struct {
-		Candidate string             `json:"candidate"`
-		Rounds    []map[string]any   `json:"per_prompt"`
+		Candidate string           `json:"candidate"`
+		Rounds    []map[string]any `json:"per_prompt"`
 	}
 	var rows []row
 	for _, cand := range []string{"kernels/contributions/rmsnorm_torch", "kernels/fixtures/silu_drops_silu", "kernels/fixtures/rmsnorm_wrong_eps"} {

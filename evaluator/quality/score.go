@@ -29,10 +29,10 @@ type MetricDecision struct {
 	// Drift is mean + z·stderr of |B − B′|; Low and High bound the mean
 	// regression (C − B, or B − C for argmax_rate) by ∓ z·stderr. Decimal
 	// strings.
-	Drift         string `json:"stock_drift"`
-	StockEnvelope string `json:"stock_envelope"`
-	Low           string `json:"regression_low"`
-	High          string `json:"regression_high"`
+	Drift          string `json:"stock_drift"`
+	StockEnvelope  string `json:"stock_envelope"`
+	Low            string `json:"regression_low"`
+	High           string `json:"regression_high"`
 	CandidateDelta string `json:"candidate_delta"`
 }
 

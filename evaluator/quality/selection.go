@@ -246,4 +246,3 @@ func sortedSet(in []string) []string {
 	}
 	return out[:n]
 }
-
