@@ -2,6 +2,7 @@ package qualify
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,6 +88,17 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	}
 	if rec.Commitment.SelectCount != 6 || len(rec.Prompts) != 6 {
 		t.Fatalf("%d of %d prompts judged, want half the pool of 12", len(rec.Prompts), len(rec.Commitment.PromptPool))
+	}
+	// The report's quality record re-grades with the report, and a
+	// record that claims another decision does not.
+	r := &Report{Schema: ReportSchema, Decision: Pass, Stages: []Stage{{Name: StageQuality, Decision: out.Decision, Reason: out.Reason}},
+		Quality: &Quality{Decision: out.Decision, Reason: out.Reason, Evidence: ref, Commitment: sel.Ref}}
+	if err := Regrade(store, r); err != nil {
+		t.Fatalf("regrade: %v", err)
+	}
+	r.Quality.Decision = Fail
+	if err := Regrade(store, r); !errors.Is(err, ErrRegrade) {
+		t.Fatalf("a flipped quality decision re-graded: %v", err)
 	}
 
 	for _, c := range []struct {

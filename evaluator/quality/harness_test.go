@@ -150,7 +150,9 @@ func (b *bench) options(t *testing.T, pool map[string]Prompt, armPlan string, ca
 	return Options{
 		Teacher: TeacherSpec{Python: b.f.Python, Root: b.f.Root, Tree: b.refTree, Model: b.f.Model, Device: "cpu",
 			WorkDir: filepath.Join(b.f.Run, "teacher-"+filepath.Base(t.Name())), StartTimeout: 3 * time.Minute, ScoreTimeout: time.Minute},
-		Isolation: b.f.Iso, Sealed: sealed, Pool: pool, TokensPerRollout: b.tokens, Calibration: cal,
+		// Fixed entropy: the same selection every run (the qualification's
+		// test draws it from the random source).
+		Isolation: b.f.Iso, Sealed: sealed, Entropy: []byte("bench entropy " + t.Name()), Pool: pool, TokensPerRollout: b.tokens, Calibration: cal,
 		Teardown: Teardown{CandidateGone: true, Detail: "every serving engine closed and reaped"}, Store: store,
 	}
 }
