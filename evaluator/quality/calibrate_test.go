@@ -1,8 +1,13 @@
 package quality
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/cacheon/engine/evaluator/engine"
 )
 
 // defaultCalibrationFile is where the calibration run writes the
@@ -24,9 +29,17 @@ func TestCalibrateDefaultOnTheCPU(t *testing.T) {
 	}
 	b := newBench(t)
 	incTree, _, _ := b.trees(t, "kernels/contributions/rmsnorm_torch")
-	var rounds [][]map[Role]Scored
-	for i := 0; i < 3; i++ {
-		rounds = append(rounds, b.stockRound(t, incTree, i))
+	rounds, err := StockRounds(context.Background(), StockRoundsOptions{
+		Isolation: b.f.Iso,
+		Engine: engine.Spec{Python: b.f.Python, Root: b.f.Root, Tree: incTree, Model: b.f.Model, Device: "cpu",
+			StartTimeout: 3 * time.Minute, BatchTimeout: 2 * time.Minute},
+		Teacher: TeacherSpec{Python: b.f.Python, Root: b.f.Root, Tree: b.refTree, Model: b.f.Model, Device: "cpu",
+			StartTimeout: 3 * time.Minute, ScoreTimeout: time.Minute},
+		Batches: [][][]int{b.prompts}, MaxNewTokens: b.tokens, Rounds: 3, WorkDir: filepath.Join(b.f.Run, "stock"),
+		Progress: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	c, err := Calibrate(rounds, DefaultCalibrateOptions(b.modelDigest(t), benchWorkload(), b.refDigest))
 	if err != nil {

@@ -175,32 +175,3 @@ func (b *bench) modelDigest(t *testing.T) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
-
-// stockRound serves B, C and B′ from the incumbent's tree (three fresh
-// engines) and teacher-forces every prompt's three trajectories.
-func (b *bench) stockRound(t *testing.T, incTree string, round int) []map[Role]Scored {
-	t.Helper()
-	tr := map[Role][][]int{}
-	for _, role := range Roles {
-		tr[role] = b.serve(t, incTree, fmt.Sprintf("stock-%d-%s", round, role))
-	}
-	tt, err := StartTeacher(context.Background(), b.f.Iso, TeacherSpec{Python: b.f.Python, Root: b.f.Root, Tree: b.refTree, Model: b.f.Model,
-		Device: "cpu", WorkDir: filepath.Join(b.f.Run, fmt.Sprintf("teacher-stock-%d", round)), StartTimeout: 3 * time.Minute, ScoreTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tt.Close()
-	var out []map[Role]Scored
-	for i, p := range b.prompts {
-		m := map[Role]Scored{}
-		for _, role := range Roles {
-			s, err := tt.Score(context.Background(), p, tr[role][i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			m[role] = s
-		}
-		out = append(out, m)
-	}
-	return out
-}
