@@ -175,3 +175,13 @@ func trajectoryPool(o Options, ev *SpeedEvidence) (map[string]quality.Prompt, st
 	}
 	return pool, ""
 }
+
+// qualityRecord is the report's record of T from the stage's outcome, its
+// evidence and the selection sealed before execution.
+func qualityRecord(out Outcome, ref evidence.Ref, sel *Selection) *Quality {
+	q := &Quality{Decision: out.Decision, Reason: out.Reason, Evidence: ref}
+	if sel != nil {
+		q.Commitment = sel.Ref
+	}
+	return q
+}

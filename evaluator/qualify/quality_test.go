@@ -92,7 +92,7 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	// The report's quality record re-grades with the report, and a
 	// record that claims another decision does not.
 	r := &Report{Schema: ReportSchema, Decision: Pass, Stages: []Stage{{Name: StageQuality, Decision: out.Decision, Reason: out.Reason}},
-		Quality: &Quality{Decision: out.Decision, Reason: out.Reason, Evidence: ref, Commitment: sel.Ref}}
+		Quality: qualityRecord(out, ref, sel)}
 	if err := Regrade(store, r); err != nil {
 		t.Fatalf("regrade: %v", err)
 	}
