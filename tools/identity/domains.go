@@ -63,6 +63,17 @@ const (
 	DomainEngineConfig        Domain = "cacheon.qualification.engine-config"
 	DomainCalibration         Domain = "cacheon.qualification.calibration"
 	DomainPrebuildArtifact    Domain = "cacheon.prebuild.artifact"
+	// The pristine reference T's prompt selection (evaluator/quality):
+	// the commitment sealed before execution, the per-prompt ranking key
+	// of the reveal, the receipt of what was revealed, and one prompt's
+	// identity in the pool.
+	DomainSelectionCommitment Domain = "cacheon.qualification.selection-commitment"
+	DomainSelectionKey        Domain = "cacheon.qualification.selection-key"
+	DomainSelectionReceipt    Domain = "cacheon.qualification.selection-receipt"
+	DomainSelectionPrompt     Domain = "cacheon.qualification.selection-prompt"
+	// A quality calibration: stock-versus-stock teacher-forced rounds and
+	// the familywise thresholds they support.
+	DomainQualityCalibration Domain = "cacheon.qualification.quality-calibration"
 )
 
 // Settlement and economics identities (packages settlement/...).
@@ -117,6 +128,11 @@ func Domains() []DomainInfo {
 		{DomainEngineConfig, "DomainEngineConfig", "evaluator/workload", "the engine configuration every arm is served with"},
 		{DomainCalibration, "DomainCalibration", "evaluator/qualify", "stock-versus-stock rounds on a machine's lanes and the thresholds they support"},
 		{DomainPrebuildArtifact, "DomainPrebuildArtifact", "evaluator/prebuild", "a sealed prebuild artifact's inventory: the native libraries compiled from declared CUDA sources"},
+		{DomainSelectionCommitment, "DomainSelectionCommitment", "evaluator/quality", "the prompt selection sealed before execution"},
+		{DomainSelectionKey, "DomainSelectionKey", "evaluator/quality", "one prompt's ranking key in the selection reveal"},
+		{DomainSelectionReceipt, "DomainSelectionReceipt", "evaluator/quality", "the revealed selection: entropy, secret and the selected prompts"},
+		{DomainSelectionPrompt, "DomainSelectionPrompt", "evaluator/quality", "one prompt of the selection pool (its token ids)"},
+		{DomainQualityCalibration, "DomainQualityCalibration", "evaluator/quality", "stock-versus-stock teacher-forced rounds and the quality thresholds they support"},
 		{DomainSettlementEvent, "DomainSettlementEvent", "settlement/...", "one settlement event of the hash chain"},
 		{DomainSettlementPlan, "DomainSettlementPlan", "settlement/...", "a settlement plan over the queued candidates"},
 		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},
