@@ -19,15 +19,11 @@ import (
 
 // qualifyLedgerJSON is qualify --ledger's --json document.
 type qualifyLedgerJSON struct {
-	Proposal int64              `json:"proposal"`
-	Status   string             `json:"status"`
-	Reason   string             `json:"reason"`
-	Steps    []evaluate.Step    `json:"steps"`
-	Reports  []string           `json:"reports"`
-	Result   *evaluate.Result   `json:"-"`
-	Intake   settle.Intake      `json:"-"`
-	Lanes    []qualify.Lane     `json:"-"`
-	Extra    map[string]*string `json:"-"`
+	Proposal int64           `json:"proposal"`
+	Status   string          `json:"status"`
+	Reason   string          `json:"reason"`
+	Steps    []evaluate.Step `json:"steps"`
+	Reports  []string        `json:"reports"`
 }
 
 // runQualifyLedger takes the ledger's first published proposal through
@@ -79,7 +75,7 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 		res, err := qualify.Run(ctx, qualify.Options{
 			Plan:  plan.Request{Incumbent: env.stack.assembled, IncumbentPath: o.env.incumbent, CandidateDir: dir, Materialize: env.materialize},
 			Model: env.model, ModelDigest: env.modelDigest, Workload: env.workload, Policy: env.policy, Store: store, RunDir: runDir, Python: env.python,
-			Lanes: env.lanes, Sample: env.sample, Isolation: env.iso, Controller: env.controller, Progress: progress, Reproduces: prior,
+			Lanes: env.lanes, Sample: env.sample, Isolation: env.iso, Controller: env.controller, Progress: progress, Reproduces: prior, Quality: env.quality,
 			Verify: verify.Options{Device: env.lanes[1].Device, Python: env.python, Catalog: env.stack.catalog},
 		})
 		if err != nil {
