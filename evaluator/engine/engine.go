@@ -15,12 +15,10 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"time"
@@ -133,14 +131,9 @@ func (f *Fault) Error() string { return fmt.Sprintf("engine %s: %s", f.Kind, f.D
 type Engine struct {
 	spec    Spec
 	session *worker.Session
-	frames  chan frame
+	frames  *worker.Frames
 	Ready   Ready
 	next    int
-}
-
-type frame struct {
-	line []byte
-	err  error
 }
 
 // Start starts the engine and waits for its ready frame.
@@ -176,17 +169,7 @@ func Start(ctx context.Context, iso worker.Isolation, s Spec) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{spec: s, session: sess, frames: make(chan frame, 1)}
-	go func() {
-		for {
-			line, err := sess.Frame()
-			e.frames <- frame{line, err}
-			if err != nil {
-				close(e.frames)
-				return
-			}
-		}
-	}()
+	e := &Engine{spec: s, session: sess, frames: worker.ReadFrames(sess)}
 	// An engine that does not get ready is stopped and reaped here: the
 	// caller never holds it.
 	fail := func(err error) (*Engine, error) {
@@ -223,8 +206,8 @@ func Start(ctx context.Context, iso worker.Isolation, s Spec) (*Engine, error) {
 		Device    string            `json:"device"`
 		Slots     map[string]string `json:"slots"`
 	}
-	if err := strictUnmarshal(line, &r); err != nil || !r.Ready {
-		return fail(&Fault{Kind: FaultStart, Detail: fmt.Sprintf("the first frame is not a ready frame: %s", clip(line))})
+	if err := worker.DecodeFrame(line, &r); err != nil || !r.Ready {
+		return fail(&Fault{Kind: FaultStart, Detail: fmt.Sprintf("the first frame is not a ready frame: %s", worker.Clip(line))})
 	}
 	if r.Protocol != Protocol {
 		return fail(&Fault{Kind: FaultProtocol, Detail: fmt.Sprintf("protocol %q, want %q", r.Protocol, Protocol)})
@@ -251,8 +234,8 @@ func (e *Engine) Batch(ctx context.Context, prompts [][]int, maxNewTokens int) (
 		Phase   string   `json:"phase"`
 		Seconds *float64 `json:"seconds"`
 	}
-	if err := strictUnmarshal(pre, &p); err != nil || p.ID == nil || *p.ID != id || p.Phase != "prefill" || p.Seconds == nil {
-		return Window{}, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("batch %d prefill: %s", id, clip(pre))}
+	if err := worker.DecodeFrame(pre, &p); err != nil || p.ID == nil || *p.ID != id || p.Phase != "prefill" || p.Seconds == nil {
+		return Window{}, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("batch %d prefill: %s", id, worker.Clip(pre))}
 	}
 	w.PrefillHostSeconds, w.PrefillEngineSeconds = host, *p.Seconds
 	if err := e.spec.Tolerance.check(host, *p.Seconds); err != nil {
@@ -268,8 +251,8 @@ func (e *Engine) Batch(ctx context.Context, prompts [][]int, maxNewTokens int) (
 		Tokens  [][]int  `json:"tokens"`
 		Seconds *float64 `json:"seconds"`
 	}
-	if err := strictUnmarshal(line, &f); err != nil || f.ID == nil || *f.ID != id {
-		return Window{}, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("batch %d: %s", id, clip(line))}
+	if err := worker.DecodeFrame(line, &f); err != nil || f.ID == nil || *f.ID != id {
+		return Window{}, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("batch %d: %s", id, worker.Clip(line))}
 	}
 	if f.Seconds == nil || len(f.Tokens) != len(prompts) {
 		return Window{}, &Fault{Kind: FaultTokens, Detail: fmt.Sprintf("batch %d: %d token lists for %d prompts", id, len(f.Tokens), len(prompts))}
@@ -303,8 +286,8 @@ func (e *Engine) Swap(ctx context.Context, tree string) (float64, map[string]str
 		Slots   map[string]string `json:"slots"`
 		Seconds *float64          `json:"seconds"`
 	}
-	if err := strictUnmarshal(line, &f); err != nil || f.ID == nil || *f.ID != id || f.Swapped != tree || f.Seconds == nil {
-		return 0, nil, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("swap %d: %s", id, clip(line))}
+	if err := worker.DecodeFrame(line, &f); err != nil || f.ID == nil || *f.ID != id || f.Swapped != tree || f.Seconds == nil {
+		return 0, nil, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("swap %d: %s", id, worker.Clip(line))}
 	}
 	if err := e.spec.Tolerance.check(host, *f.Seconds); err != nil {
 		return 0, nil, &Fault{Kind: FaultTiming, Detail: fmt.Sprintf("swap %d: %v", id, err)}
@@ -334,10 +317,10 @@ func (e *Engine) exchange(ctx context.Context, req map[string]any, id int, phase
 	}
 	if json.Unmarshal(line, &refusal) == nil && refusal.Error != "" {
 		if refusal.ID == nil || *refusal.ID != id {
-			return nil, 0, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("batch %d %s: %s", id, phase, clip(line))}
+			return nil, 0, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("batch %d %s: %s", id, phase, worker.Clip(line))}
 		}
-		if strictUnmarshal(line, &refusal) != nil {
-			return nil, 0, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("batch %d %s: %s", id, phase, clip(line))}
+		if worker.DecodeFrame(line, &refusal) != nil {
+			return nil, 0, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("batch %d %s: %s", id, phase, worker.Clip(line))}
 		}
 		return nil, 0, &Fault{Kind: FaultRefused, Detail: fmt.Sprintf("batch %d %s: %s", id, phase, refusal.Error)}
 	}
@@ -359,26 +342,20 @@ func (t Tolerance) check(host, engine float64) error {
 	return nil
 }
 
-// await waits for the next frame.
+// await waits for the next frame, as a Fault when it does not come.
 func (e *Engine) await(ctx context.Context, limit time.Duration, what string) ([]byte, error) {
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	select {
-	case f, ok := <-e.frames:
-		switch {
-		case !ok || errors.Is(f.err, io.EOF):
-			return nil, &Fault{Kind: FaultExited, Detail: "the engine ended before " + what}
-		case f.err != nil:
-			return nil, &Fault{Kind: FaultGarbage, Detail: f.err.Error()}
-		}
-		return f.line, nil
-	case <-timer.C:
-		e.Kill()
+	line, err := e.frames.Next(ctx, limit, what)
+	switch {
+	case err == nil:
+		return line, nil
+	case errors.Is(err, worker.ErrSessionEnded):
+		return nil, &Fault{Kind: FaultExited, Detail: "the engine ended before " + what}
+	case errors.Is(err, worker.ErrFrameTimeout):
 		return nil, &Fault{Kind: FaultTimeout, Detail: fmt.Sprintf("no %s within %s", what, limit)}
-	case <-ctx.Done():
-		e.Kill()
-		return nil, ctx.Err()
+	case ctx.Err() != nil:
+		return nil, err
 	}
+	return nil, &Fault{Kind: FaultGarbage, Detail: err.Error()}
 }
 
 // Kill stops the engine now.
@@ -387,23 +364,4 @@ func (e *Engine) Kill() { e.session.Kill() }
 // Close ends the session and reports how the engine process ended.
 func (e *Engine) Close() (worker.Outcome, error) {
 	return e.session.Close(10 * time.Second)
-}
-
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data")
-	}
-	return nil
-}
-
-func clip(b []byte) string {
-	if len(b) > 200 {
-		return fmt.Sprintf("%q…", b[:200])
-	}
-	return fmt.Sprintf("%q", b)
 }

@@ -55,16 +55,6 @@ func TestPristineReferenceSeparatesCorrectFromBroken(t *testing.T) {
 			if len(res.Evidence.Prompts) != benchSelect || res.Ref.SHA256 == "" {
 				t.Fatalf("%d prompts scored, ref %+v", len(res.Evidence.Prompts), res.Ref)
 			}
-			// The incumbent runs stock code on the CPU, so the reference
-			// must agree with every greedy choice of B and B′: a
-			// misaligned teacher (scoring token i at position i) would not.
-			for _, p := range res.Evidence.Prompts {
-				for _, role := range []Role{RoleB, RoleBPrime} {
-					if r := p.Rollouts[role].Metrics[ArgmaxRate]; r != "1" {
-						t.Fatalf("prompt %s %s: the reference agrees with %s of the stock's greedy tokens, want all", short(p.Digest), role, r)
-					}
-				}
-			}
 			ev, err := Regrade(o.Store, res.Ref)
 			if err != nil {
 				t.Fatalf("regrade: %v", err)
@@ -127,16 +117,6 @@ func TestRegradeRefusesTamperedEvidence(t *testing.T) {
 		}, "the calibration's digest"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			// The incumbent runs stock code on the CPU, so the reference
-			// must agree with every greedy choice of B and B′: a
-			// misaligned teacher (scoring token i at position i) would not.
-			for _, p := range res.Evidence.Prompts {
-				for _, role := range []Role{RoleB, RoleBPrime} {
-					if r := p.Rollouts[role].Metrics[ArgmaxRate]; r != "1" {
-						t.Fatalf("prompt %s %s: the reference agrees with %s of the stock's greedy tokens, want all", short(p.Digest), role, r)
-					}
-				}
-			}
 			ev, err := Regrade(o.Store, res.Ref)
 			if err != nil {
 				t.Fatal(err)

@@ -318,7 +318,7 @@ func Regrade(store *evidence.Store, ref evidence.Ref) (*Evidence, error) {
 		return nil, fmt.Errorf("quality evidence: %w", err)
 	}
 	var ev Evidence
-	if err := strict(data, &ev); err != nil {
+	if err := worker.DecodeFrame(data, &ev); err != nil {
 		return nil, fmt.Errorf("quality evidence: %w", err)
 	}
 	if ev.Schema != EvidenceSchema {

@@ -1,12 +1,10 @@
 package quality
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"time"
 
@@ -52,16 +50,11 @@ func (f *TeacherFault) Error() string { return fmt.Sprintf("teacher %s: %s", f.K
 type Teacher struct {
 	spec      TeacherSpec
 	session   *worker.Session
-	frames    chan teacherFrame
+	frames    *worker.Frames
 	Substrate string
 	Device    string
 	Slots     map[string]string
 	next      int
-}
-
-type teacherFrame struct {
-	line []byte
-	err  error
 }
 
 // StartTeacher starts the reference engine and waits for its ready frame.
@@ -80,17 +73,7 @@ func StartTeacher(ctx context.Context, iso worker.Isolation, s TeacherSpec) (*Te
 	if err != nil {
 		return nil, &TeacherFault{Kind: "start", Detail: err.Error()}
 	}
-	t := &Teacher{spec: s, session: sess, frames: make(chan teacherFrame, 1)}
-	go func() {
-		for {
-			line, err := sess.Frame()
-			t.frames <- teacherFrame{line, err}
-			if err != nil {
-				close(t.frames)
-				return
-			}
-		}
-	}()
+	t := &Teacher{spec: s, session: sess, frames: worker.ReadFrames(sess)}
 	fail := func(err error) (*Teacher, error) {
 		t.session.Kill()
 		_, _ = t.session.Close(time.Second)
@@ -111,8 +94,8 @@ func StartTeacher(ctx context.Context, iso worker.Isolation, s TeacherSpec) (*Te
 		Device    string            `json:"device"`
 		Slots     map[string]string `json:"slots"`
 	}
-	if err := strict(line, &r); err != nil || !r.Ready {
-		return fail(&TeacherFault{Kind: "start", Detail: fmt.Sprintf("the first frame is not a ready frame: %s", clip(line))})
+	if err := worker.DecodeFrame(line, &r); err != nil || !r.Ready {
+		return fail(&TeacherFault{Kind: "start", Detail: fmt.Sprintf("the first frame is not a ready frame: %s", worker.Clip(line))})
 	}
 	if r.Protocol != TeacherProtocol {
 		return fail(&TeacherFault{Kind: "protocol", Detail: fmt.Sprintf("protocol %q, want %q", r.Protocol, TeacherProtocol)})
@@ -140,7 +123,7 @@ func (t *Teacher) Score(ctx context.Context, prompt, tokens []int) (Scored, erro
 		ID    *int   `json:"id"`
 		Error string `json:"error"`
 	}
-	if strict(line, &refusal) == nil && refusal.Error != "" {
+	if worker.DecodeFrame(line, &refusal) == nil && refusal.Error != "" {
 		return Scored{}, &TeacherFault{Kind: "refused", Detail: fmt.Sprintf("trajectory %d: %s", id, refusal.Error)}
 	}
 	var f struct {
@@ -148,8 +131,8 @@ func (t *Teacher) Score(ctx context.Context, prompt, tokens []int) (Scored, erro
 		NLL    []float64 `json:"nll"`
 		Argmax []int     `json:"argmax"`
 	}
-	if err := strict(line, &f); err != nil || f.ID == nil || *f.ID != id {
-		return Scored{}, &TeacherFault{Kind: "garbage", Detail: fmt.Sprintf("trajectory %d: %s", id, clip(line))}
+	if err := worker.DecodeFrame(line, &f); err != nil || f.ID == nil || *f.ID != id {
+		return Scored{}, &TeacherFault{Kind: "garbage", Detail: fmt.Sprintf("trajectory %d: %s", id, worker.Clip(line))}
 	}
 	if len(f.NLL) != len(tokens) || len(f.Argmax) != len(tokens) {
 		return Scored{}, &TeacherFault{Kind: "garbage", Detail: fmt.Sprintf("trajectory %d: %d NLLs and %d argmaxes for %d tokens", id, len(f.NLL), len(f.Argmax), len(tokens))}
@@ -163,24 +146,18 @@ func (t *Teacher) Score(ctx context.Context, prompt, tokens []int) (Scored, erro
 }
 
 func (t *Teacher) await(ctx context.Context, limit time.Duration, what string) ([]byte, error) {
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	select {
-	case f, ok := <-t.frames:
-		switch {
-		case !ok || errors.Is(f.err, io.EOF):
-			return nil, &TeacherFault{Kind: "exited", Detail: "the teacher ended while its " + what + " was due"}
-		case f.err != nil:
-			return nil, &TeacherFault{Kind: "garbage", Detail: f.err.Error()}
-		}
-		return f.line, nil
-	case <-timer.C:
-		t.session.Kill()
+	line, err := t.frames.Next(ctx, limit, what)
+	switch {
+	case err == nil:
+		return line, nil
+	case errors.Is(err, worker.ErrSessionEnded):
+		return nil, &TeacherFault{Kind: "exited", Detail: "the teacher ended while its " + what + " was due"}
+	case errors.Is(err, worker.ErrFrameTimeout):
 		return nil, &TeacherFault{Kind: "timeout", Detail: fmt.Sprintf("no %s within %s", what, limit)}
-	case <-ctx.Done():
-		t.session.Kill()
-		return nil, ctx.Err()
+	case ctx.Err() != nil:
+		return nil, err
 	}
+	return nil, &TeacherFault{Kind: "garbage", Detail: err.Error()}
 }
 
 // Kill stops the teacher now.
@@ -188,22 +165,3 @@ func (t *Teacher) Kill() { t.session.Kill() }
 
 // Close ends the session and reports how the teacher process ended.
 func (t *Teacher) Close() (worker.Outcome, error) { return t.session.Close(10 * time.Second) }
-
-func strict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data")
-	}
-	return nil
-}
-
-func clip(b []byte) string {
-	if len(b) > 200 {
-		return fmt.Sprintf("%q…", b[:200])
-	}
-	return fmt.Sprintf("%q", b)
-}
