@@ -62,6 +62,8 @@ const (
 	DomainMarginalWorkload    Domain = "cacheon.qualification.marginal-workload.v1"
 	DomainEngineConfig        Domain = "cacheon.qualification.engine-config"
 	DomainCalibration         Domain = "cacheon.qualification.calibration"
+	DomainAuditSeed           Domain = "cacheon.qualification.audit-seed.v1"
+	DomainAuditSecret         Domain = "cacheon.qualification.audit-secret.v1"
 )
 
 // Settlement and economics identities (packages settlement/...).
@@ -114,6 +116,8 @@ func Domains() []DomainInfo {
 		{DomainMarginalWorkload, "DomainMarginalWorkload", "evaluator/workload", "a qualification workload: prompt batches and read structure"},
 		{DomainEngineConfig, "DomainEngineConfig", "evaluator/workload", "the engine configuration every arm is served with"},
 		{DomainCalibration, "DomainCalibration", "evaluator/qualify", "stock-versus-stock rounds on a machine's lanes and the thresholds they support"},
+		{DomainAuditSeed, "DomainAuditSeed", "evaluator/audit", "the audit seed's prefix: SHA-256 over it, NUL, the validator secret and the selected delta"},
+		{DomainAuditSecret, "DomainAuditSecret", "evaluator/audit", "the commitment to the audit's validator secret: SHA-256 over it, NUL and the secret"},
 		{DomainSettlementEvent, "DomainSettlementEvent", "settlement/...", "one settlement event of the hash chain"},
 		{DomainSettlementPlan, "DomainSettlementPlan", "settlement/...", "a settlement plan over the queued candidates"},
 		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},

@@ -97,6 +97,15 @@ def main(argv=None) -> int:
     from .runtime import Options, build
 
     m = build(Options(model=a.model, tree=a.engine_tree, device=device, max_len=a.max_len))
+    # Audit mode (docs/reference/audit.md): only the audit session gets
+    # the variables; it runs eagerly so every slot call goes through the
+    # recorder.
+    from . import audit
+    recorder = audit.from_env(os.environ)
+    if recorder is not None:
+        if a.graph:
+            raise audit.AuditError("an audit session runs eagerly: --graph is refused")
+        recorder.install(m.seam)
     send({"ready": True, "protocol": PROTOCOL, "substrate": substrate_digest(), "device": str(m.device),
           "slots": {k: v["status"] for k, v in m.seam.report().items()}})
     engines = {}
@@ -106,6 +115,8 @@ def main(argv=None) -> int:
     while True:
         line = reader.next()
         if line is None:
+            if recorder is not None:
+                recorder.close()
             return 0
         rid = None
         try:
