@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 
 	"github.com/cacheon/engine/evaluator/workload"
 	"github.com/cacheon/engine/tools/canonjson"
@@ -86,4 +87,34 @@ func ShortestPrompt(w *workload.Workload) (Prompt, error) {
 		return Prompt{}, reject.Errorf("workload %s: no non-empty prompt to audit with", w.Name)
 	}
 	return best, nil
+}
+
+// MaxSecretBytes bounds a secret file: a secret is a key, not a document.
+const MaxSecretBytes = 4096
+
+// LoadSecret reads the validator's secret from path, or, when path is
+// empty, draws a fresh one (recorded only by its commitment). A secret
+// file must be a regular file of MinSecretBytes to MaxSecretBytes bytes.
+func LoadSecret(path string) ([]byte, error) {
+	if path == "" {
+		return FreshSecret()
+	}
+	info, err := os.Lstat(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit secret: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, reject.Errorf("audit secret %s: not a regular file", path)
+	}
+	if info.Size() < MinSecretBytes || info.Size() > MaxSecretBytes {
+		return nil, reject.Errorf("audit secret %s: %d bytes, want %d to %d", path, info.Size(), MinSecretBytes, MaxSecretBytes)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit secret: %w", err)
+	}
+	if len(data) < MinSecretBytes || len(data) > MaxSecretBytes {
+		return nil, reject.Errorf("audit secret %s: changed while read", path)
+	}
+	return data, nil
 }
