@@ -230,3 +230,52 @@ func write(t *testing.T, path string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestEngineFaultsAreTheCandidates: an audit engine taken over by its
+// kernel — one that dies at start, one that serves but records nothing,
+// one that refuses a batch — is the candidate's FAIL, decided before any
+// judge runs.
+func TestEngineFaultsAreTheCandidates(t *testing.T) {
+	f := enginetest.New(t)
+	tree := filepath.Join(f.Run, "tree")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// An engine that answers every phase honestly and at a believable
+	// pace, and records nothing.
+	serveTokens := `batch = None
+for line in inp:
+    r = json.loads(line)
+    time.sleep(0.01)
+    if r.get("op") == "batch":
+        batch = r
+        send({"id": r["id"], "phase": "prefill", "seconds": 0.005})
+    else:
+        send({"id": r["id"], "tokens": [[1] * batch["max_new_tokens"] for _ in batch["prompts"]], "seconds": 0.005})
+`
+	cases := []struct {
+		name, source, by, reason string
+	}{
+		{"dies_at_start", "import sys\nsys.exit(3)\n", ByEngine, "audit engine start: engine start"},
+		{"records_nothing", enginetest.Prelude + enginetest.ReadyFrame + serveTokens, ByRecords, "left no audit record directory"},
+		{"refuses_a_batch", enginetest.Prelude + enginetest.ReadyFrame +
+			`serve(lambda b: send({"id": b["id"], "error": "RuntimeError: no"}))
+`, ByEngine, "audit engine batch 0: engine refused_batch"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := Options{Python: f.Python, Root: f.HostileRoot(t, c.name, c.source), Tree: tree, Model: f.Model, Device: "cpu",
+				WorkDir: filepath.Join(f.Run, "audit-"+c.name), Isolation: f.Iso, Workload: auditWorkload(),
+				Contracts:     []worker.SlotContract{{Slot: "norm.rmsnorm"}},
+				Secret:        []byte(strings.Repeat("s", MinSecretBytes)),
+				SelectedDelta: strings.Repeat("0", 64), StartTimeout: time.Minute, BatchTimeout: time.Minute}
+			ev, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Decision != Fail || ev.DecidedBy != c.by || !strings.Contains(ev.Reason, c.reason) {
+				t.Fatalf("%s by %s: %s; want FAIL by %s with %q", ev.Decision, ev.DecidedBy, ev.Reason, c.by, c.reason)
+			}
+		})
+	}
+}
