@@ -184,6 +184,7 @@ func TestRecordsAreHostileInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stray := filepath.Join(recDir, "activation.silu_and_mul.0000000.rec")
 	index, err := os.ReadFile(filepath.Join(recDir, "index.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +201,7 @@ func TestRecordsAreHostileInput(t *testing.T) {
 		{"forged_index", func(t *testing.T) {
 			write(t, filepath.Join(recDir, "index.json"), []byte(strings.Replace(string(index), `"overflow": false`, `"overflow": false, "pass": true`, 1)))
 		}, "not an audit index"},
+		{"stray", func(t *testing.T) { write(t, stray, orig) }, "records of no expected slot"},
 		{"relabelled", func(t *testing.T) {
 			write(t, rec, []byte(strings.Replace(string(orig), `"call":3`, `"call":4`, 1)))
 		}, "header names"},
@@ -208,6 +210,7 @@ func TestRecordsAreHostileInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			write(t, rec, orig)
 			write(t, filepath.Join(recDir, "index.json"), index)
+			os.Remove(stray)
 			c.mutate(t)
 			wd := filepath.Join(f.Run, "rejudge-"+c.name)
 			oo := o

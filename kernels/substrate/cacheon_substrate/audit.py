@@ -14,7 +14,8 @@ Record format (one file per sampled call, ``<slot>.<call:07d>.rec``):
 8 bytes little-endian header length N, N bytes of JSON header, then the
 raw tensor bytes. The header is {"slot", "call", "origin", "args": [...]}
 with one entry per positional argument: {"kind": "tensor", "dtype",
-"shape", "pre": [begin, end], "post": [begin, end]}, {"kind": "scalar",
+"shape", "pre": [begin, end], "post": [begin, end]} (post equal to pre when
+the call left the argument unchanged), {"kind": "scalar",
 "value"}, {"kind": "tuple", "items": [tensor entries]} or {"kind":
 "opaque"} (a process group). Offsets are relative to the end of the
 header. At the end of the session ``index.json`` says how many calls each
@@ -117,7 +118,12 @@ class Recorder:
             return span
 
         def tensor_entry(p, q):
-            return {"kind": "tensor", "dtype": _dtype(p), "shape": list(p.shape), "pre": put(_raw(p)), "post": put(_raw(q))}
+            before, after = _raw(p), _raw(q)
+            e = {"kind": "tensor", "dtype": _dtype(p), "shape": list(p.shape), "pre": put(before)}
+            # An argument the call left as it was (an input) is recorded
+            # once; one it changed (an output, or a mutated input) twice.
+            e["post"] = e["pre"] if after == before else put(after)
+            return e
 
         for p, q in zip(pre, post):
             if isinstance(p, torch.Tensor):

@@ -204,6 +204,9 @@ def judge_rank(d, rank, bounds, seed, rate):
     records = sorted(n for n in names if n.endswith(SUFFIX))
     if len(records) > MAX_RECORDS:
         raise RecordError(f"{len(records)} records, more than {MAX_RECORDS}")
+    stray = [n for n in records if not any(n.startswith(s + ".") and n[len(s) + 1:-len(SUFFIX)].isdigit() for s in slots)]
+    if stray:
+        raise RecordError(f"{len(stray)} records of no expected slot (first {stray[0]!r})")
     total = 0
     receipts = []
     for slot in slots:
