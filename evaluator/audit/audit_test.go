@@ -226,6 +226,26 @@ func TestRecordsAreHostileInput(t *testing.T) {
 	}
 }
 
+// TestASlotTheJudgeCannotRecomputeIsNoDecision: an expected slot whose
+// truth this validator cannot recompute from records is its own
+// shortfall, never the candidate's FAIL and never a PASS.
+func TestASlotTheJudgeCannotRecomputeIsNoDecision(t *testing.T) {
+	f := enginetest.New(t)
+	o := options(t, f, "kernels/contributions/rmsnorm_torch")
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Contracts = append(o.Contracts, contractsOf(t, cat, "attention.decode")...)
+	ev, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Decision != NoDecision || ev.DecidedBy != ByJudge || !strings.Contains(ev.Reason, "cannot audit slot(s) attention.decode") {
+		t.Fatalf("%s by %s: %s", ev.Decision, ev.DecidedBy, ev.Reason)
+	}
+}
+
 func write(t *testing.T, path string, data []byte) {
 	t.Helper()
 	os.Remove(path)
