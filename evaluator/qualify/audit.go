@@ -61,3 +61,18 @@ func runAuditStage(ctx context.Context, o Options, planned *plan.Result, root st
 	}
 	return Outcome{Decision(ev.Decision), ev.Reason}, &ref, nil
 }
+
+// regradeAudit re-grades the audit evidence ref names (audit.Regrade) and
+// checks that the report's audit stage says what the evidence decided.
+// Regrade calls it for a report with an audit reference.
+func regradeAudit(store *evidence.Store, ref evidence.Ref, stage Stage) error {
+	ev, err := audit.Regrade(store, ref)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRegrade, err)
+	}
+	if stage.Name != StageAudit || string(stage.Decision) != ev.Decision || stage.Reason != ev.Reason {
+		return fmt.Errorf("%w: the audit evidence decides %s (%s), the report's %s stage says %s (%s)",
+			ErrRegrade, ev.Decision, ev.Reason, stage.Name, stage.Decision, stage.Reason)
+	}
+	return nil
+}

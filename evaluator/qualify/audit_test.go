@@ -79,6 +79,12 @@ func TestAuditStageAfterTheSpeedStage(t *testing.T) {
 	if ev.SecretCommitment != audit.SecretCommitment(secret) || ev.Policy.ExpectedSlots[0] != "norm.rmsnorm" {
 		t.Fatalf("evidence %+v", ev)
 	}
+	if err := regradeAudit(o.Store, *ref, Stage{Name: StageAudit, Decision: out.Decision, Reason: out.Reason}); err != nil {
+		t.Fatal(err)
+	}
+	if err := regradeAudit(o.Store, *ref, Stage{Name: StageAudit, Decision: Pass, Reason: out.Reason}); err == nil {
+		t.Fatal("a report whose audit stage says PASS over failing evidence regraded")
+	}
 	for _, p := range records() {
 		if !strings.HasPrefix(p, filepath.Join(o.RunDir, "audit")+string(filepath.Separator)) {
 			t.Fatalf("an audit record outside the audit's directory: %s", p)
