@@ -100,6 +100,9 @@ func TestAuditOnTheCPU(t *testing.T) {
 		{"kernels/fixtures/rmsnorm_wrong_after_n_calls", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}},
 		{"kernels/fixtures/rmsnorm_lower_precision", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 0:", "bar 0.995"}},
 		{"kernels/fixtures/rmsnorm_mutates_input", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "inputs x changed by the call"}},
+		// The reverse fixture: honest exactly when audited. The audit passes
+		// it (the kernel can tell it is audited); T must catch it.
+		{"kernels/fixtures/rmsnorm_wrong_unless_audited", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
 	}
 	for _, c := range cases {
 		t.Run(filepath.Base(c.candidate), func(t *testing.T) {
@@ -145,7 +148,7 @@ func TestAuditOnTheCPU(t *testing.T) {
 func TestVerifyPassesTheAuditFixtures(t *testing.T) {
 	f := enginetest.New(t)
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "kernels/fixtures")
-	for _, name := range []string{"rmsnorm_wrong_after_n_calls", "rmsnorm_lower_precision", "rmsnorm_mutates_input"} {
+	for _, name := range []string{"rmsnorm_wrong_after_n_calls", "rmsnorm_lower_precision", "rmsnorm_mutates_input", "rmsnorm_wrong_unless_audited"} {
 		t.Run(name, func(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(f.Run, "verify-"+name), 0o755); err != nil {
 				t.Fatal(err)
