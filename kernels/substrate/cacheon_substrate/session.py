@@ -16,7 +16,8 @@ is a property of the process, not of the kernels):
 
 K is at least 2. The seconds are this process's clock around the phase, device-synchronized. The
 controller times every phase on its own clock too and refuses frames whose seconds disagree with
-it. A request that fails is answered {"id": N, "error": "..."}; the end of input ends the session
+it. An audit session (the CACHEON_SLOT_AUDIT_* variables, docs/reference/audit.md) runs eagerly
+and records its expected slots' calls; a timed session is never given them. A request that fails is answered {"id": N, "error": "..."}; the end of input ends the session
 with exit status 0.
 """
 
