@@ -32,8 +32,12 @@ die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
 # nginx (built with the WebDAV module) serves Bazel's HTTP cache protocol in
 # tools/remote_cache_check.sh, which starts its own instance; like
 # docker-registry's, the packaged service is not needed.
+# libtorch-dev and g++: the prebuild (evaluator/prebuild) compiles
+# contributions' declared sources into torch operator libraries, which needs
+# torch's C++ headers (python3-torch ships only symbolic links to them) and
+# a C++ compiler.
 apt_packages=(bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
-  python3-torch python3-numpy docker-registry patch locales nginx
+  python3-torch python3-numpy libtorch-dev g++ docker-registry patch locales nginx
   chromium) # chromium: the HTML report tests render pages in a real browser
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -19,6 +19,9 @@ step() {
 export CACHEON_REQUIRE_SANDBOX=1
 # The HTML report tests render in headless Chromium (installed above).
 export CACHEON_REQUIRE_BROWSER=1
+# The prebuild tests compile torch extensions (libtorch-dev and g++,
+# installed above).
+export CACHEON_REQUIRE_CXX_TORCH=1
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -53,6 +53,9 @@ type Options struct {
 	Root   string // the engine root (worker.EngineRoot)
 	Tree   string // the candidate's materialized engine tree
 	Model  string // the sealed model directory
+	// Native is the candidate tree's sealed prebuild artifact directory
+	// ("" when its rows have no native libraries), as the speed stage binds it.
+	Native string
 	Device string // "cpu" or "cuda"
 	// WorkDir is the audit's own directory under the run directory: the
 	// engine's private directory (where it records) and the judge's.
@@ -130,7 +133,7 @@ func Run(ctx context.Context, o Options) (*Evidence, error) {
 	// The candidate's engine: eager, untimed, recording.
 	engineDir := filepath.Join(o.WorkDir, "engine")
 	recDir := filepath.Join(engineDir, "audit")
-	spec := engine.Spec{Python: o.Python, Root: o.Root, Tree: o.Tree, Model: o.Model, Device: o.Device, Graph: false,
+	spec := engine.Spec{Python: o.Python, Root: o.Root, Tree: o.Tree, Model: o.Model, Native: o.Native, Device: o.Device, Graph: false,
 		WorkDir: engineDir, StartTimeout: o.StartTimeout, BatchTimeout: o.BatchTimeout,
 		Env: []string{EnvDir + "=" + recDir, fmt.Sprintf("%s=%d", EnvRate, p.RatePPM), EnvSeed + "=" + seed,
 			EnvSlots + "=" + strings.Join(slots, ","), EnvRank + "=0"}}

@@ -18,7 +18,9 @@ func spec(f enginetest.Fixture, name string) Spec {
 
 func TestEngineServesTimedBatches(t *testing.T) {
 	f := enginetest.New(t)
-	e, err := Start(context.Background(), f.Iso, spec(f, "b"))
+	s := spec(f, "b")
+	s.SwapTrees = []string{f.Tree}
+	e, err := Start(context.Background(), f.Iso, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +53,18 @@ func TestEngineServesTimedBatches(t *testing.T) {
 	}
 	if _, err := e.Batch(context.Background(), prompts, 1); err == nil {
 		t.Fatal("a batch of one new token (no decode step) was served")
+	}
+	// A hot swap to a tree named at start, and the engine serves the same
+	// tokens from the re-imported tree; a swap anywhere else is refused.
+	secs, slots, err := e.Swap(context.Background(), f.Tree)
+	if err != nil || secs <= 0 || len(slots) == 0 {
+		t.Fatalf("swap: %v %v %v", secs, slots, err)
+	}
+	if w, err := e.Batch(context.Background(), prompts, 6); err != nil || !equal(w.Tokens, first) {
+		t.Fatalf("a batch after the swap: %v, %v (before: %v)", w.Tokens, err, first)
+	}
+	if _, _, err := e.Swap(context.Background(), "/etc"); !isFault(err, FaultRefused) {
+		t.Fatalf("a swap to a tree not named at start: %v, want a refused request", err)
 	}
 	out, err := e.Close()
 	if err != nil || !out.Clean() {
@@ -88,14 +102,14 @@ func TestHostileEnginesAreFaults(t *testing.T) {
 		atStart            bool
 	}{
 		{"forged fast timer", ready + `def d(r):
-    time.sleep(1.0)
+    time.sleep(3.0)
     send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.001})
 serve(d)
 `, FaultTiming, false},
 		{"time longer than the bracket", ready + `serve(lambda r: send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 30.0}))
 `, FaultTiming, false},
 		{"forged prefill timer", ready + `for line in inp:
-    r = json.loads(line); time.sleep(1.0)
+    r = json.loads(line); time.sleep(3.0)
     send({"id": r["id"], "phase": "prefill", "seconds": 0.001})
 `, FaultTiming, false},
 		{"decode answered without a prefill", ready + `for line in inp:
@@ -131,7 +145,7 @@ inp.readline(); os._exit(3)
 		t.Run(c.name, func(t *testing.T) {
 			s := spec(f, strings.ReplaceAll(c.name, " ", "-"))
 			s.Root = f.HostileRoot(t, strings.ReplaceAll(c.name, " ", "-"), enginetest.Prelude+c.source)
-			s.StartTimeout, s.BatchTimeout = 20*time.Second, 3*time.Second
+			s.StartTimeout, s.BatchTimeout = 20*time.Second, 6*time.Second
 			mark := enginetest.Mark(t)
 			s.Env = append(s.Env, mark)
 			// Whatever the engine did, nothing it started outlives it.

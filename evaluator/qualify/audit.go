@@ -18,7 +18,7 @@ const StageAudit = "audit"
 // candidate's tree on the candidate's lane, the target's member slots as
 // the expected slots, the workload's shortest prompt, its own work
 // directory under the run directory (hidden from every other engine).
-func auditOptions(o Options, planned *plan.Result, root string, secret []byte) (audit.Options, error) {
+func auditOptions(o Options, planned *plan.Result, root, native string, secret []byte) (audit.Options, error) {
 	cat := o.Plan.Materialize.Catalog
 	if cat == nil {
 		return audit.Options{}, fmt.Errorf("audit: the plan request carries no catalog")
@@ -36,18 +36,19 @@ func auditOptions(o Options, planned *plan.Result, root string, secret []byte) (
 		}
 		contracts = append(contracts, worker.ContractOf(s))
 	}
-	return audit.Options{Python: o.Python, Root: root, Tree: planned.CandidateTree, Model: o.Model, Device: o.Lanes[1].Device,
+	return audit.Options{Python: o.Python, Root: root, Tree: planned.CandidateTree, Model: o.Model, Native: native, Device: o.Lanes[1].Device,
 		WorkDir: filepath.Join(o.RunDir, "audit"), Isolation: o.Isolation, Workload: o.Workload, Contracts: contracts,
 		Secret: secret, SelectedDelta: planned.Inspection.SelectedDeltaDigest, Progress: o.Progress}, nil
 }
 
 // runAuditStage runs the audit of the planned candidate and publishes its
 // evidence. The outcome is the stage's; the error is for evidence that
-// could not be stored (as publishSpeed's). secret is the validator's
+// could not be stored (as publishSpeed's). native is the candidate
+// tree's sealed prebuild artifact ("" for none); secret is the validator's
 // audit secret (at least audit.MinSecretBytes; only its commitment is
 // published). An audit that cannot be set up is NO_DECISION.
-func runAuditStage(ctx context.Context, o Options, planned *plan.Result, root string, secret []byte) (Outcome, *evidence.Ref, error) {
-	ao, err := auditOptions(o, planned, root, secret)
+func runAuditStage(ctx context.Context, o Options, planned *plan.Result, root, native string, secret []byte) (Outcome, *evidence.Ref, error) {
+	ao, err := auditOptions(o, planned, root, native, secret)
 	if err != nil {
 		return Outcome{NoDecision, err.Error()}, nil, nil
 	}

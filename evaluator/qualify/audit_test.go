@@ -64,7 +64,7 @@ func TestAuditStageAfterTheSpeedStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, ref, err := runAuditStage(context.Background(), o, planned, root, secret)
+	out, ref, err := runAuditStage(context.Background(), o, planned, root, "", secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,16 @@ func HTML(store *evidence.Store, r *Report) ([]byte, error) {
 			{Label: "started", Value: r.Started},
 		},
 	}
+	if r.Speed != nil {
+		schedule := map[int]string{7: "v7: two resident engines, hot swaps, B′ only if inconclusive", 8: "v8: B, C and B′ engines of their own"}[r.Speed.Version]
+		v.Facts = append(v.Facts, report.Fact{Label: "speed schedule", Value: schedule})
+	}
+	if r.Reproduces != "" {
+		v.Facts = append(v.Facts, report.Fact{Label: "reproduces", Value: fmt.Sprintf("%s (lanes exchanged: %v)", r.Reproduces, r.LanesExchanged)})
+	}
+	for _, n := range r.Notes {
+		v.Facts = append(v.Facts, report.Fact{Label: "note", Value: n})
+	}
 	for _, l := range r.Lanes {
 		v.Facts = append(v.Facts, report.Fact{Label: "lane " + l.Name, Value: fmt.Sprintf("%s %v shared=%v", l.Device, l.GPUs, l.SharedDevice)})
 	}

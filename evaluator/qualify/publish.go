@@ -36,6 +36,13 @@ func publishSpeed(store *evidence.Store, ev *SpeedEvidence) (*Speed, error) {
 	if s.Batches, err = store.Put(ArtifactBatches, "application/json", "speed-batches.v1", batches); err != nil {
 		return nil, err
 	}
+	swaps, err := json.Marshal(ev.Swaps)
+	if err != nil {
+		return nil, err
+	}
+	if s.Swaps, err = store.Put(ArtifactSwaps, "application/json", "hot-swaps.v1", swaps); err != nil {
+		return nil, err
+	}
 	samples, err := json.Marshal(ev.Samples)
 	if err != nil {
 		return nil, err

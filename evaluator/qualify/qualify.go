@@ -139,6 +139,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	// Build: plan the transition and materialize both engine trees.
 	var planned *plan.Result
+	var natives map[string]string // engine tree -> its sealed prebuild artifact
 	req := o.Plan
 	req.TreeDir = filepath.Join(o.RunDir, "trees")
 	req.Progress = progress
@@ -155,6 +156,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return Outcome{NoDecision, err.Error()}
 		}
 		planned = res
+		// Declared CUDA sources are compiled here, once per tree, and
+		// sealed: no engine or verify worker compiles.
+		var notes []string
+		var out Outcome
+		natives, notes, out = prebuildTrees(ctx, o, []string{res.IncumbentTree, res.CandidateTree}, []lanes.Lane{o.Lanes[0], o.Lanes[1]})
+		if out.Decision != Pass {
+			return out
+		}
+		r.Notes = append(r.Notes, notes...)
 		return Outcome{Pass, fmt.Sprintf("target %s: B tree %s, C tree %s", res.Candidate.Transition.TargetID, short(treeOf(res.Arms, "B")), short(treeOf(res.Arms, "C")))}
 	}).Decision != Pass {
 		return finish()
@@ -165,6 +175,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.Inputs.IncumbentStack, r.Inputs.CandidateStack = planned.Arms.IncumbentStackDigest, planned.Arms.CandidateStackDigest
 	r.Inputs.IncumbentTree, r.Inputs.CandidateTree = treeOf(planned.Arms, "B"), treeOf(planned.Arms, "C")
 	r.Inputs.SelectedDelta = planned.Inspection.SelectedDeltaDigest
+	// The schedule follows the candidate (spec §1.4): a hot-swappable one
+	// is read under v7 in resident engines, any other under v8 in engines
+	// of its own; the policy file gives the thresholds of both.
+	// A resident engine never loads native libraries across a swap, so an
+	// incumbent with prebuilt rows reads every candidate under v8 too.
+	resident := planned.Inspection.Swappable && natives[planned.IncumbentTree] == "" && natives[planned.CandidateTree] == ""
+	policy := scheduled(o.Policy, resident)
+	if d, err := policy.Digest(); err == nil {
+		r.Inputs.Policy = d
+	}
+	switch {
+	case resident:
+		r.Notes = append(r.Notes, "the candidate is hot-swappable: speed policy v7 in resident engines")
+	case !planned.Inspection.Swappable:
+		r.Notes = append(r.Notes, fmt.Sprintf("the candidate is not hot-swappable (%s): speed policy v8 in engines of its own", planned.Inspection.SwapReason))
+	default:
+		r.Notes = append(r.Notes, "the engine trees load prebuilt native libraries, which a resident engine does not swap: speed policy v8 in engines of its own")
+	}
 	if o.Reproduces != nil {
 		if diff := sameExperiment(o.Reproduces.Inputs, r.Inputs); diff != "" {
 			stage(StageReproduction, func() Outcome {
@@ -178,6 +206,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	vo := o.Verify
 	vo.Unisolated = o.Isolation.Unsafe
 	vo.WorkDir = o.RunDir
+	// The candidate's libraries were sealed with its tree; verify binds
+	// them to the bundle's bytes by content instead of compiling again.
+	vo.NativeArtifact = natives[planned.CandidateTree]
 	var abi *verify.Report
 	if stage(ScreenABI, func() Outcome { out, rep := screenABI(ctx, o.Plan.CandidateDir, vo); abi = rep; return out }).Decision != Pass {
 		return finish()
@@ -195,7 +226,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return finish()
 	}
 	arm := func(role speed.Role, tree string, lane lanes.Lane) engine.Spec {
-		return engine.Spec{Python: o.Python, Root: root, Tree: tree, Model: o.Model, Device: lane.Device,
+		return engine.Spec{Python: o.Python, Root: root, Tree: tree, Model: o.Model, Device: lane.Device, Native: natives[tree],
 			Graph: lane.Device == "cuda" && o.Workload.Engine.CUDAGraphs, WorkDir: armDir(o.RunDir, role)}
 	}
 	// Abbreviated serving: the candidate engine loads and serves one batch.
@@ -205,15 +236,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}).Decision != Pass {
 		return finish()
 	}
-	// Speed: v8 (every candidate runs in its own engine processes).
-	arms := []Arm{
-		{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
-		{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
-		{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
-	}
+	// Speed: v7 in two resident engines that swap trees, or v8 in three
+	// engine processes of their own.
 	var ev *SpeedEvidence
 	stage(StageSpeed, func() Outcome {
-		ev = runSpeedV8(ctx, o.Isolation, arms, o.Workload, o.Policy, o.Sample)
+		if policy.Version == speed.V7 {
+			ev = runSpeedV7(ctx, o.Isolation, Resident{
+				Baseline: arm(speed.B, planned.IncumbentTree, o.Lanes[0]), Candidate: arm(speed.C, planned.IncumbentTree, o.Lanes[1]),
+				IncumbentTree: planned.IncumbentTree, CandidateTree: planned.CandidateTree,
+			}, o.Workload, policy, o.Sample)
+			return ev.Outcome
+		}
+		arms := []Arm{
+			{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
+			{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
+			{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
+		}
+		ev = runSpeedV8(ctx, o.Isolation, arms, o.Workload, policy, o.Sample)
 		return ev.Outcome
 	})
 	for _, rd := range ev.Ready {
@@ -242,4 +281,14 @@ func short(d string) string {
 		return d[:12]
 	}
 	return d
+}
+
+// scheduled is the policy a candidate's speed stage grades under: the
+// given thresholds at version 7 for a hot-swappable candidate, else 8.
+func scheduled(p speed.Policy, swappable bool) speed.Policy {
+	p.Version = speed.V8
+	if swappable {
+		p.Version = speed.V7
+	}
+	return p
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
+	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/materialize"
@@ -111,7 +112,11 @@ func TestQualifyOnTheCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`id="rates"`, `data-role="B_prime"`, `abbreviated_serving`, string(r.Decision)} {
+	// rmsnorm_torch is hot-swappable: v7, B′ only when inconclusive.
+	if r.Speed.Version != 7 {
+		t.Fatalf("speed policy version %d for a hot-swappable candidate, want 7", r.Speed.Version)
+	}
+	for _, want := range []string{`id="rates"`, `data-role="C"`, `abbreviated_serving`, string(r.Decision)} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the HTML report lacks %s", want)
 		}
@@ -177,4 +182,62 @@ func TestDefaultsAreValid(t *testing.T) {
 	if err := DefaultPolicy().Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestQualifyPrebuildsACUDASourcesCandidate: a candidate whose row
+// declares CUDA sources (host C++ for the CPU lane) is compiled once, with
+// its engine tree, in the contained compiler child; the ABI screen and
+// every engine load the sealed library, and the qualification runs to its
+// speed stage under v8.
+func TestQualifyPrebuildsACUDASourcesCandidate(t *testing.T) {
+	f := enginetest.New(t)
+	if err := prebuild.Available(context.Background(), f.Python, "cpu", f.Iso.Unsafe); err != nil {
+		if os.Getenv("CACHEON_REQUIRE_CXX_TORCH") != "" {
+			t.Fatalf("a C++ toolchain for torch extensions is required here: %v", err)
+		}
+		t.Skipf("no C++ toolchain for torch extensions here: %v", err)
+	}
+	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
+	o.Plan.CandidateDir = filepath.Join(filepath.Dir(filepath.Dir(o.Plan.CandidateDir)), "rmsnorm_cpp")
+	testtree.Copy(t, filepath.Join("..", "prebuild", "testdata", "rmsnorm_cpp"), o.Plan.CandidateDir)
+	// The digest the validator reviewed its build_cuda_ext patcher at: the
+	// bundle's rebuild.json names that step, which the prebuild performs.
+	o.Plan.Materialize.Payload.PatcherDigests = map[string]string{"build_cuda_ext.py": strings.Repeat("7", 64)}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Report
+	for _, s := range r.Stages {
+		t.Logf("%s: %s %s", s.Name, s.Decision, s.Reason)
+		if s.Name != StageSpeed && s.Decision != Pass && s.Decision != NotApplicable {
+			t.Fatalf("screen %s: %s %s", s.Name, s.Decision, s.Reason)
+		}
+	}
+	if r.Stages[len(r.Stages)-1].Name != StageSpeed || r.Speed == nil || r.Speed.Version != 8 || r.Speed.Speedup == "" {
+		t.Fatalf("no graded v8 speed stage: %+v", r)
+	}
+	back, err := ParseReport(mustGet(t, o.Store, res.ReportRef))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Regrade(o.Store, back); err != nil {
+		t.Fatalf("regrade: %v", err)
+	}
+	prebuilt := false
+	for _, n := range r.Notes {
+		prebuilt = prebuilt || strings.HasPrefix(n, "prebuild: 1 librar(ies) of tree ")
+	}
+	if !prebuilt {
+		t.Fatalf("the report notes no prebuild: %v", r.Notes)
+	}
+}
+
+func mustGet(t *testing.T, s *evidence.Store, ref evidence.Ref) []byte {
+	t.Helper()
+	data, err := s.Get(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

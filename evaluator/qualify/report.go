@@ -21,6 +21,7 @@ const (
 	ArtifactBatches = "cacheon.qualification.batches"
 	ArtifactPolicy  = "cacheon.qualification.speed-policy"
 	ArtifactSamples = "cacheon.qualification.lane-samples"
+	ArtifactSwaps   = "cacheon.qualification.hot-swaps"
 )
 
 // Report is a qualification's canonical record: the decision, every
@@ -103,6 +104,8 @@ type Speed struct {
 	// Samples are the lane samples around every read: clocks, power,
 	// temperature and throttle reasons ([] on the CPU lane).
 	Samples evidence.Ref `json:"lane_samples"`
+	// Swaps are a v7 schedule's hot swaps with their times ([] under v8).
+	Swaps evidence.Ref `json:"swaps"`
 }
 
 // ErrRegrade is a retained decision the evidence does not reproduce.

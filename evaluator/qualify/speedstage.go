@@ -29,6 +29,8 @@ type SpeedEvidence struct {
 	Grade   *speed.Grade `json:"-"`
 	// Samples are the lane samples around every read (none on the CPU lane).
 	Samples []ReadSamples `json:"-"`
+	// Swaps are a v7 schedule's hot swaps (none under v8).
+	Swaps []Swap `json:"-"`
 
 	mu sync.Mutex // Batches, while engines warm up together
 }
@@ -37,7 +39,7 @@ type SpeedEvidence struct {
 // and B′) start together and warm up together; then their reads are
 // timed one after another, B, C, B′, so no timed work overlaps.
 func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
-	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}}
+	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}}
 	if len(arms) != 3 || arms[0].Role != speed.B || arms[1].Role != speed.C || arms[2].Role != speed.BPrime {
 		ev.Outcome = Outcome{NoDecision, "the v8 schedule needs the arms B, C and B′ in that order"}
 		return ev

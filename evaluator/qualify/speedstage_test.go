@@ -105,7 +105,7 @@ func equalTokens(a, b [][]int) bool {
 func TestSpeedFaultsAreAttributed(t *testing.T) {
 	f := enginetest.New(t)
 	forged := f.HostileRoot(t, "forged", enginetest.Prelude+enginetest.ReadyFrame+`def d(r):
-    time.sleep(0.2)
+    time.sleep(3.0)
     send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
 serve(d)
 `)
@@ -127,4 +127,47 @@ serve(d)
 			}
 		})
 	}
+}
+
+// TestSpeedV7OnTheCPU runs the hot-swap schedule with the stock tree as
+// both trees (an A/A run): two resident engines, B after a stock→stock
+// swap, C after the "candidate" swap and its restoration, B′ exactly when
+// the two-leg limits were inconclusive, and the evidence says so.
+func TestSpeedV7OnTheCPU(t *testing.T) {
+	f := enginetest.New(t)
+	a := arms(f)
+	p := testPolicy()
+	p.Version = speed.V7
+	ev := runSpeedV7(context.Background(), f.Iso, Resident{Baseline: a[0].Spec, Candidate: a[1].Spec, IncumbentTree: f.Tree, CandidateTree: f.Tree},
+		smoke(t), p, nil)
+	if ev.Grade == nil {
+		t.Fatalf("no grade: %+v", ev.Outcome)
+	}
+	// B and C, and B′ only when the two legs did not decide.
+	clear := ev.Grade.Speedup < ev.Grade.FailBelow || ev.Grade.Speedup >= ev.Grade.PassAt || ev.Grade.Reason == speed.ReasonConditioningRegression
+	if want := map[bool]int{true: 2, false: 3}[clear]; len(ev.Reads) != want {
+		t.Fatalf("%d reads for C/B %v between limits %v and %v, want %d", len(ev.Reads), ev.Grade.Speedup, ev.Grade.FailBelow, ev.Grade.PassAt, want)
+	}
+	var swaps []string
+	for _, s := range ev.Swaps {
+		swaps = append(swaps, string(s.Role)+":"+s.Lane+":"+s.Tree)
+	}
+	want := []string{"B:baseline:incumbent", "C:candidate:candidate", "restore:candidate:incumbent"}
+	if len(ev.Reads) == 3 {
+		want = append(want, "B_prime:baseline:incumbent")
+	}
+	if strings.Join(swaps, " ") != strings.Join(want, " ") {
+		t.Fatalf("swaps %v, want %v", swaps, want)
+	}
+	// Each read starts as warm as the others: the warm-up batches run again
+	// after every swap.
+	if n := len(ev.Batches[speed.C]); n != 6 {
+		t.Fatalf("C served %d batches after its swap, want 6", n)
+	}
+	// A regrade of the evidence agrees.
+	g, err := speed.GradeReads(p, ev.Reads, speed.Options{})
+	if err != nil || g.Decision != ev.Grade.Decision {
+		t.Fatalf("regrade %v %v, live %v", g, err, ev.Grade.Decision)
+	}
+	t.Logf("A/A under v7 on the CPU: %s %s", ev.Decision, ev.Reason)
 }

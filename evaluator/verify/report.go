@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/kernels/scan"
 )
@@ -32,11 +33,16 @@ type Report struct {
 	Seed        int64       `json:"seed"`
 	WorldSize   int         `json:"world_size"`
 	Scan        ScanSummary `json:"scan"`
-	Worker      WorkerInfo  `json:"worker"`
-	Notes       []string    `json:"notes"`
-	Rows        []RowResult `json:"rows"`
-	Verdict     string      `json:"verdict"`
-	Reason      string      `json:"reason"`
+	// NativeArtifact is the sealed prebuild artifact (digest) the
+	// cuda_sources rows ran from; Prebuild is its receipt when this run
+	// built it.
+	NativeArtifact string            `json:"native_artifact,omitempty"`
+	Prebuild       *prebuild.Receipt `json:"prebuild,omitempty"`
+	Worker         WorkerInfo        `json:"worker"`
+	Notes          []string          `json:"notes"`
+	Rows           []RowResult       `json:"rows"`
+	Verdict        string            `json:"verdict"`
+	Reason         string            `json:"reason"`
 }
 
 // ScanSummary is the static scan that gates every run.

@@ -202,6 +202,10 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 	if err != nil {
 		return nil, nil, Error, err.Error()
 	}
+	native, err := r.nativeLibrary(op)
+	if err != nil {
+		return nil, nil, Error, err.Error()
+	}
 	dirs := make([]string, world)
 	specs := make([]worker.Spec, world)
 	for rank := 0; rank < world; rank++ {
@@ -209,9 +213,12 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 		req := worker.CandidateRequest{Protocol: worker.Protocol, Role: worker.RoleCandidate, WorkDir: dirs[rank],
 			Contract: contract, Variant: op.Variant, Device: r.o.Device, DType: r.o.DType, WorldSize: world, Rank: rank,
 			Rendezvous: rendezvous, BundleRoot: r.bundle, Source: op.Source, Entry: op.Entry, Prepare: op.Prepare,
-			Cases: cases, Graph: graph, TimeoutS: r.o.Timeout.Seconds()}
+			Cases: cases, Graph: graph, TimeoutS: r.o.Timeout.Seconds(), CUDASources: op.CUDASources, Native: native}
 		specs[rank] = worker.Spec{Python: r.python, ValidatorRoot: root, WorkDir: dirs[rank], Request: req,
 			Timeout: r.o.Timeout, ReadOnly: []string{r.bundle}}
+		if native != nil {
+			specs[rank].ReadOnly = append(specs[rank].ReadOnly, r.native.Dir)
+		}
 		if rendezvous != "" {
 			specs[rank].Writable = []string{rendezvous}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/evaluator/lanes"
+	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/kernels/bundle"
@@ -47,6 +48,13 @@ type Options struct {
 	Unisolated bool
 	// Limits bound each sandboxed worker (memory, processes, files).
 	Limits sandbox.Limits
+	// NativeArtifact is a sealed prebuild artifact of this bundle (a
+	// directory of an evaluator/prebuild store) for its cuda_sources rows;
+	// "" prebuilds them in the run directory. Workers load the sealed
+	// libraries and never compile.
+	NativeArtifact string
+	// PrebuildTimeout bounds the prebuild; 0 = prebuild.DefaultTimeout.
+	PrebuildTimeout time.Duration
 }
 
 // Defaults for Options fields left zero.
@@ -215,6 +223,14 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 			"need a GPU (Triton, CUDA) cannot pass; verify on --device cuda before proposing")
 	}
 
+	nativeVerdict, nativeReason, err := r.prebuild(m, rep)
+	if err != nil {
+		return nil, err
+	}
+	if nativeVerdict != "" {
+		fmt.Fprintf(o.Progress, "[%s] %s\n", nativeVerdict, Printable(nativeReason))
+	}
+
 	domainErr := bundle.CheckVariantDomains(m)
 	for i := range m.Ops {
 		op := &m.Ops[i]
@@ -230,6 +246,8 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 				"(generators, fp32 truth) for it", op.Slot)
 		case ps.ContractError != "":
 			row.Verdict, row.Reason = Error, ps.ContractError
+		case len(op.CUDASources) > 0 && nativeVerdict != "":
+			row.Verdict, row.Reason = nativeVerdict, nativeReason
 		case domainErr != nil:
 			row.Verdict, row.Reason = Fail, domainErr.Error()
 		default:
@@ -281,6 +299,7 @@ type runner struct {
 	runDir string
 	bundle string // the staged copy
 	roots  int
+	native *prebuild.Sealed // the cuda_sources rows' libraries; nil when none
 }
 
 // validatorRoot writes a fresh copy of the validator's packages for one

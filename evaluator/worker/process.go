@@ -101,6 +101,8 @@ func (p Progress) Where() string {
 		s = "CUDA graph capture"
 	case "import_candidate":
 		s = "importing the candidate module"
+	case "load_native":
+		s = "loading the prebuilt native library"
 	case "distributed_init":
 		s = "process-group set-up"
 	case "prepare":

@@ -135,6 +135,21 @@ type CandidateRequest struct {
 	Cases      []CaseRef    `json:"cases"`
 	Graph      bool         `json:"graph"`
 	TimeoutS   float64      `json:"timeout_s"`
+	// CUDASources are the row's declared CUDA files. A row that has any
+	// runs only from its prebuilt library (Native); the worker never
+	// compiles, and refuses the row when the controller gave none.
+	CUDASources []string `json:"cuda_sources,omitempty"`
+	// Native is the row's library in a sealed prebuild artifact, which
+	// the controller reopened and verified and binds read-only.
+	Native *NativeLibrary `json:"native,omitempty"`
+}
+
+// NativeLibrary is one prebuilt library a worker loads
+// (torch.ops.load_library) before it imports the row's module.
+type NativeLibrary struct {
+	Artifact string `json:"artifact"` // the sealed artifact's digest
+	Path     string `json:"path"`     // the library's absolute path inside the sealed directory
+	SHA256   string `json:"sha256"`   // its sealed digest, checked again before loading
 }
 
 // CandidateRecord is what a candidate process recorded (read for crash

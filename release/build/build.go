@@ -529,10 +529,10 @@ func (p *Plan) Write(out string, progress Progress) (*Result, error) {
 	if _, err := w.AddBase(p.Base); err != nil {
 		return nil, fmt.Errorf("write the base image into the layout: %w", err)
 	}
-	if _, err := w.Attach(store.Artifact{ArtifactType: store.ArtifactSBOM, Data: sbomBytes}); err != nil {
+	if _, err := w.Attach(store.Artifact{ArtifactType: store.ArtifactSBOM, Data: sbomBytes, Title: store.TitleSBOM}); err != nil {
 		return nil, err
 	}
-	if _, err := w.Attach(store.Artifact{ArtifactType: store.ArtifactProvenance, Data: statement,
+	if _, err := w.Attach(store.Artifact{ArtifactType: store.ArtifactProvenance, Data: statement, Title: store.TitleProvenance,
 		Annotations: map[string]string{store.AnnotationPredicateType: provenance.PredicateType}}); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"crypto"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -127,5 +128,12 @@ func (b *Bundle) Verify(pub crypto.PublicKey) error {
 	}
 	return nil
 }
+
+// EnvelopeJSON is the bundle's DSSE envelope on its own, in the DSSE
+// JSON form (payloadType, base64 payload, signatures with keyid and
+// base64 sig): what cosign's legacy attestations store as a layer. The
+// bytes depend only on the envelope. Like the bundle, it is trusted only
+// after Verify.
+func (b *Bundle) EnvelopeJSON() ([]byte, error) { return json.Marshal(b.env) }
 
 func encode(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

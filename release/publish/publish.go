@@ -8,7 +8,9 @@
 // pushed by digest, and the tag a consumer pulls by is written last, so
 // an interrupted or refused publication leaves no tag pointing at an
 // incomplete release. Registries without the referrers API get the
-// "sha256-<hex>" tag fallback (go-containerregistry writes it).
+// "sha256-<hex>" tag fallback (go-containerregistry writes it). With
+// Options.LegacyTags the release is also published under cosign's legacy
+// tag scheme, for clients that predate referrers (see legacyTags).
 package publish
 
 import (
@@ -16,12 +18,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/cacheon/engine/release/envelope"
+	"github.com/cacheon/engine/release/provenance"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/store/remote"
 )
@@ -31,7 +38,18 @@ type Result struct {
 	Reference   string   `json:"reference"`
 	ImageDigest string   `json:"image_digest"`
 	Artifacts   []string `json:"artifacts"` // artifact manifest digests, by type
-	Bytes       int64    `json:"bytes"`
+	// LegacyTags are the legacy scheme's tags written, each as
+	// tag@manifest digest (with Options.LegacyTags).
+	LegacyTags []string `json:"legacy_tags"`
+	Bytes      int64    `json:"bytes"`
+}
+
+// Options configure a publication.
+type Options struct {
+	Progress func(string)
+	// LegacyTags also writes cosign's legacy tags sha256-<hex>.sig and
+	// sha256-<hex>.att (see legacyTags).
+	LegacyTags bool
 }
 
 // ErrIncomplete is wrapped when a layout is not a complete release.
@@ -100,6 +118,12 @@ func Check(l *store.Layout) (v1.Descriptor, []store.Referrer, int64, error) {
 // Layout publishes the release in l to target (a registry store opened
 // with a tag reference, or a digest reference for no tag).
 func Layout(l *store.Layout, target *remote.Registry, progress func(string)) (*Result, error) {
+	return Publish(l, target, Options{Progress: progress})
+}
+
+// Publish publishes the release in l to target with opts.
+func Publish(l *store.Layout, target *remote.Registry, opts Options) (*Result, error) {
+	progress := opts.Progress
 	if progress == nil {
 		progress = func(string) {}
 	}
@@ -118,7 +142,7 @@ func Layout(l *store.Layout, target *remote.Registry, progress func(string)) (*R
 	}
 	ref := target.Reference()
 	repo := ref.Context()
-	opts := target.RemoteOptions()
+	ropts := target.RemoteOptions()
 	if d, ok := ref.(name.Digest); ok && d.DigestStr() != desc.Digest.String() {
 		return nil, fmt.Errorf("reference %s names digest %s, the layout's image is %s", ref, d.DigestStr(), desc.Digest)
 	}
@@ -133,12 +157,12 @@ func Layout(l *store.Layout, target *remote.Registry, progress func(string)) (*R
 			return nil, fmt.Errorf("open base image %s in %s: %w", bd.Digest, l.Dir(), err)
 		}
 		progress(fmt.Sprintf("pushing base image %s", bd.Digest))
-		if err := ggcr.Write(repo.Digest(bd.Digest.String()), base, opts...); err != nil {
+		if err := ggcr.Write(repo.Digest(bd.Digest.String()), base, ropts...); err != nil {
 			return nil, fmt.Errorf("push base image %s to %s: %w", bd.Digest, repo, err)
 		}
 	}
 	progress(fmt.Sprintf("pushing image %s", desc.Digest))
-	if err := ggcr.Write(repo.Digest(desc.Digest.String()), img, opts...); err != nil {
+	if err := ggcr.Write(repo.Digest(desc.Digest.String()), img, ropts...); err != nil {
 		return nil, fmt.Errorf("push image %s to %s: %w", desc.Digest, repo, err)
 	}
 	res := &Result{Reference: ref.String(), ImageDigest: desc.Digest.String(), Bytes: total}
@@ -154,7 +178,7 @@ func Layout(l *store.Layout, target *remote.Registry, progress func(string)) (*R
 	}
 	for _, r := range ordered {
 		progress(fmt.Sprintf("pushing %s", r.ArtifactType))
-		d, err := target.Attach(desc, store.Artifact{ArtifactType: r.ArtifactType, Data: r.Data, Annotations: r.Annotations})
+		d, err := target.Attach(desc, store.Artifact{ArtifactType: r.ArtifactType, Data: r.Data, Annotations: r.Annotations, Title: r.Title()})
 		if err != nil {
 			return nil, err
 		}
@@ -163,12 +187,18 @@ func Layout(l *store.Layout, target *remote.Registry, progress func(string)) (*R
 		}
 		res.Artifacts = append(res.Artifacts, r.ArtifactType+"@"+d.Digest.String())
 	}
+	if opts.LegacyTags {
+		progress("writing the legacy .sig and .att tags")
+		if res.LegacyTags, err = legacyTags(repo, desc, refs, ropts); err != nil {
+			return nil, err
+		}
+	}
 	if tag, ok := ref.(name.Tag); ok {
 		progress(fmt.Sprintf("tagging %s", tag))
-		if err := ggcr.Tag(tag, img, opts...); err != nil {
+		if err := ggcr.Tag(tag, img, ropts...); err != nil {
 			return nil, fmt.Errorf("tag %s: %w", tag, err)
 		}
-		got, err := ggcr.Head(tag, opts...)
+		got, err := ggcr.Head(tag, ropts...)
 		if err != nil {
 			return nil, fmt.Errorf("read back %s: %w", tag, err)
 		}
@@ -178,3 +208,98 @@ func Layout(l *store.Layout, target *remote.Registry, progress func(string)) (*R
 	}
 	return res, nil
 }
+
+// legacyTags writes cosign's legacy tags for the image desc, for clients
+// that look for signatures and attestations by tag rather than through
+// referrers:
+//
+//   - sha256-<hex>.sig names the signature bundle's manifest, the one
+//     published as a referrer (the first in digest order when the release
+//     has several);
+//   - sha256-<hex>.att names an image whose layers are the DSSE envelopes
+//     of every signature bundle (in digest order), each annotated with its
+//     predicate type: the layout of cosign's legacy attestations. The
+//     envelopes are the bundles' own, byte for byte the signed payload
+//     and signature; the manifest has no subject, so it is no referrer.
+//
+// Each tag is read back and must name the manifest written.
+func legacyTags(repo name.Repository, desc v1.Descriptor, refs []store.Referrer, ropts []ggcr.Option) ([]string, error) {
+	var bundles []store.Referrer
+	for _, r := range refs {
+		if r.ArtifactType == store.ArtifactBundle {
+			bundles = append(bundles, r)
+		}
+	}
+	sort.Slice(bundles, func(i, j int) bool {
+		return bundles[i].Descriptor.Digest.String() < bundles[j].Descriptor.Digest.String()
+	})
+	if len(bundles) == 0 {
+		return nil, fmt.Errorf("%w: no signature bundle for the legacy tags", ErrIncomplete)
+	}
+	var envelopes []store.Envelope
+	for _, b := range bundles {
+		parsed, err := envelope.Parse(b.Data)
+		if err != nil {
+			return nil, fmt.Errorf("signature bundle %s: %w", b.Descriptor.Digest, err)
+		}
+		env, err := parsed.EnvelopeJSON()
+		if err != nil {
+			return nil, err
+		}
+		pt := b.Annotations[store.AnnotationPredicateType]
+		if pt == "" {
+			pt = provenance.PredicateType
+		}
+		envelopes = append(envelopes, store.Envelope{Data: env, PredicateType: pt})
+	}
+	raw, attDesc, layers, err := store.LegacyAttestation(envelopes)
+	if err != nil {
+		return nil, err
+	}
+	blobs := [][]byte{store.EmptyConfig()}
+	mts := []types.MediaType{types.OCIEmptyJSON}
+	for i, e := range envelopes {
+		blobs, mts = append(blobs, e.Data), append(mts, layers[i].MediaType)
+	}
+	for i, b := range blobs {
+		if err := ggcr.WriteLayer(repo, static.NewLayer(b, mts[i]), ropts...); err != nil {
+			return nil, fmt.Errorf("upload legacy attestation blob to %s: %w", repo, err)
+		}
+	}
+	sigTag := repo.Tag(store.LegacyTag(desc.Digest, store.LegacySignatureSuffix))
+	attTag := repo.Tag(store.LegacyTag(desc.Digest, store.LegacyAttestationSuffix))
+	sig, err := ggcr.Get(repo.Digest(bundles[0].Descriptor.Digest.String()), ropts...)
+	if err != nil {
+		return nil, fmt.Errorf("read back signature bundle %s: %w", bundles[0].Descriptor.Digest, err)
+	}
+	if err := ggcr.Tag(sigTag, sig, ropts...); err != nil {
+		return nil, fmt.Errorf("tag %s: %w", sigTag, err)
+	}
+	if err := ggcr.Put(attTag, rawManifest{raw: raw, mt: types.OCIManifestSchema1}, ropts...); err != nil {
+		return nil, fmt.Errorf("put %s: %w", attTag, err)
+	}
+	var out []string
+	for _, w := range []struct {
+		tag  name.Tag
+		want v1.Hash
+	}{{sigTag, bundles[0].Descriptor.Digest}, {attTag, attDesc.Digest}} {
+		got, err := ggcr.Head(w.tag, ropts...)
+		if err != nil {
+			return nil, fmt.Errorf("read back %s: %w", w.tag, err)
+		}
+		if got.Digest != w.want {
+			return nil, fmt.Errorf("%s resolves to %s after publishing, want %s", w.tag, got.Digest, w.want)
+		}
+		out = append(out, w.tag.TagStr()+"@"+w.want.String())
+	}
+	return out, nil
+}
+
+// rawManifest is a manifest pushed as the exact bytes given.
+type rawManifest struct {
+	raw []byte
+	mt  types.MediaType
+}
+
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }

@@ -5,7 +5,9 @@
 // pinned base image, the engine tree and substrate with every file
 // (SHA-1 and SHA-256, as SPDX 2.3 requires SHA-1 for files), each
 // integrated contribution with its review, the entrypoint binary, and the
-// model the engine runs against (a runtime dependency, not shipped). It is
+// model the engine runs against (a runtime dependency, not shipped). The
+// packages built from the repository's own source declare its license
+// (ProjectLicense); the others say NOASSERTION rather than guess. It is
 // generated from typed inputs only, dated at the source date epoch and
 // encoded as canonical JSON, so the same release always gets the same
 // bytes.
@@ -25,6 +27,17 @@ import (
 
 // MediaType of the document.
 const MediaType = "application/spdx+json"
+
+// The repository's license and copyright (LICENSE at its root), declared
+// for the packages built from the repository's own source: the substrate
+// and the entrypoint. Every other package (the image as a whole, the base
+// image, the engine tree and the contributions it is materialized from,
+// the model) is NOASSERTION: their licenses are their authors', and this
+// document does not know them.
+const (
+	ProjectLicense   = "Apache-2.0"
+	ProjectCopyright = "Copyright 2026 The Cacheon Engine Authors"
+)
 
 // File is one file shipped in a package.
 type File struct {
@@ -96,6 +109,7 @@ type pkg struct {
 	Supplier             string            `json:"supplier,omitempty"`
 	Comment              string            `json:"comment,omitempty"`
 	LicenseInfoFromFiles []string          `json:"licenseInfoFromFiles,omitempty"`
+	LicenseComments      string            `json:"licenseComments,omitempty"`
 }
 
 type file struct {
@@ -194,7 +208,11 @@ func Generate(in Input) ([]byte, error) {
 		if p.DownloadLocation == "" {
 			p.DownloadLocation = noAssertion
 		}
-		p.LicenseConcluded, p.LicenseDeclared, p.CopyrightText = noAssertion, noAssertion, noAssertion
+		for _, f := range []*string{&p.LicenseConcluded, &p.LicenseDeclared, &p.CopyrightText} {
+			if *f == "" {
+				*f = noAssertion
+			}
+		}
 		doc.Packages = append(doc.Packages, p)
 	}
 	rel := func(a, typ, b string) {
@@ -209,13 +227,17 @@ func Generate(in Input) ([]byte, error) {
 		SPDXID: idBase, Name: in.BaseName, VersionInfo: in.BaseDigest, PrimaryPurpose: "CONTAINER",
 		Checksums: []checksum{{Algorithm: "SHA256", Value: hexOf(in.BaseDigest)}},
 	})
-	addTree := func(id, name, digestKind, digest string, files []File) {
+	addTree := func(id, name, digestKind, digest string, files []File, own bool) {
 		p := pkg{
 			SPDXID: id, Name: name, VersionInfo: digest, FilesAnalyzed: true, PrimaryPurpose: "SOURCE",
 			VerificationCode: &verificationCode{Value: verificationCodeOf(files)},
 			ExternalRefs:     []externalRef{cacheonRef(digestKind, digest)},
 			// SPDX 2.3 requires licenseInfoFromFiles when files are analyzed.
 			LicenseInfoFromFiles: []string{noAssertion},
+		}
+		if own {
+			p.LicenseDeclared, p.LicenseConcluded, p.CopyrightText = ProjectLicense, ProjectLicense, ProjectCopyright
+			p.LicenseComments = "the repository's own source, under its LICENSE"
 		}
 		for _, f := range files {
 			fid := spdxID("SPDXRef-File-", f.Path)
@@ -229,12 +251,20 @@ func Generate(in Input) ([]byte, error) {
 		add(p)
 		rel(idImage, "CONTAINS", id)
 	}
-	addTree(idTree, "engine-tree", "materialized-engine-tree", in.EngineTree, in.EngineFiles)
-	addTree(idSubstrate, "substrate", "bundle-content-hash", in.Substrate, in.SubstrateFiles)
+	// The engine tree is the contributions' source, materialized: their
+	// licenses are their authors' (recorded with each review), not the
+	// repository's.
+	addTree(idTree, "engine-tree", "materialized-engine-tree", in.EngineTree, in.EngineFiles, false)
+	addTree(idSubstrate, "substrate", "bundle-content-hash", in.Substrate, in.SubstrateFiles, true)
 	add(pkg{
 		SPDXID: idEntry, Name: "cacheon", PrimaryPurpose: "APPLICATION",
 		Checksums: []checksum{{Algorithm: "SHA1", Value: in.Entrypoint.SHA1}, {Algorithm: "SHA256", Value: in.Entrypoint.SHA256}},
 		Comment:   "static entrypoint at /" + in.Entrypoint.Path + ": verifies the signed release, then serves",
+		// Declared: the repository's source is Apache-2.0. Not concluded:
+		// the binary links Go modules under their own licenses, which
+		// this document does not list.
+		LicenseDeclared: ProjectLicense, CopyrightText: ProjectCopyright,
+		LicenseComments: "built from the repository's own source (Apache-2.0); it links Go modules under their own licenses, not analysed here",
 	})
 	rel(idImage, "CONTAINS", idEntry)
 	rel(idImage, "DESCENDANT_OF", idBase)

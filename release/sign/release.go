@@ -61,6 +61,7 @@ func Release(s store.Store, signer crypto.Signer) (*Signed, error) {
 	bd, err := s.Attach(desc, store.Artifact{
 		ArtifactType: store.ArtifactBundle,
 		Data:         bundle,
+		Title:        store.TitleBundle,
 		Annotations:  map[string]string{store.AnnotationPredicateType: provenance.PredicateType, "dev.cacheon.release.key-id": keyID},
 	})
 	if err != nil {

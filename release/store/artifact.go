@@ -32,6 +32,11 @@ const (
 	// AnnotationPredicateType names the in-toto predicate inside a
 	// statement or a signed bundle.
 	AnnotationPredicateType = "dev.cacheon.release.predicate-type"
+
+	// AnnotationTitle names a blob as a file (image-spec's
+	// org.opencontainers.image.title): oras pull writes an artifact's
+	// blob under this name, and skips blobs without one.
+	AnnotationTitle = "org.opencontainers.image.title"
 )
 
 // emptyConfig is the OCI empty descriptor every artifact manifest uses as
@@ -48,11 +53,40 @@ func emptyDescriptor() v1.Descriptor {
 	return v1.Descriptor{MediaType: types.OCIEmptyJSON, Digest: h, Size: n, Data: emptyConfig}
 }
 
+// Titles of the release's artifact blobs, the file names a consumer gets
+// from oras pull.
+const (
+	TitleSBOM       = "sbom.spdx.json"
+	TitleProvenance = "provenance.intoto.json"
+	TitleBundle     = "provenance.sigstore.json"
+)
+
 // Artifact is one attachment: a single blob of a given artifact type.
 type Artifact struct {
 	ArtifactType string
 	Data         []byte
 	Annotations  map[string]string
+	// Title, when set, is the blob's file name (AnnotationTitle); it must
+	// be a safe one (CheckTitle).
+	Title string
+}
+
+// CheckTitle refuses a blob title that is not a plain file name: empty,
+// "." or "..", longer than 255 bytes, or holding a path separator, a
+// control character or anything outside printable ASCII. A client writes
+// the blob under this name, so anything else could place it outside the
+// directory it pulls into.
+func CheckTitle(title string) error {
+	bad := title == "" || title == "." || title == ".." || len(title) > 255
+	for _, r := range title {
+		if r <= ' ' || r > '~' || r == '/' || r == '\\' || r == ':' {
+			bad = true
+		}
+	}
+	if bad {
+		return fmt.Errorf("%w: artifact title %q is not a plain file name (printable ASCII without spaces, path separators or colons, not . or ..)", ErrBadDescriptor, title)
+	}
+	return nil
 }
 
 // manifest is an OCI 1.1 image manifest used as an artifact. It is its own
@@ -78,6 +112,12 @@ func (a Artifact) Manifest(subject v1.Descriptor) (raw []byte, desc, blob v1.Des
 		return nil, v1.Descriptor{}, v1.Descriptor{}, err
 	}
 	blob = v1.Descriptor{MediaType: types.MediaType(a.ArtifactType), Digest: h, Size: n}
+	if a.Title != "" {
+		if err := CheckTitle(a.Title); err != nil {
+			return nil, v1.Descriptor{}, v1.Descriptor{}, err
+		}
+		blob.Annotations = map[string]string{AnnotationTitle: a.Title}
+	}
 	sub := v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
 	m := manifest{
 		SchemaVersion: 2,
@@ -117,6 +157,9 @@ type Referrer struct {
 	Data         []byte
 }
 
+// Title is the file name the blob's descriptor gives it ("" for none).
+func (r *Referrer) Title() string { return r.Blob.Annotations[AnnotationTitle] }
+
 // parseArtifact checks raw as an artifact manifest referring to subject.
 func parseArtifact(raw []byte, subject v1.Hash) (*manifest, error) {
 	var m manifest
@@ -147,14 +190,36 @@ func parseArtifact(raw []byte, subject v1.Hash) (*manifest, error) {
 // (CheckDescriptor with MaxManifestSize). Callers open the candidates
 // they need with OpenReferrer, as late as they can.
 func Candidates(s Store, subject v1.Hash) ([]v1.Descriptor, error) {
+	out, skipped, err := ListCandidates(s, subject)
+	if err != nil {
+		return nil, err
+	}
+	if len(skipped) > 0 {
+		return nil, skipped[0].Err
+	}
+	return out, nil
+}
+
+// Skipped is a listed candidate passed over, and why.
+type Skipped struct {
+	Descriptor v1.Descriptor
+	Err        error
+}
+
+// ListCandidates is Candidates for a reader that needs only some of the
+// attachments (a verifier): a candidate whose descriptor could not be
+// read is returned in skipped instead of refusing the whole list, so
+// that anyone able to attach something to an image cannot make its
+// genuine attestations unreadable. A list longer than MaxIndexEntries is
+// still refused: it is bounded before anything is looked at.
+func ListCandidates(s Store, subject v1.Hash) (cands []v1.Descriptor, skipped []Skipped, err error) {
 	descs, err := s.Referrers(subject)
 	if err != nil {
-		return nil, fmt.Errorf("list referrers of %s in %s: %w", subject, s.Location(), err)
+		return nil, nil, fmt.Errorf("list referrers of %s in %s: %w", subject, s.Location(), err)
 	}
 	if len(descs) > MaxIndexEntries {
-		return nil, fmt.Errorf("referrers of %s in %s: %w: %d listed, the limit is %d", subject, s.Location(), ErrTooManyEntries, len(descs), MaxIndexEntries)
+		return nil, nil, fmt.Errorf("referrers of %s in %s: %w: %d listed, the limit is %d", subject, s.Location(), ErrTooManyEntries, len(descs), MaxIndexEntries)
 	}
-	var out []v1.Descriptor
 	seen := map[v1.Hash]bool{}
 	for _, d := range descs {
 		if seen[d.Digest] || !d.MediaType.IsImage() || d.Digest == subject {
@@ -162,12 +227,13 @@ func Candidates(s Store, subject v1.Hash) ([]v1.Descriptor, error) {
 		}
 		seen[d.Digest] = true
 		if err := CheckDescriptor(d, MaxManifestSize); err != nil {
-			return nil, fmt.Errorf("referrer of %s in %s: %w", subject, s.Location(), err)
+			skipped = append(skipped, Skipped{Descriptor: d, Err: fmt.Errorf("referrer of %s in %s: %w", subject, s.Location(), err)})
+			continue
 		}
-		out = append(out, d)
+		cands = append(cands, d)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Digest.String() < out[j].Digest.String() })
-	return out, nil
+	sort.Slice(cands, func(i, j int) bool { return cands[i].Digest.String() < cands[j].Digest.String() })
+	return cands, skipped, nil
 }
 
 // OpenReferrer reads candidate d's manifest and checks it against d and

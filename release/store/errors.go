@@ -28,7 +28,33 @@ var (
 	ErrTooManyEntries error = reject.New("too many entries")
 	// ErrMalformed is an index.json or oci-layout that does not parse.
 	ErrMalformed error = reject.New("malformed")
+	// ErrMissing is a manifest or blob that a descriptor names and the
+	// store does not hold (a layout without the file, a registry
+	// answering 404). The descriptor came from the store, so its absence
+	// is a fault of the store's contents, not of the reader's machine.
+	ErrMissing error = reject.New("missing")
 )
+
+// MissingError is a manifest or blob named by a descriptor that the
+// store does not hold. It deliberately does not wrap the backend's
+// error (an fs.ErrNotExist would make a missing blob read as a missing
+// input file, exit 1): it wraps ErrMissing only.
+type MissingError struct {
+	What     string // "manifest", "blob"
+	Digest   string
+	Location string
+	Detail   string
+}
+
+func (e *MissingError) Error() string {
+	msg := fmt.Sprintf("%s %s is missing from %s", e.What, e.Digest, e.Location)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+func (e *MissingError) Unwrap() error { return ErrMissing }
 
 // Limits on what a store may make a reader read. Each is checked before
 // the bytes are read (on the descriptor, or on the file's size).

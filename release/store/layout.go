@@ -158,7 +158,9 @@ func parseIndex(p string, b []byte) (*v1.IndexManifest, error) {
 }
 
 // Resolve returns the one image in index.json that is not an artifact
-// (it has no artifactType and no subject).
+// (it has no artifactType and no subject) and not the base; when several
+// are listed, the one with a reference name. Anything else is a rejection
+// of the layout.
 func (l *Layout) Resolve() (v1.Descriptor, error) {
 	im, err := l.index()
 	if err != nil {
@@ -170,8 +172,19 @@ func (l *Layout) Resolve() (v1.Descriptor, error) {
 			found = append(found, d)
 		}
 	}
+	if len(found) > 1 {
+		// Anything listed without a type looks like an image; the
+		// release image is the one its writer named.
+		var named []v1.Descriptor
+		for _, d := range found {
+			if d.Annotations[annotationRef] != "" {
+				named = append(named, d)
+			}
+		}
+		found = named
+	}
 	if len(found) != 1 {
-		return v1.Descriptor{}, fmt.Errorf("OCI layout %s: index.json lists %d release images, want exactly 1", l.dir, len(found))
+		return v1.Descriptor{}, &FileError{Path: filepath.Join(l.dir, indexFile), Err: ErrMalformed, Detail: fmt.Sprintf("it lists %d release images (image manifests without an artifact type, named by %s), want exactly 1", len(found), annotationRef)}
 	}
 	return found[0], nil
 }
@@ -189,7 +202,11 @@ func (l *Layout) Manifest(d v1.Descriptor) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readRegular(p, MaxManifestSize)
+	b, err := readRegular(p, MaxManifestSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &MissingError{What: "manifest", Digest: d.Digest.String(), Location: l.dir, Detail: "no file blobs/sha256/" + d.Digest.Hex}
+	}
+	return b, err
 }
 
 func (l *Layout) Blob(d v1.Descriptor) (io.ReadCloser, error) {
@@ -198,6 +215,9 @@ func (l *Layout) Blob(d v1.Descriptor) (io.ReadCloser, error) {
 		return nil, err
 	}
 	f, _, err := openRegular(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &MissingError{What: "blob", Digest: d.Digest.String(), Location: l.dir, Detail: "no file blobs/sha256/" + d.Digest.Hex}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -89,7 +89,7 @@ func readBlobs(s store.Store, m *v1.Manifest, ours int) (map[string]*layerConten
 			defer mu.Unlock()
 			if err != nil {
 				if firstErr == nil {
-					if errors.Is(err, errLayerContent) || layer.IsRejection(err) {
+					if errors.Is(err, errLayerContent) || errors.Is(err, errBrokenLayer) || layer.IsRejection(err) {
 						firstErr = fail(CheckBlobs, err)
 					} else {
 						firstErr = classify(CheckBlobs, err)
@@ -111,6 +111,19 @@ func readBlobs(s store.Store, m *v1.Manifest, ours int) (map[string]*layerConten
 }
 
 var errLayerContent = errors.New("unexpected layer content")
+
+// errBrokenLayer is a layer whose bytes match its descriptor but do not
+// decompress or unpack (a bad gzip stream, a truncated or corrupt tar):
+// a fault of the release, so a failed check (exit 2), never an I/O
+// error.
+var errBrokenLayer = errors.New("the layer does not decompress or unpack")
+
+func broken(err error) error {
+	if err == nil || errors.Is(err, errLayerContent) || layer.IsRejection(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errBrokenLayer, err)
+}
 
 // readLayer reads one of our layers: its compressed bytes are copied to
 // a temporary file and checked against the descriptor first, and only the
@@ -137,7 +150,7 @@ const maxEntrypointSize = 512 << 20
 func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerContents) error {
 	tarStream, err := layer.DecompressLimited(io.NopCloser(r), string(d.MediaType), d.Size)
 	if err != nil {
-		return err
+		return broken(err)
 	}
 	defer tarStream.Close()
 	diff := newHasher()
@@ -213,12 +226,12 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 		err = layer.Walk(tee, visit)
 	}
 	if err != nil {
-		return err
+		return broken(err)
 	}
 	// Drain what follows the tar's end marker so the diff ID covers the
 	// whole stream.
 	if _, err := io.Copy(io.Discard, tee); err != nil {
-		return err
+		return broken(err)
 	}
 	c.diffID = "sha256:" + diff.sha256()
 	switch role {

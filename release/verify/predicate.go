@@ -2,14 +2,13 @@ package verify
 
 import "github.com/cacheon/engine/release/provenance"
 
-// checkPredicate (CheckPredicate) parses the signed statement as the
-// release's SLSA provenance.
-func (v *verification) checkPredicate() error {
-	prov, err := provenance.Parse(v.signed.Statement)
+// parsePredicate (CheckPredicate) parses a signed statement as the
+// release's SLSA provenance. checkSignature runs it on every bundle whose
+// signature verifies.
+func parsePredicate(statement []byte) (*provenance.Provenance, error) {
+	prov, err := provenance.Parse(statement)
 	if err != nil {
-		return fail(CheckPredicate, err)
+		return nil, fail(CheckPredicate, err)
 	}
-	v.prov, v.rel.Provenance = prov, prov
-	v.rep.pass(CheckPredicate, "%s", provenance.PredicateType)
-	return nil
+	return prov, nil
 }

@@ -24,7 +24,7 @@ func (v *verification) checkAttachedProvenance() error {
 		if p.Blob.Digest.Hex != stmtSum || p.Blob.Size != int64(len(signed)) {
 			return false, nil
 		}
-		if err := v.att.load(p); err != nil {
+		if ok, err := v.att.load(p); err != nil || !ok {
 			return false, err
 		}
 		if bytes.Equal(p.Data, signed) {
@@ -38,7 +38,7 @@ func (v *verification) checkAttachedProvenance() error {
 		return err
 	}
 	if attached == nil {
-		return failf(CheckProvenance, "the attached provenance statement (%s) is not the statement the bundle signs", firstProv)
+		return failf(CheckProvenance, "no readable attached provenance statement is the statement the bundle signs (first attached: %s)%s", firstProv, v.att.passedOver())
 	}
 	return nil
 }

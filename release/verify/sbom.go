@@ -23,7 +23,7 @@ func (v *verification) checkSBOM() error {
 		if r.Blob.Digest.Hex != sb.Digest["sha256"] {
 			return false, nil
 		}
-		if err := v.att.load(r); err != nil {
+		if ok, err := v.att.load(r); err != nil || !ok {
 			return false, err
 		}
 		sbomBytes = r.Data
@@ -34,7 +34,7 @@ func (v *verification) checkSBOM() error {
 		return err
 	}
 	if sbomBytes == nil {
-		return failf(CheckSBOM, "no attached SBOM hashes to sha256:%s, the SBOM the signed provenance names (attached: sha256:%s)", sb.Digest["sha256"], firstSBOM)
+		return failf(CheckSBOM, "no attached SBOM hashes to sha256:%s, the SBOM the signed provenance names, and is readable (attached: sha256:%s)%s", sb.Digest["sha256"], firstSBOM, v.att.passedOver())
 	}
 	if _, err := sbom.Parse(sbomBytes); err != nil {
 		return fail(CheckSBOM, err)

@@ -13,10 +13,14 @@
 // and provenance regenerated from what the image holds.
 //
 // Each check is a method of one verification in the file named for it
-// (image.go, attachments.go, signature.go, predicate.go, builder.go,
-// subjects.go, layers.go, blobs.go, descriptor.go, enginetree.go,
-// integrations.go, substrate.go, entrypoint.go, modelreceipt.go, sbom.go,
-// provenance.go, layout.go); run lists them in the order they run. The
+// (image.go, attachments.go, signature.go, layers.go, blobs.go,
+// descriptor.go, enginetree.go, integrations.go, substrate.go,
+// entrypoint.go, modelreceipt.go, sbom.go, provenance.go, layout.go;
+// predicate.go, builder.go and subjects.go hold the checks signature.go
+// runs on every candidate bundle); run lists them in the order they run.
+// Referrers the verification does not need are skipped and listed in the
+// report's notes, so no extra anyone attaches can fail a genuine release
+// (attachments.go). The
 // package imports nothing of the producer: the SBOM and provenance it
 // regenerates come from the release projections in release/sbom and
 // release/provenance, the release stack from stacks/stack, and it links
@@ -114,6 +118,13 @@ type Report struct {
 	BytesVerified         int64         `json:"bytes_verified"`
 	Verified              bool          `json:"verified"`
 	Checks                []CheckResult `json:"checks"`
+	// Notes say what the verification passed over without failing: the
+	// referrers it skipped (unreadable, of another type, or a bundle that
+	// does not bind this image) and why.
+	Notes []string `json:"notes"`
+	// Error is why the verification stopped, when it did (a failed check
+	// also names itself in Checks).
+	Error string `json:"error,omitempty"`
 }
 
 func (r *Report) pass(name, format string, args ...any) {
@@ -151,9 +162,10 @@ const maxReleaseFile = 16 << 20
 
 // Run verifies the release in s.
 func Run(s store.Store, opts Options) (*Release, error) {
-	rep := &Report{FormatVersion: FormatVersion, Location: s.Location(), Contributions: []string{}, Checks: []CheckResult{}}
+	rep := &Report{FormatVersion: FormatVersion, Location: s.Location(), Contributions: []string{}, Checks: []CheckResult{}, Notes: []string{}}
 	rel, err := run(s, opts, rep)
 	if err != nil {
+		rep.Error = err.Error()
 		var f *Failure
 		if errors.As(err, &f) {
 			rep.Checks = append(rep.Checks, CheckResult{Name: f.Check, OK: false, Detail: f.Err.Error()})
@@ -177,6 +189,11 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 		now = time.Now()
 	}
 	v := &verification{s: s, opts: opts, now: now, rep: rep, rel: &Release{Report: rep}}
+	defer func() {
+		if v.att != nil {
+			rep.Notes = append(rep.Notes, v.att.notes()...)
+		}
+	}()
 	// The checks run in this order, each in its own file, and each may use
 	// what the ones before it established. A check that needs bytes reads
 	// only what an earlier check has tied to the signed statement.
@@ -187,9 +204,6 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 		{"reading the image manifest", v.checkImage},
 		{"reading attestations", v.checkAttestations},
 		{"checking the signature", v.checkSignature},
-		{"", v.checkPredicate},
-		{"", v.checkBuilder},
-		{"", v.checkSubjects},
 		{"", v.checkAttachedProvenance},
 		{"checking the layers against the provenance", v.checkLayerDigests},
 		{"hashing the image blobs", v.checkBlobs},

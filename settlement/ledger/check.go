@@ -25,6 +25,7 @@ type Counts struct {
 	Crowns          int `json:"crowns"`
 	StandingClaims  int `json:"standing_claims"`
 	DiscoveryClaims int `json:"discovery_claims"`
+	Outcomes        int `json:"settlement_outcomes"`
 }
 
 // OK reports whether the check found nothing wrong.
@@ -89,7 +90,7 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 		dst   *int
 		table string
 	}{
-		{&r.Counts.Proposals, "proposals"}, {&r.Counts.Attempts, "attempts"}, {&r.Counts.Events, "settlement_events"},
+		{&r.Counts.Proposals, "proposals"}, {&r.Counts.Attempts, "attempts"}, {&r.Counts.Events, "settlement_events"}, {&r.Counts.Outcomes, "settlement_outcomes"},
 		{&r.Counts.Stacks, "evaluation_stacks"}, {&r.Counts.Crowns, "crowns"}, {&r.Counts.StandingClaims, "standing_claims"},
 		{&r.Counts.DiscoveryClaims, "discovery_claims"},
 	} {

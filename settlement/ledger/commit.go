@@ -58,6 +58,28 @@ type DiscoveryClaim struct {
 	EvidenceDigest     string `json:"evidence_digest"`
 }
 
+// Outcome is what a settlement decided for one qualified proposal. A HOLD
+// moves the proposal from qualified to held (with the reason), so it must
+// requalify; a CROWN or DISCOVERY_BOUNTY leaves it qualified and settled.
+type Outcome struct {
+	ProposalID      int64  `json:"proposal_id"`
+	Seq             int    `json:"seq"`
+	PlanDigest      string `json:"plan_digest"`
+	CandidateDigest string `json:"candidate_digest"`
+	Outcome         string `json:"outcome"` // CROWN, HOLD or DISCOVERY_BOUNTY
+	Reason          string `json:"reason"`
+	// EventSequence is the event the outcome made (the CROWN event of a
+	// crown); 0 for a HOLD, and for a bounty the plan made no event for.
+	EventSequence int64 `json:"event_sequence"`
+}
+
+// Settlement outcomes, as recorded.
+const (
+	OutcomeCrown           = "CROWN"
+	OutcomeHold            = "HOLD"
+	OutcomeDiscoveryBounty = "DISCOVERY_BOUNTY"
+)
+
 // Settlement is everything one settlement writes. Events must extend the
 // chain's head exactly. When NewStack is set, FromStack must be the digest
 // of the current stack (the incumbent the settlement was planned
@@ -69,6 +91,9 @@ type Settlement struct {
 	Crowns          []Crown
 	StandingClaims  []StandingClaim
 	DiscoveryClaims []DiscoveryClaim
+	// Outcomes are the plan's rows for the ledger's proposals; every one
+	// must be qualified when the transaction runs.
+	Outcomes []Outcome
 }
 
 // Receipt is what a committed settlement left: the new head and current
@@ -79,7 +104,7 @@ type Receipt struct {
 }
 
 // Steps of Commit, in order; tests kill the process at each.
-var CommitSteps = []string{"begin", "events", "stack", "crowns", "claims", "readback", "committed"}
+var CommitSteps = []string{"begin", "events", "stack", "crowns", "claims", "outcomes", "readback", "committed"}
 
 func checkStack(s *Stack) error {
 	if err := identity.CheckDigest("stack_digest", s.StackDigest, false); err != nil {
@@ -128,8 +153,8 @@ func (l *Ledger) InitStack(ctx context.Context, s Stack) (*Stack, error) {
 // chain head and the current stack back and checks them; any failure rolls
 // the whole settlement back, so the old stack stays current.
 func (l *Ledger) Commit(ctx context.Context, s Settlement) (*Receipt, error) {
-	if len(s.Events) == 0 {
-		return nil, fmt.Errorf("%w: settlement has no events", ErrIllegal)
+	if len(s.Events) == 0 && len(s.Outcomes) == 0 {
+		return nil, fmt.Errorf("%w: settlement has no events and no outcomes", ErrIllegal)
 	}
 	if s.NewStack != nil {
 		if err := checkStack(s.NewStack); err != nil {
@@ -215,6 +240,12 @@ func (l *Ledger) Commit(ctx context.Context, s Settlement) (*Receipt, error) {
 			}
 		}
 		l.at("claims")
+		for _, o := range s.Outcomes {
+			if err := l.recordOutcome(ctx, t, o, seqs); err != nil {
+				return err
+			}
+		}
+		l.at("outcomes")
 		// Read back what the transaction wrote before letting it commit.
 		got, err := head(ctx, t)
 		if err != nil {
@@ -239,6 +270,121 @@ func (l *Ledger) Commit(ctx context.Context, s Settlement) (*Receipt, error) {
 	}
 	l.at("committed")
 	return &rec, nil
+}
+
+func (l *Ledger) recordOutcome(ctx context.Context, t *sql.Tx, o Outcome, seqs map[int64]bool) error {
+	p, err := l.proposal(ctx, t, o.ProposalID)
+	if err != nil {
+		return err
+	}
+	if p.Status != Qualified {
+		return fmt.Errorf("%w: settlement outcome for proposal %d, which is %s, not qualified", ErrIllegal, o.ProposalID, p.Status)
+	}
+	var ev any
+	switch o.Outcome {
+	case OutcomeHold:
+		if o.EventSequence != 0 {
+			return fmt.Errorf("%w: a HOLD of proposal %d names event %d", ErrIllegal, o.ProposalID, o.EventSequence)
+		}
+	case OutcomeCrown, OutcomeDiscoveryBounty:
+		// A crown names its CROWN event; a bounty names its event when the
+		// plan made one (the plan makes none today).
+		if o.Outcome == OutcomeDiscoveryBounty && o.EventSequence == 0 {
+			break
+		}
+		if !seqs[o.EventSequence] {
+			return fmt.Errorf("%w: %s of proposal %d names event %d, not one of this settlement", ErrIllegal, o.Outcome, o.ProposalID, o.EventSequence)
+		}
+		ev = o.EventSequence
+	default:
+		return fmt.Errorf("%w: settlement outcome %q of proposal %d is not CROWN, HOLD or DISCOVERY_BOUNTY", ErrIllegal, o.Outcome, o.ProposalID)
+	}
+	var seq int
+	if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM settlement_outcomes WHERE proposal_id = ?`, o.ProposalID).Scan(&seq); err != nil {
+		return err
+	}
+	if _, err := t.ExecContext(ctx, `INSERT INTO settlement_outcomes (proposal_id, seq, plan_digest, candidate_digest, outcome, reason, event_sequence) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		o.ProposalID, seq, o.PlanDigest, o.CandidateDigest, o.Outcome, o.Reason, ev); err != nil {
+		return fmt.Errorf("insert outcome of proposal %d: %w", o.ProposalID, err)
+	}
+	if o.Outcome != OutcomeHold {
+		return nil
+	}
+	if err := checkTransition(o.ProposalID, Qualified, Held); err != nil {
+		return err
+	}
+	var tseq int
+	if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM proposal_transitions WHERE proposal_id = ?`, o.ProposalID).Scan(&tseq); err != nil {
+		return err
+	}
+	if _, err := t.ExecContext(ctx, `INSERT INTO proposal_transitions (proposal_id, seq, from_status, to_status, reason) VALUES (?, ?, ?, ?, ?)`,
+		o.ProposalID, tseq, string(Qualified), string(Held), o.Reason); err != nil {
+		return err
+	}
+	_, err = t.ExecContext(ctx, `UPDATE proposals SET status = ?, reason = ? WHERE id = ?`, string(Held), o.Reason, o.ProposalID)
+	return err
+}
+
+// Queued is a qualified proposal waiting for settlement, with its
+// passing qualification attempts that carry a settlement view.
+type Queued struct {
+	Proposal Proposal
+	Passes   []Attempt
+}
+
+// SettlementQueue returns every qualified proposal not yet settled (no
+// outcome, or its last one a HOLD it has since requalified from), in
+// finalized order, with its passing qualifications' settlement views.
+func (l *Ledger) SettlementQueue(ctx context.Context) ([]Queued, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT `+proposalColumns+` FROM proposals p WHERE status = 'qualified'
+		AND coalesce((SELECT o.outcome FROM settlement_outcomes o WHERE o.proposal_id = p.id ORDER BY o.seq DESC LIMIT 1), 'HOLD') = 'HOLD'
+		ORDER BY block, event_index, subevent_index`)
+	if err != nil {
+		return nil, classify(err)
+	}
+	var out []Queued
+	for rows.Next() {
+		p, err := scanProposal(rows)
+		if err != nil {
+			rows.Close()
+			return nil, classify(err)
+		}
+		out = append(out, Queued{Proposal: *p})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	for i := range out {
+		as, err := attempts(ctx, l.db, out[i].Proposal.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range as {
+			if a.Stage == StageQualification && a.Decision == "PASS" {
+				out[i].Passes = append(out[i].Passes, a)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Outcomes returns proposal id's settlement outcomes in order.
+func (l *Ledger) Outcomes(ctx context.Context, id int64) ([]Outcome, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT proposal_id, seq, plan_digest, candidate_digest, outcome, reason, coalesce(event_sequence, 0) FROM settlement_outcomes WHERE proposal_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []Outcome
+	for rows.Next() {
+		var o Outcome
+		if err := rows.Scan(&o.ProposalID, &o.Seq, &o.PlanDigest, &o.CandidateDigest, &o.Outcome, &o.Reason, &o.EventSequence); err != nil {
+			return nil, classify(err)
+		}
+		out = append(out, o)
+	}
+	return out, classify(rows.Err())
 }
 
 const stackColumns = `id, stack_digest, tree_digest, hcl, coalesce(event_sequence, 0), current IS NOT NULL`

@@ -100,6 +100,26 @@ func ParseEvent(body []byte) (Event, error) {
 	return e, nil
 }
 
+// checkCanonicalObject checks that data is a JSON object in canonical
+// form: what the ledger stores is exactly what was hashed or will be.
+func checkCanonicalObject(data []byte) error {
+	v, err := canonjson.Parse(data)
+	if err != nil {
+		return err
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Errorf("not a JSON object")
+	}
+	canon, err := canonjson.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(canon, data) {
+		return fmt.Errorf("not canonical JSON")
+	}
+	return nil
+}
+
 // checkLink verifies that e follows prev.
 func checkLink(prev Head, e Event) error {
 	if e.Sequence != prev.Sequence+1 {

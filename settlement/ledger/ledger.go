@@ -33,6 +33,10 @@ type Options struct {
 	// Create makes a new ledger when none exists at the path; without it a
 	// missing file is fs.ErrNotExist.
 	Create bool
+	// Fault, when set, is called with the name of each step of Commit
+	// (CommitSteps) and Intake as it is reached. It exists for crash
+	// tests, which kill the process there; nothing else sets it.
+	Fault func(step string)
 }
 
 // Ledger is an open ledger and its writer lock. It is not safe for use by
@@ -69,7 +73,7 @@ func Open(ctx context.Context, path string, o Options) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
-	l := &Ledger{path: abs, lock: lock}
+	l := &Ledger{path: abs, lock: lock, fault: o.Fault}
 	if err := l.open(ctx); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)

@@ -328,6 +328,11 @@ type Attempt struct {
 	EvidenceAddress string `json:"evidence_address"` // the report's address in the evidence store
 	Decision        string `json:"decision"`         // PASS, FAIL or NO_DECISION
 	Reason          string `json:"reason"`
+	// Settlement is a passing qualification's settlement view: canonical
+	// JSON (settlement/settle.Qualification) that settlement pairs. Empty
+	// for screens, for FAILs and while the qualification report does not
+	// yet carry every field settlement needs.
+	Settlement []byte `json:"settlement,omitempty"`
 }
 
 // Attempt stages.
@@ -353,6 +358,14 @@ func (l *Ledger) RecordAttempt(ctx context.Context, id int64, a Attempt) (int, e
 	if err := identity.CheckDigest("evidence_address", a.EvidenceAddress, false); err != nil {
 		return 0, fmt.Errorf("%w: attempt: %v", ErrIllegal, err)
 	}
+	if len(a.Settlement) > 0 {
+		if a.Stage != StageQualification || a.Decision != "PASS" {
+			return 0, fmt.Errorf("%w: attempt: only a passing qualification carries a settlement view (this is a %s %s)", ErrIllegal, a.Decision, a.Stage)
+		}
+		if err := checkCanonicalObject(a.Settlement); err != nil {
+			return 0, fmt.Errorf("%w: attempt: settlement view: %v", ErrIllegal, err)
+		}
+	}
 	var seq int
 	err := l.tx(ctx, func(t *sql.Tx) error {
 		p, err := l.proposal(ctx, t, id)
@@ -365,8 +378,8 @@ func (l *Ledger) RecordAttempt(ctx context.Context, id int64, a Attempt) (int, e
 		if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM attempts WHERE proposal_id = ?`, id).Scan(&seq); err != nil {
 			return err
 		}
-		_, err = t.ExecContext(ctx, `INSERT INTO attempts (proposal_id, seq, stage, report_digest, evidence_address, decision, reason) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			id, seq, a.Stage, a.ReportDigest, a.EvidenceAddress, a.Decision, a.Reason)
+		_, err = t.ExecContext(ctx, `INSERT INTO attempts (proposal_id, seq, stage, report_digest, evidence_address, decision, reason, settlement) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, seq, a.Stage, a.ReportDigest, a.EvidenceAddress, a.Decision, a.Reason, string(a.Settlement))
 		return err
 	})
 	return seq, err
@@ -374,7 +387,11 @@ func (l *Ledger) RecordAttempt(ctx context.Context, id int64, a Attempt) (int, e
 
 // Attempts returns proposal id's attempts in order.
 func (l *Ledger) Attempts(ctx context.Context, id int64) ([]Attempt, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT seq, stage, report_digest, evidence_address, decision, reason FROM attempts WHERE proposal_id = ? ORDER BY seq`, id)
+	return attempts(ctx, l.db, id)
+}
+
+func attempts(ctx context.Context, q querier, id int64) ([]Attempt, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, stage, report_digest, evidence_address, decision, reason, settlement FROM attempts WHERE proposal_id = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -382,8 +399,12 @@ func (l *Ledger) Attempts(ctx context.Context, id int64) ([]Attempt, error) {
 	var out []Attempt
 	for rows.Next() {
 		var a Attempt
-		if err := rows.Scan(&a.Seq, &a.Stage, &a.ReportDigest, &a.EvidenceAddress, &a.Decision, &a.Reason); err != nil {
+		var view string
+		if err := rows.Scan(&a.Seq, &a.Stage, &a.ReportDigest, &a.EvidenceAddress, &a.Decision, &a.Reason, &view); err != nil {
 			return nil, classify(err)
+		}
+		if view != "" {
+			a.Settlement = []byte(view)
 		}
 		out = append(out, a)
 	}

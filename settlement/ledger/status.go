@@ -46,10 +46,15 @@ var transitions = map[Status][]Status{
 	NoDecision:          {Screening, Qualifying, Held},
 	Failed:              nil,
 	Expired:             nil,
-	Qualified:           nil,
+	// Settlement holds a qualified proposal it did not crown (a stale
+	// incumbent, a lost conflict, an incumbent that advanced under it):
+	// the proposal must requalify against the new incumbent.
+	Qualified: {Held},
 }
 
-// Terminal reports whether no transition leaves s.
+// Terminal reports whether s is a terminal verdict of evaluation: no
+// evaluation leaves it, and it never fails or expires. The one way out is
+// settlement's hold of a qualified proposal it did not crown.
 func (s Status) Terminal() bool { return s == Failed || s == Expired || s == Qualified }
 
 // Known reports whether s is one of the statuses.

@@ -57,12 +57,12 @@ func ExamplePlan() {
 	// silu   block 119.0.0  registered HOLD             1.05      incumbent_advanced
 	// rms-a  block 120.0.0  registered HOLD             1.2875    conflict_lost
 	// disc   block 121.0.0  discovery  DISCOVERY_BOUNTY 1.5       qualified_discovery
-	// event 0 CROWN            qualified_win     subject 79568722967d  previous ""           digest 6b1accd02481
-	// event 1 RETIREMENT       superseded        subject d9e3b2088182  previous 6b1accd02481 digest 8552d3cddaf6
-	// event 2 ADOPTION         adopted           subject 79568722967d  previous 8552d3cddaf6 digest e29ca0f1e17d
-	// event 3 STACK_TRANSITION incumbent_updated subject 107aef84d4bb  previous e29ca0f1e17d digest 1b93ed9e5d67
+	// event 1 CROWN            qualified_win     subject 79568722967d  previous ""           digest 91edc02a0be7
+	// event 2 RETIREMENT       superseded        subject d9e3b2088182  previous 91edc02a0be7 digest 7fec9f55ed7e
+	// event 3 ADOPTION         adopted           subject 79568722967d  previous 7fec9f55ed7e digest 15a81c681b18
+	// event 4 STACK_TRANSITION incumbent_updated subject 107aef84d4bb  previous 15a81c681b18 digest d4ec2e2c0363
 	// claim norm.rmsnorm 5Hotkey ppm 1287500 crowned at block 118
-	// next stack 107aef84d4bb, plan 0f3714f1354b
+	// next stack 107aef84d4bb, plan 63413a1a819d
 }
 
 func short(d string) string {

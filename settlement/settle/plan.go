@@ -106,8 +106,9 @@ func EventDigest(body []byte) (identity.Digest, error) {
 	return identity.H(identity.DomainSettlementEvent, json.RawMessage(body))
 }
 
-// Head is where a chain continues: the sequence of the next event and
-// the digest of the last ("" before the first event).
+// Head is where a chain continues: the sequence and digest of its last
+// event (0 and "" before the first). Sequences run contiguously from 1,
+// as the ledger stores them, so the next event is Sequence+1.
 type Head struct {
 	Sequence uint64
 	Digest   string
@@ -121,8 +122,8 @@ var Genesis = Head{}
 // returns the head after them.
 func VerifyChain(head Head, events []Event) (Head, error) {
 	for i, e := range events {
-		if e.Sequence != head.Sequence {
-			return head, fmt.Errorf("event %d: sequence %d, want %d", i, e.Sequence, head.Sequence)
+		if e.Sequence != head.Sequence+1 {
+			return head, fmt.Errorf("event %d: sequence %d, want %d", i, e.Sequence, head.Sequence+1)
 		}
 		if e.PreviousEventDigest != head.Digest {
 			return head, fmt.Errorf("event %d (sequence %d): previous digest %q, want %q", i, e.Sequence, e.PreviousEventDigest, head.Digest)
@@ -131,7 +132,7 @@ func VerifyChain(head Head, events []Event) (Head, error) {
 		if err != nil {
 			return head, err
 		}
-		head = Head{Sequence: e.Sequence + 1, Digest: d.String()}
+		head = Head{Sequence: e.Sequence, Digest: d.String()}
 	}
 	return head, nil
 }
@@ -336,7 +337,7 @@ func crownEvents(head Head, w *Candidate, fromStack, fromTree string) ([]Event, 
 		with(EventAdoption, w.Proposal(), w.TargetID(), ReasonAdopted),
 		with(EventStackTransition, w.CandidateStack(), w.TargetID(), ReasonIncumbentUpdated))
 	for i := range events {
-		events[i].Sequence = head.Sequence
+		events[i].Sequence = head.Sequence + 1
 		events[i].PreviousEventDigest = head.Digest
 		d, err := events[i].Digest()
 		if err != nil {

@@ -239,7 +239,7 @@ func TestPlanCrownEvents(t *testing.T) {
 func TestEventChainLinks(t *testing.T) {
 	displaced := []settle.Displaced{{TargetID: "moe.a", Entry: dg("entry/moe.a")}}
 	s, _ := plan(t, row{name: "w", prior: dg("entry/prior"), displaced: displaced})
-	if s.Events[0].PreviousEventDigest != "" || s.Events[0].Sequence != 0 {
+	if s.Events[0].PreviousEventDigest != "" || s.Events[0].Sequence != 1 {
 		t.Fatalf("first event: sequence %d, previous %q", s.Events[0].Sequence, s.Events[0].PreviousEventDigest)
 	}
 	for i := 1; i < len(s.Events); i++ {
@@ -247,8 +247,8 @@ func TestEventChainLinks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Events[i].PreviousEventDigest != prev.String() || s.Events[i].Sequence != uint64(i) {
-			t.Fatalf("event %d: sequence %d, previous %q; want %d, %s", i, s.Events[i].Sequence, s.Events[i].PreviousEventDigest, i, prev)
+		if s.Events[i].PreviousEventDigest != prev.String() || s.Events[i].Sequence != uint64(i+1) {
+			t.Fatalf("event %d: sequence %d, previous %q; want %d, %s", i, s.Events[i].Sequence, s.Events[i].PreviousEventDigest, i+1, prev)
 		}
 	}
 	head, err := settle.VerifyChain(settle.Genesis, s.Events)
@@ -285,8 +285,8 @@ func TestEventChainLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cont.Events[0].Sequence != head.Sequence || cont.Events[0].PreviousEventDigest != head.Digest {
-		t.Fatalf("continued chain starts at %d after %q, want %d after %s", cont.Events[0].Sequence, cont.Events[0].PreviousEventDigest, head.Sequence, head.Digest)
+	if cont.Events[0].Sequence != head.Sequence+1 || cont.Events[0].PreviousEventDigest != head.Digest {
+		t.Fatalf("continued chain starts at %d after %q, want %d after %s", cont.Events[0].Sequence, cont.Events[0].PreviousEventDigest, head.Sequence+1, head.Digest)
 	}
 	if _, err := settle.VerifyChain(settle.Genesis, append(append([]settle.Event(nil), s.Events...), cont.Events...)); err != nil {
 		t.Fatalf("the two plans' events do not form one chain: %v", err)
@@ -305,7 +305,7 @@ func TestEventBodyIsTheDigestedObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf(`{"candidate_digest":"%s","event_type":"CROWN","from_stack_digest":"%s","from_tree_digest":"%s","previous_event_digest":"","reason":"qualified_win","sequence":0,"subject_digest":"%s","target_id":"target.w","to_stack_digest":"%s","to_tree_digest":"%s"}`,
+	want := fmt.Sprintf(`{"candidate_digest":"%s","event_type":"CROWN","from_stack_digest":"%s","from_tree_digest":"%s","previous_event_digest":"","reason":"qualified_win","sequence":1,"subject_digest":"%s","target_id":"target.w","to_stack_digest":"%s","to_tree_digest":"%s"}`,
 		e.CandidateDigest, currentStack, currentTree, dg("proposal/w"), dg("candidate-stack/w"), dg("candidate-tree/w"))
 	if string(body) != want {
 		t.Fatalf("body\n%s\nwant\n%s", body, want)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/cacheon/engine/evaluator/qualify"
+	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // Intake is what settlement knows of a qualification from outside any
@@ -51,14 +53,27 @@ func FromReport(data []byte, in Intake) (Qualification, error) {
 	if err != nil {
 		return Qualification{}, rejectf(ReasonInvalidField.on("report"), "%v", err)
 	}
-	canonical, err := r.Canonical()
+	// The report digest is the evidence store's address of the report:
+	// the SHA-256 of its canonical bytes. report.json is those bytes and
+	// a newline. Anything else (a reformatted copy) would name a report
+	// nobody can fetch. The bytes are canonicalized as they are, not
+	// through the report type, so a report written by an older controller
+	// (without fields added since) keeps its address.
+	v, err := canonjson.Parse(bytes.TrimSuffix(data, []byte("\n")))
 	if err != nil {
 		return Qualification{}, rejectf(ReasonInvalidField.on("report"), "%v", err)
 	}
-	// The report digest is the evidence store's address of the report:
-	// the SHA-256 of its canonical bytes. report.json is those bytes and
-	// a newline. Anything else (a reformatted copy, a field the report
-	// type does not know) would name a report nobody can fetch.
+	canonical, err := canonjson.Marshal(v)
+	if err != nil {
+		return Qualification{}, rejectf(ReasonInvalidField.on("report"), "%v", err)
+	}
+	// A field the report type does not know is a report from a newer
+	// controller than this settler: refused rather than half read.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(new(qualify.Report)); err != nil {
+		return Qualification{}, rejectf(ReasonInvalidField.on("report"), "the report is not one this settler reads: %v", err)
+	}
 	if !bytes.Equal(canonical, bytes.TrimSuffix(data, []byte("\n"))) {
 		return Qualification{}, rejectf(ReasonInvalidField.on("report"), "the report is not in its canonical form, as the evidence store keeps it")
 	}

@@ -84,7 +84,7 @@ func runLedgerCheck(ctx context.Context, s Streams, o ledgerCheckOptions) error 
 	}
 	fmt.Fprintf(s.Out, "  current stack   %s\n", cur)
 	c := r.Counts
-	fmt.Fprintf(s.Out, "  proposals %d, attempts %d, events %d, stacks %d, crowns %d, standing claims %d, discovery claims %d\n",
-		c.Proposals, c.Attempts, c.Events, c.Stacks, c.Crowns, c.StandingClaims, c.DiscoveryClaims)
+	fmt.Fprintf(s.Out, "  proposals %d, attempts %d, events %d, stacks %d, crowns %d, standing claims %d, discovery claims %d, settlement outcomes %d\n",
+		c.Proposals, c.Attempts, c.Events, c.Stacks, c.Crowns, c.StandingClaims, c.DiscoveryClaims, c.Outcomes)
 	return nil
 }

@@ -71,7 +71,7 @@ func TestIntakeAddAndLedgerCheck(t *testing.T) {
 		t.Errorf("report %s", out)
 	}
 	code, out, _ = run(t, "", "ledger", "check", "--ledger", db)
-	if code != 0 || !strings.Contains(out, "ok (schema 1, integrity ok)") {
+	if code != 0 || !strings.Contains(out, "ok (schema 2, integrity ok)") {
 		t.Errorf("text check: exit %d\n%s", code, out)
 	}
 }

@@ -40,8 +40,12 @@ It runs, in order, stopping at the first FAIL:
   abi                  verify every op row on its slot contract (workers)
   graph                the CUDA graph gate (not applicable on the CPU lane)
   abbreviated_serving  the candidate engine loads and serves one batch
-  speed                B, C and B′ engine processes, reads timed one after
-                       another by the controller, graded under policy v8
+  speed                v7 for a hot-swappable candidate: two resident engines
+                       that swap trees (B, C, and B′ only if inconclusive);
+                       v8 otherwise: B, C and B′ engine processes of their own.
+                       Reads are timed one after another by the controller
+                       (the graph-replayed decode only); --policy gives the
+                       thresholds, the candidate the version
 
 Every engine is a substrate process in the worker sandbox (its own
 namespaces, read-only tree and model, limits); --unsafe-no-isolation runs

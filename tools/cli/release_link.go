@@ -62,7 +62,7 @@ func runReleaseLink(ctx context.Context, s Streams, o releaseLinkOptions) error 
 	}
 	rel, err := verify.Run(st, verify.Options{Policy: policy})
 	if err != nil {
-		return reportVerification(s, rel.Report, err, false)
+		return reportVerification(s, o.args[0], rel.Report, err, false)
 	}
 	priv, err := os.ReadFile(o.keyPath)
 	if err != nil {

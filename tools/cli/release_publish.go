@@ -17,9 +17,9 @@ import (
 
 // releasePublishOptions are the flags and arguments of release publish.
 type releasePublishOptions struct {
-	keyPath           string
-	insecure, jsonOut bool
-	args              []string
+	keyPath                       string
+	insecure, jsonOut, legacyTags bool
+	args                          []string
 }
 
 func newReleasePublishCommand(s Streams) *cobra.Command {
@@ -32,9 +32,17 @@ digest, then the SBOM, the provenance and the signature bundles as OCI 1.1
 referrers (registries without the referrers API get the sha256-<hex> tag
 fallback), and the tag in REF last. Every blob of the layout is checked
 before the first request, and an unsigned layout is refused, so nothing is
-ever published half-way. With --key the release is fully verified first.`,
+ever published half-way. With --key the release is fully verified first.
+
+--legacy-tags also writes cosign's legacy tag scheme, for clients that
+look signatures and attestations up by tag instead of through referrers:
+sha256-<hex>.sig names the signature bundle's manifest, and
+sha256-<hex>.att an image whose layers are the bundles' DSSE envelopes,
+each annotated with its predicate type. Both are written before the tag
+in REF, and read back.`,
 		Example: `  cacheon release publish --key release.pub release-1.0 registry.example.com/cacheon/engine:1.0
-  cacheon release publish release-1.0 127.0.0.1:5000/engine:1.0`,
+  cacheon release publish release-1.0 127.0.0.1:5000/engine:1.0
+  cacheon release publish --legacy-tags release-1.0 registry.example.com/cacheon/engine:1.0`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
@@ -43,6 +51,7 @@ ever published half-way. With --key the release is fully verified first.`,
 	}
 	cmd.Flags().StringVar(&o.keyPath, "key", "", "verify the release against this public key before publishing")
 	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
+	cmd.Flags().BoolVar(&o.legacyTags, "legacy-tags", false, "also write cosign's legacy sha256-<hex>.sig and .att tags")
 	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print one JSON document")
 	return cmd
 }
@@ -73,7 +82,7 @@ func runReleasePublish(ctx context.Context, s Streams, o releasePublishOptions) 
 	if !o.jsonOut {
 		progress = releaseProgress(s, "publish")
 	}
-	res, err := publish.Layout(l, target, progress)
+	res, err := publish.Publish(l, target, publish.Options{Progress: progress, LegacyTags: o.legacyTags})
 	if err != nil {
 		var mm *store.DigestMismatchError
 		if errors.Is(err, publish.ErrIncomplete) || errors.As(err, &mm) || store.IsRejection(err) {
@@ -90,6 +99,9 @@ func runReleasePublish(ctx context.Context, s Streams, o releasePublishOptions) 
 	fmt.Fprintf(s.Out, "published %s (%s)\n", res.Reference, res.ImageDigest)
 	for _, a := range res.Artifacts {
 		fmt.Fprintf(s.Out, "  %s\n", a)
+	}
+	for _, t := range res.LegacyTags {
+		fmt.Fprintf(s.Out, "  legacy tag %s\n", t)
 	}
 	return nil
 }

@@ -45,6 +45,18 @@ signature, predicate-type, builder, subjects, layers, image-blobs,
 release-descriptor, engine-tree, integrations, substrate, entrypoint,
 model-receipt, sbom, provenance.
 
+Every signature bundle attached to the image is tried: the release passes
+when one verifies with a trusted key and signs a statement about this very
+image, so a bundle of another release attached beside the genuine one
+changes nothing. Referrers the verification does not need (other artifact
+types, or ones whose manifest or blob is missing, oversized or does not
+match its digest) are skipped and listed as notes in the report; when no
+usable candidate of a type the release needs remains, its check fails.
+Attacker-controlled input never ends in exit 1: a missing or oversized
+blob, or a layer that does not decompress or unpack, fails a named check
+(exit 2). With --json one report is printed on every path, with "error"
+set when verification did not complete.
+
 With --layout the release is also checked against the project's signed
 in-toto supply-chain layout (see "cacheon release layout"): the layout's
 signature by a --layout-key and its expiry, the functionaries' links in
@@ -74,14 +86,33 @@ in-toto-layout).`,
 }
 
 func runReleaseVerify(ctx context.Context, s Streams, o releaseVerifyOptions) error {
+	rel, err := verifyRelease(ctx, s, o)
+	var rep *verify.Report
+	if rel != nil {
+		rep = rel.Report
+	}
+	if err == nil && o.bundleOut != "" {
+		// Only a bundle that verified is handed out, for the
+		// entrypoint's trust mount.
+		if werr := atomicwrite.WriteFile(o.bundleOut, rel.Bundle, 0o644); werr != nil {
+			err = werr
+		}
+	}
+	return reportVerification(s, o.args[0], rep, err, o.jsonOut)
+}
+
+// verifyRelease loads the key policy and the optional layout check, opens
+// the release and verifies it. The release it returns carries the report
+// (nil when verification never started).
+func verifyRelease(ctx context.Context, s Streams, o releaseVerifyOptions) (*verify.Release, error) {
 	policy, err := key.LoadPolicy(o.keyPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts := verify.Options{Policy: policy}
 	if o.now != "" {
 		if opts.Now, err = time.Parse(time.RFC3339, o.now); err != nil {
-			return reject.Errorf("--now: %w", err)
+			return nil, reject.Errorf("--now: %w", err)
 		}
 	}
 	if !o.jsonOut {
@@ -89,43 +120,47 @@ func runReleaseVerify(ctx context.Context, s Streams, o releaseVerifyOptions) er
 	}
 	if o.layoutPath != "" {
 		if len(o.layoutKeys) == 0 || o.linkDir == "" {
-			return errors.New("--layout needs --layout-key and --links")
+			return nil, errors.New("--layout needs --layout-key and --links")
 		}
 		check, err := intoto.LoadCheck(o.layoutPath, o.layoutKeys, o.linkDir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		opts.Layout = check
 	}
 	st, err := openRelease(ctx, o.args[0], o.insecure)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rel, err := verify.Run(st, opts)
-	if err == nil && o.bundleOut != "" {
-		// Only a bundle that verified is handed out, for the
-		// entrypoint's trust mount.
-		if werr := atomicwrite.WriteFile(o.bundleOut, rel.Bundle, 0o644); werr != nil {
-			return werr
-		}
-	}
-	return reportVerification(s, rel.Report, err, o.jsonOut)
+	return verify.Run(st, opts)
 }
 
 // reportVerification prints a verification report and maps its outcome
-// to an exit code: a failed check is 2, an I/O error 1.
-func reportVerification(s Streams, rep *verify.Report, err error, jsonOut bool) error {
+// to an exit code: a failed check is 2, an I/O error 1. With --json it
+// prints one report on every path: a verification that never started
+// (a key that does not load, a release that does not open) gets a report
+// with no checks and the error.
+func reportVerification(s Streams, location string, rep *verify.Report, err error, jsonOut bool) error {
 	var failed *verify.Failure
 	isCheck := errors.As(err, &failed)
-	if err != nil && !isCheck {
-		return err
+	if rep == nil {
+		rep = &verify.Report{FormatVersion: verify.FormatVersion, Location: location, Contributions: []string{}, Checks: []verify.CheckResult{}, Notes: []string{}}
+	}
+	if err != nil && rep.Error == "" {
+		rep.Error = err.Error()
 	}
 	if jsonOut {
 		if werr := writeJSON(s.Out, rep); werr != nil {
 			return werr
 		}
-		if isCheck {
-			return alreadyReported(reject.ErrRejected)
+		switch {
+		case isCheck:
+			return alreadyReported(reject.Wrap(err))
+		case err != nil:
+			// The document is out; the message still goes to stderr,
+			// and the exit code is the error's.
+			fmt.Fprintf(s.Err, "cacheon: %v\n", err)
+			return alreadyReported(err)
 		}
 		return nil
 	}
@@ -135,6 +170,12 @@ func reportVerification(s Streams, rep *verify.Report, err error, jsonOut bool) 
 			mark = "FAIL"
 		}
 		fmt.Fprintf(s.Out, "%s %-19s %s\n", mark, c.Name, c.Detail)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(s.Out, "note %s\n", n)
+	}
+	if err != nil && !isCheck {
+		return err
 	}
 	if isCheck {
 		return reject.Wrap(err)

@@ -61,6 +61,7 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newEvidenceCommand(s),
 		newIntakeCommand(s),
 		newLedgerCommand(s),
+		newSettleCommand(s),
 		newWeightsCommand(s),
 	)
 	withJSONRefusals(root, s)

@@ -68,6 +68,7 @@ walks through planning and materializing one.`,
 		newStackMaterializeCommand(s, deps),
 		newStackPlanCommand(s, deps),
 		newStackVerifyCommand(s),
+		newStackExportCommand(s),
 	)
 	return cmd
 }

@@ -15,5 +15,6 @@ holding the same inputs re-derives the same vector. Publishing the vector
 to a chain is not part of this tool. See docs/reference/emissions.md.`,
 	}
 	cmd.AddCommand(newWeightsProjectCommand(s))
+	addWeightsLedger(cmd, s)
 	return cmd
 }

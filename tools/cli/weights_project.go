@@ -88,14 +88,6 @@ func runWeightsProject(_ context.Context, s Streams, o weightsProjectOptions) er
 		_, data, err := readInput(nil, []string{path})
 		return data, err
 	}
-	policyJSON, err := read(o.policy)
-	if err != nil {
-		return err
-	}
-	policy, err := weights.ParsePolicy(policyJSON)
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.policy, err)
-	}
 	claimsJSON, err := read(o.claims)
 	if err != nil {
 		return err
@@ -103,6 +95,25 @@ func runWeightsProject(_ context.Context, s Streams, o weightsProjectOptions) er
 	claims, err := weights.ParseClaims(claimsJSON)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.claims, err)
+	}
+	return projectWeights(s, o, claims)
+}
+
+// projectWeights reads the policy and the metagraph, projects claims at
+// o.block and prints the vector: the one projection both weights and
+// weights project print.
+func projectWeights(s Streams, o weightsProjectOptions, claims weights.Claims) error {
+	read := func(path string) ([]byte, error) {
+		_, data, err := readInput(nil, []string{path})
+		return data, err
+	}
+	policyJSON, err := read(o.policy)
+	if err != nil {
+		return err
+	}
+	policy, err := weights.ParsePolicy(policyJSON)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.policy, err)
 	}
 	membersJSON, err := read(o.metagraph)
 	if err != nil {

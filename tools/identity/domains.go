@@ -64,6 +64,7 @@ const (
 	DomainCalibration         Domain = "cacheon.qualification.calibration"
 	DomainAuditSeed           Domain = "cacheon.qualification.audit-seed.v1"
 	DomainAuditSecret         Domain = "cacheon.qualification.audit-secret.v1"
+	DomainPrebuildArtifact    Domain = "cacheon.prebuild.artifact"
 )
 
 // Settlement and economics identities (packages settlement/...).
@@ -71,6 +72,7 @@ const (
 	DomainSettlementEvent                Domain = "cacheon.settlement.event"
 	DomainSettlementPlan                 Domain = "cacheon.settlement.plan"
 	DomainSettlementReproductionIdentity Domain = "cacheon.settlement.reproduction-identity"
+	DomainSettlementEvidence             Domain = "cacheon.settlement.evidence"
 	DomainEconomicsPolicy                Domain = "cacheon.economics.policy"
 	DomainStandingFamily                 Domain = "cacheon.economics.standing-family"
 	DomainStandingClaim                  Domain = "cacheon.economics.standing-claim"
@@ -118,9 +120,11 @@ func Domains() []DomainInfo {
 		{DomainCalibration, "DomainCalibration", "evaluator/qualify", "stock-versus-stock rounds on a machine's lanes and the thresholds they support"},
 		{DomainAuditSeed, "DomainAuditSeed", "evaluator/audit", "the audit seed's prefix: SHA-256 over it, NUL, the validator secret and the selected delta"},
 		{DomainAuditSecret, "DomainAuditSecret", "evaluator/audit", "the commitment to the audit's validator secret: SHA-256 over it, NUL and the secret"},
+		{DomainPrebuildArtifact, "DomainPrebuildArtifact", "evaluator/prebuild", "a sealed prebuild artifact's inventory: the native libraries compiled from declared CUDA sources"},
 		{DomainSettlementEvent, "DomainSettlementEvent", "settlement/...", "one settlement event of the hash chain"},
 		{DomainSettlementPlan, "DomainSettlementPlan", "settlement/...", "a settlement plan over the queued candidates"},
 		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},
+		{DomainSettlementEvidence, "DomainSettlementEvidence", "settlement/apply", "the two attempts a crown settled on, retained with its standing claim"},
 		{DomainEconomicsPolicy, "DomainEconomicsPolicy", "settlement/weights", "an emissions policy (V1)"},
 		{DomainStandingFamily, "DomainStandingFamily", "settlement/weights", "the (arena, target, target spec) family of a standing claim"},
 		{DomainStandingClaim, "DomainStandingClaim", "settlement/weights", "a standing claim of a crown"},

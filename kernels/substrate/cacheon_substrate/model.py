@@ -62,6 +62,14 @@ class Model:
 
     # -- seam plumbing ------------------------------------------------------
 
+    def swap_seam(self, seam: Seam) -> None:
+        """Bind another seam (a hot swap): prepared expert weights belong
+        to the old implementations and are dropped; captured graphs are
+        the caller's to drop."""
+        self.seam = seam
+        for layer in self.w.layers:
+            layer.prepared.clear()
+
     def live(self, **fields) -> Dict[str, object]:
         live = dict(self.context)
         live["graph_mode"] = "cuda_graph" if self.graph_mode else "eager"

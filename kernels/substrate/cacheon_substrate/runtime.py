@@ -22,6 +22,7 @@ class Options:
     random_config: Optional[str] = None  # config.json path or inline JSON, with random weights
     seed: int = 0  # random weights seed
     tree: Optional[str] = None  # materialized engine tree
+    native: Optional[str] = None  # sealed prebuild artifact of the tree's cuda_sources rows
     bundles: List[str] = field(default_factory=list)  # development: contribution bundles
     device: str = "cpu"
     dtype: Optional[str] = None  # override the config's torch_dtype
@@ -66,9 +67,9 @@ def build(o: Options) -> Model:
         hf = weights_mod.random_hf(cfg, o.seed, device=device)
     w = weights_mod.build(hf, cfg, o.rank, o.tp, device=device)
     del hf
-    seam = seam_mod.load_tree(o.tree)
+    seam = seam_mod.load_tree(o.tree, o.native)
     for b in o.bundles:
-        seam_mod.add_bundle(seam, b)
+        seam_mod.add_bundle(seam, b, o.native)
     return Model(cfg, w, seam, device, rank=o.rank, tp=o.tp, group=group,
                  allreduce_fusion=o.allreduce_fusion, max_len=o.max_len or None)
 

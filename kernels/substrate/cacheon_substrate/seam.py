@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from . import stock
+from .native import NativeArtifact, NativeError
 # The wire vocabulary shared with the Go side (runtime manifest ids, slot
 # kinds, capability fields) is generated from the Go declarations into
 # _vocab; ABI_VERSION is re-exported for callers of this module.
@@ -225,10 +226,13 @@ def _read_manifest(root: str) -> dict:
         raise SeamError(f"{path}: {e}") from None
 
 
-_UNSUPPORTED_KEYS = ("setup", "base_kernel", "override_point", "cuda_sources", "aot_exports", "artifact_resources")
+# cuda_sources rows run from a sealed prebuild artifact (native.py); the
+# other keys need machinery the substrate does not have.
+_UNSUPPORTED_KEYS = ("setup", "base_kernel", "override_point", "aot_exports", "artifact_resources")
 
 
-def _load_rows(root: str, doc: dict, origin: str, skipped: Dict[str, List[str]]) -> List[Row]:
+def _load_rows(root: str, doc: dict, origin: str, skipped: Dict[str, List[str]],
+               native: Optional[NativeArtifact] = None) -> List[Row]:
     rows = []
     for i, op in enumerate(doc.get("ops") or []):
         where = f"{origin} ops[{i}]"
@@ -239,6 +243,10 @@ def _load_rows(root: str, doc: dict, origin: str, skipped: Dict[str, List[str]])
         if bad:
             raise SeamError(f"{where}: the substrate cannot run rows with {', '.join(bad)}")
         slot = op["slot"]
+        cuda = op.get("cuda_sources") or []
+        if cuda and native is None:
+            raise SeamError(f"{where}: the row declares cuda_sources and this engine was given no sealed prebuild "
+                            "artifact (--native-artifact): engines load prebuilt libraries only and never compile")
         metadata = None
         if op.get("metadata"):
             mpath = os.path.join(root, op["metadata"])
@@ -252,6 +260,13 @@ def _load_rows(root: str, doc: dict, origin: str, skipped: Dict[str, List[str]])
             # Registered but not reachable here: kept for the report only.
             rows.append(Row(slot, op.get("variant", "default"), op["source"], None, None, domain, False, origin))
             continue
+        if cuda:
+            try:
+                native.load(native.bind(root, cuda, where))
+            except NativeError as e:
+                raise SeamError(str(e)) from None
+            except Exception as e:  # the library's own load failed
+                raise SeamError(f"{where}: loading the prebuilt library failed: {type(e).__name__}: {e}") from e
         try:
             module = _import_file(root, op["source"], where)
         except SeamError as e:
@@ -275,9 +290,21 @@ def _load_rows(root: str, doc: dict, origin: str, skipped: Dict[str, List[str]])
     return rows
 
 
-def load_tree(tree: Optional[str]) -> Seam:
+def open_native(directory: Optional[str]) -> Optional[NativeArtifact]:
+    """The sealed prebuild artifact at directory (None: none given)."""
+    if not directory:
+        return None
+    try:
+        return NativeArtifact(directory)
+    except NativeError as e:
+        raise SeamError(f"native artifact: {e}") from None
+
+
+def load_tree(tree: Optional[str], native: Optional[str] = None) -> Seam:
     """The seam of a materialized engine tree; None (or a tree without a
-    runtime manifest: the pristine stack) gives the stock engine."""
+    runtime manifest: the pristine stack) gives the stock engine. native is
+    the sealed prebuild artifact directory the tree's cuda_sources rows
+    load their libraries from."""
     seam = Seam(tree=tree)
     if tree is None or not os.path.exists(os.path.join(tree, "manifest.toml")):
         return seam
@@ -285,16 +312,49 @@ def load_tree(tree: Optional[str]) -> Seam:
     if doc.get("bundle_id") != MATERIALIZED_BUNDLE_ID:
         raise SeamError(f"{tree}/manifest.toml: bundle_id {doc.get('bundle_id')!r}, expected {MATERIALIZED_BUNDLE_ID!r} "
                         "(materialize a stack with `cacheon stack materialize`; a bundle loads with --bundle)")
-    _add(seam, _load_rows(tree, doc, "tree", seam.skipped))
+    _add(seam, _load_rows(tree, doc, "tree", seam.skipped, open_native(native)))
     return seam
 
 
-def add_bundle(seam: Seam, bundle: str) -> None:
+def swap(old: Seam, tree: Optional[str], native: Optional[str] = None) -> Seam:
+    """The seam of another engine tree, for a resident engine that swaps
+    one tree for another (spec: a hot swap). Everything the old seam
+    imported is dropped first: every cacheon_kernel_* module, every module
+    loaded from under the old tree, and the old tree's root on sys.path,
+    so no code of the old tree survives into the new one. The caller
+    recaptures its CUDA graphs and forgets prepared weights."""
+    roots = [os.path.realpath(t) for t in (old.tree,) if t]
+
+    def under_root(module) -> bool:
+        # A module file, or a (namespace) package's search path, in the
+        # tree. Some modules are not what they seem (torch.classes answers
+        # every attribute with an object that is not a path list): anything
+        # unreadable is not a module of the tree.
+        try:
+            places = [getattr(module, "__file__", None) or ""]
+            path = getattr(module, "__path__", None)
+            if isinstance(path, (list, tuple)) or type(path).__name__ == "_NamespacePath":
+                places += [str(p) for p in path]
+            return any(isinstance(p, str) and p and os.path.realpath(p).startswith(r + os.sep) for p in places for r in roots)
+        except Exception:
+            return False
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith(("cacheon_kernel_", "cacheon_c_")) or under_root(module):
+            del sys.modules[name]
+    for r in roots:
+        while r in sys.path:
+            sys.path.remove(r)
+    importlib.invalidate_caches()
+    return load_tree(tree, native)
+
+
+def add_bundle(seam: Seam, bundle: str, native: Optional[str] = None) -> None:
     """Development aid: activate a contribution bundle directly, without a
     materialized tree. Its rows join (and for their slots replace) the
     seam's rows."""
     doc = _read_manifest(bundle)
-    rows = _load_rows(bundle, doc, f"bundle {os.path.basename(os.path.normpath(bundle))}", seam.skipped)
+    rows = _load_rows(bundle, doc, f"bundle {os.path.basename(os.path.normpath(bundle))}", seam.skipped, open_native(native))
     for slot in {r.slot for r in rows}:
         seam.rows.pop(slot, None)
     _add(seam, rows)

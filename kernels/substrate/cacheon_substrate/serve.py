@@ -25,6 +25,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--graph", action="store_true", help="replay a captured CUDA graph per decode step")
     ap.add_argument("--max-len", type=int, default=0)
+    ap.add_argument("--native-artifact", help="sealed prebuild artifact directory of the tree's cuda_sources rows")
     a = ap.parse_args(argv)
     device = a.device
     if device == "auto":
@@ -34,7 +35,7 @@ def main(argv=None) -> int:
     from .runtime import Options, build
     from .session import generate
 
-    m = build(Options(model=a.model, tree=a.engine_tree, device=device, max_len=a.max_len))
+    m = build(Options(model=a.model, tree=a.engine_tree, native=a.native_artifact, device=device, max_len=a.max_len))
     engines = {}
     out = sys.stdout
     out.write(json.dumps({"ready": True, "substrate": substrate_digest(), "device": str(m.device),

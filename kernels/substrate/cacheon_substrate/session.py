@@ -13,6 +13,12 @@ is a property of the process, not of the kernels):
       -> {"id": N, "phase": "prefill", "seconds": S}     (graph capture on a first batch, prefill)
   {"op": "decode", "id": N}
       -> {"id": N, "tokens": [[ids], ...], "seconds": S} (K-1 decode steps; K tokens per prompt)
+  {"op": "swap", "id": N, "tree": PATH}
+      -> {"id": N, "swapped": PATH, "slots": {...}, "seconds": S}
+
+A swap (a resident engine's hot swap) binds another engine tree's seam: one of the trees named
+with --swap-tree at start, never another path. Every kernel module of the old tree is dropped,
+prepared weights are forgotten and CUDA graphs are captured again by the next batch.
 
 K is at least 2. The seconds are this process's clock around the phase, device-synchronized. The
 controller times every phase on its own clock too and refuses frames whose seconds disagree with
@@ -83,6 +89,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--graph", action="store_true")
     ap.add_argument("--max-len", type=int, default=0)
+    ap.add_argument("--swap-tree", action="append", default=[], help="a tree a swap may bind (repeatable)")
+    ap.add_argument("--native-artifact", help="sealed prebuild artifact directory of the tree's cuda_sources rows")
     a = ap.parse_args(argv)
     device = a.device
     if device == "auto":
@@ -97,15 +105,15 @@ def main(argv=None) -> int:
     from .identity import substrate_digest
     from .runtime import Options, build
 
-    m = build(Options(model=a.model, tree=a.engine_tree, device=device, max_len=a.max_len))
+    m = build(Options(model=a.model, tree=a.engine_tree, native=a.native_artifact, device=device, max_len=a.max_len))
     # Audit mode (docs/reference/audit.md): only the audit session gets
-    # the variables; it runs eagerly so every slot call goes through the
-    # recorder.
+    # the variables; it runs eagerly and never swaps, so every slot call
+    # goes through the recorder on the seam it was installed on.
     from . import audit
     recorder = audit.from_env(os.environ)
     if recorder is not None:
-        if a.graph:
-            raise audit.AuditError("an audit session runs eagerly: --graph is refused")
+        if a.graph or a.swap_tree:
+            raise audit.AuditError("an audit session runs eagerly on one tree: --graph and --swap-tree are refused")
         recorder.install(m.seam)
     send({"ready": True, "protocol": PROTOCOL, "substrate": substrate_digest(), "device": str(m.device),
           "slots": {k: v["status"] for k, v in m.seam.report().items()}})
@@ -131,6 +139,21 @@ def main(argv=None) -> int:
                 eng, k, seconds = prefill(m, engines, req, graph)
                 pending = (rid, eng, k)
                 send({"id": rid, "phase": "prefill", "seconds": seconds})
+            elif op == "swap":
+                pending = None
+                t0 = time.perf_counter()
+                tree = req.get("tree")
+                if tree not in a.swap_tree:
+                    raise ValueError(f"swap to {tree!r}, which is not a tree named at start")
+                from . import seam as seam_mod
+                # A resident engine serves trees without native libraries
+                # only: hot-swappable candidates have no cuda_sources, and
+                # the controller reads any tree that has them under v8.
+                m.swap_seam(seam_mod.swap(m.seam, tree))
+                engines.clear()
+                sync(m)
+                send({"id": rid, "swapped": tree, "slots": {k: v["status"] for k, v in m.seam.report().items()},
+                      "seconds": time.perf_counter() - t0})
             elif op == "decode":
                 if pending is None or pending[0] != rid:
                     raise ValueError(f"decode of batch {rid!r}, which is not the prefilled one")

@@ -319,6 +319,67 @@ class SeamTest(unittest.TestCase):
         self.assertEqual((rep["status"], rep["rows"]), ("unavailable", ["tree:default"]))
 
 
+def sha256_file(path):
+    import hashlib
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class NativeArtifactTest(unittest.TestCase):
+    """Rows with cuda_sources run only from a sealed prebuild artifact."""
+
+    CU = "csrc/k.cu"
+    ROW = {"slot": "activation.silu_and_mul", "variant": "default", "source": "entries/good.py", "entry": "good",
+           "cuda_sources": ["csrc/k.cu"]}
+
+    def tree(self):
+        files = dict(SILU_PKG)
+        files[self.CU] = "// the declared source\nint cacheon_native_marker(void) { return 42; }\n"
+        return make_tree([self.ROW], files)
+
+    def artifact(self, tree, source_sha=None, lib_sha=None):
+        """A sealed-artifact directory as the prebuild lays it out, holding
+        a real shared library compiled here from the tree's source."""
+        cc = shutil.which("gcc") or shutil.which("cc")
+        if cc is None:
+            self.skipTest("no C compiler to build a shared library")
+        d = tempfile.mkdtemp()
+        lib = os.path.join(d, "00-lib.so")
+        subprocess.run([cc, "-x", "c", "-shared", "-fPIC", "-o", lib, os.path.join(tree, self.CU)], check=True)
+        doc = {"schema": "prebuild-artifact-v1", "target": "cpu", "torch": torch.__version__,
+               "libraries": [{"slot": self.ROW["slot"], "variant": "default", "path": "00-lib.so",
+                              "sources": [{"path": self.CU, "sha256": source_sha or sha256_file(os.path.join(tree, self.CU)),
+                                           "size": 1}]}],
+               "files": [{"path": "00-lib.so", "sha256": lib_sha or sha256_file(lib), "size": os.path.getsize(lib)}]}
+        with open(os.path.join(d, "artifact.json"), "w") as f:
+            json.dump(doc, f)
+        return d
+
+    def test_without_an_artifact_the_row_is_refused(self):
+        with self.assertRaisesRegex(seam_mod.SeamError, "no sealed prebuild artifact.*never compile"):
+            seam_mod.load_tree(self.tree())
+
+    def test_the_library_bound_by_content_is_loaded(self):
+        tree = self.tree()
+        s = seam_mod.load_tree(tree, self.artifact(tree))
+        self.assertEqual(s.report()["activation.silu_and_mul"]["status"], "contributed")
+        art = seam_mod.open_native(self.artifact(tree))
+        path = art.load(art.bind(tree, [self.CU], "test"))
+        self.assertIn(path, torch.ops.loaded_libraries)  # what torch.ops.load_library loaded
+
+    def test_mismatches_are_refused(self):
+        tree = self.tree()
+        for name, kwargs, want in [
+            ("other sources", {"source_sha": "0" * 64}, "holds no library built from"),
+            ("library changed", {"lib_sha": "1" * 64}, "sealed " + "1" * 64),
+        ]:
+            with self.subTest(name):
+                with self.assertRaisesRegex(seam_mod.SeamError, want):
+                    seam_mod.load_tree(tree, self.artifact(tree, **kwargs))
+        with self.assertRaisesRegex(seam_mod.SeamError, "native artifact"):
+            seam_mod.load_tree(tree, tempfile.mkdtemp())
+
+
 class StockMeetsContractsTest(unittest.TestCase):
     """The stock implementations pass the validator's own references."""
 

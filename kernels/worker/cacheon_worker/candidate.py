@@ -30,7 +30,7 @@ from cacheon_reference import tensorio
 from cacheon_reference.plan import phase_inputs, phase_seeds, sequence_seeds
 from cacheon_reference.slots.base import bind_generators
 
-from .loader import LoadError, callable_attr, load_module
+from .loader import LoadError, callable_attr, load_module, load_native
 from .protocol import PROTOCOL, RESULT_FILE, write_json_atomic
 from . import distributed, environment
 
@@ -307,6 +307,12 @@ def run(req, progress):
     announce_candidate_code()
     progress("import_candidate", source=req["source"])
     try:
+        if req.get("cuda_sources"):
+            if not req.get("native"):
+                raise LoadError("the row declares cuda_sources and the controller gave no sealed prebuild artifact for it: "
+                                "workers load prebuilt libraries only and never compile")
+            progress("load_native", artifact=req["native"].get("artifact"))
+            load_native(req["native"])
         module = load_module(req["bundle_root"], req["source"])
         entry = callable_attr(module, req["entry"], "entry")
         prepare = None

@@ -36,6 +36,24 @@ def load_module(bundle_root: str, source: str):
     return module
 
 
+def load_native(native):
+    """Loads a row's prebuilt library from its sealed artifact (the
+    controller compiled it in a contained compiler child and reopened it
+    read-only): its TORCH_LIBRARY registrations make the row's operators
+    callable as torch.ops.<namespace>.<op>. The worker never compiles."""
+    path = native["path"]
+    try:
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+    except OSError as e:
+        raise LoadError(f"prebuilt library {path}: {e}") from None
+    if digest != native["sha256"]:
+        raise LoadError(f"prebuilt library {path}: sha256 {digest}, sealed {native['sha256']}")
+    import torch
+
+    torch.ops.load_library(path)
+
+
 def callable_attr(module, name: str, what: str):
     fn = getattr(module, name, None)
     if fn is None:

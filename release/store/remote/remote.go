@@ -7,10 +7,13 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -109,6 +112,13 @@ func (r *Registry) get(path string, accept []types.MediaType) (io.ReadCloser, er
 	if err != nil {
 		return nil, err
 	}
+	if resp.StatusCode == http.StatusNotFound {
+		// The descriptor came from this registry: a 404 is its contents
+		// at fault (a rejection), not the network.
+		resp.Body.Close()
+		what, digest, _ := strings.Cut(path, "/")
+		return nil, &store.MissingError{What: strings.TrimSuffix(what, "s"), Digest: digest, Location: r.ref.String(), Detail: "the registry answered 404"}
+	}
 	if err := transport.CheckError(resp, http.StatusOK); err != nil {
 		resp.Body.Close()
 		return nil, err
@@ -127,7 +137,7 @@ func (r *Registry) Manifest(d v1.Descriptor) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > store.MaxManifestSize {
-		return nil, fmt.Errorf("manifest %s is larger than %d bytes", d.Digest, store.MaxManifestSize)
+		return nil, fmt.Errorf("manifest %s: %w: larger than %d bytes", d.Digest, store.ErrTooLarge, store.MaxManifestSize)
 	}
 	return b, nil
 }
@@ -140,16 +150,35 @@ func (r *Registry) Blob(d v1.Descriptor) (io.ReadCloser, error) {
 // has no API. Server-side filtering is not trusted (registries disagree on
 // artifactType), so everything is listed and store.Referrers
 // filters after reading each manifest.
+//
+// Anyone who can push to the repository can write the fallback tag, so
+// what the registry answers with is its contents: an answer that is not
+// a referrers index (it does not parse, is of another media type, is over
+// go-containerregistry's size limit) is a rejection (store.ErrMalformed),
+// while an HTTP error status or a network failure stays an error of the
+// run.
 func (r *Registry) Referrers(subject v1.Hash) ([]v1.Descriptor, error) {
 	idx, err := ggcr.Referrers(r.ref.Context().Digest(subject.String()), r.options...)
 	if err != nil {
-		return nil, err
+		return nil, contentsError(err, "list the referrers of "+subject.String())
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return nil, err
+		return nil, contentsError(err, "parse the referrers index of "+subject.String())
 	}
 	return im.Manifests, nil
+}
+
+// contentsError marks err as a rejection of the registry's contents
+// unless it is an HTTP status, a network failure or a cancellation.
+func contentsError(err error, what string) error {
+	var terr *transport.Error
+	var uerr *url.Error
+	var nerr net.Error
+	if errors.As(err, &terr) || errors.As(err, &uerr) || errors.As(err, &nerr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w: %v", what, store.ErrMalformed, err)
 }
 
 type rawManifest struct {

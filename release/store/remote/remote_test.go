@@ -117,3 +117,24 @@ func TestRegistryServingDifferentBytesIsRejected(t *testing.T) {
 		t.Fatalf("err = %v, want a digest mismatch", err)
 	}
 }
+
+// A manifest or blob the registry does not hold (404) is a rejection of
+// the registry's contents (store.ErrMissing), not an I/O error: the
+// descriptor naming it came from the same registry.
+func TestRegistryMissingIsARejection(t *testing.T) {
+	reg := registrytest.Start(t)
+	ref, _ := pushImage(t, reg)
+	s, err := remote.Open(ref, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	absent := v1.Descriptor{MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}, Size: 10}
+	_, merr := s.Manifest(absent)
+	_, berr := s.Blob(absent)
+	for what, err := range map[string]error{"manifest": merr, "blob": berr} {
+		var me *store.MissingError
+		if !errors.As(err, &me) || !errors.Is(err, store.ErrMissing) || !store.IsRejection(err) || me.What != what {
+			t.Errorf("%s: err = %v, want a store.MissingError of a %s", what, err, what)
+		}
+	}
+}

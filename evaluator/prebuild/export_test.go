@@ -1,0 +1,4 @@
+package prebuild
+
+// NeedToolchain is needToolchain for the external tests.
+var NeedToolchain = needToolchain

@@ -1,0 +1,152 @@
+package qualify
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/cacheon/engine/evaluator/engine"
+	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/evaluator/workload"
+)
+
+// Swap is one hot swap of a resident engine, as the evidence keeps it.
+type Swap struct {
+	Role    speed.Role `json:"role"`    // the read it prepared (or "restore")
+	Lane    string     `json:"lane"`    // "baseline" or "candidate"
+	Tree    string     `json:"tree"`    // "incumbent" or "candidate"
+	Seconds float64    `json:"seconds"` // the controller's time for the swap
+}
+
+// Resident is a v7 schedule's input: the two resident engines (baseline
+// and candidate lane, both started on the incumbent tree and allowed to
+// swap to either tree) and the two trees.
+type Resident struct {
+	Baseline, Candidate engine.Spec
+	IncumbentTree       string
+	CandidateTree       string
+}
+
+// runSpeedV7 is the hot-swap schedule (spec §5.2, v7): one resident
+// engine per lane, both started on the incumbent's tree and warmed
+// together. B is read on the baseline engine after a stock→stock swap, C
+// on the candidate engine after the candidate's tree is swapped in (its
+// kernels imported, its graphs captured by the warm-up), then the
+// candidate engine is restored to stock. The two-leg limits decide; only
+// when they are inconclusive is B′ read, on the baseline engine after
+// another stock→stock swap. Every swap is followed by the workload's
+// warm-up batches, so each read starts equally warm.
+func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
+	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}}
+	if p.Version != speed.V7 {
+		ev.Outcome = Outcome{NoDecision, fmt.Sprintf("the hot-swap schedule grades under policy version 7, not %d", p.Version)}
+		return ev
+	}
+	specs := []engine.Spec{r.Baseline, r.Candidate}
+	for i := range specs {
+		specs[i].Tree = r.IncumbentTree
+		specs[i].SwapTrees = []string{r.IncumbentTree, r.CandidateTree}
+	}
+	engines := make([]*engine.Engine, 2)
+	defer func() {
+		for _, e := range engines {
+			if e != nil {
+				_, _ = e.Close()
+			}
+		}
+	}()
+	// Both resident engines start and warm up at once, on stock. Neither
+	// runs candidate code yet, so a failure here is never the candidate's.
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range specs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			e, err := engine.Start(ctx, iso, specs[i])
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			engines[i] = e
+			_, errs[i] = warm(ctx, e, w)
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			ev.Outcome = attribute([]string{"baseline", "candidate"}[i]+" resident", false, fmt.Errorf("start and warm-up: %w", err))
+			return ev
+		}
+	}
+	base, cand := engines[0], engines[1]
+	ev.Ready[speed.B], ev.Ready[speed.C] = base.Ready, cand.Ready
+
+	// read swaps e to tree, warms it and takes one timed read.
+	read := func(e *engine.Engine, role speed.Role, lane, tree, treeName string, candidate bool) bool {
+		secs, _, err := e.Swap(ctx, tree)
+		ev.Swaps = append(ev.Swaps, Swap{Role: role, Lane: lane, Tree: treeName, Seconds: secs})
+		if err != nil {
+			ev.Outcome = attribute(string(role), candidate, fmt.Errorf("swap to the %s tree: %w", treeName, err))
+			return false
+		}
+		b, err := warm(ctx, e, w)
+		ev.recordBatches(role, b)
+		if err != nil {
+			ev.Outcome = attribute(string(role), candidate, fmt.Errorf("warm-up after the swap: %w", err))
+			return false
+		}
+		var rd speed.Read
+		var readErr error
+		rs, err := sampleAround(ctx, sample, role, func() error {
+			var b []Batch
+			rd, b, readErr = timedRead(ctx, e, w, role)
+			ev.recordBatches(role, b)
+			return readErr
+		})
+		if rs != nil {
+			ev.Samples = append(ev.Samples, *rs)
+		}
+		if readErr != nil {
+			ev.Outcome = attribute(string(role), candidate, fmt.Errorf("read: %w", readErr))
+			return false
+		}
+		if err != nil {
+			ev.Outcome = Outcome{NoDecision, err.Error()}
+			return false
+		}
+		ev.Reads = append(ev.Reads, rd)
+		return true
+	}
+	if !read(base, speed.B, "baseline", r.IncumbentTree, "incumbent", false) ||
+		!read(cand, speed.C, "candidate", r.CandidateTree, "candidate", true) {
+		return ev
+	}
+	// The restoration swap: the candidate's code must let go of the
+	// engine. A candidate engine that cannot return to stock is the
+	// candidate's failure.
+	secs, _, err := cand.Swap(ctx, r.IncumbentTree)
+	ev.Swaps = append(ev.Swaps, Swap{Role: "restore", Lane: "candidate", Tree: "incumbent", Seconds: secs})
+	if err != nil {
+		ev.Outcome = attribute(string(speed.C), true, fmt.Errorf("restoration swap: %w", err))
+		return ev
+	}
+	g, err := speed.GradeReads(p, ev.Reads, speed.Options{Live: true})
+	if err != nil {
+		ev.Outcome = Outcome{NoDecision, fmt.Sprintf("grading: %v", err)}
+		return ev
+	}
+	if g.Decision == speed.BPrimeRequired {
+		if !read(base, speed.BPrime, "baseline", r.IncumbentTree, "incumbent", false) {
+			return ev
+		}
+		if g, err = speed.GradeReads(p, ev.Reads, speed.Options{}); err != nil {
+			ev.Outcome = Outcome{NoDecision, fmt.Sprintf("grading: %v", err)}
+			return ev
+		}
+	}
+	ev.Grade = g
+	ev.Outcome = speedOutcome(g, ev.Samples)
+	return ev
+}

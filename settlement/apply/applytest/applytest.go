@@ -1,0 +1,246 @@
+// Package applytest builds real settlement ledgers for the tests of the
+// packages and commands that settle: a copy of the repository's
+// incumbent recorded as the initial stack, bundles taken in through
+// intake, planned against the incumbent from their published bytes as
+// qualification plans them, and walked through screening and two
+// independent qualifications (settletest.Pair) to qualified.
+package applytest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/settlement/apply"
+	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/settlement/settle"
+	"github.com/cacheon/engine/settlement/settle/settletest"
+	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/canonjson"
+	"github.com/cacheon/engine/tools/testtree"
+)
+
+// Fixture is a real ledger over a copy of the repository: the
+// repository's incumbent recorded as the initial stack, and bundles taken
+// in through intake and qualified through the ledger's state machine.
+type Fixture struct {
+	WS        string // the repository copy
+	Path      string // the ledger file
+	L         *ledger.Ledger
+	Cat       *catalog.Catalog
+	Payload   contribution.PayloadOptions
+	Incumbent *stack.EvaluationStackManifest
+	Cur       *ledger.Stack // the initial stack
+}
+
+// Payload are the validator's payload options.
+var Payload = contribution.PayloadOptions{Closure: contribution.PythonClosure, CUDACheck: contribution.CUDAIncludeCheck, PatcherDigests: map[string]string{}}
+
+// Workspace copies, from the repository at root, what the incumbent stack needs (under Bazel the data
+// files are links, which bundles may not hold).
+func Workspace(t testing.TB, root string) string {
+	return testtree.Workspace(t, root, "catalog/targets.hcl", "stacks/incumbent.hcl", "stacks/arena.json",
+		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions", "kernels/fixtures")
+}
+
+// New records the incumbent of the repository copy ws as the initial
+// stack of a new ledger at path.
+func New(t testing.TB, ws, path string) *Fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &Fixture{WS: ws, Path: path, Payload: Payload}
+	src, err := os.ReadFile(filepath.Join(ws, "stacks", "incumbent.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, diags := stack.Parse("incumbent.hcl", src)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if f.Cat, err = catalog.Default(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := stack.Assemble(sf, stack.Sources{Workspace: ws}, f.Cat, Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Incumbent = a.Manifest.(*stack.EvaluationStackManifest)
+	digest, err := f.Incumbent.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.L = OpenLedger(t, path)
+	if f.Cur, err = f.L.InitStack(ctx, ledger.Stack{StackDigest: digest, TreeDigest: settletest.Digest("tree/incumbent"), HCL: string(src)}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// OpenLedger opens (creating) the ledger at path, closed with the test.
+func OpenLedger(t testing.TB, path string) *ledger.Ledger {
+	t.Helper()
+	l, err := ledger.Open(context.Background(), path, ledger.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// Intaken is a proposal taken in, with what its qualifications measure.
+type Intaken struct {
+	ID        int64
+	Proposal  ledger.Proposal
+	Candidate settletest.Candidate
+	request   ledger.IntakeRequest
+	snapshot  *bundle.Snapshot
+}
+
+// Again takes the bytes of in in again, for hotkey at block: another
+// proposal of the same candidate bytes, without inspecting and planning
+// them again (benchmarks queue many).
+func (f *Fixture) Again(t testing.TB, in Intaken, hotkey string, block int64) Intaken {
+	t.Helper()
+	r := in.request
+	r.Hotkey, r.Position = hotkey, ledger.Position{Block: block}
+	res, err := f.L.Intake(context.Background(), in.snapshot, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := in
+	out.ID, out.Proposal, out.request = res.Proposal.ID, *res.Proposal, r
+	out.Candidate.Hotkey, out.Candidate.Finalized = hotkey, settle.Position{Block: uint64(block)}
+	out.Candidate.Reservation = settletest.Digest("reservation/" + r.Position.String())
+	out.Candidate.Members = append([]string(nil), in.Candidate.Members...)
+	return out
+}
+
+// Intake takes bundle name in for hotkey at block and plans its
+// candidate against the incumbent from the published bytes, as
+// qualification does.
+func (f *Fixture) Intake(t testing.TB, name, hotkey string, block int64) Intaken {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := bundle.Open(filepath.Join(f.WS, "kernels", "contributions", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := contribution.InspectSnapshot(snap, contribution.Options{Catalog: f.Cat, Payload: f.Payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arena := f.Incumbent.ArenaDigest
+	req := ledger.IntakeRequest{Hotkey: hotkey, Position: ledger.Position{Block: block}, ArenaDigest: arena,
+		TargetID: in.Target.TargetID, TargetSpecDigest: in.Target.TargetSpecDigest,
+		SelectedPayloadDigest: in.SelectedPayloadDigest, SelectedDeltaDigest: in.SelectedDeltaDigest}
+	res, err := f.L.Intake(ctx, snap, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin, err := contribution.Inspect(res.Publication, contribution.Options{Catalog: f.Cat, Payload: f.Payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := contribution.NewProposalRef(pin, plan.LocalAttribution(res.Proposal.ContentHash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cand, err := plan.Plan(f.Cat, f.Incumbent, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := cand.Stack.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := ref.RefDigest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := settle.Transition{Displaced: []settle.Displaced{}}
+	if cand.Transition.Prior != nil {
+		if tr.Prior, err = cand.Transition.Prior.RefDigest(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range cand.Transition.Displaced {
+		e, _ := f.Incumbent.Entry(id)
+		d, err := e.RefDigest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Displaced = append(tr.Displaced, settle.Displaced{TargetID: id, Entry: d})
+	}
+	target, _ := f.Cat.Target(in.Target.TargetID)
+	members := append([]string(nil), target.Members...)
+	sort.Strings(members)
+	p := res.Proposal
+	return Intaken{ID: p.ID, Proposal: *p, request: req, snapshot: snap, Candidate: settletest.Candidate{
+		Arena: arena, Reservation: settletest.Digest("reservation/" + p.Position.String()),
+		Finalized: settle.Position{Block: uint64(block)}, Hotkey: hotkey, TargetID: in.Target.TargetID,
+		TargetSpec: in.Target.TargetSpecDigest, Members: members, SelectedDelta: in.SelectedDeltaDigest,
+		Arm: settletest.Digest("arm/" + cs), IncumbentStack: f.Cur.StackDigest, IncumbentTree: f.Cur.TreeDigest,
+		CandidateStack: cs, CandidateTree: settletest.Digest("tree/" + cs), Proposal: rd, Transition: tr,
+		Speedups: [2]string{"1.3", "1.25"},
+	}}
+}
+
+// Qualify walks proposal id through screening and two qualifications
+// whose settlement views are a and b, to qualified.
+func (f *Fixture) Qualify(t testing.TB, id int64, a, b settle.Qualification) {
+	t.Helper()
+	ctx := context.Background()
+	step := func(to ledger.Status) {
+		t.Helper()
+		if err := f.L.Transition(ctx, id, to, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record := func(stage string, q *settle.Qualification) {
+		t.Helper()
+		at := ledger.Attempt{Stage: stage, Decision: "PASS", Reason: "passed",
+			ReportDigest: settletest.Digest("screen report"), EvidenceAddress: settletest.Digest("screen evidence")}
+		if q != nil {
+			view, err := canonjson.Marshal(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at.ReportDigest, at.EvidenceAddress, at.Settlement = q.Report, q.Report, view
+		}
+		if _, err := f.L.RecordAttempt(ctx, id, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(ledger.Screening)
+	record(ledger.StageScreen, nil)
+	step(ledger.Promoted)
+	step(ledger.Qualifying)
+	record(ledger.StageQualification, &a)
+	step(ledger.ReproductionPending)
+	step(ledger.Qualifying)
+	record(ledger.StageQualification, &b)
+	step(ledger.Qualified)
+}
+
+// Queue takes bundle name in and qualifies it with an independent pair.
+func (f *Fixture) Queue(t testing.TB, name, hotkey string, block int64, edit func(*settletest.Candidate)) Intaken {
+	t.Helper()
+	in := f.Intake(t, name, hotkey, block)
+	if edit != nil {
+		edit(&in.Candidate)
+	}
+	a, b := settletest.Pair(hotkey+in.Proposal.Position.String(), in.Candidate)
+	f.Qualify(t, in.ID, a, b)
+	return in
+}
+
+// Options are the settle options for the fixture's workspace.
+func (f *Fixture) Options() apply.Options {
+	return apply.Options{Workspace: f.WS, Payload: f.Payload}
+}

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/release/store"
+)
+
+// shellBlock returns the body of the first ```sh block of doc holding
+// marker.
+func shellBlock(t *testing.T, doc, marker string) string {
+	t.Helper()
+	for _, part := range strings.Split(doc, "```sh\n")[1:] {
+		body, _, ok := strings.Cut(part, "```")
+		if ok && strings.Contains(body, marker) {
+			return body
+		}
+	}
+	t.Fatalf("docs/consumer-guide.md has no sh block with %q", marker)
+	return ""
+}
+
+// The consumer guide's shell snippets that need only jq and tar run as
+// written against a signed layout: the unpack loop extracts the release
+// image (whatever its version), and the line that finds the image
+// manifest for cosign finds the release image.
+func TestConsumerGuideSnippetsRun(t *testing.T) {
+	for _, tool := range []string{"bash", "jq", "tar"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: %v", tool, err)
+		}
+	}
+	guide, err := os.ReadFile(repoDir("docs/consumer-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(guide)
+	r := fixture.New(t)
+	work := t.TempDir()
+	// The guide's layout directory; the fixture's image is named
+	// cacheon-engine:test, another version than the guide's.
+	if err := os.Rename(r.Signed(t), filepath.Join(work, "release-1.0")); err != nil {
+		t.Fatal(err)
+	}
+	l, err := store.OpenLayout(filepath.Join(work, "release-1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := l.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := func(script string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+		cmd.Dir = work
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the guide's snippet fails: %v\n%s\n%s", err, script, out)
+		}
+		return string(out)
+	}
+
+	sh(shellBlock(t, doc, "mkdir rootfs"))
+	bin, err := os.ReadFile(filepath.Join(work, "rootfs", "cacheon", "bin", "cacheon"))
+	want, _ := os.ReadFile(r.Entrypoint)
+	if err != nil || !bytes.Equal(bin, want) {
+		t.Errorf("the unpack snippet did not extract the entrypoint (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "rootfs", "cacheon", "release", "release.json")); err != nil {
+		t.Errorf("the unpack snippet did not extract the release layer: %v", err)
+	}
+
+	var find string
+	for _, line := range strings.Split(shellBlock(t, doc, "cosign verify-blob-attestation"), "\n") {
+		if strings.HasPrefix(line, "img=$(jq") {
+			find = line
+		}
+	}
+	if find == "" {
+		t.Fatal("the cosign snippet has no img=$(jq …) line")
+	}
+	if got := strings.TrimSpace(sh(find + "\necho \"$img\"")); got != desc.Digest.String() {
+		t.Errorf("the cosign snippet finds %q, the release image is %s", got, desc.Digest)
+	}
+
+	// The cosign snippet as written, where cosign is installed: its
+	// first line (cacheon release verify --bundle-out) runs in-process.
+	if _, err := exec.LookPath("cosign"); err != nil {
+		t.Logf("cosign is not installed, its snippet is not run: %v", err)
+		return
+	}
+	block := shellBlock(t, doc, "cosign verify-blob-attestation")
+	first, rest, _ := strings.Cut(block, "\n")
+	args := strings.Fields(first)
+	if len(args) < 2 || args[0] != "cacheon" {
+		t.Fatalf("the cosign snippet does not start with cacheon: %q", first)
+	}
+	pub, err := os.ReadFile(r.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "release.pub"), pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range args {
+		if a == "release.pub" || a == "release-1.0" || a == "provenance.sigstore.json" {
+			args[i] = filepath.Join(work, a)
+		}
+	}
+	if code, out, errOut := run(t, "", args[1:]...); code != ExitOK {
+		t.Fatalf("%s: exit %d\n%s%s", first, code, out, errOut)
+	}
+	// cosign keeps its state under HOME; the test's is private.
+	out := sh("export HOME=\"$PWD/home\"\n" + rest)
+	if !strings.Contains(out, "Verified OK") {
+		t.Errorf("cosign did not say Verified OK:\n%s", out)
+	}
+	t.Logf("cosign: %s", strings.TrimSpace(out))
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/release/registrytest"
+	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/release/store"
+)
+
+// release publish --legacy-tags writes the .sig and .att tags, reports
+// them, and the release verifies from the registry.
+func TestReleasePublishLegacyTags(t *testing.T) {
+	reg := registrytest.Start(t)
+	r := fixture.New(t)
+	dir := r.Signed(t)
+	ref := reg.Host + "/engine:1.0"
+	code, out, errOut := run(t, "", "release", "publish", "--json", "--legacy-tags", "--key", r.PublicKey, dir, ref)
+	if code != ExitOK {
+		t.Fatalf("publish: %d\n%s%s", code, out, errOut)
+	}
+	var res struct {
+		ImageDigest string   `json:"image_digest"`
+		LegacyTags  []string `json:"legacy_tags"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	hex := strings.TrimPrefix(res.ImageDigest, "sha256:")
+	if len(res.LegacyTags) != 2 || !strings.HasPrefix(res.LegacyTags[0], "sha256-"+hex+".sig@sha256:") || !strings.HasPrefix(res.LegacyTags[1], "sha256-"+hex+".att@sha256:") {
+		t.Fatalf("legacy tags %v", res.LegacyTags)
+	}
+	for _, lt := range res.LegacyTags {
+		tag, digest, _ := strings.Cut(lt, "@")
+		tref, err := name.NewTag(reg.Host + "/engine:" + tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := ggcr.Head(tref)
+		if err != nil || d.Digest.String() != digest {
+			t.Errorf("%s: resolves to %v (%v), reported %s", tag, d, err, digest)
+		}
+	}
+	if code, out, errOut := run(t, "", "release", "verify", "--key", r.PublicKey, ref); code != ExitOK {
+		t.Fatalf("verify from the registry: %d\n%s%s", code, out, errOut)
+	}
+}
+
+// cosign, where it is installed, verifies the published SLSA attestation
+// both ways the consumer guide gives: from the signature bundle found
+// through referrers, and from the legacy .att tag (--new-bundle-format
+// =false, as older clients read it).
+func TestCosignVerifiesThePublishedAttestation(t *testing.T) {
+	if _, err := exec.LookPath("cosign"); err != nil {
+		t.Skipf("cosign is not installed: %v", err)
+	}
+	reg := registrytest.Start(t)
+	r := fixture.New(t)
+	dir := r.Signed(t)
+	code, out, errOut := run(t, "", "release", "publish", "--json", "--legacy-tags", dir, reg.Host+"/engine:1.0")
+	if code != ExitOK {
+		t.Fatalf("publish: %d\n%s%s", code, out, errOut)
+	}
+	var res struct {
+		ImageDigest string `json:"image_digest"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	img := reg.Host + "/engine@" + res.ImageDigest
+	home := t.TempDir()
+	_, _, otherKey := fixture.Keys(t, t.TempDir(), "other", key.Ed25519)
+	for _, extra := range [][]string{nil, {"--new-bundle-format=false"}} {
+		for _, c := range []struct {
+			key string
+			ok  bool
+		}{{r.PublicKey, true}, {otherKey, false}} {
+			args := append([]string{"verify-attestation", "--key", c.key, "--insecure-ignore-tlog", "--type", "slsaprovenance1", "--allow-insecure-registry"}, extra...)
+			cmd := exec.Command("cosign", append(args, img)...)
+			cmd.Env = append(os.Environ(), "HOME="+home)
+			b, err := cmd.CombinedOutput()
+			verified := err == nil && strings.Contains(string(b), "The signatures were verified against the specified public key")
+			if verified != c.ok {
+				t.Errorf("cosign %v with key %s: verified %v, want %v (%v)\n%s", extra, c.key, verified, c.ok, err, b)
+			}
+		}
+	}
+}
+
+// oras, where it is installed, pulls each published artifact as the file
+// its title names, with the bytes attached to the layout.
+func TestOrasPullsThePublishedFiles(t *testing.T) {
+	if _, err := exec.LookPath("oras"); err != nil {
+		t.Skipf("oras is not installed: %v", err)
+	}
+	reg := registrytest.Start(t)
+	r := fixture.New(t)
+	dir := r.Signed(t)
+	code, out, errOut := run(t, "", "release", "publish", "--json", dir, reg.Host+"/engine:1.0")
+	if code != ExitOK {
+		t.Fatalf("publish: %d\n%s%s", code, out, errOut)
+	}
+	var res struct {
+		Artifacts []string `json:"artifacts"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{store.ArtifactSBOM: store.TitleSBOM, store.ArtifactProvenance: store.TitleProvenance, store.ArtifactBundle: store.TitleBundle}
+	pulled := t.TempDir()
+	home := t.TempDir()
+	for _, a := range res.Artifacts {
+		typ, digest, _ := strings.Cut(a, "@")
+		cmd := exec.Command("oras", "pull", "--plain-http", "-o", pulled, reg.Host+"/engine@"+digest)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("oras pull %s: %v\n%s", a, err, b)
+		}
+		got, err := os.ReadFile(filepath.Join(pulled, files[typ]))
+		if err != nil || !bytes.Equal(got, fixture.Attached(t, dir, typ)) {
+			t.Errorf("oras pull %s: %s is not the attached %s (%v)", a, files[typ], typ, err)
+		}
+	}
+	if entries, _ := os.ReadDir(pulled); len(entries) != 3 {
+		t.Errorf("oras pulled %d files, want 3", len(entries))
+	}
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cacheon/engine/settlement/apply/applytest"
+	"github.com/cacheon/engine/settlement/settle/settletest"
+)
+
+// settleFixture is a ledger with one proposal qualified by an
+// independent pair (or, with one, the same qualification twice), closed
+// for the commands to open.
+func settleFixture(t *testing.T, independent bool) (*applytest.Fixture, applytest.Intaken) {
+	t.Helper()
+	f := applytest.New(t, applytest.Workspace(t, "../.."), filepath.Join(t.TempDir(), "ledger.db"))
+	in := f.Intake(t, "rmsnorm_torch", "5Fminer", 4100200)
+	a, b := settletest.Pair("cli", in.Candidate)
+	if !independent {
+		b = a
+	}
+	f.Qualify(t, in.ID, a, b)
+	f.L.Close()
+	return f, in
+}
+
+func TestSettleExportAndWeights(t *testing.T) {
+	f, in := settleFixture(t, true)
+	code, out, errOut := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS, "--json")
+	if code != 0 {
+		t.Fatalf("settle: exit %d\n%s%s", code, out, errOut)
+	}
+	var doc struct {
+		Committed bool  `json:"committed"`
+		Winner    int64 `json:"winner"`
+		Events    []struct {
+			EventType string `json:"event_type"`
+			Body      struct {
+				Reason string `json:"reason"`
+			} `json:"body"`
+		} `json:"events"`
+		Rows []struct {
+			Outcome string `json:"outcome"`
+		} `json:"rows"`
+		Stack struct {
+			StackDigest string `json:"stack_digest"`
+		} `json:"stack"`
+		PlanDigest string `json:"plan_digest"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !doc.Committed || doc.Winner != in.ID || len(doc.Events) != 4 || doc.Events[0].Body.Reason != "qualified_win" || doc.Rows[0].Outcome != "CROWN" ||
+		doc.Stack.StackDigest != in.Candidate.CandidateStack || len(doc.PlanDigest) != 64 {
+		t.Errorf("settle --json: %s", out)
+	}
+
+	// The incumbent file is rewritten from the ledger and digests to the
+	// new incumbent.
+	incumbent := filepath.Join(f.WS, "stacks", "incumbent.hcl")
+	if code, out, errOut := run(t, "", "stack", "export", "--ledger", f.Path, "--out", incumbent); code != 0 || !strings.Contains(out, "settlement event 4") {
+		t.Fatalf("stack export: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = run(t, "", "stack", "digest", incumbent, "--workspace", f.WS)
+	if code != 0 || strings.TrimSpace(out) != in.Candidate.CandidateStack {
+		t.Errorf("stack digest of the export: exit %d, %q%s; want %s", code, out, errOut, in.Candidate.CandidateStack)
+	}
+
+	// Nothing left to settle.
+	if code, out, _ := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS); code != 0 || !strings.Contains(out, "nothing to settle") {
+		t.Errorf("second settle: exit %d\n%s", code, out)
+	}
+
+	// The weights come from the ledger's standing claim.
+	members := filepath.Join(t.TempDir(), "members.json")
+	if err := os.WriteFile(members, []byte(`["5Fminer", "5Fvalidator"]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run(t, "", "weights", "--ledger", f.Path, "--block", "4100300", "--metagraph", members,
+		"--validator", "5Fvalidator", "--policy", repoDir("docs/examples/weights/policy.json"), "--json")
+	if code != 0 {
+		t.Fatalf("weights --ledger: exit %d\n%s%s", code, out, errOut)
+	}
+	var w weightsProjectJSON
+	if err := json.Unmarshal([]byte(out), &w); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Weights) != 1 || w.Weights[0].Hotkey != "5Fminer" || w.Weights[0].PPM != 1_000_000 {
+		t.Errorf("weights %s", out)
+	}
+	// A block before the crown is refused by the policy.
+	if code, _, errOut := run(t, "", "weights", "--ledger", f.Path, "--block", "4100100", "--metagraph", members,
+		"--validator", "5Fvalidator", "--policy", repoDir("docs/examples/weights/policy.json")); code != 2 {
+		t.Errorf("weights before the crown: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestSettleRefusesOneQualification(t *testing.T) {
+	f, _ := settleFixture(t, false)
+	code, out, errOut := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS)
+	if code != 2 || !strings.Contains(errOut, "one_qualification") || !strings.Contains(errOut, "proposal 1") {
+		t.Errorf("settle: exit %d\n%s%s", code, out, errOut)
+	}
+	// Nothing was written: the ledger checks clean, no event.
+	code, out, _ = run(t, "", "ledger", "check", "--ledger", f.Path)
+	if code != 0 || !strings.Contains(out, "(no events yet)") {
+		t.Errorf("ledger check after a refusal: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := run(t, "", "settle", "--ledger", filepath.Join(t.TempDir(), "missing.db")); code != 1 {
+		t.Errorf("settle of a missing ledger: exit %d\n%s", code, errOut)
+	}
+}
