@@ -11,7 +11,11 @@
 #   3. qualify a contribution over the incumbent on the CPU lane: every
 #      screen, then B, C and B′ engine processes in the worker sandbox,
 #      graded under speed policy v8, with a report anyone can re-grade;
-#   4. sign the release with a local key (outside the build graph) and
+#   4. the crown loop's evaluation side on the CPU lane: a proposal taken
+#      into the SQLite ledger, qualified and (if it passes) reproduced on
+#      exchanged lanes, each attempt recorded, then settlement, which says
+#      plainly why nothing can be crowned when nothing qualified;
+#   5. sign the release with a local key (outside the build graph) and
 #      verify it offline as a consumer would.
 #
 # Everything it writes goes under out/ (override with CACHEON_OUT).
@@ -48,6 +52,25 @@ set -e
 ((verdict == 0 || verdict == 2 || verdict == 3)) || exit "$verdict"
 "$cacheon" evidence regrade "$out/qualification/report.json"
 
+say "the crown loop on the CPU lane: intake, qualify and reproduce, settle"
+rm -rf "$out/ledger"
+mkdir -p "$out/ledger"
+ledger=$out/ledger/ledger.db
+"$cacheon" intake add kernels/contributions/rmsnorm_torch --ledger "$ledger" --hotkey 5DemoMinerHotkey --block 100
+tree=$("$cacheon" stack materialize stacks/incumbent.hcl --out "$out/ledger/incumbent" --json | sed -n 's/.*"tree_digest": *"\([0-9a-f]*\)".*/\1/p')
+"$cacheon" settle --ledger "$ledger" --init stacks/incumbent.hcl --init-tree "$tree"
+set +e
+CACHEON_PYTHON=${CACHEON_PYTHON:-/usr/bin/python3} "$cacheon" qualify --ledger "$ledger" --out "$out/ledger/qualification"
+verdict=$?
+set -e
+((verdict == 0 || verdict == 2 || verdict == 3)) || exit "$verdict"
+# A crown needs two independent passing qualifications whose reports carry
+# every settlement field; on the CPU lane a PASS is noise and the reports
+# lack the audit and selection fields, so settle says there is nothing to
+# crown and why. It never fakes a measurement.
+"$cacheon" settle --ledger "$ledger"
+"$cacheon" ledger check --ledger "$ledger"
+
 say "sign and verify the release image"
 rm -rf "$out/release"
 cp -R "$bin/release/engine.oci" "$out/release"
@@ -65,6 +88,7 @@ cat >&2 <<EOF
   incumbent manifest      $bin/stacks/incumbent.manifest.json
   candidate tree and plan $bin/stacks/candidate_rmsnorm_torch.tree, .plan.json
   qualification report    $out/qualification/report.json (and report.html)
+  settlement ledger       $out/ledger/ledger.db (reports under $out/ledger/qualification)
   signed release layout   $out/release
   release public key      $out/keys/release.pub
 Rebuild and verify it yourself: docs/consumer-guide.md

@@ -44,6 +44,10 @@ type Options struct {
 	Progress func(format string, args ...any)
 	// Controller is the SHA-256 of the running binary, recorded in the report.
 	Controller string
+	// Quality is the pristine reference T's input: the reference tree and
+	// the quality calibration. Without a reference tree T decides nothing
+	// (NO_DECISION), so a qualification can never pass on speed alone.
+	Quality QualityInputs
 	// Reproduces, when set, is the report this run reproduces: the lanes
 	// run with its roles exchanged, and the run must plan the same
 	// candidate over the same incumbent (else NO_DECISION).
@@ -202,6 +206,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
+	// T's prompt selection is sealed now, before any engine runs.
+	sel := sealSelection(o, planned, o.Quality)
+
 	// ABI: every op row on its slot contract, in worker processes.
 	vo := o.Verify
 	vo.Unisolated = o.Isolation.Unsafe
@@ -263,6 +270,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	r.Speed = sp
+	// Quality: the pristine reference T scores the trajectories of a
+	// speed PASS (the candidate's engines are gone by now). A speed PASS
+	// alone never makes a PASS.
+	if ev.Decision == Pass {
+		var qref evidence.Ref
+		qout := stage(StageQuality, func() Outcome {
+			out, ref := runQualityStage(ctx, o, o.Quality, sel, ev)
+			qref = ref
+			return out
+		})
+		r.Quality = qualityRecord(qout, qref, sel)
+	}
 	return finish()
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/prebuild"
+	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/materialize"
@@ -52,9 +53,14 @@ func qualifyOptions(t *testing.T, f enginetest.Fixture, candidate string) Option
 	if err != nil {
 		t.Fatal(err)
 	}
+	qcal, err := quality.DefaultCalibration()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return Options{
-		Plan:  plan.Request{Incumbent: a, IncumbentPath: path, CandidateDir: filepath.Join(ws, filepath.FromSlash(candidate)), Materialize: materialize.Options{Catalog: cat, Payload: payload}},
-		Model: f.Model, ModelDigest: "model", Workload: smoke(t), Policy: testPolicy(), Store: store,
+		Quality: QualityInputs{ReferenceTree: referenceTree(t, t.TempDir()), Calibration: qcal},
+		Plan:    plan.Request{Incumbent: a, IncumbentPath: path, CandidateDir: filepath.Join(ws, filepath.FromSlash(candidate)), Materialize: materialize.Options{Catalog: cat, Payload: payload}},
+		Model:   f.Model, ModelDigest: "model", Workload: smoke(t), Policy: testPolicy(), Store: store,
 		RunDir: f.Run, Python: f.Python, Lanes: cpu, Isolation: f.Iso,
 		Verify:   verify.Options{Device: "cpu", DType: "float32", Python: f.Python, Timeout: 5 * time.Minute},
 		Progress: func(format string, args ...any) { t.Logf(format, args...) },
@@ -78,6 +84,9 @@ func TestQualifyOnTheCPU(t *testing.T) {
 	}
 	t.Logf("decision %s: %s; stages %v", r.Decision, r.Reason, names)
 	want := []string{ScreenStatic, ScreenBuild, ScreenABI, ScreenGraph, ScreenServing, StageSpeed}
+	if r.Speed != nil && r.Speed.Decision == Pass {
+		want = append(want, StageQuality) // T scores every speed PASS
+	}
 	if len(r.Stages) != len(want) {
 		t.Fatalf("stages %v, want %v", names, want)
 	}
@@ -85,7 +94,7 @@ func TestQualifyOnTheCPU(t *testing.T) {
 		if s.Name != want[i] {
 			t.Fatalf("stage %d is %s, want %s", i, s.Name, want[i])
 		}
-		if i < len(want)-1 && s.Decision != Pass && s.Decision != NotApplicable {
+		if i < 5 && s.Decision != Pass && s.Decision != NotApplicable {
 			t.Fatalf("screen %s: %s %s", s.Name, s.Decision, s.Reason)
 		}
 	}
@@ -210,11 +219,11 @@ func TestQualifyPrebuildsACUDASourcesCandidate(t *testing.T) {
 	r := res.Report
 	for _, s := range r.Stages {
 		t.Logf("%s: %s %s", s.Name, s.Decision, s.Reason)
-		if s.Name != StageSpeed && s.Decision != Pass && s.Decision != NotApplicable {
+		if s.Name != StageSpeed && s.Name != StageQuality && s.Decision != Pass && s.Decision != NotApplicable {
 			t.Fatalf("screen %s: %s %s", s.Name, s.Decision, s.Reason)
 		}
 	}
-	if r.Stages[len(r.Stages)-1].Name != StageSpeed || r.Speed == nil || r.Speed.Version != 8 || r.Speed.Speedup == "" {
+	if r.Speed == nil || r.Speed.Version != 8 || r.Speed.Speedup == "" {
 		t.Fatalf("no graded v8 speed stage: %+v", r)
 	}
 	back, err := ParseReport(mustGet(t, o.Store, res.ReportRef))

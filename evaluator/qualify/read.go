@@ -12,7 +12,7 @@ import (
 // Batch is one served batch of a read, as the evidence keeps it.
 type Batch struct {
 	Index int    `json:"index"`
-	Phase string `json:"phase"` // "warmup", "conditioning" or "timed"
+	Phase string `json:"phase"` // "warmup", "conditioning", "timed", or "control" (v7's untimed stock control)
 	// Tokens is what the decode phase generated (max_new_tokens − 1 per
 	// prompt), the window's tokens.
 	Tokens int `json:"tokens"`

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/tools/canonjson"
 )
@@ -39,6 +40,9 @@ type Report struct {
 	Lanes     []Lane  `json:"lanes"`
 	Stages    []Stage `json:"stages"`
 	Speed     *Speed  `json:"speed"`
+	// Quality is the pristine reference T's record; absent (omitted) when
+	// T did not run.
+	Quality *Quality `json:"quality,omitempty"`
 	// Reproduces is the SHA-256 of the canonical report this run
 	// reproduces ("" for a first qualification); LanesExchanged says its
 	// lanes ran with the roles of that report's exchanged.
@@ -108,6 +112,16 @@ type Speed struct {
 	Swaps evidence.Ref `json:"swaps"`
 }
 
+// Quality is T's record in the report: its decision and the evidence it
+// was graded from (the zero Ref when T did not finish), and the selection
+// commitment published before execution.
+type Quality struct {
+	Decision   Decision     `json:"decision"`
+	Reason     string       `json:"reason"`
+	Evidence   evidence.Ref `json:"evidence"`
+	Commitment evidence.Ref `json:"selection_commitment"`
+}
+
 // ErrRegrade is a retained decision the evidence does not reproduce.
 var ErrRegrade = errors.New("regrade disagrees with the report")
 
@@ -159,6 +173,28 @@ func Regrade(store *evidence.Store, r *Report) error {
 		}
 		if d, _ := p.Digest(); d != r.Inputs.Policy {
 			return fmt.Errorf("%w: the retained policy has digest %s, the report names %s", ErrRegrade, d, r.Inputs.Policy)
+		}
+	}
+	if q := r.Quality; q != nil && q.Evidence.SHA256 != "" {
+		ev, err := quality.Regrade(store, q.Evidence)
+		if err != nil {
+			return fmt.Errorf("%w: quality: %v", ErrRegrade, err)
+		}
+		if Decision(ev.Verdict.Decision) != q.Decision {
+			return fmt.Errorf("%w: quality grades %s, the report says %s", ErrRegrade, ev.Verdict.Decision, q.Decision)
+		}
+		if ev.CommitmentDigest != "" && q.Commitment.SHA256 != "" {
+			data, err := store.Get(q.Commitment)
+			if err != nil {
+				return fmt.Errorf("selection commitment: %w", err)
+			}
+			var c quality.SelectionCommitment
+			if err := json.Unmarshal(data, &c); err != nil {
+				return fmt.Errorf("selection commitment: %w", err)
+			}
+			if d, err := c.Digest(); err != nil || d != ev.CommitmentDigest {
+				return fmt.Errorf("%w: the commitment published before execution has digest %s, T revealed against %s", ErrRegrade, d, ev.CommitmentDigest)
+			}
 		}
 	}
 	if got := Aggregate(stages); got != r.Decision {

@@ -152,9 +152,19 @@ func TestSpeedV7OnTheCPU(t *testing.T) {
 	for _, s := range ev.Swaps {
 		swaps = append(swaps, string(s.Role)+":"+s.Lane+":"+s.Tree)
 	}
-	want := []string{"B:baseline:incumbent", "C:candidate:candidate", "restore:candidate:incumbent"}
-	if len(ev.Reads) == 3 {
-		want = append(want, "B_prime:baseline:incumbent")
+	// B′ is read only when inconclusive; either way the baseline engine
+	// swaps once more, to read B′ or to serve the untimed stock control
+	// the pristine reference needs.
+	want := []string{"B:baseline:incumbent", "C:candidate:candidate", "restore:candidate:incumbent", "B_prime:baseline:incumbent"}
+	if len(ev.Reads) == 2 {
+		for _, b := range ev.Batches[speed.BPrime] {
+			if b.Phase != "control" {
+				t.Fatalf("a B′ batch of phase %q after a clear decision, want control", b.Phase)
+			}
+		}
+		if len(ev.Batches[speed.BPrime]) != 6 {
+			t.Fatalf("%d stock control batches, want 6", len(ev.Batches[speed.BPrime]))
+		}
 	}
 	if strings.Join(swaps, " ") != strings.Join(want, " ") {
 		t.Fatalf("swaps %v, want %v", swaps, want)

@@ -36,7 +36,9 @@ type Resident struct {
 // candidate engine is restored to stock. The two-leg limits decide; only
 // when they are inconclusive is B′ read, on the baseline engine after
 // another stock→stock swap. Every swap is followed by the workload's
-// warm-up batches, so each read starts equally warm.
+// warm-up batches, so each read starts equally warm. When no B′ was read,
+// the baseline engine serves the workload once more untimed (phase
+// "control"): the stock trajectories the pristine reference compares.
 func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
 	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}}
 	if p.Version != speed.V7 {
@@ -143,6 +145,23 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 		}
 		if g, err = speed.GradeReads(p, ev.Reads, speed.Options{}); err != nil {
 			ev.Outcome = Outcome{NoDecision, fmt.Sprintf("grading: %v", err)}
+			return ev
+		}
+	}
+	if len(ev.Reads) == 2 {
+		// The two legs decided, so no B′ was read. The pristine reference
+		// still needs a stock control's trajectories: the baseline engine
+		// serves the workload once more after a stock→stock swap, untimed.
+		secs, _, err := base.Swap(ctx, r.IncumbentTree)
+		ev.Swaps = append(ev.Swaps, Swap{Role: speed.BPrime, Lane: "baseline", Tree: "incumbent", Seconds: secs})
+		if err != nil {
+			ev.Outcome = attribute(string(speed.BPrime), false, fmt.Errorf("swap for the stock control: %w", err))
+			return ev
+		}
+		b, err := serve(ctx, base, w, 0, len(w.PromptBatches), "control")
+		ev.recordBatches(speed.BPrime, b)
+		if err != nil {
+			ev.Outcome = attribute(string(speed.BPrime), false, fmt.Errorf("stock control: %w", err))
 			return ev
 		}
 	}

@@ -27,6 +27,7 @@ type fixtureExpectation struct {
 
 var fixtures = map[string]fixtureExpectation{
 	"silu_drops_silu":                 {stage: "verify"},
+	"rmsnorm_wrong_eps":               {stage: "verify"},
 	"silu_new_tensor":                 {stage: "verify"},
 	"silu_mutates_input":              {stage: "verify"},
 	"all_reduce_stale_regrow":         {stage: "verify"},

@@ -410,3 +410,22 @@ func attempts(ctx context.Context, q querier, id int64) ([]Attempt, error) {
 	}
 	return out, classify(rows.Err())
 }
+
+// Proposals lists the proposals in status s, in finalized order (block,
+// event, subevent): the order evaluation takes them in.
+func (l *Ledger) Proposals(ctx context.Context, s Status) ([]Proposal, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT `+proposalColumns+` FROM proposals WHERE status = ? ORDER BY block, event_index, subevent_index`, string(s))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Proposal{}
+	for rows.Next() {
+		p, err := scanProposal(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, rows.Err()
+}

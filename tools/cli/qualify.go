@@ -22,6 +22,7 @@ type qualifyOptions struct {
 	evidence  string
 	out       string
 	reproduce string
+	ledger    string
 	json      bool
 }
 
@@ -76,6 +77,7 @@ and report (the report's path).`,
 	f.StringVar(&o.evidence, "evidence", "", "evidence store directory (default: OUT/evidence)")
 	f.StringVar(&o.out, "out", "qualification", "directory for report.json and report.html")
 	f.StringVar(&o.reproduce, "reproduce", "", "reproduce the qualification of this report.json: same candidate and incumbent, lane roles exchanged")
+	f.StringVar(&o.ledger, "ledger", "", "take the ledger's first published proposal instead of --candidate: qualify it, reproduce it on exchanged lanes, record both attempts")
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
 	cmd.AddCommand(newQualifyCalibrateCommand(s))
 	return cmd
@@ -93,6 +95,9 @@ type qualifyJSON struct {
 }
 
 func runQualify(ctx context.Context, s Streams, o qualifyOptions) error {
+	if o.ledger != "" {
+		return runQualifyLedger(ctx, s, o)
+	}
 	if o.candidate == "" {
 		return fmt.Errorf("--candidate BUNDLE is required")
 	}
@@ -134,7 +139,7 @@ func runQualify(ctx context.Context, s Streams, o qualifyOptions) error {
 	res, err := qualify.Run(ctx, qualify.Options{
 		Plan:  plan.Request{Incumbent: env.stack.assembled, IncumbentPath: o.env.incumbent, CandidateDir: o.candidate, Materialize: env.materialize},
 		Model: env.model, ModelDigest: env.modelDigest, Workload: env.workload, Policy: env.policy, Store: store, RunDir: env.run, Python: env.python,
-		Lanes: env.lanes, Sample: env.sample, Isolation: env.iso, Controller: env.controller, Progress: progress, Reproduces: prior,
+		Lanes: env.lanes, Sample: env.sample, Isolation: env.iso, Controller: env.controller, Progress: progress, Reproduces: prior, Quality: env.quality,
 		Verify: verify.Options{Device: env.lanes[1].Device, Python: env.python, Catalog: env.stack.catalog},
 	})
 	if err != nil {

@@ -15,11 +15,13 @@ import (
 
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/qualify"
+	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/evaluator/workload"
 	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/model"
 	"github.com/cacheon/engine/tools/model/testmodel"
 	"github.com/cacheon/engine/tools/reject"
@@ -32,6 +34,8 @@ type qualificationFlags struct {
 	input      stackInputOptions
 	deps       stackDeps
 	incumbent  string
+	reference  string
+	qualityCal string
 	model      string
 	workload   string
 	policy     string
@@ -43,6 +47,8 @@ type qualificationFlags struct {
 func (o *qualificationFlags) addFlags(f *pflag.FlagSet) {
 	o.input.addFlags(f)
 	f.StringVar(&o.incumbent, "incumbent", filepath.Join("stacks", "incumbent.hcl"), "the incumbent evaluation stack file")
+	f.StringVar(&o.reference, "reference", filepath.Join("stacks", "reference.hcl"), "the reference stack the pristine reference T runs (no contribution)")
+	f.StringVar(&o.qualityCal, "quality-calibration", "", "quality calibration JSON for T's thresholds (default: the embedded CPU calibration)")
 	f.StringVar(&o.model, "model", "", "sealed model directory (default: the generated test model)")
 	f.StringVar(&o.workload, "workload", "", "workload HCL file (default: the embedded smoke workload)")
 	f.StringVar(&o.policy, "policy", "", "speed policy HCL file (default: the embedded v8 policy)")
@@ -63,6 +69,7 @@ type qualification struct {
 	materialize materialize.Options
 	model       string
 	modelDigest string
+	quality     qualify.QualityInputs
 	lanes       [2]lanes.Lane
 	sample      qualify.Sampler
 	controller  string
@@ -108,6 +115,9 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 		}
 	}
 	if q.model, q.modelDigest, err = qualifyModel(o.model, q.run); err != nil {
+		return nil, err
+	}
+	if q.quality, err = qualityInputs(s, o, q.run); err != nil {
 		return nil, err
 	}
 	smi := lanes.Runner{}
@@ -278,4 +288,40 @@ func copyModel(src, dst string) error {
 		}
 		return out.Close()
 	})
+}
+
+// qualityInputs materializes the reference stack (no contribution at all)
+// for the pristine reference T and reads its quality calibration.
+func qualityInputs(s Streams, o qualificationFlags, run string) (qualify.QualityInputs, error) {
+	var in qualify.QualityInputs
+	ref, err := loadStack(s, o.reference, o.input, o.deps, o.quiet)
+	if err != nil {
+		return in, err
+	}
+	if ref.assembled.File.Kind != stack.Reference {
+		return in, reject.Wrap(fmt.Errorf("%s: the reference must be a reference stack, this is a %s stack", o.reference, ref.assembled.File.Kind))
+	}
+	mopts, err := materializeOptions(s, ref, o.deps, true)
+	if err != nil {
+		return in, err
+	}
+	in.ReferenceTree = filepath.Join(run, "reference")
+	noContribution := func(id string, _ stack.Ref) (string, error) {
+		return "", fmt.Errorf("%s: the reference stack names contribution %s", o.reference, id)
+	}
+	if _, err := materialize.Materialize(ref.assembled.Manifest, noContribution, in.ReferenceTree, mopts); err != nil {
+		return in, err
+	}
+	if o.qualityCal == "" {
+		in.Calibration, err = quality.DefaultCalibration()
+		return in, err
+	}
+	data, err := os.ReadFile(o.qualityCal)
+	if err != nil {
+		return in, err
+	}
+	if in.Calibration, err = quality.ParseCalibration(o.qualityCal, data); err != nil {
+		return in, reject.Wrap(err)
+	}
+	return in, nil
 }

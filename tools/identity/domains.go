@@ -65,6 +65,17 @@ const (
 	DomainAuditSeed           Domain = "cacheon.qualification.audit-seed.v1"
 	DomainAuditSecret         Domain = "cacheon.qualification.audit-secret.v1"
 	DomainPrebuildArtifact    Domain = "cacheon.prebuild.artifact"
+	// The pristine reference T's prompt selection (evaluator/quality):
+	// the commitment sealed before execution, the per-prompt ranking key
+	// of the reveal, the receipt of what was revealed, and one prompt's
+	// identity in the pool.
+	DomainSelectionCommitment Domain = "cacheon.qualification.selection-commitment"
+	DomainSelectionKey        Domain = "cacheon.qualification.selection-key"
+	DomainSelectionReceipt    Domain = "cacheon.qualification.selection-receipt"
+	DomainSelectionPrompt     Domain = "cacheon.qualification.selection-prompt"
+	// A quality calibration: stock-versus-stock teacher-forced rounds and
+	// the familywise thresholds they support.
+	DomainQualityCalibration Domain = "cacheon.qualification.quality-calibration"
 )
 
 // Settlement and economics identities (packages settlement/...).
@@ -121,6 +132,11 @@ func Domains() []DomainInfo {
 		{DomainAuditSeed, "DomainAuditSeed", "evaluator/audit", "the audit seed's prefix: SHA-256 over it, NUL, the validator secret and the selected delta"},
 		{DomainAuditSecret, "DomainAuditSecret", "evaluator/audit", "the commitment to the audit's validator secret: SHA-256 over it, NUL and the secret"},
 		{DomainPrebuildArtifact, "DomainPrebuildArtifact", "evaluator/prebuild", "a sealed prebuild artifact's inventory: the native libraries compiled from declared CUDA sources"},
+		{DomainSelectionCommitment, "DomainSelectionCommitment", "evaluator/quality", "the prompt selection sealed before execution"},
+		{DomainSelectionKey, "DomainSelectionKey", "evaluator/quality", "one prompt's ranking key in the selection reveal"},
+		{DomainSelectionReceipt, "DomainSelectionReceipt", "evaluator/quality", "the revealed selection: entropy, secret and the selected prompts"},
+		{DomainSelectionPrompt, "DomainSelectionPrompt", "evaluator/quality", "one prompt of the selection pool (its token ids)"},
+		{DomainQualityCalibration, "DomainQualityCalibration", "evaluator/quality", "stock-versus-stock teacher-forced rounds and the quality thresholds they support"},
 		{DomainSettlementEvent, "DomainSettlementEvent", "settlement/...", "one settlement event of the hash chain"},
 		{DomainSettlementPlan, "DomainSettlementPlan", "settlement/...", "a settlement plan over the queued candidates"},
 		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},

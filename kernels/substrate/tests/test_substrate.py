@@ -177,6 +177,23 @@ class ModelTest(unittest.TestCase):
                 # And a second generate on the same engine repeats itself.
                 self.assertTrue(torch.equal(eng.generate(p, 10).tokens, g.tokens))
 
+    def test_teacher_scores_a_greedy_trajectory(self):
+        from cacheon_substrate import teacher
+        m, hf = make_model(LLAMA, seed=4)
+        p = prompts(1, 6, m.cfg.vocab_size, 9, "cpu")
+        g = Engine(m, 1).generate(p, 10).tokens[0].tolist()
+        nll, argmax = teacher.score(m, p[0].tolist(), g)
+        # The stock engine's greedy tokens are the reference's argmaxes.
+        self.assertEqual(argmax, g)
+        # Each NLL is the token's under an independent fp64 forward.
+        seq = torch.tensor([p[0].tolist() + g[:-1]])
+        want = -torch.log_softmax(naive_logits(m.cfg, hf, seq)[0, 5:], -1)
+        for i, t in enumerate(g):
+            self.assertAlmostEqual(nll[i], want[i, t].item(), places=4)
+        for bad in ([], [m.cfg.vocab_size], [True]):
+            with self.assertRaises(ValueError):
+                teacher.score(m, p[0].tolist(), bad)
+
     def test_bf16_close_to_fp32(self):
         m32, _ = make_model(LLAMA, seed=6)
         m16, _ = make_model(dict(LLAMA, torch_dtype="bfloat16"), seed=6)

@@ -1,0 +1,139 @@
+package qualify
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/evaluator/engine/enginetest"
+	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/lanes"
+	"github.com/cacheon/engine/evaluator/quality"
+	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/testtree"
+)
+
+// referenceTree materializes the repository's reference stack (in a
+// copy of the workspace) under dir.
+func referenceTree(t *testing.T, dir string) string {
+	t.Helper()
+	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/reference.hcl", "stacks/arena.json",
+		"stacks/runtime.json", "stacks/substrate.json")
+	sf, _, diags := stack.Load(filepath.Join(ws, "stacks", "reference.hcl"))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := contribution.PayloadOptions{Closure: contribution.PythonClosure, CUDACheck: contribution.CUDAIncludeCheck, PatcherDigests: map[string]string{}}
+	a, err := stack.Assemble(sf, stack.Sources{}, cat, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "reference")
+	if _, err := materialize.Materialize(a.Manifest, func(string, stack.Ref) (string, error) { return "", nil }, out, materialize.Options{Catalog: cat, Payload: payload}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestQualityStageOnTheCPU runs the v8 speed stage A/A on the CPU, then T
+// over its retained trajectories with the selection sealed first: the
+// stock candidate passes and its evidence re-grades; trajectories the
+// speed stage did not keep in full decide nothing.
+func TestQualityStageOnTheCPU(t *testing.T) {
+	f := enginetest.New(t)
+	cpu, err := lanes.Plan(nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := quality.DefaultCalibration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Model: f.Model, Workload: smoke(t), Store: store, RunDir: f.Run, Python: f.Python, Lanes: cpu, Isolation: f.Iso}
+	in := QualityInputs{ReferenceTree: referenceTree(t, t.TempDir()), Calibration: cal}
+	planned := &plan.Result{Digest: strings.Repeat("ab", 32)}
+	sel := sealSelection(o, planned, in)
+	if sel.Err != nil {
+		t.Fatal(sel.Err)
+	}
+	if _, err := store.Get(sel.Ref); err != nil {
+		t.Fatalf("the commitment is not in the store: %v", err)
+	}
+	ev := runSpeedV8(context.Background(), f.Iso, arms(f), o.Workload, testPolicy(), nil)
+	if ev.Grade == nil {
+		t.Fatalf("speed: %+v", ev.Outcome)
+	}
+	out, ref := runQualityStage(context.Background(), o, in, sel, ev)
+	if out.Decision != Pass || ref.SHA256 == "" {
+		t.Fatalf("quality: %+v, ref %+v", out, ref)
+	}
+	rec, err := quality.Regrade(store, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Commitment.SelectCount != 6 || len(rec.Prompts) != 6 {
+		t.Fatalf("%d of %d prompts judged, want half the pool of 12", len(rec.Prompts), len(rec.Commitment.PromptPool))
+	}
+	// The report's quality record re-grades with the report, and a
+	// record that claims another decision does not.
+	r := &Report{Schema: ReportSchema, Decision: Pass, Stages: []Stage{{Name: StageQuality, Decision: out.Decision, Reason: out.Reason}},
+		Quality: qualityRecord(out, ref, sel)}
+	if err := Regrade(store, r); err != nil {
+		t.Fatalf("regrade: %v", err)
+	}
+	r.Quality.Decision = Fail
+	if err := Regrade(store, r); !errors.Is(err, ErrRegrade) {
+		t.Fatalf("a flipped quality decision re-graded: %v", err)
+	}
+
+	for _, c := range []struct {
+		name string
+		sel  *Selection
+		edit func(ev *SpeedEvidence)
+		want string
+	}{
+		{"no selection", nil, func(*SpeedEvidence) {}, "no selection was committed before execution"},
+		{"C kept short", sel, func(ev *SpeedEvidence) {
+			for i := range ev.Batches[speed.C] {
+				for j := range ev.Batches[speed.C][i].Output {
+					ev.Batches[speed.C][i].Output[j] = ev.Batches[speed.C][i].Output[j][:2]
+				}
+			}
+		}, "the C trajectory holds 2 tokens, want 4"},
+		{"B′ lost", sel, func(ev *SpeedEvidence) { delete(ev.Batches, speed.BPrime) }, "no B_prime trajectory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := &SpeedEvidence{Batches: map[speed.Role][]Batch{}}
+			for r, bs := range ev.Batches {
+				for _, b := range bs {
+					cp := b
+					cp.Output = make([][]int, len(b.Output))
+					for j := range b.Output {
+						cp.Output[j] = append([]int(nil), b.Output[j]...)
+					}
+					bad.Batches[r] = append(bad.Batches[r], cp)
+				}
+			}
+			c.edit(bad)
+			out, ref := runQualityStage(context.Background(), o, in, c.sel, bad)
+			if out.Decision != NoDecision || !strings.Contains(out.Reason, c.want) || ref.SHA256 != "" {
+				t.Fatalf("%+v, ref %+v: want NO_DECISION with %q and nothing published", out, ref, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,242 @@
+// Package evaluate takes the ledger's published proposals through
+// evaluation: the screens and the qualification (one evaluator/qualify
+// run), then its reproduction with the lane roles exchanged, recording
+// every attempt and moving each proposal through the reservation
+// statuses (spec §2.6): published → screening → promoted → qualifying →
+// reproduction_pending → qualifying → qualified, or failed / no_decision
+// with the stage's reason.
+//
+// The qualification itself is the caller's Qualifier (the command line
+// sets up the model, lanes and isolation once); this package owns only
+// the ledger's side, so the same steps run whatever the machine.
+package evaluate
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cacheon/engine/evaluator/qualify"
+	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/settlement/settle"
+	"github.com/cacheon/engine/tools/canonjson"
+)
+
+// Qualifier runs one qualification of the bundle in dir (the ledger's
+// published bytes, checked out read-only), reproducing prior when it is
+// set, and returns the report with its canonical bytes. An error is a
+// qualification that produced no report (the evidence store could not be
+// written): the proposal is then left where it was.
+type Qualifier func(ctx context.Context, dir string, prior *qualify.Report) (*qualify.Report, []byte, error)
+
+// Options configure Next.
+type Options struct {
+	Qualify Qualifier
+	// Intake is the settlement's view of where proposals come from (lane,
+	// arena, reservation); Hotkey and Finalized are filled per proposal.
+	Intake settle.Intake
+	// WorkDir holds each proposal's checkout; removed afterwards.
+	WorkDir  string
+	Progress func(format string, args ...any)
+}
+
+// Step is one recorded attempt.
+type Step struct {
+	Attempt  ledger.Attempt `json:"attempt"`
+	Report   string         `json:"report"` // the report's SHA-256 (its evidence address)
+	Settles  bool           `json:"settles"`
+	Missing  []string       `json:"missing_settlement_fields"`
+	Decision string         `json:"decision"`
+}
+
+// Result is one proposal's evaluation.
+type Result struct {
+	Proposal ledger.Proposal `json:"proposal"`
+	Steps    []Step          `json:"steps"`
+	Status   ledger.Status   `json:"status"` // where the proposal ended
+	Reason   string          `json:"reason"`
+}
+
+// ErrNothingPublished is a ledger with no proposal waiting.
+var ErrNothingPublished = errors.New("no published proposal waits for evaluation")
+
+// Next evaluates the first published proposal in finalized order.
+func Next(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) {
+	waiting, err := l.Proposals(ctx, ledger.Published)
+	if err != nil {
+		return nil, err
+	}
+	if len(waiting) == 0 {
+		return nil, ErrNothingPublished
+	}
+	return Evaluate(ctx, l, waiting[0].ID, o)
+}
+
+// Evaluate takes proposal id (published) through its screens,
+// qualification and reproduction.
+func Evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Result, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	p, err := l.Proposal(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Proposal: *p, Steps: []Step{}}
+	dir, err := os.MkdirTemp(o.WorkDir, "proposal-")
+	if err != nil {
+		return nil, err
+	}
+	defer removeReadOnly(dir)
+	bundleDir := filepath.Join(dir, "bundle")
+	if err := l.Checkout(ctx, id, bundleDir); err != nil {
+		return nil, fmt.Errorf("proposal %d: checkout of its published bytes: %w", id, err)
+	}
+	move := func(to ledger.Status, reason string) error {
+		if err := l.Transition(ctx, id, to, reason); err != nil {
+			return err
+		}
+		res.Status, res.Reason = to, reason
+		progress("proposal %d: %s %s", id, to, reason)
+		return nil
+	}
+	if err := move(ledger.Screening, ""); err != nil {
+		return nil, err
+	}
+	in := o.Intake
+	in.Hotkey = p.Hotkey
+	in.Finalized = settle.Position{Block: uint64(p.Position.Block), EventIndex: uint32(p.Position.Event), SubeventIndex: uint32(p.Position.Subevent)}
+
+	// The qualification: its screens first, then the speed stage.
+	progress("proposal %d: qualifying %s (hotkey %s, target %s)", id, p.ContentHash[:12], p.Hotkey, p.TargetID)
+	first, data, err := o.Qualify(ctx, bundleDir, nil)
+	if err != nil {
+		return nil, err
+	}
+	if stage := failedScreen(first); stage != "" {
+		step, err := record(ctx, l, id, ledger.StageScreen, first, data, in)
+		if err != nil {
+			return nil, err
+		}
+		res.Steps = append(res.Steps, step)
+		return res, move(statusOf(first.Decision), stage+": "+first.Reason)
+	}
+	// The screens passed: their receipt is the same report's.
+	step, err := record(ctx, l, id, ledger.StageScreen, first, data, in)
+	if err != nil {
+		return nil, err
+	}
+	res.Steps = append(res.Steps, step)
+	for _, to := range []ledger.Status{ledger.Promoted, ledger.Qualifying} {
+		if err := move(to, ""); err != nil {
+			return nil, err
+		}
+	}
+	if step, err = record(ctx, l, id, ledger.StageQualification, first, data, in); err != nil {
+		return nil, err
+	}
+	res.Steps = append(res.Steps, step)
+	if first.Decision != qualify.Pass {
+		return res, move(statusOf(first.Decision), first.Reason)
+	}
+
+	// The reproduction, on exchanged lanes.
+	if err := move(ledger.ReproductionPending, "the first qualification passed"); err != nil {
+		return nil, err
+	}
+	if err := move(ledger.Qualifying, ""); err != nil {
+		return nil, err
+	}
+	progress("proposal %d: reproducing on exchanged lanes", id)
+	second, data, err := o.Qualify(ctx, bundleDir, first)
+	if err != nil {
+		return nil, err
+	}
+	step, err = record(ctx, l, id, ledger.StageQualification, second, data, in)
+	if err != nil {
+		return nil, err
+	}
+	res.Steps = append(res.Steps, step)
+	if second.Decision != qualify.Pass {
+		return res, move(statusOf(second.Decision), "reproduction: "+second.Reason)
+	}
+	return res, move(ledger.Qualified, "")
+}
+
+// failedScreen names the screen a report stopped at, "" when every screen
+// passed (the speed stage, and any after it, decided).
+func failedScreen(r *qualify.Report) string {
+	screens := map[string]bool{qualify.ScreenStatic: true, qualify.ScreenBuild: true, qualify.ScreenABI: true, qualify.ScreenGraph: true, qualify.ScreenServing: true}
+	for _, s := range r.Stages {
+		if screens[s.Name] && s.Decision != qualify.Pass && s.Decision != qualify.NotApplicable {
+			return s.Name
+		}
+	}
+	if len(r.Stages) > 0 && screens[r.Stages[len(r.Stages)-1].Name] {
+		return r.Stages[len(r.Stages)-1].Name // stopped after the screens without a speed stage
+	}
+	return ""
+}
+
+// statusOf is where a decided attempt leaves its proposal: a FAIL is
+// terminal, anything else (NO_DECISION) waits for a retry.
+func statusOf(d qualify.Decision) ledger.Status {
+	if d == qualify.Fail {
+		return ledger.Failed
+	}
+	return ledger.NoDecision
+}
+
+// record writes one attempt, with its settlement view when the report
+// carries every field settlement needs.
+func record(ctx context.Context, l *ledger.Ledger, id int64, stage string, r *qualify.Report, data []byte, in settle.Intake) (Step, error) {
+	// The report's evidence address: the SHA-256 of its canonical bytes.
+	sum := sha256.Sum256(bytes.TrimSuffix(data, []byte("\n")))
+	digest := hex.EncodeToString(sum[:])
+	decision := r.Decision
+	if stage == ledger.StageScreen && failedScreen(r) == "" {
+		decision = qualify.Pass // every screen passed; the speed stage is the qualification's
+	}
+	a := ledger.Attempt{Stage: stage, ReportDigest: digest, EvidenceAddress: digest, Decision: string(decision), Reason: r.Reason}
+	step := Step{Report: digest, Decision: string(decision), Missing: []string{}}
+	if stage == ledger.StageQualification && r.Decision == qualify.Pass {
+		q, err := settle.FromReport(data, in)
+		var rej *settle.Rejection
+		switch {
+		case err == nil:
+			view, err := canonjson.Marshal(&q)
+			if err != nil {
+				return Step{}, err
+			}
+			a.Settlement, step.Settles = view, true
+		case errors.As(err, &rej) && len(rej.Missing) > 0:
+			step.Missing = rej.Missing
+		default:
+			return Step{}, fmt.Errorf("proposal %d: the settlement view of report %s: %w", id, digest, err)
+		}
+	}
+	seq, err := l.RecordAttempt(ctx, id, a)
+	if err != nil {
+		return Step{}, err
+	}
+	a.Seq = seq
+	step.Attempt = a
+	return step, nil
+}
+
+// removeReadOnly removes a checkout the ledger wrote read-only.
+func removeReadOnly(dir string) {
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/qualify"
+	"github.com/cacheon/engine/evaluator/verify"
+	"github.com/cacheon/engine/settlement/evaluate"
+	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/settlement/settle"
+	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/tools/atomicwrite"
+)
+
+// qualifyLedgerJSON is qualify --ledger's --json document.
+type qualifyLedgerJSON struct {
+	Proposal int64           `json:"proposal"`
+	Status   string          `json:"status"`
+	Reason   string          `json:"reason"`
+	Steps    []evaluate.Step `json:"steps"`
+	Reports  []string        `json:"reports"`
+}
+
+// runQualifyLedger takes the ledger's first published proposal through
+// its qualification and the reproduction (evaluate.Next), writing each
+// report under OUT/proposal-N/.
+func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
+	if o.candidate != "" || o.reproduce != "" {
+		return fmt.Errorf("--ledger takes the candidate from the ledger: drop --candidate and --reproduce")
+	}
+	progress := func(format string, args ...any) {
+		if !o.json {
+			fmt.Fprintf(s.Err, "cacheon: "+format+"\n", args...)
+		}
+	}
+	out, err := filepath.Abs(o.out)
+	if err != nil {
+		return err
+	}
+	storeDir := o.evidence
+	if storeDir == "" {
+		storeDir = filepath.Join(out, "evidence")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	store, err := evidence.Open(storeDir, 0)
+	if err != nil {
+		return err
+	}
+	l, err := ledger.Open(ctx, o.ledger, ledger.Options{})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	o.env.quiet = o.json
+	env, err := setUpQualification(ctx, s, o.env)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	runs := 0
+	doc := qualifyLedgerJSON{Steps: []evaluate.Step{}, Reports: []string{}}
+	qualifier := func(ctx context.Context, dir string, prior *qualify.Report) (*qualify.Report, []byte, error) {
+		runs++
+		runDir := filepath.Join(env.run, fmt.Sprintf("run%d", runs))
+		if err := os.MkdirAll(runDir, 0o755); err != nil {
+			return nil, nil, err
+		}
+		res, err := qualify.Run(ctx, qualify.Options{
+			Plan:  plan.Request{Incumbent: env.stack.assembled, IncumbentPath: o.env.incumbent, CandidateDir: dir, Materialize: env.materialize},
+			Model: env.model, ModelDigest: env.modelDigest, Workload: env.workload, Policy: env.policy, Store: store, RunDir: runDir, Python: env.python,
+			Lanes: env.lanes, Sample: env.sample, Isolation: env.iso, Controller: env.controller, Progress: progress, Reproduces: prior, Quality: env.quality,
+			Verify: verify.Options{Device: env.lanes[1].Device, Python: env.python, Catalog: env.stack.catalog},
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		data, err := res.Report.Canonical()
+		if err != nil {
+			return nil, nil, err
+		}
+		path := filepath.Join(out, fmt.Sprintf("proposal-%d", doc.Proposal), fmt.Sprintf("report-%d.json", runs))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, nil, err
+		}
+		if err := atomicwrite.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+			return nil, nil, err
+		}
+		page, err := qualify.HTML(store, res.Report)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := atomicwrite.WriteFile(path[:len(path)-len(".json")]+".html", page, 0o644); err != nil {
+			return nil, nil, err
+		}
+		doc.Reports = append(doc.Reports, path)
+		return res.Report, data, nil
+	}
+	waiting, err := l.Proposals(ctx, ledger.Published)
+	if err != nil {
+		return err
+	}
+	if len(waiting) == 0 {
+		return fmt.Errorf("%s: %w", o.ledger, evaluate.ErrNothingPublished)
+	}
+	doc.Proposal = waiting[0].ID
+	res, err := evaluate.Evaluate(ctx, l, doc.Proposal, evaluate.Options{
+		Qualify: qualifier, Intake: settle.Intake{Lane: settle.LaneRegistered, Arena: waiting[0].ArenaDigest},
+		WorkDir: env.run, Progress: progress,
+	})
+	if err != nil {
+		return err
+	}
+	doc.Status, doc.Reason, doc.Steps = string(res.Status), res.Reason, res.Steps
+	if o.json {
+		if err := writeJSON(s.Out, doc); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(s.Out, "proposal %d: %s %s\n", doc.Proposal, doc.Status, doc.Reason)
+		for _, st := range res.Steps {
+			fmt.Fprintf(s.Out, "  attempt %d %-13s %-11s report %s\n", st.Attempt.Seq, st.Attempt.Stage, st.Decision, st.Report)
+			if len(st.Missing) > 0 {
+				fmt.Fprintf(s.Out, "    settlement cannot pair it yet: the report lacks %v\n", st.Missing)
+			}
+		}
+		for _, p := range doc.Reports {
+			fmt.Fprintf(s.Out, "report %s\n", p)
+		}
+	}
+	switch res.Status {
+	case ledger.Failed:
+		return alreadyReported(exitWith(qualify.Fail.ExitCode(), errors.New(res.Reason)))
+	case ledger.NoDecision:
+		return alreadyReported(exitWith(qualify.NoDecision.ExitCode(), errors.New(res.Reason)))
+	}
+	return nil
+}
