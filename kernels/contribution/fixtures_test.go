@@ -18,7 +18,7 @@ import (
 // fixture must pass every stage here, so that the owning stage is the one
 // that refuses it.
 type fixtureExpectation struct {
-	stage    string                 // inspection stage that rejects it, or "scan"/"verify"/"unregistered"
+	stage    string                 // inspection stage that rejects it, or "scan"/"verify"/"audit"/"quality"/"unregistered"
 	class    error                  // manifest error class, for StageLoad
 	rule     catalog.ResolutionRule // for StageResolve
 	scanRule scan.Rule              // for "scan"
@@ -31,6 +31,10 @@ var fixtures = map[string]fixtureExpectation{
 	"silu_new_tensor":                 {stage: "verify"},
 	"silu_mutates_input":              {stage: "verify"},
 	"all_reduce_stale_regrow":         {stage: "verify"},
+	"rmsnorm_wrong_after_n_calls":     {stage: "audit"},
+	"rmsnorm_lower_precision":         {stage: "audit"},
+	"rmsnorm_mutates_input":           {stage: "audit"},
+	"rmsnorm_wrong_unless_audited":    {stage: "quality"},
 	"banned_import":                   {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
 	"exec_call":                       {stage: StagePayload, scanRule: scan.RuleBannedCall, contains: `kernels/silu_and_mul.py:7:1: dynamic import: name "exec"`},
 	"getattr_dynamic":                 {stage: "scan", scanRule: scan.RuleDynamicAttribute, contains: "getattr"},
@@ -94,7 +98,7 @@ func TestFixturesFailForTheirReason(t *testing.T) {
 			}
 			in, err := Inspect(filepath.Join(root, name), testOptions(t))
 			switch want.stage {
-			case "scan", "verify":
+			case "scan", "verify", "audit", "quality":
 				if err != nil || !in.Registered() {
 					t.Fatalf("must pass every stage here so that %s refuses it; got %v", want.stage, err)
 				}
@@ -102,9 +106,9 @@ func TestFixturesFailForTheirReason(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want.stage == "verify" {
+				if want.stage == "verify" || want.stage == "audit" || want.stage == "quality" {
 					if rep.Violations != 0 {
-						t.Fatalf("a verify fixture must scan clean, got %+v", rep)
+						t.Fatalf("a %s fixture must scan clean, got %+v", want.stage, rep)
 					}
 					return
 				}

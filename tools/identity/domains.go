@@ -62,6 +62,8 @@ const (
 	DomainMarginalWorkload    Domain = "cacheon.qualification.marginal-workload.v1"
 	DomainEngineConfig        Domain = "cacheon.qualification.engine-config"
 	DomainCalibration         Domain = "cacheon.qualification.calibration"
+	DomainAuditSeed           Domain = "cacheon.qualification.audit-seed.v1"
+	DomainAuditSecret         Domain = "cacheon.qualification.audit-secret.v1"
 	DomainPrebuildArtifact    Domain = "cacheon.prebuild.artifact"
 	// The pristine reference T's prompt selection (evaluator/quality):
 	// the commitment sealed before execution, the per-prompt ranking key
@@ -127,6 +129,8 @@ func Domains() []DomainInfo {
 		{DomainMarginalWorkload, "DomainMarginalWorkload", "evaluator/workload", "a qualification workload: prompt batches and read structure"},
 		{DomainEngineConfig, "DomainEngineConfig", "evaluator/workload", "the engine configuration every arm is served with"},
 		{DomainCalibration, "DomainCalibration", "evaluator/qualify", "stock-versus-stock rounds on a machine's lanes and the thresholds they support"},
+		{DomainAuditSeed, "DomainAuditSeed", "evaluator/audit", "the audit seed's prefix: SHA-256 over it, NUL, the validator secret and the selected delta"},
+		{DomainAuditSecret, "DomainAuditSecret", "evaluator/audit", "the commitment to the audit's validator secret: SHA-256 over it, NUL and the secret"},
 		{DomainPrebuildArtifact, "DomainPrebuildArtifact", "evaluator/prebuild", "a sealed prebuild artifact's inventory: the native libraries compiled from declared CUDA sources"},
 		{DomainSelectionCommitment, "DomainSelectionCommitment", "evaluator/quality", "the prompt selection sealed before execution"},
 		{DomainSelectionKey, "DomainSelectionKey", "evaluator/quality", "one prompt's ranking key in the selection reveal"},

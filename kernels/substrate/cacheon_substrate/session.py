@@ -22,7 +22,8 @@ prepared weights are forgotten and CUDA graphs are captured again by the next ba
 
 K is at least 2. The seconds are this process's clock around the phase, device-synchronized. The
 controller times every phase on its own clock too and refuses frames whose seconds disagree with
-it. A request that fails is answered {"id": N, "error": "..."}; the end of input ends the session
+it. An audit session (the CACHEON_SLOT_AUDIT_* variables, docs/reference/audit.md) runs eagerly
+and records its expected slots' calls; a timed session is never given them. A request that fails is answered {"id": N, "error": "..."}; the end of input ends the session
 with exit status 0.
 """
 
@@ -105,6 +106,15 @@ def main(argv=None) -> int:
     from .runtime import Options, build
 
     m = build(Options(model=a.model, tree=a.engine_tree, native=a.native_artifact, device=device, max_len=a.max_len))
+    # Audit mode (docs/reference/audit.md): only the audit session gets
+    # the variables; it runs eagerly and never swaps, so every slot call
+    # goes through the recorder on the seam it was installed on.
+    from . import audit
+    recorder = audit.from_env(os.environ)
+    if recorder is not None:
+        if a.graph or a.swap_tree:
+            raise audit.AuditError("an audit session runs eagerly on one tree: --graph and --swap-tree are refused")
+        recorder.install(m.seam)
     send({"ready": True, "protocol": PROTOCOL, "substrate": substrate_digest(), "device": str(m.device),
           "slots": {k: v["status"] for k, v in m.seam.report().items()}})
     engines = {}
@@ -114,6 +124,8 @@ def main(argv=None) -> int:
     while True:
         line = reader.next()
         if line is None:
+            if recorder is not None:
+                recorder.close()
             return 0
         rid = None
         try:

@@ -29,6 +29,8 @@ def main() -> int:
             from . import candidate as impl
         elif role == "reference":
             from . import reference as impl
+        elif role == "audit":
+            from . import audit as impl
         else:
             print(f"cacheon_worker: unknown role {role!r}", file=sys.stderr)
             return 3

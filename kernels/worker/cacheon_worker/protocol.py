@@ -43,6 +43,10 @@ def read_request(stream=None):
         if not isinstance(contracts, list) or not all(isinstance(c, dict) and isinstance(c.get("slot"), str)
                                                       for c in contracts):
             raise ProtocolError("a plan request needs 'contracts': a list of slot contracts, each naming its 'slot'")
+    elif req["role"] == "audit":
+        contracts = req.get("contracts")
+        if not isinstance(contracts, list) or not contracts or not all(isinstance(c, dict) for c in contracts):
+            raise ProtocolError("an audit request needs 'contracts': the catalog's contracts of the expected slots")
     elif req["role"] in ("candidate", "reference"):
         if not isinstance(req.get("contract"), dict):
             raise ProtocolError(f"a {req['role']} request needs 'contract': the catalog's contract of its slot")

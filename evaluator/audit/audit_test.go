@@ -1,0 +1,307 @@
+package audit
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/evaluator/engine/enginetest"
+	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/verify"
+	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/evaluator/workload"
+	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/testtree"
+)
+
+// planned plans candidate over the repository's incumbent (in a copy of
+// the workspace) and returns the plan with both trees kept, the
+// workspace and the catalog.
+func planned(t *testing.T, f enginetest.Fixture, candidate string) (*plan.Result, string, *catalog.Catalog) {
+	t.Helper()
+	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/incumbent.hcl", "stacks/arena.json",
+		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions", "kernels/fixtures")
+	path := filepath.Join(ws, "stacks", "incumbent.hcl")
+	sf, _, diags := stack.Load(path)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := contribution.PayloadOptions{Closure: contribution.PythonClosure, CUDACheck: contribution.CUDAIncludeCheck, PatcherDigests: map[string]string{}}
+	a, err := stack.Assemble(sf, stack.Sources{}, cat, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := plan.Run(context.Background(), plan.Request{Incumbent: a, IncumbentPath: path,
+		CandidateDir: filepath.Join(ws, filepath.FromSlash(candidate)), Materialize: materialize.Options{Catalog: cat, Payload: payload},
+		TreeDir: filepath.Join(f.Run, "trees")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, ws, cat
+}
+
+// contractsOf are the catalog contracts of the target's member slots.
+func contractsOf(t *testing.T, cat *catalog.Catalog, target string) []worker.SlotContract {
+	t.Helper()
+	tg, ok := cat.Target(target)
+	if !ok {
+		t.Fatalf("no target %s", target)
+	}
+	var cs []worker.SlotContract
+	for _, m := range tg.Members {
+		s, ok := cat.Slot(m)
+		if !ok {
+			t.Fatalf("no slot %s", m)
+		}
+		cs = append(cs, worker.ContractOf(s))
+	}
+	return cs
+}
+
+// auditWorkload is a workload of two batches whose shortest prompt has
+// five tokens (two of them, so the tie-break decides).
+func auditWorkload() *workload.Workload {
+	return &workload.Workload{Name: "audit-test", MaxNewTokens: 4, Warmup: 1,
+		PromptBatches: [][][]int{{{5, 6, 7, 8, 9, 10}, {1, 2, 3, 4, 5}}, {{9, 8, 7, 6, 5}, {1, 1, 1, 1, 1, 1, 1}}}}
+}
+
+func options(t *testing.T, f enginetest.Fixture, candidate string) Options {
+	t.Helper()
+	res, _, cat := planned(t, f, candidate)
+	return Options{Python: f.Python, Root: f.Root, Tree: res.CandidateTree, Model: f.Model, Device: "cpu",
+		WorkDir: filepath.Join(f.Run, "audit"), Isolation: f.Iso, Workload: auditWorkload(),
+		Contracts:     contractsOf(t, cat, res.Candidate.Transition.TargetID),
+		Secret:        []byte(strings.Repeat("s", MinSecretBytes)),
+		SelectedDelta: res.Inspection.SelectedDeltaDigest,
+		StartTimeout:  5 * time.Minute, BatchTimeout: 2 * time.Minute,
+		Progress: func(format string, args ...any) { t.Logf(format, args...) }}
+}
+
+// TestAuditOnTheCPU audits an honest contribution and the fixtures that
+// cheat at the seam, each on a real engine session and a real judge.
+func TestAuditOnTheCPU(t *testing.T) {
+	cases := []struct {
+		candidate string
+		decision  string
+		reason    []string // substrings of the reason
+	}{
+		{"kernels/contributions/rmsnorm_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
+		{"kernels/fixtures/rmsnorm_wrong_after_n_calls", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}},
+		{"kernels/fixtures/rmsnorm_lower_precision", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 0:", "bar 0.995"}},
+		{"kernels/fixtures/rmsnorm_mutates_input", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "inputs x changed by the call"}},
+		// The reverse fixture: honest exactly when audited. The audit passes
+		// it (the kernel can tell it is audited); T must catch it.
+		{"kernels/fixtures/rmsnorm_wrong_unless_audited", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.candidate), func(t *testing.T) {
+			f := enginetest.New(t)
+			o := options(t, f, c.candidate)
+			ev, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s by %s: %s (engine %s s, judge %s s)", ev.Decision, ev.DecidedBy, ev.Reason, ev.EngineSeconds, ev.JudgeSeconds)
+			if ev.Decision != c.decision || ev.DecidedBy != ByGate {
+				t.Fatalf("decision %s by %s (%s), want %s by the gate", ev.Decision, ev.DecidedBy, ev.Reason, c.decision)
+			}
+			for _, want := range c.reason {
+				if !strings.Contains(ev.Reason, want) {
+					t.Errorf("reason %q lacks %q", ev.Reason, want)
+				}
+			}
+			if len(ev.Receipts) != 1 || ev.Receipts[0].N < DefaultMinCalls || ev.Receipts[0].N != ev.Receipts[0].Calls {
+				t.Fatalf("receipts %+v", ev.Receipts)
+			}
+			if ev.Receipts[0].Origins["stock"] != 0 {
+				t.Errorf("recorded calls ran stock: %v", ev.Receipts[0].Origins)
+			}
+			store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := Publish(store, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Regrade(store, ref); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestVerifyPassesTheAuditFixtures is the point of the audit fixtures:
+// verify's short cases (at float32, as the qualification's ABI screen
+// runs them) pass every one of them.
+func TestVerifyPassesTheAuditFixtures(t *testing.T) {
+	f := enginetest.New(t)
+	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "kernels/fixtures")
+	for _, name := range []string{"rmsnorm_wrong_after_n_calls", "rmsnorm_lower_precision", "rmsnorm_mutates_input", "rmsnorm_wrong_unless_audited"} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.MkdirAll(filepath.Join(f.Run, "verify-"+name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := verify.Run(context.Background(), filepath.Join(ws, "kernels", "fixtures", name), verify.Options{
+				Device: "cpu", DType: "float32", Python: f.Python, Timeout: 5 * time.Minute,
+				Unisolated: f.Iso.Unsafe, WorkDir: filepath.Join(f.Run, "verify-"+name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Verdict != verify.Pass {
+				t.Fatalf("verify refused %s: %s %s", name, rep.Verdict, rep.Reason)
+			}
+		})
+	}
+}
+
+// TestRecordsAreHostileInput: records the candidate's engine left behind
+// that are truncated, forged or missing fail the candidate, with a reason
+// naming what is wrong; the judge never trusts them.
+func TestRecordsAreHostileInput(t *testing.T) {
+	f := enginetest.New(t)
+	o := options(t, f, "kernels/contributions/rmsnorm_torch")
+	ev, err := Run(context.Background(), o)
+	if err != nil || ev.Decision != Pass {
+		t.Fatalf("honest run: %v %+v", err, ev)
+	}
+	recDir := filepath.Join(o.WorkDir, "engine", "audit")
+	seed, err := Seed(o.Secret, o.SelectedDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := Policy{MinCalls: DefaultMinCalls, RatePPM: DefaultRatePPM, ExpectedSlots: []string{"norm.rmsnorm"}, WorldSize: 1}
+	rec := filepath.Join(recDir, "norm.rmsnorm.0000003.rec")
+	orig, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(recDir, "activation.silu_and_mul.0000000.rec")
+	index, err := os.ReadFile(filepath.Join(recDir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		mutate func(t *testing.T)
+		want   string
+	}{
+		{"truncated", func(t *testing.T) { write(t, rec, orig[:len(orig)-3]) }, "do not hold"},
+		{"header_overrun", func(t *testing.T) { write(t, rec, append([]byte{0xff, 0xff, 0xff, 0, 0, 0, 0, 0}, orig[8:]...)) }, "header length"},
+		{"missing", func(t *testing.T) { os.Remove(rec) }, "records are missing"},
+		{"no_index", func(t *testing.T) { os.Remove(filepath.Join(recDir, "index.json")) }, "index.json is missing"},
+		{"forged_index", func(t *testing.T) {
+			write(t, filepath.Join(recDir, "index.json"), []byte(strings.Replace(string(index), `"overflow": false`, `"overflow": false, "pass": true`, 1)))
+		}, "not an audit index"},
+		{"stray", func(t *testing.T) { write(t, stray, orig) }, "records of no expected slot"},
+		{"relabelled", func(t *testing.T) {
+			write(t, rec, []byte(strings.Replace(string(orig), `"call":3`, `"call":4`, 1)))
+		}, "header names"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			write(t, rec, orig)
+			write(t, filepath.Join(recDir, "index.json"), index)
+			os.Remove(stray)
+			c.mutate(t)
+			wd := filepath.Join(f.Run, "rejudge-"+c.name)
+			oo := o
+			oo.WorkDir = wd
+			res, by, d, r := judge(context.Background(), oo, seed, pol, recDir)
+			if d != "" {
+				t.Fatalf("judge: %s %s %s", by, d, r)
+			}
+			if len(res.RecordErrors) != 1 || !strings.Contains(res.RecordErrors[0].Reason, c.want) {
+				t.Fatalf("record errors %+v, want one with %q", res.RecordErrors, c.want)
+			}
+		})
+	}
+}
+
+// TestASlotTheJudgeCannotRecomputeIsNoDecision: an expected slot whose
+// truth this validator cannot recompute from records is its own
+// shortfall, never the candidate's FAIL and never a PASS.
+func TestASlotTheJudgeCannotRecomputeIsNoDecision(t *testing.T) {
+	f := enginetest.New(t)
+	o := options(t, f, "kernels/contributions/rmsnorm_torch")
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Contracts = append(o.Contracts, contractsOf(t, cat, "attention.decode")...)
+	ev, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Decision != NoDecision || ev.DecidedBy != ByJudge || !strings.Contains(ev.Reason, "cannot audit slot(s) attention.decode") {
+		t.Fatalf("%s by %s: %s", ev.Decision, ev.DecidedBy, ev.Reason)
+	}
+}
+
+func write(t *testing.T, path string, data []byte) {
+	t.Helper()
+	os.Remove(path)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEngineFaultsAreTheCandidates: an audit engine taken over by its
+// kernel — one that dies at start, one that serves but records nothing,
+// one that refuses a batch — is the candidate's FAIL, decided before any
+// judge runs.
+func TestEngineFaultsAreTheCandidates(t *testing.T) {
+	f := enginetest.New(t)
+	tree := filepath.Join(f.Run, "tree")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// An engine that answers every phase honestly and at a believable
+	// pace, and records nothing.
+	serveTokens := `batch = None
+for line in inp:
+    r = json.loads(line)
+    time.sleep(0.01)
+    if r.get("op") == "batch":
+        batch = r
+        send({"id": r["id"], "phase": "prefill", "seconds": 0.005})
+    else:
+        send({"id": r["id"], "tokens": [[1] * batch["max_new_tokens"] for _ in batch["prompts"]], "seconds": 0.005})
+`
+	cases := []struct {
+		name, source, by, reason string
+	}{
+		{"dies_at_start", "import sys\nsys.exit(3)\n", ByEngine, "audit engine start: engine start"},
+		{"records_nothing", enginetest.Prelude + enginetest.ReadyFrame + serveTokens, ByRecords, "left no audit record directory"},
+		{"refuses_a_batch", enginetest.Prelude + enginetest.ReadyFrame +
+			`serve(lambda b: send({"id": b["id"], "error": "RuntimeError: no"}))
+`, ByEngine, "audit engine batch 0: engine refused_batch"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := Options{Python: f.Python, Root: f.HostileRoot(t, c.name, c.source), Tree: tree, Model: f.Model, Device: "cpu",
+				WorkDir: filepath.Join(f.Run, "audit-"+c.name), Isolation: f.Iso, Workload: auditWorkload(),
+				Contracts:     []worker.SlotContract{{Slot: "norm.rmsnorm"}},
+				Secret:        []byte(strings.Repeat("s", MinSecretBytes)),
+				SelectedDelta: strings.Repeat("0", 64), StartTimeout: time.Minute, BatchTimeout: time.Minute}
+			ev, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Decision != Fail || ev.DecidedBy != c.by || !strings.Contains(ev.Reason, c.reason) {
+				t.Fatalf("%s by %s: %s; want FAIL by %s with %q", ev.Decision, ev.DecidedBy, ev.Reason, c.by, c.reason)
+			}
+		})
+	}
+}

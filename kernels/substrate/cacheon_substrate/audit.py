@@ -1,0 +1,193 @@
+"""Audit mode of an engine session (audit role A; docs/reference/audit.md).
+
+Only the audit session is started with the CACHEON_SLOT_AUDIT_* variables;
+a timed session never is, so the recording costs a timed read nothing.
+In audit mode every call the seam makes at an expected slot is counted,
+and on the sampled calls the recorder keeps a clone of every argument
+taken before the call and every tensor argument as the call left it (the
+candidate's outputs). It writes them to files in the session's private
+directory. Nothing is judged here: the validator's reference worker reads
+the files after this process has ended and recomputes the stock result
+on the recorded inputs, in a process that runs no candidate code.
+
+Record format (one file per sampled call, ``<slot>.<call:07d>.rec``):
+8 bytes little-endian header length N, N bytes of JSON header, then the
+raw tensor bytes. The header is {"slot", "call", "origin", "args": [...]}
+with one entry per positional argument: {"kind": "tensor", "dtype",
+"shape", "pre": [begin, end], "post": [begin, end]} (post equal to pre when
+the call left the argument unchanged), {"kind": "scalar",
+"value"}, {"kind": "tuple", "items": [tensor entries]} or {"kind":
+"opaque"} (a process group). Offsets are relative to the end of the
+header. At the end of the session ``index.json`` says how many calls each
+expected slot saw.
+"""
+
+import hashlib
+import json
+import os
+import struct
+
+import torch
+
+ENV_DIR = "CACHEON_SLOT_AUDIT_DIR"
+ENV_RATE = "CACHEON_SLOT_AUDIT_RATE"  # parts per million of the calls recorded
+ENV_SEED = "CACHEON_SLOT_AUDIT_SEED"  # 32 hex, the same on every rank
+ENV_SLOTS = "CACHEON_SLOT_AUDIT_SLOTS"  # comma-separated expected slots
+ENV_RANK = "CACHEON_SLOT_AUDIT_RANK"
+
+INDEX = "index.json"
+SUFFIX = ".rec"
+# Bounds the controller's judge enforces too: one record, all records.
+RECORD_LIMIT = 64 << 20
+TOTAL_LIMIT = 1 << 30
+PPM = 1_000_000
+
+
+class AuditError(Exception):
+    """The audit configuration is malformed."""
+
+
+def sampled(seed: str, slot: str, call: int, rate_ppm: int) -> bool:
+    """Whether call number `call` of slot is recorded: the first eight
+    bytes of SHA-256(seed NUL slot NUL call) modulo a million, below the
+    rate. The judge recomputes the same schedule."""
+    if rate_ppm >= PPM:
+        return True
+    h = hashlib.sha256(f"{seed}\0{slot}\0{call}".encode()).digest()
+    return int.from_bytes(h[:8], "big") % PPM < rate_ppm
+
+
+def record_name(slot: str, call: int) -> str:
+    return f"{slot}.{call:07d}{SUFFIX}"
+
+
+def _raw(t: torch.Tensor) -> bytes:
+    c = t.detach().contiguous().cpu()
+    if c.dtype == torch.bool:
+        c = c.to(torch.uint8)
+    return c.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def _dtype(t: torch.Tensor) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+class Recorder:
+    """Wraps one seam's call for the expected slots."""
+
+    def __init__(self, directory, rate_ppm, seed, slots, rank=0):
+        self.dir, self.rate, self.seed, self.slots, self.rank = directory, rate_ppm, seed, frozenset(slots), rank
+        self.calls = {s: 0 for s in sorted(self.slots)}
+        self.recorded = {s: 0 for s in sorted(self.slots)}
+        self.bytes = 0
+        self.overflow = False
+        os.makedirs(self.dir, exist_ok=True)
+
+    def install(self, seam):
+        inner = seam.call
+
+        def call(slot, live, *args, graph=False):
+            if slot not in self.slots:
+                return inner(slot, live, *args, graph=graph)
+            if graph:
+                raise AuditError("an audit session runs eagerly; a captured call cannot be recorded")
+            i = self.calls[slot]
+            self.calls[slot] = i + 1
+            if not sampled(self.seed, slot, i, self.rate):
+                return inner(slot, live, *args, graph=graph)
+            # The clones are taken before the candidate runs, so what it
+            # does to its arguments cannot change the recorded inputs.
+            pre = [_clone(a) for a in args]
+            result = inner(slot, live, *args, graph=graph)
+            if args and isinstance(args[0], torch.Tensor) and args[0].device.type == "cuda":
+                torch.cuda.synchronize()
+            self._write(slot, i, seam.resolve(slot, live, graph).origin, pre, args)
+            return result
+
+        seam.call = call
+        return self
+
+    def _write(self, slot, i, origin, pre, post):
+        blobs, entries, offset = [], [], 0
+
+        def put(data):
+            nonlocal offset
+            blobs.append(data)
+            span = [offset, offset + len(data)]
+            offset += len(data)
+            return span
+
+        def tensor_entry(p, q):
+            before, after = _raw(p), _raw(q)
+            e = {"kind": "tensor", "dtype": _dtype(p), "shape": list(p.shape), "pre": put(before)}
+            # An argument the call left as it was (an input) is recorded
+            # once; one it changed (an output, or a mutated input) twice.
+            e["post"] = e["pre"] if after == before else put(after)
+            return e
+
+        for p, q in zip(pre, post):
+            if isinstance(p, torch.Tensor):
+                entries.append(tensor_entry(p, q))
+            elif isinstance(p, tuple) and p and all(isinstance(x, torch.Tensor) for x in p):
+                entries.append({"kind": "tuple", "items": [tensor_entry(a, b) for a, b in zip(p, q)]})
+            elif isinstance(p, (bool, int, float)):
+                entries.append({"kind": "scalar", "value": p})
+            else:
+                entries.append({"kind": "opaque"})
+        header = json.dumps({"slot": slot, "call": i, "origin": origin, "args": entries},
+                            separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
+        size = 8 + len(header) + offset
+        if size > RECORD_LIMIT or self.bytes + size > TOTAL_LIMIT:
+            # Over budget: the record is left out and the index says so,
+            # which the judge reads as the validator's own shortfall.
+            self.overflow = True
+            return
+        path = os.path.join(self.dir, record_name(slot, i))
+        with open(path + ".tmp", "wb") as f:
+            f.write(struct.pack("<Q", len(header)))
+            f.write(header)
+            for b in blobs:
+                f.write(b)
+        os.replace(path + ".tmp", path)
+        self.bytes += size
+        self.recorded[slot] += 1
+
+    def close(self):
+        doc = {"rank": self.rank, "pid": os.getpid(), "rate_ppm": self.rate, "seed": self.seed,
+               "overflow": self.overflow, "calls": self.calls, "recorded": self.recorded}
+        path = os.path.join(self.dir, INDEX)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(doc, f, sort_keys=True)
+        os.replace(path + ".tmp", path)
+
+
+def _clone(a):
+    if isinstance(a, torch.Tensor):
+        return a.detach().clone()
+    if isinstance(a, tuple) and a and all(isinstance(x, torch.Tensor) for x in a):
+        return tuple(x.detach().clone() for x in a)
+    return a
+
+
+def from_env(env):
+    """The recorder the environment asks for, or None outside an audit."""
+    if not env.get(ENV_DIR):
+        for k in (ENV_RATE, ENV_SEED, ENV_SLOTS):
+            if env.get(k):
+                raise AuditError(f"{k} is set without {ENV_DIR}")
+        return None
+    directory = env[ENV_DIR]
+    try:
+        rate = int(env.get(ENV_RATE, ""))
+    except ValueError:
+        raise AuditError(f"{ENV_RATE} must be an integer number of parts per million") from None
+    if not 1 <= rate <= PPM:
+        raise AuditError(f"{ENV_RATE} {rate} is outside [1, {PPM}]")
+    seed = env.get(ENV_SEED, "")
+    if len(seed) != 32 or any(c not in "0123456789abcdef" for c in seed):
+        raise AuditError(f"{ENV_SEED} must be 32 lowercase hex digits")
+    slots = [s for s in env.get(ENV_SLOTS, "").split(",") if s]
+    if not slots:
+        raise AuditError(f"{ENV_SLOTS} names no slot")
+    rank = int(env.get(ENV_RANK, "0") or 0)
+    return Recorder(directory, rate, seed, slots, rank)

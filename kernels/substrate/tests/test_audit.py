@@ -1,0 +1,88 @@
+"""Tests of the audit mode's recorder (cacheon_substrate.audit).
+
+Run (from kernels/substrate): python3 -m unittest discover -s tests
+"""
+
+import json
+import os
+import struct
+import sys
+import tempfile
+import unittest
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+from cacheon_substrate import audit, seam as seam_mod  # noqa: E402
+
+SEED = "0123456789abcdef0123456789abcdef"
+
+
+class FromEnvTest(unittest.TestCase):
+    def test_no_audit_without_its_directory(self):
+        self.assertIsNone(audit.from_env({}))
+
+    def test_refuses_partial_or_malformed_settings(self):
+        base = {audit.ENV_DIR: "/nonexistent", audit.ENV_RATE: "1000000", audit.ENV_SEED: SEED, audit.ENV_SLOTS: "norm.rmsnorm"}
+        for env, why in [({audit.ENV_SEED: SEED}, "without"), (dict(base, **{audit.ENV_RATE: "0"}), "outside"),
+                         (dict(base, **{audit.ENV_RATE: "x"}), "integer"), (dict(base, **{audit.ENV_SEED: "ABC"}), "hex"),
+                         (dict(base, **{audit.ENV_SLOTS: ""}), "no slot")]:
+            with self.assertRaisesRegex(audit.AuditError, why):
+                audit.from_env(env)
+
+
+class ScheduleTest(unittest.TestCase):
+    def test_every_call_at_full_rate(self):
+        self.assertTrue(all(audit.sampled(SEED, "norm.rmsnorm", i, audit.PPM) for i in range(100)))
+
+    def test_rate_is_roughly_honoured_and_seeded(self):
+        a = [audit.sampled(SEED, "norm.rmsnorm", i, 250_000) for i in range(4000)]
+        b = [audit.sampled("f" * 32, "norm.rmsnorm", i, 250_000) for i in range(4000)]
+        self.assertTrue(800 < sum(a) < 1200, sum(a))
+        self.assertNotEqual(a, b)
+
+
+class RecorderTest(unittest.TestCase):
+    def test_records_pre_call_inputs_and_outputs(self):
+        with tempfile.TemporaryDirectory() as d:
+            s = seam_mod.Seam()
+
+            def mutating(x, weight, out, eps):
+                out.copy_(x * 2)
+                x.zero_()
+
+            s.rows["norm.rmsnorm"] = [seam_mod.Row("norm.rmsnorm", "default", "k.py", mutating, None, (), True, "tree")]
+            rec = audit.Recorder(d, audit.PPM, SEED, ["norm.rmsnorm"]).install(s)
+            x, w, out = torch.ones(2, 3), torch.ones(3), torch.empty(2, 3)
+            s.call("norm.rmsnorm", {}, x, w, out, 1e-6)
+            s.call("activation.silu_and_mul", {}, torch.ones(2, 4), torch.empty(2, 2))  # not expected: not recorded
+            rec.close()
+            self.assertEqual(sorted(os.listdir(d)), ["index.json", "norm.rmsnorm.0000000.rec"])
+            with open(os.path.join(d, "norm.rmsnorm.0000000.rec"), "rb") as f:
+                data = f.read()
+            (n,) = struct.unpack("<Q", data[:8])
+            head = json.loads(data[8:8 + n])
+            body = data[8 + n:]
+            self.assertEqual((head["slot"], head["call"], head["origin"]), ("norm.rmsnorm", 0, "tree:default"))
+            xe = head["args"][0]
+            pre = torch.frombuffer(bytearray(body[xe["pre"][0]:xe["pre"][1]]), dtype=torch.float32)
+            post = torch.frombuffer(bytearray(body[xe["post"][0]:xe["post"][1]]), dtype=torch.float32)
+            self.assertTrue(bool((pre == 1).all()) and bool((post == 0).all()))
+            self.assertEqual(head["args"][3], {"kind": "scalar", "value": 1e-6})
+            with open(os.path.join(d, "index.json")) as f:
+                idx = json.load(f)
+            self.assertEqual(idx["calls"], {"norm.rmsnorm": 1})
+            self.assertEqual(idx["recorded"], {"norm.rmsnorm": 1})
+
+    def test_refuses_captured_calls(self):
+        with tempfile.TemporaryDirectory() as d:
+            s = seam_mod.Seam()
+            audit.Recorder(d, audit.PPM, SEED, ["norm.rmsnorm"]).install(s)
+            with self.assertRaises(audit.AuditError):
+                s.call("norm.rmsnorm", {}, torch.ones(1, 2), torch.ones(2), torch.empty(1, 2), 1e-6, graph=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
