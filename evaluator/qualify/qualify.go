@@ -44,6 +44,9 @@ type Options struct {
 	Progress func(format string, args ...any)
 	// Controller is the SHA-256 of the running binary, recorded in the report.
 	Controller string
+	// AuditSecret is the validator's secret the audit seed is drawn from
+	// (with the selected delta's bytes); nil draws a fresh one.
+	AuditSecret []byte
 	// Quality is the pristine reference T's input: the reference tree and
 	// the quality calibration. Without a reference tree T decides nothing
 	// (NO_DECISION), so a qualification can never pass on speed alone.
@@ -270,10 +273,26 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	r.Speed = sp
-	// Quality: the pristine reference T scores the trajectories of a
-	// speed PASS (the candidate's engines are gone by now). A speed PASS
-	// alone never makes a PASS.
+	// Audit: after a speed PASS, an eager, untimed candidate engine records
+	// its slot calls, judged afterwards by a worker that runs no candidate
+	// code. Then quality: the pristine reference T scores the speed
+	// stage's trajectories (the candidate's engines are gone by now). A
+	// speed PASS alone never makes a PASS; a failed audit ends it.
 	if ev.Decision == Pass {
+		var aref *evidence.Ref
+		var aerr error
+		aout := stage(StageAudit, func() Outcome {
+			var out Outcome
+			out, aref, aerr = runAuditStage(ctx, o, planned, root, natives[planned.CandidateTree], o.AuditSecret)
+			return out
+		})
+		if aerr != nil {
+			return nil, aerr
+		}
+		r.Audit = aref
+		if aout.Decision == Fail {
+			return finish()
+		}
 		var qref evidence.Ref
 		qout := stage(StageQuality, func() Outcome {
 			out, ref := runQualityStage(ctx, o, o.Quality, sel, ev)

@@ -40,6 +40,8 @@ type Report struct {
 	Lanes     []Lane  `json:"lanes"`
 	Stages    []Stage `json:"stages"`
 	Speed     *Speed  `json:"speed"`
+	// Audit is the audit role A's evidence (after a speed PASS).
+	Audit *evidence.Ref `json:"audit,omitempty"`
 	// Quality is the pristine reference T's record; absent (omitted) when
 	// T did not run.
 	Quality *Quality `json:"quality,omitempty"`
@@ -137,6 +139,14 @@ func Regrade(store *evidence.Store, r *Report) error {
 	for _, s := range r.Stages {
 		if s.Decision != NotApplicable {
 			stages = append(stages, Outcome{s.Decision, s.Reason})
+		}
+		if s.Name == StageAudit {
+			if r.Audit == nil {
+				return fmt.Errorf("%w: the report has an audit stage and no audit evidence", ErrRegrade)
+			}
+			if err := regradeAudit(store, *r.Audit, s); err != nil {
+				return err
+			}
 		}
 	}
 	if r.Speed != nil && r.Speed.Speedup != "" {

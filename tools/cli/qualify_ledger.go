@@ -75,7 +75,7 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 		res, err := qualify.Run(ctx, qualify.Options{
 			Plan:  plan.Request{Incumbent: env.stack.assembled, IncumbentPath: o.env.incumbent, CandidateDir: dir, Materialize: env.materialize},
 			Model: env.model, ModelDigest: env.modelDigest, Workload: env.workload, Policy: env.policy, Store: store, RunDir: runDir, Python: env.python,
-			Lanes: env.lanes, Sample: env.sample, Isolation: env.iso, Controller: env.controller, Progress: progress, Reproduces: prior, Quality: env.quality,
+			Lanes: env.lanes, Sample: env.sample, Isolation: env.iso, Controller: env.controller, Progress: progress, Reproduces: prior, Quality: env.quality, AuditSecret: env.auditSecret,
 			Verify: verify.Options{Device: env.lanes[1].Device, Python: env.python, Catalog: env.stack.catalog},
 		})
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cacheon/engine/evaluator/audit"
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/evaluator/quality"
@@ -36,6 +37,7 @@ type qualificationFlags struct {
 	incumbent  string
 	reference  string
 	qualityCal string
+	auditKey   string
 	model      string
 	workload   string
 	policy     string
@@ -49,6 +51,7 @@ func (o *qualificationFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.incumbent, "incumbent", filepath.Join("stacks", "incumbent.hcl"), "the incumbent evaluation stack file")
 	f.StringVar(&o.reference, "reference", filepath.Join("stacks", "reference.hcl"), "the reference stack the pristine reference T runs (no contribution)")
 	f.StringVar(&o.qualityCal, "quality-calibration", "", "quality calibration JSON for T's thresholds (default: the embedded CPU calibration)")
+	f.StringVar(&o.auditKey, "audit-secret", "", "file holding the validator's audit secret (32 to 4096 bytes; default: a fresh random one, recorded only by its commitment)")
 	f.StringVar(&o.model, "model", "", "sealed model directory (default: the generated test model)")
 	f.StringVar(&o.workload, "workload", "", "workload HCL file (default: the embedded smoke workload)")
 	f.StringVar(&o.policy, "policy", "", "speed policy HCL file (default: the embedded v8 policy)")
@@ -70,6 +73,7 @@ type qualification struct {
 	model       string
 	modelDigest string
 	quality     qualify.QualityInputs
+	auditSecret []byte
 	lanes       [2]lanes.Lane
 	sample      qualify.Sampler
 	controller  string
@@ -118,6 +122,9 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 		return nil, err
 	}
 	if q.quality, err = qualityInputs(s, o, q.run); err != nil {
+		return nil, err
+	}
+	if q.auditSecret, err = audit.LoadSecret(o.auditKey); err != nil {
 		return nil, err
 	}
 	smi := lanes.Runner{}
