@@ -363,6 +363,16 @@ func (sb *Sandbox) Wait() (Result, error) {
 	}
 	res.Duration = time.Since(sb.start)
 	res.Killed = sb.killed.Load()
+	if res.Killed || res.TimedOut || res.Canceled {
+		// A process can run (and talk on its session pipes) before the init
+		// reports that it started; killed in that window, it has no record
+		// at all. It was killed with its sandbox like any other.
+		for i, e := range res.Exits {
+			if !e.Started && e.Code == 0 && e.Signal == "" && !e.Stopped {
+				res.Exits[i] = Exit{Code: -1, Signal: "SIGKILL"}
+			}
+		}
+	}
 	for i, c := range sb.controls {
 		if c != nil {
 			res.Exits[i].Control = <-c
