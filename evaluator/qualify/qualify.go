@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cacheon/engine/evaluator/audit"
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
@@ -282,8 +283,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		var aref *evidence.Ref
 		var aerr error
 		aout := stage(StageAudit, func() Outcome {
+			secret := o.AuditSecret
+			if secret == nil {
+				// No validator secret given: a fresh one, kept only by
+				// its commitment in the audit evidence.
+				var err error
+				if secret, err = audit.LoadSecret(""); err != nil {
+					return Outcome{NoDecision, "audit secret: " + err.Error()}
+				}
+			}
 			var out Outcome
-			out, aref, aerr = runAuditStage(ctx, o, planned, root, natives[planned.CandidateTree], o.AuditSecret)
+			out, aref, aerr = runAuditStage(ctx, o, planned, root, natives[planned.CandidateTree], secret)
 			return out
 		})
 		if aerr != nil {
