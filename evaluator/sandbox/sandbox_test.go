@@ -236,8 +236,11 @@ func TestExitsAndStopOnFailure(t *testing.T) {
 	if time.Since(start) > 30*time.Second {
 		t.Fatalf("a failed process did not stop the others")
 	}
-	if e := res.Exits[0]; e.Code != 3 && e.Signal != "SIGSEGV" {
-		t.Fatalf("first exit %+v", e)
+	// Whichever failure came first stopped the rest: "exit 3" either
+	// failed by itself or, when the SIGSEGV came first on a loaded host,
+	// was stopped with the sleeper.
+	if e, segv := res.Exits[0], res.Exits[2]; e.Code != 3 && !(e.Stopped && e.Signal == "SIGKILL" && segv.Signal == "SIGSEGV") {
+		t.Fatalf("first exit %+v (the segfaulting process: %+v)", e, segv)
 	}
 	if e := res.Exits[1]; !e.Stopped || e.Signal != "SIGKILL" {
 		t.Fatalf("sleeper %+v, want stopped by SIGKILL", e)
