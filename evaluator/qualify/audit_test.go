@@ -3,6 +3,7 @@ package qualify
 import (
 	"context"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,16 +30,20 @@ func TestAuditStageAfterTheSpeedStage(t *testing.T) {
 	for _, s := range res.Report.Stages {
 		names = append(names, s.Name+"="+string(s.Decision))
 	}
-	t.Logf("qualification without the audit: %s (%v)", res.Report.Decision, names)
+	t.Logf("qualification: %s (%v)", res.Report.Decision, names)
 	if res.Report.Speed == nil {
 		t.Fatalf("the qualification never reached the speed stage: %v", names)
 	}
 	// Only an audit session records, and only into its own directory: a
 	// timed engine that had been given the audit variables would have left
-	// records in its arm directory.
+	// records in its arm directory. (Run's own audit stage records under
+	// RunDir/audit.)
 	records := func() []string {
 		var found []string
 		_ = filepath.WalkDir(o.RunDir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() && path == filepath.Join(o.RunDir, "audit") {
+				return filepath.SkipDir
+			}
 			if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".rec") || filepath.Base(path) == "index.json" && filepath.Base(filepath.Dir(path)) == "audit") {
 				found = append(found, path)
 			}
@@ -48,6 +53,19 @@ func TestAuditStageAfterTheSpeedStage(t *testing.T) {
 	}
 	if got := records(); len(got) != 0 {
 		t.Fatalf("timed engines recorded audit calls: %v", got[:1])
+	}
+	// The qualification's own audit stage caught the fixture after its
+	// speed PASS (when the noisy CPU reads passed it at all).
+	for _, s := range res.Report.Stages {
+		if s.Name == StageAudit && (s.Decision != Fail || !strings.Contains(s.Reason, "call 40")) {
+			t.Fatalf("the qualification's audit stage: %s %s, want a FAIL at call 40", s.Decision, s.Reason)
+		}
+	}
+
+	// The stage by itself, in a run directory of its own.
+	o.RunDir = filepath.Join(o.RunDir, "direct")
+	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 
 	req := o.Plan
