@@ -269,6 +269,14 @@ type imageManifest struct {
 // ImageManifest reads the release image's manifest.
 func ImageManifest(t testing.TB, dir string) imageManifest {
 	t.Helper()
+	desc, m := ReadImageManifest(t, dir)
+	return imageManifest{desc: desc, digest: desc.Digest, m: m}
+}
+
+// ReadImageManifest reads the release image's descriptor and manifest
+// from the layout at dir.
+func ReadImageManifest(t testing.TB, dir string) (v1.Descriptor, *v1.Manifest) {
+	t.Helper()
 	l, err := store.OpenLayout(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +293,7 @@ func ImageManifest(t testing.TB, dir string) imageManifest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return imageManifest{desc: desc, digest: desc.Digest, m: m}
+	return desc, m
 }
 
 // referrer returns the one attached artifact of type typ.

@@ -16,42 +16,18 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-
 	"github.com/cacheon/engine/release/descriptor"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
 )
 
-// releaseManifest reads the release image's manifest from the layout.
-func releaseManifest(t *testing.T, dir string) (v1.Descriptor, *v1.Manifest) {
-	t.Helper()
-	l, err := store.OpenLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := l.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := store.ReadManifest(l, desc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := v1.ParseManifest(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return desc, m
-}
-
 // swapLayer replaces the blob of our layer role (substrate, entrypoint,
 // engine-tree, release) with data, leaving every descriptor and the
 // signature as they were: the realistic attack on a signed layout.
 func swapLayer(t *testing.T, dir, role string, data []byte) {
 	t.Helper()
-	_, m := releaseManifest(t, dir)
+	_, m := fixture.ReadImageManifest(t, dir)
 	i := map[string]int{"substrate": 4, "entrypoint": 3, "engine-tree": 2, "release": 1}[role]
 	d := m.Layers[len(m.Layers)-i]
 	if err := os.WriteFile(filepath.Join(dir, "blobs", "sha256", d.Digest.Hex), data, 0o644); err != nil {
@@ -165,7 +141,7 @@ func noHang(t *testing.T, fn func()) {
 func TestVerifyRefusesFIFOs(t *testing.T) {
 	r := fixture.New(t)
 	built := buildAndSign(t, r, nil)
-	_, m := releaseManifest(t, built)
+	_, m := fixture.ReadImageManifest(t, built)
 	for _, c := range []struct {
 		name  string
 		file  string
