@@ -4,6 +4,9 @@
 #   bench/h200/run.sh aa          20 stock-versus-stock rounds with a re-packaged incumbent kernel on C
 #   bench/h200/run.sh resolution  10 rounds at each of three known speed differences (LEVELS picks some)
 #   bench/h200/run.sh qualify     a faster contribution, its reproduction, and a broken kernel
+#   bench/h200/run.sh full        T's quality calibration on these lanes, then every stage (screens,
+#                                 speed, audit A, pristine quality T) for the Triton RMSNorm and, under
+#                                 v8 through the prebuild, the CUDA RMSNorm; QCAL reuses a calibration
 #
 # Environment: CACHEON (the cacheon binary, default: cacheon on PATH),
 # CACHEON_PYTHON (an interpreter with torch and Triton), OUT (where the
@@ -106,8 +109,29 @@ qualify)
     "$cacheon" evidence regrade "$out/$d/report.json" --evidence "$out/evidence" || echo "regrade of $d failed" >&2
   done
   ;;
+full)
+  # The quality calibration first (3 stock rounds, every prompt of the
+  # workload teacher-forced), unless QCAL names one already made here.
+  qcal=${QCAL:-$out/quality-calibration.json}
+  if [[ ! -f $qcal ]]; then
+    "$cacheon" qualify calibrate --quality --rounds "${QROUNDS:-3}" "${common[@]}" --out "$qcal"
+  fi
+  inc=$work/incumbent-torch-rmsnorm.hcl
+  sed "s|//kernels/contributions:rmsnorm_triton|$repo/kernels/contributions/rmsnorm_torch|" stacks/incumbent.hcl >"$inc"
+  set +e
+  for c in rmsnorm_triton rmsnorm_cuda; do
+    start=$SECONDS
+    "$cacheon" qualify --incumbent "$inc" --candidate "kernels/contributions/$c" "${common[@]}" \
+      --quality-calibration "$qcal" --out "$out/full-$c" --evidence "$out/evidence"
+    echo "$c: exit $?, $((SECONDS - start)) s wall" >&2
+  done
+  set -e
+  for c in rmsnorm_triton rmsnorm_cuda; do
+    "$cacheon" evidence regrade "$out/full-$c/report.json" --evidence "$out/evidence" || echo "regrade of $c failed" >&2
+  done
+  ;;
 *)
-  echo "usage: $0 aa|resolution|qualify" >&2
+  echo "usage: $0 aa|resolution|qualify|full" >&2
   exit 2
   ;;
 esac

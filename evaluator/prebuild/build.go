@@ -80,9 +80,12 @@ type Receipt struct {
 	Compiler        string `json:"compiler"`
 	CompilerVersion string `json:"compiler_version"`
 	Isolation       string `json:"isolation"` // "sandbox" or "none"
-	Steps           []Step `json:"steps"`
-	Outputs         []File `json:"outputs"`
-	DurationMS      int64  `json:"duration_ms"`
+	// Patcher is the SHA-256 of the build_cuda_ext patcher that probed
+	// the toolchain: the digest the contribution's rebuild step binds.
+	Patcher    string `json:"patcher_sha256"`
+	Steps      []Step `json:"steps"`
+	Outputs    []File `json:"outputs"`
+	DurationMS int64  `json:"duration_ms"`
 }
 
 // Step is one library's compile.
@@ -239,7 +242,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	}
 	art := Artifact{Schema: ArtifactSchema, Target: o.Target, Arch: o.Arch, Torch: tc.Torch, Libraries: []Library{}}
 	rec := Receipt{Schema: ReceiptSchema, Target: o.Target, Arch: o.Arch, Torch: tc.Torch, TorchCUDA: tc.TorchCUDA,
-		Compiler: tc.Compiler, CompilerVersion: tc.CompilerVersion, Isolation: "sandbox", Steps: []Step{}}
+		Compiler: tc.Compiler, CompilerVersion: tc.CompilerVersion, Isolation: "sandbox", Patcher: PatcherDigest(), Steps: []Step{}}
 	if o.Unisolated {
 		rec.Isolation = "none"
 	}

@@ -2,6 +2,9 @@ package prebuild
 
 import (
 	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,72 +17,36 @@ import (
 	"github.com/cacheon/engine/evaluator/worker"
 )
 
-// probeScript runs in the compiler sandbox with the worker interpreter
-// (validator code, never the contribution's): it says where that
-// interpreter's torch keeps its C++ headers and libraries, which ABI it
-// was built with, and which compiler is used, with that compiler's
-// version. The libraries must be built against the torch that loads them.
-const probeScript = `import json, os, shutil, subprocess, sys
+// probeScript is the build_cuda_ext patcher (patchers/build_cuda_ext.py):
+// it runs in the compiler sandbox with the worker interpreter (validator
+// code, never the contribution's) and says where that interpreter's torch
+// keeps its C++ headers and libraries, which ABI it was built with, and
+// which compiler is used, with that compiler's version.
+//
+//go:embed patchers/build_cuda_ext.py
+var probeScript string
 
-out_path, target, compiler = sys.argv[1], sys.argv[2], sys.argv[3]
-import torch
+// PatcherName is the registered patcher the prebuild performs.
+const PatcherName = "build_cuda_ext.py"
 
-cuda = target == "cuda"
-try:
-    import torch.utils.cpp_extension as ce
-except ImportError:  # it needs setuptools, which a venv may lack
-    ce = None
+// PatcherDigest is the SHA-256 (hex) of the build_cuda_ext patcher this
+// binary runs.
+func PatcherDigest() string {
+	sum := sha256.Sum256([]byte(probeScript))
+	return hex.EncodeToString(sum[:])
+}
 
+// PatcherSource is the build_cuda_ext patcher's bytes, for operators and
+// tests that review or compare it.
+func PatcherSource() string { return probeScript }
 
-def paths(fn):
-    try:
-        return list(fn(device_type="cuda" if cuda else "cpu"))
-    except TypeError:  # torch before 2.6 takes cuda=
-        return list(fn(cuda=cuda))
-
-
-def cuda_home():
-    if ce is not None and ce.CUDA_HOME:
-        return ce.CUDA_HOME
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
-    return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else ""
-
-
-home = cuda_home()
-doc = {"torch": torch.__version__, "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
-       "cuda_home": home, "torch_cuda": torch.version.cuda or ""}
-if ce is not None:
-    doc["include"] = paths(ce.include_paths)
-    doc["lib"] = paths(ce.library_paths) if (not cuda or home) else []
-else:  # the layout torch's extension builder uses
-    base = os.path.dirname(os.path.abspath(torch.__file__))
-    doc["include"] = [os.path.join(base, "include"), os.path.join(base, "include", "torch", "csrc", "api", "include")]
-    doc["lib"] = [os.path.join(base, "lib")]
-    if cuda and home:
-        doc["include"].append(os.path.join(home, "include"))
-        doc["lib"].append(os.path.join(home, "lib64"))
-if not compiler:
-    if cuda:
-        nvcc = os.path.join(home, "bin", "nvcc") if home else ""
-        compiler = nvcc if nvcc and os.path.exists(nvcc) else (shutil.which("nvcc") or "")
-    else:
-        compiler = shutil.which("g++") or shutil.which("c++") or ""
-doc["compiler"] = compiler
-doc["compiler_version"] = ""
-if compiler:
-    try:
-        r = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
-        lines = [line.strip() for line in (r.stdout or r.stderr).splitlines() if line.strip()]
-        # g++ names its version on the first line, nvcc on a "release" line.
-        keep = lines[:1] + [line for line in lines[1:] if "release" in line.lower()]
-        doc["compiler_version"] = "; ".join(keep)[:400]
-    except (OSError, subprocess.TimeoutExpired) as e:
-        doc["compiler_version"] = "unknown: %s" % e
-with open(out_path, "w") as f:
-    json.dump(doc, f)
-`
+// ReviewedPatchers maps every rebuild patcher this validator performs
+// itself to its digest: the default for contribution.PayloadOptions'
+// PatcherDigests, so a bundle whose rebuild.json names build_cuda_ext.py
+// resolves to the patcher that will really build it. A fresh map each call.
+func ReviewedPatchers() map[string]string {
+	return map[string]string{PatcherName: PatcherDigest()}
+}
 
 // toolchain is what the probe found.
 type toolchain struct {
@@ -104,7 +71,7 @@ func (b *builder) probe(ctx context.Context) (*toolchain, error) {
 	if err := b.prepareWritable(dir); err != nil {
 		return nil, err
 	}
-	script := filepath.Join(b.run, "probe.py")
+	script := filepath.Join(b.run, PatcherName)
 	if err := os.WriteFile(script, []byte(probeScript), 0o444); err != nil {
 		return nil, err
 	}

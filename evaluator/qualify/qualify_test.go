@@ -77,6 +77,8 @@ func TestQualifyOnTheCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every screen worker and engine of the whole qualification is gone.
+	requireNoStrays(t, o.RunDir)
 	r := res.Report
 	var names []string
 	for _, s := range r.Stages {
@@ -143,6 +145,7 @@ func TestQualifyOnTheCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	requireNoStrays(t, again.RunDir)
 	sum := sha256.Sum256(data)
 	if rr := rep.Report; !rr.LanesExchanged || rr.Reproduces != hex.EncodeToString(sum[:]) || rr.Speed == nil || rr.Inputs.CandidateTree != r.Inputs.CandidateTree {
 		t.Fatalf("reproduction %+v", rr)
@@ -212,9 +215,9 @@ func TestQualifyPrebuildsACUDASourcesCandidate(t *testing.T) {
 	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
 	o.Plan.CandidateDir = filepath.Join(filepath.Dir(filepath.Dir(o.Plan.CandidateDir)), "rmsnorm_cpp")
 	testtree.Copy(t, filepath.Join("..", "prebuild", "testdata", "rmsnorm_cpp"), o.Plan.CandidateDir)
-	// The digest the validator reviewed its build_cuda_ext patcher at: the
-	// bundle's rebuild.json names that step, which the prebuild performs.
-	o.Plan.Materialize.Payload.PatcherDigests = map[string]string{"build_cuda_ext.py": strings.Repeat("7", 64)}
+	// The bundle's rebuild.json names the build_cuda_ext step, which the
+	// prebuild performs with its own patcher.
+	o.Plan.Materialize.Payload.PatcherDigests = prebuild.ReviewedPatchers()
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/reject"
@@ -86,9 +87,10 @@ case folding.
 
 --intake applies the validator's intake rule: an unregistered bundle is
 rejected. --catalog reads a catalog HCL file instead of the default
-catalog. --patchers names the directory of reviewed rebuild patchers,
-whose bytes a rebuild plan's identity binds (needed only for bundles with
-a rebuild.json).
+catalog. A rebuild plan's identity binds the bytes of the patchers it
+names: build_cuda_ext.py is the validator's own prebuild patcher, built
+in; --patchers names a directory of other reviewed patcher files, which
+take precedence (needed only for bundles with a rebuild.json).
 
 Exit codes: 0 the bundle was inspected; 2 the bundle was rejected (with
 the stage and reason); 1 a usage or I/O error.`,
@@ -105,7 +107,7 @@ the stage and reason); 1 a usage or I/O error.`,
 	f.BoolVar(&o.jsonOut, "json", false, "print one JSON document")
 	f.BoolVar(&o.intake, "intake", false, "reject a bundle that resolves to no registered target")
 	f.StringVar(&o.catalog, "catalog", "", "target catalog HCL file (default: the built-in catalog)")
-	f.StringVar(&o.patchers, "patchers", "", "directory holding the reviewed rebuild patchers")
+	f.StringVar(&o.patchers, "patchers", "", "directory of reviewed rebuild patcher files, over the built-in build_cuda_ext.py")
 	return cmd
 }
 
@@ -180,9 +182,12 @@ func bundleCatalog(path string) (*catalog.Catalog, error) {
 	return l.catalog, nil
 }
 
-// patcherDigests hashes the registered patchers found in dir.
+// patcherDigests is the reviewed digest of every registered patcher: the
+// ones this validator performs itself (the prebuild's build_cuda_ext),
+// then those found in dir, which take precedence, so an operator who
+// reviewed other patcher files names them with --patchers.
 func patcherDigests(dir string) (map[string]string, error) {
-	out := map[string]string{}
+	out := prebuild.ReviewedPatchers()
 	if dir == "" {
 		return out, nil
 	}

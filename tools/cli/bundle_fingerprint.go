@@ -61,7 +61,7 @@ error.`,
 	f := cmd.Flags()
 	f.BoolVar(&o.jsonOut, "json", false, "print one JSON document")
 	f.StringVar(&o.catalog, "catalog", "", "target catalog HCL file (default: the built-in catalog)")
-	f.StringVar(&o.patchers, "patchers", "", "directory holding the reviewed rebuild patchers")
+	f.StringVar(&o.patchers, "patchers", "", "directory of reviewed rebuild patcher files, over the built-in build_cuda_ext.py")
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/kernels/bundle"
 )
 
@@ -112,6 +113,46 @@ func TestBundleInspectJSON(t *testing.T) {
 	}
 	if doc["bundle_id"] != "fixture-competition-mode-mismatch" {
 		t.Fatalf("a rejected bundle still reports what was read: %v", doc["bundle_id"])
+	}
+}
+
+// A bundle whose rebuild.json names build_cuda_ext.py resolves with the
+// validator's own prebuild patcher and no flag; a reviewed patcher file
+// named with --patchers takes its place and so changes the payload.
+func TestBundleInspectBindsThePatcher(t *testing.T) {
+	cuda := repoCopy(t, "kernels/contributions/rmsnorm_cuda")
+	payload := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := run(t, "", append([]string{"bundle", "inspect", "--json"}, append(args, cuda)...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s%s", code, out, errOut)
+		}
+		var doc struct {
+			Payload   string `json:"selected_payload_digest"`
+			Swappable bool   `json:"swappable"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Payload == "" || doc.Swappable {
+			t.Fatalf("a CUDA-source bundle resolves to a payload and is not hot-swappable: %s", out)
+		}
+		return doc.Payload
+	}
+	builtIn := payload()
+	same := t.TempDir()
+	if err := os.WriteFile(filepath.Join(same, prebuild.PatcherName), []byte(prebuild.PatcherSource()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := payload("--patchers", same); got != builtIn {
+		t.Fatalf("the built-in patcher's own bytes give payload %s, want %s", got, builtIn)
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, prebuild.PatcherName), []byte("# another reviewed patcher\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := payload("--patchers", other); got == builtIn {
+		t.Fatal("another patcher file must change the selected payload")
 	}
 }
 

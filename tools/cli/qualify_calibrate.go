@@ -10,8 +10,10 @@ import (
 
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/qualify"
+	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/tools/atomicwrite"
 )
@@ -20,6 +22,7 @@ import (
 type qualifyCalibrateOptions struct {
 	env       qualificationFlags
 	candidate string
+	quality   bool
 	rounds    int
 	out       string
 	json      bool
@@ -45,12 +48,22 @@ With --candidate, the C arm runs that candidate's tree instead: the same
 rounds measure how often a candidate of a known speed difference passes,
 the points of a resolution curve. No thresholds follow from such rounds.
 
+With --quality, the rounds calibrate the pristine reference T instead:
+each round serves every prompt of the workload on three fresh incumbent
+engines (B, C and B′) and a fresh reference engine (--reference)
+teacher-forces all three trajectories; the file written is a quality
+calibration (cacheon.quality-calibration.v1: the NLL tail threshold and,
+per metric, the stock envelope and candidate delta, each the headroom
+times the largest stock statistic or its floor), for qualify's
+--quality-calibration. docs/reference/quality.md explains the choices.
+
 Lanes, model, workload, isolation and interpreter are chosen as for
 qualify. Exit codes: 0 written, 2 a rejected input, 1 usage, I/O or an
 infrastructure failure (a round that could not be graded).`,
 		Example: `  cacheon qualify calibrate --rounds 5 --out calibration.json
   cacheon qualify calibrate --rounds 20 --workload gpu.hcl --model ./m --json
-  cacheon qualify calibrate --rounds 10 --candidate ./faster-by-1pct --out resolution-1pct.json`,
+  cacheon qualify calibrate --rounds 10 --candidate ./faster-by-1pct --out resolution-1pct.json
+  cacheon qualify calibrate --quality --rounds 3 --out quality-calibration.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runQualifyCalibrate(cmd.Context(), s, o)
@@ -59,6 +72,7 @@ infrastructure failure (a round that could not be graded).`,
 	o.env.addFlags(cmd.Flags())
 	f := cmd.Flags()
 	f.StringVar(&o.candidate, "candidate", "", "run this candidate bundle on the C arm (a resolution run)")
+	f.BoolVar(&o.quality, "quality", false, "calibrate the pristine reference T's thresholds instead of the speed stage's")
 	f.IntVar(&o.rounds, "rounds", 5, "rounds of fresh B, C and B′ engines (at least 2)")
 	f.StringVar(&o.out, "out", "calibration.json", "the calibration file to write")
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
@@ -78,6 +92,9 @@ type calibrationJSON struct {
 func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptions) error {
 	if o.rounds < 2 {
 		return fmt.Errorf("--rounds %d: calibration needs at least 2 rounds", o.rounds)
+	}
+	if o.quality && o.candidate != "" {
+		return fmt.Errorf("--quality calibrates stock rounds: it takes no --candidate")
 	}
 	out, err := filepath.Abs(o.out)
 	if err != nil {
@@ -112,6 +129,9 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 	root, err := worker.EngineRoot(filepath.Join(q.run, "engine-root"))
 	if err != nil {
 		return err
+	}
+	if o.quality {
+		return calibrateQuality(ctx, s, o, q, bTree, root, out, progress)
 	}
 	arm := func(role speed.Role, tree string, lane int) qualify.Arm {
 		l := q.lanes[lane]
@@ -164,4 +184,73 @@ func short6(d string) string {
 		return d
 	}
 	return fmt.Sprintf("%.6g", f)
+}
+
+// qualityCalibrationJSON is the --json document of qualify calibrate
+// --quality.
+type qualityCalibrationJSON struct {
+	Kind   string `json:"kind"` // "quality-calibration"
+	Digest string `json:"digest"`
+	File   string `json:"file"`
+	*quality.Calibration
+}
+
+// calibrateQuality runs stock rounds for T on lane 0 with the engine
+// configuration of the speed stage's B arm, scores them with the
+// reference, and writes the quality calibration.
+func calibrateQuality(ctx context.Context, s Streams, o qualifyCalibrateOptions, q *qualification, tree, root, out string, progress func(string, ...any)) error {
+	lane := q.lanes[0]
+	teacherRoot, err := worker.EngineRoot(filepath.Join(q.run, "teacher-root"))
+	if err != nil {
+		return err
+	}
+	rounds, err := quality.StockRounds(ctx, quality.StockRoundsOptions{
+		Isolation: q.iso,
+		Engine: engine.Spec{Python: q.python, Root: root, Tree: tree, Model: q.model, Device: lane.Device,
+			Graph: lane.Device == "cuda" && q.workload.Engine.CUDAGraphs},
+		Teacher:      quality.TeacherSpec{Python: q.python, Root: teacherRoot, Tree: q.quality.ReferenceTree, Model: q.model, Device: lane.Device},
+		Batches:      q.workload.PromptBatches,
+		MaxNewTokens: q.workload.MaxNewTokens,
+		Rounds:       o.rounds,
+		WorkDir:      filepath.Join(q.run, "quality-rounds"),
+		Progress:     progress,
+	})
+	if err != nil {
+		return err
+	}
+	wd, err := q.workload.Digest()
+	if err != nil {
+		return err
+	}
+	ref, err := materialize.Verify(q.quality.ReferenceTree)
+	if err != nil {
+		return err
+	}
+	co := quality.DefaultCalibrateOptions(q.modelDigest, wd, ref.TreeDigest)
+	co.Lanes = lanesName(q.lanes)
+	co.Note = fmt.Sprintf("%d stock-versus-stock rounds on lanes %s; thresholds = max(headroom × measured, floor)", o.rounds, co.Lanes)
+	doc := qualityCalibrationJSON{Kind: "quality-calibration", File: out}
+	if doc.Calibration, err = quality.Calibrate(rounds, co); err != nil {
+		return err
+	}
+	if doc.Digest, err = doc.Calibration.Digest(); err != nil {
+		return err
+	}
+	data, err := quality.MarshalCalibration(doc.Calibration)
+	if err != nil {
+		return err
+	}
+	if err := atomicwrite.WriteFile(out, data, 0o644); err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(s.Out, doc)
+	}
+	fmt.Fprintf(s.Out, "quality calibration of %d rounds: NLL tail threshold %s\n", len(rounds), doc.NLLTailThreshold)
+	for _, m := range quality.MetricNames {
+		t := doc.Metrics[m]
+		fmt.Fprintf(s.Out, "  %-12s stock envelope %s, candidate delta %s (measured drift %s, regression %s)\n", m, t.StockEnvelope, t.CandidateDelta, t.MeasuredDrift, t.MeasuredRegression)
+	}
+	fmt.Fprintf(s.Out, "calibration %s\ndigest %s\n", out, doc.Digest)
+	return nil
 }

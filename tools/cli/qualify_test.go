@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cacheon/engine/evaluator/quality"
+	"github.com/cacheon/engine/tools/testtree"
 )
 
 // TestQualifyRefusesBadInputsBeforeRunning: usage errors are exit 1, a
@@ -49,5 +52,56 @@ func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
 		t.Fatal("a refused qualification wrote a report")
+	}
+}
+
+// TestQualifyCalibrateQuality calibrates the pristine reference T on the
+// CPU lane: two stock rounds of the repository's incumbent, scored by the
+// reference stack, give a quality calibration that qualify reads back
+// with --quality-calibration. The CPU lane is deterministic, so every
+// measured stock statistic is 0 and every threshold is its floor.
+func TestQualifyCalibrateQuality(t *testing.T) {
+	py := verifyPython(t)
+	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/incumbent.hcl", "stacks/reference.hcl",
+		"stacks/arena.json", "stacks/runtime.json", "stacks/substrate.json", "kernels/contributions")
+	out := filepath.Join(t.TempDir(), "quality-calibration.json")
+	code, stdout, stderr := run(t, "", "qualify", "calibrate", "--quality", "--rounds", "2", "--workspace", ws,
+		"--incumbent", filepath.Join(ws, "stacks", "incumbent.hcl"), "--reference", filepath.Join(ws, "stacks", "reference.hcl"),
+		"--python", py, "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	var doc struct {
+		Kind   string `json:"kind"`
+		Digest string `json:"digest"`
+		Lanes  string `json:"lanes"`
+		Rounds []any  `json:"rounds"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("not one JSON document: %v\n%s", err, stdout)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := quality.ParseCalibration(out, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := c.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Kind != "quality-calibration" || doc.Digest != digest || doc.Lanes != "cpu" || len(doc.Rounds) != 2 {
+		t.Fatalf("document %+v, file digest %s", doc, digest)
+	}
+	for name, m := range c.Metrics {
+		if m.MeasuredDrift != "0" || m.StockEnvelope != m.EnvelopeFloor || m.CandidateDelta != m.DeltaFloor {
+			t.Errorf("%s on the deterministic CPU lane: %+v", name, m)
+		}
+	}
+	// A speed candidate has no place in a quality calibration.
+	if code, _, stderr := run(t, "", "qualify", "calibrate", "--quality", "--candidate", ws, "--out", out); code != 1 || !strings.Contains(stderr, "no --candidate") {
+		t.Fatalf("--quality with --candidate: exit %d %s", code, stderr)
 	}
 }

@@ -86,7 +86,7 @@ func (o *stackInputOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.workspace, "workspace", "", "repository root that //labels resolve against (default: found above the stack file)")
 	f.StringVar(&o.catalog, "catalog", "", "catalog HCL file to use instead of the one the stack names (required with --contribution)")
 	f.StringArrayVar(&o.contributions, "contribution", nil, "LABEL=DIR: the directory of a contribution label (repeat for every label; explicit-input mode)")
-	f.StringVar(&o.patchers, "patchers", "", "directory holding the reviewed rebuild patchers (for bundles with a rebuild.json)")
+	f.StringVar(&o.patchers, "patchers", "", "directory of reviewed rebuild patcher files, over the built-in build_cuda_ext.py (for bundles with a rebuild.json)")
 	f.BoolVar(&o.allowUnused, "allow-unused-contributions", false, "accept --contribution directories the stack does not name (for generated stacks, such as a planned candidate given the incumbent's full set)")
 }
 
