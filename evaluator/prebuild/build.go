@@ -17,6 +17,7 @@ import (
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/cudaclosure"
+	"github.com/cacheon/engine/kernels/patchers"
 	"github.com/cacheon/engine/tools/reject"
 )
 
@@ -242,7 +243,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	}
 	art := Artifact{Schema: ArtifactSchema, Target: o.Target, Arch: o.Arch, Torch: tc.Torch, Libraries: []Library{}}
 	rec := Receipt{Schema: ReceiptSchema, Target: o.Target, Arch: o.Arch, Torch: tc.Torch, TorchCUDA: tc.TorchCUDA,
-		Compiler: tc.Compiler, CompilerVersion: tc.CompilerVersion, Isolation: "sandbox", Patcher: PatcherDigest(), Steps: []Step{}}
+		Compiler: tc.Compiler, CompilerVersion: tc.CompilerVersion, Isolation: "sandbox", Patcher: patchers.Digest(patchers.BuildCUDAExt), Steps: []Step{}}
 	if o.Unisolated {
 		rec.Isolation = "none"
 	}

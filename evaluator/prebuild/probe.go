@@ -2,9 +2,6 @@ package prebuild
 
 import (
 	"context"
-	"crypto/sha256"
-	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,38 +12,17 @@ import (
 
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/kernels/patchers"
 )
 
-// probeScript is the build_cuda_ext patcher (patchers/build_cuda_ext.py):
+// probeScript is the build_cuda_ext patcher (kernels/patchers):
 // it runs in the compiler sandbox with the worker interpreter (validator
 // code, never the contribution's) and says where that interpreter's torch
 // keeps its C++ headers and libraries, which ABI it was built with, and
 // which compiler is used, with that compiler's version.
 //
-//go:embed patchers/build_cuda_ext.py
-var probeScript string
-
-// PatcherName is the registered patcher the prebuild performs.
-const PatcherName = "build_cuda_ext.py"
-
-// PatcherDigest is the SHA-256 (hex) of the build_cuda_ext patcher this
-// binary runs.
-func PatcherDigest() string {
-	sum := sha256.Sum256([]byte(probeScript))
-	return hex.EncodeToString(sum[:])
-}
-
-// PatcherSource is the build_cuda_ext patcher's bytes, for operators and
-// tests that review or compare it.
-func PatcherSource() string { return probeScript }
-
-// ReviewedPatchers maps every rebuild patcher this validator performs
-// itself to its digest: the default for contribution.PayloadOptions'
-// PatcherDigests, so a bundle whose rebuild.json names build_cuda_ext.py
-// resolves to the patcher that will really build it. A fresh map each call.
-func ReviewedPatchers() map[string]string {
-	return map[string]string{PatcherName: PatcherDigest()}
-}
+// It lives in kernels/patchers, whose digest a bundle's rebuild step binds.
+var probeScript = patchers.BuildCUDAExt
 
 // toolchain is what the probe found.
 type toolchain struct {
@@ -71,7 +47,7 @@ func (b *builder) probe(ctx context.Context) (*toolchain, error) {
 	if err := b.prepareWritable(dir); err != nil {
 		return nil, err
 	}
-	script := filepath.Join(b.run, PatcherName)
+	script := filepath.Join(b.run, patchers.BuildCUDAExtName)
 	if err := os.WriteFile(script, []byte(probeScript), 0o444); err != nil {
 		return nil, err
 	}

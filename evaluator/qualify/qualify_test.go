@@ -215,9 +215,8 @@ func TestQualifyPrebuildsACUDASourcesCandidate(t *testing.T) {
 	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
 	o.Plan.CandidateDir = filepath.Join(filepath.Dir(filepath.Dir(o.Plan.CandidateDir)), "rmsnorm_cpp")
 	testtree.Copy(t, filepath.Join("..", "prebuild", "testdata", "rmsnorm_cpp"), o.Plan.CandidateDir)
-	// The bundle's rebuild.json names the build_cuda_ext step, which the
-	// prebuild performs with its own patcher.
-	o.Plan.Materialize.Payload.PatcherDigests = prebuild.ReviewedPatchers()
+	// The bundle's rebuild.json names the build_cuda_ext step: the payload
+	// binds it to the prebuild's own patcher (kernels/patchers).
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/kernels/patchers"
 	"github.com/cacheon/engine/tools/canonjson"
 	"github.com/cacheon/engine/tools/identity"
 )
@@ -388,9 +389,25 @@ func TestSelectedPayloadCUDA(t *testing.T) {
 		t.Fatalf("got %v, want a payload rejection of the computed include", err)
 	}
 
-	noDigest := testOptions(t)
-	_, err = Inspect(build(t, good), noDigest)
-	if !errors.As(err, &re) || re.Stage != StagePayload || !strings.Contains(err.Error(), "no reviewed digest for patcher build_cuda_ext.py") {
+	// Options that name no digest bind the step to the validator's own
+	// build_cuda_ext patcher.
+	in, err = Inspect(build(t, good), testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.SelectedPayload.Rebuild.Steps[0].PatcherSHA256; got != patchers.Digest(patchers.BuildCUDAExt) {
+		t.Fatalf("the step binds %s, want the built-in patcher's digest", got)
+	}
+	// A registered patcher with no built-in implementation needs a
+	// reviewed digest.
+	cute := build(t, good)
+	writeFile(t, cute, "rebuild.json", `{"steps": [{"type": "repo_python", "path": "build_cute_cubin.py"}]}`)
+	b, err := bundle.LoadBundle(cute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ComputeSelectedPayload(b, testOptions(t).Payload)
+	if err == nil || !strings.Contains(err.Error(), "no reviewed digest for patcher build_cute_cubin.py") {
 		t.Fatalf("got %v, want a refusal without the patcher's digest", err)
 	}
 }

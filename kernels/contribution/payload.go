@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/kernels/patchers"
 	"github.com/cacheon/engine/kernels/pyclosure"
 	"github.com/cacheon/engine/tools/identity"
 )
@@ -106,7 +107,9 @@ type PayloadOptions struct {
 	// for bundles without cuda_sources).
 	CUDACheck CUDACheckFunc
 	// PatcherDigests maps a registered patcher's file name to the SHA-256
-	// of the reviewed patcher; required for each patcher rebuild.json uses.
+	// of the reviewed patcher. A patcher it does not name is bound to the
+	// validator's own (kernels/patchers) where there is one; a rebuild.json
+	// step with neither is refused.
 	PatcherDigests map[string]string
 }
 
@@ -248,6 +251,9 @@ func ComputeSelectedPayload(b *bundle.Bundle, opts PayloadOptions) (*SelectedPay
 	if b.Rebuild != nil {
 		for _, s := range b.Rebuild.Steps {
 			sum, ok := opts.PatcherDigests[s.Name]
+			if !ok {
+				sum, ok = patchers.Reviewed()[s.Name]
+			}
 			if !ok || !identity.IsHex64(sum) {
 				return nil, fmt.Errorf("rebuild.json: no reviewed digest for patcher %s", s.Name)
 			}

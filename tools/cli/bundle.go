@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/reject"
@@ -182,12 +181,12 @@ func bundleCatalog(path string) (*catalog.Catalog, error) {
 	return l.catalog, nil
 }
 
-// patcherDigests is the reviewed digest of every registered patcher: the
-// ones this validator performs itself (the prebuild's build_cuda_ext),
-// then those found in dir, which take precedence, so an operator who
-// reviewed other patcher files names them with --patchers.
+// patcherDigests hashes the registered patchers found in dir. The
+// payload binds a patcher it does not name to the validator's own
+// (kernels/patchers), so an operator names only the patcher files they
+// reviewed instead.
 func patcherDigests(dir string) (map[string]string, error) {
-	out := prebuild.ReviewedPatchers()
+	out := map[string]string{}
 	if dir == "" {
 		return out, nil
 	}

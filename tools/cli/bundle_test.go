@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/kernels/patchers"
 )
 
 func repoDir(rel string) string { return filepath.Join("..", "..", filepath.FromSlash(rel)) }
@@ -141,14 +141,14 @@ func TestBundleInspectBindsThePatcher(t *testing.T) {
 	}
 	builtIn := payload()
 	same := t.TempDir()
-	if err := os.WriteFile(filepath.Join(same, prebuild.PatcherName), []byte(prebuild.PatcherSource()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(same, patchers.BuildCUDAExtName), []byte(patchers.BuildCUDAExt), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got := payload("--patchers", same); got != builtIn {
 		t.Fatalf("the built-in patcher's own bytes give payload %s, want %s", got, builtIn)
 	}
 	other := t.TempDir()
-	if err := os.WriteFile(filepath.Join(other, prebuild.PatcherName), []byte("# another reviewed patcher\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(other, patchers.BuildCUDAExtName), []byte("# another reviewed patcher\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got := payload("--patchers", other); got == builtIn {
