@@ -17,6 +17,12 @@ fi
 
 echo "lint: go vet" >&2
 go vet ./... || status=1
+# The NVML backend builds only with the nvml tag and cgo; vet it too so it
+# cannot rot unseen (go-nvml's header marks some NVML calls deprecated).
+if command -v gcc >/dev/null; then
+  echo "lint: go vet -tags nvml (cgo)" >&2
+  CGO_ENABLED=1 CGO_CFLAGS="-O2 -Wno-deprecated-declarations" go vet -tags nvml ./evaluator/lanes/nvml ./tools/cli || status=1
+fi
 
 echo "lint: buildifier" >&2
 mapfile -t starlark < <(git ls-files 'WORKSPACE' 'MODULE.bazel' '*.bzl' '*BUILD.bazel' 'BUILD')

@@ -3,10 +3,12 @@
 // throttle reasons around every read. Clocks are only ever read, never
 // set: noise is controlled by the protocol, not by locking the machine.
 //
-// Discovery and sampling run nvidia-smi's query interface, which ships
-// with every driver, rather than linking NVML: the controller stays one
-// static binary with no cgo, and a machine without the driver is simply
-// a machine with the CPU lane only.
+// Runner's discovery and sampling run nvidia-smi's query interface, which
+// ships with every driver, rather than linking NVML: the default
+// controller stays one static binary with no cgo, and a machine without
+// the driver is simply a machine with the CPU lane only. A build with the
+// nvml tag and cgo has the NVML backend, evaluator/lanes/nvml, which
+// answers with the same GPU and Sample values.
 package lanes
 
 import (

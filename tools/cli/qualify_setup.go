@@ -76,10 +76,16 @@ type qualification struct {
 	auditSecret []byte
 	lanes       [2]lanes.Lane
 	sample      qualify.Sampler
+	gpus        gpuDriver
 	controller  string
 }
 
-func (q *qualification) close() { worker.RemoveAll(q.run) }
+func (q *qualification) close() {
+	if q.gpus != nil {
+		_ = q.gpus.Close()
+	}
+	worker.RemoveAll(q.run)
+}
 
 // setUpQualification reads the inputs and prepares the machine. Its
 // errors are the command's: bad inputs are rejections (exit 2), the rest
@@ -127,17 +133,22 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	if q.auditSecret, err = audit.LoadSecret(o.auditKey); err != nil {
 		return nil, err
 	}
-	smi := lanes.Runner{}
-	gpus, gerr := smi.Discover(ctx)
+	if q.gpus, err = openGPUDriver(); err != nil {
+		return nil, err
+	}
+	gpus, gerr := q.gpus.Discover(ctx)
 	if gerr != nil && !isNoGPU(gerr) {
-		return nil, gerr
+		return nil, fmt.Errorf("GPU discovery (%s): %w", q.gpus.Name(), gerr)
 	}
 	if q.lanes, err = lanes.Plan(gpus, q.workload.Engine.TensorParallel); err != nil {
 		return nil, reject.Wrap(err)
 	}
 	if q.lanes[1].Device == "cuda" {
 		q.iso.Devices = lanes.DeviceNodes()
-		q.sample = smi.Read
+		q.sample = q.gpus.Read
+		if !o.quiet {
+			fmt.Fprintf(s.Err, "cacheon: lanes: %d GPU(s) found through %s, sampled around every read\n", len(gpus), q.gpus.Name())
+		}
 	}
 	q.controller, _ = selfDigest()
 	return q, nil
