@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
+	"github.com/cacheon/engine/evaluator/evidence"
 )
 
 // liveProcess is one process of the host's process table.
@@ -185,4 +186,45 @@ func TestStraysSeesLeftoverProcesses(t *testing.T) {
 			t.Fatal("a reaped child is still reported")
 		}
 	}
+}
+
+// TestEvidenceWriteFailureIsAnError breaks the evidence store while the
+// speed stage runs (its root becomes a regular file, so no write can
+// land): the qualification ends with an error naming the evidence write,
+// an infrastructure failure and never a verdict, and no process outlives
+// it.
+func TestEvidenceWriteFailureIsAnError(t *testing.T) {
+	f := enginetest.New(t)
+	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
+	o.RunDir = filepath.Join(f.Run, "broken-store")
+	if err := os.Mkdir(o.RunDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(t.TempDir(), "evidence")
+	store, err := evidence.Open(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Store = store
+	logf := o.Progress
+	o.Progress = func(format string, args ...any) {
+		logf(format, args...)
+		if format == "%s …" && len(args) == 1 && args[0] == StageSpeed {
+			if err := os.RemoveAll(root); err != nil {
+				t.Error(err)
+			}
+			if err := os.WriteFile(root, []byte("not a directory\n"), 0o444); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	res, err := Run(context.Background(), o)
+	if err == nil {
+		t.Fatalf("a qualification whose evidence could not be written decided %s: %s", res.Report.Decision, res.Report.Reason)
+	}
+	if !strings.Contains(err.Error(), "evidence") {
+		t.Fatalf("the error does not name the evidence write: %v", err)
+	}
+	t.Logf("ended with: %v", err)
+	requireNoStrays(t, o.RunDir)
 }
