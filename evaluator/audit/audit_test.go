@@ -103,6 +103,10 @@ func TestAuditOnTheCPU(t *testing.T) {
 		// The reverse fixture: honest exactly when audited. The audit passes
 		// it (the kernel can tell it is audited); T must catch it.
 		{"kernels/fixtures/rmsnorm_wrong_unless_audited", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
+		// Attention decode: the judge recomputes it from the recorded q, KV
+		// cache and sequence lengths; calls 0–39 are honest and pass it, the
+		// first wrong one is the violation.
+		{"kernels/fixtures/decode_attention_wrong_after_n_calls", Fail, []string{"audit violation: attention.decode rank 0 call 40:"}},
 	}
 	for _, c := range cases {
 		t.Run(filepath.Base(c.candidate), func(t *testing.T) {
@@ -148,7 +152,8 @@ func TestAuditOnTheCPU(t *testing.T) {
 func TestVerifyPassesTheAuditFixtures(t *testing.T) {
 	f := enginetest.New(t)
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "kernels/fixtures")
-	for _, name := range []string{"rmsnorm_wrong_after_n_calls", "rmsnorm_lower_precision", "rmsnorm_mutates_input", "rmsnorm_wrong_unless_audited"} {
+	for _, name := range []string{"rmsnorm_wrong_after_n_calls", "rmsnorm_lower_precision", "rmsnorm_mutates_input", "rmsnorm_wrong_unless_audited",
+		"decode_attention_wrong_after_n_calls"} {
 		t.Run(name, func(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(f.Run, "verify-"+name), 0o755); err != nil {
 				t.Fatal(err)
@@ -239,12 +244,12 @@ func TestASlotTheJudgeCannotRecomputeIsNoDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Contracts = append(o.Contracts, contractsOf(t, cat, "attention.decode")...)
+	o.Contracts = append(o.Contracts, contractsOf(t, cat, "moe.fused_experts")...)
 	ev, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Decision != NoDecision || ev.DecidedBy != ByJudge || !strings.Contains(ev.Reason, "cannot audit slot(s) attention.decode") {
+	if ev.Decision != NoDecision || ev.DecidedBy != ByJudge || !strings.Contains(ev.Reason, "cannot audit slot(s) moe.fused_experts") {
 		t.Fatalf("%s by %s: %s", ev.Decision, ev.DecidedBy, ev.Reason)
 	}
 }

@@ -44,9 +44,17 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 # The shape parameters of a slot's truth, from a recorded call's named
 # tensors. Slots absent here cannot be audited by this validator yet.
+# The attention truths read their shapes from the recorded tensors
+# themselves; the parameters are what their contracts name. The MoE slots
+# take prepared expert weights, which a record does not hold (an opaque
+# argument), so they stay unsupported: NO_DECISION, the validator's
+# shortfall, never the candidate's.
 PARAMS = {
     "norm.rmsnorm": lambda t: {"T": t["x"].shape[0], "H": t["x"].shape[1]},
     "activation.silu_and_mul": lambda t: {"T": t["x"].shape[0], "d": t["out"].shape[-1]},
+    "attention.sdpa": lambda t: {"T": t["q"].shape[0], "Hq": t["q"].shape[1], "Hkv": t["k"].shape[1], "D": t["q"].shape[2]},
+    "attention.decode": lambda t: {"B": t["q"].shape[0], "Hq": t["q"].shape[1], "Hkv": t["k"].shape[2], "D": t["q"].shape[2],
+                                   "ctx": t["k"].shape[1]},
 }
 
 
