@@ -94,6 +94,7 @@ const (
 	DomainSettlementPlan                 Domain = "cacheon.settlement.plan"
 	DomainSettlementReproductionIdentity Domain = "cacheon.settlement.reproduction-identity"
 	DomainSettlementEvidence             Domain = "cacheon.settlement.evidence"
+	DomainSettlementReservation          Domain = "cacheon.settlement.reservation.v1"
 	DomainEconomicsPolicy                Domain = "cacheon.economics.policy"
 	DomainStandingFamily                 Domain = "cacheon.economics.standing-family"
 	DomainStandingClaim                  Domain = "cacheon.economics.standing-claim"
@@ -157,6 +158,7 @@ func Domains() []DomainInfo {
 		{DomainSettlementPlan, "DomainSettlementPlan", "settlement/...", "a settlement plan over the queued candidates"},
 		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},
 		{DomainSettlementEvidence, "DomainSettlementEvidence", "settlement/apply", "the two attempts a crown settled on, retained with its standing claim"},
+		{DomainSettlementReservation, "DomainSettlementReservation", "settlement/evaluate", "a ledger proposal's reservation: arena, finalized position, hotkey and committed content hash"},
 		{DomainEconomicsPolicy, "DomainEconomicsPolicy", "settlement/weights", "an emissions policy (V1)"},
 		{DomainStandingFamily, "DomainStandingFamily", "settlement/weights", "the (arena, target, target spec) family of a standing claim"},
 		{DomainStandingClaim, "DomainStandingClaim", "settlement/weights", "a standing claim of a crown"},
