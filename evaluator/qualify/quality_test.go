@@ -97,7 +97,7 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	// claims another decision, another reveal or another commitment does
 	// not.
 	report := func() *Report {
-		r := &Report{Schema: ReportSchema, Decision: Pass, Started: "2026-01-02T03:04:05Z", Stages: []Stage{{Name: StageQuality, Decision: out.Decision, Reason: out.Reason}},
+		r := &Report{Schema: ReportSchema, Decision: Pass, Started: "2026-01-02T03:04:05Z", Inputs: Inputs{Controller: "controller"}, Stages: []Stage{{Name: StageQuality, Decision: out.Decision, Reason: out.Reason}},
 			Lanes:   []Lane{{Name: "baseline", Device: "cpu", GPUs: []string{}}, {Name: "candidate", Device: "cpu", GPUs: []string{}, SharedDevice: true}},
 			Quality: qualityRecord(out, ref, sel, receipt)}
 		a, err := newAttempt(r, "controller", strings.Repeat("c", 64), sel)
