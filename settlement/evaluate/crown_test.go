@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,6 +28,11 @@ import (
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/testtree"
 )
+
+// updateReports rewrites settlement/settle/testdata/cpu-*.report.json with
+// the two reports this run's qualifications wrote, for the settle
+// package's tests of FromReport and Pair over real reports.
+var updateReports = flag.Bool("update", false, "record the crown test's two real reports in settlement/settle/testdata")
 
 // slowRMSNorm is norm.rmsnorm computed right, many times over: an
 // incumbent entry slowed on purpose, so that a candidate that computes it
@@ -218,6 +224,14 @@ func TestRealQualificationsCrown(t *testing.T) {
 	// another validator seed, another audit record.
 	if _, err := settle.Pair(views[0], views[1]); err != nil {
 		t.Fatalf("the two real qualifications do not pair: %v", err)
+	}
+
+	if *updateReports {
+		for i, name := range []string{"cpu-first.report.json", "cpu-reproduction.report.json"} {
+			if err := os.WriteFile(filepath.Join("..", "settle", "testdata", name), append(reports[i], '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 
 	// Settlement crowns the pair.
