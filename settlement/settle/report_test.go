@@ -134,7 +134,7 @@ func TestRealReportsSettle(t *testing.T) {
 	}
 	var doc struct {
 		Attempt struct {
-			Authority, Plan, Digest                          string
+			Authority, Plan, Digest   string
 			SelectionCommitment       string `json:"selection_commitment"`
 			SelectionSecretCommitment string `json:"selection_secret_commitment"`
 		} `json:"attempt"`
