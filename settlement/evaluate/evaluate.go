@@ -1,7 +1,8 @@
 // Package evaluate takes the ledger's published proposals through
 // evaluation: the screens and the qualification (one evaluator/qualify
 // run), then its reproduction with the lane roles exchanged, recording
-// every attempt and moving each proposal through the reservation
+// every attempt (a passing one with its settlement view, settle.FromReport
+// of its report) and moving each proposal through the reservation
 // statuses (spec §2.6): published → screening → promoted → qualifying →
 // reproduction_pending → qualifying → qualified, or failed / no_decision
 // with the stage's reason.
