@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/tools/canonjson"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // Schema names the audit evidence format.
@@ -105,4 +106,28 @@ func Regrade(store *evidence.Store, ref evidence.Ref) (*Evidence, error) {
 		return e, fmt.Errorf("audit regrade: decided_by %q", e.DecidedBy)
 	}
 	return e, nil
+}
+
+// Control is the audit control digest: H(DomainAuditControl, what two
+// audits of one candidate must share), that is the evidence schema, the
+// policy without its seed (min_calls, rate_ppm, expected_slots,
+// world_size) and the audit schedule (the prompt, its length, the
+// repetitions and the new tokens, all drawn from the workload). Two
+// independent audits of one candidate have equal controls and different
+// seeds; settlement refuses a pair whose controls differ. It is a
+// function of the evidence alone, so a regrade recomputes it.
+func (e *Evidence) Control() (string, error) {
+	slots := make([]any, len(e.Policy.ExpectedSlots))
+	for i, s := range e.Policy.ExpectedSlots {
+		slots[i] = s
+	}
+	d, err := identity.H(identity.DomainAuditControl, map[string]any{
+		"schema": e.Schema, "min_calls": int64(e.Policy.MinCalls), "rate_ppm": int64(e.Policy.RatePPM),
+		"expected_slots": slots, "world_size": int64(e.Policy.WorldSize),
+		"prompt": e.Prompt, "prompt_tokens": int64(e.PromptTokens), "repetitions": int64(e.Repetitions), "new_tokens": int64(e.NewTokens),
+	})
+	if err != nil {
+		return "", fmt.Errorf("audit control: %w", err)
+	}
+	return d.String(), nil
 }

@@ -42,25 +42,25 @@ func auditOptions(o Options, planned *plan.Result, root, native string, secret [
 }
 
 // runAuditStage runs the audit of the planned candidate and publishes its
-// evidence. The outcome is the stage's; the error is for evidence that
+// evidence. The outcome is the stage's, with the evidence published; the error is for evidence that
 // could not be stored (as publishSpeed's). native is the candidate
 // tree's sealed prebuild artifact ("" for none); secret is the validator's
 // audit secret (at least audit.MinSecretBytes; only its commitment is
 // published). An audit that cannot be set up is NO_DECISION.
-func runAuditStage(ctx context.Context, o Options, planned *plan.Result, root, native string, secret []byte) (Outcome, *evidence.Ref, error) {
+func runAuditStage(ctx context.Context, o Options, planned *plan.Result, root, native string, secret []byte) (Outcome, *audit.Evidence, *evidence.Ref, error) {
 	ao, err := auditOptions(o, planned, root, native, secret)
 	if err != nil {
-		return Outcome{NoDecision, err.Error()}, nil, nil
+		return Outcome{NoDecision, err.Error()}, nil, nil, nil
 	}
 	ev, err := audit.Run(ctx, ao)
 	if err != nil {
-		return Outcome{NoDecision, fmt.Sprintf("audit could not run: %v", err)}, nil, nil
+		return Outcome{NoDecision, fmt.Sprintf("audit could not run: %v", err)}, nil, nil, nil
 	}
 	ref, err := audit.Publish(o.Store, ev)
 	if err != nil {
-		return Outcome{}, nil, fmt.Errorf("audit evidence: %w", err)
+		return Outcome{}, nil, nil, fmt.Errorf("audit evidence: %w", err)
 	}
-	return Outcome{Decision(ev.Decision), ev.Reason}, &ref, nil
+	return Outcome{Decision(ev.Decision), ev.Reason}, ev, &ref, nil
 }
 
 // regradeAudit re-grades the audit evidence ref names (audit.Regrade) and

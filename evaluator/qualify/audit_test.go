@@ -82,7 +82,7 @@ func TestAuditStageAfterTheSpeedStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, ref, err := runAuditStage(context.Background(), o, planned, root, "", secret)
+	out, published, ref, err := runAuditStage(context.Background(), o, planned, root, "", secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +96,10 @@ func TestAuditStageAfterTheSpeedStage(t *testing.T) {
 	}
 	if ev.SecretCommitment != audit.SecretCommitment(secret) || ev.Policy.ExpectedSlots[0] != "norm.rmsnorm" {
 		t.Fatalf("evidence %+v", ev)
+	}
+	// The stage hands back the evidence it published.
+	if published == nil || published.SecretCommitment != ev.SecretCommitment || published.Decision != ev.Decision {
+		t.Fatalf("the stage returned evidence %+v, the store holds %+v", published, ev)
 	}
 	if err := regradeAudit(o.Store, *ref, Stage{Name: StageAudit, Decision: out.Decision, Reason: out.Reason}); err != nil {
 		t.Fatal(err)

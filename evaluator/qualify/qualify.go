@@ -85,6 +85,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			r.Notes = append(r.Notes, "one device holds both lanes: the exchange of roles is nominal")
 		}
 	}
+	// The validator's audit secret is the authority's own (Attempt): it
+	// is settled before anything runs, so that the attempt record can name
+	// it. No secret given: a fresh one, kept only by its commitment.
+	auditSecret, auditSecretErr := o.AuditSecret, error(nil)
+	if auditSecret == nil {
+		auditSecret, auditSecretErr = audit.FreshSecret()
+	}
 	if o.Isolation.Unsafe {
 		r.Isolation = "unisolated"
 		r.Notes = append(r.Notes, "engines ran without a sandbox (--unsafe-no-isolation)")
@@ -172,6 +179,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if out.Decision != Pass {
 			return out
 		}
+		if r.Transition, err = transitionOf(o, res); err != nil {
+			return Outcome{NoDecision, err.Error()}
+		}
 		r.Notes = append(r.Notes, notes...)
 		return Outcome{Pass, fmt.Sprintf("target %s: B tree %s, C tree %s", res.Candidate.Transition.TargetID, short(treeOf(res.Arms, "B")), short(treeOf(res.Arms, "C")))}
 	}).Decision != Pass {
@@ -212,6 +222,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	// T's prompt selection is sealed now, before any engine runs.
 	sel := sealSelection(o, planned, o.Quality)
+	// The attempt record: every input of the plan is known now.
+	if auditSecretErr == nil {
+		a, err := newAttempt(r, o.Controller, audit.SecretCommitment(auditSecret), sel)
+		if err != nil {
+			return nil, fmt.Errorf("qualification attempt: %w", err)
+		}
+		r.Attempt = a
+	}
 
 	// ABI: every op row on its slot contract, in worker processes.
 	vo := o.Verify
@@ -274,6 +292,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	r.Speed = sp
+	if r.LaneOrientation, err = orientationOf(r); err != nil {
+		return nil, err
+	}
 	// Audit: after a speed PASS, an eager, untimed candidate engine records
 	// its slot calls, judged afterwards by a worker that runs no candidate
 	// code. Then quality: the pristine reference T scores the speed
@@ -281,35 +302,39 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// speed PASS alone never makes a PASS; a failed audit ends it.
 	if ev.Decision == Pass {
 		var aref *evidence.Ref
+		var aev *audit.Evidence
 		var aerr error
 		aout := stage(StageAudit, func() Outcome {
-			secret := o.AuditSecret
-			if secret == nil {
-				// No validator secret given: a fresh one, kept only by
-				// its commitment in the audit evidence.
-				var err error
-				if secret, err = audit.LoadSecret(""); err != nil {
-					return Outcome{NoDecision, "audit secret: " + err.Error()}
-				}
+			if auditSecretErr != nil {
+				return Outcome{NoDecision, "audit secret: " + auditSecretErr.Error()}
 			}
 			var out Outcome
-			out, aref, aerr = runAuditStage(ctx, o, planned, root, natives[planned.CandidateTree], secret)
+			out, aev, aref, aerr = runAuditStage(ctx, o, planned, root, natives[planned.CandidateTree], auditSecret)
 			return out
 		})
 		if aerr != nil {
 			return nil, aerr
 		}
 		r.Audit = aref
+		if aev != nil {
+			if r.AuditControl, err = aev.Control(); err != nil {
+				return nil, err
+			}
+			if r.AuditPolicy, err = auditPolicyOf(aev, auditSecret, planned.Inspection.SelectedDeltaDigest); err != nil {
+				return nil, err
+			}
+		}
 		if aout.Decision == Fail {
 			return finish()
 		}
 		var qref evidence.Ref
+		var receipt string
 		qout := stage(StageQuality, func() Outcome {
-			out, ref := runQualityStage(ctx, o, o.Quality, sel, ev)
-			qref = ref
+			out, ref, rd := runQualityStage(ctx, o, o.Quality, sel, ev)
+			qref, receipt = ref, rd
 			return out
 		})
-		r.Quality = qualityRecord(qout, qref, sel)
+		r.Quality = qualityRecord(qout, qref, sel, receipt)
 	}
 	return finish()
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,7 @@ func TestQualifyOnTheCPU(t *testing.T) {
 	if err := json.Unmarshal(data, &doc); err != nil || doc["schema"] != ReportSchema {
 		t.Fatalf("stored report: %v %v", err, doc["schema"])
 	}
+	checkSettlementRecord(t, r)
 	page, err := HTML(o.Store, back)
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +154,17 @@ func TestQualifyOnTheCPU(t *testing.T) {
 	}
 	if err := Regrade(o.Store, rep.Report); err != nil {
 		t.Fatalf("regrade of the reproduction: %v", err)
+	}
+	// The reproduction is another attempt of another plan by another
+	// authority (each draws its own audit secret), under its own selection.
+	checkSettlementRecord(t, rep.Report)
+	a, b := r.Attempt, rep.Report.Attempt
+	if a.Authority == b.Authority || a.Plan == b.Plan || a.Digest == b.Digest || a.SelectionCommitment == b.SelectionCommitment ||
+		a.SelectionSecretCommitment == b.SelectionSecretCommitment || a.AuditSecretCommitment == b.AuditSecretCommitment {
+		t.Fatalf("the reproduction shares its attempt record with the first: %+v and %+v", a, b)
+	}
+	if !reflect.DeepEqual(r.Transition, rep.Report.Transition) {
+		t.Fatalf("the reproduction planned transition %+v, the first %+v", rep.Report.Transition, r.Transition)
 	}
 	// A reproduction that plans another candidate is no reproduction:
 	// NO_DECISION before any engine starts.
@@ -254,4 +267,43 @@ func mustGet(t *testing.T, s *evidence.Store, ref evidence.Ref) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// checkSettlementRecord checks what a report that reached its speed stage
+// records for settlement: the attempt (its digests recomputing from the
+// report), the transition of rmsnorm_torch over the incumbent's Triton
+// entry, the audit record after a speed PASS, and no lane orientation on
+// the CPU lane's one device.
+func checkSettlementRecord(t *testing.T, r *Report) {
+	t.Helper()
+	a := r.Attempt
+	if a == nil {
+		t.Fatal("no attempt record")
+	}
+	for name, d := range map[string]string{"authority": a.Authority, "plan": a.Plan, "digest": a.Digest, "audit secret": a.AuditSecretCommitment,
+		"selection commitment": a.SelectionCommitment, "selection secret": a.SelectionSecretCommitment} {
+		if len(d) != 64 {
+			t.Fatalf("attempt %s %q", name, d)
+		}
+	}
+	if auth, _ := authority(r.Inputs.Controller, a.AuditSecretCommitment); auth != a.Authority {
+		t.Fatalf("authority %s, recomputed %s", a.Authority, auth)
+	}
+	tr := r.Transition
+	if tr == nil || len(tr.TargetSpec) != 64 || len(tr.Proposal) != 64 || len(tr.Prior) != 64 || tr.Prior == tr.Proposal ||
+		!reflect.DeepEqual(tr.Members, []string{"norm.rmsnorm"}) || len(tr.Displaced) != 0 {
+		t.Fatalf("transition %+v", tr)
+	}
+	if r.LaneOrientation != nil {
+		t.Fatalf("a lane orientation on one shared device: %+v", r.LaneOrientation)
+	}
+	if r.Speed != nil && r.Speed.Decision == Pass {
+		p := r.AuditPolicy
+		if r.Audit == nil || len(r.AuditControl) != 64 || p == nil || len(p.ValidatorSeed) != 32 || !reflect.DeepEqual(p.ExpectedSlots, tr.Members) {
+			t.Fatalf("audit record: evidence %v, control %q, policy %+v", r.Audit, r.AuditControl, p)
+		}
+		if r.Decision == Pass && (r.Quality == nil || len(r.Quality.SelectionReceipt) != 64) {
+			t.Fatalf("a PASS without its selection receipt: %+v", r.Quality)
+		}
+	}
 }

@@ -106,18 +106,18 @@ func sealSelection(o Options, planned *plan.Result, in QualityInputs) *Selection
 // not finish: nothing partial is published). T runs no candidate code, so
 // nothing it meets is the candidate's fault except what the trajectories
 // show.
-func runQualityStage(ctx context.Context, o Options, in QualityInputs, sel *Selection, ev *SpeedEvidence) (Outcome, evidence.Ref) {
+func runQualityStage(ctx context.Context, o Options, in QualityInputs, sel *Selection, ev *SpeedEvidence) (Outcome, evidence.Ref, string) {
 	switch {
 	case sel == nil:
-		return Outcome{NoDecision, "no selection was committed before execution"}, evidence.Ref{}
+		return Outcome{NoDecision, "no selection was committed before execution"}, evidence.Ref{}, ""
 	case sel.Err != nil:
-		return Outcome{NoDecision, "selection commitment: " + sel.Err.Error()}, evidence.Ref{}
+		return Outcome{NoDecision, "selection commitment: " + sel.Err.Error()}, evidence.Ref{}, ""
 	case ev == nil:
-		return Outcome{NoDecision, "no speed evidence to score"}, evidence.Ref{}
+		return Outcome{NoDecision, "no speed evidence to score"}, evidence.Ref{}, ""
 	}
 	pool, reason := trajectoryPool(o, ev)
 	if reason != "" {
-		return Outcome{NoDecision, reason}, evidence.Ref{}
+		return Outcome{NoDecision, reason}, evidence.Ref{}, ""
 	}
 	// A fresh root per run of T: the engines' roots are never reused.
 	dir, err := os.MkdirTemp(o.RunDir, "teacher-")
@@ -125,11 +125,11 @@ func runQualityStage(ctx context.Context, o Options, in QualityInputs, sel *Sele
 		err = sandbox.SearchableDir(dir)
 	}
 	if err != nil {
-		return Outcome{NoDecision, err.Error()}, evidence.Ref{}
+		return Outcome{NoDecision, err.Error()}, evidence.Ref{}, ""
 	}
 	root, err := worker.EngineRoot(filepath.Join(dir, "root"))
 	if err != nil {
-		return Outcome{NoDecision, err.Error()}, evidence.Ref{}
+		return Outcome{NoDecision, err.Error()}, evidence.Ref{}, ""
 	}
 	res, err := quality.Run(ctx, quality.Options{
 		Teacher: quality.TeacherSpec{Python: o.Python, Root: root, Tree: in.ReferenceTree, Model: o.Model,
@@ -141,9 +141,13 @@ func runQualityStage(ctx context.Context, o Options, in QualityInputs, sel *Sele
 		Teardown: quality.Teardown{CandidateGone: true, Detail: "the serving screen's and the speed stage's engines were closed and reaped before T"},
 	})
 	if err != nil {
-		return Outcome{NoDecision, "quality evidence: " + err.Error()}, evidence.Ref{}
+		return Outcome{NoDecision, "quality evidence: " + err.Error()}, evidence.Ref{}, ""
 	}
-	return Outcome{Decision(res.Decision), res.Reason}, res.Ref
+	receipt := ""
+	if res.Evidence != nil {
+		receipt = res.Evidence.Receipt.Digest
+	}
+	return Outcome{Decision(res.Decision), res.Reason}, res.Ref, receipt
 }
 
 // trajectoryPool files every prompt of the workload with the
@@ -177,9 +181,10 @@ func trajectoryPool(o Options, ev *SpeedEvidence) (map[string]quality.Prompt, st
 }
 
 // qualityRecord is the report's record of T from the stage's outcome, its
-// evidence and the selection sealed before execution.
-func qualityRecord(out Outcome, ref evidence.Ref, sel *Selection) *Quality {
-	q := &Quality{Decision: out.Decision, Reason: out.Reason, Evidence: ref}
+// evidence, the selection sealed before execution and the digest of its
+// reveal ("" when T revealed nothing).
+func qualityRecord(out Outcome, ref evidence.Ref, sel *Selection, receipt string) *Quality {
+	q := &Quality{Decision: out.Decision, Reason: out.Reason, Evidence: ref, SelectionReceipt: receipt}
 	if sel != nil {
 		q.Commitment = sel.Ref
 	}

@@ -78,7 +78,7 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	if ev.Grade == nil {
 		t.Fatalf("speed: %+v", ev.Outcome)
 	}
-	out, ref := runQualityStage(context.Background(), o, in, sel, ev)
+	out, ref, receipt := runQualityStage(context.Background(), o, in, sel, ev)
 	if out.Decision != Pass || ref.SHA256 == "" {
 		t.Fatalf("quality: %+v, ref %+v", out, ref)
 	}
@@ -89,16 +89,39 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	if rec.Commitment.SelectCount != 6 || len(rec.Prompts) != 6 {
 		t.Fatalf("%d of %d prompts judged, want half the pool of 12", len(rec.Prompts), len(rec.Commitment.PromptPool))
 	}
-	// The report's quality record re-grades with the report, and a
-	// record that claims another decision does not.
-	r := &Report{Schema: ReportSchema, Decision: Pass, Stages: []Stage{{Name: StageQuality, Decision: out.Decision, Reason: out.Reason}},
-		Quality: qualityRecord(out, ref, sel)}
-	if err := Regrade(store, r); err != nil {
+	if receipt != rec.Receipt.Digest || len(receipt) != 64 {
+		t.Fatalf("the stage names selection receipt %q, T revealed %s", receipt, rec.Receipt.Digest)
+	}
+	// The report's quality record re-grades with the report (its attempt
+	// naming the selection sealed before execution), and a record that
+	// claims another decision, another reveal or another commitment does
+	// not.
+	report := func() *Report {
+		r := &Report{Schema: ReportSchema, Decision: Pass, Started: "2026-01-02T03:04:05Z", Inputs: Inputs{Controller: "controller"}, Stages: []Stage{{Name: StageQuality, Decision: out.Decision, Reason: out.Reason}},
+			Lanes:   []Lane{{Name: "baseline", Device: "cpu", GPUs: []string{}}, {Name: "candidate", Device: "cpu", GPUs: []string{}, SharedDevice: true}},
+			Quality: qualityRecord(out, ref, sel, receipt)}
+		a, err := newAttempt(r, "controller", strings.Repeat("c", 64), sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Attempt = a
+		return r
+	}
+	if err := Regrade(store, report()); err != nil {
 		t.Fatalf("regrade: %v", err)
 	}
-	r.Quality.Decision = Fail
-	if err := Regrade(store, r); !errors.Is(err, ErrRegrade) {
-		t.Fatalf("a flipped quality decision re-graded: %v", err)
+	for name, edit := range map[string]func(r *Report){
+		"a flipped quality decision":  func(r *Report) { r.Quality.Decision = Fail },
+		"another selection receipt":   func(r *Report) { r.Quality.SelectionReceipt = strings.Repeat("d", 64) },
+		"another selection secret":    func(r *Report) { r.Attempt.SelectionSecretCommitment = strings.Repeat("d", 64) },
+		"no attempt record":           func(r *Report) { r.Attempt = nil },
+		"an attempt of another start": func(r *Report) { r.Started = "2026-01-02T03:04:06Z" },
+	} {
+		r := report()
+		edit(r)
+		if err := Regrade(store, r); !errors.Is(err, ErrRegrade) {
+			t.Errorf("%s re-graded: %v", name, err)
+		}
 	}
 
 	for _, c := range []struct {
@@ -130,8 +153,8 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 				}
 			}
 			c.edit(bad)
-			out, ref := runQualityStage(context.Background(), o, in, c.sel, bad)
-			if out.Decision != NoDecision || !strings.Contains(out.Reason, c.want) || ref.SHA256 != "" {
+			out, ref, receipt := runQualityStage(context.Background(), o, in, c.sel, bad)
+			if out.Decision != NoDecision || !strings.Contains(out.Reason, c.want) || ref.SHA256 != "" || receipt != "" {
 				t.Fatalf("%+v, ref %+v: want NO_DECISION with %q and nothing published", out, ref, c.want)
 			}
 		})

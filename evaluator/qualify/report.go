@@ -12,8 +12,16 @@ import (
 	"github.com/cacheon/engine/tools/canonjson"
 )
 
-// ReportSchema names the qualification report's format.
-const ReportSchema = "cacheon.qualification-report.v1"
+// ReportSchema names the qualification report's format. Version 2 adds
+// what settlement pairs two qualifications on: the attempt record, the
+// transition, the audit control and policy, the lane orientation and the
+// selection's reveal (docs/reference/settlement.md).
+const ReportSchema = "cacheon.qualification-report.v2"
+
+// ReportSchemaV1 is the format before the settlement fields. A v1 report
+// still parses and regrades (its decisions are what they were); it never
+// settles, for it names neither its authority nor its selection.
+const ReportSchemaV1 = "cacheon.qualification-report.v1"
 
 // Evidence artifact domains a qualification writes.
 const (
@@ -40,8 +48,21 @@ type Report struct {
 	Lanes     []Lane  `json:"lanes"`
 	Stages    []Stage `json:"stages"`
 	Speed     *Speed  `json:"speed"`
-	// Audit is the audit role A's evidence (after a speed PASS).
-	Audit *evidence.Ref `json:"audit,omitempty"`
+	// Audit is the audit role A's evidence (after a speed PASS), with its
+	// control digest (audit.Evidence.Control) and its policy and seed
+	// ("" and null when no audit evidence was published).
+	Audit        *evidence.Ref `json:"audit,omitempty"`
+	AuditControl string        `json:"audit_control"`
+	AuditPolicy  *AuditPolicy  `json:"audit_policy"`
+	// Attempt is who ran the qualification, what it planned and which
+	// attempt this was; null when the build stage planned no arms.
+	Attempt *Attempt `json:"attempt"`
+	// Transition is the planned target transition (the marginal arm
+	// plan's); null when the build stage planned none.
+	Transition *Transition `json:"transition"`
+	// LaneOrientation binds the speed evidence to the lanes that read it;
+	// null without a speed stage or when one device held both lanes.
+	LaneOrientation *LaneOrientation `json:"lane_orientation"`
 	// Quality is the pristine reference T's record; absent (omitted) when
 	// T did not run.
 	Quality *Quality `json:"quality,omitempty"`
@@ -122,6 +143,11 @@ type Quality struct {
 	Reason     string       `json:"reason"`
 	Evidence   evidence.Ref `json:"evidence"`
 	Commitment evidence.Ref `json:"selection_commitment"`
+	// SelectionReceipt is the digest of the selection's reveal in the
+	// evidence (quality.SelectionReceipt.Digest): the selection evidence
+	// settlement requires two qualifications not to share. "" when T
+	// revealed nothing.
+	SelectionReceipt string `json:"selection_receipt"`
 }
 
 // ErrRegrade is a retained decision the evidence does not reproduce.
@@ -132,8 +158,8 @@ var ErrRegrade = errors.New("regrade disagrees with the report")
 // disagreement. Evidence that is missing or does not match its reference
 // is an error too: a decision that cannot be re-graded is not evidence.
 func Regrade(store *evidence.Store, r *Report) error {
-	if r.Schema != ReportSchema {
-		return fmt.Errorf("report schema %q, want %q", r.Schema, ReportSchema)
+	if r.Schema != ReportSchema && r.Schema != ReportSchemaV1 {
+		return fmt.Errorf("report schema %q, want %q (or %q)", r.Schema, ReportSchema, ReportSchemaV1)
 	}
 	stages := []Outcome{}
 	for _, s := range r.Stages {
@@ -205,6 +231,16 @@ func Regrade(store *evidence.Store, r *Report) error {
 			if d, err := c.Digest(); err != nil || d != ev.CommitmentDigest {
 				return fmt.Errorf("%w: the commitment published before execution has digest %s, T revealed against %s", ErrRegrade, d, ev.CommitmentDigest)
 			}
+		}
+		if r.Schema != ReportSchemaV1 {
+			if err := regradeSelection(r, ev); err != nil {
+				return err
+			}
+		}
+	}
+	if r.Schema != ReportSchemaV1 {
+		if err := regradeAttempt(store, r); err != nil {
+			return err
 		}
 	}
 	if got := Aggregate(stages); got != r.Decision {

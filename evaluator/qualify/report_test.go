@@ -2,9 +2,13 @@ package qualify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
@@ -31,8 +35,17 @@ func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
 	policyDigest, _ := ev.Policy.Digest()
 	report := func() *Report {
 		sp := *sp // each report edits its own copy
-		return &Report{Schema: ReportSchema, Decision: ev.Decision, Reason: ev.Reason, Inputs: Inputs{Policy: policyDigest},
-			Stages: []Stage{{Name: "speed", Decision: ev.Decision, Reason: ev.Reason}}, Speed: &sp}
+		r := &Report{Schema: ReportSchema, Decision: ev.Decision, Reason: ev.Reason, Inputs: Inputs{Policy: policyDigest, Workload: strings.Repeat("e", 64), Model: "model"},
+			Stages: []Stage{{Name: "speed", Decision: ev.Decision, Reason: ev.Reason}}, Speed: &sp,
+			// Two lanes of their own devices: the speed evidence carries
+			// their orientation.
+			Lanes: []Lane{{Name: "baseline", Device: "cuda", GPUs: []string{"GPU-a"}}, {Name: "candidate", Device: "cuda", GPUs: []string{"GPU-b"}}}}
+		o, err := orientationOf(r)
+		if err != nil || o == nil {
+			t.Fatalf("orientation %+v, %v", o, err)
+		}
+		r.LaneOrientation = o
+		return r
 	}
 	if err := Regrade(store, report()); err != nil {
 		t.Fatalf("regrade of an untouched report: %v", err)
@@ -55,6 +68,10 @@ func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
 		{"aggregate edited", func(r *Report) { r.Decision = other[r.Decision] }, ErrRegrade},
 		{"another policy named", func(r *Report) { r.Inputs.Policy = otherDigest(r.Inputs.Policy) }, ErrRegrade},
 		{"reads missing", func(r *Report) { r.Speed.Reads.SHA256 = otherDigest(r.Speed.Reads.SHA256) }, evidence.ErrMissing},
+		{"lanes exchanged under the same orientation", func(r *Report) { r.Lanes[0], r.Lanes[1] = r.Lanes[1], r.Lanes[0] }, ErrRegrade},
+		{"orientation dropped", func(r *Report) { r.LaneOrientation = nil }, ErrRegrade},
+		{"orientation under another control", func(r *Report) { r.LaneOrientation.Control = otherDigest(r.LaneOrientation.Control) }, ErrRegrade},
+		{"an audit policy without audit evidence", func(r *Report) { r.AuditPolicy = &AuditPolicy{MinCalls: 1} }, ErrRegrade},
 	}
 	for _, e := range edits {
 		t.Run(e.name, func(t *testing.T) {
@@ -81,4 +98,45 @@ func otherDigest(d string) string {
 		return "1" + d[1:]
 	}
 	return "0" + d[1:]
+}
+
+// TestReportKeys pins the report's keys: a key added, renamed or dropped
+// changes the format (ReportSchema) and what settlement reads.
+func TestReportKeys(t *testing.T) {
+	keys := func(v any) []string {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for k := range doc {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		v    any
+		want []string
+	}{
+		{"report", Report{Audit: &evidence.Ref{}, Quality: &Quality{}}, []string{"attempt", "audit", "audit_control", "audit_policy", "decision", "inputs",
+			"isolation", "lane_orientation", "lanes", "lanes_exchanged", "notes", "quality", "reason", "reproduces", "schema", "seconds", "speed", "stages", "started", "transition"}},
+		{"attempt", Attempt{}, []string{"audit_secret_commitment", "authority", "digest", "plan", "selection_commitment", "selection_secret_commitment"}},
+		{"transition", Transition{}, []string{"displaced", "members", "prior", "proposal", "target_spec"}},
+		{"audit policy", AuditPolicy{}, []string{"expected_slots", "min_calls", "sample_rate_ppm", "tp_size", "validator_seed"}},
+		{"lane orientation", LaneOrientation{}, []string{"baseline_lane", "candidate_lane", "control", "speed_policy"}},
+		{"quality", Quality{}, []string{"decision", "evidence", "reason", "selection_commitment", "selection_receipt"}},
+	} {
+		if got := keys(c.v); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s keys %v, want %v", c.name, got, c.want)
+		}
+	}
+	if ReportSchema != "cacheon.qualification-report.v2" {
+		t.Errorf("report schema %s", ReportSchema)
+	}
 }

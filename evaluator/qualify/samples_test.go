@@ -99,7 +99,10 @@ func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			pd, _ := ev.Policy.Digest()
+			// The engines ran on the CPU, one device for both lanes: no
+			// lane orientation.
 			rep := &Report{Schema: ReportSchema, Decision: ev.Decision, Inputs: Inputs{Policy: pd},
+				Lanes:  []Lane{{Name: "baseline", Device: "cpu", GPUs: []string{}}, {Name: "candidate", Device: "cpu", GPUs: []string{}, SharedDevice: true}},
 				Stages: []Stage{{Name: StageSpeed, Decision: ev.Decision, Reason: ev.Reason}}, Speed: sp}
 			if err := Regrade(store, rep); err != nil {
 				t.Fatalf("regrade: %v", err)

@@ -1,7 +1,8 @@
 // Package evaluate takes the ledger's published proposals through
 // evaluation: the screens and the qualification (one evaluator/qualify
 // run), then its reproduction with the lane roles exchanged, recording
-// every attempt and moving each proposal through the reservation
+// every attempt (a passing one with its settlement view, settle.FromReport
+// of its report) and moving each proposal through the reservation
 // statuses (spec §2.6): published → screening → promoted → qualifying →
 // reproduction_pending → qualifying → qualified, or failed / no_decision
 // with the stage's reason.
@@ -25,6 +26,7 @@ import (
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
 	"github.com/cacheon/engine/tools/canonjson"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // Qualifier runs one qualification of the bundle in dir (the ledger's
@@ -112,6 +114,14 @@ func Evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Resu
 	in := o.Intake
 	in.Hotkey = p.Hotkey
 	in.Finalized = settle.Position{Block: uint64(p.Position.Block), EventIndex: uint32(p.Position.Event), SubeventIndex: uint32(p.Position.Subevent)}
+	if in.Arena == "" {
+		in.Arena = p.ArenaDigest
+	}
+	if in.Reservation == "" {
+		if in.Reservation, err = Reservation(p); err != nil {
+			return nil, err
+		}
+	}
 
 	// The qualification: its screens first, then the speed stage.
 	progress("proposal %d: qualifying %s (hotkey %s, target %s)", id, p.ContentHash[:12], p.Hotkey, p.TargetID)
@@ -167,6 +177,23 @@ func Evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Resu
 		return res, move(statusOf(second.Decision), "reproduction: "+second.Reason)
 	}
 	return res, move(ledger.Qualified, "")
+}
+
+// Reservation is the reservation digest of a ledger proposal, for an
+// intake that names none: H(cacheon.settlement.reservation.v1, {arena,
+// block, event_index, subevent_index, hotkey, committed_content_hash}).
+// It is what the chain finalized and the ledger took in, one per
+// finalized position (the ledger's unique key), so two proposals never
+// share it and both qualifications of one proposal always do.
+func Reservation(p *ledger.Proposal) (string, error) {
+	d, err := identity.H(identity.DomainSettlementReservation, map[string]any{
+		"arena": p.ArenaDigest, "block": p.Position.Block, "event_index": p.Position.Event, "subevent_index": p.Position.Subevent,
+		"hotkey": p.Hotkey, "committed_content_hash": p.CommittedContentHash,
+	})
+	if err != nil {
+		return "", fmt.Errorf("proposal %d: reservation: %w", p.ID, err)
+	}
+	return d.String(), nil
 }
 
 // failedScreen names the screen a report stopped at, "" when every screen

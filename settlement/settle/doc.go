@@ -41,22 +41,24 @@
 // reservation (Intake) onto a Qualification:
 //
 //	lane, arena, reservation, finalized, hotkey   Intake (the chain's reservation)
-//	target_id                  inputs.target_id
-//	selected_delta             inputs.selected_delta
+//	target_id, selected_delta  inputs.target_id, inputs.selected_delta
+//	target_spec, members       transition.target_spec, transition.members
+//	qualification_authority, _plan, _attempt   attempt.authority, attempt.plan, attempt.digest
 //	qualification_report       SHA-256 of the report's canonical bytes (its evidence address)
+//	selection_commitment, selection_secret_commitment   attempt.selection_commitment, attempt.selection_secret_commitment
+//	selection_evidence         quality.selection_receipt
 //	arm                        inputs.marginal_arm_plan
 //	incumbent_stack, _tree     inputs.incumbent_stack, inputs.incumbent_tree
 //	candidate_stack, _tree     inputs.candidate_stack, inputs.candidate_tree
 //	speedup                    speed.speedup (a PASS speed stage)
+//	proposal, transition       transition.proposal, transition.prior and .displaced
 //	speed_evidence_policy      inputs.speed_policy
+//	audit_control, audit_policy, audit_evidence   audit_control, audit_policy, audit.sha256
+//	lane_orientation           lane_orientation (null: one device held both lanes)
 //
-// The report does not carry the rest yet, and FromReport refuses with
-// missing_field:<field> rather than invent them: target_spec, proposal
-// and transition (the report names the marginal arm plan only by digest),
-// members (the catalog target's), qualification_authority,
-// qualification_plan, qualification_attempt and the three selection
-// digests (they come with the cohort attempt record), audit_control,
-// audit_policy and audit_evidence (audit role A) and lane_orientation
-// (the resident speed policy). A pair needs the audit fields or the lane
-// orientation, not both.
+// A field the report does not carry (a v1 report carries none of the
+// attempt, transition, audit, selection and lane fields) is a
+// missing_field:<field> refusal listing every missing field, never a
+// stand-in value. docs/reference/settlement.md defines the authority,
+// plan and attempt digests and why.
 package settle

@@ -22,32 +22,18 @@ type Intake struct {
 	Hotkey      string
 }
 
-// reportGaps are the settlement fields our qualification report does not
-// carry yet, in record order. Each becomes a missing_field refusal until
-// the report carries it; none is ever filled with a stand-in value.
-// target_spec, proposal and transition are in the marginal arm plan,
-// which the report names only by digest; members are the catalog
-// target's; the authority, plan, attempt and selection digests come with
-// the cohort attempt record, the audit fields with audit role A, and a
-// lane orientation with the resident speed policy.
-var reportGaps = []string{
-	"target_spec", "members",
-	"qualification_authority", "qualification_plan", "qualification_attempt",
-	"selection_commitment", "selection_secret_commitment", "selection_evidence",
-	"proposal", "transition",
-	"audit_control", "audit_policy", "audit_evidence", "lane_orientation",
-}
-
 // FromReport maps a qualification report, as the evidence store keeps it
 // (its canonical bytes, optionally followed by the newline report.json
 // ends in), and the reservation it qualified to the
 // settlement view. The report must be a PASS with a graded speedup.
 //
-// Our report does not carry every settlement field yet (see the package
-// documentation for the mapping): FromReport then returns the fields it
-// could map together with a *Rejection whose Reason is
-// missing_field:<first missing> and whose Missing lists them all. The
-// partial Qualification is for display only; Pair refuses it.
+// A report that lacks a field settlement needs (a report of an older
+// controller: schema v1 carries none of the attempt, transition, audit,
+// selection and lane fields) maps to the fields it carries, returned with
+// a *Rejection whose Reason is missing_field:<first missing> and whose
+// Missing lists them all, in record order. The partial Qualification is
+// for display only; Pair refuses it. Nothing missing is ever filled with
+// a stand-in value.
 func FromReport(data []byte, in Intake) (Qualification, error) {
 	r, err := qualify.ParseReport(data)
 	if err != nil {
@@ -77,7 +63,7 @@ func FromReport(data []byte, in Intake) (Qualification, error) {
 	if !bytes.Equal(canonical, bytes.TrimSuffix(data, []byte("\n"))) {
 		return Qualification{}, rejectf(ReasonInvalidField.on("report"), "the report is not in its canonical form, as the evidence store keeps it")
 	}
-	if r.Schema != qualify.ReportSchema {
+	if r.Schema != qualify.ReportSchema && r.Schema != qualify.ReportSchemaV1 {
 		return Qualification{}, rejectf(ReasonReportSchema, "report schema %q, want %q", r.Schema, qualify.ReportSchema)
 	}
 	if r.Decision != qualify.Pass {
@@ -99,20 +85,62 @@ func FromReport(data []byte, in Intake) (Qualification, error) {
 		CandidateTree:       r.Inputs.CandidateTree,
 		Speedup:             r.Speed.Speedup,
 		SpeedEvidencePolicy: r.Inputs.Policy,
+		AuditControl:        r.AuditControl,
 	}
+	transition := false
+	if t := r.Transition; t != nil {
+		q.TargetSpec, q.Members, q.Proposal = t.TargetSpec, append([]string(nil), t.Members...), t.Proposal
+		q.Transition = Transition{Prior: t.Prior, Displaced: []Displaced{}}
+		for _, d := range t.Displaced {
+			q.Transition.Displaced = append(q.Transition.Displaced, Displaced{TargetID: d.TargetID, Entry: d.Entry})
+		}
+		transition = true
+	}
+	if a := r.Attempt; a != nil {
+		q.Authority, q.Plan, q.Attempt = a.Authority, a.Plan, a.Digest
+		q.SelectionCommitment, q.SelectionSecretCommitment = a.SelectionCommitment, a.SelectionSecretCommitment
+	}
+	if r.Quality != nil {
+		q.SelectionEvidence = r.Quality.SelectionReceipt
+	}
+	if p := r.AuditPolicy; p != nil {
+		q.AuditPolicy = &AuditPolicy{ValidatorSeed: p.ValidatorSeed, SampleRatePPM: p.SampleRatePPM, MinCalls: p.MinCalls,
+			ExpectedSlots: append([]string(nil), p.ExpectedSlots...), TPSize: p.TPSize}
+	}
+	if r.Audit != nil {
+		q.AuditEvidence = r.Audit.SHA256
+	}
+	if o := r.LaneOrientation; o != nil {
+		q.LaneOrientation = &LaneOrientation{SpeedPolicy: o.SpeedPolicy, Control: o.Control, BaselineLane: o.BaselineLane, CandidateLane: o.CandidateLane}
+	}
+	// Every field in record order. Our qualification audits every speed
+	// PASS, so a passing report without its audit record lacks it. A v2
+	// report without a lane orientation says its roles read on one
+	// device (none to claim); a v1 report never said.
 	var missing []string
-	for _, f := range []namedValue{{"target_id", q.TargetID}, {"selected_delta", q.SelectedDelta}, {"arm", q.Arm},
-		{"incumbent_stack", q.IncumbentStack}, {"incumbent_tree", q.IncumbentTree},
-		{"candidate_stack", q.CandidateStack}, {"candidate_tree", q.CandidateTree}, {"speed_evidence_policy", q.SpeedEvidencePolicy}} {
-		if f.value == "" {
+	for _, f := range []struct {
+		name    string
+		present bool
+	}{
+		{"target_id", q.TargetID != ""}, {"target_spec", q.TargetSpec != ""}, {"members", len(q.Members) > 0},
+		{"selected_delta", q.SelectedDelta != ""},
+		{"qualification_authority", q.Authority != ""}, {"qualification_plan", q.Plan != ""}, {"qualification_attempt", q.Attempt != ""},
+		{"selection_commitment", q.SelectionCommitment != ""}, {"selection_secret_commitment", q.SelectionSecretCommitment != ""},
+		{"selection_evidence", q.SelectionEvidence != ""},
+		{"arm", q.Arm != ""}, {"incumbent_stack", q.IncumbentStack != ""}, {"incumbent_tree", q.IncumbentTree != ""},
+		{"candidate_stack", q.CandidateStack != ""}, {"candidate_tree", q.CandidateTree != ""},
+		{"proposal", q.Proposal != ""}, {"transition", transition}, {"speed_evidence_policy", q.SpeedEvidencePolicy != ""},
+		{"audit_control", q.AuditControl != ""}, {"audit_policy", q.AuditPolicy != nil}, {"audit_evidence", q.AuditEvidence != ""},
+		{"lane_orientation", r.Schema != qualify.ReportSchemaV1},
+	} {
+		if !f.present {
 			missing = append(missing, f.name)
 		}
 	}
-	missing = append(missing, reportGaps...)
 	if len(missing) > 0 {
 		return q, &Rejection{
 			Reason:  ReasonMissingField.on(missing[0]),
-			Detail:  fmt.Sprintf("the qualification report does not carry %s", strings.Join(missing, ", ")),
+			Detail:  fmt.Sprintf("the qualification report (%s) does not carry %s", r.Schema, strings.Join(missing, ", ")),
 			Missing: missing,
 		}
 	}

@@ -15,8 +15,11 @@ import (
 	"github.com/cacheon/engine/tools/canonjson"
 )
 
-// The two reports are report.json files `cacheon qualify` wrote on an
-// H200 (docs/results/qualify-h200): a PASS and a FAIL.
+// rmsnorm_torch and silu_and_mul_torch are report.json files `cacheon
+// qualify` wrote on an H200 (docs/results/qualify-h200), of schema v1: a
+// PASS and a FAIL. cpu-first and cpu-reproduction are the two v2 reports
+// of settlement/evaluate's crown test (recorded with its -update flag):
+// a real qualification on the CPU lane and its reproduction.
 func readReport(t *testing.T, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))
@@ -44,7 +47,7 @@ func editReport(t *testing.T, data []byte, edit func(doc map[string]any)) []byte
 var intake = settle.Intake{Lane: settle.LaneRegistered, Arena: "h200-test", Reservation: dg("reservation"),
 	Finalized: settle.Position{Block: 12, EventIndex: 1}, Hotkey: "5Hotkey"}
 
-func TestFromReportMapsWhatTheReportCarries(t *testing.T) {
+func TestFromReportMapsAV1ReportAndListsWhatItLacks(t *testing.T) {
 	data := readReport(t, "rmsnorm_torch.report.json")
 	q, err := settle.FromReport(data, intake)
 	if got := reasonOf(t, err); got != "missing_field:target_spec" {
@@ -114,5 +117,84 @@ func TestFromReportRefusals(t *testing.T) {
 	b, _ := settle.FromReport(bytes.TrimSuffix(pass, []byte("\n")), intake)
 	if a.Report == "" || a.Report != b.Report {
 		t.Fatalf("report digest %q with the newline, %q without", a.Report, b.Report)
+	}
+}
+
+// TestRealReportsSettle maps the two real v2 reports onto qualifications
+// that validate and pair: every settlement field comes from the report.
+func TestRealReportsSettle(t *testing.T) {
+	first, second := readReport(t, "cpu-first.report.json"), readReport(t, "cpu-reproduction.report.json")
+	a, err := settle.FromReport(first, intake)
+	if err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	b, err := settle.FromReport(second, intake)
+	if err != nil {
+		t.Fatalf("reproduction: %v", err)
+	}
+	var doc struct {
+		Attempt struct {
+			Authority, Plan, Digest   string
+			SelectionCommitment       string `json:"selection_commitment"`
+			SelectionSecretCommitment string `json:"selection_secret_commitment"`
+		} `json:"attempt"`
+		Transition struct {
+			TargetSpec string   `json:"target_spec"`
+			Members    []string `json:"members"`
+			Proposal   string   `json:"proposal"`
+			Prior      string   `json:"prior"`
+		} `json:"transition"`
+		Audit        struct{ SHA256 string } `json:"audit"`
+		AuditControl string                  `json:"audit_control"`
+		Quality      struct {
+			Receipt string `json:"selection_receipt"`
+		} `json:"quality"`
+	}
+	if err := json.Unmarshal(first, &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := []string{a.Authority, a.Plan, a.Attempt, a.SelectionCommitment, a.SelectionSecretCommitment, a.SelectionEvidence,
+		a.TargetSpec, a.Proposal, a.Transition.Prior, a.AuditControl, a.AuditEvidence}
+	want := []string{doc.Attempt.Authority, doc.Attempt.Plan, doc.Attempt.Digest, doc.Attempt.SelectionCommitment, doc.Attempt.SelectionSecretCommitment,
+		doc.Quality.Receipt, doc.Transition.TargetSpec, doc.Transition.Proposal, doc.Transition.Prior, doc.AuditControl, doc.Audit.SHA256}
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(a.Members, doc.Transition.Members) || a.AuditPolicy == nil || a.LaneOrientation != nil {
+		t.Fatalf("mapped %+v\nfrom %+v", a, doc)
+	}
+	c, err := settle.Pair(a, b)
+	if err != nil {
+		t.Fatalf("the real pair: %v", err)
+	}
+	if c.Speedup() != a.Speedup && c.Speedup() != b.Speedup {
+		t.Fatalf("conservative speedup %s of %s and %s", c.Speedup(), a.Speedup, b.Speedup)
+	}
+
+	// A report without a settlement record is refused by name, and a
+	// second report of the same attempt is no reproduction.
+	for _, e := range []struct {
+		name   string
+		edit   func(d map[string]any)
+		reason settle.Reason
+	}{
+		{"no attempt record", func(d map[string]any) { d["attempt"] = nil }, "missing_field:qualification_authority"},
+		{"no transition", func(d map[string]any) { d["transition"] = nil }, "missing_field:target_spec"},
+		{"no selection receipt", func(d map[string]any) { d["quality"].(map[string]any)["selection_receipt"] = "" }, "missing_field:selection_evidence"},
+		{"no audit policy", func(d map[string]any) { d["audit_policy"] = nil }, "missing_field:audit_policy"},
+		{"no audit evidence", func(d map[string]any) { delete(d, "audit") }, "missing_field:audit_evidence"},
+		{"an audit policy of other slots", func(d map[string]any) {
+			d["audit_policy"].(map[string]any)["expected_slots"] = []any{"activation.silu_and_mul"}
+		}, "invalid_field:audit_policy.expected_slots"},
+	} {
+		t.Run(e.name, func(t *testing.T) {
+			if _, err := settle.FromReport(editReport(t, first, e.edit), intake); reasonOf(t, err) != e.reason {
+				t.Fatalf("reason %q, want %q (%v)", reasonOf(t, err), e.reason, err)
+			}
+		})
+	}
+	again, err := settle.FromReport(editReport(t, first, func(d map[string]any) { d["seconds"] = "1" }), intake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := settle.Pair(a, again); reasonOf(t, err) != "shared_authority_digest:authority" {
+		t.Fatalf("the same attempt twice pairs: %v", err)
 	}
 }

@@ -58,6 +58,11 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 		return err
 	}
 	defer l.Close()
+	if o.env.auditKey != "" {
+		// One secret is one authority: settlement pairs only two
+		// independent qualifications (docs/reference/settlement.md).
+		progress("both qualifications run under the one --audit-secret: one authority, whose two attempts settlement does not pair")
+	}
 	o.env.quiet = o.json
 	env, err := setUpQualification(ctx, s, o.env)
 	if err != nil {
@@ -126,8 +131,11 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 		fmt.Fprintf(s.Out, "proposal %d: %s %s\n", doc.Proposal, doc.Status, doc.Reason)
 		for _, st := range res.Steps {
 			fmt.Fprintf(s.Out, "  attempt %d %-13s %-11s report %s\n", st.Attempt.Seq, st.Attempt.Stage, st.Decision, st.Report)
-			if len(st.Missing) > 0 {
-				fmt.Fprintf(s.Out, "    settlement cannot pair it yet: the report lacks %v\n", st.Missing)
+			switch {
+			case st.Settles:
+				fmt.Fprintf(s.Out, "    settlement view recorded\n")
+			case len(st.Missing) > 0:
+				fmt.Fprintf(s.Out, "    settlement cannot pair it: the report lacks %v\n", st.Missing)
 			}
 		}
 		for _, p := range doc.Reports {

@@ -51,7 +51,7 @@ func (o *qualificationFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.incumbent, "incumbent", filepath.Join("stacks", "incumbent.hcl"), "the incumbent evaluation stack file")
 	f.StringVar(&o.reference, "reference", filepath.Join("stacks", "reference.hcl"), "the reference stack the pristine reference T runs (no contribution)")
 	f.StringVar(&o.qualityCal, "quality-calibration", "", "quality calibration JSON for T's thresholds (default: the embedded CPU calibration)")
-	f.StringVar(&o.auditKey, "audit-secret", "", "file holding the validator's audit secret (32 to 4096 bytes; default: a fresh random one, recorded only by its commitment)")
+	f.StringVar(&o.auditKey, "audit-secret", "", "file holding the validator's audit secret (32 to 4096 bytes; default: a fresh random one per qualification, recorded only by its commitment)")
 	f.StringVar(&o.model, "model", "", "sealed model directory (default: the generated test model)")
 	f.StringVar(&o.workload, "workload", "", "workload HCL file (default: the embedded smoke workload)")
 	f.StringVar(&o.policy, "policy", "", "speed policy HCL file (default: the embedded v8 policy)")
@@ -130,8 +130,14 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	if q.quality, err = qualityInputs(s, o, q.run); err != nil {
 		return nil, err
 	}
-	if q.auditSecret, err = audit.LoadSecret(o.auditKey); err != nil {
-		return nil, err
+	// Without --audit-secret every qualification draws its own
+	// (qualify.Run): the secret is its authority's (docs/reference/
+	// settlement.md), so a reproduction never shares the first attempt's
+	// authority or audit seed.
+	if o.auditKey != "" {
+		if q.auditSecret, err = audit.LoadSecret(o.auditKey); err != nil {
+			return nil, err
+		}
 	}
 	if q.gpus, err = openGPUDriver(); err != nil {
 		return nil, err

@@ -76,6 +76,16 @@ const (
 	// A quality calibration: stock-versus-stock teacher-forced rounds and
 	// the familywise thresholds they support.
 	DomainQualityCalibration Domain = "cacheon.qualification.quality-calibration"
+	// The attempt record settlement pairs on (evaluator/qualify): the
+	// authority that ran a qualification, the experiment it planned, this
+	// attempt of it, a lane's devices and the lane control two
+	// orientations share, and the audit control two audits share.
+	DomainQualificationAuthority Domain = "cacheon.qualification.authority.v1"
+	DomainQualificationPlan      Domain = "cacheon.qualification.plan.v1"
+	DomainQualificationAttempt   Domain = "cacheon.qualification.attempt.v1"
+	DomainQualificationLane      Domain = "cacheon.qualification.lane.v1"
+	DomainLaneControl            Domain = "cacheon.qualification.lane-control.v1"
+	DomainAuditControl           Domain = "cacheon.qualification.audit-control.v1"
 )
 
 // Settlement and economics identities (packages settlement/...).
@@ -84,6 +94,7 @@ const (
 	DomainSettlementPlan                 Domain = "cacheon.settlement.plan"
 	DomainSettlementReproductionIdentity Domain = "cacheon.settlement.reproduction-identity"
 	DomainSettlementEvidence             Domain = "cacheon.settlement.evidence"
+	DomainSettlementReservation          Domain = "cacheon.settlement.reservation.v1"
 	DomainEconomicsPolicy                Domain = "cacheon.economics.policy"
 	DomainStandingFamily                 Domain = "cacheon.economics.standing-family"
 	DomainStandingClaim                  Domain = "cacheon.economics.standing-claim"
@@ -137,10 +148,17 @@ func Domains() []DomainInfo {
 		{DomainSelectionReceipt, "DomainSelectionReceipt", "evaluator/quality", "the revealed selection: entropy, secret and the selected prompts"},
 		{DomainSelectionPrompt, "DomainSelectionPrompt", "evaluator/quality", "one prompt of the selection pool (its token ids)"},
 		{DomainQualityCalibration, "DomainQualityCalibration", "evaluator/quality", "stock-versus-stock teacher-forced rounds and the quality thresholds they support"},
+		{DomainQualificationAuthority, "DomainQualificationAuthority", "evaluator/qualify", "the authority that ran a qualification: the controller binary and the commitment to its audit secret"},
+		{DomainQualificationPlan, "DomainQualificationPlan", "evaluator/qualify", "the experiment a qualification planned: authority, marginal arm plan, model, workload, speed policy, lanes, the report it reproduces"},
+		{DomainQualificationAttempt, "DomainQualificationAttempt", "evaluator/qualify", "one attempt of a plan: its start and the selection and audit secrets it committed to"},
+		{DomainQualificationLane, "DomainQualificationLane", "evaluator/qualify", "the devices of one lane (device kind and GPU UUIDs)"},
+		{DomainLaneControl, "DomainLaneControl", "evaluator/qualify", "what two lane orientations of one candidate share: speed policy, workload, model"},
+		{DomainAuditControl, "DomainAuditControl", "evaluator/audit", "what two audits of one candidate share: the audit policy without its seed, and the audit prompt and schedule"},
 		{DomainSettlementEvent, "DomainSettlementEvent", "settlement/...", "one settlement event of the hash chain"},
 		{DomainSettlementPlan, "DomainSettlementPlan", "settlement/...", "a settlement plan over the queued candidates"},
 		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},
 		{DomainSettlementEvidence, "DomainSettlementEvidence", "settlement/apply", "the two attempts a crown settled on, retained with its standing claim"},
+		{DomainSettlementReservation, "DomainSettlementReservation", "settlement/evaluate", "a ledger proposal's reservation: arena, finalized position, hotkey and committed content hash"},
 		{DomainEconomicsPolicy, "DomainEconomicsPolicy", "settlement/weights", "an emissions policy (V1)"},
 		{DomainStandingFamily, "DomainStandingFamily", "settlement/weights", "the (arena, target, target spec) family of a standing claim"},
 		{DomainStandingClaim, "DomainStandingClaim", "settlement/weights", "a standing claim of a crown"},

@@ -50,8 +50,16 @@ func Workspace(t testing.TB, root string) string {
 }
 
 // New records the incumbent of the repository copy ws as the initial
-// stack of a new ledger at path.
+// stack of a new ledger at path, under a tree digest of its own (the
+// qualifications these fixtures record never materialize it).
 func New(t testing.TB, ws, path string) *Fixture {
+	t.Helper()
+	return NewWithTree(t, ws, path, settletest.Digest("tree/incumbent"))
+}
+
+// NewWithTree is New with the incumbent's real tree digest, for tests
+// whose qualifications materialize the incumbent and measure over it.
+func NewWithTree(t testing.TB, ws, path, tree string) *Fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &Fixture{WS: ws, Path: path, Payload: Payload}
@@ -76,7 +84,7 @@ func New(t testing.TB, ws, path string) *Fixture {
 		t.Fatal(err)
 	}
 	f.L = OpenLedger(t, path)
-	if f.Cur, err = f.L.InitStack(ctx, ledger.Stack{StackDigest: digest, TreeDigest: settletest.Digest("tree/incumbent"), HCL: string(src)}); err != nil {
+	if f.Cur, err = f.L.InitStack(ctx, ledger.Stack{StackDigest: digest, TreeDigest: tree, HCL: string(src)}); err != nil {
 		t.Fatal(err)
 	}
 	return f
