@@ -14,7 +14,8 @@
 #   4. the crown loop's evaluation side on the CPU lane: a proposal taken
 #      into the SQLite ledger, qualified and (if it passes) reproduced on
 #      exchanged lanes, each attempt recorded, then settlement, which says
-#      plainly why nothing can be crowned when nothing qualified;
+#      plainly why nothing can be crowned (nothing passed twice, or the
+#      default policy is uncalibrated);
 #   5. sign the release with a local key (outside the build graph) and
 #      verify it offline as a consumer would.
 #
@@ -64,10 +65,13 @@ CACHEON_PYTHON=${CACHEON_PYTHON:-/usr/bin/python3} "$cacheon" qualify --ledger "
 verdict=$?
 set -e
 ((verdict == 0 || verdict == 2 || verdict == 3)) || exit "$verdict"
-# A crown needs two independent passing qualifications whose reports carry
-# every settlement field; on the CPU lane a PASS is noise and the reports
-# lack the audit and selection fields, so settle says there is nothing to
-# crown and why. It never fakes a measurement.
+# A crown needs two independent passing qualifications (the second a
+# reproduction on exchanged lanes) under a calibrated speed policy. The
+# main job runs the embedded default policy, which says it is
+# uncalibrated: on the CPU lane a PASS is noise, so settle refuses such
+# reports (uncalibrated_policy) and says there is nothing to crown and
+# why. It never fakes a measurement; settlement/evaluate's crown test
+# shows the crown itself, over a deliberately slowed incumbent.
 "$cacheon" settle --ledger "$ledger"
 "$cacheon" ledger check --ledger "$ledger"
 

@@ -29,11 +29,18 @@ func DefaultWorkload() (*workload.Workload, error) {
 	return w, nil
 }
 
+// UncalibratedDigest is the SHA-256 of the embedded "uncalibrated"
+// calibration document the default policy is bound to. Settlement refuses
+// to crown on a report whose calibration is this one.
+func UncalibratedDigest() string {
+	sum := sha256.Sum256(defaultCalibration)
+	return hex.EncodeToString(sum[:])
+}
+
 // DefaultPolicy is the embedded v8 policy: the test thresholds, bound to
 // the embedded "uncalibrated" calibration document by its SHA-256.
 func DefaultPolicy() speed.Policy {
-	sum := sha256.Sum256(defaultCalibration)
-	cal := hex.EncodeToString(sum[:])
+	cal := UncalibratedDigest()
 	return speed.Policy{Version: speed.V8, MinMargin: 0.005, NoiseMultiplier: 2, MaxNoise: 0.02, MinWindows: 5,
 		MaxWindowScatter: 0.25, MaxConditioningSlowdown: 2, MaxStageSeconds: 600, MaxQualificationSeconds: 1800,
 		CalibrationDigest: cal, CalibrationContextDigest: cal}

@@ -3,6 +3,8 @@ package evaluate
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -142,6 +144,14 @@ func TestRealQualificationsCrown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Settlement never crowns under the embedded uncalibrated policy. The
+	// test's policy keeps its thresholds and names a calibration document
+	// that says what they are for: a candidate several times faster than a
+	// deliberately slowed incumbent, far beyond any CPU noise.
+	policy := qualify.DefaultPolicy()
+	calibration := sha256.Sum256([]byte(`{"lanes":"cpu","note":"test: the embedded thresholds, for a candidate several times faster than a slowed incumbent","rounds":[]}`))
+	policy.CalibrationDigest = hex.EncodeToString(calibration[:])
+	policy.CalibrationContextDigest = policy.CalibrationDigest
 	runs := 0
 	var reports [][]byte
 	qualifier := func(ctx context.Context, dir string, prior *qualify.Report) (*qualify.Report, []byte, error) {
@@ -153,7 +163,7 @@ func TestRealQualificationsCrown(t *testing.T) {
 			return nil, nil, err
 		}
 		res, err := qualify.Run(ctx, qualify.Options{
-			Plan: r, Model: f.Model, ModelDigest: "model", Workload: w, Policy: qualify.DefaultPolicy(), Store: store,
+			Plan: r, Model: f.Model, ModelDigest: "model", Workload: w, Policy: policy, Store: store,
 			RunDir: runDir, Python: f.Python, Lanes: cpu, Isolation: f.Iso,
 			Verify:     verify.Options{Device: "cpu", DType: "float32", Python: f.Python, Timeout: 5 * time.Minute},
 			Quality:    qualify.QualityInputs{ReferenceTree: refTree, Calibration: qcal},

@@ -49,11 +49,14 @@ type Options struct {
 
 // Step is one recorded attempt.
 type Step struct {
-	Attempt  ledger.Attempt `json:"attempt"`
-	Report   string         `json:"report"` // the report's SHA-256 (its evidence address)
-	Settles  bool           `json:"settles"`
-	Missing  []string       `json:"missing_settlement_fields"`
-	Decision string         `json:"decision"`
+	Attempt ledger.Attempt `json:"attempt"`
+	Report  string         `json:"report"` // the report's SHA-256 (its evidence address)
+	Settles bool           `json:"settles"`
+	Missing []string       `json:"missing_settlement_fields"`
+	// Unsettled says why a passing report has no settlement view when
+	// settlement refuses it as a whole (uncalibrated_policy), "" otherwise.
+	Unsettled string `json:"unsettled_reason"`
+	Decision  string `json:"decision"`
 }
 
 // Result is one proposal's evaluation.
@@ -244,6 +247,10 @@ func record(ctx context.Context, l *ledger.Ledger, id int64, stage string, r *qu
 			a.Settlement, step.Settles = view, true
 		case errors.As(err, &rej) && len(rej.Missing) > 0:
 			step.Missing = rej.Missing
+		case errors.As(err, &rej) && rej.Reason == settle.ReasonUncalibratedPolicy:
+			// A PASS under thresholds nobody measured: recorded as
+			// the attempt it is, never as something settlement pairs.
+			step.Unsettled = err.Error()
 		default:
 			return Step{}, fmt.Errorf("proposal %d: the settlement view of report %s: %w", id, digest, err)
 		}

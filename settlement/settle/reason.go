@@ -54,6 +54,11 @@ const (
 	ReasonNotPassed Reason = "not_passed"
 	// ReasonReportSchema is a report of another format.
 	ReasonReportSchema Reason = "report_schema"
+	// ReasonUncalibratedPolicy is a report graded under a speed policy
+	// bound to the embedded "uncalibrated" calibration document: its
+	// thresholds were never measured on any lane, so its PASS may be
+	// noise and can never crown.
+	ReasonUncalibratedPolicy Reason = "uncalibrated_policy"
 )
 
 // mismatch is the reason of a must-match field that differs:

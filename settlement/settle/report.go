@@ -144,6 +144,10 @@ func FromReport(data []byte, in Intake) (Qualification, error) {
 			Missing: missing,
 		}
 	}
+	if r.Inputs.Calibration == qualify.UncalibratedDigest() {
+		return q, rejectf(ReasonUncalibratedPolicy, "the speed policy is bound to the embedded uncalibrated calibration document %s: "+
+			"run `cacheon qualify calibrate` on the lanes and qualify under a policy naming that calibration", r.Inputs.Calibration)
+	}
 	if _, err := q.Validate(); err != nil {
 		return q, err
 	}

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/settlement/settle"
 	"github.com/cacheon/engine/tools/canonjson"
 )
@@ -103,6 +104,9 @@ func TestFromReportRefusals(t *testing.T) {
 		{"a reformatted report", append([]byte(" "), pass...), "invalid_field:report"},
 		{"a report with a field the report type does not know", editReport(t, pass, func(d map[string]any) { d["crown"] = true }), "invalid_field:report"},
 		{"not JSON", []byte("PASS"), "invalid_field:report"},
+		{"a pass graded under the uncalibrated default policy", editReport(t, readReport(t, "cpu-first.report.json"), func(d map[string]any) {
+			d["inputs"].(map[string]any)["calibration"] = qualify.UncalibratedDigest()
+		}), "uncalibrated_policy"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

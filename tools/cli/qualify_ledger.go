@@ -134,6 +134,8 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 			switch {
 			case st.Settles:
 				fmt.Fprintf(s.Out, "    settlement view recorded\n")
+			case st.Unsettled != "":
+				fmt.Fprintf(s.Out, "    settlement will not pair it: %s\n", st.Unsettled)
 			case len(st.Missing) > 0:
 				fmt.Fprintf(s.Out, "    settlement cannot pair it: the report lacks %v\n", st.Missing)
 			}
