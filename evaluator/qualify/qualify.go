@@ -40,13 +40,15 @@ type Options struct {
 	Sample Sampler
 	// Isolation contains every engine; Unsafe only by explicit request.
 	Isolation worker.Isolation
-	// Verify configures the ABI screen (device, dtype, seed).
+	// Verify configures the ABI screen (device, dtype). Its seed is never
+	// the caller's: Run draws it from the validator secret (audit.VerifySeed).
 	Verify   verify.Options
 	Progress func(format string, args ...any)
 	// Controller is the SHA-256 of the running binary, recorded in the report.
 	Controller string
-	// AuditSecret is the validator's secret the audit seed is drawn from
-	// (with the selected delta's bytes); nil draws a fresh one.
+	// AuditSecret is the validator's secret the audit seed and the ABI
+	// screen's input seed are drawn from (with the selected delta's
+	// bytes); nil draws a fresh one.
 	AuditSecret []byte
 	// Quality is the pristine reference T's input: the reference tree and
 	// the quality calibration. Without a reference tree T decides nothing
@@ -213,8 +215,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// T's prompt selection is sealed now, before any engine runs.
 	sel := sealSelection(o, planned, o.Quality)
 
-	// ABI: every op row on its slot contract, in worker processes.
+	// The validator's secret: the ABI screen's inputs and the audit's
+	// sample are drawn from it, so neither can be predicted.
+	secret := o.AuditSecret
+	if secret == nil {
+		// No validator secret given: a fresh one, kept only by its
+		// commitment in the audit evidence.
+		var err error
+		if secret, err = audit.LoadSecret(""); err != nil {
+			stage(ScreenABI, func() Outcome { return Outcome{NoDecision, "validator secret: " + err.Error()} })
+			return finish()
+		}
+	}
+	verifySeed, err := audit.VerifySeed(secret, planned.Inspection.SelectedDeltaDigest)
+	if err != nil {
+		stage(ScreenABI, func() Outcome { return Outcome{NoDecision, "verify seed: " + err.Error()} })
+		return finish()
+	}
+
+	// ABI: every op row on its slot contract, in worker processes, on
+	// inputs drawn from the secret seed.
 	vo := o.Verify
+	vo.Seed = verifySeed
 	vo.Unisolated = o.Isolation.Unsafe
 	vo.WorkDir = o.RunDir
 	// The candidate's libraries were sealed with its tree; verify binds
@@ -283,15 +305,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		var aref *evidence.Ref
 		var aerr error
 		aout := stage(StageAudit, func() Outcome {
-			secret := o.AuditSecret
-			if secret == nil {
-				// No validator secret given: a fresh one, kept only by
-				// its commitment in the audit evidence.
-				var err error
-				if secret, err = audit.LoadSecret(""); err != nil {
-					return Outcome{NoDecision, "audit secret: " + err.Error()}
-				}
-			}
 			var out Outcome
 			out, aref, aerr = runAuditStage(ctx, o, planned, root, natives[planned.CandidateTree], secret)
 			return out
