@@ -26,6 +26,7 @@ func TestVerifyCatchesTheIntegrityFixtures(t *testing.T) {
 		want     string // substring of the row reason
 	}{
 		{"rmsnorm_output_cache", 2, "", "repeat call on fresh inputs"},
+		{"rmsnorm_fingerprint_cache", 2, "", "repeat call with one input element changed"},
 		{"rmsnorm_skips_warm_pointers", 9, "", "never written (still the NaN poison)"},
 		{"rmsnorm_background_thread", 1, "", "never written (still the NaN poison)"},
 		{"rmsnorm_gc_steals_expected", 7, scan.RuleIntrospection, "eager call"},

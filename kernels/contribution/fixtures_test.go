@@ -39,6 +39,7 @@ var fixtures = map[string]fixtureExpectation{
 	// stage that catches it first. The two the scan refuses are also
 	// caught by verify run past the scan (evaluator/verify's tests).
 	"rmsnorm_output_cache":            {stage: "verify"},
+	"rmsnorm_fingerprint_cache":       {stage: "verify"},
 	"rmsnorm_skips_warm_pointers":     {stage: "verify"},
 	"rmsnorm_background_thread":       {stage: "verify"},
 	"rmsnorm_predicts_rng":            {stage: "verify"},
