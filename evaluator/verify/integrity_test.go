@@ -85,10 +85,10 @@ func TestVerifyInputsAreUnpredictableOnlyUnderASecretSeed(t *testing.T) {
 // TestVerifyPassesTheLaterStagesFixtures: the fixtures of the cheating
 // classes that a later stage must catch pass verify, so that stage is
 // the defence its test proves (the stale output cheats only after
-// verify's few calls; the stopped clock computes honestly).
+// verify's few calls; the clock fixtures compute honestly).
 func TestVerifyPassesTheLaterStagesFixtures(t *testing.T) {
 	testPython(t)
-	for _, fixture := range []string{"rmsnorm_stale_output", "rmsnorm_stops_the_clock"} {
+	for _, fixture := range []string{"rmsnorm_stale_output", "rmsnorm_stops_the_clock", "rmsnorm_slows_the_clock"} {
 		t.Run(fixture, func(t *testing.T) {
 			t.Parallel()
 			rep := verifyRepoBundle(t, "kernels/fixtures/"+fixture, Options{})

@@ -45,6 +45,7 @@ var fixtures = map[string]fixtureExpectation{
 	"rmsnorm_predicts_rng":            {stage: "verify"},
 	"rmsnorm_stale_output":            {stage: "audit"},
 	"rmsnorm_stops_the_clock":         {stage: "speed"},
+	"rmsnorm_slows_the_clock":         {stage: "speed"},
 	"rmsnorm_gc_steals_expected":      {stage: "scan", scanRule: scan.RuleIntrospection, contains: "get_objects"},
 	"rmsnorm_lazy_subclass":           {stage: "scan", scanRule: scan.RuleDunderAttribute, contains: "__class__"},
 	"banned_import":                   {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
