@@ -26,15 +26,16 @@ type fixtureExpectation struct {
 }
 
 var fixtures = map[string]fixtureExpectation{
-	"silu_drops_silu":              {stage: "verify"},
-	"rmsnorm_wrong_eps":            {stage: "verify"},
-	"silu_new_tensor":              {stage: "verify"},
-	"silu_mutates_input":           {stage: "verify"},
-	"all_reduce_stale_regrow":      {stage: "verify"},
-	"rmsnorm_wrong_after_n_calls":  {stage: "audit"},
-	"rmsnorm_lower_precision":      {stage: "audit"},
-	"rmsnorm_mutates_input":        {stage: "audit"},
-	"rmsnorm_wrong_unless_audited": {stage: "quality"},
+	"silu_drops_silu":                      {stage: "verify"},
+	"rmsnorm_wrong_eps":                    {stage: "verify"},
+	"silu_new_tensor":                      {stage: "verify"},
+	"silu_mutates_input":                   {stage: "verify"},
+	"all_reduce_stale_regrow":              {stage: "verify"},
+	"rmsnorm_wrong_after_n_calls":          {stage: "audit"},
+	"decode_attention_wrong_after_n_calls": {stage: "audit"},
+	"rmsnorm_lower_precision":              {stage: "audit"},
+	"rmsnorm_mutates_input":                {stage: "audit"},
+	"rmsnorm_wrong_unless_audited":         {stage: "quality"},
 	// The cheating classes of docs/reference/integrity.md, each with the
 	// stage that catches it first. The two the scan refuses are also
 	// caught by verify run past the scan (evaluator/verify's tests).
