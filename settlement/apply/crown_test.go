@@ -16,6 +16,7 @@ import (
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/reject"
 	"github.com/cacheon/engine/tools/testtree"
 )
@@ -169,5 +170,47 @@ func TestCrownNeverWritesTheReleaseStack(t *testing.T) {
 	}
 	if !bytes.Equal(before, after) || !st.ModTime().Equal(st2.ModTime()) {
 		t.Errorf("settling a crown rewrote %s", path)
+	}
+}
+
+// TestCrownAtTakesTheLatestCrown: a second crown at the target retires
+// the first; the review reads the second, and the first's retirement,
+// in the same chain, does not end it.
+func TestCrownAtTakesTheLatestCrown(t *testing.T) {
+	ctx := context.Background()
+	f, first, _ := crownedLedger(t, workspace(t))
+	cur, err := f.L.CurrentStack(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Qualify the next proposal against the new incumbent.
+	sf, diags := stack.Parse("current.hcl", []byte(cur.HCL))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	a, err := stack.Assemble(sf, stack.Sources{Workspace: f.WS}, f.Cat, f.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Incumbent, f.Cur = a.Manifest.(*stack.EvaluationStackManifest), cur
+	second := f.Queue(t, "rmsnorm_triton", "5Fsecond", 4100300, nil)
+	res, err := apply.Settle(ctx, f.L, f.Options())
+	if err != nil || res.Winner != second.ID {
+		t.Fatalf("second Settle: %+v, %v", res, err)
+	}
+	var retired bool
+	for _, e := range res.Events {
+		retired = retired || (e.EventType == "RETIREMENT" && strings.Contains(string(e.Body), first.Candidate.Proposal))
+	}
+	if !retired {
+		t.Fatalf("the second crown did not retire the first: %+v", res.Events)
+	}
+	c, err := apply.CrownAt(ctx, f.L, second.Proposal.TargetID)
+	if err != nil {
+		t.Fatalf("CrownAt: %v", err)
+	}
+	if c.ProposalID != second.ID || c.EventSequence != res.Events[0].Sequence || c.ProposalContributionDigest != second.Candidate.Proposal ||
+		c.StackDigest != second.Candidate.CandidateStack {
+		t.Errorf("CrownAt read %+v, want the second crown (event %d, proposal %d)", c, res.Events[0].Sequence, second.ID)
 	}
 }
