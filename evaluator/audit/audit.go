@@ -34,6 +34,9 @@ const (
 	EnvSeed  = "CACHEON_SLOT_AUDIT_SEED"
 	EnvSlots = "CACHEON_SLOT_AUDIT_SLOTS"
 	EnvRank  = "CACHEON_SLOT_AUDIT_RANK"
+	// EnvOutputs names each expected slot's output argument positions,
+	// which the recorder poisons before every call: "slot=2;other=4+5".
+	EnvOutputs = "CACHEON_SLOT_AUDIT_OUTPUTS"
 )
 
 // EnvPrefix is what every audit variable starts with: a timed engine
@@ -113,6 +116,10 @@ func Run(ctx context.Context, o Options) (*Evidence, error) {
 	if o.Workload.Engine.TensorParallel > 1 {
 		return nil, reject.Errorf("audit: the engine session serves one rank; tensor parallel %d is not audited here", o.Workload.Engine.TensorParallel)
 	}
+	outputs, err := outputPositions(o.Contracts)
+	if err != nil {
+		return nil, err
+	}
 	prompt, err := ShortestPrompt(o.Workload)
 	if err != nil {
 		return nil, err
@@ -136,7 +143,7 @@ func Run(ctx context.Context, o Options) (*Evidence, error) {
 	spec := engine.Spec{Python: o.Python, Root: o.Root, Tree: o.Tree, Model: o.Model, Native: o.Native, Device: o.Device, Graph: false,
 		WorkDir: engineDir, StartTimeout: o.StartTimeout, BatchTimeout: o.BatchTimeout,
 		Env: []string{EnvDir + "=" + recDir, fmt.Sprintf("%s=%d", EnvRate, p.RatePPM), EnvSeed + "=" + seed,
-			EnvSlots + "=" + strings.Join(slots, ","), EnvRank + "=0"}}
+			EnvSlots + "=" + strings.Join(slots, ","), EnvOutputs + "=" + outputs, EnvRank + "=0"}}
 	progress("audit: candidate engine, %d × 1 prompt of %d tokens, %d new tokens", ev.Repetitions, len(prompt.Tokens), NewTokens)
 	te := time.Now()
 	by, decision, reason := serve(ctx, o.Isolation, spec, prompt.Tokens, ev.Repetitions)
@@ -287,4 +294,25 @@ func judge(ctx context.Context, o Options, seed string, p Policy, recDir string)
 		res.Receipts = []Receipt{}
 	}
 	return &res, "", "", ""
+}
+
+// outputPositions is the EnvOutputs value of the contracts: per slot, in
+// slot order, the positions of its outputs in its call. An output the
+// call does not name is a contract the audit cannot poison: refused.
+func outputPositions(contracts []worker.SlotContract) (string, error) {
+	sorted := slices.Clone(contracts)
+	slices.SortFunc(sorted, func(a, b worker.SlotContract) int { return strings.Compare(a.Slot, b.Slot) })
+	var entries []string
+	for _, c := range sorted {
+		var pos []string
+		for _, name := range c.Outputs {
+			i := slices.Index(c.Call, name)
+			if i < 0 {
+				return "", reject.Errorf("audit: contract of %s: output %q is not an argument of its call %v", c.Slot, name, c.Call)
+			}
+			pos = append(pos, fmt.Sprint(i))
+		}
+		entries = append(entries, c.Slot+"="+strings.Join(pos, "+"))
+	}
+	return strings.Join(entries, ";"), nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/reject"
 	"github.com/cacheon/engine/tools/testtree"
 )
 
@@ -100,6 +101,10 @@ func TestAuditOnTheCPU(t *testing.T) {
 		{"kernels/fixtures/rmsnorm_wrong_after_n_calls", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}},
 		{"kernels/fixtures/rmsnorm_lower_precision", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 0:", "bar 0.995"}},
 		{"kernels/fixtures/rmsnorm_mutates_input", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "inputs x changed by the call"}},
+		// Integrity class 4: every other output left unwritten after call
+		// 40. The recorder poisons outputs before every call, so what the
+		// judge reads there is the poison, never a stale answer.
+		{"kernels/fixtures/rmsnorm_stale_output", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 41:", "non-finite where finite expected"}},
 		// The reverse fixture: honest exactly when audited. The audit passes
 		// it (the kernel can tell it is audited); T must catch it.
 		{"kernels/fixtures/rmsnorm_wrong_unless_audited", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
@@ -306,6 +311,40 @@ for line in inp:
 			}
 			if ev.Decision != Fail || ev.DecidedBy != c.by || !strings.Contains(ev.Reason, c.reason) {
 				t.Fatalf("%s by %s: %s; want FAIL by %s with %q", ev.Decision, ev.DecidedBy, ev.Reason, c.by, c.reason)
+			}
+		})
+	}
+}
+
+// TestOutputPositions: the recorder is told where each expected slot's
+// outputs sit in its call, from the catalog contracts; an output the
+// call does not name is refused, not silently left unpoisoned.
+func TestOutputPositions(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		contracts []worker.SlotContract
+		want      string // "" for a refusal
+	}{
+		{"catalog", append(contractsOf(t, cat, "collective.ar_residual_rmsnorm"), contractsOf(t, cat, "norm.rmsnorm")...),
+			"collective.ar_residual_rmsnorm=4+5;norm.rmsnorm=2"},
+		{"no outputs", []worker.SlotContract{{Slot: "norm.rmsnorm"}}, "norm.rmsnorm="},
+		{"output outside the call", []worker.SlotContract{{Slot: "norm.rmsnorm", Call: []string{"x", "out"}, Outputs: []string{"y"}}}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := outputPositions(c.contracts)
+			if c.want == "" {
+				if !reject.Is(err) {
+					t.Fatalf("got %q, %v; want a rejection", got, err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("got %q, %v; want %q", got, err, c.want)
 			}
 		})
 	}

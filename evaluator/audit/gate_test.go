@@ -103,6 +103,41 @@ func TestSeed(t *testing.T) {
 	}
 }
 
+// TestVerifySeed: the ABI screen's seed is the construction its doc
+// states, depends on the secret and on the candidate, is non-negative,
+// and is refused for a short secret or a malformed delta.
+func TestVerifySeed(t *testing.T) {
+	secret := []byte(strings.Repeat("k", MinSecretBytes))
+	delta := strings.Repeat("ab", 32)
+	got, err := VerifySeed(secret, delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := hex.DecodeString(delta)
+	sum := sha256.Sum256(append(append([]byte(string(identity.DomainVerifySeed)+"\x00"), secret...), raw...))
+	want := int64(0)
+	for _, b := range sum[:6] {
+		want = want<<8 | int64(b)
+	}
+	if got != want || got < 0 {
+		t.Fatalf("seed %d, want %d", got, want)
+	}
+	if other, _ := VerifySeed(append([]byte{'x'}, secret...), delta); other == got {
+		t.Fatal("the seed does not depend on the secret")
+	}
+	if other, _ := VerifySeed(secret, strings.Repeat("cd", 32)); other == got {
+		t.Fatal("the seed does not depend on the candidate")
+	}
+	for _, bad := range []struct {
+		secret []byte
+		delta  string
+	}{{secret[:31], delta}, {secret, "ab"}, {secret, strings.Repeat("zz", 32)}} {
+		if _, err := VerifySeed(bad.secret, bad.delta); !reject.Is(err) {
+			t.Errorf("VerifySeed(%d bytes, %q) = %v, want a rejection", len(bad.secret), bad.delta, err)
+		}
+	}
+}
+
 func TestLoadSecret(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good")

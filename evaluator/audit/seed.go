@@ -37,6 +37,33 @@ func Seed(secret []byte, selectedDelta string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
 }
 
+// VerifySeed is the input seed of a qualification's ABI screen: the
+// first 6 bytes of SHA-256(DomainVerifySeed ‖ NUL ‖ secret ‖ selected
+// delta) as a non-negative integer. The validator's input generator is
+// public code, so a public seed would let a kernel replay the stream and
+// write answers for inputs it never reads (docs/reference/integrity.md,
+// class 8); drawn from the secret, the seed is unknown until the secret
+// is revealed, and one secret gives one seed per candidate.
+func VerifySeed(secret []byte, selectedDelta string) (int64, error) {
+	if len(secret) < MinSecretBytes {
+		return 0, reject.Errorf("verify seed: secret of %d bytes, need at least %d", len(secret), MinSecretBytes)
+	}
+	delta, err := hex.DecodeString(selectedDelta)
+	if err != nil || len(delta) != sha256.Size {
+		return 0, reject.Errorf("selected delta %q: not a SHA-256 hex digest", selectedDelta)
+	}
+	h := sha256.New()
+	h.Write([]byte(identity.DomainVerifySeed))
+	h.Write([]byte{0})
+	h.Write(secret)
+	h.Write(delta)
+	var seed int64
+	for _, b := range h.Sum(nil)[:6] {
+		seed = seed<<8 | int64(b)
+	}
+	return seed, nil
+}
+
 // SecretCommitment is SHA-256(DomainAuditSecret ‖ NUL ‖ secret): what the
 // evidence keeps of the secret, so the seed can be recomputed once the
 // secret is revealed and never before.

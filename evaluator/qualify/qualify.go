@@ -40,13 +40,15 @@ type Options struct {
 	Sample Sampler
 	// Isolation contains every engine; Unsafe only by explicit request.
 	Isolation worker.Isolation
-	// Verify configures the ABI screen (device, dtype, seed).
+	// Verify configures the ABI screen (device, dtype). Its seed is never
+	// the caller's: Run draws it from the validator secret (audit.VerifySeed).
 	Verify   verify.Options
 	Progress func(format string, args ...any)
 	// Controller is the SHA-256 of the running binary, recorded in the report.
 	Controller string
-	// AuditSecret is the validator's secret the audit seed is drawn from
-	// (with the selected delta's bytes); nil draws a fresh one.
+	// AuditSecret is the validator's secret the audit seed and the ABI
+	// screen's input seed are drawn from (with the selected delta's
+	// bytes); nil draws a fresh one.
 	AuditSecret []byte
 	// Quality is the pristine reference T's input: the reference tree and
 	// the quality calibration. Without a reference tree T decides nothing
@@ -231,8 +233,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.Attempt = a
 	}
 
-	// ABI: every op row on its slot contract, in worker processes.
+	// The validator's secret: the ABI screen's inputs and the audit's
+	// sample are drawn from it, so neither can be predicted.
+	if auditSecretErr != nil {
+		stage(ScreenABI, func() Outcome { return Outcome{NoDecision, "validator secret: " + auditSecretErr.Error()} })
+		return finish()
+	}
+	verifySeed, err := audit.VerifySeed(auditSecret, planned.Inspection.SelectedDeltaDigest)
+	if err != nil {
+		stage(ScreenABI, func() Outcome { return Outcome{NoDecision, "verify seed: " + err.Error()} })
+		return finish()
+	}
+
+	// ABI: every op row on its slot contract, in worker processes, on
+	// inputs drawn from the secret seed.
 	vo := o.Verify
+	vo.Seed = verifySeed
 	vo.Unisolated = o.Isolation.Unsafe
 	vo.WorkDir = o.RunDir
 	// The candidate's libraries were sealed with its tree; verify binds
@@ -305,9 +321,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		var aev *audit.Evidence
 		var aerr error
 		aout := stage(StageAudit, func() Outcome {
-			if auditSecretErr != nil {
-				return Outcome{NoDecision, "audit secret: " + auditSecretErr.Error()}
-			}
 			var out Outcome
 			out, aev, aref, aerr = runAuditStage(ctx, o, planned, root, natives[planned.CandidateTree], auditSecret)
 			return out

@@ -66,8 +66,8 @@ def decode(q, k, v, seq_lens, sm_scale, out):
 			}
 			if tc.verdict == Pass && tc.graph == GraphRequired {
 				for _, c := range row.Cases {
-					if c.Verdict == Pass && (c.Graph != "captured" || len(c.Phases) != 5) {
-						t.Fatalf("case %d: graph %q with %d phases, want a capture and 5 checked calls", c.Index, c.Graph, len(c.Phases))
+					if c.Verdict == Pass && (c.Graph != "captured" || len(c.Phases) != 6) {
+						t.Fatalf("case %d: graph %q with %d phases, want a capture and 6 checked calls (3 eager, 3 replays)", c.Index, c.Graph, len(c.Phases))
 					}
 				}
 			}

@@ -8,11 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/settlement/apply"
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
 	"github.com/cacheon/engine/settlement/settle/settletest"
+	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/reject"
 )
 
@@ -265,5 +269,90 @@ func TestExportRewritesTheIncumbentFromTheLedger(t *testing.T) {
 	}
 	if d, _, err := apply.Assemble(data, f.WS, f.Payload, ""); err != nil || d != s.StackDigest {
 		t.Errorf("the exported file assembles to %s (%v), the ledger's stack is %s", d, err, s.StackDigest)
+	}
+}
+
+// TestExportWorkspaceMakesTheCrownBuildable: after a crown, the export
+// into a repository copies the crowned bundle from the ledger's
+// publication under kernels/crowned, names it by label in
+// stacks/incumbent.hcl and in the .bzl list the incumbent rule reads, and
+// the result assembles to the ledger's stack and materializes to the tree
+// of the ledger's own rendering. A second export is the same; a tampered
+// copy is refused.
+func TestExportWorkspaceMakesTheCrownBuildable(t *testing.T) {
+	ctx := context.Background()
+	ws := workspace(t)
+	f := applytest.New(t, ws, filepath.Join(t.TempDir(), "ledger.db"))
+	f.Queue(t, "rmsnorm_torch", "5Fminer", 4100200, nil)
+	if _, err := apply.Settle(ctx, f.L, f.Options()); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := f.L.CurrentStack(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := apply.ExportWorkspace(ctx, f.L, ws, f.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Crowned) != 1 {
+		t.Fatalf("crowned copies %v, want the one crowned entry", ex.Crowned)
+	}
+	var label, content string
+	for label, content = range ex.Crowned {
+	}
+	dir := filepath.Join(ws, filepath.FromSlash(apply.CrownedDir), strings.TrimPrefix(label, apply.CrownedPackage+":"))
+	if got, err := bundle.ContentHash(dir); err != nil || got != content {
+		t.Fatalf("the copy at %s hashes to %s (%v), want %s", dir, got, err, content)
+	}
+	hcl, err := os.ReadFile(filepath.Join(ws, "stacks", "incumbent.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(hcl), `"`+label+`"`) || strings.Contains(string(hcl), f.L.PublicationsDir()) {
+		t.Fatalf("the exported stack does not name the crowned label instead of the publication:\n%s", hcl)
+	}
+	bzl, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(apply.ContributionBzl)))
+	if err != nil || !strings.Contains(string(bzl), `"`+label+`"`) || !strings.Contains(string(bzl), `"//kernels/contributions:silu_and_mul_triton"`) {
+		t.Fatalf("contribution list %s (%v)", bzl, err)
+	}
+	build, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(apply.CrownedDir), "BUILD.bazel"))
+	if err != nil || !strings.Contains(string(build), strings.TrimPrefix(label, apply.CrownedPackage+":")) {
+		t.Fatalf("crowned BUILD %s (%v)", build, err)
+	}
+	if d, _, err := apply.Assemble(hcl, ws, f.Payload, ""); err != nil || d != cur.StackDigest {
+		t.Fatalf("the exported stack assembles to %s (%v), the ledger's is %s", d, err, cur.StackDigest)
+	}
+	// The exported stack materializes to the same tree as the ledger's own
+	// rendering, whose crowned entry reads the publication directly.
+	treeOf := func(hcl []byte) string {
+		t.Helper()
+		sf, diags := stack.Parse("incumbent.hcl", hcl)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		a, err := stack.Assemble(sf, stack.Sources{Workspace: ws}, f.Cat, f.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, tree, err := plan.Incumbent(ctx, plan.Request{Incumbent: a, Materialize: materialize.Options{Catalog: f.Cat, Payload: f.Payload}, TreeDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tree
+	}
+	if got, want := treeOf(hcl), treeOf([]byte(cur.HCL)); got != want {
+		t.Fatalf("the exported stack materializes to %s, the ledger's rendering to %s", got, want)
+	}
+	// Exporting again changes nothing; a copy edited by hand is refused.
+	if _, err := apply.ExportWorkspace(ctx, f.L, ws, f.Payload); err != nil {
+		t.Fatalf("a second export: %v", err)
+	}
+	src := filepath.Join(dir, "kernels", "rmsnorm.py")
+	if err := os.WriteFile(src, []byte("# edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.ExportWorkspace(ctx, f.L, ws, f.Payload); err == nil || !strings.Contains(err.Error(), "export again") {
+		t.Fatalf("an edited crowned copy: %v", err)
 	}
 }

@@ -266,6 +266,28 @@ func TestRealQualificationsCrown(t *testing.T) {
 	if cur.StackDigest != views[0].CandidateStack || cur.TreeDigest != views[0].CandidateTree {
 		t.Errorf("current stack %s (tree %s), want the measured candidate %s (tree %s)", cur.StackDigest, cur.TreeDigest, views[0].CandidateStack, views[0].CandidateTree)
 	}
+	// The crowned incumbent exported into the repository (for bazel build
+	// //stacks:incumbent) materializes to the tree both qualifications
+	// measured as their candidate.
+	ex, err := apply.ExportWorkspace(ctx, fx.L, ws, applytest.Payload)
+	if err != nil {
+		t.Fatalf("export into the workspace: %v", err)
+	}
+	hcl, err := os.ReadFile(filepath.Join(ws, ex.StackFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	esf, diags := stack.Parse("incumbent.hcl", hcl)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	exported, err := stack.Assemble(esf, stack.Sources{Workspace: ws}, cat, applytest.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, etree, err := plan.Incumbent(ctx, plan.Request{Incumbent: exported, Materialize: mopts, TreeDir: t.TempDir()}); err != nil || etree != views[0].CandidateTree {
+		t.Errorf("the exported incumbent materializes to %s (%v), the qualifications measured %s", etree, err, views[0].CandidateTree)
+	}
 	claims, err := fx.L.StandingClaims(ctx)
 	if err != nil || len(claims) != 1 || claims[0].Hotkey != "5Fminer" || claims[0].SpeedupPPM <= 1_000_000 {
 		t.Errorf("standing claims %+v (%v)", claims, err)

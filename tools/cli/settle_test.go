@@ -69,6 +69,25 @@ func TestSettleExportAndWeights(t *testing.T) {
 		t.Errorf("stack digest of the export: exit %d, %q%s; want %s", code, out, errOut, in.Candidate.CandidateStack)
 	}
 
+	// --workspace makes it buildable by Bazel: the crowned bundle copied
+	// under kernels/crowned and named by label.
+	code, out, errOut = run(t, "", "stack", "export", "--ledger", f.Path, "--workspace", f.WS, "--json")
+	var ex struct {
+		Out     string            `json:"out"`
+		Labels  []string          `json:"labels"`
+		Crowned map[string]string `json:"crowned"`
+	}
+	if err := json.Unmarshal([]byte(out), &ex); code != 0 || err != nil || len(ex.Crowned) != 1 || ex.Out != incumbent {
+		t.Fatalf("stack export --workspace: exit %d (%v)\n%s%s", code, err, out, errOut)
+	}
+	code, out, errOut = run(t, "", "stack", "digest", incumbent, "--workspace", f.WS)
+	if code != 0 || strings.TrimSpace(out) != in.Candidate.CandidateStack {
+		t.Errorf("stack digest of the workspace export: exit %d, %q%s; want %s", code, out, errOut, in.Candidate.CandidateStack)
+	}
+	if code, _, errOut := run(t, "", "stack", "export", "--ledger", f.Path); code != 1 || !strings.Contains(errOut, "out") {
+		t.Errorf("stack export without --out or --workspace: exit %d %s", code, errOut)
+	}
+
 	// Nothing left to settle.
 	if code, out, _ := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS); code != 0 || !strings.Contains(out, "nothing to settle") {
 		t.Errorf("second settle: exit %d\n%s", code, out)

@@ -64,6 +64,7 @@ const (
 	DomainCalibration         Domain = "cacheon.qualification.calibration"
 	DomainAuditSeed           Domain = "cacheon.qualification.audit-seed.v1"
 	DomainAuditSecret         Domain = "cacheon.qualification.audit-secret.v1"
+	DomainVerifySeed          Domain = "cacheon.qualification.verify-seed.v1"
 	DomainPrebuildArtifact    Domain = "cacheon.prebuild.artifact"
 	// The pristine reference T's prompt selection (evaluator/quality):
 	// the commitment sealed before execution, the per-prompt ranking key
@@ -142,6 +143,7 @@ func Domains() []DomainInfo {
 		{DomainCalibration, "DomainCalibration", "evaluator/qualify", "stock-versus-stock rounds on a machine's lanes and the thresholds they support"},
 		{DomainAuditSeed, "DomainAuditSeed", "evaluator/audit", "the audit seed's prefix: SHA-256 over it, NUL, the validator secret and the selected delta"},
 		{DomainAuditSecret, "DomainAuditSecret", "evaluator/audit", "the commitment to the audit's validator secret: SHA-256 over it, NUL and the secret"},
+		{DomainVerifySeed, "DomainVerifySeed", "evaluator/audit", "the ABI screen's input seed: SHA-256 over it, NUL, the validator secret and the selected delta"},
 		{DomainPrebuildArtifact, "DomainPrebuildArtifact", "evaluator/prebuild", "a sealed prebuild artifact's inventory: the native libraries compiled from declared CUDA sources"},
 		{DomainSelectionCommitment, "DomainSelectionCommitment", "evaluator/quality", "the prompt selection sealed before execution"},
 		{DomainSelectionKey, "DomainSelectionKey", "evaluator/quality", "one prompt's ranking key in the selection reveal"},

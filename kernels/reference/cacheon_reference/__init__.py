@@ -12,7 +12,7 @@ candidate code.
 
 from .compare import Comparison, compare, compare_all, worst
 from .contract import BoundSlot, Contract, ContractError, UnknownSlot
-from .plan import phase_inputs, phase_seeds, plan_cases
+from .plan import call_inputs, phase_inputs, phase_seeds, plan_cases
 from .slots import REGISTRY, names, semantics
 from .spec import COMPUTE_DTYPES, Case, Correctness, OutputSpec, dtype_of
 from . import contract as _contract
@@ -20,7 +20,7 @@ from . import contract as _contract
 __all__ = [
     "COMPUTE_DTYPES", "BoundSlot", "Case", "Comparison", "Contract", "ContractError", "Correctness", "OutputSpec",
     "REGISTRY", "UnknownSlot", "bind", "compare", "compare_all", "default_contracts", "dtype_of", "get", "names",
-    "phase_inputs", "phase_seeds", "plan_cases", "semantics", "tolerance", "worst",
+    "call_inputs", "phase_inputs", "phase_seeds", "plan_cases", "semantics", "tolerance", "worst",
 ]
 
 

@@ -14,6 +14,7 @@ from typing import Dict, List, Tuple
 from ._torch import torch
 
 from .contract import BoundSlot as Slot
+from .slots.base import index
 
 JITTER_POLICY = "cacheon.verify-jitter.v1"
 
@@ -27,6 +28,14 @@ MAX_ATTEMPTS = 8
 # inputs never coincide with a replay's.
 GRAPH_REPLAYS = 3
 REPEAT_PHASE = 3
+
+# The nudged call repeats the repeat call's inputs with one element of
+# every floating-point dynamic input changed, at a position drawn from
+# the repeat seed plus NUDGE_STRIDE. A cache keyed on a fingerprint of
+# the inputs (the shape and a few values) replays the repeat call's
+# output there, which is wrong where the changed element reaches.
+NUDGED = "nudged"
+NUDGE_STRIDE = 7_919
 
 
 class FreshInputError(RuntimeError):
@@ -109,12 +118,14 @@ def fresh_seed(slot: Slot, p, dtype, case_seed: int, phase: int, previous_seed: 
 def phase_seeds(slot: Slot, p, dtype, case_seed: int, world: int, graph: bool) -> List[Tuple[str, int]]:
     """The calls of one case in order, each with the seed its dynamic inputs
     come from: "eager" (the case seed: every input), "repeat" (fresh dynamic
-    inputs written in place into the same tensors, eager again), then when
+    inputs written in place into the same tensors, eager again), "nudged"
+    (the repeat's inputs with one element changed, call_inputs), then when
     the graph gate runs "replay0".."replay2" (fresh dynamic inputs copied
     into the captured tensors before each replay)."""
     phases = [("eager", case_seed)]
     repeat = fresh_seed(slot, p, dtype, case_seed, REPEAT_PHASE, case_seed, world)
     phases.append(("repeat", repeat))
+    phases.append((NUDGED, repeat))
     if graph:
         prev = repeat
         for k in range(GRAPH_REPLAYS):
@@ -135,6 +146,27 @@ def phase_inputs(slot: Slot, p, dtype, case_seed: int, seed: int, rank: int, wor
     for n in slot.dynamic_inputs:
         base[n] = fresh[n]
     return base
+
+
+def call_inputs(slot: Slot, p, dtype, case_seed: int, phase: str, seed: int, rank: int, world: int) -> Dict[str, object]:
+    """The full inputs of the call of phase drawn from seed: phase_inputs,
+    and for the nudged call one element of each floating-point dynamic
+    input changed by one (the same position on every rank)."""
+    v = phase_inputs(slot, p, dtype, case_seed, seed, rank, world)
+    if phase != NUDGED:
+        return v
+    g = torch.Generator(device="cpu")
+    g.manual_seed((seed + NUDGE_STRIDE) % (1 << 63))
+    for n in slot.dynamic_inputs:
+        t = v[n]
+        if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point or t.numel() == 0:
+            continue
+        i = index(g, t.numel())
+        t = t.clone()
+        flat = t.view(-1)
+        flat[i] = flat[i] + 1
+        v[n] = t
+    return v
 
 
 # The regrow case of collective slots: three eager calls in one process at

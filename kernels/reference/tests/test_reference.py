@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import cacheon_reference as ref  # noqa: E402
 from cacheon_reference import tensorio  # noqa: E402
-from cacheon_reference.plan import (REGROW, REGROW_PHASES, phase_inputs, phase_seeds, plan_cases,  # noqa: E402
+from cacheon_reference.plan import (REGROW, REGROW_PHASES, call_inputs, phase_inputs, phase_seeds, plan_cases,  # noqa: E402
                                     regrow_sequences, sequence_seeds)
 from cacheon_reference.spec import Correctness  # noqa: E402
 
@@ -319,15 +319,34 @@ class PlanTest(unittest.TestCase):
         slot = ref.get("attention.decode")
         p = slot.params(slot.catalog_shapes[0])
         phases = phase_seeds(slot, p, torch.bfloat16, 11, 1, graph=True)
-        self.assertEqual([n for n, _ in phases], ["eager", "repeat", "replay0", "replay1", "replay2"])
+        self.assertEqual([n for n, _ in phases], ["eager", "repeat", "nudged", "replay0", "replay1", "replay2"])
         prev = None
-        for (_, s1), (_, s2) in zip(phases, phases[1:]):
-            a = phase_inputs(slot, p, torch.bfloat16, 11, s1, 0, 1)
-            b = phase_inputs(slot, p, torch.bfloat16, 11, s2, 0, 1)
+        for (n1, s1), (n2, s2) in zip(phases, phases[1:]):
+            a = call_inputs(slot, p, torch.bfloat16, 11, n1, s1, 0, 1)
+            b = call_inputs(slot, p, torch.bfloat16, 11, n2, s2, 0, 1)
             for n in slot.dynamic_inputs:
-                self.assertFalse(torch.equal(a[n], b[n]), n)
+                if n2 == "nudged" and not b[n].dtype.is_floating_point:
+                    continue  # the nudge changes floating-point inputs only
+                self.assertFalse(torch.equal(a[n], b[n]), (n1, n2, n))
             prev = b
         self.assertEqual(prev["sm_scale"], 1 / math.sqrt(64))
+
+    def test_the_nudged_call_changes_one_element(self):
+        """The nudged call is the repeat's inputs with exactly one element
+        of each floating-point dynamic input changed, the same on both
+        sides that compute it: a fingerprint of a few values misses it."""
+        for name in ("norm.rmsnorm", "activation.silu_and_mul", "attention.decode"):
+            slot = ref.get(name)
+            p = slot.params(slot.catalog_shapes[0])
+            seeds = dict(phase_seeds(slot, p, torch.float32, 5, 1, graph=False))
+            rep = call_inputs(slot, p, torch.float32, 5, "repeat", seeds["repeat"], 0, 1)
+            nud = call_inputs(slot, p, torch.float32, 5, "nudged", seeds["nudged"], 0, 1)
+            again = call_inputs(slot, p, torch.float32, 5, "nudged", seeds["nudged"], 0, 1)
+            for n in slot.dynamic_inputs:
+                with self.subTest(slot=name, input=n):
+                    self.assertTrue(torch.equal(nud[n], again[n]))
+                    changed = int((rep[n] != nud[n]).sum())
+                    self.assertEqual(changed, 1 if rep[n].dtype.is_floating_point else 0)
 
 
 COLLECTIVES = ("collective.all_reduce", "collective.ar_residual_rmsnorm", "collective.moe_finalize_ar_rmsnorm",

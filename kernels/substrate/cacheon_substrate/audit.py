@@ -3,9 +3,14 @@
 Only the audit session is started with the CACHEON_SLOT_AUDIT_* variables;
 a timed session never is, so the recording costs a timed read nothing.
 In audit mode every call the seam makes at an expected slot is counted,
-and on the sampled calls the recorder keeps a clone of every argument
-taken before the call and every tensor argument as the call left it (the
-candidate's outputs). It writes them to files in the session's private
+and its output arguments are poisoned before the call (floats NaN,
+integers their maximum, bools alternating), on every call, sampled or
+not, so a kernel cannot tell the recorded calls from the others and an
+output it leaves unwritten is never the stale answer of an identical
+earlier call (the audit serves one prompt over and over, and a caching
+allocator can hand back the very buffer that held it). On the sampled
+calls the recorder keeps a clone of every argument taken before the call
+and every tensor argument as the call left it (the candidate's outputs). It writes them to files in the session's private
 directory. Nothing is judged here: the validator's reference worker reads
 the files after this process has ended and recomputes the stock result
 on the recorded inputs, in a process that runs no candidate code.
@@ -34,6 +39,9 @@ ENV_RATE = "CACHEON_SLOT_AUDIT_RATE"  # parts per million of the calls recorded
 ENV_SEED = "CACHEON_SLOT_AUDIT_SEED"  # 32 hex, the same on every rank
 ENV_SLOTS = "CACHEON_SLOT_AUDIT_SLOTS"  # comma-separated expected slots
 ENV_RANK = "CACHEON_SLOT_AUDIT_RANK"
+# Each expected slot's output argument positions in its call, from the
+# catalog contract: "slot=2;other=4+5" (a slot with none: "slot=").
+ENV_OUTPUTS = "CACHEON_SLOT_AUDIT_OUTPUTS"
 
 INDEX = "index.json"
 SUFFIX = ".rec"
@@ -75,8 +83,12 @@ def _dtype(t: torch.Tensor) -> str:
 class Recorder:
     """Wraps one seam's call for the expected slots."""
 
-    def __init__(self, directory, rate_ppm, seed, slots, rank=0):
+    def __init__(self, directory, rate_ppm, seed, slots, outputs, rank=0):
         self.dir, self.rate, self.seed, self.slots, self.rank = directory, rate_ppm, seed, frozenset(slots), rank
+        missing = sorted(self.slots - set(outputs))
+        if missing:
+            raise AuditError(f"no output positions for expected slot(s) {', '.join(missing)}")
+        self.outputs = {s: tuple(outputs[s]) for s in self.slots}
         self.calls = {s: 0 for s in sorted(self.slots)}
         self.recorded = {s: 0 for s in sorted(self.slots)}
         self.bytes = 0
@@ -93,6 +105,7 @@ class Recorder:
                 raise AuditError("an audit session runs eagerly; a captured call cannot be recorded")
             i = self.calls[slot]
             self.calls[slot] = i + 1
+            _poison_outputs(args, self.outputs[slot])
             if not sampled(self.seed, slot, i, self.rate):
                 return inner(slot, live, *args, graph=graph)
             # The clones are taken before the candidate runs, so what it
@@ -161,6 +174,50 @@ class Recorder:
         os.replace(path + ".tmp", path)
 
 
+def _storage_ptr(t):
+    return t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr()
+
+
+def _poison_outputs(args, positions):
+    """Poison the output arguments at positions, except one that shares
+    storage with another argument (an engine passing an input as its own
+    output): poisoning it would change the input."""
+    others = {_storage_ptr(a) for j, a in enumerate(args) if j not in positions and isinstance(a, torch.Tensor)}
+    for j in positions:
+        t = args[j] if j < len(args) else None
+        if isinstance(t, torch.Tensor) and _storage_ptr(t) not in others:
+            poison(t)
+
+
+def poison(t):
+    """Fill t so an unwritten element is detectable: floats NaN, integers
+    their maximum, bools alternating."""
+    if t.dtype.is_floating_point:
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.copy_((torch.arange(t.numel(), device=t.device) % 2 == 0).reshape(t.shape))
+    else:
+        t.fill_(torch.iinfo(t.dtype).max)
+
+
+def parse_outputs(value):
+    """The ENV_OUTPUTS value as {slot: (positions)}."""
+    out = {}
+    for item in value.split(";"):
+        if not item:
+            continue
+        slot, sep, positions = item.partition("=")
+        if not sep or not slot or slot in out:
+            raise AuditError(f"{ENV_OUTPUTS}: malformed entry {item!r}")
+        try:
+            out[slot] = tuple(int(p) for p in positions.split("+") if p)
+        except ValueError:
+            raise AuditError(f"{ENV_OUTPUTS}: entry {item!r} has a position that is not an integer") from None
+        if any(p < 0 for p in out[slot]):
+            raise AuditError(f"{ENV_OUTPUTS}: entry {item!r} has a negative position")
+    return out
+
+
 def _clone(a):
     if isinstance(a, torch.Tensor):
         return a.detach().clone()
@@ -172,7 +229,7 @@ def _clone(a):
 def from_env(env):
     """The recorder the environment asks for, or None outside an audit."""
     if not env.get(ENV_DIR):
-        for k in (ENV_RATE, ENV_SEED, ENV_SLOTS):
+        for k in (ENV_RATE, ENV_SEED, ENV_SLOTS, ENV_OUTPUTS):
             if env.get(k):
                 raise AuditError(f"{k} is set without {ENV_DIR}")
         return None
@@ -189,5 +246,8 @@ def from_env(env):
     slots = [s for s in env.get(ENV_SLOTS, "").split(",") if s]
     if not slots:
         raise AuditError(f"{ENV_SLOTS} names no slot")
+    if ENV_OUTPUTS not in env:
+        raise AuditError(f"{ENV_OUTPUTS} is not set: the outputs to poison are unknown")
+    outputs = parse_outputs(env[ENV_OUTPUTS])
     rank = int(env.get(ENV_RANK, "0") or 0)
-    return Recorder(directory, rate, seed, slots, rank)
+    return Recorder(directory, rate, seed, slots, outputs, rank)

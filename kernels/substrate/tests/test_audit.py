@@ -18,6 +18,19 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 from cacheon_substrate import audit, seam as seam_mod  # noqa: E402
 
 SEED = "0123456789abcdef0123456789abcdef"
+OUTPUTS = {"norm.rmsnorm": (2,)}
+
+
+def read_record(path):
+    """(header, body) of one record file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    return json.loads(data[8:8 + n]), data[8 + n:]
+
+
+def tensor_of(body, span):
+    return torch.frombuffer(bytearray(body[span[0]:span[1]]), dtype=torch.float32)
 
 
 class FromEnvTest(unittest.TestCase):
@@ -25,10 +38,16 @@ class FromEnvTest(unittest.TestCase):
         self.assertIsNone(audit.from_env({}))
 
     def test_refuses_partial_or_malformed_settings(self):
-        base = {audit.ENV_DIR: "/nonexistent", audit.ENV_RATE: "1000000", audit.ENV_SEED: SEED, audit.ENV_SLOTS: "norm.rmsnorm"}
+        base = {audit.ENV_DIR: "/nonexistent", audit.ENV_RATE: "1000000", audit.ENV_SEED: SEED, audit.ENV_SLOTS: "norm.rmsnorm",
+                audit.ENV_OUTPUTS: "norm.rmsnorm=2"}
+        no_outputs = dict(base)
+        del no_outputs[audit.ENV_OUTPUTS]
         for env, why in [({audit.ENV_SEED: SEED}, "without"), (dict(base, **{audit.ENV_RATE: "0"}), "outside"),
                          (dict(base, **{audit.ENV_RATE: "x"}), "integer"), (dict(base, **{audit.ENV_SEED: "ABC"}), "hex"),
-                         (dict(base, **{audit.ENV_SLOTS: ""}), "no slot")]:
+                         (dict(base, **{audit.ENV_SLOTS: ""}), "no slot"), (no_outputs, "outputs to poison"),
+                         (dict(base, **{audit.ENV_OUTPUTS: "norm.rmsnorm"}), "malformed"),
+                         (dict(base, **{audit.ENV_OUTPUTS: "norm.rmsnorm=x"}), "not an integer"),
+                         (dict(base, **{audit.ENV_OUTPUTS: "activation.silu_and_mul=1"}), "no output positions")]:
             with self.assertRaisesRegex(audit.AuditError, why):
                 audit.from_env(env)
 
@@ -54,7 +73,7 @@ class RecorderTest(unittest.TestCase):
                 x.zero_()
 
             s.rows["norm.rmsnorm"] = [seam_mod.Row("norm.rmsnorm", "default", "k.py", mutating, None, (), True, "tree")]
-            rec = audit.Recorder(d, audit.PPM, SEED, ["norm.rmsnorm"]).install(s)
+            rec = audit.Recorder(d, audit.PPM, SEED, ["norm.rmsnorm"], OUTPUTS).install(s)
             x, w, out = torch.ones(2, 3), torch.ones(3), torch.empty(2, 3)
             s.call("norm.rmsnorm", {}, x, w, out, 1e-6)
             s.call("activation.silu_and_mul", {}, torch.ones(2, 4), torch.empty(2, 2))  # not expected: not recorded
@@ -76,10 +95,51 @@ class RecorderTest(unittest.TestCase):
             self.assertEqual(idx["calls"], {"norm.rmsnorm": 1})
             self.assertEqual(idx["recorded"], {"norm.rmsnorm": 1})
 
+    def test_an_unwritten_output_is_the_poison_not_a_stale_answer(self):
+        """The cheat of a stale buffer (integrity class 4): the output
+        tensor already holds the right answer (an allocator handed back
+        the buffer of an identical earlier call) and the kernel writes
+        nothing. The recorder poisons every output before every call, so
+        the record shows the output unwritten, and an unsampled call is
+        poisoned as well (a kernel cannot tell the two apart)."""
+        with tempfile.TemporaryDirectory() as d:
+            s = seam_mod.Seam()
+            s.rows["norm.rmsnorm"] = [seam_mod.Row("norm.rmsnorm", "default", "k.py", lambda x, w, out, eps: None, None, (), True, "tree")]
+            rec = audit.Recorder(d, audit.PPM, SEED, ["norm.rmsnorm"], OUTPUTS).install(s)
+            x, w = torch.randn(2, 3), torch.ones(3)
+            answer = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+            out = answer.clone()  # the stale buffer that holds the answer
+            s.call("norm.rmsnorm", {}, x, w, out, 1e-6)
+            rec.close()
+            head, body = read_record(os.path.join(d, "norm.rmsnorm.0000000.rec"))
+            self.assertTrue(bool(torch.isnan(tensor_of(body, head["args"][2]["post"])).all()))
+            self.assertTrue(bool((tensor_of(body, head["args"][0]["post"]) == x.reshape(-1)).all()))
+        with tempfile.TemporaryDirectory() as d:
+            s = seam_mod.Seam()
+            s.rows["norm.rmsnorm"] = [seam_mod.Row("norm.rmsnorm", "default", "k.py", lambda x, w, out, eps: None, None, (), True, "tree")]
+            rate = 1
+            call = next(i for i in range(1000) if not audit.sampled(SEED, "norm.rmsnorm", i, rate))
+            audit.Recorder(d, rate, SEED, ["norm.rmsnorm"], OUTPUTS).install(s)
+            for _ in range(call + 1):
+                out = answer.clone()
+                s.call("norm.rmsnorm", {}, x, w, out, 1e-6)
+            self.assertTrue(bool(torch.isnan(out).all()), "an unsampled call's output was not poisoned")
+
+    def test_an_output_aliasing_an_input_is_not_poisoned(self):
+        with tempfile.TemporaryDirectory() as d:
+            s = seam_mod.Seam()
+            seen = []
+            s.rows["norm.rmsnorm"] = [seam_mod.Row("norm.rmsnorm", "default", "k.py", lambda x, w, out, eps: seen.append(x.clone()),
+                                                   None, (), True, "tree")]
+            audit.Recorder(d, audit.PPM, SEED, ["norm.rmsnorm"], OUTPUTS).install(s)
+            x = torch.ones(2, 3)
+            s.call("norm.rmsnorm", {}, x, torch.ones(3), x, 1e-6)
+            self.assertTrue(bool((seen[0] == 1).all()))
+
     def test_refuses_captured_calls(self):
         with tempfile.TemporaryDirectory() as d:
             s = seam_mod.Seam()
-            audit.Recorder(d, audit.PPM, SEED, ["norm.rmsnorm"]).install(s)
+            audit.Recorder(d, audit.PPM, SEED, ["norm.rmsnorm"], OUTPUTS).install(s)
             with self.assertRaises(audit.AuditError):
                 s.call("norm.rmsnorm", {}, torch.ones(1, 2), torch.ones(2), torch.empty(1, 2), 1e-6, graph=True)
 

@@ -14,7 +14,9 @@ the expected values never exist here.
 
 Calls per case: "eager" on fresh tensors, "repeat" with fresh dynamic
 inputs written in place into the same tensors (defeats caches keyed on
-tensor identity), and on CUDA when the graph gate applies, a capture
+tensor identity), "nudged" with the repeat's inputs but one element of
+each floating-point dynamic input changed (defeats caches keyed on a
+fingerprint of the inputs), and on CUDA when the graph gate applies, a capture
 followed by three replays on fresh dynamic inputs with poisoned outputs.
 A sequence case (the regrow case of collective slots: big, small, big
 again) makes one eager call per step instead, each at its own shape.
@@ -27,7 +29,7 @@ import torch
 
 import cacheon_reference as ref
 from cacheon_reference import tensorio
-from cacheon_reference.plan import phase_inputs, phase_seeds, sequence_seeds
+from cacheon_reference.plan import call_inputs, phase_inputs, phase_seeds, sequence_seeds
 from cacheon_reference.slots.base import bind_generators
 
 from .loader import LoadError, callable_attr, load_module, load_native
@@ -96,9 +98,10 @@ class Call:
                 a.append(self.inputs[name])
         return a
 
-    def load_fresh(self, seed):
-        """Write the dynamic inputs drawn from seed into the existing tensors."""
-        fresh = phase_inputs(self.slot, self.params, self.dtype, self.case_seed, seed, self.rank, self.world)
+    def load_fresh(self, phase, seed):
+        """Write the dynamic inputs of phase, drawn from seed, into the
+        existing tensors."""
+        fresh = call_inputs(self.slot, self.params, self.dtype, self.case_seed, phase, seed, self.rank, self.world)
         for n in self.slot.dynamic_inputs:
             self.inputs[n].copy_(fresh[n].to(self.device))
 
@@ -155,7 +158,7 @@ def run_phase(call, work_dir, case_index, phase, seed, fn, progress):
     """Run fn() as one checked call and return its record."""
     rec = {"phase": phase, "seed": seed}
     if phase != "eager" and not phase.startswith("replay"):
-        call.load_fresh(seed)
+        call.load_fresh(phase, seed)
     pre = tensorio.digests(call.inputs)
     rec["inputs_pre"] = pre
     call.poison()
@@ -196,7 +199,7 @@ def run_graph(call, work_dir, case_index, seeds, progress):
         return graph, phases
     graph["status"] = "captured"
     for phase, seed in seeds:
-        call.load_fresh(seed)
+        call.load_fresh(phase, seed)
         phases.append(run_phase(call, work_dir, case_index, phase, seed, g.replay, progress))
     return graph, phases
 
@@ -352,7 +355,8 @@ def run(req, progress):
             # eager call still runs so the reference can name the tampering.
             crec["seeds_error"] = _error_text(e)["error"]
             seeds = [("eager", case.seed)]
-        for phase, seed in seeds[:2]:
+        eager = [s for s in seeds if not s[0].startswith("replay")]
+        for phase, seed in eager:
             rec = run_phase(call, work_dir, case.index, phase, seed, lambda: entry(*call.args()), progress)
             crec["phases"].append(rec)
             write_json_atomic(path, result)
@@ -360,8 +364,8 @@ def run(req, progress):
                 break
         # Ranks of a collective must make the same calls, so the gate skips
         # only what every rank skips alike: a case whose eager calls raised.
-        if req.get("graph") and len(crec["phases"]) == 2 and all(p["status"] != "raised" for p in crec["phases"]):
-            graph, replays = run_graph(call, work_dir, case.index, seeds[2:], progress)
+        if req.get("graph") and len(crec["phases"]) == len(eager) and all(p["status"] != "raised" for p in crec["phases"]):
+            graph, replays = run_graph(call, work_dir, case.index, seeds[len(eager):], progress)
             crec["graph"] = graph
             crec["phases"].extend(replays)
             write_json_atomic(path, result)

@@ -18,7 +18,7 @@ import torch
 
 import cacheon_reference as ref
 from cacheon_reference import tensorio
-from cacheon_reference.plan import phase_inputs, phase_seeds, sequence_seeds
+from cacheon_reference.plan import NUDGED, call_inputs, phase_seeds, sequence_seeds
 
 from .protocol import PROTOCOL, RESULT_FILE
 
@@ -48,6 +48,8 @@ def _phase_label(phase, slot=None, params=None):
         return "eager call"
     if phase == "repeat":
         return "repeat call on fresh inputs"
+    if phase == NUDGED:
+        return "repeat call with one input element changed"
     if phase in _SEQUENCE_LABELS:
         return f"{_SEQUENCE_LABELS[phase]} ({slot.describe(params)})"
     return f"graph {phase.replace('replay', 'replay ')}"
@@ -155,7 +157,7 @@ def run(req, progress):
             continue
         case_ok = True
         for phase, seed, params in case_calls(slot, case, dtype, world, graph):
-            inputs = [phase_inputs(slot, params, dtype, case.seed, seed, r, world) for r in range(world)]
+            inputs = [call_inputs(slot, params, dtype, case.seed, phase, seed, r, world) for r in range(world)]
             expected = slot.truth(params, inputs, dtype)
             prow = {"phase": phase, "passed": True, "reason": ""}
             if case.steps:

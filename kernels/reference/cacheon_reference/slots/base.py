@@ -119,6 +119,11 @@ def permutation(g: torch.Generator, n: int) -> torch.Tensor:
     return _gen("randperm")(n, generator=g)
 
 
+def index(g: torch.Generator, n: int) -> int:
+    """One integer uniform in [0, n)."""
+    return int(_gen("randint")(0, n, (1,), generator=g))
+
+
 def randn(g: torch.Generator, shape, dtype: torch.dtype, scale: float = 1.0) -> torch.Tensor:
     t = _gen("randn")(*shape, generator=g, dtype=torch.float32)
     if scale != 1.0:

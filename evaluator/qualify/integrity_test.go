@@ -1,0 +1,122 @@
+package qualify
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cacheon/engine/evaluator/engine/enginetest"
+	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/stacks/plan"
+)
+
+// TestABIScreenDrawsItsSeedFromTheSecret: the fixture that replays the
+// validator's input stream for the public seed 0 (it passes verify there,
+// evaluator/verify's tests show) fails the qualification's ABI screen,
+// whose seed is drawn from the validator secret whatever the caller's
+// verify options say (integrity class 8).
+func TestABIScreenDrawsItsSeedFromTheSecret(t *testing.T) {
+	f := enginetest.New(t)
+	o := qualifyOptions(t, f, "kernels/fixtures/rmsnorm_predicts_rng")
+	o.Verify.Seed = 0 // the seed the fixture predicts; Run must not use it
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Report
+	last := r.Stages[len(r.Stages)-1]
+	if r.Decision != Fail || last.Name != ScreenABI || last.Decision != Fail || !strings.Contains(last.Reason, "outside atol") {
+		t.Fatalf("report %s, last stage %s %s %q; want a FAIL of the ABI screen for wrong values", r.Decision, last.Name, last.Decision, last.Reason)
+	}
+	if r.Speed != nil {
+		t.Fatal("a candidate the ABI screen refused reached the speed stage")
+	}
+}
+
+// speedWithCandidate plans candidate over the incumbent and runs the v8
+// speed stage with its tree on C and the incumbent's on B and B′.
+func speedWithCandidate(t *testing.T, f enginetest.Fixture, candidate string) *SpeedEvidence {
+	t.Helper()
+	o := qualifyOptions(t, f, candidate)
+	req := o.Plan
+	req.TreeDir = filepath.Join(f.Run, "trees")
+	planned, err := plan.Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := arms(f)
+	for i := range a {
+		a[i].Spec.Tree = planned.IncumbentTree
+		if a[i].Candidate {
+			a[i].Spec.Tree = planned.CandidateTree
+		}
+	}
+	ev := runSpeedV8(context.Background(), f.Iso, a, smoke(t), testPolicy(), nil)
+	t.Logf("speed: %s %s", ev.Decision, ev.Reason)
+	return ev
+}
+
+// TestSpeedStageRefusesAStoppedClock: a kernel that, at import, stops the
+// engine process's clocks (time.perf_counter, perf_counter_ns, monotonic)
+// makes every window the engine times read zero. The controller times
+// every window on its own clock, so the engine's reading is only a tamper
+// check, and it catches this one: the candidate's engine is refused for
+// forged timing and the speed stage FAILs it (integrity class 5). The
+// same fixture passes verify (evaluator/verify's tests), so the speed
+// stage is the one that catches it.
+func TestSpeedStageRefusesAStoppedClock(t *testing.T) {
+	ev := speedWithCandidate(t, enginetest.New(t), "kernels/fixtures/rmsnorm_stops_the_clock")
+	if ev.Decision != Fail || !strings.Contains(ev.Reason, string(speed.C)) || !strings.Contains(ev.Reason, "forged_timing") ||
+		!strings.Contains(ev.Reason, "not a positive time") {
+		t.Fatalf("speed stage %s %q, want a FAIL of C for forged timing", ev.Decision, ev.Reason)
+	}
+	if len(ev.Reads) != 0 {
+		t.Fatalf("reads %+v taken from an engine with a stopped clock", ev.Reads)
+	}
+}
+
+// TestSpeedStageGradesOnlyTheControllersClock: a kernel that slows the
+// engine process's clocks a thousandfold makes every window the engine
+// reports a thousandth of its length. On the CPU lane's short windows that
+// stays inside the timer tolerance, so nothing is refused, and the kernel
+// gains nothing: every window graded is the controller's own span, the
+// engine's times are kept beside it only as the tamper check saw them, and
+// C grades like the stock engines it equals (integrity class 5).
+func TestSpeedStageGradesOnlyTheControllersClock(t *testing.T) {
+	ev := speedWithCandidate(t, enginetest.New(t), "kernels/fixtures/rmsnorm_slows_the_clock")
+	if ev.Grade == nil && ev.Decision == Fail && strings.Contains(ev.Reason, "C engine") && strings.Contains(ev.Reason, "forged_timing") {
+		// A loaded host made one window long enough (over 2.67 s) for the
+		// tolerance to see the slowed clock: refused, which gains nothing
+		// either.
+		t.Logf("a window long enough for the tolerance: %s", ev.Reason)
+		return
+	}
+	if ev.Grade == nil || len(ev.Reads) != 3 {
+		t.Fatalf("speed stage %s %q with %d reads, want three graded reads", ev.Decision, ev.Reason, len(ev.Reads))
+	}
+	var timed []Batch
+	for _, b := range ev.Batches[speed.C] {
+		// The tamper took effect: the engine's own times are far short of
+		// the controller's.
+		if b.EngineSeconds*100 > b.Seconds {
+			t.Fatalf("C batch %d: engine %g s of the controller's %g s; the fixture's clock did not slow", b.Index, b.EngineSeconds, b.Seconds)
+		}
+		if b.Phase == "timed" {
+			timed = append(timed, b)
+		}
+	}
+	c := ev.Reads[1]
+	if c.Role != speed.C || len(c.Windows) != len(timed) {
+		t.Fatalf("read %s with %d windows for %d timed batches", c.Role, len(c.Windows), len(timed))
+	}
+	for i, w := range c.Windows {
+		if w.Seconds != timed[i].Seconds {
+			t.Fatalf("C window %d graded %g s, the controller measured %g s (the engine said %g s)", i, w.Seconds, timed[i].Seconds, timed[i].EngineSeconds)
+		}
+	}
+	// Stock against stock in all but the clock: far from a thousandfold.
+	if ev.Grade.Speedup > 3 {
+		t.Fatalf("C graded %gx B", ev.Grade.Speedup)
+	}
+}

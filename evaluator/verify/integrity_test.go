@@ -1,0 +1,110 @@
+package verify
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cacheon/engine/kernels/scan"
+	"github.com/cacheon/engine/tools/testtree"
+)
+
+// TestVerifyCatchesTheIntegrityFixtures runs the fixtures of the cheating
+// classes (docs/reference/integrity.md) that verify is the defence
+// against. Each is verified past the static scan: some of them the scan
+// refuses too, but a scan is a tripwire, and the dynamic check must
+// catch the cheat on its own. scanRule is what the scan says of the
+// fixture ("" for clean), so that a fixture the scan starts to pass, or
+// one it starts to refuse, shows up here.
+func TestVerifyCatchesTheIntegrityFixtures(t *testing.T) {
+	testPython(t)
+	cases := []struct {
+		fixture  string
+		class    int
+		scanRule scan.Rule
+		want     string // substring of the row reason
+	}{
+		{"rmsnorm_output_cache", 2, "", "repeat call on fresh inputs"},
+		{"rmsnorm_fingerprint_cache", 2, "", "repeat call with one input element changed"},
+		{"rmsnorm_skips_warm_pointers", 9, "", "never written (still the NaN poison)"},
+		{"rmsnorm_background_thread", 1, "", "never written (still the NaN poison)"},
+		{"rmsnorm_gc_steals_expected", 7, scan.RuleIntrospection, "eager call"},
+		{"rmsnorm_lazy_subclass", 9, scan.RuleDunderAttribute, "output out changed type"},
+	}
+	for _, c := range cases {
+		t.Run(c.fixture, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "bundle")
+			// A copy: under Bazel the runfiles are links, which a bundle may not hold.
+			testtree.Copy(t, filepath.Join("..", "..", "kernels", "fixtures", c.fixture), dir)
+			sr, err := scan.Bundle(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := scanRules(sr); (c.scanRule == "") != (len(got) == 0) || (c.scanRule != "" && !got[c.scanRule]) {
+				t.Fatalf("class %d: the static scan found %v, want %q", c.class, got, c.scanRule)
+			}
+			rep := run(t, dir, Options{})
+			if rep.Verdict != Fail || len(rep.Rows) != 1 {
+				t.Fatalf("class %d: verdict %s (%s), want FAIL", c.class, rep.Verdict, rep.Reason)
+			}
+			if got := rep.Rows[0].Reason; !strings.Contains(got, c.want) {
+				t.Fatalf("class %d: reason %q does not mention %q", c.class, got, c.want)
+			}
+			t.Logf("class %d: FAIL: %s", c.class, rep.Rows[0].Reason)
+		})
+	}
+}
+
+// TestVerifyInputsAreUnpredictableOnlyUnderASecretSeed: the fixture that
+// replays the validator's input stream for seed 0 computes nothing from
+// its inputs. Under the public seed it predicts every call and passes,
+// which is why the qualification never verifies under a public seed
+// (evaluator/qualify draws the ABI screen's seed from the validator's
+// secret); under any other seed it fails.
+func TestVerifyInputsAreUnpredictableOnlyUnderASecretSeed(t *testing.T) {
+	testPython(t)
+	for _, c := range []struct {
+		seed int64
+		want string
+	}{{0, Pass}, {0x5eed_c0ffee, Fail}} {
+		t.Run(fmt.Sprint(c.seed), func(t *testing.T) {
+			t.Parallel()
+			rep := verifyRepoBundle(t, "kernels/fixtures/rmsnorm_predicts_rng", Options{Seed: c.seed})
+			if rep.Verdict != c.want {
+				t.Fatalf("seed %d: verdict %s (%s), want %s", c.seed, rep.Verdict, rep.Reason, c.want)
+			}
+			if c.want == Fail && !strings.Contains(rep.Rows[0].Reason, "eager call") {
+				t.Fatalf("seed %d: reason %q, want the eager call wrong", c.seed, rep.Rows[0].Reason)
+			}
+		})
+	}
+}
+
+// TestVerifyPassesTheLaterStagesFixtures: the fixtures of the cheating
+// classes that a later stage must catch pass verify, so that stage is
+// the defence its test proves (the stale output cheats only after
+// verify's few calls; the clock fixtures compute honestly).
+func TestVerifyPassesTheLaterStagesFixtures(t *testing.T) {
+	testPython(t)
+	for _, fixture := range []string{"rmsnorm_stale_output", "rmsnorm_stops_the_clock", "rmsnorm_slows_the_clock"} {
+		t.Run(fixture, func(t *testing.T) {
+			t.Parallel()
+			rep := verifyRepoBundle(t, "kernels/fixtures/"+fixture, Options{})
+			if rep.Verdict != Pass {
+				t.Fatalf("verdict %s (%s), want PASS", rep.Verdict, rep.Reason)
+			}
+		})
+	}
+}
+
+func scanRules(r *scan.Report) map[scan.Rule]bool {
+	rules := map[scan.Rule]bool{}
+	for _, op := range r.Ops {
+		for _, f := range op.Findings {
+			rules[f.Rule] = true
+		}
+	}
+	return rules
+}
