@@ -2,18 +2,21 @@ package qualify
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/report"
 	"github.com/cacheon/engine/evaluator/speed"
 )
 
 // HTML renders the human report of r: the verdict, the inputs, the plot
-// of every read's window rates (read back from the store, so the page
-// shows exactly the retained evidence) and the stage timeline.
+// of every read's window rates and, when T scored, of its per-prompt mean
+// NLL of each role (both read back from the store, so the page shows
+// exactly the retained evidence), and the stage timeline.
 func HTML(store *evidence.Store, r *Report) ([]byte, error) {
 	v := report.View{
 		Title:    "Qualification of " + r.Inputs.TargetID,
@@ -76,6 +79,29 @@ func HTML(store *evidence.Store, r *Report) ([]byte, error) {
 			v.Series = append(v.Series, report.Series{Role: string(rate.Role), Scored: rate.Scored, Windows: rate.Windows})
 		}
 		v.FailBelow, v.PassAt, v.Required, v.NoiseBand = g.FailBelow, g.PassAt, g.Required, p.MaxNoise
+	}
+	if q := r.Quality; q != nil && q.Evidence.SHA256 != "" {
+		data, err := store.Get(q.Evidence)
+		if err != nil {
+			return nil, err
+		}
+		var ev quality.Evidence
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return nil, fmt.Errorf("quality evidence %s: %w", q.Evidence.SHA256, err)
+		}
+		v.QualityDecision, v.QualityReason = string(q.Decision), q.Reason
+		roles := map[quality.Role]string{quality.RoleB: "B", quality.RoleC: "C", quality.RoleBPrime: "B_prime"}
+		for _, pr := range ev.Prompts {
+			p := report.PromptNLL{Digest: pr.Digest, NLL: map[string]float64{}}
+			for role, name := range roles {
+				if ro, ok := pr.Rollouts[role]; ok {
+					if x, err := strconv.ParseFloat(ro.Metrics[quality.MeanNLL], 64); err == nil {
+						p.NLL[name] = x
+					}
+				}
+			}
+			v.Prompts = append(v.Prompts, p)
+		}
 	}
 	var b bytes.Buffer
 	if err := report.Render(&b, v); err != nil {

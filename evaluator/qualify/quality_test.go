@@ -2,6 +2,7 @@ package qualify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -109,6 +110,23 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	}
 	if err := Regrade(store, report()); err != nil {
 		t.Fatalf("regrade: %v", err)
+	}
+	// The HTML report plots T's per-prompt NLL from the retained evidence:
+	// a dot per selected prompt and role.
+	page, err := HTML(store, report())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := store.Get(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qev quality.Evidence
+	if err := json.Unmarshal(data, &qev); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(page), `class="prompt" data-role="C"`); !strings.Contains(string(page), `id="nll"`) || n == 0 || n != len(qev.Prompts) {
+		t.Errorf("the HTML report plots %d C dots, T scored %d prompts", n, len(qev.Prompts))
 	}
 	for name, edit := range map[string]func(r *Report){
 		"a flipped quality decision":  func(r *Report) { r.Quality.Decision = Fail },

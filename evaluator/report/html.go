@@ -1,7 +1,8 @@
 // Package report renders a qualification's human report: one
 // self-contained HTML file (no script, no external resource) with the
 // verdict, an SVG plot of every read's per-window rates against the noise
-// band and the pass/fail limits, and a timeline of the stages.
+// band and the pass/fail limits, the pristine reference's per-prompt NLL
+// of each role when T scored, and a timeline of the stages.
 //
 // The HTML is a view of the canonical JSON report, never the evidence
 // itself: `cacheon evidence regrade` works from the JSON and the raw reads.
@@ -12,6 +13,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"time"
 )
@@ -32,6 +34,18 @@ type View struct {
 	// baseline's scored rate (the policy's max_noise).
 	NoiseBand float64
 	Stages    []Stage
+	// Prompts are the pristine reference T's per-prompt mean token NLL
+	// of each role's trajectory (nats), when T scored; drawn as a second
+	// plot with the prompts ordered by B's NLL.
+	Prompts []PromptNLL
+	// QualityDecision and QualityReason are T's verdict, shown with it.
+	QualityDecision, QualityReason string
+}
+
+// PromptNLL is one prompt's mean NLL per role ("B", "C", "B_prime").
+type PromptNLL struct {
+	Digest string
+	NLL    map[string]float64
 }
 
 // Fact is one labelled value of the summary table.
@@ -87,12 +101,18 @@ type page struct {
 	TimelineH    int
 	Empty        bool
 	DecisionCls  string
+	// The NLL plot: one dot per prompt and role, its y ticks.
+	NLLDots  []svgNLLDot
+	NLLTicks []svgRule
 }
+
+type svgNLLDot struct{ X, Y, Color, Role, Title string }
 
 // Render writes the page.
 func Render(w io.Writer, v View) error {
 	p := page{View: v, DecisionCls: strings.ToLower(strings.ReplaceAll(v.Decision, "_", "-"))}
 	p.plot()
+	p.nllPlot()
 	p.timeline()
 	return pageTemplate.Execute(w, p)
 }
@@ -172,6 +192,65 @@ func (p *page) plot() {
 	}
 }
 
+// nllPlot places every prompt's mean NLL per role: x is the prompt's rank
+// by B's NLL, so a candidate whose trajectories cost the reference more
+// shows as red dots above the blue ones.
+func (p *page) nllPlot() {
+	if len(p.Prompts) == 0 {
+		return
+	}
+	order := make([]int, len(p.Prompts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return p.Prompts[order[a]].NLL["B"] < p.Prompts[order[b]].NLL["B"] })
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, pr := range p.Prompts {
+		for _, v := range pr.NLL {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if math.IsInf(lo, 0) {
+		return
+	}
+	span := hi - lo
+	if span <= 0 {
+		span = math.Max(math.Abs(hi)*0.01, 1e-6)
+	}
+	lo, hi = lo-span*0.08, hi+span*0.08
+	n := len(order)
+	x := func(i int) float64 {
+		if n == 1 {
+			return padL + float64(plotW-padL-padR)/2
+		}
+		return padL + float64(i)*float64(plotW-padL-padR)/float64(n-1)
+	}
+	y := func(v float64) float64 { return padT + (hi-v)/(hi-lo)*float64(plotH-padT-padB) }
+	f := func(v float64) string { return fmt.Sprintf("%.1f", v) }
+	for rank, i := range order {
+		pr := p.Prompts[i]
+		for _, role := range []string{"B", "B_prime", "C"} { // C drawn last, on top
+			v, ok := pr.NLL[role]
+			if !ok {
+				continue
+			}
+			p.NLLDots = append(p.NLLDots, svgNLLDot{X: f(x(rank)), Y: f(y(v)), Color: colors[role], Role: role,
+				Title: fmt.Sprintf("prompt %s %s: %.6g nats", shortDigest(pr.Digest), role, v)})
+		}
+	}
+	for i := 0; i <= 4; i++ {
+		v := lo + (hi-lo)*float64(i)/4
+		p.NLLTicks = append(p.NLLTicks, svgRule{Y: f(y(v)), Label: fmt.Sprintf("%.4g", v)})
+	}
+}
+
+func shortDigest(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
 func (p *page) timeline() {
 	var end time.Duration
 	for _, s := range p.Stages {
@@ -234,6 +313,16 @@ svg text { font-size: 11px; fill: #333; }
 <text x="14" y="170" transform="rotate(-90 14 170)" text-anchor="middle">tokens / s</text>
 </svg>
 <p>{{range .Lines}}<span style="color:{{.Color}}">■</span> {{.Role}} &nbsp; {{end}}</p>{{end}}
+{{if .NLLDots}}<h2>Pristine reference T: mean NLL per prompt</h2>
+<p id="quality-verdict">{{.QualityDecision}} {{.QualityReason}}</p>
+<svg id="nll" xmlns="http://www.w3.org/2000/svg" width="720" height="320" viewBox="0 0 720 320" role="img" aria-label="the reference's mean token NLL of each role's trajectory, per prompt">
+<rect x="0" y="0" width="720" height="320" fill="#fff"/>
+{{range .NLLTicks}}<line x1="70" x2="700" y1="{{.Y}}" y2="{{.Y}}" stroke="#eee"/><text x="64" y="{{.Y}}" text-anchor="end" dominant-baseline="middle">{{.Label}}</text>{{end}}
+{{range .NLLDots}}<circle class="prompt" data-role="{{.Role}}" cx="{{.X}}" cy="{{.Y}}" r="3" fill="{{.Color}}" fill-opacity="0.8"><title>{{.Title}}</title></circle>{{end}}
+<text x="385" y="312" text-anchor="middle">prompt, ordered by B's NLL</text>
+<text x="14" y="170" transform="rotate(-90 14 170)" text-anchor="middle">mean NLL (nats / token)</text>
+</svg>
+<p><span style="color:#1f77b4">●</span> B &nbsp; <span style="color:#2ca02c">●</span> B_prime &nbsp; <span style="color:#d62728">●</span> C</p>{{end}}
 <h2>Stages</h2>
 <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="720" height="{{.TimelineH}}" viewBox="0 0 720 {{.TimelineH}}">
 {{range .Bars}}<g class="stage"><text x="0" y="{{.Y}}" dy="12">{{.Label}}</text><rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="16" fill="{{.Color}}"><title>{{.Title}}</title></rect></g>{{end}}

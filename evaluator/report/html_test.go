@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
@@ -28,13 +29,25 @@ func sampleView() View {
 	}
 }
 
+// withPrompts adds T's per-prompt NLL of 24 prompts: C costs the
+// reference a little more than B and B′ on every prompt.
+func withPrompts(v View) View {
+	for i := 0; i < 24; i++ {
+		b := 5 + 0.02*float64(i%7)
+		v.Prompts = append(v.Prompts, PromptNLL{Digest: fmt.Sprintf("%064x", i), NLL: map[string]float64{"B": b, "B_prime": b + 0.001, "C": b + 0.05}})
+	}
+	v.QualityDecision, v.QualityReason = "PASS", "24 prompts: every metric within its calibrated delta"
+	return v
+}
+
 func TestRenderIsSelfContainedAndEscaped(t *testing.T) {
 	var b bytes.Buffer
-	if err := Render(&b, sampleView()); err != nil {
+	if err := Render(&b, withPrompts(sampleView())); err != nil {
 		t.Fatal(err)
 	}
 	html := b.String()
-	for _, want := range []string{`id="rates"`, `data-role="B"`, `data-role="C"`, `data-role="B_prime"`, `class="noise-band"`, `required ×1.0050`, `id="timeline"`, `&lt;b&gt;not markup&lt;/b&gt;`} {
+	for _, want := range []string{`id="rates"`, `data-role="B"`, `data-role="C"`, `data-role="B_prime"`, `class="noise-band"`, `required ×1.0050`, `id="timeline"`, `&lt;b&gt;not markup&lt;/b&gt;`,
+		`id="nll"`, `class="prompt" data-role="C"`, `id="quality-verdict"`, "every metric within its calibrated delta"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %s", want)
 		}
@@ -53,14 +66,15 @@ func TestRenderWithoutReads(t *testing.T) {
 	if err := Render(&b, v); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), `id="no-reads"`) || strings.Contains(b.String(), `id="rates"`) {
+	if !strings.Contains(b.String(), `id="no-reads"`) || strings.Contains(b.String(), `id="rates"`) || strings.Contains(b.String(), `id="nll"`) {
 		t.Fatal("a report without reads must say so and draw no plot")
 	}
 }
 
 // TestPlotRendersInABrowser opens the page in headless Chromium and checks
-// that the plot is drawn: the candidate's red series must cover pixels of
-// the screenshot, not just be present in the source.
+// that the plots are drawn: the candidate's red series must cover pixels of
+// the screenshot, not just be present in the source, in the rates plot and,
+// on its own, in T's per-prompt NLL plot.
 func TestPlotRendersInABrowser(t *testing.T) {
 	browser := ""
 	for _, name := range []string{"chromium", "chromium-browser"} {
@@ -75,10 +89,30 @@ func TestPlotRendersInABrowser(t *testing.T) {
 		}
 		t.Skip("no chromium on PATH")
 	}
+	red, band := pixels(t, browser, sampleView())
+	if red < 200 {
+		t.Errorf("only %d red pixels: the candidate's series is not drawn", red)
+	}
+	if band < 2000 {
+		t.Errorf("only %d noise-band pixels: the band is not drawn", band)
+	}
+	// T's plot alone: no reads, so every red pixel is a C dot.
+	v := withPrompts(sampleView())
+	v.Series = nil
+	if red, _ := pixels(t, browser, v); red < 100 {
+		t.Errorf("only %d red pixels: the per-prompt NLL of C is not drawn", red)
+	}
+}
+
+// pixels renders v, screenshots it in the browser, and counts the pixels
+// of the candidate's red (#d62728) and of the noise band (#1f77b4 at 12 %
+// over white).
+func pixels(t *testing.T, browser string, v View) (red, band int) {
+	t.Helper()
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	var b bytes.Buffer
-	if err := Render(&b, sampleView()); err != nil {
+	if err := Render(&b, v); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
@@ -86,7 +120,7 @@ func TestPlotRendersInABrowser(t *testing.T) {
 	}
 	shot := filepath.Join(dir, "shot.png")
 	cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=820,1400", "--screenshot="+shot, "file://"+page)
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--window-size=820,1800", "--screenshot="+shot, "file://"+page)
 	cmd.Env = append(os.Environ(), "HOME="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
@@ -100,24 +134,18 @@ func TestPlotRendersInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	red, band := 0, 0
 	bounds := img.Bounds()
 	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
 		for x := bounds.Min.X; x < bounds.Max.X; x++ {
 			r, g, bl, _ := img.At(x, y).RGBA()
 			r8, g8, b8 := r>>8, g>>8, bl>>8
 			if r8 > 190 && g8 < 70 && b8 < 70 {
-				red++ // the C series, #d62728
+				red++
 			}
 			if r8 > 215 && r8 < 232 && g8 > 228 && g8 < 240 && b8 > 238 {
-				band++ // the noise band, #1f77b4 at 12 % over white
+				band++
 			}
 		}
 	}
-	if red < 200 {
-		t.Errorf("only %d red pixels: the candidate's series is not drawn", red)
-	}
-	if band < 2000 {
-		t.Errorf("only %d noise-band pixels: the band is not drawn", band)
-	}
+	return red, band
 }
