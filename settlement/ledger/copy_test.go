@@ -311,3 +311,64 @@ func TestIntakeRequestFingerprintMustBeOfTheBytes(t *testing.T) {
 		})
 	}
 }
+
+// A ledger at schema 2 (before anti-copy) opens, migrates to the current
+// schema and keeps its proposals: they carry no fingerprint, so they take
+// no part in the comparison, and proposals after them are checked.
+func TestASchema2LedgerMigratesToAntiCopy(t *testing.T) {
+	ctx := context.Background()
+	path := ledgerPath(t)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	if _, err := db.Exec(`CREATE TABLE schema_version (version INTEGER PRIMARY KEY CHECK (version >= 1), name TEXT NOT NULL, sha256 TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:2] {
+		if _, err := db.Exec(m.sql); err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		if _, err := db.Exec(`INSERT INTO schema_version (version, name, sha256) VALUES (?, ?, ?)`, m.version, m.name, m.sha256); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A proposal as schema 2 recorded it: the bytes of the one taken in
+	// below by another hotkey.
+	dir := kernelBundle(t, rmsKernel, "")
+	snap, r := inspected(t, dir, "hkB", 11)
+	content, committed, err := snap.ContentHashes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO proposals (arena_digest, content_hash, committed_content_hash, hotkey, block, event_index, subevent_index,
+		target_id, target_spec_digest, selected_payload_digest, selected_delta_digest, published, status, reason)
+		VALUES (?, ?, ?, 'hkA', 10, 0, 0, ?, ?, ?, ?, 0, 'published', 'published')`,
+		r.ArenaDigest, content, committed, r.TargetID, r.TargetSpecDigest, r.SelectedPayloadDigest, r.SelectedDeltaDigest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO proposal_transitions (proposal_id, seq, from_status, to_status, reason) VALUES (1, 1, '', 'published', 'published')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	l := openNew(t, path)
+	rep, err := l.Check(ctx)
+	if err != nil || !rep.OK() || rep.SchemaVersion != SchemaVersion() || SchemaVersion() < 3 || rep.Counts.Proposals != 1 {
+		t.Fatalf("after the migration: %+v (%v)", rep, err)
+	}
+	old, err := l.Proposal(ctx, 1)
+	if err != nil || old.Fingerprinted || old.Status != Published || old.Hotkey != "hkA" {
+		t.Fatalf("the schema 2 proposal reads %+v (%v)", old, err)
+	}
+	res, err := l.Intake(ctx, snap, r)
+	if err != nil || res.Proposal.Status != Published || !res.Proposal.Fingerprinted {
+		t.Fatalf("intake after the migration: %+v (%v)", res, err)
+	}
+	// From here on the new proposal's fingerprint takes part.
+	snap, r = inspected(t, kernelBundle(t, rmsKernel, "copy\n"), "hkC", 12)
+	if res, err := l.Intake(ctx, snap, r); err != nil || res.Proposal.Reason != "copy_of:2:payload" {
+		t.Fatalf("a copy of the new proposal: %+v (%v)", res, err)
+	}
+}
