@@ -137,6 +137,11 @@ func (r IntakeRequest) validate() error {
 // which is never qualified again. Bytes that ever passed a screen or a
 // qualification are never replayed: they are evaluated afresh.
 //
+// With a fingerprint (r.Print) the proposal is also checked for copies
+// (findCopy): one that copies a seed or an earlier proposal of another
+// hotkey in its namespace is published (its bytes are the evidence) and
+// failed at once with a copy verdict, in the same transaction.
+//
 // Taking in the same reveal again (same position, hotkey and bytes) is a
 // no-op that returns the existing proposal, so a chain adapter may retry
 // after a crash; another reveal at a reserved position is refused.
