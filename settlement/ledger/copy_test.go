@@ -185,8 +185,16 @@ func TestIntakeRefusesCopiesNamingWhatTheyCopy(t *testing.T) {
 			}
 		})
 	}
-	if r, err := l.Check(ctx); err != nil || !r.OK() {
+	if r, err := l.Check(ctx); err != nil || !r.OK() || r.Counts.CopyVerdicts != 4 {
 		t.Errorf("check %+v (%v)", r, err)
+	}
+	// A verdict edited behind the ledger's back no longer explains its
+	// proposal's failure.
+	if _, err := l.db.Exec(`UPDATE copy_verdicts SET rule = 'containment' WHERE proposal_id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := l.Check(ctx); !errors.Is(err, ErrRefused) || r.OK() || !strings.Contains(r.Problems[0], "proposal 2: its copy verdict copy_of:1:containment stands, yet it is failed (copy_of:1:payload)") {
+		t.Errorf("check of an edited verdict: %+v (%v)", r, err)
 	}
 }
 
