@@ -226,7 +226,7 @@ func seedPrints(ctx context.Context, l *ledger.Ledger, workspace string, deps bu
 			return nil, err
 		}
 		if workspace, err = stack.FindWorkspace(wd); err != nil {
-			return nil, fmt.Errorf("seed contributions: %w", err)
+			return nil, fmt.Errorf("the seed contributions of the ledger's first stack name //labels, and there is no repository root above %s: pass --workspace ROOT", wd)
 		}
 	}
 	src := stack.Sources{Workspace: workspace}
