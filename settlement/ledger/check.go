@@ -26,15 +26,18 @@ type Counts struct {
 	StandingClaims  int `json:"standing_claims"`
 	DiscoveryClaims int `json:"discovery_claims"`
 	Outcomes        int `json:"settlement_outcomes"`
+	CopyVerdicts    int `json:"copy_verdicts"`
+	IntakeEvents    int `json:"intake_events"`
 }
 
 // OK reports whether the check found nothing wrong.
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 // Check runs SQLite's integrity_check and foreign_key_check, then the
-// ledger's own invariants: the schema version, the whole settlement chain,
-// exactly one current stack once any exists, every proposal's status known
-// and equal to its last transition. It returns the report and, when
+// ledger's own invariants: the schema version, the whole settlement chain
+// and intake chain, exactly one current stack once any exists, every
+// proposal's status known and equal to its last transition, and every
+// standing copy verdict's proposal failed by it. It returns the report and, when
 // anything is wrong, an error under ErrRefused naming the first problem.
 func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 	r := &Report{}
@@ -86,13 +89,16 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 	} else {
 		r.Head = h
 	}
+	if _, err := verifyChainOf(ctx, l.db, intakeChain); err != nil {
+		r.Problems = append(r.Problems, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
+	}
 	for _, c := range []struct {
 		dst   *int
 		table string
 	}{
 		{&r.Counts.Proposals, "proposals"}, {&r.Counts.Attempts, "attempts"}, {&r.Counts.Events, "settlement_events"}, {&r.Counts.Outcomes, "settlement_outcomes"},
 		{&r.Counts.Stacks, "evaluation_stacks"}, {&r.Counts.Crowns, "crowns"}, {&r.Counts.StandingClaims, "standing_claims"},
-		{&r.Counts.DiscoveryClaims, "discovery_claims"},
+		{&r.Counts.DiscoveryClaims, "discovery_claims"}, {&r.Counts.CopyVerdicts, "copy_verdicts"}, {&r.Counts.IntakeEvents, "intake_events"},
 	} {
 		if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM `+c.table).Scan(c.dst); err != nil {
 			return r, classify(err)
@@ -137,8 +143,34 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 	if err := bad.Err(); err != nil {
 		return r, classify(err)
 	}
+	if err := l.checkCopyVerdicts(ctx, r); err != nil {
+		return r, err
+	}
 	if !r.OK() {
 		return r, fmt.Errorf("%w: %s: %s", ErrRefused, l.path, r.Problems[0])
 	}
 	return r, nil
+}
+
+// checkCopyVerdicts adds a problem for every standing copy verdict whose
+// proposal is not failed by it: a verdict leaves failed only by being
+// cleared.
+func (l *Ledger) checkCopyVerdicts(ctx context.Context, r *Report) error {
+	rows, err := l.db.QueryContext(ctx, `SELECT c.proposal_id, coalesce(c.copy_of, 0), c.seed, c.rule, p.status, p.reason
+		FROM copy_verdicts c JOIN proposals p ON p.id = c.proposal_id WHERE c.cleared_event IS NULL ORDER BY c.proposal_id`)
+	if err != nil {
+		return classify(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v CopyVerdict
+		var status, reason string
+		if err := rows.Scan(&v.ProposalID, &v.CopyOf, &v.Seed, &v.Rule, &status, &reason); err != nil {
+			return classify(err)
+		}
+		if status != string(Failed) || reason != v.Reason() {
+			r.Problems = append(r.Problems, fmt.Sprintf("proposal %d: its copy verdict %s stands, yet it is %s (%s)", v.ProposalID, v.Reason(), status, reason))
+		}
+	}
+	return classify(rows.Err())
 }

@@ -17,7 +17,7 @@ import (
 // SIGKILL itself at one named step. The environment variables below are
 // read only by those helper tests, never by the package.
 const (
-	envChild  = "LEDGER_TEST_CHILD"  // what the helper does: commit, intake or hold
+	envChild  = "LEDGER_TEST_CHILD"  // what the helper does: commit, intake, intake-copy, clear-copy or hold
 	envLedger = "LEDGER_TEST_LEDGER" // the ledger file
 	envStep   = "LEDGER_TEST_KILL_AT"
 	envBundle = "LEDGER_TEST_BUNDLE"
@@ -70,6 +70,19 @@ func TestHelperWriter(t *testing.T) {
 			_, err = l.Intake(ctx, s, request("hk", 7))
 		}
 		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+	case "intake-copy":
+		// A copy of what the parent took in: its transaction also writes
+		// the copy verdict.
+		s, r := inspected(t, os.Getenv(envBundle), "hkB", 7)
+		if _, err = l.Intake(ctx, s, r); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+	case "clear-copy":
+		if _, _, err = l.ClearCopy(ctx, 2, "crash test"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
@@ -223,4 +236,72 @@ func TestTwoWritersAtOnceOneWinsTheOtherIsToldWhy(t *testing.T) {
 	}
 	// The winner is gone, and so is its lock.
 	openNew(t, path)
+}
+
+// A copy's intake and the clearing of its verdict are each one
+// transaction: killed at any step, neither leaves a verdict without its
+// proposal nor a cleared verdict without its event, and the retry
+// completes.
+func TestAntiCopyWritesKilledAtEachStepAreAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	// setup takes the original in and, when withCopy, its copy; it
+	// returns the ledger path and the copy's bundle.
+	setup := func(t *testing.T, withCopy bool) (string, string) {
+		path := ledgerPath(t)
+		l := openNew(t, path)
+		snap, r := inspected(t, kernelBundle(t, rmsKernel, "original\n"), "hkA", 6)
+		if _, err := l.Intake(ctx, snap, r); err != nil {
+			t.Fatal(err)
+		}
+		dup := kernelBundle(t, rmsKernel, "copy\n")
+		if withCopy {
+			snap, r := inspected(t, dup, "hkB", 7)
+			if res, err := l.Intake(ctx, snap, r); err != nil || res.Proposal.Status != Failed {
+				t.Fatalf("copy: %+v, %v", res, err)
+			}
+		}
+		l.Close()
+		return path, dup
+	}
+	for _, step := range []string{"intake-published", "intake-inserted"} {
+		t.Run("intake of a copy killed at "+step, func(t *testing.T) {
+			path, dup := setup(t, false)
+			runKilled(t, "intake-copy", path, step, envBundle+"="+dup)
+			l, err := Open(ctx, path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if r, err := l.Check(ctx); err != nil || r.Counts.Proposals != 1 {
+				t.Fatalf("after a kill at %s: %+v, %v", step, r, err)
+			}
+			if v, err := l.CopyVerdict(ctx, 2); err != nil || v != nil {
+				t.Fatalf("a verdict without its proposal: %+v, %v", v, err)
+			}
+			snap, r := inspected(t, dup, "hkB", 7)
+			res, err := l.Intake(ctx, snap, r)
+			if err != nil || res.Proposal.Status != Failed || res.Proposal.Reason != "copy_of:1:payload" {
+				t.Fatalf("retry: %+v, %v", res, err)
+			}
+		})
+	}
+	t.Run("clear-copy killed at clear-copy-written", func(t *testing.T) {
+		path, _ := setup(t, true)
+		runKilled(t, "clear-copy", path, "clear-copy-written")
+		l, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		p, err := l.Proposal(ctx, 2)
+		if err != nil || p.Status != Failed {
+			t.Fatalf("after the kill the copy is %+v, %v", p, err)
+		}
+		if evs, err := l.IntakeEvents(ctx, 1, 0); err != nil || len(evs) != 0 {
+			t.Fatalf("intake events after the kill: %+v, %v", evs, err)
+		}
+		if p, _, err := l.ClearCopy(ctx, 2, "retry"); err != nil || p.Status != Published {
+			t.Fatalf("retry: %+v, %v", p, err)
+		}
+	})
 }

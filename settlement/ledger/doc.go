@@ -30,4 +30,13 @@
 // Intake bytes are published once, content-addressed and read-only, in the
 // directory DB+".publications" beside the file (see Publications): a crown's
 // bytes come from there, never from the path a miner's bundle was read from.
+//
+// Anti-copy runs at intake (schema 3): a proposal's fingerprint
+// (kernels/fingerprint) is stored with it and compared with the seed
+// contributions the caller names and with every earlier proposal of
+// another hotkey at the same arena and target; a copy is failed at its
+// position with a durable copy verdict naming what it copies. ClearCopy
+// corrects a wrong verdict before settlement, chaining the correction in
+// a second hash chain, the intake chain (H(cacheon.intake.event, body)),
+// kept apart from the settlement events.
 package ledger

@@ -35,6 +35,12 @@ type Head struct {
 // encodes the body canonically and computes its digest. Chain the events of
 // one settlement by passing each returned event's Head to the next call.
 func NextEvent(head Head, eventType string, fields map[string]any) (Event, error) {
+	return nextEvent(identity.DomainSettlementEvent, head, eventType, fields)
+}
+
+// nextEvent chains an event of the chain whose digests are under domain:
+// the settlement chain or the intake chain.
+func nextEvent(domain identity.Domain, head Head, eventType string, fields map[string]any) (Event, error) {
 	if eventType == "" {
 		return Event{}, fmt.Errorf("%w: event type is empty", ErrIllegal)
 	}
@@ -53,7 +59,7 @@ func NextEvent(head Head, eventType string, fields map[string]any) (Event, error
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: event %d: %v", ErrIllegal, head.Sequence+1, err)
 	}
-	return ParseEvent(data)
+	return parseEvent(domain, data)
 }
 
 // Head returns the event Head of e, for chaining the next one.
@@ -62,6 +68,10 @@ func (e Event) Head() Head { return Head{Sequence: e.Sequence, Digest: e.Digest}
 // ParseEvent reads an event from its canonical JSON body: the chain fields
 // come from the body and the digest is computed.
 func ParseEvent(body []byte) (Event, error) {
+	return parseEvent(identity.DomainSettlementEvent, body)
+}
+
+func parseEvent(domain identity.Domain, body []byte) (Event, error) {
 	v, err := canonjson.Parse(body)
 	if err != nil {
 		return Event{}, fmt.Errorf("event body: %w", err)
@@ -92,7 +102,7 @@ func ParseEvent(body []byte) (Event, error) {
 	if e.PreviousEventDigest != "" && !identity.IsHex64(e.PreviousEventDigest) {
 		return Event{}, fmt.Errorf("event body: previous_event_digest %q is not 64 lowercase hex", e.PreviousEventDigest)
 	}
-	d, err := identity.H(identity.DomainSettlementEvent, v)
+	d, err := identity.H(domain, v)
 	if err != nil {
 		return Event{}, fmt.Errorf("event body: %w", err)
 	}
@@ -131,10 +141,28 @@ func checkLink(prev Head, e Event) error {
 	return nil
 }
 
-// verifyChain reads every event in sequence order and checks the whole
-// chain; it returns its head.
+// A hash chain the ledger keeps: its table and digest domain. Settlement
+// events and intake corrections are chained apart, so that a reader of
+// settlement (a crown's later events) meets only settlement events.
+type chain struct {
+	table  string
+	domain identity.Domain
+	name   string
+}
+
+var (
+	settlementChain = chain{"settlement_events", identity.DomainSettlementEvent, "settlement chain"}
+	intakeChain     = chain{"intake_events", identity.DomainIntakeEvent, "intake chain"}
+)
+
+// verifyChain reads every settlement event in sequence order and checks
+// the whole chain; it returns its head.
 func (l *Ledger) verifyChain(ctx context.Context, q querier) (Head, error) {
-	rows, err := q.QueryContext(ctx, `SELECT sequence, event_type, previous_event_digest, body, digest FROM settlement_events ORDER BY sequence`)
+	return verifyChainOf(ctx, q, settlementChain)
+}
+
+func verifyChainOf(ctx context.Context, q querier, c chain) (Head, error) {
+	rows, err := q.QueryContext(ctx, `SELECT sequence, event_type, previous_event_digest, body, digest FROM `+c.table+` ORDER BY sequence`)
 	if err != nil {
 		return Head{}, classify(err)
 	}
@@ -146,8 +174,8 @@ func (l *Ledger) verifyChain(ctx context.Context, q querier) (Head, error) {
 		if err := rows.Scan(&stored.Sequence, &stored.EventType, &stored.PreviousEventDigest, &body, &stored.Digest); err != nil {
 			return Head{}, classify(err)
 		}
-		if err := verifyStored(head, stored, []byte(body)); err != nil {
-			return Head{}, fmt.Errorf("%w: settlement chain: %v", ErrRefused, err)
+		if err := verifyStoredIn(c.domain, head, stored, []byte(body)); err != nil {
+			return Head{}, fmt.Errorf("%w: %s: %v", ErrRefused, c.name, err)
 		}
 		head = stored.Head()
 	}
@@ -157,7 +185,11 @@ func (l *Ledger) verifyChain(ctx context.Context, q querier) (Head, error) {
 // verifyStored checks one stored row: its body re-derives every column and
 // it links to prev.
 func verifyStored(prev Head, stored Event, body []byte) error {
-	e, err := ParseEvent(body)
+	return verifyStoredIn(identity.DomainSettlementEvent, prev, stored, body)
+}
+
+func verifyStoredIn(domain identity.Domain, prev Head, stored Event, body []byte) error {
+	e, err := parseEvent(domain, body)
 	if err != nil {
 		return fmt.Errorf("event %d: %v", stored.Sequence, err)
 	}
@@ -179,18 +211,31 @@ func (l *Ledger) Head(ctx context.Context) (Head, error) {
 	return head(ctx, l.db)
 }
 
-func head(ctx context.Context, q querier) (Head, error) {
+func head(ctx context.Context, q querier) (Head, error) { return headOf(ctx, q, settlementChain) }
+
+func headOf(ctx context.Context, q querier, c chain) (Head, error) {
 	var h Head
-	err := q.QueryRowContext(ctx, `SELECT coalesce(max(sequence), 0), coalesce((SELECT digest FROM settlement_events ORDER BY sequence DESC LIMIT 1), '') FROM settlement_events`).Scan(&h.Sequence, &h.Digest)
+	err := q.QueryRowContext(ctx, `SELECT coalesce(max(sequence), 0), coalesce((SELECT digest FROM `+c.table+` ORDER BY sequence DESC LIMIT 1), '') FROM `+c.table).Scan(&h.Sequence, &h.Digest)
 	return h, classify(err)
 }
 
 // Events returns the events with sequence in [from, to] (to 0: to the end).
 func (l *Ledger) Events(ctx context.Context, from, to int64) ([]Event, error) {
+	return eventsOf(ctx, l.db, settlementChain, from, to)
+}
+
+// IntakeEvents returns the intake chain's events with sequence in
+// [from, to] (to 0: to the end): the operators' corrections of intake
+// verdicts.
+func (l *Ledger) IntakeEvents(ctx context.Context, from, to int64) ([]Event, error) {
+	return eventsOf(ctx, l.db, intakeChain, from, to)
+}
+
+func eventsOf(ctx context.Context, q querier, c chain, from, to int64) ([]Event, error) {
 	if to == 0 {
 		to = 1<<63 - 1
 	}
-	rows, err := l.db.QueryContext(ctx, `SELECT sequence, event_type, previous_event_digest, body, digest FROM settlement_events WHERE sequence BETWEEN ? AND ? ORDER BY sequence`, from, to)
+	rows, err := q.QueryContext(ctx, `SELECT sequence, event_type, previous_event_digest, body, digest FROM `+c.table+` WHERE sequence BETWEEN ? AND ? ORDER BY sequence`, from, to)
 	if err != nil {
 		return nil, classify(err)
 	}

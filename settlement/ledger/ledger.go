@@ -122,6 +122,9 @@ func (l *Ledger) open(ctx context.Context) error {
 	if _, err := l.verifyChain(ctx, db); err != nil {
 		return err
 	}
+	if _, err := verifyChainOf(ctx, db, intakeChain); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/kernels/fingerprint"
 	"github.com/cacheon/engine/tools/identity"
 )
 
@@ -39,6 +40,16 @@ type IntakeRequest struct {
 	// still reserved, and the proposal is recorded failed with this
 	// reason. The identities may then be empty.
 	Refusal string
+	// Print is the anti-copy fingerprint of the bytes (kernels/fingerprint.Of
+	// of the same inspection): it is stored with the proposal and compared
+	// with every earlier proposal of another hotkey in its namespace and
+	// with Seeds; a copy is failed at its position naming what it copies.
+	// Nil takes no part in anti-copy (a caller that is not a market intake,
+	// such as a test of a later stage); a market intake always sets it.
+	Print *fingerprint.Fingerprint
+	// Seeds are the project's own contributions a proposal must not copy
+	// either (the seed entries of the initial evaluation stack).
+	Seeds []Seed
 }
 
 // Proposal is one intake proposal as the ledger holds it.
@@ -59,6 +70,8 @@ type Proposal struct {
 	// ReplayOf is the proposal whose terminal FAIL this one replays (0:
 	// none).
 	ReplayOf int64 `json:"replay_of"`
+	// Fingerprinted says intake stored an anti-copy fingerprint.
+	Fingerprinted bool `json:"fingerprinted"`
 }
 
 // IntakeResult says what Intake did.
@@ -95,7 +108,18 @@ func (r IntakeRequest) validate() error {
 		}
 	}
 	if r.Refusal != "" {
+		if r.Print != nil {
+			return fmt.Errorf("%w: intake: a refused bundle has no fingerprint", ErrIllegal)
+		}
 		return nil
+	}
+	if r.Print != nil && r.Print.SelectedPayloadDigest != r.SelectedPayloadDigest {
+		return fmt.Errorf("%w: intake: the fingerprint is of selected payload %s, the request names %s", ErrIllegal, r.Print.SelectedPayloadDigest, r.SelectedPayloadDigest)
+	}
+	for _, sd := range r.Seeds {
+		if sd.Name == "" || sd.Print == nil {
+			return fmt.Errorf("%w: intake: a seed contribution needs a name and a fingerprint", ErrIllegal)
+		}
 	}
 	if r.SelectedPayloadDigest == "" {
 		return fmt.Errorf("%w: intake: selected_payload_digest is empty", ErrIllegal)
@@ -112,6 +136,11 @@ func (r IntakeRequest) validate() error {
 // already ended in a terminal FAIL, as a failed replay of that proposal,
 // which is never qualified again. Bytes that ever passed a screen or a
 // qualification are never replayed: they are evaluated afresh.
+//
+// With a fingerprint (r.Print) the proposal is also checked for copies
+// (findCopy): one that copies a seed or an earlier proposal of another
+// hotkey in its namespace is published (its bytes are the evidence) and
+// failed at once with a copy verdict, in the same transaction.
 //
 // Taking in the same reveal again (same position, hotkey and bytes) is a
 // no-op that returns the existing proposal, so a chain adapter may retry
@@ -138,9 +167,26 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 		}
 		return res, nil
 	}
+	var print string
+	if r.Print != nil {
+		if r.Print.ContentHash != content {
+			return nil, fmt.Errorf("%w: intake: the fingerprint is of content hash %s, the snapshot's is %s", ErrIllegal, r.Print.ContentHash, content)
+		}
+		b, err := fingerprint.Encode(r.Print)
+		if err != nil {
+			return nil, fmt.Errorf("intake: fingerprint: %w", err)
+		}
+		print = string(b)
+	}
 	var replayOf int64
 	if r.Refusal == "" {
 		if replayOf, err = l.replaySource(ctx, l.db, r.ArenaDigest, content, r.Position); err != nil {
+			return nil, err
+		}
+	}
+	var copied *CopyVerdict
+	if replayOf == 0 && r.Print != nil {
+		if copied, err = l.findCopy(ctx, l.db, r); err != nil {
 			return nil, err
 		}
 	}
@@ -161,7 +207,7 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 		ArenaDigest: r.ArenaDigest, ContentHash: content, CommittedContentHash: committed,
 		Hotkey: r.Hotkey, Position: r.Position, TargetID: r.TargetID, TargetSpecDigest: r.TargetSpecDigest,
 		SelectedPayloadDigest: r.SelectedPayloadDigest, SelectedDeltaDigest: r.SelectedDeltaDigest,
-		Published: publish, ReplayOf: replayOf,
+		Published: publish, ReplayOf: replayOf, Fingerprinted: print != "",
 	}
 	type step struct {
 		to     Status
@@ -173,6 +219,10 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 		steps = []step{{Reserved, ReasonFinalizedReveal}, {Fetching, ""}, {Failed, r.Refusal}}
 	case replayOf != 0:
 		steps = []step{{Failed, ReasonDuplicateReplay}}
+	case copied != nil:
+		// The bytes stay published: they are the evidence of the verdict,
+		// and what a cleared verdict is evaluated from.
+		steps = append(steps, step{Failed, copied.Reason()})
 	}
 	err = l.tx(ctx, func(t *sql.Tx) error {
 		var replay any
@@ -181,10 +231,10 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 		}
 		last := steps[len(steps)-1]
 		out, err := t.ExecContext(ctx, `INSERT INTO proposals (arena_digest, content_hash, committed_content_hash, hotkey, block, event_index, subevent_index,
-			target_id, target_spec_digest, selected_payload_digest, selected_delta_digest, published, status, reason, replay_of)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			target_id, target_spec_digest, selected_payload_digest, selected_delta_digest, published, status, reason, replay_of, fingerprint)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			p.ArenaDigest, p.ContentHash, p.CommittedContentHash, p.Hotkey, p.Position.Block, p.Position.Event, p.Position.Subevent,
-			p.TargetID, p.TargetSpecDigest, p.SelectedPayloadDigest, p.SelectedDeltaDigest, p.Published, string(last.to), last.reason, replay)
+			p.TargetID, p.TargetSpecDigest, p.SelectedPayloadDigest, p.SelectedDeltaDigest, p.Published, string(last.to), last.reason, replay, print)
 		if err != nil {
 			return fmt.Errorf("insert proposal: %w", err)
 		}
@@ -201,6 +251,12 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 				return fmt.Errorf("insert transition: %w", err)
 			}
 			from = s.to
+		}
+		if copied != nil {
+			copied.ProposalID = p.ID
+			if err := insertCopyVerdict(ctx, t, copied); err != nil {
+				return err
+			}
 		}
 		p.Status, p.Reason = last.to, last.reason
 		l.at("intake-inserted")
@@ -242,13 +298,13 @@ func (l *Ledger) replaySource(ctx context.Context, q querier, arena, content str
 }
 
 const proposalColumns = `id, arena_digest, content_hash, committed_content_hash, hotkey, block, event_index, subevent_index,
-	target_id, target_spec_digest, selected_payload_digest, selected_delta_digest, published, status, reason, coalesce(replay_of, 0)`
+	target_id, target_spec_digest, selected_payload_digest, selected_delta_digest, published, status, reason, coalesce(replay_of, 0), fingerprint <> ''`
 
 func scanProposal(row interface{ Scan(...any) error }) (*Proposal, error) {
 	var p Proposal
 	var status string
 	err := row.Scan(&p.ID, &p.ArenaDigest, &p.ContentHash, &p.CommittedContentHash, &p.Hotkey, &p.Position.Block, &p.Position.Event, &p.Position.Subevent,
-		&p.TargetID, &p.TargetSpecDigest, &p.SelectedPayloadDigest, &p.SelectedDeltaDigest, &p.Published, &status, &p.Reason, &p.ReplayOf)
+		&p.TargetID, &p.TargetSpecDigest, &p.SelectedPayloadDigest, &p.SelectedDeltaDigest, &p.Published, &status, &p.Reason, &p.ReplayOf, &p.Fingerprinted)
 	if err != nil {
 		return nil, err
 	}

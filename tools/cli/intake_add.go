@@ -10,22 +10,25 @@ import (
 
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/kernels/fingerprint"
 	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/reject"
 )
 
 // intakeAddOptions are the flags and argument of intake add.
 type intakeAddOptions struct {
-	bundle   string
-	ledger   string
-	hotkey   string
-	arena    string
-	catalog  string
-	block    int64
-	event    int64
-	subevent int64
-	json     bool
-	deps     bundleDeps
+	bundle    string
+	ledger    string
+	hotkey    string
+	arena     string
+	catalog   string
+	workspace string
+	block     int64
+	event     int64
+	subevent  int64
+	json      bool
+	deps      bundleDeps
 }
 
 func newIntakeAddCommand(s Streams) *cobra.Command {
@@ -50,6 +53,19 @@ Outcomes, each recorded at the position:
              ended in a FAIL, so they are not evaluated again (exit 2);
              or the bundle does not inspect, the reason naming the stage
              (exit 2)
+  failed     copy_of:<id>:<rule>: anti-copy found that the bundle copies
+             proposal <id>, an earlier one (by finalized position) of
+             another hotkey at the same arena and target; or
+             copy_of:seed:<label>:<rule>, one of the project's seed
+             contributions (the entries of the ledger's first evaluation
+             stack). The rule is payload, normalized_delta or containment
+             (docs/reference/anti-copy.md). The bytes stay published as
+             evidence; cacheon intake clear-copy corrects a wrong verdict
+             (exit 2)
+The anti-copy fingerprint of the selected delta is computed from the same
+bytes and stored with the proposal, for the proposals after it. The seed
+contributions' //labels resolve against --workspace (default: found above
+the working directory); a ledger without an evaluation stack has none.
 The same reveal taken in again is a no-op (exit 0, "existing"); another
 reveal at a reserved position is refused (exit 2). Another process writing
 the ledger makes this fail at once naming it (exit 1).`,
@@ -69,6 +85,7 @@ the ledger makes this fail at once naming it (exit 1).`,
 	f.Int64Var(&o.subevent, "subevent", 0, "subevent index within the event")
 	f.StringVar(&o.arena, "arena", "", "arena digest (64 hex) the proposal competes in")
 	f.StringVar(&o.catalog, "catalog", "", "target catalog HCL file (default: the built-in catalog)")
+	f.StringVar(&o.workspace, "workspace", "", "repository root the seed contributions' //labels resolve against")
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
 	for _, name := range []string{"ledger", "hotkey", "block"} {
 		_ = cmd.MarkFlagRequired(name)
@@ -78,9 +95,11 @@ the ledger makes this fail at once naming it (exit 1).`,
 
 // intakeAddJSON is the --json document of intake add.
 type intakeAddJSON struct {
-	Proposal    *ledger.Proposal `json:"proposal"`
-	Existing    bool             `json:"existing"`
-	Publication string           `json:"publication"`
+	Proposal    *ledger.Proposal    `json:"proposal"`
+	Existing    bool                `json:"existing"`
+	Publication string              `json:"publication"`
+	Copy        *ledger.CopyVerdict `json:"copy"` // null when the proposal copies nothing
+	Seeds       []string            `json:"seeds"`
 }
 
 func runIntakeAdd(ctx context.Context, s Streams, o intakeAddOptions) error {
@@ -113,23 +132,42 @@ func runIntakeAdd(ctx context.Context, s Streams, o intakeAddOptions) error {
 	default:
 		req.TargetID, req.TargetSpecDigest = in.Target.TargetID, in.Target.TargetSpecDigest
 		req.SelectedPayloadDigest, req.SelectedDeltaDigest = in.SelectedPayloadDigest, in.SelectedDeltaDigest
+		if req.Print, err = fingerprint.Of(in); err != nil {
+			return fmt.Errorf("fingerprint %s: %w", o.bundle, err)
+		}
 	}
 	l, err := ledger.Open(ctx, o.ledger, ledger.Options{Create: true})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	seedNames := []string{}
+	if req.Print != nil {
+		if req.Seeds, err = seedPrints(ctx, l, o.workspace, o.deps); err != nil {
+			return err
+		}
+		for _, sd := range req.Seeds {
+			seedNames = append(seedNames, sd.Name)
+		}
+	}
 	res, err := l.Intake(ctx, snap, req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.bundle, err)
 	}
 	p := res.Proposal
+	cv, err := l.CopyVerdict(ctx, p.ID)
+	if err != nil {
+		return err
+	}
 	var verdict error
 	if p.Status == ledger.Failed {
 		verdict = reject.Errorf("%s: proposal %d at %s failed: %s", o.bundle, p.ID, p.Position, p.Reason)
+		if cv != nil && cv.ClearedEvent == 0 {
+			verdict = reject.Errorf("%s: proposal %d at %s failed: %s: it copies %s (%s)", o.bundle, p.ID, p.Position, p.Reason, copiedName(cv), cv.Detail)
+		}
 	}
 	if o.json {
-		if err := writeJSON(s.Out, intakeAddJSON{Proposal: p, Existing: res.Existing, Publication: res.Publication}); err != nil {
+		if err := writeJSON(s.Out, intakeAddJSON{Proposal: p, Existing: res.Existing, Publication: res.Publication, Copy: cv, Seeds: seedNames}); err != nil {
 			return err
 		}
 		return alreadyReported(verdict)
@@ -150,8 +188,74 @@ func runIntakeAdd(ctx context.Context, s Streams, o intakeAddOptions) error {
 	if p.ReplayOf != 0 {
 		fmt.Fprintf(s.Out, "  replays       proposal %d\n", p.ReplayOf)
 	}
+	if cv != nil {
+		fmt.Fprintf(s.Out, "  copies        %s by %s\n", copiedName(cv), cv.Rule)
+	}
 	if res.Publication != "" {
 		fmt.Fprintf(s.Out, "  publication   %s\n", res.Publication)
 	}
 	return verdict
+}
+
+// copiedName names what a copy verdict says was copied.
+func copiedName(v *ledger.CopyVerdict) string {
+	if v.CopyOf != 0 {
+		return fmt.Sprintf("proposal %d", v.CopyOf)
+	}
+	return "seed contribution " + v.Seed
+}
+
+// seedPrints fingerprints the project's seed contributions: the entries
+// of the ledger's first evaluation stack (the incumbent it was started
+// from, whose entries are attributed to the project itself), their
+// //labels resolved against workspace ("" finds it above the working
+// directory). A ledger without a stack has none. Seeds are read afresh at
+// each intake: they are the repository's own, reviewed bytes.
+func seedPrints(ctx context.Context, l *ledger.Ledger, workspace string, deps bundleDeps) ([]ledger.Seed, error) {
+	stacks, err := l.Stacks(ctx)
+	if err != nil || len(stacks) == 0 {
+		return nil, err
+	}
+	f, diags := stack.Parse("initial.hcl", []byte(stacks[0].HCL))
+	if diags.HasErrors() {
+		return nil, reject.Errorf("the ledger's first evaluation stack does not parse: %v", diags)
+	}
+	if workspace == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		if workspace, err = stack.FindWorkspace(wd); err != nil {
+			return nil, fmt.Errorf("the seed contributions of the ledger's first stack name //labels, and there is no repository root above %s: pass --workspace ROOT", wd)
+		}
+	}
+	src := stack.Sources{Workspace: workspace}
+	catPath, err := src.CatalogPath(f)
+	if err != nil {
+		return nil, reject.Wrap(err)
+	}
+	cat, err := bundleCatalog(catPath)
+	if err != nil {
+		return nil, err
+	}
+	var out []ledger.Seed
+	for _, c := range f.Contributions {
+		dir, err := src.ContributionDir(f, c)
+		if err != nil {
+			return nil, fmt.Errorf("seed contribution %s: %w", c.Source, err)
+		}
+		in, err := contribution.Inspect(dir, contribution.Options{
+			Catalog: cat,
+			Payload: contribution.PayloadOptions{Closure: deps.closure, CUDACheck: deps.cudaCheck},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("seed contribution %s (%s): %w", c.Source, dir, err)
+		}
+		fp, err := fingerprint.Of(in)
+		if err != nil {
+			return nil, fmt.Errorf("seed contribution %s: %w", c.Source, err)
+		}
+		out = append(out, ledger.Seed{Name: c.Source, Print: fp})
+	}
+	return out, nil
 }

@@ -24,9 +24,11 @@ func newLedgerCheckCommand(s Streams) *cobra.Command {
 checks, in order: SQLite's integrity_check and foreign_key_check, the
 schema version against this build's, the whole settlement hash chain
 (sequences contiguous from 1, every body canonical JSON agreeing with its
-columns, every previous_event_digest and every digest recomputed), exactly
-one current evaluation stack once any exists, and every proposal's status.
-It prints the head of the chain, the current stack and the row counts.
+columns, every previous_event_digest and every digest recomputed), the
+intake chain (the corrections of intake verdicts) the same way, exactly
+one current evaluation stack once any exists, every proposal's status,
+and that every standing copy verdict's proposal is failed by it. It
+prints the head of the chain, the current stack and the row counts.
 
 Exit status: 0 when everything holds; 2 when the ledger is refused (damaged
 or not a ledger, a newer schema, a tampered event, a broken invariant: the
@@ -86,5 +88,6 @@ func runLedgerCheck(ctx context.Context, s Streams, o ledgerCheckOptions) error 
 	c := r.Counts
 	fmt.Fprintf(s.Out, "  proposals %d, attempts %d, events %d, stacks %d, crowns %d, standing claims %d, discovery claims %d, settlement outcomes %d\n",
 		c.Proposals, c.Attempts, c.Events, c.Stacks, c.Crowns, c.StandingClaims, c.DiscoveryClaims, c.Outcomes)
+	fmt.Fprintf(s.Out, "  copy verdicts %d, intake events %d\n", c.CopyVerdicts, c.IntakeEvents)
 	return nil
 }

@@ -26,7 +26,8 @@ func TestIntakeAddAndLedgerCheck(t *testing.T) {
 		{"first reveal", []string{"--hotkey", "hk1", "--block", "10"}, 0, "published", ""},
 		{"the same reveal again", []string{"--hotkey", "hk1", "--block", "10"}, 0, "published", ""},
 		{"another reveal at a reserved position", []string{"--hotkey", "hk2", "--block", "10"}, 2, "", "already reserved by proposal 1"},
-		{"the same bytes later", []string{"--hotkey", "hk2", "--block", "11", "--event", "2", "--subevent", "1"}, 0, "published", ""},
+		{"the same bytes later by its hotkey", []string{"--hotkey", "hk1", "--block", "11", "--event", "2", "--subevent", "1"}, 0, "published", ""},
+		{"the same bytes later by another hotkey", []string{"--hotkey", "hk2", "--block", "12"}, 2, "", ""},
 		{"a position that is not one", []string{"--hotkey", "hk2", "--block", "0"}, 2, "", "block must be > 0"},
 	}
 	for _, s := range steps {
@@ -67,11 +68,11 @@ func TestIntakeAddAndLedgerCheck(t *testing.T) {
 			t.Errorf("ledger check --json lacks %q: %s", k, out)
 		}
 	}
-	if rep["ok"] != true || rep["counts"].(map[string]any)["proposals"] != 2.0 {
+	if rep["ok"] != true || rep["counts"].(map[string]any)["proposals"] != 3.0 {
 		t.Errorf("report %s", out)
 	}
 	code, out, _ = run(t, "", "ledger", "check", "--ledger", db)
-	if code != 0 || !strings.Contains(out, "ok (schema 2, integrity ok)") {
+	if code != 0 || !strings.Contains(out, "ok (schema 3, integrity ok)") {
 		t.Errorf("text check: exit %d\n%s", code, out)
 	}
 }

@@ -96,10 +96,13 @@ const (
 	DomainSettlementReproductionIdentity Domain = "cacheon.settlement.reproduction-identity"
 	DomainSettlementEvidence             Domain = "cacheon.settlement.evidence"
 	DomainSettlementReservation          Domain = "cacheon.settlement.reservation.v1"
-	DomainEconomicsPolicy                Domain = "cacheon.economics.policy"
-	DomainStandingFamily                 Domain = "cacheon.economics.standing-family"
-	DomainStandingClaim                  Domain = "cacheon.economics.standing-claim"
-	DomainDiscoveryClaim                 Domain = "cacheon.economics.discovery-claim"
+	// An operator's correction of an intake verdict (a copy verdict
+	// cleared before settlement), chained apart from settlement events.
+	DomainIntakeEvent     Domain = "cacheon.intake.event"
+	DomainEconomicsPolicy Domain = "cacheon.economics.policy"
+	DomainStandingFamily  Domain = "cacheon.economics.standing-family"
+	DomainStandingClaim   Domain = "cacheon.economics.standing-claim"
+	DomainDiscoveryClaim  Domain = "cacheon.economics.discovery-claim"
 )
 
 // DomainInfo describes one declared domain for the reference table.
@@ -161,6 +164,7 @@ func Domains() []DomainInfo {
 		{DomainSettlementReproductionIdentity, "DomainSettlementReproductionIdentity", "settlement/...", "what two qualifications of one candidate must share"},
 		{DomainSettlementEvidence, "DomainSettlementEvidence", "settlement/apply", "the two attempts a crown settled on, retained with its standing claim"},
 		{DomainSettlementReservation, "DomainSettlementReservation", "settlement/evaluate", "a ledger proposal's reservation: arena, finalized position, hotkey and committed content hash"},
+		{DomainIntakeEvent, "DomainIntakeEvent", "settlement/ledger", "one operator correction of an intake verdict, in the intake hash chain"},
 		{DomainEconomicsPolicy, "DomainEconomicsPolicy", "settlement/weights", "an emissions policy (V1)"},
 		{DomainStandingFamily, "DomainStandingFamily", "settlement/weights", "the (arena, target, target spec) family of a standing claim"},
 		{DomainStandingClaim, "DomainStandingClaim", "settlement/weights", "a standing claim of a crown"},

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Anti-copy through the commands: intake add refuses copies of an
+// earlier proposal of another hotkey and of the seed contributions of
+// the ledger's first stack, naming them; clear-copy corrects a verdict.
+func TestIntakeAntiCopyAndClearCopy(t *testing.T) {
+	dir := t.TempDir()
+	t.Cleanup(func() { makeWritable(dir) })
+	ws := incumbentWorkspace(t, dir)
+	db := filepath.Join(dir, "ledger.db")
+	honest := repoCopy(t, "kernels/contributions/rmsnorm_torch")
+	copied := repoCopy(t, "kernels/contributions/rmsnorm_torch")
+	must(t, os.WriteFile(filepath.Join(copied, "README.md"), []byte("my own kernel\n"), 0o644))
+	seedCopy := repoCopy(t, "kernels/contributions/rmsnorm_triton")
+	must(t, os.WriteFile(filepath.Join(seedCopy, "README.md"), []byte("tuned by me\n"), 0o644))
+
+	steps := []struct {
+		name   string
+		bundle string
+		args   []string
+		code   int
+		status string
+		reason string
+		seeds  bool // the ledger has its first stack: the seeds are compared
+	}{
+		{"an honest proposal", honest, []string{"--hotkey", "hk1", "--block", "10"}, 0, "published", "published", false},
+		{"a copy of a seed contribution", seedCopy, []string{"--hotkey", "hk2", "--block", "11"}, 2, "failed",
+			"copy_of:seed:" + rmsLabel + ":payload", true},
+		{"a copy of the earlier proposal", copied, []string{"--hotkey", "hk3", "--block", "12"}, 2, "failed", "copy_of:1:payload", true},
+		{"its author again", copied, []string{"--hotkey", "hk1", "--block", "13"}, 0, "published", "published", true},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			if s.bundle == seedCopy {
+				// The first stack, recorded in the ledger the first intake
+				// made, brings the seeds.
+				if code, out, errOut := run(t, "", "settle", "--ledger", db, "--workspace", ws,
+					"--init", filepath.Join(ws, "stacks", "incumbent.hcl"), "--init-tree", strings.Repeat("ab", 32)); code != 0 {
+					t.Fatalf("init: %d\n%s\n%s", code, out, errOut)
+				}
+			}
+			args := append([]string{"intake", "add", s.bundle, "--ledger", db, "--workspace", ws, "--json"}, s.args...)
+			code, out, errOut := run(t, "", args...)
+			if code != s.code {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, s.code, out, errOut)
+			}
+			var doc struct {
+				Proposal struct {
+					Status        string `json:"status"`
+					Reason        string `json:"reason"`
+					Published     bool   `json:"published"`
+					Fingerprinted bool   `json:"fingerprinted"`
+				} `json:"proposal"`
+				Copy  *struct{ Rule, Detail string } `json:"copy"`
+				Seeds []string                       `json:"seeds"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("stdout: %v\n%s", err, out)
+			}
+			p := doc.Proposal
+			if p.Status != s.status || p.Reason != s.reason || !p.Published || !p.Fingerprinted || (doc.Copy != nil) != (s.code == 2) {
+				t.Errorf("document %s", out)
+			}
+			if got := strings.Join(doc.Seeds, " "); s.seeds && got != rmsLabel+" "+siluLabel && got != siluLabel+" "+rmsLabel || !s.seeds && got != "" {
+				t.Errorf("seeds %q (the first stack's entries: %v)", doc.Seeds, s.seeds)
+			}
+		})
+	}
+	// In text, the refusal names what was copied and why.
+	code, out, errOut := run(t, "", "intake", "add", copied, "--ledger", db, "--workspace", ws, "--hotkey", "hk4", "--block", "14")
+	if code != 2 || !strings.Contains(out, "copies        proposal 1 by payload") ||
+		!strings.Contains(errOut, "failed: copy_of:1:payload: it copies proposal 1 (payload: selected payload") {
+		t.Errorf("text: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+
+	clears := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"a proposal without a copy verdict", []string{"--proposal", "1", "--reason", "x"}, 2, "", "has no copy verdict"},
+		{"a wrong verdict", []string{"--proposal", "3", "--reason", "same team, reviewed"}, 0, "proposal 3 at 12/0/0: published (copy_cleared:1)", ""},
+		{"the same verdict again", []string{"--proposal", "3", "--reason", "again"}, 2, "", "already cleared by intake event 1"},
+		{"a missing ledger", []string{"--ledger", filepath.Join(dir, "none.db"), "--proposal", "3", "--reason", "x"}, 1, "", "none.db"},
+	}
+	for _, c := range clears {
+		t.Run("clear-copy: "+c.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", append([]string{"intake", "clear-copy", "--ledger", db}, c.args...)...)
+			if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
+				t.Errorf("exit %d, want %d\nstdout %s\nstderr %s", code, c.code, out, errOut)
+			}
+		})
+	}
+	code, out, errOut = run(t, "", "intake", "clear-copy", "--ledger", db, "--proposal", "2", "--reason", "the seed was vendored by its author", "--json")
+	if code != 0 {
+		t.Fatalf("clear-copy --json: %d\n%s\n%s", code, out, errOut)
+	}
+	var doc struct {
+		Proposal struct{ Status string } `json:"proposal"`
+		Event    struct {
+			Sequence  int64  `json:"sequence"`
+			EventType string `json:"event_type"`
+		} `json:"event"`
+		Body map[string]any `json:"body"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Proposal.Status != "published" || doc.Event.Sequence != 2 || doc.Event.EventType != "COPY_CLEARED" || doc.Body["verdict"] != "copy_of:seed:"+rmsLabel+":payload" {
+		t.Errorf("document %s", out)
+	}
+	if code, out, _ := run(t, "", "ledger", "check", "--ledger", db); code != 0 || !strings.Contains(out, "integrity ok") {
+		t.Errorf("check: %d\n%s", code, out)
+	}
+}
