@@ -3,8 +3,6 @@ package ledger
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,22 +63,11 @@ def run(x, weight, eps):
 // a README that does not enter any identity but the content hash.
 func kernelBundle(t testing.TB, src, readme string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "bundle")
-	files := map[string]string{
+	return writeFiles(t, map[string]string{
 		"manifest.toml": "bundle_id = \"b\"\nabi_version = \"cacheon-op-abi-v0\"\n\n[[ops]]\nslot = \"norm.rmsnorm\"\nsource = \"kernels/op.py\"\nentry = \"run\"\n",
 		"kernels/op.py": src,
 		"README.md":     readme,
-	}
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	})
 }
 
 // inspected reads dir as intake does and returns its snapshot and a

@@ -17,13 +17,19 @@ import (
 // its directory.
 func writeBundle(t testing.TB, seed string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "bundle")
-	files := map[string]string{
+	return writeFiles(t, map[string]string{
 		"manifest.toml":    "bundle_id = \"b\"\nabi_version = \"cacheon-op-abi-v0\"\n\n[[ops]]\nslot = \"norm.rmsnorm\"\nsource = \"kernels/op.py\"\nentry = \"run\"\n",
 		"kernels/op.py":    "def run(x):\n    return x  # " + seed + "\n",
 		"README.md":        "seed " + seed + "\n",
 		"kernels/sub/a.py": "A = 1\n",
-	}
+	})
+}
+
+// writeFiles writes files (slash-separated paths relative to the bundle
+// root) as a new bundle directory and returns it.
+func writeFiles(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bundle")
 	for name, data := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
