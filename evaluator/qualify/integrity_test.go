@@ -120,3 +120,54 @@ func TestSpeedStageGradesOnlyTheControllersClock(t *testing.T) {
 		t.Fatalf("C graded %gx B", ev.Grade.Speedup)
 	}
 }
+
+// qualifyOverDemo runs the whole qualification of candidate over the
+// demonstration incumbent (stacks/demo.hcl, whose rmsnorm is slow on
+// purpose) and logs every stage.
+func qualifyOverDemo(t *testing.T, candidate string) *Report {
+	t.Helper()
+	f := enginetest.New(t)
+	o := qualifyOptionsOver(t, f, "stacks/demo.hcl", candidate)
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoStrays(t, o.RunDir)
+	r := res.Report
+	for _, s := range r.Stages {
+		t.Logf("%s: %s %s (%s s)", s.Name, s.Decision, s.Reason, s.Seconds)
+	}
+	t.Logf("decision %s: %s", r.Decision, r.Reason)
+	return r
+}
+
+// stageOf is the report's stage called name, nil when it did not run.
+func stageOf(r *Report, name string) *Stage {
+	for i := range r.Stages {
+		if r.Stages[i].Name == name {
+			return &r.Stages[i]
+		}
+	}
+	return nil
+}
+
+// TestQualityCatchesAKernelHonestOnlyWhileAudited: a kernel honest under
+// the audit's environment and for its first 40 calls, and afterwards
+// skipping the normalization (x times the weight, no rsqrt), qualified in
+// full over the demonstration incumbent. It is faster than the slow
+// incumbent, so speed passes it; the audit's engine sees only its honest
+// side, so A passes it; the pristine reference T teacher-forces the timed
+// arms' trajectories, and the candidate's are wrong: T FAILs it, and the
+// qualification with it (integrity class 9, honest only while watched).
+func TestQualityCatchesAKernelHonestOnlyWhileAudited(t *testing.T) {
+	r := qualifyOverDemo(t, "kernels/fixtures/rmsnorm_wrong_unless_audited")
+	for _, name := range []string{StageSpeed, StageAudit} {
+		if s := stageOf(r, name); s == nil || s.Decision != Pass {
+			t.Fatalf("stage %s: %+v, want a PASS (the cheat is for T to catch)", name, s)
+		}
+	}
+	last := r.Stages[len(r.Stages)-1]
+	if r.Decision != Fail || last.Name != StageQuality || last.Decision != Fail || !strings.Contains(last.Reason, "argmax_rate.regression") {
+		t.Fatalf("report %s, last stage %s %s %q; want a FAIL of quality on argmax_rate.regression", r.Decision, last.Name, last.Decision, last.Reason)
+	}
+}

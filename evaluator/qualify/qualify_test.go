@@ -30,9 +30,19 @@ import (
 // workspace) and qualifies candidate over it on the CPU lane.
 func qualifyOptions(t *testing.T, f enginetest.Fixture, candidate string) Options {
 	t.Helper()
-	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/incumbent.hcl", "stacks/arena.json",
-		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions", "kernels/fixtures")
-	path := filepath.Join(ws, "stacks", "incumbent.hcl")
+	return qualifyOptionsOver(t, f, "stacks/incumbent.hcl", candidate)
+}
+
+// qualifyOptionsOver is qualifyOptions over the evaluation stack at
+// stackFile (a path in the repository): stacks/demo.hcl's incumbent holds
+// the deliberately slow rmsnorm (kernels/demo), so a correct or cheating
+// candidate faster than it passes the speed stage on the CPU lane, and the
+// stages after it get to decide.
+func qualifyOptionsOver(t *testing.T, f enginetest.Fixture, stackFile, candidate string) Options {
+	t.Helper()
+	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", stackFile, "stacks/arena.json",
+		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions", "kernels/demo", "kernels/fixtures")
+	path := filepath.Join(ws, filepath.FromSlash(stackFile))
 	sf, _, diags := stack.Load(path)
 	if diags.HasErrors() {
 		t.Fatal(diags)
