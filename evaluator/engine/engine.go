@@ -358,6 +358,11 @@ func (e *Engine) await(ctx context.Context, limit time.Duration, what string) ([
 	return nil, &Fault{Kind: FaultGarbage, Detail: err.Error()}
 }
 
+// CPUSeconds is the CPU time the engine's whole process tree has consumed
+// so far (worker.TreeCPUSeconds): the controller's own reading, which
+// tells an engine that works while it should be idle.
+func (e *Engine) CPUSeconds() (float64, error) { return e.session.CPUSeconds() }
+
 // Kill stops the engine now.
 func (e *Engine) Kill() { e.session.Kill() }
 

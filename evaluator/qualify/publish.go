@@ -50,6 +50,17 @@ func publishSpeed(store *evidence.Store, ev *SpeedEvidence) (*Speed, error) {
 	if s.Samples, err = store.Put(ArtifactSamples, "application/json", "lane-samples.v1", samples); err != nil {
 		return nil, err
 	}
+	if ev.Idle != nil {
+		idle, err := json.Marshal(ev.Idle)
+		if err != nil {
+			return nil, err
+		}
+		ref, err := store.Put(ArtifactIdleCPU, "application/json", "idle-cpu.v1", idle)
+		if err != nil {
+			return nil, err
+		}
+		s.IdleCPU = &ref
+	}
 	if ev.Grade != nil {
 		s.Speedup = speed.Format(ev.Grade.Speedup)
 	}

@@ -31,6 +31,7 @@ const (
 	ArtifactPolicy  = "cacheon.qualification.speed-policy"
 	ArtifactSamples = "cacheon.qualification.lane-samples"
 	ArtifactSwaps   = "cacheon.qualification.hot-swaps"
+	ArtifactIdleCPU = "cacheon.qualification.idle-cpu"
 )
 
 // Report is a qualification's canonical record: the decision, every
@@ -133,6 +134,10 @@ type Speed struct {
 	Samples evidence.Ref `json:"lane_samples"`
 	// Swaps are a v7 schedule's hot swaps with their times ([] under v8).
 	Swaps evidence.Ref `json:"swaps"`
+	// IdleCPU is the CPU time every waiting engine consumed during each
+	// read ([]IdleCPU), the noisy-neighbour check's evidence; absent in
+	// reports from before the check.
+	IdleCPU *evidence.Ref `json:"idle_cpu,omitempty"`
 }
 
 // Quality is T's record in the report: its decision and the evidence it
@@ -173,6 +178,11 @@ func Regrade(store *evidence.Store, r *Report) error {
 			if err := regradeAudit(store, *r.Audit, s); err != nil {
 				return err
 			}
+		}
+	}
+	if r.Speed != nil && r.Speed.IdleCPU != nil {
+		if err := regradeIdle(store, r.Speed); err != nil {
+			return err
 		}
 	}
 	if r.Speed != nil && r.Speed.Speedup != "" {

@@ -31,6 +31,9 @@ type SpeedEvidence struct {
 	Samples []ReadSamples `json:"-"`
 	// Swaps are a v7 schedule's hot swaps (none under v8).
 	Swaps []Swap `json:"-"`
+	// Idle is the CPU time every waiting engine consumed during each read
+	// (idle.go): the evidence of the noisy-neighbour check.
+	Idle []IdleCPU `json:"-"`
 
 	mu sync.Mutex // Batches, while engines warm up together
 }
@@ -39,7 +42,7 @@ type SpeedEvidence struct {
 // and B′) start together and warm up together; then their reads are
 // timed one after another, B, C, B′, so no timed work overlaps.
 func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
-	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}}
+	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
 	if len(arms) != 3 || arms[0].Role != speed.B || arms[1].Role != speed.C || arms[2].Role != speed.BPrime {
 		ev.Outcome = Outcome{NoDecision, "the v8 schedule needs the arms B, C and B′ in that order"}
 		return ev
@@ -79,14 +82,26 @@ func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *worklo
 		ev.Ready[arms[i].Role] = engines[i].Ready
 	}
 	for i, a := range arms {
+		// The other two engines wait while this one is timed: each is
+		// watched for the CPU it burns meanwhile (the noisy neighbour).
+		var idle []idleEngine
+		for j, o := range arms {
+			if j != i {
+				idle = append(idle, idleEngine{name: string(o.Role), candidate: o.Candidate, e: engines[j]})
+			}
+		}
 		var r speed.Read
-		var readErr error
-		rs, err := sampleAround(ctx, sample, a.Role, func() error {
-			var b []Batch
-			r, b, readErr = timedRead(ctx, engines[i], w, a.Role)
-			ev.recordBatches(a.Role, b)
-			return readErr
+		var readErr, err error
+		var rs *ReadSamples
+		records, idleErr := watchIdle(string(a.Role), idle, func() {
+			rs, err = sampleAround(ctx, sample, a.Role, func() error {
+				var b []Batch
+				r, b, readErr = timedRead(ctx, engines[i], w, a.Role)
+				ev.recordBatches(a.Role, b)
+				return readErr
+			})
 		})
+		ev.Idle = append(ev.Idle, records...)
 		if rs != nil {
 			ev.Samples = append(ev.Samples, *rs)
 		}
@@ -96,6 +111,14 @@ func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *worklo
 		}
 		if err != nil {
 			ev.Outcome = Outcome{NoDecision, err.Error()}
+			return ev
+		}
+		if out, noisy := idleOutcome(records); noisy {
+			ev.Outcome = out
+			return ev
+		}
+		if idleErr != nil {
+			ev.Outcome = Outcome{NoDecision, idleErr.Error()}
 			return ev
 		}
 		ev.Reads = append(ev.Reads, r)

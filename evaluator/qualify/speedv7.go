@@ -40,7 +40,7 @@ type Resident struct {
 // the baseline engine serves the workload once more untimed (phase
 // "control"): the stock trajectories the pristine reference compares.
 func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
-	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}}
+	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
 	if p.Version != speed.V7 {
 		ev.Outcome = Outcome{NoDecision, fmt.Sprintf("the hot-swap schedule grades under policy version 7, not %d", p.Version)}
 		return ev
@@ -84,9 +84,37 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 	}
 	base, cand := engines[0], engines[1]
 	ev.Ready[speed.B], ev.Ready[speed.C] = base.Ready, cand.Ready
+	// candidateLoaded: the candidate engine has imported the candidate's
+	// kernels. From then on, whatever it does while idle is the
+	// candidate's, even after the restoration swap (a thread it started
+	// outlives the swap).
+	candidateLoaded := false
+	// other is the engine that waits while e serves, for the
+	// noisy-neighbour check.
+	other := func(e *engine.Engine) []idleEngine {
+		if e == base {
+			return []idleEngine{{name: "candidate", candidate: candidateLoaded, e: cand}}
+		}
+		return []idleEngine{{name: "baseline", e: base}}
+	}
+	// idleVerdict is false (with the outcome set) when the waiting
+	// engine was noisy or could not be accounted for.
+	idleVerdict := func(records []IdleCPU, idleErr error) bool {
+		ev.Idle = append(ev.Idle, records...)
+		if out, noisy := idleOutcome(records); noisy {
+			ev.Outcome = out
+			return false
+		}
+		if idleErr != nil {
+			ev.Outcome = Outcome{NoDecision, idleErr.Error()}
+			return false
+		}
+		return true
+	}
 
 	// read swaps e to tree, warms it and takes one timed read.
 	read := func(e *engine.Engine, role speed.Role, lane, tree, treeName string, candidate bool) bool {
+		candidateLoaded = candidateLoaded || candidate
 		secs, _, err := e.Swap(ctx, tree)
 		ev.Swaps = append(ev.Swaps, Swap{Role: role, Lane: lane, Tree: treeName, Seconds: secs})
 		if err != nil {
@@ -101,11 +129,14 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 		}
 		var rd speed.Read
 		var readErr error
-		rs, err := sampleAround(ctx, sample, role, func() error {
-			var b []Batch
-			rd, b, readErr = timedRead(ctx, e, w, role)
-			ev.recordBatches(role, b)
-			return readErr
+		var rs *ReadSamples
+		records, idleErr := watchIdle(string(role), other(e), func() {
+			rs, err = sampleAround(ctx, sample, role, func() error {
+				var b []Batch
+				rd, b, readErr = timedRead(ctx, e, w, role)
+				ev.recordBatches(role, b)
+				return readErr
+			})
 		})
 		if rs != nil {
 			ev.Samples = append(ev.Samples, *rs)
@@ -116,6 +147,9 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 		}
 		if err != nil {
 			ev.Outcome = Outcome{NoDecision, err.Error()}
+			return false
+		}
+		if !idleVerdict(records, idleErr) {
 			return false
 		}
 		ev.Reads = append(ev.Reads, rd)
@@ -158,10 +192,20 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 			ev.Outcome = attribute(string(speed.BPrime), false, fmt.Errorf("swap for the stock control: %w", err))
 			return ev
 		}
-		b, err := serve(ctx, base, w, 0, len(w.PromptBatches), "control")
+		var b []Batch
+		records, idleErr := watchIdle("control", other(base), func() {
+			b, err = serve(ctx, base, w, 0, len(w.PromptBatches), "control")
+		})
 		ev.recordBatches(speed.BPrime, b)
 		if err != nil {
 			ev.Outcome = attribute(string(speed.BPrime), false, fmt.Errorf("stock control: %w", err))
+			return ev
+		}
+		// The control is untimed, but the candidate engine waits through
+		// it after its code ran: a neighbour that is noisy now was noisy
+		// whenever it waited, and the grade cannot tell which reads it
+		// slowed.
+		if !idleVerdict(records, idleErr) {
 			return ev
 		}
 	}

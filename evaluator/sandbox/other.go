@@ -25,6 +25,9 @@ func Start(ctx context.Context, s Spec) (*Sandbox, error) {
 // Session is nil: no sandbox starts here.
 func (sb *Sandbox) Session(i int) *Session { return nil }
 
+// Pid is none: no sandbox starts here.
+func (sb *Sandbox) Pid() int { return 0 }
+
 // Kill does nothing: no sandbox starts here.
 func (sb *Sandbox) Kill() {}
 

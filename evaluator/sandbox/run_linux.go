@@ -280,6 +280,10 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 // the process was not started with Session.
 func (sb *Sandbox) Session(i int) *Session { return sb.sessions[i] }
 
+// Pid is the sandbox's init process in the caller's PID namespace: the
+// root of every process the sandbox runs, for the caller's accounting.
+func (sb *Sandbox) Pid() int { return sb.cmd.Process.Pid }
+
 // Kill ends the sandbox now: the init and everything inside it die. Wait
 // still reports how each process ended.
 func (sb *Sandbox) Kill() {

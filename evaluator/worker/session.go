@@ -53,6 +53,7 @@ type Session struct {
 	frames *bufio.Reader
 	wait   func() (Outcome, error)
 	kill   func()
+	pid    int // the session's process, or its sandbox's init, in the controller's PID namespace
 	once   sync.Once
 	out    Outcome
 	err    error
@@ -97,6 +98,11 @@ func (s *Session) Frame() ([]byte, error) {
 
 // Kill stops the session now; Close still reports how it ended.
 func (s *Session) Kill() { s.kill() }
+
+// CPUSeconds is the CPU time the session's whole process tree (its
+// sandbox's init and everything under it) has consumed so far, read by the
+// controller (TreeCPUSeconds).
+func (s *Session) CPUSeconds() (float64, error) { return TreeCPUSeconds(s.pid) }
 
 // Close ends the session's input, waits for it to exit (killing it if it
 // has not within grace) and reports how it ended. Nothing it started
@@ -162,6 +168,7 @@ func StartSession(ctx context.Context, iso Isolation, s SessionSpec) (*Session, 
 		send:   ss.Send,
 		frames: bufio.NewReaderSize(ss.Frames, 1<<16),
 		kill:   sb.Kill,
+		pid:    sb.Pid(),
 		wait: func() (Outcome, error) {
 			defer os.Remove(root)
 			defer os.Remove(spec.Log)
@@ -274,6 +281,7 @@ func startUnisolatedSession(ctx context.Context, s SessionSpec, argv []string) (
 		send:   inW,
 		frames: bufio.NewReaderSize(outR, 1<<16),
 		kill:   kill,
+		pid:    pgid,
 		wait: func() (Outcome, error) {
 			waitErr := <-done
 			close(stop)

@@ -123,3 +123,41 @@ func TestIntakeAntiCopyAndClearCopy(t *testing.T) {
 		t.Errorf("check: %d\n%s", code, out)
 	}
 }
+
+// TestIntakeRefusesTheStockRebundledFixture: the integrity fixture that
+// claims the incumbent's own rmsnorm entry, byte for byte, under a bundle
+// id of its own is refused at intake as a copy of that seed
+// (docs/reference/integrity.md, the A/A candidate): a new bundle id does
+// not make stock code anyone's.
+func TestIntakeRefusesTheStockRebundledFixture(t *testing.T) {
+	dir := t.TempDir()
+	t.Cleanup(func() { makeWritable(dir) })
+	ws := incumbentWorkspace(t, dir)
+	db := filepath.Join(dir, "ledger.db")
+	// The first intake makes the ledger; the first stack, recorded in
+	// it, brings the seeds.
+	if code, out, errOut := run(t, "", "intake", "add", repoCopy(t, "kernels/contributions/rmsnorm_torch"), "--ledger", db, "--workspace", ws,
+		"--hotkey", "hk1", "--block", "10"); code != 0 {
+		t.Fatalf("honest intake: %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, "", "settle", "--ledger", db, "--workspace", ws,
+		"--init", filepath.Join(ws, "stacks", "incumbent.hcl"), "--init-tree", strings.Repeat("ab", 32)); code != 0 {
+		t.Fatalf("init: %d\n%s\n%s", code, out, errOut)
+	}
+	bundle := repoCopy(t, "kernels/fixtures/rmsnorm_stock_rebundled")
+	code, out, errOut := run(t, "", "intake", "add", bundle, "--ledger", db, "--workspace", ws, "--hotkey", "hk2", "--block", "11", "--json")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	var doc struct {
+		Proposal struct{ Status, Reason string } `json:"proposal"`
+		Copy     *struct{ Rule, Detail string } `json:"copy"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("stdout: %v\n%s", err, out)
+	}
+	if doc.Proposal.Status != "failed" || !strings.HasPrefix(doc.Proposal.Reason, "copy_of:seed:"+rmsLabel+":") || doc.Copy == nil {
+		t.Fatalf("document %s", out)
+	}
+	t.Logf("refused: %s (%s)", doc.Proposal.Reason, doc.Copy.Detail)
+}
