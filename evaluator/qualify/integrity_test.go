@@ -171,3 +171,69 @@ func TestQualityCatchesAKernelHonestOnlyWhileAudited(t *testing.T) {
 		t.Fatalf("report %s, last stage %s %s %q; want a FAIL of quality on argmax_rate.regression", r.Decision, last.Name, last.Decision, last.Reason)
 	}
 }
+
+// TestSpeedStageRefusesANoisyNeighbour: a correct kernel that, at import,
+// starts threads burning the host's CPU whenever its engine has not
+// called it for a moment, qualified in full over the demonstration
+// incumbent. It waits, noisy, while the other engine serves; the
+// controller reads every waiting engine's CPU time around each read, and
+// the candidate's engine over the idle bound FAILs the speed stage as a
+// noisy neighbour, naming the CPU-seconds (integrity class: the noisy
+// neighbour). The candidate is hot-swappable, so this is the v7
+// schedule; TestSpeedV8RefusesANoisyNeighbour is the v8 one.
+func TestSpeedStageRefusesANoisyNeighbour(t *testing.T) {
+	r := qualifyOverDemo(t, "kernels/fixtures/rmsnorm_noisy_neighbour")
+	last := r.Stages[len(r.Stages)-1]
+	if r.Decision != Fail || last.Name != StageSpeed || last.Decision != Fail || !strings.Contains(last.Reason, "noisy_neighbour: the candidate's") ||
+		!strings.Contains(last.Reason, "CPU-seconds") {
+		t.Fatalf("report %s, last stage %s %s %q; want a FAIL of speed for noisy_neighbour", r.Decision, last.Name, last.Decision, last.Reason)
+	}
+	if r.Speed == nil || r.Speed.IdleCPU == nil {
+		t.Fatalf("no idle CPU evidence in the speed record %+v", r.Speed)
+	}
+}
+
+// TestSpeedV8RefusesANoisyNeighbour: the same fixture under the v8
+// schedule (three engines started and warmed together, then timed one
+// after another), where the noise would slow B and B′ down while C waits:
+// the speed stage FAILs C while B is timed, and takes no read from the
+// arms it disturbed.
+func TestSpeedV8RefusesANoisyNeighbour(t *testing.T) {
+	ev := speedWithCandidate(t, enginetest.New(t), "kernels/fixtures/rmsnorm_noisy_neighbour")
+	for _, r := range ev.Idle {
+		t.Logf("idle %s during %s: %.3f CPU-s over %.3f s (bound %.3f)", r.Engine, r.Window, r.CPUSeconds, r.WallSeconds, IdleBound(r.WallSeconds))
+	}
+	if ev.Decision != Fail || !strings.Contains(ev.Reason, "noisy_neighbour: the candidate's C engine") || !strings.Contains(ev.Reason, "during the B read") {
+		t.Fatalf("speed stage %s %q, want a FAIL of C as a noisy neighbour while B was timed", ev.Decision, ev.Reason)
+	}
+	if len(ev.Reads) != 0 {
+		t.Fatalf("reads %+v kept from a stage with a noisy neighbour", ev.Reads)
+	}
+}
+
+// TestQualifyDoesNotPassStockRebundled: the incumbent's own rmsnorm entry,
+// byte for byte, under a new bundle id (an A/A candidate that got past
+// intake's anti-copy), qualified in full over the repository incumbent.
+// Stock cannot prove itself faster than stock: the speed stage FAILs it or
+// decides nothing, and the qualification does not pass.
+func TestQualifyDoesNotPassStockRebundled(t *testing.T) {
+	f := enginetest.New(t)
+	o := qualifyOptions(t, f, "kernels/fixtures/rmsnorm_stock_rebundled")
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoStrays(t, o.RunDir)
+	r := res.Report
+	for _, s := range r.Stages {
+		t.Logf("%s: %s %s (%s s)", s.Name, s.Decision, s.Reason, s.Seconds)
+	}
+	sp := stageOf(r, StageSpeed)
+	if sp == nil || (sp.Decision != Fail && sp.Decision != NoDecision) || r.Decision == Pass {
+		t.Fatalf("report %s, speed stage %+v; want speed to FAIL or decide nothing", r.Decision, sp)
+	}
+	t.Logf("stock rebundled: speed %s (%s), report %s", sp.Decision, sp.Reason, r.Decision)
+	if err := Regrade(o.Store, r); err != nil {
+		t.Fatalf("regrade: %v", err)
+	}
+}

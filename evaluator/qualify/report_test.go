@@ -32,6 +32,14 @@ func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if sp.IdleCPU == nil {
+		t.Fatal("no idle CPU evidence published")
+	}
+	noisyRecords, _ := json.Marshal(append(append([]IdleCPU{}, ev.Idle...), IdleCPU{Window: "B", Engine: "C", Candidate: true, WallSeconds: 1, CPUSeconds: 0.9}))
+	noisy, err := store.Put(ArtifactIdleCPU, "application/json", "idle-cpu.v1", noisyRecords)
+	if err != nil {
+		t.Fatal(err)
+	}
 	policyDigest, _ := ev.Policy.Digest()
 	report := func() *Report {
 		sp := *sp // each report edits its own copy
@@ -72,6 +80,10 @@ func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
 		{"orientation dropped", func(r *Report) { r.LaneOrientation = nil }, ErrRegrade},
 		{"orientation under another control", func(r *Report) { r.LaneOrientation.Control = otherDigest(r.LaneOrientation.Control) }, ErrRegrade},
 		{"an audit policy without audit evidence", func(r *Report) { r.AuditPolicy = &AuditPolicy{MinCalls: 1} }, ErrRegrade},
+		{"idle CPU evidence missing", func(r *Report) { r.Speed.IdleCPU = &evidence.Ref{SHA256: otherDigest(sp.IdleCPU.SHA256)} }, evidence.ErrMissing},
+		// Evidence of a noisy neighbour under the graded decision: the
+		// stage should have ended at that read.
+		{"a noisy neighbour in the idle evidence", func(r *Report) { r.Speed.IdleCPU = &noisy }, ErrRegrade},
 	}
 	for _, e := range edits {
 		t.Run(e.name, func(t *testing.T) {
@@ -131,6 +143,10 @@ func TestReportKeys(t *testing.T) {
 		{"audit policy", AuditPolicy{}, []string{"expected_slots", "min_calls", "sample_rate_ppm", "tp_size", "validator_seed"}},
 		{"lane orientation", LaneOrientation{}, []string{"baseline_lane", "candidate_lane", "control", "speed_policy"}},
 		{"quality", Quality{}, []string{"decision", "evidence", "reason", "selection_commitment", "selection_receipt"}},
+		// idle_cpu is omitted when absent, so a report from before the
+		// noisy-neighbour check keeps its canonical bytes and its address.
+		{"speed", Speed{IdleCPU: &evidence.Ref{}}, []string{"batches", "decision", "idle_cpu", "lane_samples", "policy", "policy_version", "reads", "reason", "speedup", "swaps"}},
+		{"speed before the idle check", Speed{}, []string{"batches", "decision", "lane_samples", "policy", "policy_version", "reads", "reason", "speedup", "swaps"}},
 	} {
 		if got := keys(c.v); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s keys %v, want %v", c.name, got, c.want)

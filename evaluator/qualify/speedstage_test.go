@@ -80,7 +80,25 @@ func TestSpeedV8OnTheCPU(t *testing.T) {
 			t.Fatalf("batch %d: B and C disagree on stock engines", i)
 		}
 	}
+	// While each arm was timed the other two waited, within the idle
+	// bound: honest engines are quiet neighbours.
+	requireQuietNeighbours(t, ev, 6)
 	t.Logf("A/A on the CPU: %s %s", ev.Decision, ev.Reason)
+}
+
+// requireQuietNeighbours checks that the speed stage recorded n idle
+// engines' CPU times, every one within its bound, and logs them.
+func requireQuietNeighbours(t *testing.T, ev *SpeedEvidence, n int) {
+	t.Helper()
+	if len(ev.Idle) != n {
+		t.Fatalf("%d idle records %+v, want %d", len(ev.Idle), ev.Idle, n)
+	}
+	for _, r := range ev.Idle {
+		t.Logf("idle %s during %s: %.3f CPU-s over %.3f s (bound %.3f)", r.Engine, r.Window, r.CPUSeconds, r.WallSeconds, IdleBound(r.WallSeconds))
+		if r.CPUSeconds < 0 || r.CPUSeconds > IdleBound(r.WallSeconds) || r.WallSeconds <= 0 {
+			t.Fatalf("idle record %+v", r)
+		}
+	}
 }
 
 func equalTokens(a, b [][]int) bool {
@@ -179,5 +197,7 @@ func TestSpeedV7OnTheCPU(t *testing.T) {
 	if err != nil || g.Decision != ev.Grade.Decision {
 		t.Fatalf("regrade %v %v, live %v", g, err, ev.Grade.Decision)
 	}
+	// One engine waits through each read, and through the stock control.
+	requireQuietNeighbours(t, ev, 3)
 	t.Logf("A/A under v7 on the CPU: %s %s", ev.Decision, ev.Reason)
 }
