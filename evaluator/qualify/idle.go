@@ -42,7 +42,7 @@ type IdleCPU struct {
 	// untimed stock control).
 	Window string `json:"window"`
 	// Engine names the waiting engine: its role under v8, or its resident
-	// lane ("baseline", "candidate") under v7.
+	// lane under v7 ("baseline-lane", "candidate-lane").
 	Engine string `json:"engine"`
 	// Candidate says the waiting engine had run the candidate's code by
 	// then: its noise is the candidate's, any other's the infrastructure's.
@@ -96,8 +96,12 @@ func idleOutcome(records []IdleCPU) (out Outcome, ok bool) {
 		if r.CPUSeconds <= bound {
 			continue
 		}
-		what := fmt.Sprintf("%s engine consumed %.3f CPU-seconds while idle during the %s read's %.3f s (bound %.3f s)",
-			r.Engine, r.CPUSeconds, r.Window, r.WallSeconds, bound)
+		served := "the " + r.Window + " read"
+		if r.Window == "control" {
+			served = "the stock control"
+		}
+		what := fmt.Sprintf("%s engine consumed %.3f CPU-seconds while idle, during %s (%.3f s; bound %.3f s)",
+			r.Engine, r.CPUSeconds, served, r.WallSeconds, bound)
 		if r.Candidate {
 			return Outcome{Fail, "noisy_neighbour: the candidate's " + what}, true
 		}

@@ -93,9 +93,9 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 	// noisy-neighbour check.
 	other := func(e *engine.Engine) []idleEngine {
 		if e == base {
-			return []idleEngine{{name: "candidate", candidate: candidateLoaded, e: cand}}
+			return []idleEngine{{name: "candidate-lane", candidate: candidateLoaded, e: cand}}
 		}
-		return []idleEngine{{name: "baseline", e: base}}
+		return []idleEngine{{name: "baseline-lane", e: base}}
 	}
 	// idleVerdict is false (with the outcome set) when the waiting
 	// engine was noisy or could not be accounted for.

@@ -85,10 +85,12 @@ func TestVerifyInputsAreUnpredictableOnlyUnderASecretSeed(t *testing.T) {
 // TestVerifyPassesTheLaterStagesFixtures: the fixtures of the cheating
 // classes that a later stage must catch pass verify, so that stage is
 // the defence its test proves (the stale output cheats only after
-// verify's few calls; the clock fixtures compute honestly).
+// verify's few calls, the one honest only while audited is honest for its
+// first 40; the clock fixtures and the noisy neighbour compute honestly).
 func TestVerifyPassesTheLaterStagesFixtures(t *testing.T) {
 	testPython(t)
-	for _, fixture := range []string{"rmsnorm_stale_output", "rmsnorm_stops_the_clock", "rmsnorm_slows_the_clock"} {
+	for _, fixture := range []string{"rmsnorm_stale_output", "rmsnorm_stops_the_clock", "rmsnorm_slows_the_clock",
+		"rmsnorm_wrong_unless_audited", "rmsnorm_noisy_neighbour"} {
 		t.Run(fixture, func(t *testing.T) {
 			t.Parallel()
 			rep := verifyRepoBundle(t, "kernels/fixtures/"+fixture, Options{})

@@ -151,7 +151,7 @@ func TestIntakeRefusesTheStockRebundledFixture(t *testing.T) {
 	}
 	var doc struct {
 		Proposal struct{ Status, Reason string } `json:"proposal"`
-		Copy     *struct{ Rule, Detail string } `json:"copy"`
+		Copy     *struct{ Rule, Detail string }  `json:"copy"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("stdout: %v\n%s", err, out)
