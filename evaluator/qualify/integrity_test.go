@@ -154,7 +154,7 @@ func stageOf(r *Report, name string) *Stage {
 
 // TestQualityCatchesAKernelHonestOnlyWhileAudited: a kernel honest under
 // the audit's environment and for its first 40 calls, and afterwards
-// skipping the normalization (x times the weight, no rsqrt), qualified in
+// replaying its last output of the same shape instead of computing, qualified in
 // full over the demonstration incumbent. It is faster than the slow
 // incumbent, so speed passes it; the audit's engine sees only its honest
 // side, so A passes it; the pristine reference T teacher-forces the timed
@@ -167,9 +167,12 @@ func TestQualityCatchesAKernelHonestOnlyWhileAudited(t *testing.T) {
 			t.Fatalf("stage %s: %+v, want a PASS (the cheat is for T to catch)", name, s)
 		}
 	}
+	// T FAILs when any metric's regression interval clears its delta; the
+	// reason names each metric that did (on the CPU test model, argmax_rate
+	// and tail_rate almost always, mean_nll and worst_nll often).
 	last := r.Stages[len(r.Stages)-1]
-	if r.Decision != Fail || last.Name != StageQuality || last.Decision != Fail || !strings.Contains(last.Reason, "argmax_rate.regression") {
-		t.Fatalf("report %s, last stage %s %s %q; want a FAIL of quality on argmax_rate.regression", r.Decision, last.Name, last.Decision, last.Reason)
+	if r.Decision != Fail || last.Name != StageQuality || last.Decision != Fail || !strings.Contains(last.Reason, ".regression: [") {
+		t.Fatalf("report %s, last stage %s %s %q; want a FAIL of quality naming a metric's regression", r.Decision, last.Name, last.Decision, last.Reason)
 	}
 }
 
