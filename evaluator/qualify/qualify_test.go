@@ -129,6 +129,8 @@ func TestQualifyOnTheCPU(t *testing.T) {
 	if err := Regrade(o.Store, back); err != nil {
 		t.Fatalf("regrade: %v", err)
 	}
+	// The engines that waited while another was read stayed quiet.
+	requireQuietRecords(t, o.Store, r.Speed)
 	var doc map[string]any
 	if err := json.Unmarshal(data, &doc); err != nil || doc["schema"] != ReportSchema {
 		t.Fatalf("stored report: %v %v", err, doc["schema"])
@@ -267,6 +269,25 @@ func TestQualifyPrebuildsACUDASourcesCandidate(t *testing.T) {
 	}
 	if !prebuilt {
 		t.Fatalf("the report notes no prebuild: %v", r.Notes)
+	}
+}
+
+// requireQuietRecords reads a speed record's idle CPU evidence, logs it
+// and checks that every waiting engine stayed within its bound.
+func requireQuietRecords(t *testing.T, store *evidence.Store, s *Speed) {
+	t.Helper()
+	if s.IdleCPU == nil {
+		t.Fatal("no idle CPU evidence")
+	}
+	var records []IdleCPU
+	if err := json.Unmarshal(mustGet(t, store, *s.IdleCPU), &records); err != nil || len(records) == 0 {
+		t.Fatalf("idle CPU evidence: %v, %d records", err, len(records))
+	}
+	for _, r := range records {
+		t.Logf("idle %s during %s: %.3f CPU-s over %.3f s (bound %.3f)", r.Engine, r.Window, r.CPUSeconds, r.WallSeconds, IdleBound(r.WallSeconds))
+		if r.CPUSeconds > IdleBound(r.WallSeconds) {
+			t.Fatalf("an honest engine over the idle bound: %+v", r)
+		}
 	}
 }
 
