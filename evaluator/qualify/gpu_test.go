@@ -3,6 +3,7 @@ package qualify
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,5 +71,48 @@ func TestCalibrateOnTheGPU(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(out, "calibration-gpu.json"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestIdleEnginesAreQuietOnTheGPU: stock engines on a GPU, with CUDA
+// graphs, consume no more than the idle bound while they wait for another
+// engine's read (the noisy-neighbour check must not refuse honest CUDA
+// engines). It runs only where CACHEON_TEST_DEVICE=cuda.
+func TestIdleEnginesAreQuietOnTheGPU(t *testing.T) {
+	if os.Getenv("CACHEON_TEST_DEVICE") != "cuda" {
+		t.Skip("set CACHEON_TEST_DEVICE=cuda to run on a GPU")
+	}
+	f := enginetest.New(t)
+	f.Iso.Devices = lanes.DeviceNodes()
+	w, diags := workload.Parse("gpu.hcl", []byte(gpuWorkload))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var arms []Arm
+	for _, r := range []speed.Role{speed.B, speed.C, speed.BPrime} {
+		arms = append(arms, Arm{Role: r, Spec: engine.Spec{Python: f.Python, Root: f.Root, Tree: f.Tree, Model: f.Model,
+			Device: "cuda", Graph: true, WorkDir: armDir(f.Run, r), StartTimeout: 5 * time.Minute, BatchTimeout: 2 * time.Minute}})
+	}
+	// The accounting sees into the sandbox: an engine that loaded torch
+	// and CUDA has consumed CPU time, and its tree shows it.
+	e, err := engine.Start(context.Background(), f.Iso, arms[0].Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := e.CPUSeconds()
+	_, _ = e.Close()
+	if err != nil || loaded < 0.5 {
+		t.Fatalf("a started engine's tree consumed %g CPU-seconds (%v)", loaded, err)
+	}
+	t.Logf("a started engine's tree: %.2f CPU-seconds", loaded)
+	p := testPolicy()
+	p.MinWindows = 8
+	for round := 0; round < 3; round++ {
+		for i := range arms {
+			arms[i].Spec.WorkDir = filepath.Join(f.Run, fmt.Sprint(round), string(arms[i].Role))
+		}
+		ev := runSpeedV8(context.Background(), f.Iso, arms, w, p, lanes.Runner{}.Read)
+		t.Logf("round %d: %s %s", round, ev.Decision, ev.Reason)
+		requireQuietNeighbours(t, ev, 6)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/evaluator/workload"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/tools/identity"
@@ -63,7 +64,7 @@ func sealSelection(o Options, planned *plan.Result, in QualityInputs) *Selection
 	}
 	var pool []string
 	seen := map[string]bool{}
-	for _, batch := range o.Workload.PromptBatches {
+	for _, batch := range judgedBatches(o.Workload) {
 		for _, p := range batch {
 			if d := quality.PromptDigest(p); !seen[d] {
 				seen[d] = true
@@ -150,13 +151,29 @@ func runQualityStage(ctx context.Context, o Options, in QualityInputs, sel *Sele
 	return Outcome{Decision(res.Decision), res.Reason}, res.Ref, receipt
 }
 
-// trajectoryPool files every prompt of the workload with the
+// judgedBatches are the prompt batches whose trajectories T judges: the
+// timed ones, whose windows the speed stage graded. The warm-up and
+// conditioning batches come first in every read, untimed. A kernel that is
+// wrong only there gains no speed from it; one that is honest only there
+// (for its first calls in a process) would have its honest trajectories
+// dilute T's mean over the selection: measured on the CPU lane's smoke
+// workload, where those batches hold a third of the prompts, a kernel
+// honest for its first 40 calls and wrong afterwards was FAILed by T on
+// some selections and NO_DECISION on others (docs/reference/integrity.md).
+func judgedBatches(w *workload.Workload) [][][]int {
+	_, end := w.ConditioningBatches()
+	return w.PromptBatches[end:]
+}
+
+// trajectoryPool files every judged prompt of the workload with the
 // trajectories each speed-stage role generated for it (a prompt that
 // occurs twice keeps its first trajectories).
 func trajectoryPool(o Options, ev *SpeedEvidence) (map[string]quality.Prompt, string) {
 	roles := map[speed.Role]quality.Role{speed.B: quality.RoleB, speed.C: quality.RoleC, speed.BPrime: quality.RoleBPrime}
 	pool := map[string]quality.Prompt{}
-	for i, batch := range o.Workload.PromptBatches {
+	_, first := o.Workload.ConditioningBatches()
+	for k, batch := range judgedBatches(o.Workload) {
+		i := first + k
 		for j, p := range batch {
 			d := quality.PromptDigest(p)
 			if _, ok := pool[d]; ok {

@@ -87,8 +87,10 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Commitment.SelectCount != 6 || len(rec.Prompts) != 6 {
-		t.Fatalf("%d of %d prompts judged, want half the pool of 12", len(rec.Prompts), len(rec.Commitment.PromptPool))
+	// The pool is the timed batches' prompts: 4 batches of 2 after the
+	// warm-up and the conditioning batch.
+	if len(rec.Commitment.PromptPool) != 8 || rec.Commitment.SelectCount != 4 || len(rec.Prompts) != 4 {
+		t.Fatalf("%d of %d prompts judged, want half the pool of the timed batches' 8", len(rec.Prompts), len(rec.Commitment.PromptPool))
 	}
 	if receipt != rec.Receipt.Digest || len(receipt) != 64 {
 		t.Fatalf("the stage names selection receipt %q, T revealed %s", receipt, rec.Receipt.Digest)

@@ -36,53 +36,21 @@ import (
 // package's tests of FromReport and Pair over real reports.
 var updateReports = flag.Bool("update", false, "record the crown test's two real reports in settlement/settle/testdata")
 
-// slowRMSNorm is norm.rmsnorm computed right, many times over: an
-// incumbent entry slowed on purpose, so that a candidate that computes it
-// once is faster by far more than the CPU lane's noise and a PASS does
-// not depend on the machine's load.
-const slowRMSNorm = `"""norm.rmsnorm in plain torch, recomputed on purpose (a slow incumbent)."""
-
-import torch
-
-
-def rmsnorm(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, eps: float) -> None:
-    xf = x.float()
-    for _ in range(60):
-        inv_rms = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
-        y = xf * inv_rms * weight.float()
-    out.copy_(y.to(out.dtype))
-`
-
 // slowWorkspace is a copy of the repository whose incumbent holds the
-// slow rmsnorm entry (a copy of rmsnorm_torch with slowRMSNorm as its
-// kernel) in place of the Triton one.
+// demonstration arena's slow rmsnorm entry (kernels/demo/rmsnorm_slow:
+// norm.rmsnorm computed right, 60 times over) in place of the Triton one,
+// so that a candidate that computes it once is faster by far more than
+// the CPU lane's noise and a PASS does not depend on the machine's load.
 func slowWorkspace(t *testing.T) string {
 	t.Helper()
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/incumbent.hcl", "stacks/reference.hcl", "stacks/arena.json",
-		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions")
-	slow := filepath.Join(ws, "kernels", "contributions", "rmsnorm_slow")
-	testtree.Copy(t, "../../kernels/contributions/rmsnorm_torch", slow)
-	manifest, err := os.ReadFile(filepath.Join(slow, "manifest.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for path, data := range map[string][]byte{
-		"manifest.toml":      bytes.Replace(manifest, []byte(`bundle_id = "rmsnorm-torch"`), []byte(`bundle_id = "rmsnorm-slow"`), 1),
-		"kernels/rmsnorm.py": []byte(slowRMSNorm),
-		"README.md":          []byte("# rmsnorm_slow\n\nA slow incumbent for tests: norm.rmsnorm recomputed 60 times.\n"),
-	} {
-		p := filepath.Join(slow, filepath.FromSlash(path))
-		_ = os.Chmod(p, 0o644)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions", "kernels/demo")
 	inc := filepath.Join(ws, "stacks", "incumbent.hcl")
 	src, err := os.ReadFile(inc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	edited := bytes.Replace(src, []byte("//kernels/contributions:rmsnorm_triton"), []byte("//kernels/contributions:rmsnorm_slow"), 1)
+	edited := bytes.Replace(src, []byte("//kernels/contributions:rmsnorm_triton"), []byte("//kernels/demo:rmsnorm_slow"), 1)
 	if bytes.Equal(edited, src) {
 		t.Fatal("the incumbent has no rmsnorm_triton entry to slow down")
 	}
