@@ -22,11 +22,12 @@ import (
 // The allowance is for the Python runtime's and torch's housekeeping (the
 // intra-op thread pool spinning down after the engine's last batch, the
 // garbage collector) and for the kernel's accounting, which charges CPU
-// time in whole ticks of 10 ms: five ticks. Honest idle stock engines on
-// the CPU lane measured 0.000 CPU-seconds over reads of 0.1 to 0.4 s; the
-// noisy-neighbour fixture took 0.15 to 0.22 CPU-seconds over the same
-// reads on a 2-core host, and made a stock C read 2.8 times faster than
-// the B it slowed (docs/reference/integrity.md).
+// time in whole ticks of 10 ms: five ticks. Honest idle stock engines
+// measured 0.000 CPU-seconds over reads of 0.06 to 0.4 s on the CPU lane,
+// and at most one tick over reads of 0.25 to 0.29 s on an H200 with CUDA
+// graphs; the noisy-neighbour fixture took 0.15 to 0.26 CPU-seconds over
+// reads of 0.17 to 0.36 s on a 2-core host, and made a stock C read 2.8
+// times faster than the B it slowed (docs/reference/integrity.md).
 const (
 	IdleCPUFraction  = 0.05
 	IdleCPUAllowance = 0.05 // CPU-seconds
