@@ -2,11 +2,13 @@ package qualify
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/worker"
 )
 
 // The idle bound. While one engine serves a read, every other engine of
@@ -61,29 +63,38 @@ type idleEngine struct {
 
 // watchIdle runs serve (one engine's read, which keeps its own errors)
 // and returns the CPU time each of the idle engines consumed meanwhile.
-// The error is the accounting's: an idle engine whose process is gone.
-func watchIdle(window string, idle []idleEngine, serve func()) ([]IdleCPU, error) {
+// The outcome is set (ok false) when an idle engine could not be
+// accounted for: its process gone is that engine's fault (a FAIL when it
+// had run the candidate's code, attribute says), anything else the
+// controller's (NO_DECISION).
+func watchIdle(window string, idle []idleEngine, serve func()) (records []IdleCPU, out Outcome, ok bool) {
+	fault := func(w idleEngine, when string, err error) Outcome {
+		err = fmt.Errorf("idle CPU %s the %s read: %w", when, window, err)
+		if errors.Is(err, worker.ErrProcessGone) {
+			err = &engine.Fault{Kind: engine.FaultExited, Detail: err.Error()}
+		}
+		return attribute(w.name, w.candidate, err)
+	}
 	before := make([]float64, len(idle))
 	for i, w := range idle {
 		s, err := w.e.CPUSeconds()
 		if err != nil {
 			serve()
-			return nil, fmt.Errorf("idle CPU of the %s engine before the %s read: %w", w.name, window, err)
+			return nil, fault(w, "before", err), false
 		}
 		before[i] = s
 	}
 	start := time.Now()
 	serve()
 	wall := time.Since(start).Seconds()
-	var out []IdleCPU
 	for i, w := range idle {
 		s, err := w.e.CPUSeconds()
 		if err != nil {
-			return out, fmt.Errorf("idle CPU of the %s engine after the %s read: %w", w.name, window, err)
+			return records, fault(w, "after", err), false
 		}
-		out = append(out, IdleCPU{Window: window, Engine: w.name, Candidate: w.candidate, WallSeconds: wall, CPUSeconds: s - before[i]})
+		records = append(records, IdleCPU{Window: window, Engine: w.name, Candidate: w.candidate, WallSeconds: wall, CPUSeconds: s - before[i]})
 	}
-	return out, nil
+	return records, Outcome{}, true
 }
 
 // idleOutcome is the verdict of the idle records: the first engine over

@@ -93,7 +93,7 @@ func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *worklo
 		var r speed.Read
 		var readErr, err error
 		var rs *ReadSamples
-		records, idleErr := watchIdle(string(a.Role), idle, func() {
+		records, idleOut, accounted := watchIdle(string(a.Role), idle, func() {
 			rs, err = sampleAround(ctx, sample, a.Role, func() error {
 				var b []Batch
 				r, b, readErr = timedRead(ctx, engines[i], w, a.Role)
@@ -117,8 +117,8 @@ func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *worklo
 			ev.Outcome = out
 			return ev
 		}
-		if idleErr != nil {
-			ev.Outcome = Outcome{NoDecision, idleErr.Error()}
+		if !accounted {
+			ev.Outcome = idleOut
 			return ev
 		}
 		ev.Reads = append(ev.Reads, r)

@@ -99,14 +99,14 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 	}
 	// idleVerdict is false (with the outcome set) when the waiting
 	// engine was noisy or could not be accounted for.
-	idleVerdict := func(records []IdleCPU, idleErr error) bool {
+	idleVerdict := func(records []IdleCPU, out Outcome, accounted bool) bool {
 		ev.Idle = append(ev.Idle, records...)
-		if out, noisy := idleOutcome(records); noisy {
-			ev.Outcome = out
+		if noisy, over := idleOutcome(records); over {
+			ev.Outcome = noisy
 			return false
 		}
-		if idleErr != nil {
-			ev.Outcome = Outcome{NoDecision, idleErr.Error()}
+		if !accounted {
+			ev.Outcome = out
 			return false
 		}
 		return true
@@ -130,7 +130,7 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 		var rd speed.Read
 		var readErr error
 		var rs *ReadSamples
-		records, idleErr := watchIdle(string(role), other(e), func() {
+		records, idleOut, accounted := watchIdle(string(role), other(e), func() {
 			rs, err = sampleAround(ctx, sample, role, func() error {
 				var b []Batch
 				rd, b, readErr = timedRead(ctx, e, w, role)
@@ -149,7 +149,7 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 			ev.Outcome = Outcome{NoDecision, err.Error()}
 			return false
 		}
-		if !idleVerdict(records, idleErr) {
+		if !idleVerdict(records, idleOut, accounted) {
 			return false
 		}
 		ev.Reads = append(ev.Reads, rd)
@@ -193,7 +193,7 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 			return ev
 		}
 		var b []Batch
-		records, idleErr := watchIdle("control", other(base), func() {
+		records, idleOut, accounted := watchIdle("control", other(base), func() {
 			b, err = serve(ctx, base, w, 0, len(w.PromptBatches), "control")
 		})
 		ev.recordBatches(speed.BPrime, b)
@@ -205,7 +205,7 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 		// it after its code ran: a neighbour that is noisy now was noisy
 		// whenever it waited, and the grade cannot tell which reads it
 		// slowed.
-		if !idleVerdict(records, idleErr) {
+		if !idleVerdict(records, idleOut, accounted) {
 			return ev
 		}
 	}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 // runs on (the kernel fixes the user-visible unit at 100 whatever its
 // internal HZ), and Go cannot ask sysconf without cgo.
 const clockTicks = 100
+
+// ErrProcessGone is a process whose CPU time was asked for after it ended.
+var ErrProcessGone = errors.New("the process is gone")
 
 // TreeCPUSeconds is the CPU time, user and system, that the process pid
 // and every process under it have consumed so far: each live process's
@@ -48,7 +52,7 @@ func TreeCPUSeconds(pid int) (float64, error) {
 		ticks[p] = t
 	}
 	if _, ok := ticks[pid]; !ok {
-		return 0, fmt.Errorf("process CPU time: process %d is gone", pid)
+		return 0, fmt.Errorf("process CPU time: process %d: %w", pid, ErrProcessGone)
 	}
 	var total uint64
 	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -84,7 +85,7 @@ func TestTreeCPUSecondsCountsDescendants(t *testing.T) {
 	if during-before < spun || after < during {
 		t.Fatalf("tree CPU %g before, %g while the child had spun %g, %g after it was reaped", before, during, spun, after)
 	}
-	if _, err := TreeCPUSeconds(child); err == nil || !strings.Contains(err.Error(), "is gone") {
+	if _, err := TreeCPUSeconds(child); !errors.Is(err, ErrProcessGone) {
 		t.Fatalf("a reaped process: %v", err)
 	}
 }
