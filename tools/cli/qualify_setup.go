@@ -110,9 +110,12 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	if q.run, err = os.MkdirTemp("", "cacheon-qualify-"); err != nil {
 		return nil, err
 	}
+	// The named result q is nil once an error is returned, so the clean-up
+	// holds its own reference to what was set up.
+	made := q
 	defer func() {
 		if err != nil {
-			q.close()
+			made.close()
 		}
 	}()
 	if err := sandbox.SearchableDir(q.run); err != nil {
