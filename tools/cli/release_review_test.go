@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,26 +23,8 @@ func TestReleaseReviewFromTheLedger(t *testing.T) {
 	repo := filepath.Join(dir, "repo")
 	const path = "kernels/contributions/rmsnorm_torch"
 	testtree.Copy(t, ledger.Publications{Dir: f.Path + ".publications"}.Path(in.Proposal.ContentHash), filepath.Join(repo, path))
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "integrate"}} {
-		cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := []string{"release", "review", "--repo", repo, "--commit", strings.TrimSpace(string(head)), "--path", path, "--reviewer", "Ada"}
-	var evidence []string
-	for _, r := range []string{"license_evidence", "provenance_evidence", "security_review", "compatibility_evidence", "test_evidence"} {
-		p := filepath.Join(dir, r+".json")
-		if err := os.WriteFile(p, []byte(`{"evidence":"`+r+`"}`), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		evidence = append(evidence, "--evidence", r+"="+p)
-	}
+	base := []string{"release", "review", "--repo", repo, "--commit", gitCommit(t, repo), "--path", path, "--reviewer", "Ada"}
+	evidence := reviewerEvidence(t, dir)
 	args := func(out string, extra ...string) []string {
 		a := append(append(append([]string{}, base...), evidence...), "--out", filepath.Join(dir, out))
 		return append(a, extra...)
