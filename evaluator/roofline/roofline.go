@@ -138,3 +138,36 @@ func WeightBytes(dir string) (int64, error) {
 	}
 	return total, nil
 }
+
+// LanesPeak is the ceiling for lanes whose GPUs the driver names names:
+// the largest of their peak bandwidths, so that the floor is the most
+// lenient any of them allows. A GPU not in the table leaves no ceiling
+// (0), and an empty list (the CPU lane) too.
+func LanesPeak(names []string) (bytesPerSecond float64, source string) {
+	if len(names) == 0 {
+		return 0, "the cpu lane: no peak memory bandwidth known; the roofline floor is not applied"
+	}
+	var sources []string
+	for _, n := range names {
+		p, s, ok := PeakBandwidth(n)
+		if !ok {
+			return 0, s
+		}
+		if p > bytesPerSecond {
+			bytesPerSecond = p
+		}
+		sources = append(sources, s)
+	}
+	sort.Strings(sources)
+	return bytesPerSecond, strings.Join(dedupe(sources), "; ")
+}
+
+func dedupe(sorted []string) []string {
+	out := sorted[:0]
+	for i, s := range sorted {
+		if i == 0 || s != sorted[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

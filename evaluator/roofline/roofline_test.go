@@ -88,3 +88,23 @@ func TestWeightBytes(t *testing.T) {
 		t.Fatal("a model without weights has a weight size")
 	}
 }
+
+func TestLanesPeak(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		names []string
+		want  float64
+	}{
+		{"the cpu lane", nil, 0},
+		{"two H200s", []string{"NVIDIA H200", "NVIDIA H200"}, 4.8e12},
+		{"mixed: the most lenient", []string{"NVIDIA H100 PCIe", "NVIDIA H200"}, 4.8e12},
+		{"an unknown GPU leaves no ceiling", []string{"NVIDIA H200", "NVIDIA GeForce RTX 4090"}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, source := LanesPeak(c.names)
+			if got != c.want || source == "" {
+				t.Fatalf("LanesPeak(%q) = %g, %q; want %g", c.names, got, source, c.want)
+			}
+		})
+	}
+}
