@@ -98,9 +98,11 @@ printf '{"qualification_reports": "%s"}\n' "$out/qualification" >"$ev/compat.jso
   --repo "$repo" --commit "$commit" --path kernels/contributions/rmsnorm_torch \
   --evidence license_evidence="$ev/license.json" --evidence provenance_evidence="$ev/provenance.json" \
   --evidence security_review="$ev/security.json" --evidence compatibility_evidence="$ev/compat.json" \
-  --evidence test_evidence="$ev/tests.json" --reviewer "Demo Reviewer <reviewer@example.com>" --out "$out/review.json"
+  --evidence test_evidence="$ev/tests.json" --reviewer "Demo Reviewer <reviewer@example.com>" --out "$out/review.json" \
+  --json >"$out/review-result.json"
 attribution=$(field attribution_digest <"$out/review.json")
-record=$("$cacheon" digest --domain cacheon.contribution.integration-review "$out/review.json")
+record=$(field record_digest <"$out/review-result.json")
+echo "record $out/review.json ($record), attribution $attribution" >&2
 # The release stack gains the reviewed contribution: one block, the
 # record's attribution and digest.
 sed '$d' "$ws/stacks/release.hcl" >"$ws/stacks/release.hcl.new"
