@@ -11,12 +11,16 @@
 #   3. qualify a contribution over the incumbent on the CPU lane: every
 #      screen, then B, C and B′ engine processes in the worker sandbox,
 #      graded under speed policy v8, with a report anyone can re-grade;
-#   4. the crown loop's evaluation side on the CPU lane: a proposal taken
-#      into the SQLite ledger, qualified and (if it passes) reproduced on
-#      exchanged lanes, each attempt recorded, then settlement, which says
-#      plainly why nothing can be crowned (nothing passed twice, or the
-#      default policy is uncalibrated);
-#   5. sign the release with a local key (outside the build graph) and
+#   4. the crown loop's evaluation side on the embedded defaults: a
+#      proposal taken into the SQLite ledger, qualified and (if it passes)
+#      reproduced on exchanged lanes, each attempt recorded, then
+#      settlement, which says plainly why nothing can be crowned under the
+#      uncalibrated default policy;
+#   5. the whole crown loop on the demonstration arena (tools/crown_loop.sh):
+#      calibrate the CPU lane, qualify, reproduce, settle a crown, build the
+#      new incumbent, review the crown, and build, sign and verify the
+#      release that ships the crowned contribution;
+#   6. sign the release with a local key (outside the build graph) and
 #      verify it offline as a consumer would.
 #
 # Everything it writes goes under out/ (override with CACHEON_OUT).
@@ -66,14 +70,21 @@ verdict=$?
 set -e
 ((verdict == 0 || verdict == 2 || verdict == 3)) || exit "$verdict"
 # A crown needs two independent passing qualifications (the second a
-# reproduction on exchanged lanes) under a calibrated speed policy. The
-# main job runs the embedded default policy, which says it is
-# uncalibrated: on the CPU lane a PASS is noise, so settle refuses such
-# reports (uncalibrated_policy) and says there is nothing to crown and
-# why. It never fakes a measurement; settlement/evaluate's crown test
-# shows the crown itself, over a deliberately slowed incumbent.
+# reproduction on exchanged lanes) under a calibrated speed policy. This
+# ledger runs the embedded default policy, which says it is uncalibrated:
+# on the CPU lane a PASS is noise, so settle refuses such reports
+# (uncalibrated_policy) and says there is nothing to crown and why.
 "$cacheon" settle --ledger "$ledger"
 "$cacheon" ledger check --ledger "$ledger"
+
+say "the whole crown loop on the CPU lane, over the demonstration arena (tools/crown_loop.sh)"
+# Calibrate this machine's lane, qualify and reproduce a real contribution
+# over a deliberately slow incumbent under the policy that calibration
+# supports, settle the crown, build the new incumbent, review the crown,
+# and build, sign and verify the release that ships it. It never fakes a
+# measurement: a lane too noisy to calibrate, or a qualification that does
+# not pass, ends the loop there with its evidence.
+bash tools/crown_loop.sh "$cacheon" "$out/crown-loop" "$bin/release/tiny_llama.receipt.json"
 
 say "sign and verify the release image"
 rm -rf "$out/release"
@@ -93,6 +104,7 @@ cat >&2 <<EOF
   candidate tree and plan $bin/stacks/candidate_rmsnorm_torch.tree, .plan.json
   qualification report    $out/qualification/report.json (and report.html)
   settlement ledger       $out/ledger/ledger.db (reports under $out/ledger/qualification)
+  crown loop              $out/crown-loop (calibration, ledger, new incumbent, review, signed release)
   signed release layout   $out/release
   release public key      $out/keys/release.pub
 Rebuild and verify it yourself: docs/consumer-guide.md

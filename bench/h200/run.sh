@@ -7,6 +7,8 @@
 #   bench/h200/run.sh full        T's quality calibration on these lanes, then every stage (screens,
 #                                 speed, audit A, pristine quality T) for the Triton RMSNorm and, under
 #                                 v8 through the prebuild, the CUDA RMSNorm; QCAL reuses a calibration
+#   bench/h200/run.sh fixtures    every stage for the integrity fixtures only a GPU shows (side streams,
+#                                 graph capture; FIXTURES picks some), with the committed T calibration
 #
 # Environment: CACHEON (the cacheon binary, default: cacheon on PATH),
 # CACHEON_PYTHON (an interpreter with torch and Triton), OUT (where the
@@ -130,8 +132,40 @@ full)
     "$cacheon" evidence regrade "$out/full-$c/report.json" --evidence "$out/evidence" || echo "regrade of $c failed" >&2
   done
   ;;
+fixtures)
+  # Each fixture is qualified over the pure-torch incumbent, as the full
+  # run's candidates are, under T's calibration from these lanes.
+  qcal=${QCAL:-$repo/docs/results/qualify-h200/full/quality-calibration.json}
+  inc=$work/incumbent-torch-rmsnorm.hcl
+  sed "s|//kernels/contributions:rmsnorm_triton|$repo/kernels/contributions/rmsnorm_torch|" stacks/incumbent.hcl >"$inc"
+  summary=$out/fixtures.tsv
+  printf 'fixture\texit\twall_s\tdecision\tstage\treason\n' >"$summary"
+  set +e
+  for c in ${FIXTURES:-rmsnorm_side_stream rmsnorm_wrong_when_captured rmsnorm_wrong_unless_captured}; do
+    start=$SECONDS
+    "$cacheon" qualify --incumbent "$inc" --candidate "kernels/fixtures/$c" "${common[@]}" \
+      --quality-calibration "$qcal" --out "$out/fixture-$c" --evidence "$out/evidence" --json >"$out/fixture-$c.json"
+    code=$?
+    wall=$((SECONDS - start))
+    # The verdict, and the first stage that did not pass, from the report.
+    "${CACHEON_PYTHON:-python3}" - "$out/fixture-$c/report.json" "$c" "$code" "$wall" >>"$summary" <<'PY'
+import json, sys
+path, name, code, wall = sys.argv[1:5]
+try:
+    r = json.load(open(path))
+except OSError as e:
+    print(f"{name}\t{code}\t{wall}\tno report\t\t{e}")
+    sys.exit(0)
+stage = next((s for s in r["stages"] if s["decision"] not in ("PASS", "NOT_APPLICABLE")), r["stages"][-1])
+print(f"{name}\t{code}\t{wall}\t{r['decision']}\t{stage['name']}\t{stage.get('reason', '').replace(chr(9), ' ')}")
+PY
+    echo "$c: exit $code, ${wall} s wall" >&2
+  done
+  set -e
+  cat "$summary" >&2
+  ;;
 *)
-  echo "usage: $0 aa|resolution|qualify|full" >&2
+  echo "usage: $0 aa|resolution|qualify|full|fixtures" >&2
   exit 2
   ;;
 esac

@@ -2,8 +2,10 @@ package qualify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/worker"
@@ -153,4 +155,36 @@ func (c *Calibration) Passes() int {
 		}
 	}
 	return n
+}
+
+// ErrUnsupportedLanes is returned by Policy when the rounds drifted too
+// much for any threshold to mean something: no policy follows from them.
+var ErrUnsupportedLanes = errors.New("the lanes are too noisy for any speed policy")
+
+// Policy is base with the thresholds this calibration supports (min_margin
+// and max_noise) and bound to it by digest (calibration_digest and
+// calibration_context_digest both name this calibration). The window,
+// conditioning and budget values stay the deployment's, base's. Lanes the
+// calibration found unsupported give ErrUnsupportedLanes and no policy.
+func (c *Calibration) Policy(base speed.Policy) (speed.Policy, error) {
+	if !c.Supported {
+		return speed.Policy{}, fmt.Errorf("%w: noise floor %s over 0.02", ErrUnsupportedLanes, c.NoiseFloor)
+	}
+	p := base
+	var err error
+	if p.MinMargin, err = strconv.ParseFloat(c.MinMargin, 64); err != nil {
+		return speed.Policy{}, fmt.Errorf("calibration min_margin %q: %w", c.MinMargin, err)
+	}
+	if p.MaxNoise, err = strconv.ParseFloat(c.MaxNoise, 64); err != nil {
+		return speed.Policy{}, fmt.Errorf("calibration max_noise %q: %w", c.MaxNoise, err)
+	}
+	d, err := c.Digest()
+	if err != nil {
+		return speed.Policy{}, err
+	}
+	p.CalibrationDigest, p.CalibrationContextDigest = d, d
+	if err := p.Validate(); err != nil {
+		return speed.Policy{}, fmt.Errorf("the calibrated policy: %w", err)
+	}
+	return p, nil
 }

@@ -2,10 +2,12 @@ package qualify
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
+	"github.com/cacheon/engine/evaluator/speed"
 )
 
 func TestSummarize(t *testing.T) {
@@ -47,5 +49,36 @@ func TestCalibrateOnTheCPU(t *testing.T) {
 	c.Rounds[0].B = "1"
 	if d2, _ := c.Digest(); d2 == d1 {
 		t.Fatal("the digest does not cover the rounds")
+	}
+}
+
+// TestCalibrationPolicy: a supported calibration turns the base policy
+// into one with its thresholds and bound to its digest; unsupported lanes
+// give no policy.
+func TestCalibrationPolicy(t *testing.T) {
+	base := DefaultPolicy()
+	cal := func(rates [][3]float64) *Calibration {
+		c := &Calibration{Workload: "w", Lanes: "cpu", Rounds: []CalibrationRound{}}
+		n, mn, mm, ok := summarize(rates)
+		c.NoiseFloor, c.MaxNoise, c.MinMargin, c.Supported = speed.Format(n), speed.Format(mn), speed.Format(mm), ok
+		return c
+	}
+	quiet := cal([][3]float64{{100, 101, 100.5}, {100, 99.5, 100}})
+	p, err := quiet.Policy(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := quiet.Digest()
+	if p.CalibrationDigest != d || p.CalibrationContextDigest != d || p.CalibrationDigest == UncalibratedDigest() {
+		t.Fatalf("policy bound to %s/%s, calibration %s", p.CalibrationDigest, p.CalibrationContextDigest, d)
+	}
+	if math.Abs(p.MinMargin-0.02) > 1e-12 || math.Abs(p.MaxNoise-1.5*0.5/100.25) > 1e-12 {
+		t.Fatalf("thresholds min_margin %v max_noise %v", p.MinMargin, p.MaxNoise)
+	}
+	if p.MinWindows != base.MinWindows || p.MaxStageSeconds != base.MaxStageSeconds || p.NoiseMultiplier != base.NoiseMultiplier {
+		t.Fatalf("the deployment's values changed: %+v", p)
+	}
+	if _, err := cal([][3]float64{{100, 100, 103}}).Policy(base); !errors.Is(err, ErrUnsupportedLanes) {
+		t.Fatalf("drifting lanes gave a policy: %v", err)
 	}
 }

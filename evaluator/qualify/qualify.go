@@ -54,6 +54,12 @@ type Options struct {
 	// the quality calibration. Without a reference tree T decides nothing
 	// (NO_DECISION), so a qualification can never pass on speed alone.
 	Quality QualityInputs
+	// LanePeak is the candidate lane's peak memory bandwidth in bytes per
+	// second and LanePeakSource where it comes from (roofline.PeakBandwidth
+	// of its GPU): every timed window is held to the roofline floor it
+	// gives. 0 applies no floor, and the report says so.
+	LanePeak       float64
+	LanePeakSource string
 	// Reproduces, when set, is the report this run reproduces: the lanes
 	// run with its roles exchanged, and the run must plan the same
 	// candidate over the same incumbent (else NO_DECISION).
@@ -283,21 +289,34 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	// Speed: v7 in two resident engines that swap trees, or v8 in three
 	// engine processes of their own.
+	// Every timed window is held to the roofline floor: the controller's
+	// own reading of the sealed model's weights at the lane's peak
+	// bandwidth.
+	rf, rerr := qualificationRoofline(o)
 	var ev *SpeedEvidence
 	stage(StageSpeed, func() Outcome {
+		if rerr != nil {
+			ev = &SpeedEvidence{Outcome: Outcome{NoDecision, rerr.Error()}, Policy: policy, Batches: map[speed.Role][]Batch{}, Samples: []ReadSamples{}, Swaps: []Swap{}}
+			return ev.Outcome
+		}
 		if policy.Version == speed.V7 {
 			ev = runSpeedV7(ctx, o.Isolation, Resident{
 				Baseline: arm(speed.B, planned.IncumbentTree, o.Lanes[0]), Candidate: arm(speed.C, planned.IncumbentTree, o.Lanes[1]),
 				IncumbentTree: planned.IncumbentTree, CandidateTree: planned.CandidateTree,
 			}, o.Workload, policy, o.Sample)
-			return ev.Outcome
+		} else {
+			arms := []Arm{
+				{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
+				{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
+				{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
+			}
+			ev = runSpeedV8(ctx, o.Isolation, arms, o.Workload, policy, o.Sample)
 		}
-		arms := []Arm{
-			{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
-			{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
-			{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
+		if ev.Grade != nil {
+			if out, ok := plausible(ev.Reads, rf); !ok {
+				ev.Outcome = out
+			}
 		}
-		ev = runSpeedV8(ctx, o.Isolation, arms, o.Workload, policy, o.Sample)
 		return ev.Outcome
 	})
 	for _, rd := range ev.Ready {
@@ -307,6 +326,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	sp.Roofline = rf
 	r.Speed = sp
 	if r.LaneOrientation, err = orientationOf(r); err != nil {
 		return nil, err

@@ -136,6 +136,12 @@ func TestQualifyOnTheCPU(t *testing.T) {
 		t.Fatalf("stored report: %v %v", err, doc["schema"])
 	}
 	checkSettlementRecord(t, r)
+	// The roofline floor is recorded with the controller's own reading of
+	// the model's weights; the CPU lane knows no bandwidth ceiling, so it
+	// was not applied, and the report says so.
+	if rf := r.Speed.Roofline; rf == nil || rf.Applied || rf.WeightBytes <= 0 || rf.DecodeSteps != o.Workload.MaxNewTokens-1 || !strings.Contains(rf.Source, "not applied") {
+		t.Fatalf("roofline %+v", r.Speed.Roofline)
+	}
 	page, err := HTML(o.Store, back)
 	if err != nil {
 		t.Fatal(err)

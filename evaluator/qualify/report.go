@@ -134,6 +134,9 @@ type Speed struct {
 	Samples evidence.Ref `json:"lane_samples"`
 	// Swaps are a v7 schedule's hot swaps with their times ([] under v8).
 	Swaps evidence.Ref `json:"swaps"`
+	// Roofline is the plausibility floor every timed window was held to
+	// (absent from reports written before the floor existed).
+	Roofline *Roofline `json:"roofline,omitempty"`
 	// IdleCPU is the CPU time every waiting engine consumed during each
 	// read ([]IdleCPU), the noisy-neighbour check's evidence; absent in
 	// reports from before the check.
@@ -214,7 +217,16 @@ func Regrade(store *evidence.Store, r *Report) error {
 		if err := json.Unmarshal(samplesJSON, &samples); err != nil {
 			return fmt.Errorf("lane samples: %w", err)
 		}
-		if out := speedOutcome(g, samples); out.Decision != r.Speed.Decision || speed.Format(g.Speedup) != r.Speed.Speedup {
+		out := speedOutcome(g, samples)
+		if rf := r.Speed.Roofline; rf != nil {
+			if _, err := rf.floor(); err != nil {
+				return fmt.Errorf("%w: %v", ErrRegrade, err)
+			}
+			if o, ok := plausible(reads, rf); !ok {
+				out = o
+			}
+		}
+		if out.Decision != r.Speed.Decision || speed.Format(g.Speedup) != r.Speed.Speedup {
 			return fmt.Errorf("%w: speed grades %s at %s, the report says %s at %s", ErrRegrade, out.Decision, speed.Format(g.Speedup), r.Speed.Decision, r.Speed.Speedup)
 		}
 		if d, _ := p.Digest(); d != r.Inputs.Policy {

@@ -2,6 +2,8 @@ package speed
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -85,4 +87,37 @@ func ParsePolicyFile(filename string, src []byte) (Policy, hcl.Diagnostics) {
 		return Policy{}, append(diags, hclload.ErrorAt(rng, "Invalid speed policy", err.Error()+"."))
 	}
 	return p, diags
+}
+
+// FormatPolicyFile prints p as a policy file that ParsePolicyFile reads
+// back to p: one speed_policy block named name, numbers as the shortest
+// decimals that round-trip, and comment (if any) as leading # lines, so a
+// generated policy says where its thresholds came from.
+func FormatPolicyFile(name string, p Policy, comment string) []byte {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(comment, "\n"), "\n") {
+		if comment == "" {
+			break
+		}
+		b.WriteString(strings.TrimRight("# "+line, " ") + "\n")
+	}
+	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	fmt.Fprintf(&b, "speed_policy %s {\n", strconv.Quote(name))
+	for _, kv := range [][2]string{
+		{"version", strconv.Itoa(p.Version)},
+		{"min_margin", num(p.MinMargin)},
+		{"noise_multiplier", num(p.NoiseMultiplier)},
+		{"max_noise", num(p.MaxNoise)},
+		{"min_windows", strconv.Itoa(p.MinWindows)},
+		{"max_window_scatter", num(p.MaxWindowScatter)},
+		{"max_conditioning_slowdown", num(p.MaxConditioningSlowdown)},
+		{"max_stage_seconds", strconv.Itoa(p.MaxStageSeconds)},
+		{"max_qualification_seconds", strconv.Itoa(p.MaxQualificationSeconds)},
+		{"calibration_digest", strconv.Quote(p.CalibrationDigest)},
+		{"calibration_context_digest", strconv.Quote(p.CalibrationContextDigest)},
+	} {
+		fmt.Fprintf(&b, "  %-26s = %s\n", kv[0], kv[1])
+	}
+	b.WriteString("}\n")
+	return []byte(b.String())
 }

@@ -49,3 +49,34 @@ func TestPolicyFileErrorsPointAtTheAttribute(t *testing.T) {
 		})
 	}
 }
+
+// TestFormatPolicyFileReadsBack: a printed policy parses to the same
+// policy, thresholds with many significant digits included, and its
+// comment is a comment.
+func TestFormatPolicyFileReadsBack(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		edit    func(p *Policy)
+		comment string
+	}{
+		{"test values", func(*Policy) {}, ""},
+		{"calibrated thresholds", func(p *Policy) { p.MinMargin, p.MaxNoise = 0.031415926535897934, 0.0172 }, "from calibration x\nrounds: 3"},
+		{"version 7", func(p *Policy) { p.Version = V7 }, "one line"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want := testPolicy(V8)
+			c.edit(&want)
+			src := FormatPolicyFile("generated", want, c.comment)
+			got, diags := ParsePolicyFile("generated.hcl", src)
+			if diags.HasErrors() {
+				t.Fatalf("%s\n%s", diags, src)
+			}
+			if got != want {
+				t.Fatalf("read back %+v, want %+v\n%s", got, want, src)
+			}
+			if c.comment != "" && !strings.HasPrefix(string(src), "# "+strings.Split(c.comment, "\n")[0]+"\n") {
+				t.Fatalf("comment not printed first:\n%s", src)
+			}
+		})
+	}
+}

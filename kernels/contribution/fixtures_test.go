@@ -18,7 +18,7 @@ import (
 // fixture must pass every stage here, so that the owning stage is the one
 // that refuses it.
 type fixtureExpectation struct {
-	stage    string                 // inspection stage that rejects it, or "scan"/"build"/"verify"/"audit"/"speed"/"quality"/"unregistered"
+	stage    string                 // inspection stage that rejects it, or "scan"/"build"/"verify"/"audit"/"speed"/"quality"/"gpu"/"unregistered"
 	class    error                  // manifest error class, for StageLoad
 	rule     catalog.ResolutionRule // for StageResolve
 	scanRule scan.Rule              // for "scan"
@@ -51,7 +51,13 @@ var fixtures = map[string]fixtureExpectation{
 	// Stock bytes under a new bundle id: intake's anti-copy refuses it
 	// (tools/cli's tests), and the qualification's build screen refuses
 	// it as a no-op transition (evaluator/qualify's tests).
-	"rmsnorm_stock_rebundled":         {stage: "build"},
+	"rmsnorm_stock_rebundled": {stage: "build"},
+	// Cheats that only a GPU shows (side streams, graph capture): they
+	// pass everything here and scan clean; the H200 runs of
+	// docs/results/integrity-h200.md record the stage that stops each.
+	"rmsnorm_side_stream":             {stage: "gpu"},
+	"rmsnorm_wrong_when_captured":     {stage: "gpu"},
+	"rmsnorm_wrong_unless_captured":   {stage: "gpu"},
 	"rmsnorm_gc_steals_expected":      {stage: "scan", scanRule: scan.RuleIntrospection, contains: "get_objects"},
 	"rmsnorm_lazy_subclass":           {stage: "scan", scanRule: scan.RuleDunderAttribute, contains: "__class__"},
 	"banned_import":                   {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
@@ -117,7 +123,7 @@ func TestFixturesFailForTheirReason(t *testing.T) {
 			}
 			in, err := Inspect(filepath.Join(root, name), testOptions(t))
 			switch want.stage {
-			case "scan", "build", "verify", "audit", "speed", "quality":
+			case "scan", "build", "verify", "audit", "speed", "quality", "gpu":
 				if err != nil || !in.Registered() {
 					t.Fatalf("must pass every stage here so that %s refuses it; got %v", want.stage, err)
 				}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/stacks/plan"
-	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/reject"
 	"github.com/cacheon/engine/tools/testtree"
 )
@@ -179,20 +179,8 @@ func TestCrownNeverWritesTheReleaseStack(t *testing.T) {
 func TestCrownAtTakesTheLatestCrown(t *testing.T) {
 	ctx := context.Background()
 	f, first, _ := crownedLedger(t, workspace(t))
-	cur, err := f.L.CurrentStack(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Qualify the next proposal against the new incumbent.
-	sf, diags := stack.Parse("current.hcl", []byte(cur.HCL))
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	a, err := stack.Assemble(sf, stack.Sources{Workspace: f.WS}, f.Cat, f.Payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Incumbent, f.Cur = a.Manifest.(*stack.EvaluationStackManifest), cur
+	f.Advance(t)
 	second := f.Queue(t, "rmsnorm_triton", "5Fsecond", 4100300, nil)
 	res, err := apply.Settle(ctx, f.L, f.Options())
 	if err != nil || res.Winner != second.ID {
@@ -212,5 +200,59 @@ func TestCrownAtTakesTheLatestCrown(t *testing.T) {
 	if c.ProposalID != second.ID || c.EventSequence != res.Events[0].Sequence || c.ProposalContributionDigest != second.Candidate.Proposal ||
 		c.StackDigest != second.Candidate.CandidateStack {
 		t.Errorf("CrownAt read %+v, want the second crown (event %d, proposal %d)", c, res.Events[0].Sequence, second.ID)
+	}
+}
+
+// TestCrownAtRefusesANeutralizedCrown: a crown at a member slot of the
+// atomic target collective.moe_epilogue.v1, then an atomic crown there
+// that displaces it. The second settlement NEUTRALIZES the first crown's
+// entry (reason displaced), so the first crown is no longer current and
+// CrownAt refuses it naming the event; the atomic crown reads back.
+func TestCrownAtRefusesANeutralizedCrown(t *testing.T) {
+	ctx := context.Background()
+	ws := workspace(t)
+	const member, atomic = "collective.ar_residual_rmsnorm", "collective.moe_epilogue.v1"
+	name := applytest.Member(t, ws, member)
+	f := applytest.New(t, ws, filepath.Join(t.TempDir(), "ledger.db"))
+	first := f.Queue(t, name, "5Fminer", 4100200, nil)
+	res, err := apply.Settle(ctx, f.L, f.Options())
+	if err != nil || res.Winner != first.ID {
+		t.Fatalf("first Settle: %+v, %v", res, err)
+	}
+	if c, err := apply.CrownAt(ctx, f.L, member); err != nil || c.ProposalID != first.ID {
+		t.Fatalf("CrownAt(%s) before the atomic crown: %+v, %v", member, c, err)
+	}
+
+	f.Advance(t)
+	second := f.Queue(t, applytest.Atomic, "5Fsecond", 4100300, nil)
+	if d := second.Candidate.Transition.Displaced; len(d) != 1 || d[0].TargetID != member || d[0].Entry != first.Candidate.Proposal {
+		t.Fatalf("the atomic candidate displaces %+v, want the crowned entry %s at %s", d, first.Candidate.Proposal, member)
+	}
+	res, err = apply.Settle(ctx, f.L, f.Options())
+	if err != nil || res.Winner != second.ID {
+		t.Fatalf("second Settle: %+v, %v", res, err)
+	}
+	var neutralization *ledger.Event
+	var types []string
+	for i, e := range res.Events {
+		types = append(types, e.EventType)
+		if e.EventType == "NEUTRALIZATION" {
+			neutralization = &res.Events[i]
+		}
+	}
+	if got := strings.Join(types, " "); got != "CROWN NEUTRALIZATION ADOPTION STACK_TRANSITION" || neutralization == nil ||
+		!strings.Contains(string(neutralization.Body), first.Candidate.Proposal) || !strings.Contains(string(neutralization.Body), `"displaced"`) {
+		t.Fatalf("the atomic crown's events %s, want its NEUTRALIZATION of %s: %+v", got, first.Candidate.Proposal, res.Events)
+	}
+
+	_, err = apply.CrownAt(ctx, f.L, member)
+	var r *apply.Rejection
+	if !errors.As(err, &r) || r.Reason != apply.ReasonCrownNotCurrent || r.ProposalID != first.ID ||
+		!strings.Contains(err.Error(), fmt.Sprintf("NEUTRALIZATION event %d (displaced)", neutralization.Sequence)) {
+		t.Fatalf("CrownAt(%s): %v, want %s naming NEUTRALIZATION event %d", member, err, apply.ReasonCrownNotCurrent, neutralization.Sequence)
+	}
+	c, err := apply.CrownAt(ctx, f.L, atomic)
+	if err != nil || c.ProposalID != second.ID || c.ProposalContributionDigest != second.Candidate.Proposal || c.StackDigest != second.Candidate.CandidateStack {
+		t.Fatalf("CrownAt(%s): %+v, %v, want the atomic crown of proposal %d", atomic, c, err, second.ID)
 	}
 }

@@ -10,8 +10,6 @@ import (
 
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/qualify"
-	"github.com/cacheon/engine/evaluator/verify"
-	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/tools/atomicwrite"
 )
 
@@ -136,12 +134,7 @@ func runQualify(ctx context.Context, s Streams, o qualifyOptions) error {
 		return err
 	}
 	defer env.close()
-	res, err := qualify.Run(ctx, qualify.Options{
-		Plan:  plan.Request{Incumbent: env.stack.assembled, IncumbentPath: o.env.incumbent, CandidateDir: o.candidate, Materialize: env.materialize},
-		Model: env.model, ModelDigest: env.modelDigest, Workload: env.workload, Policy: env.policy, Store: store, RunDir: env.run, Python: env.python,
-		Lanes: env.lanes, Sample: env.sample, Isolation: env.iso, Controller: env.controller, Progress: progress, Reproduces: prior, Quality: env.quality, AuditSecret: env.auditSecret,
-		Verify: verify.Options{Device: env.lanes[1].Device, Python: env.python, Catalog: env.stack.catalog},
-	})
+	res, err := qualify.Run(ctx, env.options(o.env.incumbent, o.candidate, store, env.run, progress, prior))
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +27,7 @@ type qualifyCalibrateOptions struct {
 	quality   bool
 	rounds    int
 	out       string
+	policyOut string
 	json      bool
 }
 
@@ -44,6 +47,13 @@ Each round is also graded under the policy given (--policy, default the
 embedded v8 policy): on stock-versus-stock rounds a PASS is a false crown,
 so "passes" must be 0 for the policy to be safe on these lanes.
 
+With --policy-out, the speed policy the calibration supports is written
+too: the policy given (or the embedded one) with the calibration's
+min_margin and max_noise and its digest as calibration_digest, the policy
+qualify --policy takes. Lanes that drifted more than 0.02 support no
+policy: the calibration is still written, no policy is, and the command
+says why (exit 0; "policy_refused" in --json).
+
 With --candidate, the C arm runs that candidate's tree instead: the same
 rounds measure how often a candidate of a known speed difference passes,
 the points of a resolution curve. No thresholds follow from such rounds.
@@ -62,6 +72,7 @@ qualify. Exit codes: 0 written, 2 a rejected input, 1 usage, I/O or an
 infrastructure failure (a round that could not be graded).`,
 		Example: `  cacheon qualify calibrate --rounds 5 --out calibration.json
   cacheon qualify calibrate --rounds 20 --workload gpu.hcl --model ./m --json
+  cacheon qualify calibrate --rounds 3 --out calibration.json --policy-out policy.hcl
   cacheon qualify calibrate --rounds 10 --candidate ./faster-by-1pct --out resolution-1pct.json
   cacheon qualify calibrate --quality --rounds 3 --out quality-calibration.json`,
 		Args: cobra.NoArgs,
@@ -75,6 +86,7 @@ infrastructure failure (a round that could not be graded).`,
 	f.BoolVar(&o.quality, "quality", false, "calibrate the pristine reference T's thresholds instead of the speed stage's")
 	f.IntVar(&o.rounds, "rounds", 5, "rounds of fresh B, C and B′ engines (at least 2)")
 	f.StringVar(&o.out, "out", "calibration.json", "the calibration file to write")
+	f.StringVar(&o.policyOut, "policy-out", "", "also write the speed policy this calibration supports: --policy (or the embedded v8 policy) with its min_margin and max_noise, bound to its digest; none when the lanes are too noisy")
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
 	return cmd
 }
@@ -86,6 +98,10 @@ type calibrationJSON struct {
 	Digest string `json:"digest"`
 	Passes int    `json:"passes"`
 	File   string `json:"file"`
+	// PolicyFile is the speed policy written with --policy-out, and
+	// PolicyRefused why none was; neither is part of the calibration file.
+	PolicyFile    string `json:"policy_file,omitempty"`
+	PolicyRefused string `json:"policy_refused,omitempty"`
 	*qualify.Calibration
 }
 
@@ -95,6 +111,9 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 	}
 	if o.quality && o.candidate != "" {
 		return fmt.Errorf("--quality calibrates stock rounds: it takes no --candidate")
+	}
+	if o.policyOut != "" && (o.quality || o.candidate != "") {
+		return fmt.Errorf("--policy-out: only stock speed rounds calibrate a speed policy (not --quality or --candidate)")
 	}
 	out, err := filepath.Abs(o.out)
 	if err != nil {
@@ -167,13 +186,47 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 	if err := atomicwrite.WriteFile(out, append(data, '\n'), 0o644); err != nil {
 		return err
 	}
+	if o.policyOut != "" {
+		if err := writeCalibratedPolicy(&doc, q.policy, o.policyOut); err != nil {
+			return err
+		}
+	}
 	if o.json {
 		return writeJSON(s.Out, doc)
 	}
 	if doc.Kind == "calibration" {
 		fmt.Fprintf(s.Out, "noise floor %s: supports max_noise %s, min_margin %s (supported %v)\n", doc.NoiseFloor, doc.MaxNoise, doc.MinMargin, doc.Supported)
 	}
+	if doc.PolicyFile != "" {
+		fmt.Fprintf(s.Out, "speed policy %s\n", doc.PolicyFile)
+	} else if doc.PolicyRefused != "" {
+		fmt.Fprintf(s.Out, "no speed policy written: %s\n", doc.PolicyRefused)
+	}
 	fmt.Fprintf(s.Out, "%d of %d rounds PASS under the policy\ncalibration %s\ndigest %s\n", doc.Passes, len(doc.Rounds), out, doc.Digest)
+	return nil
+}
+
+// writeCalibratedPolicy writes the speed policy doc's calibration
+// supports, or records why there is none.
+func writeCalibratedPolicy(doc *calibrationJSON, base speed.Policy, path string) error {
+	p, err := doc.Calibration.Policy(base)
+	if errors.Is(err, qualify.ErrUnsupportedLanes) {
+		doc.PolicyRefused = err.Error()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	comment := fmt.Sprintf("Written by cacheon qualify calibrate from %d stock rounds on the %s lanes:\nnoise floor %s, calibration %s (%s).\nmin_margin and max_noise are the calibration's; the other values are the base policy's.",
+		len(doc.Rounds), doc.Lanes, doc.NoiseFloor, doc.Digest, filepath.Base(doc.File))
+	if err := atomicwrite.WriteFile(abs, speed.FormatPolicyFile("calibrated-"+strings.ReplaceAll(doc.Lanes, " ", "-"), p, comment), 0o644); err != nil {
+		return err
+	}
+	doc.PolicyFile = abs
 	return nil
 }
 

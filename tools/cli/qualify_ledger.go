@@ -9,11 +9,9 @@ import (
 
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/qualify"
-	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/settlement/evaluate"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
-	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/tools/atomicwrite"
 )
 
@@ -77,12 +75,7 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 		if err := os.MkdirAll(runDir, 0o755); err != nil {
 			return nil, nil, err
 		}
-		res, err := qualify.Run(ctx, qualify.Options{
-			Plan:  plan.Request{Incumbent: env.stack.assembled, IncumbentPath: o.env.incumbent, CandidateDir: dir, Materialize: env.materialize},
-			Model: env.model, ModelDigest: env.modelDigest, Workload: env.workload, Policy: env.policy, Store: store, RunDir: runDir, Python: env.python,
-			Lanes: env.lanes, Sample: env.sample, Isolation: env.iso, Controller: env.controller, Progress: progress, Reproduces: prior, Quality: env.quality, AuditSecret: env.auditSecret,
-			Verify: verify.Options{Device: env.lanes[1].Device, Python: env.python, Catalog: env.stack.catalog},
-		})
+		res, err := qualify.Run(ctx, env.options(o.env.incumbent, dir, store, runDir, progress, prior))
 		if err != nil {
 			return nil, nil, err
 		}

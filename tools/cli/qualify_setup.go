@@ -14,14 +14,18 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cacheon/engine/evaluator/audit"
+	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/evaluator/quality"
+	"github.com/cacheon/engine/evaluator/roofline"
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/evaluator/workload"
 	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/model"
 	"github.com/cacheon/engine/tools/model/testmodel"
@@ -78,6 +82,22 @@ type qualification struct {
 	sample      qualify.Sampler
 	gpus        gpuDriver
 	controller  string
+	// peak and peakSource are the lanes' memory bandwidth ceiling for the
+	// roofline floor (0 on the CPU lane or an unlisted GPU).
+	peak       float64
+	peakSource string
+}
+
+// options are the qualification of candidate with this setup: the one
+// place both qualify and qualify --ledger build it.
+func (q *qualification) options(incumbentPath, candidate string, store *evidence.Store, runDir string, progress func(string, ...any), prior *qualify.Report) qualify.Options {
+	return qualify.Options{
+		Plan:  plan.Request{Incumbent: q.stack.assembled, IncumbentPath: incumbentPath, CandidateDir: candidate, Materialize: q.materialize},
+		Model: q.model, ModelDigest: q.modelDigest, Workload: q.workload, Policy: q.policy, Store: store, RunDir: runDir, Python: q.python,
+		Lanes: q.lanes, Sample: q.sample, Isolation: q.iso, Controller: q.controller, Progress: progress, Reproduces: prior, Quality: q.quality, AuditSecret: q.auditSecret,
+		Verify:   verify.Options{Device: q.lanes[1].Device, Python: q.python, Catalog: q.stack.catalog},
+		LanePeak: q.peak, LanePeakSource: q.peakSource,
+	}
 }
 
 func (q *qualification) close() {
@@ -110,9 +130,12 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	if q.run, err = os.MkdirTemp("", "cacheon-qualify-"); err != nil {
 		return nil, err
 	}
+	// The named result q is nil once an error is returned, so the clean-up
+	// holds its own reference to what was set up.
+	made := q
 	defer func() {
 		if err != nil {
-			q.close()
+			made.close()
 		}
 	}()
 	if err := sandbox.SearchableDir(q.run); err != nil {
@@ -149,6 +172,7 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	if q.lanes, err = lanes.Plan(gpus, q.workload.Engine.TensorParallel); err != nil {
 		return nil, reject.Wrap(err)
 	}
+	q.peak, q.peakSource = roofline.LanesPeak(laneGPUNames(gpus, q.lanes))
 	if q.lanes[1].Device == "cuda" {
 		q.iso.Devices = lanes.DeviceNodes()
 		q.sample = q.gpus.Read
@@ -158,6 +182,21 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	}
 	q.controller, _ = selfDigest()
 	return q, nil
+}
+
+// laneGPUNames are the driver's names of the GPUs either lane uses.
+func laneGPUNames(gpus []lanes.GPU, l [2]lanes.Lane) []string {
+	var names []string
+	for _, lane := range l {
+		for _, uuid := range lane.GPUs {
+			for _, g := range gpus {
+				if g.UUID == uuid {
+					names = append(names, g.Name)
+				}
+			}
+		}
+	}
+	return names
 }
 
 // lanesName says which lanes a calibration measured.

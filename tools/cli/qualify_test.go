@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/evaluator/quality"
+	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/tools/testtree"
 )
 
@@ -31,6 +32,8 @@ func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
 		{"bad workload", []string{"qualify", "--candidate", dir, "--out", dir, "--workload", badWorkload, "--json"}, 2, "w.hcl:1"},
 		{"bad policy", []string{"qualify", "--candidate", dir, "--out", dir, "--policy", badPolicy, "--json"}, 2, "p.hcl"},
 		{"calibrate with one round", []string{"qualify", "calibrate", "--rounds", "1", "--out", filepath.Join(dir, "c.json")}, 1, "at least 2 rounds"},
+		{"a policy from a quality calibration", []string{"qualify", "calibrate", "--quality", "--out", filepath.Join(dir, "c.json"), "--policy-out", filepath.Join(dir, "p.out.hcl")}, 1, "only stock speed rounds"},
+		{"a policy from a resolution run", []string{"qualify", "calibrate", "--candidate", dir, "--out", filepath.Join(dir, "c.json"), "--policy-out", filepath.Join(dir, "p.out.hcl")}, 1, "only stock speed rounds"},
 		{"calibrate with a bad workload", []string{"qualify", "calibrate", "--out", filepath.Join(dir, "c.json"), "--workload", badWorkload, "--json"}, 2, "w.hcl:1"},
 		{"reproduce a missing report", []string{"qualify", "--candidate", dir, "--out", dir, "--reproduce", filepath.Join(dir, "absent.json")}, 1, "absent.json"},
 		{"regrade of a missing report", []string{"evidence", "regrade", filepath.Join(dir, "absent.json")}, 1, "absent.json"},
@@ -52,6 +55,64 @@ func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
 		t.Fatal("a refused qualification wrote a report")
+	}
+}
+
+// TestQualifyCalibratePolicy calibrates the speed stage on the CPU lane
+// with --policy-out: the policy written, when the lanes support one, reads
+// back with the calibration's thresholds and digest, and is what qualify
+// --policy takes; when they do not (a loaded CPU drifts), no policy file
+// exists and the document says why. Either way the calibration file is
+// written and its digest is the document's.
+func TestQualifyCalibratePolicy(t *testing.T) {
+	py := verifyPython(t)
+	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/demo.hcl", "stacks/reference.hcl", "stacks/arena.json",
+		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions", "kernels/demo")
+	dir := t.TempDir()
+	out, policy := filepath.Join(dir, "calibration.json"), filepath.Join(dir, "policy.hcl")
+	code, stdout, stderr := run(t, "", "qualify", "calibrate", "--rounds", "2", "--workspace", ws,
+		"--incumbent", filepath.Join(ws, "stacks", "demo.hcl"), "--reference", filepath.Join(ws, "stacks", "reference.hcl"),
+		"--python", py, "--out", out, "--policy-out", policy, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	var doc struct {
+		Digest        string  `json:"digest"`
+		Supported     bool    `json:"supported"`
+		MinMargin     string  `json:"min_margin"`
+		MaxNoise      string  `json:"max_noise"`
+		PolicyFile    *string `json:"policy_file"`
+		PolicyRefused *string `json:"policy_refused"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("not one JSON document: %v\n%s", err, stdout)
+	}
+	t.Logf("supported %v, min_margin %s, max_noise %s", doc.Supported, doc.MinMargin, doc.MaxNoise)
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "policy_") {
+		t.Fatalf("the calibration file carries the policy fields:\n%s", data)
+	}
+	if !doc.Supported {
+		if doc.PolicyFile != nil || doc.PolicyRefused == nil || !strings.Contains(*doc.PolicyRefused, "too noisy") {
+			t.Fatalf("unsupported lanes: policy_file %v, policy_refused %v", doc.PolicyFile, doc.PolicyRefused)
+		}
+		if _, err := os.Stat(policy); !os.IsNotExist(err) {
+			t.Fatalf("a policy file from unsupported lanes: %v", err)
+		}
+		return
+	}
+	if doc.PolicyFile == nil || *doc.PolicyFile != policy || doc.PolicyRefused != nil {
+		t.Fatalf("supported lanes: policy_file %v, policy_refused %v", doc.PolicyFile, doc.PolicyRefused)
+	}
+	p, diags := speed.LoadPolicyFile(policy)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if p.CalibrationDigest != doc.Digest || speed.Format(p.MinMargin) != doc.MinMargin || speed.Format(p.MaxNoise) != doc.MaxNoise {
+		t.Fatalf("policy %+v for calibration %+v", p, doc)
 	}
 }
 

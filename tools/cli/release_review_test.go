@@ -3,11 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/tools/testtree"
 )
@@ -24,26 +25,8 @@ func TestReleaseReviewFromTheLedger(t *testing.T) {
 	repo := filepath.Join(dir, "repo")
 	const path = "kernels/contributions/rmsnorm_torch"
 	testtree.Copy(t, ledger.Publications{Dir: f.Path + ".publications"}.Path(in.Proposal.ContentHash), filepath.Join(repo, path))
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "integrate"}} {
-		cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := []string{"release", "review", "--repo", repo, "--commit", strings.TrimSpace(string(head)), "--path", path, "--reviewer", "Ada"}
-	var evidence []string
-	for _, r := range []string{"license_evidence", "provenance_evidence", "security_review", "compatibility_evidence", "test_evidence"} {
-		p := filepath.Join(dir, r+".json")
-		if err := os.WriteFile(p, []byte(`{"evidence":"`+r+`"}`), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		evidence = append(evidence, "--evidence", r+"="+p)
-	}
+	base := []string{"release", "review", "--repo", repo, "--commit", gitCommit(t, repo), "--path", path, "--reviewer", "Ada"}
+	evidence := reviewerEvidence(t, dir)
 	args := func(out string, extra ...string) []string {
 		a := append(append(append([]string{}, base...), evidence...), "--out", filepath.Join(dir, out))
 		return append(a, extra...)
@@ -90,5 +73,56 @@ func TestReleaseReviewFromTheLedger(t *testing.T) {
 				t.Errorf("a refused review wrote its record")
 			}
 		})
+	}
+}
+
+// TestReleaseReviewRefusesANeutralizedCrown: `cacheon settle` crowns a
+// member slot of collective.moe_epilogue.v1, then the atomic target, whose
+// settlement neutralizes the member's crowned entry. Reviewing the
+// member's crown exits 2 naming crown_not_current and writes no record;
+// the atomic crown, current, is reviewed.
+func TestReleaseReviewRefusesANeutralizedCrown(t *testing.T) {
+	const member, atomic = "collective.ar_residual_rmsnorm", "collective.moe_epilogue.v1"
+	ws := applytest.Workspace(t, "../..")
+	name := applytest.Member(t, ws, member)
+	f := applytest.New(t, ws, filepath.Join(t.TempDir(), "ledger.db"))
+	settle := func(in applytest.Intaken) {
+		t.Helper()
+		f.L.Close()
+		if code, out, errOut := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS, "--json"); code != 0 || !strings.Contains(out, `"winner": `+strconv.FormatInt(in.ID, 10)) {
+			t.Fatalf("settle: exit %d\n%s%s", code, out, errOut)
+		}
+		f.L = applytest.OpenLedger(t, f.Path)
+	}
+	first := f.Queue(t, name, "5Fminer", 4100200, nil)
+	settle(first)
+	f.Advance(t)
+	second := f.Queue(t, applytest.Atomic, "5Fsecond", 4100300, nil)
+	settle(second)
+	f.L.Close()
+
+	dir := t.TempDir()
+	evidence := reviewerEvidence(t, dir)
+	review := func(in applytest.Intaken, target, out string) (int, string, string) {
+		repo := filepath.Join(dir, target)
+		path := "kernels/contributions/" + filepath.Base(in.Proposal.ContentHash)
+		testtree.Copy(t, ledger.Publications{Dir: f.Path + ".publications"}.Path(in.Proposal.ContentHash), filepath.Join(repo, path))
+		args := []string{"release", "review", "--ledger", f.Path, "--target", target, "--repo", repo, "--commit", gitCommit(t, repo),
+			"--path", path, "--reviewer", "Ada", "--out", out}
+		return run(t, "", append(args, evidence...)...)
+	}
+	refused := filepath.Join(dir, "member.json")
+	code, out, errOut := review(first, member, refused)
+	if code != ExitRejected || !strings.Contains(errOut, "crown_not_current") || !strings.Contains(errOut, "NEUTRALIZATION event 5 (displaced)") {
+		t.Errorf("review of the neutralized crown: exit %d\n%s%s\nwant exit %d naming crown_not_current", code, out, errOut, ExitRejected)
+	}
+	if _, err := os.Stat(refused); err == nil {
+		t.Errorf("a refused review wrote its record")
+	}
+	// The first settlement wrote CROWN, ADOPTION and STACK_TRANSITION (the
+	// member target was not active, so nothing was retired): the atomic
+	// crown is event 4.
+	if code, out, errOut := review(second, atomic, filepath.Join(dir, "atomic.json")); code != 0 || !strings.Contains(out, "crown           event 4 of") {
+		t.Errorf("review of the atomic crown: exit %d\n%s%s", code, out, errOut)
 	}
 }

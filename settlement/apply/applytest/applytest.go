@@ -8,9 +8,11 @@ package applytest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
@@ -251,4 +253,63 @@ func (f *Fixture) Queue(t testing.TB, name, hotkey string, block int64, edit fun
 // Options are the settle options for the fixture's workspace.
 func (f *Fixture) Options() apply.Options {
 	return apply.Options{Workspace: f.WS, Payload: f.Payload}
+}
+
+// Atomic is the repository's atomic contribution: the pair of
+// collective.moe_epilogue.v1, whose catalog target displaces both of its
+// member targets.
+const Atomic = "moe_epilogue_atomic_torch"
+
+// Member writes, in the workspace ws, a singleton contribution at the
+// slot target slot (one of Atomic's members) taken from Atomic: its
+// manifest keeps the one op row of that slot and names no competition,
+// so it resolves to the slot's own target, which Atomic displaces. It
+// returns the bundle's name, for Intake. The repository ships no
+// singleton contribution at either member, and a crown there is what a
+// later atomic crown neutralizes.
+func Member(t testing.TB, ws, slot string) string {
+	t.Helper()
+	name := strings.ReplaceAll(slot, ".", "_") + "_member"
+	dir := filepath.Join(ws, "kernels", "contributions", name)
+	testtree.Copy(t, filepath.Join(ws, "kernels", "contributions", Atomic), dir)
+	entry := slot[strings.LastIndex(slot, ".")+1:]
+	manifest := fmt.Sprintf(`# The %s row of %s alone: a singleton contribution.
+
+bundle_id = %q
+abi_version = "cacheon-op-abi-v0"
+
+[[ops]]
+slot = %q
+source = "kernels/epilogue.py"
+entry = %q
+dtypes = ["bfloat16", "float16", "float32"]
+metadata = "metadata/epilogue.json"
+`, slot, Atomic, strings.ReplaceAll(name, "_", "-"), slot, entry)
+	metadata := fmt.Sprintf("{\n  \"op\": %q,\n  \"dtypes\": [\"bfloat16\", \"float16\", \"float32\"],\n  \"max_last_dim\": 16384\n}\n", slot)
+	for rel, body := range map[string]string{"manifest.toml": manifest, "metadata/epilogue.json": metadata, "README.md": "# " + name + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(rel)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return name
+}
+
+// Advance makes the ledger's current stack the incumbent later Intake
+// calls plan against, as qualifying against the new incumbent after a
+// crown does.
+func (f *Fixture) Advance(t testing.TB) {
+	t.Helper()
+	cur, err := f.L.CurrentStack(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, diags := stack.Parse("current.hcl", []byte(cur.HCL))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	a, err := stack.Assemble(sf, stack.Sources{Workspace: f.WS}, f.Cat, f.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Incumbent, f.Cur = a.Manifest.(*stack.EvaluationStackManifest), cur
 }
