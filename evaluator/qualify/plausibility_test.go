@@ -19,7 +19,9 @@ func TestPlausibleHoldsEveryWindowToTheRoofline(t *testing.T) {
 		t.Fatalf("roofline %+v", rf)
 	}
 	reads := func(b, c, bp float64) []speed.Read {
-		w := func(s float64) []speed.Window { return []speed.Window{{Tokens: 504, Seconds: 0.2}, {Tokens: 504, Seconds: s}} }
+		w := func(s float64) []speed.Window {
+			return []speed.Window{{Tokens: 504, Seconds: 0.2}, {Tokens: 504, Seconds: s}}
+		}
 		return []speed.Read{{Role: speed.B, Windows: w(b)}, {Role: speed.C, Windows: w(c)}, {Role: speed.BPrime, Windows: w(bp)}}
 	}
 	tampered := *rf
