@@ -8,7 +8,8 @@
 #                                 speed, audit A, pristine quality T) for the Triton RMSNorm and, under
 #                                 v8 through the prebuild, the CUDA RMSNorm; QCAL reuses a calibration
 #   bench/h200/run.sh fixtures    every stage for the integrity fixtures only a GPU shows (side streams,
-#                                 graph capture; FIXTURES picks some), with the committed T calibration
+#                                 graph capture; FIXTURES picks some, and may name a contribution
+#                                 too), with the committed T calibration
 #
 # Environment: CACHEON (the cacheon binary, default: cacheon on PATH),
 # CACHEON_PYTHON (an interpreter with torch and Triton), OUT (where the
@@ -143,7 +144,9 @@ fixtures)
   set +e
   for c in ${FIXTURES:-rmsnorm_side_stream rmsnorm_wrong_when_captured rmsnorm_wrong_unless_captured}; do
     start=$SECONDS
-    "$cacheon" qualify --incumbent "$inc" --candidate "kernels/fixtures/$c" "${common[@]}" \
+    dir=kernels/fixtures/$c
+    [[ -d $dir ]] || dir=kernels/contributions/$c # an honest contribution, for comparison
+    "$cacheon" qualify --incumbent "$inc" --candidate "$dir" "${common[@]}" \
       --quality-calibration "$qcal" --out "$out/fixture-$c" --evidence "$out/evidence" --json >"$out/fixture-$c.json"
     code=$?
     wall=$((SECONDS - start))
