@@ -29,6 +29,7 @@ import (
 
 	"github.com/cacheon/engine/release/envelope"
 	"github.com/cacheon/engine/release/provenance"
+	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/store/remote"
 )
@@ -213,12 +214,13 @@ func Publish(l *store.Layout, target *remote.Registry, opts Options) (*Result, e
 // that look for signatures and attestations by tag rather than through
 // referrers:
 //
-//   - sha256-<hex>.sig names the signature bundle's manifest, the one
-//     published as a referrer (the first in digest order when the release
-//     has several);
+//   - sha256-<hex>.sig names the provenance's signature bundle manifest,
+//     the one published as a referrer (the first in digest order when the
+//     release has several);
 //   - sha256-<hex>.att names an image whose layers are the DSSE envelopes
-//     of every signature bundle (in digest order), each annotated with its
-//     predicate type: the layout of cosign's legacy attestations. The
+//     of every signature bundle (in digest order), the provenance's and
+//     the SBOM attestation's, each annotated with its predicate type: the
+//     layout of cosign's legacy attestations. The
 //     envelopes are the bundles' own, byte for byte the signed payload
 //     and signature; the manifest has no subject, so it is no referrer.
 //
@@ -233,8 +235,15 @@ func legacyTags(repo name.Repository, desc v1.Descriptor, refs []store.Referrer,
 	sort.Slice(bundles, func(i, j int) bool {
 		return bundles[i].Descriptor.Digest.String() < bundles[j].Descriptor.Digest.String()
 	})
-	if len(bundles) == 0 {
-		return nil, fmt.Errorf("%w: no signature bundle for the legacy tags", ErrIncomplete)
+	sigBundle := -1
+	for i, b := range bundles {
+		if b.Annotations[store.AnnotationPredicateType] != sbom.PredicateType {
+			sigBundle = i
+			break
+		}
+	}
+	if sigBundle < 0 {
+		return nil, fmt.Errorf("%w: no signature bundle of the provenance for the legacy tags", ErrIncomplete)
 	}
 	var envelopes []store.Envelope
 	for _, b := range bundles {
@@ -250,7 +259,11 @@ func legacyTags(repo name.Repository, desc v1.Descriptor, refs []store.Referrer,
 		if pt == "" {
 			pt = provenance.PredicateType
 		}
-		envelopes = append(envelopes, store.Envelope{Data: env, PredicateType: pt})
+		name := "provenance"
+		if pt == sbom.PredicateType {
+			name = "sbom"
+		}
+		envelopes = append(envelopes, store.Envelope{Data: env, PredicateType: pt, Name: name})
 	}
 	raw, attDesc, layers, err := store.LegacyAttestation(envelopes)
 	if err != nil {
@@ -268,9 +281,9 @@ func legacyTags(repo name.Repository, desc v1.Descriptor, refs []store.Referrer,
 	}
 	sigTag := repo.Tag(store.LegacyTag(desc.Digest, store.LegacySignatureSuffix))
 	attTag := repo.Tag(store.LegacyTag(desc.Digest, store.LegacyAttestationSuffix))
-	sig, err := ggcr.Get(repo.Digest(bundles[0].Descriptor.Digest.String()), ropts...)
+	sig, err := ggcr.Get(repo.Digest(bundles[sigBundle].Descriptor.Digest.String()), ropts...)
 	if err != nil {
-		return nil, fmt.Errorf("read back signature bundle %s: %w", bundles[0].Descriptor.Digest, err)
+		return nil, fmt.Errorf("read back signature bundle %s: %w", bundles[sigBundle].Descriptor.Digest, err)
 	}
 	if err := ggcr.Tag(sigTag, sig, ropts...); err != nil {
 		return nil, fmt.Errorf("tag %s: %w", sigTag, err)
@@ -282,7 +295,7 @@ func legacyTags(repo name.Repository, desc v1.Descriptor, refs []store.Referrer,
 	for _, w := range []struct {
 		tag  name.Tag
 		want v1.Hash
-	}{{sigTag, bundles[0].Descriptor.Digest}, {attTag, attDesc.Digest}} {
+	}{{sigTag, bundles[sigBundle].Descriptor.Digest}, {attTag, attDesc.Digest}} {
 		got, err := ggcr.Head(w.tag, ropts...)
 		if err != nil {
 			return nil, fmt.Errorf("read back %s: %w", w.tag, err)

@@ -69,8 +69,8 @@ func TestPublishThenVerifyFromRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	if len(res.Artifacts) != 3 {
-		t.Errorf("published artifacts %v, want SBOM, provenance and bundle", res.Artifacts)
+	if len(res.Artifacts) != 4 {
+		t.Errorf("published artifacts %v, want SBOM, provenance and their two bundles", res.Artifacts)
 	}
 	ts := tags(t, reg.Host)
 	joined := strings.Join(ts, " ")
