@@ -80,18 +80,21 @@ func TestCosignVerifiesThePublishedAttestation(t *testing.T) {
 	img := reg.Host + "/engine@" + res.ImageDigest
 	home := t.TempDir()
 	_, _, otherKey := fixture.Keys(t, t.TempDir(), "other", key.Ed25519)
-	for _, extra := range [][]string{nil, {"--new-bundle-format=false"}} {
-		for _, c := range []struct {
-			key string
-			ok  bool
-		}{{r.PublicKey, true}, {otherKey, false}} {
-			args := append([]string{"verify-attestation", "--key", c.key, "--insecure-ignore-tlog", "--type", "slsaprovenance1", "--allow-insecure-registry"}, extra...)
-			cmd := exec.Command("cosign", append(args, img)...)
-			cmd.Env = append(os.Environ(), "HOME="+home)
-			b, err := cmd.CombinedOutput()
-			verified := err == nil && strings.Contains(string(b), "The signatures were verified against the specified public key")
-			if verified != c.ok {
-				t.Errorf("cosign %v with key %s: verified %v, want %v (%v)\n%s", extra, c.key, verified, c.ok, err, b)
+	// slsaprovenance1 is the provenance, spdxjson the SBOM attestation.
+	for _, typ := range []string{"slsaprovenance1", "spdxjson"} {
+		for _, extra := range [][]string{nil, {"--new-bundle-format=false"}} {
+			for _, c := range []struct {
+				key string
+				ok  bool
+			}{{r.PublicKey, true}, {otherKey, false}} {
+				args := append([]string{"verify-attestation", "--key", c.key, "--insecure-ignore-tlog", "--type", typ, "--allow-insecure-registry"}, extra...)
+				cmd := exec.Command("cosign", append(args, img)...)
+				cmd.Env = append(os.Environ(), "HOME="+home)
+				b, err := cmd.CombinedOutput()
+				verified := err == nil && strings.Contains(string(b), "The signatures were verified against the specified public key")
+				if verified != c.ok {
+					t.Errorf("cosign --type %s %v with key %s: verified %v, want %v (%v)\n%s", typ, extra, c.key, verified, c.ok, err, b)
+				}
 			}
 		}
 	}
