@@ -58,8 +58,8 @@ var ErrIncomplete = errors.New("release layout is incomplete")
 
 // Check reads every byte of the release in l and returns its image
 // descriptor and attestations: a layout with a blob that does not match
-// its descriptor, or without a signature bundle, provenance and SBOM, is
-// refused before anything is sent.
+// its descriptor, or without a signature bundle, provenance, SBOM and
+// signed SBOM attestation, is refused before anything is sent.
 func Check(l *store.Layout) (v1.Descriptor, []store.Referrer, int64, error) {
 	desc, err := l.Resolve()
 	if err != nil {
@@ -102,15 +102,24 @@ func Check(l *store.Layout) (v1.Descriptor, []store.Referrer, int64, error) {
 	have := map[string]bool{}
 	for _, r := range refs {
 		have[r.ArtifactType] = true
+		if r.ArtifactType == store.ArtifactBundle && r.Annotations[store.AnnotationPredicateType] == sbom.PredicateType {
+			have[sbom.PredicateType] = true
+		}
 		total += r.Blob.Size + r.Descriptor.Size
 	}
-	for _, typ := range []string{store.ArtifactSBOM, store.ArtifactProvenance, store.ArtifactBundle} {
+	for _, typ := range []string{store.ArtifactSBOM, store.ArtifactProvenance, store.ArtifactBundle, sbom.PredicateType} {
 		if !have[typ] {
-			hint := ""
-			if typ == store.ArtifactBundle {
+			hint, what := "", typ
+			switch typ {
+			case store.ArtifactBundle:
 				hint = " (sign it first: cacheon release sign --key KEY LAYOUT)"
+			case sbom.PredicateType:
+				// Signed by a tool that predates the SBOM attestation:
+				// verification would refuse it.
+				what = "signed SBOM attestation (" + typ + ")"
+				hint = " (sign it again: cacheon release sign --key KEY LAYOUT)"
 			}
-			return v1.Descriptor{}, nil, 0, fmt.Errorf("%w: no %s attached to %s%s", ErrIncomplete, typ, desc.Digest, hint)
+			return v1.Descriptor{}, nil, 0, fmt.Errorf("%w: no %s attached to %s%s", ErrIncomplete, what, desc.Digest, hint)
 		}
 	}
 	return desc, refs, total, nil
