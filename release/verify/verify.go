@@ -158,7 +158,8 @@ type Release struct {
 	// SBOMBundle is the bundle of the signed SBOM attestation.
 	SBOMBundle []byte
 	// Attachments are the verified artifacts the verification used: the
-	// signature bundle, the provenance statement and the SBOM.
+	// signature bundle, the provenance statement, the SBOM and the SBOM
+	// attestation's bundle.
 	Attachments []store.Referrer
 }
 
