@@ -66,7 +66,7 @@ func install(t *testing.T) *installed {
 	refs, _ := store.Referrers(l, desc.Digest)
 	in := &installed{r: r, root: filepath.Join(t.TempDir(), "rootfs"), bundle: filepath.Join(t.TempDir(), "release.sigstore.json")}
 	for _, ref := range refs {
-		if ref.ArtifactType == store.ArtifactBundle {
+		if ref.ArtifactType == store.ArtifactBundle && ref.Title() == store.TitleBundle { // the provenance's, not the SBOM attestation's
 			os.WriteFile(in.bundle, ref.Data, 0o644)
 		}
 	}

@@ -77,7 +77,7 @@ func TestServeRunsTheProjectSubstrateOnCPU(t *testing.T) {
 	desc, _ := l.Resolve()
 	refs, _ := store.Referrers(l, desc.Digest)
 	for _, ref := range refs {
-		if ref.ArtifactType == store.ArtifactBundle {
+		if ref.ArtifactType == store.ArtifactBundle && ref.Title() == store.TitleBundle { // the provenance's, not the SBOM attestation's
 			os.WriteFile(inst.bundle, ref.Data, 0o644)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/cacheon/engine/release/provenance"
 	"github.com/cacheon/engine/release/publish"
 	"github.com/cacheon/engine/release/registrytest"
+	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
@@ -73,7 +74,15 @@ func TestPublishedArtifactsCarrySafeTitles(t *testing.T) {
 	reg := registrytest.Start(t)
 	_, l := signedLayout(t)
 	res := publishTo(t, reg, l, publish.Options{})
-	want := map[string]string{store.ArtifactSBOM: store.TitleSBOM, store.ArtifactProvenance: store.TitleProvenance, store.ArtifactBundle: store.TitleBundle}
+	// A bundle's title says what it signs: the provenance or the SBOM.
+	want := map[string]string{store.ArtifactSBOM: store.TitleSBOM, store.ArtifactProvenance: store.TitleProvenance,
+		store.ArtifactBundle + provenance.PredicateType: store.TitleBundle, store.ArtifactBundle + sbom.PredicateType: store.TitleSBOMBundle}
+	kind := func(typ string, annotations map[string]string) string {
+		if typ == store.ArtifactBundle {
+			return typ + annotations[store.AnnotationPredicateType]
+		}
+		return typ
+	}
 	repo, _ := name.NewRepository(reg.Host + "/engine")
 	seen := map[string]bool{}
 	for _, a := range res.Artifacts {
@@ -82,17 +91,18 @@ func TestPublishedArtifactsCarrySafeTitles(t *testing.T) {
 		if len(m.Layers) != 1 {
 			t.Fatalf("%s: %d layers", a, len(m.Layers))
 		}
+		k := kind(typ, m.Annotations)
 		title := m.Layers[0].Annotations[store.AnnotationTitle]
-		if title != want[typ] {
-			t.Errorf("%s: blob title %q, want %q", a, title, want[typ])
+		if title != want[k] {
+			t.Errorf("%s: blob title %q, want %q", a, title, want[k])
 		}
 		if err := store.CheckTitle(title); err != nil || strings.ContainsAny(title, `/\`) {
 			t.Errorf("%s: unsafe title %q (%v)", a, title, err)
 		}
-		seen[typ] = true
+		seen[k] = true
 	}
-	if len(seen) != 3 {
-		t.Errorf("published %v, want the three attestations", res.Artifacts)
+	if len(seen) != 4 {
+		t.Errorf("published %v, want the four attestations (SBOM, provenance, their two signed bundles)", res.Artifacts)
 	}
 	// The layout the registry got them from has the same manifests.
 	desc := mustResolve(t, l)
@@ -101,16 +111,17 @@ func TestPublishedArtifactsCarrySafeTitles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range refs {
-		if r.Title() != want[r.ArtifactType] {
-			t.Errorf("layout %s: title %q, want %q", r.ArtifactType, r.Title(), want[r.ArtifactType])
+		if k := kind(r.ArtifactType, r.Annotations); r.Title() != want[k] {
+			t.Errorf("layout %s: title %q, want %q", k, r.Title(), want[k])
 		}
 	}
 }
 
-// --legacy-tags: sha256-<hex>.sig resolves to the signature bundle's
-// manifest, sha256-<hex>.att to an image whose one layer is the bundle's
-// DSSE envelope (the signed statement and its signature) annotated with
-// the predicate type; the release still verifies from the registry.
+// --legacy-tags: sha256-<hex>.sig resolves to the provenance's signature
+// bundle manifest, sha256-<hex>.att to an image whose layers are the two
+// bundles' DSSE envelopes (each signed statement and its signature), the
+// provenance's and the SBOM attestation's, annotated with their predicate
+// types; the release still verifies from the registry.
 func TestPublishLegacyTags(t *testing.T) {
 	reg := registrytest.Start(t)
 	r, l := signedLayout(t)
@@ -122,11 +133,15 @@ func TestPublishLegacyTags(t *testing.T) {
 	repo, _ := name.NewRepository(reg.Host + "/engine")
 	img, _ := v1.NewHash(res.ImageDigest)
 	desc := mustResolve(t, l)
-	var bundle store.Referrer
+	var bundle, sbomBundle store.Referrer
 	refs, _ := store.Referrers(l, desc.Digest)
 	for _, ref := range refs {
 		if ref.ArtifactType == store.ArtifactBundle {
-			bundle = ref
+			if ref.Annotations[store.AnnotationPredicateType] == sbom.PredicateType {
+				sbomBundle = ref
+			} else {
+				bundle = ref
+			}
 		}
 	}
 
@@ -138,11 +153,29 @@ func TestPublishLegacyTags(t *testing.T) {
 
 	attTag := repo.Tag("sha256-" + img.Hex + ".att")
 	att, attDigest := manifestAt(t, attTag)
-	_, sigAnnotation := att.Layers[0].Annotations["dev.cosignproject.cosign/signature"]
-	if len(att.Layers) != 1 || att.Layers[0].MediaType != store.MediaTypeDSSE || att.Layers[0].Annotations["predicateType"] != provenance.PredicateType || !sigAnnotation || att.Subject != nil {
-		t.Fatalf("%s: manifest %+v", attTag, att)
+	if len(att.Layers) != 2 || att.Subject != nil {
+		t.Fatalf("%s: manifest %+v, want two layers and no subject", attTag, att)
 	}
-	env := blobAt(t, repo, att.Layers[0].Digest)
+	layerOf := map[string]v1.Descriptor{}
+	for _, l := range att.Layers {
+		_, sigAnnotation := l.Annotations["dev.cosignproject.cosign/signature"]
+		if l.MediaType != store.MediaTypeDSSE || !sigAnnotation {
+			t.Fatalf("%s: layer %+v", attTag, l)
+		}
+		layerOf[l.Annotations["predicateType"]] = l
+	}
+	if layerOf[sbom.PredicateType].Annotations[store.AnnotationTitle] != "sbom.dsse.json" || layerOf[provenance.PredicateType].Annotations[store.AnnotationTitle] != "provenance.dsse.json" {
+		t.Errorf("%s: layers %+v, want provenance.dsse.json and sbom.dsse.json by predicate type", attTag, att.Layers)
+	}
+	sbomParsed, err := envelope.Parse(sbomBundle.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSBOMEnv, _ := sbomParsed.EnvelopeJSON()
+	if got := blobAt(t, repo, layerOf[sbom.PredicateType].Digest); !bytes.Equal(got, wantSBOMEnv) {
+		t.Errorf("the .att SBOM layer is not the SBOM attestation bundle's envelope:\n%s\n%s", got, wantSBOMEnv)
+	}
+	env := blobAt(t, repo, layerOf[provenance.PredicateType].Digest)
 	parsed, err := envelope.Parse(bundle.Data)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/cacheon/engine/release/envelope"
 	"github.com/cacheon/engine/release/provenance"
+	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/store/remote"
 )
@@ -57,8 +58,8 @@ var ErrIncomplete = errors.New("release layout is incomplete")
 
 // Check reads every byte of the release in l and returns its image
 // descriptor and attestations: a layout with a blob that does not match
-// its descriptor, or without a signature bundle, provenance and SBOM, is
-// refused before anything is sent.
+// its descriptor, or without a signature bundle, provenance, SBOM and
+// signed SBOM attestation, is refused before anything is sent.
 func Check(l *store.Layout) (v1.Descriptor, []store.Referrer, int64, error) {
 	desc, err := l.Resolve()
 	if err != nil {
@@ -101,15 +102,24 @@ func Check(l *store.Layout) (v1.Descriptor, []store.Referrer, int64, error) {
 	have := map[string]bool{}
 	for _, r := range refs {
 		have[r.ArtifactType] = true
+		if r.ArtifactType == store.ArtifactBundle && r.Annotations[store.AnnotationPredicateType] == sbom.PredicateType {
+			have[sbom.PredicateType] = true
+		}
 		total += r.Blob.Size + r.Descriptor.Size
 	}
-	for _, typ := range []string{store.ArtifactSBOM, store.ArtifactProvenance, store.ArtifactBundle} {
+	for _, typ := range []string{store.ArtifactSBOM, store.ArtifactProvenance, store.ArtifactBundle, sbom.PredicateType} {
 		if !have[typ] {
-			hint := ""
-			if typ == store.ArtifactBundle {
+			hint, what := "", typ
+			switch typ {
+			case store.ArtifactBundle:
 				hint = " (sign it first: cacheon release sign --key KEY LAYOUT)"
+			case sbom.PredicateType:
+				// Signed by a tool that predates the SBOM attestation:
+				// verification would refuse it.
+				what = "signed SBOM attestation (" + typ + ")"
+				hint = " (sign it again: cacheon release sign --key KEY LAYOUT)"
 			}
-			return v1.Descriptor{}, nil, 0, fmt.Errorf("%w: no %s attached to %s%s", ErrIncomplete, typ, desc.Digest, hint)
+			return v1.Descriptor{}, nil, 0, fmt.Errorf("%w: no %s attached to %s%s", ErrIncomplete, what, desc.Digest, hint)
 		}
 	}
 	return desc, refs, total, nil
@@ -213,12 +223,13 @@ func Publish(l *store.Layout, target *remote.Registry, opts Options) (*Result, e
 // that look for signatures and attestations by tag rather than through
 // referrers:
 //
-//   - sha256-<hex>.sig names the signature bundle's manifest, the one
-//     published as a referrer (the first in digest order when the release
-//     has several);
+//   - sha256-<hex>.sig names the provenance's signature bundle manifest,
+//     the one published as a referrer (the first in digest order when the
+//     release has several);
 //   - sha256-<hex>.att names an image whose layers are the DSSE envelopes
-//     of every signature bundle (in digest order), each annotated with its
-//     predicate type: the layout of cosign's legacy attestations. The
+//     of every signature bundle (in digest order), the provenance's and
+//     the SBOM attestation's, each annotated with its predicate type: the
+//     layout of cosign's legacy attestations. The
 //     envelopes are the bundles' own, byte for byte the signed payload
 //     and signature; the manifest has no subject, so it is no referrer.
 //
@@ -233,8 +244,15 @@ func legacyTags(repo name.Repository, desc v1.Descriptor, refs []store.Referrer,
 	sort.Slice(bundles, func(i, j int) bool {
 		return bundles[i].Descriptor.Digest.String() < bundles[j].Descriptor.Digest.String()
 	})
-	if len(bundles) == 0 {
-		return nil, fmt.Errorf("%w: no signature bundle for the legacy tags", ErrIncomplete)
+	sigBundle := -1
+	for i, b := range bundles {
+		if b.Annotations[store.AnnotationPredicateType] != sbom.PredicateType {
+			sigBundle = i
+			break
+		}
+	}
+	if sigBundle < 0 {
+		return nil, fmt.Errorf("%w: no signature bundle of the provenance for the legacy tags", ErrIncomplete)
 	}
 	var envelopes []store.Envelope
 	for _, b := range bundles {
@@ -250,7 +268,11 @@ func legacyTags(repo name.Repository, desc v1.Descriptor, refs []store.Referrer,
 		if pt == "" {
 			pt = provenance.PredicateType
 		}
-		envelopes = append(envelopes, store.Envelope{Data: env, PredicateType: pt})
+		name := "provenance"
+		if pt == sbom.PredicateType {
+			name = "sbom"
+		}
+		envelopes = append(envelopes, store.Envelope{Data: env, PredicateType: pt, Name: name})
 	}
 	raw, attDesc, layers, err := store.LegacyAttestation(envelopes)
 	if err != nil {
@@ -268,9 +290,9 @@ func legacyTags(repo name.Repository, desc v1.Descriptor, refs []store.Referrer,
 	}
 	sigTag := repo.Tag(store.LegacyTag(desc.Digest, store.LegacySignatureSuffix))
 	attTag := repo.Tag(store.LegacyTag(desc.Digest, store.LegacyAttestationSuffix))
-	sig, err := ggcr.Get(repo.Digest(bundles[0].Descriptor.Digest.String()), ropts...)
+	sig, err := ggcr.Get(repo.Digest(bundles[sigBundle].Descriptor.Digest.String()), ropts...)
 	if err != nil {
-		return nil, fmt.Errorf("read back signature bundle %s: %w", bundles[0].Descriptor.Digest, err)
+		return nil, fmt.Errorf("read back signature bundle %s: %w", bundles[sigBundle].Descriptor.Digest, err)
 	}
 	if err := ggcr.Tag(sigTag, sig, ropts...); err != nil {
 		return nil, fmt.Errorf("tag %s: %w", sigTag, err)
@@ -282,7 +304,7 @@ func legacyTags(repo name.Repository, desc v1.Descriptor, refs []store.Referrer,
 	for _, w := range []struct {
 		tag  name.Tag
 		want v1.Hash
-	}{{sigTag, bundles[0].Descriptor.Digest}, {attTag, attDesc.Digest}} {
+	}{{sigTag, bundles[sigBundle].Descriptor.Digest}, {attTag, attDesc.Digest}} {
 		got, err := ggcr.Head(w.tag, ropts...)
 		if err != nil {
 			return nil, fmt.Errorf("read back %s: %w", w.tag, err)

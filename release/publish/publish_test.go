@@ -69,8 +69,8 @@ func TestPublishThenVerifyFromRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	if len(res.Artifacts) != 3 {
-		t.Errorf("published artifacts %v, want SBOM, provenance and bundle", res.Artifacts)
+	if len(res.Artifacts) != 4 {
+		t.Errorf("published artifacts %v, want SBOM, provenance and their two bundles", res.Artifacts)
 	}
 	ts := tags(t, reg.Host)
 	joined := strings.Join(ts, " ")
@@ -261,4 +261,24 @@ func TestVerifyRejectsARegistryServingOtherBytes(t *testing.T) {
 		t.Fatalf("err = %v, want an image-blobs failure naming %s", err, victim)
 	}
 	_ = res
+}
+
+// A layout signed without the SBOM attestation (by a tool from before it)
+// would not verify: it is refused before anything is sent.
+func TestPublishRefusesALayoutWithoutTheSBOMAttestation(t *testing.T) {
+	_, l := signedLayout(t)
+	att := fixture.SBOMAttestation(t, l.Dir())
+	im := fixture.ReadIndex(t, l.Dir())
+	var keep []v1.Descriptor
+	for _, d := range im.Manifests {
+		if d.Digest != att.Descriptor.Digest {
+			keep = append(keep, d)
+		}
+	}
+	im.Manifests = keep
+	fixture.WriteIndex(t, l.Dir(), im)
+	_, _, _, err := publish.Check(l)
+	if !errors.Is(err, publish.ErrIncomplete) || !strings.Contains(err.Error(), "no signed SBOM attestation") || !strings.Contains(err.Error(), "sign it again") {
+		t.Fatalf("err = %v, want ErrIncomplete naming the SBOM attestation", err)
+	}
 }

@@ -68,11 +68,11 @@ func TestVerifyAndRebuildNeedOnlyTheRegistry(t *testing.T) {
 var chainReference = regexp.MustCompile(`(?i)bittensor|subtensor|finney|netuid|hotkey|coldkey|wallet|miner|extrinsic|\bsubnet\b|referee|ledger\.(db|sqlite)|\.sqlite\b|wss://|ws://`)
 
 // allowedURL are the only URLs a release may carry: format identifiers
-// (in-toto, SLSA, SPDX, the project's build type and builder ids).
+// (in-toto, SLSA, SPDX and its in-toto predicate type, the project's build type and builder ids).
 var anyURL = regexp.MustCompile(`https?://[^\s"'<>\\]+`)
 
 func allowedURL(u string) bool {
-	for _, p := range []string{"https://in-toto.io/", "https://slsa.dev/", "https://spdx.org/", "https://cacheon.dev/"} {
+	for _, p := range []string{"https://in-toto.io/", "https://slsa.dev/", "https://spdx.org/", "https://spdx.dev/", "https://cacheon.dev/"} {
 		if strings.HasPrefix(u, p) {
 			return true
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/provenance"
+	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
@@ -105,7 +106,40 @@ func Tampers() []Tamper {
 				addIndexEntry(t, dir, v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: d, Size: 1000})
 			}},
 
+		{Name: "SBOM attestation by an untrusted key, tried first", Want: "not in the trusted key policy",
+			Apply: func(t testing.TB, dir string, r *Release) {
+				other, _, _ := Keys(t, t.TempDir(), "attacker", key.Ed25519)
+				attachSBOMBundleBefore(t, dir, SBOMBundle(t, dir, other, nil))
+			}},
+		{Name: "SBOM attestation replayed from another image, tried first", Want: "the SBOM attestation signed by key",
+			Apply: func(t testing.TB, dir string, r *Release) {
+				attachSBOMBundleBefore(t, dir, SBOMBundle(t, dir, r.Signer, otherSubject))
+			}},
+
 		// Faults: a named check fails.
+		{Name: "the SBOM attestation is missing", Check: verify.CheckSBOMAttestation, Want: "missing attestation: no signed SBOM attestation",
+			Apply: func(t testing.TB, dir string, r *Release) { ReplaceSBOMAttestation(t, dir, nil) }},
+		{Name: "the SBOM attestation is signed by another key", Check: verify.CheckSBOMAttestation, Want: "not in the trusted key policy",
+			Apply: func(t testing.TB, dir string, r *Release) {
+				other, _, _ := Keys(t, t.TempDir(), "attacker", key.Ed25519)
+				ReplaceSBOMAttestation(t, dir, SBOMBundle(t, dir, other, nil))
+			}},
+		{Name: "the SBOM attestation's predicate is another SBOM", Check: verify.CheckSBOMAttestation, Want: `is not the release's SBOM`,
+			Apply: func(t testing.TB, dir string, r *Release) {
+				ReplaceSBOMAttestation(t, dir, SBOMBundle(t, dir, r.Signer, func(doc map[string]any) {
+					doc["predicate"].(map[string]any)["name"] = "cacheon-engine-release-something-else"
+				}))
+			}},
+		{Name: "the SBOM attestation is about another image", Check: verify.CheckSBOMAttestation, Want: "not image",
+			Apply: func(t testing.TB, dir string, r *Release) {
+				ReplaceSBOMAttestation(t, dir, SBOMBundle(t, dir, r.Signer, otherSubject))
+			}},
+		{Name: "the SBOM attestation has another predicate type", Check: verify.CheckSBOMAttestation, Want: "is not an SBOM attestation",
+			Apply: func(t testing.TB, dir string, r *Release) {
+				ReplaceSBOMAttestation(t, dir, SBOMBundle(t, dir, r.Signer, func(doc map[string]any) {
+					doc["predicateType"] = "https://cyclonedx.org/bom"
+				}))
+			}},
 		{Name: "the only bundle is replayed from another image", Check: verify.CheckSubjects, Want: "signed image subject",
 			Apply: func(t testing.TB, dir string, r *Release) {
 				replayed := replayedBundle(t, dir, r.Signer)
@@ -296,7 +330,8 @@ func ReadImageManifest(t testing.TB, dir string) (v1.Descriptor, *v1.Manifest) {
 	return desc, m
 }
 
-// referrer returns the one attached artifact of type typ.
+// referrer returns the one attached artifact of type typ; for bundles,
+// the provenance's (the SBOM attestation's is SBOMAttestation).
 func referrer(t testing.TB, dir, typ string) store.Referrer {
 	t.Helper()
 	l, err := store.OpenLayout(dir)
@@ -312,12 +347,141 @@ func referrer(t testing.TB, dir, typ string) store.Referrer {
 		t.Fatal(err)
 	}
 	for _, r := range refs {
-		if r.ArtifactType == typ {
+		if r.ArtifactType == typ && (typ != store.ArtifactBundle || r.Annotations[store.AnnotationPredicateType] != sbom.PredicateType) {
 			return r
 		}
 	}
 	t.Fatalf("no %s attached", typ)
 	return store.Referrer{}
+}
+
+// SBOMAttestation returns the attached bundle of the signed SBOM
+// attestation.
+func SBOMAttestation(t testing.TB, dir string) store.Referrer {
+	t.Helper()
+	l, err := store.OpenLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := l.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := store.Referrers(l, desc.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refs {
+		if r.ArtifactType == store.ArtifactBundle && r.Annotations[store.AnnotationPredicateType] == sbom.PredicateType {
+			return r
+		}
+	}
+	t.Fatal("no SBOM attestation attached")
+	return store.Referrer{}
+}
+
+// SBOMBundle signs, with signer, the SBOM attestation of the attached
+// SBOM after edit has changed its statement (nil: as sign.Release does).
+func SBOMBundle(t testing.TB, dir string, signer crypto.Signer, edit func(doc map[string]any)) []byte {
+	t.Helper()
+	p, err := provenance.Parse(Attached(t, dir, store.ArtifactProvenance))
+	if err != nil {
+		t.Fatal(err)
+	}
+	statement, err := sbom.Statement(Attached(t, dir, store.ArtifactSBOM), p.Subjects[0].Name, ImageManifest(t, dir).digest.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		var doc map[string]any
+		if err := json.Unmarshal(statement, &doc); err != nil {
+			t.Fatal(err)
+		}
+		edit(doc)
+		raw, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := canonjson.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if statement, err = canonjson.Marshal(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _, err := sign.Statement(statement, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sbomBundleArtifact is bundle attached as sign.Release attaches the SBOM
+// attestation.
+func sbomBundleArtifact(bundle []byte) store.Artifact {
+	return store.Artifact{ArtifactType: store.ArtifactBundle, Data: bundle, Title: store.TitleSBOMBundle,
+		Annotations: map[string]string{store.AnnotationPredicateType: sbom.PredicateType}}
+}
+
+// ReplaceSBOMAttestation detaches the genuine SBOM attestation and, when
+// bundle is not nil, attaches bundle in its place.
+func ReplaceSBOMAttestation(t testing.TB, dir string, bundle []byte) {
+	t.Helper()
+	detachDigest(t, dir, SBOMAttestation(t, dir).Descriptor.Digest)
+	if bundle != nil {
+		Attach(t, dir, sbomBundleArtifact(bundle))
+	}
+}
+
+// attachSBOMBundleBefore attaches bundle as an SBOM attestation whose
+// manifest sorts before the genuine one's, so that a verifier meets it
+// first.
+func attachSBOMBundleBefore(t testing.TB, dir string, bundle []byte) {
+	t.Helper()
+	l, err := store.OpenLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := l.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := SBOMAttestation(t, dir).Descriptor.Digest.String()
+	for i := 0; i < 10000; i++ {
+		a := sbomBundleArtifact(bundle)
+		a.Annotations["org.example.nonce"] = fmt.Sprint(i)
+		_, md, _, err := a.Manifest(desc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if md.Digest.String() < before {
+			Attach(t, dir, a)
+			return
+		}
+	}
+	t.Fatal("no nonce sorts the SBOM attestation first")
+}
+
+// DetachBundle removes the provenance's signature bundle, leaving the
+// SBOM attestation's.
+func DetachBundle(t testing.TB, dir string) { detachDigest(t, dir, bundleDigest(t, dir)) }
+
+// detachDigest removes the index entry of manifest d.
+func detachDigest(t testing.TB, dir string, d v1.Hash) {
+	t.Helper()
+	im := ReadIndex(t, dir)
+	var keep []v1.Descriptor
+	for _, m := range im.Manifests {
+		if m.Digest != d {
+			keep = append(keep, m)
+		}
+	}
+	if len(keep) == len(im.Manifests) {
+		t.Fatalf("%s is not in the index", d)
+	}
+	im.Manifests = keep
+	WriteIndex(t, dir, im)
 }
 
 // Attached returns the data of the attached artifact of type typ.
@@ -418,6 +582,11 @@ func EditStatement(t testing.TB, dir string, signer crypto.Signer, edit func(doc
 		t.Fatal(err)
 	}
 	return statement, bundle
+}
+
+// otherSubject makes a statement name another image.
+func otherSubject(doc map[string]any) {
+	doc["subject"].([]any)[0].(map[string]any)["digest"] = map[string]any{"sha256": randomDigest().Hex}
 }
 
 // replayedBundle is a bundle signed by signer, as of another release: its

@@ -43,6 +43,22 @@ func TestLicensesAreDeclaredHonestly(t *testing.T) {
 	if len(want) != 0 {
 		t.Errorf("packages missing: %v", want)
 	}
+	// Files follow their package: the substrate's are the repository's
+	// source, the engine tree's are the contributions'.
+	fileWant := map[string]lic{
+		"./cacheon/substrate/s.py":   {"", ProjectLicense, ProjectCopyright},
+		"./cacheon/engine-tree/a.py": {"", noAssertion, noAssertion},
+		"./cacheon/engine-tree/b.py": {"", noAssertion, noAssertion},
+	}
+	for _, f := range d.Files {
+		if got := (lic{"", f.LicenseConcluded, f.CopyrightText}); got != fileWant[f.FileName] {
+			t.Errorf("file %s: concluded/copyright %q, want %q", f.FileName, got, fileWant[f.FileName])
+		}
+		delete(fileWant, f.FileName)
+	}
+	if len(fileWant) != 0 {
+		t.Errorf("files missing: %v", fileWant)
+	}
 }
 
 // The license the SBOM declares is the LICENSE at the repository's root:

@@ -30,10 +30,13 @@ const MediaType = "application/spdx+json"
 
 // The repository's license and copyright (LICENSE at its root), declared
 // for the packages built from the repository's own source: the substrate
-// and the entrypoint. Every other package (the image as a whole, the base
-// image, the engine tree and the contributions it is materialized from,
-// the model) is NOASSERTION: their licenses are their authors', and this
-// document does not know them.
+// (declared and concluded, for the package and each of its files) and the
+// entrypoint (declared; not concluded, as the binary also links Go
+// modules under their own licenses). Every other package (the image as a
+// whole, which holds the base image; the base image; the engine tree and
+// the contributions it is materialized from, whose license files the
+// materializer does not ship; the model) is NOASSERTION: their licenses
+// are their authors', and nothing in the release states them.
 const (
 	ProjectLicense   = "Apache-2.0"
 	ProjectCopyright = "Copyright 2026 The Cacheon Engine Authors"
@@ -239,13 +242,19 @@ func Generate(in Input) ([]byte, error) {
 			p.LicenseDeclared, p.LicenseConcluded, p.CopyrightText = ProjectLicense, ProjectLicense, ProjectCopyright
 			p.LicenseComments = "the repository's own source, under its LICENSE"
 		}
+		// A file of the repository's own source is under its license like
+		// the package; any other file's license is its author's.
+		fileLicense, fileCopyright := noAssertion, noAssertion
+		if own {
+			fileLicense, fileCopyright = ProjectLicense, ProjectCopyright
+		}
 		for _, f := range files {
 			fid := spdxID("SPDXRef-File-", f.Path)
 			p.HasFiles = append(p.HasFiles, fid)
 			doc.Files = append(doc.Files, file{
 				SPDXID: fid, FileName: "./" + f.Path,
 				Checksums:        []checksum{{Algorithm: "SHA1", Value: f.SHA1}, {Algorithm: "SHA256", Value: f.SHA256}},
-				LicenseConcluded: noAssertion, CopyrightText: noAssertion,
+				LicenseConcluded: fileLicense, CopyrightText: fileCopyright,
 			})
 		}
 		add(p)

@@ -59,6 +59,8 @@ const (
 	TitleSBOM       = "sbom.spdx.json"
 	TitleProvenance = "provenance.intoto.json"
 	TitleBundle     = "provenance.sigstore.json"
+	// TitleSBOMBundle is the signed SBOM attestation's bundle.
+	TitleSBOMBundle = "sbom.sigstore.json"
 )
 
 // Artifact is one attachment: a single blob of a given artifact type.

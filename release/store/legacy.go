@@ -37,6 +37,10 @@ func LegacyTag(d v1.Hash, suffix string) string {
 type Envelope struct {
 	Data          []byte // the envelope JSON
 	PredicateType string
+	// Name is what the envelope attests ("provenance", "sbom"): its
+	// layer's title is Name.dsse.json, numbered when several share it.
+	// Empty means "provenance".
+	Name string
 }
 
 // LegacyAttestation returns the manifest of cosign's legacy attestation
@@ -49,14 +53,26 @@ func LegacyAttestation(envelopes []Envelope) (raw []byte, desc v1.Descriptor, la
 	if len(envelopes) == 0 {
 		return nil, v1.Descriptor{}, nil, fmt.Errorf("a legacy attestation manifest needs at least one envelope")
 	}
-	for i, e := range envelopes {
+	nameOf := func(e Envelope) string {
+		if e.Name == "" {
+			return "provenance"
+		}
+		return e.Name
+	}
+	count, seen := map[string]int{}, map[string]int{}
+	for _, e := range envelopes {
+		count[nameOf(e)]++
+	}
+	for _, e := range envelopes {
 		h, n, err := v1.SHA256(bytes.NewReader(e.Data))
 		if err != nil {
 			return nil, v1.Descriptor{}, nil, err
 		}
-		title := "provenance.dsse.json"
-		if len(envelopes) > 1 {
-			title = fmt.Sprintf("provenance-%d.dsse.json", i+1)
+		name := nameOf(e)
+		seen[name]++
+		title := name + ".dsse.json"
+		if count[name] > 1 {
+			title = fmt.Sprintf("%s-%d.dsse.json", name, seen[name])
 		}
 		if err := CheckTitle(title); err != nil {
 			return nil, v1.Descriptor{}, nil, err

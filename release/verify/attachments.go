@@ -8,12 +8,14 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
 )
 
 // checkAttestations (CheckAttestations) lists the image's referrers and
-// requires a signature bundle, a provenance statement and an SBOM among
-// them.
+// requires a signature bundle of the provenance, a provenance statement
+// and an SBOM among them (the signed SBOM attestation, a bundle too, is
+// CheckSBOMAttestation's).
 //
 // The attachments are read lazily, signature first: a bundle's manifest
 // and blob are read only until one verifies, and only the provenance and
@@ -35,7 +37,7 @@ func (v *verification) checkAttestations() error {
 	v.att = att
 	found := map[string]bool{}
 	for _, typ := range []string{store.ArtifactBundle, store.ArtifactProvenance, store.ArtifactSBOM} {
-		if found[typ], err = att.exists(typ); err != nil {
+		if found[typ], err = att.exists(typ, func(r *store.Referrer) bool { return !isSBOMBundle(r) }); err != nil {
 			return err
 		}
 	}
@@ -154,12 +156,35 @@ func (a *attachments) each(typ string, fn func(*store.Referrer) (done bool, err 
 	return nil
 }
 
-// exists says whether an artifact of type typ is attached, reading
-// manifests only until the first.
-func (a *attachments) exists(typ string) (bool, error) {
+// exists says whether an artifact of type typ that keep accepts is
+// attached, reading manifests only until the first.
+func (a *attachments) exists(typ string, keep func(*store.Referrer) bool) (bool, error) {
 	found := false
-	err := a.each(typ, func(*store.Referrer) (bool, error) { found = true; return true, nil })
+	err := a.each(typ, func(r *store.Referrer) (bool, error) {
+		found = keep(r)
+		return found, nil
+	})
 	return found, err
+}
+
+// isSBOMBundle says whether a bundle's manifest annotates it as the SBOM
+// attestation's (sign.Release does). The annotation is unsigned: it only
+// sorts the bundles between the signature check and the SBOM attestation
+// check, and each still checks the signed statement's predicate type. A
+// bundle without it is the signature check's first.
+func isSBOMBundle(r *store.Referrer) bool {
+	return r.Annotations[store.AnnotationPredicateType] == sbom.PredicateType
+}
+
+// turnedDown says whether a check has already read and turned down the
+// candidate d.
+func (a *attachments) turnedDown(d v1.Hash) bool {
+	for _, sk := range a.rejected {
+		if sk.Descriptor.Digest == d {
+			return true
+		}
+	}
+	return false
 }
 
 // listed counts the candidates the store lists as of type typ, unread.

@@ -30,7 +30,7 @@ func TestReportNamesEveryCheckInOrder(t *testing.T) {
 		verify.CheckImage, verify.CheckAttestations, verify.CheckKeyPolicy, verify.CheckSignature,
 		verify.CheckPredicate, verify.CheckBuilder, verify.CheckBlobs, verify.CheckDescriptor,
 		verify.CheckLayers, verify.CheckEngineTree, verify.CheckIntegrations, verify.CheckSubstrate,
-		verify.CheckEntrypoint, verify.CheckModelReceipt, verify.CheckSBOM, verify.CheckProvenance,
+		verify.CheckEntrypoint, verify.CheckModelReceipt, verify.CheckSBOM, verify.CheckSBOMAttestation, verify.CheckProvenance,
 	}
 	var got []string
 	for _, c := range rel.Report.Checks {

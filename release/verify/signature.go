@@ -27,6 +27,9 @@ func (v *verification) checkSignature() error {
 	var best *Failure
 	loaded := 0
 	err := v.att.each(store.ArtifactBundle, func(b *store.Referrer) (bool, error) {
+		if isSBOMBundle(b) {
+			return false, nil // the SBOM attestation's (sbomattestation.go)
+		}
 		ok, err := v.att.load(b)
 		if err != nil || !ok {
 			return false, err
@@ -34,7 +37,7 @@ func (v *verification) checkSignature() error {
 		loaded++
 		st, prov, bound, err := v.bind(b.Data)
 		if err == nil {
-			v.signed, v.rel.Bundle = st, b.Data
+			v.signed, v.rel.Bundle, v.bundle = st, b.Data, b.Descriptor.Digest
 			v.prov, v.rel.Provenance = prov, prov
 			v.imgSubject, v.treeSubject = bound.img, bound.tree
 			v.rel.Attachments = append(v.rel.Attachments, *b)

@@ -9,13 +9,15 @@
 // every blob of the image against its descriptor, the layers against the
 // provenance, the engine tree, substrate, entrypoint and model receipt
 // shipped in the image against the signed release descriptor, integrated
-// -only coverage of the release stack by its review records, and the SBOM
-// and provenance regenerated from what the image holds.
+// -only coverage of the release stack by its review records, the SBOM
+// and provenance regenerated from what the image holds, and the SBOM
+// signed as an in-toto attestation about the image.
 //
 // Each check is a method of one verification in the file named for it
 // (image.go, attachments.go, signature.go, layers.go, blobs.go,
 // descriptor.go, enginetree.go, integrations.go, substrate.go,
-// entrypoint.go, modelreceipt.go, sbom.go, provenance.go, layout.go;
+// entrypoint.go, modelreceipt.go, sbom.go, sbomattestation.go,
+// provenance.go, layout.go;
 // predicate.go, builder.go and subjects.go hold the checks signature.go
 // runs on every candidate bundle); run lists them in the order they run.
 // Referrers the verification does not need are skipped and listed in the
@@ -61,8 +63,11 @@ const (
 	CheckEntrypoint   = "entrypoint"
 	CheckModelReceipt = "model-receipt"
 	CheckSBOM         = "sbom"
-	CheckProvenance   = "provenance"
-	CheckLayout       = "in-toto-layout"
+	// CheckSBOMAttestation requires the SBOM signed as an in-toto
+	// attestation about the image (sbomattestation.go).
+	CheckSBOMAttestation = "sbom-attestation"
+	CheckProvenance      = "provenance"
+	CheckLayout          = "in-toto-layout"
 )
 
 // FormatVersion of the JSON report.
@@ -150,8 +155,11 @@ type Release struct {
 	// Bundle is the signature bundle that verified, SignerPublic its key.
 	Bundle       []byte
 	SignerPublic crypto.PublicKey
+	// SBOMBundle is the bundle of the signed SBOM attestation.
+	SBOMBundle []byte
 	// Attachments are the verified artifacts the verification used: the
-	// signature bundle, the provenance statement and the SBOM.
+	// signature bundle, the provenance statement, the SBOM and the SBOM
+	// attestation's bundle.
 	Attachments []store.Referrer
 }
 
@@ -215,6 +223,7 @@ func run(s store.Store, opts Options, rep *Report) (*Release, error) {
 		{"", v.checkEntrypoint},
 		{"", v.checkModelReceipt},
 		{"", v.checkSBOM},
+		{"", v.checkSBOMAttestation},
 		{"", v.checkProvenance},
 		{"", v.checkLayout},
 	}
@@ -244,6 +253,7 @@ type verification struct {
 	m           *v1.Manifest
 	att         *attachments
 	signed      *SignedStatement
+	bundle      v1.Hash // the manifest digest of the bundle that bound
 	prov        *provenance.Provenance
 	imgSubject  provenance.Resource
 	treeSubject *provenance.Resource

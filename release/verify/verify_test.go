@@ -128,21 +128,9 @@ func detach(t *testing.T, dir, typ string) {
 	writeIndex(t, dir, im)
 }
 
-func attached(t *testing.T, dir, typ string) []byte {
-	l, _ := store.OpenLayout(dir)
-	desc, _ := l.Resolve()
-	refs, err := store.Referrers(l, desc.Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range refs {
-		if r.ArtifactType == typ {
-			return r.Data
-		}
-	}
-	t.Fatalf("no %s attached", typ)
-	return nil
-}
+// attached is the data of the artifact of type typ (for bundles, the
+// provenance's).
+func attached(t *testing.T, dir, typ string) []byte { return fixture.Attached(t, dir, typ) }
 
 func attach(t *testing.T, dir, typ string, data []byte) {
 	l, _ := store.OpenLayout(dir)
@@ -171,7 +159,7 @@ func editStatement(t *testing.T, dir string, _ any, s *fixture.Release, edit fun
 		t.Fatal(err)
 	}
 	detach(t, dir, store.ArtifactProvenance)
-	detach(t, dir, store.ArtifactBundle)
+	fixture.DetachBundle(t, dir)
 	attach(t, dir, store.ArtifactProvenance, edited)
 	attach(t, dir, store.ArtifactBundle, bundle)
 }

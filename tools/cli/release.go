@@ -30,6 +30,7 @@ The pipeline, in order:
   sign      sign the provenance with your key and attach the bundle
   verify    check everything offline against a trusted public key
   publish   push the release to any OCI registry (tag written last)
+  mirror    copy a published release to another registry, attestations too
   rebuild   rebuild a published release and compare digests
 
 Everything works offline and without a chain: a consumer needs the release
@@ -45,6 +46,7 @@ or I/O error.`,
 		newReleaseSignCommand(s),
 		newReleaseVerifyCommand(s),
 		newReleasePublishCommand(s),
+		newReleaseMirrorCommand(s),
 		newReleaseRebuildCommand(s),
 		newReleaseLayoutCommand(s),
 		newReleaseLinkCommand(s),

@@ -80,18 +80,21 @@ func TestCosignVerifiesThePublishedAttestation(t *testing.T) {
 	img := reg.Host + "/engine@" + res.ImageDigest
 	home := t.TempDir()
 	_, _, otherKey := fixture.Keys(t, t.TempDir(), "other", key.Ed25519)
-	for _, extra := range [][]string{nil, {"--new-bundle-format=false"}} {
-		for _, c := range []struct {
-			key string
-			ok  bool
-		}{{r.PublicKey, true}, {otherKey, false}} {
-			args := append([]string{"verify-attestation", "--key", c.key, "--insecure-ignore-tlog", "--type", "slsaprovenance1", "--allow-insecure-registry"}, extra...)
-			cmd := exec.Command("cosign", append(args, img)...)
-			cmd.Env = append(os.Environ(), "HOME="+home)
-			b, err := cmd.CombinedOutput()
-			verified := err == nil && strings.Contains(string(b), "The signatures were verified against the specified public key")
-			if verified != c.ok {
-				t.Errorf("cosign %v with key %s: verified %v, want %v (%v)\n%s", extra, c.key, verified, c.ok, err, b)
+	// slsaprovenance1 is the provenance, spdxjson the SBOM attestation.
+	for _, typ := range []string{"slsaprovenance1", "spdxjson"} {
+		for _, extra := range [][]string{nil, {"--new-bundle-format=false"}} {
+			for _, c := range []struct {
+				key string
+				ok  bool
+			}{{r.PublicKey, true}, {otherKey, false}} {
+				args := append([]string{"verify-attestation", "--key", c.key, "--insecure-ignore-tlog", "--type", typ, "--allow-insecure-registry"}, extra...)
+				cmd := exec.Command("cosign", append(args, img)...)
+				cmd.Env = append(os.Environ(), "HOME="+home)
+				b, err := cmd.CombinedOutput()
+				verified := err == nil && strings.Contains(string(b), "The signatures were verified against the specified public key")
+				if verified != c.ok {
+					t.Errorf("cosign --type %s %v with key %s: verified %v, want %v (%v)\n%s", typ, extra, c.key, verified, c.ok, err, b)
+				}
 			}
 		}
 	}
@@ -116,22 +119,29 @@ func TestOrasPullsThePublishedFiles(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]string{store.ArtifactSBOM: store.TitleSBOM, store.ArtifactProvenance: store.TitleProvenance, store.ArtifactBundle: store.TitleBundle}
+	// Each blob comes out under its title; the two bundles are told apart
+	// by theirs (the provenance's and the SBOM attestation's).
+	files := map[string][]byte{
+		store.TitleSBOM: fixture.Attached(t, dir, store.ArtifactSBOM), store.TitleProvenance: fixture.Attached(t, dir, store.ArtifactProvenance),
+		store.TitleBundle: fixture.Attached(t, dir, store.ArtifactBundle), store.TitleSBOMBundle: fixture.SBOMAttestation(t, dir).Data,
+	}
 	pulled := t.TempDir()
 	home := t.TempDir()
 	for _, a := range res.Artifacts {
-		typ, digest, _ := strings.Cut(a, "@")
+		_, digest, _ := strings.Cut(a, "@")
 		cmd := exec.Command("oras", "pull", "--plain-http", "-o", pulled, reg.Host+"/engine@"+digest)
 		cmd.Env = append(os.Environ(), "HOME="+home)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("oras pull %s: %v\n%s", a, err, b)
 		}
-		got, err := os.ReadFile(filepath.Join(pulled, files[typ]))
-		if err != nil || !bytes.Equal(got, fixture.Attached(t, dir, typ)) {
-			t.Errorf("oras pull %s: %s is not the attached %s (%v)", a, files[typ], typ, err)
+	}
+	for title, want := range files {
+		got, err := os.ReadFile(filepath.Join(pulled, title))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("oras pull: %s is not the attached artifact (%v)", title, err)
 		}
 	}
-	if entries, _ := os.ReadDir(pulled); len(entries) != 3 {
-		t.Errorf("oras pulled %d files, want 3", len(entries))
+	if entries, _ := os.ReadDir(pulled); len(entries) != len(files) {
+		t.Errorf("oras pulled %d files, want %d", len(entries), len(files))
 	}
 }

@@ -21,11 +21,17 @@ func newReleaseSignCommand(s Streams) *cobra.Command {
 	var o releaseSignOptions
 	cmd := &cobra.Command{
 		Use:   "sign --key KEY LAYOUT|REF",
-		Short: "Sign a release's provenance and attach the sigstore bundle",
+		Short: "Sign a release's provenance and SBOM and attach the sigstore bundles",
 		Long: `Sign the provenance statement attached to a release with KEY (PKCS#8 PEM,
 Ed25519 or ECDSA P-256) as a sigstore bundle (v0.3, DSSE), and attach the
 bundle to the image: in an OCI layout as an artifact whose subject is the
 image, in a registry through the referrers API or its tag fallback.
+
+The SBOM is signed too, as an in-toto attestation: a statement whose
+predicate type is https://spdx.dev/Document (cosign's spdxjson), whose
+predicate is the SPDX document the provenance names and whose subject is
+the image, attached as a second bundle (title sbom.sigstore.json,
+annotated with the predicate type) beside the provenance's.
 
 No certificate authority, transparency log or timestamp service is used,
 and nothing goes over the network except to the registry you name. The
@@ -64,6 +70,6 @@ func runReleaseSign(ctx context.Context, s Streams, o releaseSignOptions) error 
 			*sign.Signed
 		}{1, res})
 	}
-	fmt.Fprintf(s.Out, "signed %s with key %s\nbundle %s\n", res.ImageDigest, res.KeyID, res.BundleDigest)
+	fmt.Fprintf(s.Out, "signed %s with key %s\nbundle %s\nSBOM attestation bundle %s\n", res.ImageDigest, res.KeyID, res.BundleDigest, res.SBOMBundleDigest)
 	return nil
 }

@@ -43,12 +43,15 @@ signatures carry no trusted time without a timestamp service.
 Checks, each named in its failure: image-manifest, attestations, key-policy,
 signature, predicate-type, builder, subjects, layers, image-blobs,
 release-descriptor, engine-tree, integrations, substrate, entrypoint,
-model-receipt, sbom, provenance.
+model-receipt, sbom, sbom-attestation, provenance.
 
 Every signature bundle attached to the image is tried: the release passes
 when one verifies with a trusted key and signs a statement about this very
 image, so a bundle of another release attached beside the genuine one
-changes nothing. Referrers the verification does not need (other artifact
+changes nothing. The SBOM must also be attached signed, as an in-toto
+attestation (predicate type https://spdx.dev/Document, cosign's spdxjson)
+by a trusted key about this image whose predicate is the release's SBOM
+(sbom-attestation). Referrers the verification does not need (other artifact
 types, or ones whose manifest or blob is missing, oversized or does not
 match its digest) are skipped and listed as notes in the report; when no
 usable candidate of a type the release needs remains, its check fails.
