@@ -28,7 +28,11 @@ type Calibration struct {
 	// at least 0.005. Both as 17-significant-digit decimals.
 	MaxNoise  string `json:"max_noise"`
 	MinMargin string `json:"min_margin"`
-	Supported bool   `json:"supported"` // false: the lanes are too noisy for any policy (drift over 0.02)
+	// Supported is false when the stock engines drift more than any
+	// policy's max_noise may allow (0.02) between B and B′: a concluding
+	// (three-read) grade on these lanes drops B′ and is NO_DECISION, so
+	// only clear two-leg decisions (v7) conclude on them.
+	Supported bool `json:"supported"`
 }
 
 // CalibrationRound is one round's scored rates, tokens per second, and
@@ -66,7 +70,7 @@ func summarize(rates [][3]float64) (noise, maxNoise, minMargin float64, supporte
 	}
 	maxNoise = math.Min(0.02, drift*1.5)
 	minMargin = math.Max(0.005, 2*noise)
-	return noise, maxNoise, math.Min(minMargin, 0.5), drift <= 0.02
+	return noise, maxNoise, math.Min(minMargin, maxCalibratedMargin), drift <= 0.02
 }
 
 func relativeSpread2(a, b float64) float64 { return math.Abs(a-b) / ((a + b) / 2) }
@@ -157,21 +161,37 @@ func (c *Calibration) Passes() int {
 	return n
 }
 
-// ErrUnsupportedLanes is returned by Policy when the rounds drifted too
-// much for any threshold to mean something: no policy follows from them.
+// ErrUnsupportedLanes is returned by Policy when the stock engines
+// disagreed too much for any margin a policy may require to cover: no
+// policy follows from the rounds.
 var ErrUnsupportedLanes = errors.New("the lanes are too noisy for any speed policy")
+
+// maxCalibratedMargin is the largest min_margin a calibration sets (C must
+// then be 1.5 times B): lanes whose stock engines disagree by more than
+// half of it support no policy.
+const maxCalibratedMargin = 0.5
 
 // Policy is base with the thresholds this calibration supports (min_margin
 // and max_noise) and bound to it by digest (calibration_digest and
 // calibration_context_digest both name this calibration). The window,
-// conditioning and budget values stay the deployment's, base's. Lanes the
-// calibration found unsupported give ErrUnsupportedLanes and no policy.
+// conditioning and budget values stay the deployment's, base's.
+//
+// min_margin is twice the noise floor, so that no stock disagreement the
+// rounds saw could pass; a noise floor over half of maxCalibratedMargin
+// gives ErrUnsupportedLanes and no policy. Lanes that drift more than
+// max_noise allows (Supported false) still get one: their B′ reads are
+// dropped as drift, so only a clear two-leg decision concludes on them, and
+// every three-read grade is NO_DECISION.
 func (c *Calibration) Policy(base speed.Policy) (speed.Policy, error) {
-	if !c.Supported {
-		return speed.Policy{}, fmt.Errorf("%w: noise floor %s over 0.02", ErrUnsupportedLanes, c.NoiseFloor)
+	noise, err := strconv.ParseFloat(c.NoiseFloor, 64)
+	if err != nil {
+		return speed.Policy{}, fmt.Errorf("calibration noise_floor %q: %w", c.NoiseFloor, err)
+	}
+	if 2*noise > maxCalibratedMargin {
+		return speed.Policy{}, fmt.Errorf("%w: the stock engines disagreed by %s, which needs a min_margin of %s, over the %g a calibrated policy may require",
+			ErrUnsupportedLanes, c.NoiseFloor, speed.Format(2*noise), maxCalibratedMargin)
 	}
 	p := base
-	var err error
 	if p.MinMargin, err = strconv.ParseFloat(c.MinMargin, 64); err != nil {
 		return speed.Policy{}, fmt.Errorf("calibration min_margin %q: %w", c.MinMargin, err)
 	}

@@ -78,7 +78,15 @@ func TestCalibrationPolicy(t *testing.T) {
 	if p.MinWindows != base.MinWindows || p.MaxStageSeconds != base.MaxStageSeconds || p.NoiseMultiplier != base.NoiseMultiplier {
 		t.Fatalf("the deployment's values changed: %+v", p)
 	}
-	if _, err := cal([][3]float64{{100, 100, 103}}).Policy(base); !errors.Is(err, ErrUnsupportedLanes) {
-		t.Fatalf("drifting lanes gave a policy: %v", err)
+	// Lanes that drift past max_noise's cap still resolve a clear two-leg
+	// decision: the policy's margin covers twice what the rounds saw.
+	drifting := cal([][3]float64{{100, 100, 103}, {100, 110, 100}})
+	p, err = drifting.Policy(base)
+	if err != nil || drifting.Supported || p.MaxNoise != 0.02 || math.Abs(p.MinMargin-0.2) > 1e-12 {
+		t.Fatalf("drifting lanes: policy %+v, %v (supported %v)", p, err, drifting.Supported)
+	}
+	// A stock disagreement of 30 % would need a margin of 0.6.
+	if _, err := cal([][3]float64{{100, 130, 100}}).Policy(base); !errors.Is(err, ErrUnsupportedLanes) {
+		t.Fatalf("noisy lanes gave a policy: %v", err)
 	}
 }

@@ -49,10 +49,13 @@ so "passes" must be 0 for the policy to be safe on these lanes.
 
 With --policy-out, the speed policy the calibration supports is written
 too: the policy given (or the embedded one) with the calibration's
-min_margin and max_noise and its digest as calibration_digest, the policy
-qualify --policy takes. Lanes that drifted more than 0.02 support no
-policy: the calibration is still written, no policy is, and the command
-says why (exit 0; "policy_refused" in --json).
+min_margin (twice the noise floor, so no stock disagreement the rounds
+saw could pass) and max_noise, and its digest as calibration_digest: the
+policy qualify --policy takes. Lanes whose stock engines disagreed by more
+than 0.25 support no policy: the calibration is still written, no policy
+is, and the command says why (exit 0; "policy_refused" in --json). Lanes
+that drift more than 0.02 between B and B′ ("supported": false) get a
+policy on which only clear two-leg decisions conclude.
 
 With --candidate, the C arm runs that candidate's tree instead: the same
 rounds measure how often a candidate of a known speed difference passes,
@@ -86,7 +89,7 @@ infrastructure failure (a round that could not be graded).`,
 	f.BoolVar(&o.quality, "quality", false, "calibrate the pristine reference T's thresholds instead of the speed stage's")
 	f.IntVar(&o.rounds, "rounds", 5, "rounds of fresh B, C and B′ engines (at least 2)")
 	f.StringVar(&o.out, "out", "calibration.json", "the calibration file to write")
-	f.StringVar(&o.policyOut, "policy-out", "", "also write the speed policy this calibration supports: --policy (or the embedded v8 policy) with its min_margin and max_noise, bound to its digest; none when the lanes are too noisy")
+	f.StringVar(&o.policyOut, "policy-out", "", "also write the speed policy this calibration supports: --policy (or the embedded v8 policy) with its min_margin and max_noise, bound to its digest; none when the stock engines disagreed by more than 0.25")
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
 	return cmd
 }
@@ -199,6 +202,9 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 	}
 	if doc.PolicyFile != "" {
 		fmt.Fprintf(s.Out, "speed policy %s\n", doc.PolicyFile)
+		if !doc.Supported {
+			fmt.Fprintf(s.Out, "note: the stock engines drift more than max_noise may allow between B and B′: on these lanes only a clear two-leg decision (v7, a hot-swappable candidate) concludes; a three-read grade is NO_DECISION\n")
+		}
 	} else if doc.PolicyRefused != "" {
 		fmt.Fprintf(s.Out, "no speed policy written: %s\n", doc.PolicyRefused)
 	}
