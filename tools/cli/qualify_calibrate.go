@@ -52,7 +52,7 @@ too: the policy given (or the embedded one) with the calibration's
 min_margin (twice the noise floor, so no stock disagreement the rounds
 saw could pass) and max_noise, and its digest as calibration_digest: the
 policy qualify --policy takes. Lanes whose stock engines disagreed by more
-than 0.25 support no policy: the calibration is still written, no policy
+than 0.45 support no policy: the calibration is still written, no policy
 is, and the command says why (exit 0; "policy_refused" in --json). Lanes
 that drift more than 0.02 between B and B′ ("supported": false) get a
 policy on which only clear two-leg decisions conclude.
@@ -89,7 +89,7 @@ infrastructure failure (a round that could not be graded).`,
 	f.BoolVar(&o.quality, "quality", false, "calibrate the pristine reference T's thresholds instead of the speed stage's")
 	f.IntVar(&o.rounds, "rounds", 5, "rounds of fresh B, C and B′ engines (at least 2)")
 	f.StringVar(&o.out, "out", "calibration.json", "the calibration file to write")
-	f.StringVar(&o.policyOut, "policy-out", "", "also write the speed policy this calibration supports: --policy (or the embedded v8 policy) with its min_margin and max_noise, bound to its digest; none when the stock engines disagreed by more than 0.25")
+	f.StringVar(&o.policyOut, "policy-out", "", "also write the speed policy this calibration supports: --policy (or the embedded v8 policy) with its min_margin and max_noise, bound to its digest; none when the stock engines disagreed by more than 0.45")
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
 	return cmd
 }

@@ -12,7 +12,9 @@ import (
 	"github.com/cacheon/engine/settlement/evaluate"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
+	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // qualifyLedgerJSON is qualify --ledger's --json document.
@@ -67,6 +69,11 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 		return err
 	}
 	defer env.close()
+	// The proposal is measured over the ledger's own incumbent: a report
+	// over any other stack is a measurement settlement could never use.
+	if err := sameAsLedgerIncumbent(ctx, l, o.ledger, o.env.incumbent, env.stack.assembled); err != nil {
+		return err
+	}
 	runs := 0
 	doc := qualifyLedgerJSON{Steps: []evaluate.Step{}, Reports: []string{}}
 	qualifier := func(ctx context.Context, dir string, prior *qualify.Report) (*qualify.Report, []byte, error) {
@@ -142,6 +149,27 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 		return alreadyReported(exitWith(qualify.Fail.ExitCode(), errors.New(res.Reason)))
 	case ledger.NoDecision:
 		return alreadyReported(exitWith(qualify.NoDecision.ExitCode(), errors.New(res.Reason)))
+	}
+	return nil
+}
+
+// sameAsLedgerIncumbent refuses an incumbent file that does not assemble
+// to the ledger's current evaluation stack.
+func sameAsLedgerIncumbent(ctx context.Context, l *ledger.Ledger, db, path string, a *stack.Assembled) error {
+	cur, err := l.CurrentStack(ctx)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		return reject.Wrap(fmt.Errorf("%s: no evaluation stack yet: record the first one with cacheon settle --ledger %s --init STACK.hcl --init-tree DIGEST", db, db))
+	}
+	d, err := a.Manifest.Digest()
+	if err != nil {
+		return err
+	}
+	if d != cur.StackDigest {
+		return reject.Wrap(fmt.Errorf("%s assembles to stack %s, but the current evaluation stack of %s is %s: qualify over the ledger's incumbent (cacheon stack export --ledger %s --out FILE, then --incumbent FILE)",
+			path, d, db, cur.StackDigest, db))
 	}
 	return nil
 }

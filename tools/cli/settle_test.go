@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/settle/settletest"
+	"github.com/cacheon/engine/tools/testtree"
 )
 
 // settleFixture is a ledger with one proposal qualified by an
@@ -130,5 +131,34 @@ func TestSettleRefusesOneQualification(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "", "settle", "--ledger", filepath.Join(t.TempDir(), "missing.db")); code != 1 {
 		t.Errorf("settle of a missing ledger: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestQualifyLedgerRefusesAnotherIncumbent: qualify --ledger measures a
+// proposal over the ledger's current evaluation stack; an --incumbent that
+// assembles to another stack is refused before any engine starts, naming
+// both digests and how to get the ledger's own.
+func TestQualifyLedgerRefusesAnotherIncumbent(t *testing.T) {
+	f, _ := settleFixture(t, true)
+	src, err := os.ReadFile(filepath.Join(f.WS, "stacks", "incumbent.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(f.WS, "stacks", "other.hcl")
+	edited := strings.Replace(string(src), "//kernels/contributions:rmsnorm_triton", "//kernels/contributions:rmsnorm_torch", 1)
+	if edited == string(src) {
+		t.Fatal("the incumbent has no rmsnorm_triton entry to change")
+	}
+	if err := os.WriteFile(other, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reference := filepath.Join(f.WS, "stacks", "reference.hcl")
+	if _, err := os.Stat(reference); err != nil {
+		testtree.Copy(t, "../../stacks/reference.hcl", reference)
+	}
+	code, out, errOut := run(t, "", "qualify", "--ledger", f.Path, "--workspace", f.WS, "--incumbent", other,
+		"--reference", reference, "--out", filepath.Join(t.TempDir(), "q"), "--json")
+	if code != 2 || !strings.Contains(out+errOut, "current evaluation stack of") || !strings.Contains(out+errOut, "stack export --ledger") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 }
