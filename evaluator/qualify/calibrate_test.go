@@ -85,8 +85,8 @@ func TestCalibrationPolicy(t *testing.T) {
 	if err != nil || drifting.Supported || p.MaxNoise != 0.02 || math.Abs(p.MinMargin-0.2) > 1e-12 {
 		t.Fatalf("drifting lanes: policy %+v, %v (supported %v)", p, err, drifting.Supported)
 	}
-	// A stock disagreement of 30 % would need a margin of 0.6.
-	if _, err := cal([][3]float64{{100, 130, 100}}).Policy(base); !errors.Is(err, ErrUnsupportedLanes) {
+	// A stock disagreement of 50 % would need a margin of 1.
+	if _, err := cal([][3]float64{{100, 150, 100}}).Policy(base); !errors.Is(err, ErrUnsupportedLanes) {
 		t.Fatalf("noisy lanes gave a policy: %v", err)
 	}
 }
