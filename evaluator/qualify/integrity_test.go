@@ -245,3 +245,28 @@ func TestQualifyDoesNotPassStockRebundled(t *testing.T) {
 		t.Fatalf("regrade: %v", err)
 	}
 }
+
+// TestForgedFramesGainNothing: a kernel that writes forged engine frames
+// (a ready frame, a prefill answer, a decode answer with made-up tokens
+// and a tiny time) on every descriptor from 1 to 9, at import and on every
+// call (integrity class 6). The scan refuses it (os.write); past the scan,
+// the engine's frames pipe is one of those descriptors, so the controller
+// does read the forgeries, and must refuse the candidate's engine for
+// them rather than take a forged answer or a forged time.
+func TestForgedFramesGainNothing(t *testing.T) {
+	f := enginetest.New(t)
+	o := qualifyOptions(t, f, "kernels/fixtures/rmsnorm_forges_frames")
+	req := o.Plan
+	req.TreeDir = filepath.Join(f.Run, "trees")
+	planned, err := plan.Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := arms(f)[1].Spec
+	spec.Tree = planned.CandidateTree
+	out := screenServing(context.Background(), f.Iso, spec, o.Workload.PromptBatches[0])
+	t.Logf("serving: %s %s", out.Decision, out.Reason)
+	if out.Decision != Fail || !strings.Contains(out.Reason, "C") {
+		t.Fatalf("serving screen %s %q, want a FAIL of the candidate's engine", out.Decision, out.Reason)
+	}
+}
