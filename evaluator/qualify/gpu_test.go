@@ -36,14 +36,10 @@ workload "gpu-aa" {
 }
 `
 
-// TestCalibrateOnTheGPU runs stock-versus-stock rounds of the v8 schedule
-// on a GPU, in sandboxed engines with CUDA graphs: the A/A noise of the
-// lane. It runs only where CACHEON_TEST_DEVICE=cuda; the rounds and the
-// calibration are written to $CACHEON_TEST_OUT when set.
-func TestCalibrateOnTheGPU(t *testing.T) {
-	if os.Getenv("CACHEON_TEST_DEVICE") != "cuda" {
-		t.Skip("set CACHEON_TEST_DEVICE=cuda to run on a GPU")
-	}
+// gpuArms are stock B, C and B′ engines on the GPU with CUDA graphs,
+// sandboxed, over the GPU test workload.
+func gpuArms(t *testing.T) (enginetest.Fixture, *workload.Workload, []Arm) {
+	t.Helper()
 	f := enginetest.New(t)
 	f.Iso.Devices = lanes.DeviceNodes()
 	w, diags := workload.Parse("gpu.hcl", []byte(gpuWorkload))
@@ -55,6 +51,18 @@ func TestCalibrateOnTheGPU(t *testing.T) {
 		arms = append(arms, Arm{Role: r, Spec: engine.Spec{Python: f.Python, Root: f.Root, Tree: f.Tree, Model: f.Model,
 			Device: "cuda", Graph: true, WorkDir: armDir(f.Run, r), StartTimeout: 5 * time.Minute, BatchTimeout: 2 * time.Minute}})
 	}
+	return f, w, arms
+}
+
+// TestCalibrateOnTheGPU runs stock-versus-stock rounds of the v8 schedule
+// on a GPU, in sandboxed engines with CUDA graphs: the A/A noise of the
+// lane. It runs only where CACHEON_TEST_DEVICE=cuda; the rounds and the
+// calibration are written to $CACHEON_TEST_OUT when set.
+func TestCalibrateOnTheGPU(t *testing.T) {
+	if os.Getenv("CACHEON_TEST_DEVICE") != "cuda" {
+		t.Skip("set CACHEON_TEST_DEVICE=cuda to run on a GPU")
+	}
+	f, w, arms := gpuArms(t)
 	p := testPolicy()
 	p.MinWindows = 8
 	start := time.Now()
@@ -82,17 +90,7 @@ func TestIdleEnginesAreQuietOnTheGPU(t *testing.T) {
 	if os.Getenv("CACHEON_TEST_DEVICE") != "cuda" {
 		t.Skip("set CACHEON_TEST_DEVICE=cuda to run on a GPU")
 	}
-	f := enginetest.New(t)
-	f.Iso.Devices = lanes.DeviceNodes()
-	w, diags := workload.Parse("gpu.hcl", []byte(gpuWorkload))
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	var arms []Arm
-	for _, r := range []speed.Role{speed.B, speed.C, speed.BPrime} {
-		arms = append(arms, Arm{Role: r, Spec: engine.Spec{Python: f.Python, Root: f.Root, Tree: f.Tree, Model: f.Model,
-			Device: "cuda", Graph: true, WorkDir: armDir(f.Run, r), StartTimeout: 5 * time.Minute, BatchTimeout: 2 * time.Minute}})
-	}
+	f, w, arms := gpuArms(t)
 	// The accounting sees into the sandbox: an engine that loaded torch
 	// and CUDA has consumed CPU time, and its tree shows it.
 	e, err := engine.Start(context.Background(), f.Iso, arms[0].Spec)

@@ -133,24 +133,8 @@ func Mirror(src, dst *remote.Registry, opts Options) (*MirrorResult, error) {
 			}
 		}
 	}
-	if opts.LegacyTags {
-		progress("writing the legacy .sig and .att tags")
-		if res.LegacyTags, err = legacyTags(repo, desc, refs, ropts); err != nil {
-			return nil, err
-		}
-	}
-	if tag, ok := ref.(name.Tag); ok {
-		progress(fmt.Sprintf("tagging %s", tag))
-		if err := ggcr.Tag(tag, img, ropts...); err != nil {
-			return nil, fmt.Errorf("tag %s: %w", tag, err)
-		}
-		got, err := ggcr.Head(tag, ropts...)
-		if err != nil {
-			return nil, fmt.Errorf("read back %s: %w", tag, err)
-		}
-		if got.Digest != desc.Digest {
-			return nil, fmt.Errorf("%s resolves to %s after mirroring, want %s", tag, got.Digest, desc.Digest)
-		}
+	if res.LegacyTags, err = finish(ref, img, desc, refs, opts.LegacyTags, ropts, progress, "mirroring"); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -197,9 +197,21 @@ func Publish(l *store.Layout, target *remote.Registry, opts Options) (*Result, e
 		}
 		res.Artifacts = append(res.Artifacts, r.ArtifactType+"@"+d.Digest.String())
 	}
-	if opts.LegacyTags {
+	if res.LegacyTags, err = finish(ref, img, desc, refs, opts.LegacyTags, ropts, progress, "publishing"); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// finish writes cosign's legacy tags when legacy is set, then the tag of
+// ref, last of all, and checks that it reads back as desc; verb says what
+// was done ("publishing", "mirroring"). It returns the legacy tags.
+func finish(ref name.Reference, img ggcr.Taggable, desc v1.Descriptor, refs []store.Referrer, legacy bool, ropts []ggcr.Option, progress func(string), verb string) ([]string, error) {
+	var tags []string
+	if legacy {
 		progress("writing the legacy .sig and .att tags")
-		if res.LegacyTags, err = legacyTags(repo, desc, refs, ropts); err != nil {
+		var err error
+		if tags, err = legacyTags(ref.Context(), desc, refs, ropts); err != nil {
 			return nil, err
 		}
 	}
@@ -213,10 +225,10 @@ func Publish(l *store.Layout, target *remote.Registry, opts Options) (*Result, e
 			return nil, fmt.Errorf("read back %s: %w", tag, err)
 		}
 		if got.Digest != desc.Digest {
-			return nil, fmt.Errorf("%s resolves to %s after publishing, want %s", tag, got.Digest, desc.Digest)
+			return nil, fmt.Errorf("%s resolves to %s after %s, want %s", tag, got.Digest, verb, desc.Digest)
 		}
 	}
-	return res, nil
+	return tags, nil
 }
 
 // legacyTags writes cosign's legacy tags for the image desc, for clients

@@ -330,9 +330,8 @@ func ReadImageManifest(t testing.TB, dir string) (v1.Descriptor, *v1.Manifest) {
 	return desc, m
 }
 
-// referrer returns the one attached artifact of type typ; for bundles,
-// the provenance's (the SBOM attestation's is SBOMAttestation).
-func referrer(t testing.TB, dir, typ string) store.Referrer {
+// attached returns every artifact attached to the layout's image.
+func attached(t testing.TB, dir string) []store.Referrer {
 	t.Helper()
 	l, err := store.OpenLayout(dir)
 	if err != nil {
@@ -346,7 +345,14 @@ func referrer(t testing.TB, dir, typ string) store.Referrer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range refs {
+	return refs
+}
+
+// referrer returns the one attached artifact of type typ; for bundles,
+// the provenance's (the SBOM attestation's is SBOMAttestation).
+func referrer(t testing.TB, dir, typ string) store.Referrer {
+	t.Helper()
+	for _, r := range attached(t, dir) {
 		if r.ArtifactType == typ && (typ != store.ArtifactBundle || r.Annotations[store.AnnotationPredicateType] != sbom.PredicateType) {
 			return r
 		}
@@ -359,19 +365,7 @@ func referrer(t testing.TB, dir, typ string) store.Referrer {
 // attestation.
 func SBOMAttestation(t testing.TB, dir string) store.Referrer {
 	t.Helper()
-	l, err := store.OpenLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := l.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	refs, err := store.Referrers(l, desc.Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range refs {
+	for _, r := range attached(t, dir) {
 		if r.ArtifactType == store.ArtifactBundle && r.Annotations[store.AnnotationPredicateType] == sbom.PredicateType {
 			return r
 		}
