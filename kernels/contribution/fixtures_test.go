@@ -58,7 +58,7 @@ var fixtures = map[string]fixtureExpectation{
 	"rmsnorm_side_stream":             {stage: "gpu"},
 	"rmsnorm_wrong_when_captured":     {stage: "gpu"},
 	"rmsnorm_wrong_unless_captured":   {stage: "gpu"},
-	"rmsnorm_forges_frames":         {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "os.write"},
+	"rmsnorm_forges_frames":           {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "os.write"},
 	"rmsnorm_gc_steals_expected":      {stage: "scan", scanRule: scan.RuleIntrospection, contains: "get_objects"},
 	"rmsnorm_lazy_subclass":           {stage: "scan", scanRule: scan.RuleDunderAttribute, contains: "__class__"},
 	"banned_import":                   {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
