@@ -735,7 +735,13 @@ func (p *parser) parameters(closer string, annotated bool) *Arguments {
 		p.fail("named arguments must follow bare *")
 	}
 	a.Defaults = defaults
-	a.Loc = Loc{start, p.prevEnd()}
+	// An empty list ("lambda  :", "def f( ):") ends before the closer it
+	// starts at: it spans nothing there, not backwards to the last token.
+	end := p.prevEnd()
+	if end < start {
+		end = start
+	}
+	a.Loc = Loc{start, end}
 	return a
 }
 
