@@ -1,0 +1,423 @@
+package channel
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/theupdateframework/go-tuf/v2/metadata"
+	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
+
+	"github.com/cacheon/engine/tools/atomicwrite"
+)
+
+// MaxFileBytes bounds every file read from a channel: metadata and release
+// records are small, and a hostile mirror must not make a client read
+// without end.
+const MaxFileBytes = 16 << 20
+
+// maxRootVersions bounds the root chain a client walks in one update.
+const maxRootVersions = 1024
+
+// Source reads a channel's files by their name in the repository
+// (root.json, 2.root.json, targets/NAME/VERSION.json). A missing file is
+// an error wrapping fs.ErrNotExist.
+type Source interface {
+	Read(name string) ([]byte, error)
+	String() string
+}
+
+// Dir is a channel in a local directory (the publisher's, or a mirror).
+type Dir string
+
+func (d Dir) String() string { return string(d) }
+
+// Read reads name under the directory: a plain file of at most
+// MaxFileBytes, never through a symbolic link.
+func (d Dir) Read(name string) ([]byte, error) {
+	if !fs.ValidPath(name) {
+		return nil, fmt.Errorf("channel file name %q is not a clean relative path", name)
+	}
+	p := filepath.Join(string(d), filepath.FromSlash(name))
+	info, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("channel file %s is not a regular file (%s)", name, info.Mode().Type())
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readLimited(f, name)
+}
+
+func readLimited(r io.Reader, name string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("channel file %s is larger than %d bytes", name, MaxFileBytes)
+	}
+	return b, nil
+}
+
+// Options say how to check a channel.
+type Options struct {
+	Source Source
+	// TrustedRoot is root metadata the consumer obtained out of band (any
+	// version of the channel's root; usually 1.root.json, shipped with
+	// the release key). Newer roots are walked from the channel.
+	TrustedRoot []byte
+	// Now is when expiry is judged; zero means now.
+	Now time.Time
+	// State, when set, is a directory where the metadata trusted last is
+	// kept: a later check refuses a channel whose metadata is older
+	// (rollback), and starts from the newest root it trusted.
+	State string
+}
+
+// Status is what a channel check established, for reports.
+type Status struct {
+	Source           string    `json:"source"`
+	RootVersion      int64     `json:"root_version"`
+	TargetsVersion   int64     `json:"targets_version"`
+	SnapshotVersion  int64     `json:"snapshot_version"`
+	TimestampVersion int64     `json:"timestamp_version"`
+	TimestampSigned  time.Time `json:"timestamp_signed"`
+	TimestampExpires time.Time `json:"timestamp_expires"`
+	// Age is how long ago the timestamp was signed, as of the check.
+	Age string `json:"age"`
+}
+
+// Channel is a channel whose metadata verified.
+type Channel struct {
+	Status  Status
+	targets *metadata.Metadata[metadata.TargetsType]
+	src     Source
+	now     time.Time
+}
+
+// Entry is one release the channel lists.
+type Entry struct {
+	Record    Record      `json:"record"`
+	Withdrawn *Withdrawal `json:"withdrawn,omitempty"`
+}
+
+// Load runs TUF's client workflow over the channel: walk the root chain
+// from the trusted root, then timestamp, snapshot and targets, each signed
+// by its role's keys under the newest root, none expired at opts.Now, no
+// version older than the state's. Every refusal wraps ErrChannel.
+func Load(opts Options) (*Channel, error) {
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	now = now.UTC()
+	src := opts.Source
+	read := func(name string) ([]byte, error) {
+		b, err := src.Read(name)
+		if err != nil {
+			return nil, refuse("%s: %s: %v", src, name, err)
+		}
+		return b, nil
+	}
+	state := stateDir(opts.State)
+	rootData := opts.TrustedRoot
+	if b, ok := state.read("root.json"); ok {
+		rootData = b
+	}
+	if len(rootData) == 0 {
+		return nil, refuse("no trusted root metadata given (the channel's 1.root.json, obtained with the release key)")
+	}
+	trusted, err := trustedmetadata.New(rootData)
+	if err != nil {
+		return nil, refuse("trusted root: %v", err)
+	}
+	trusted.RefTime = now
+	// Walk the root chain: N+1.root.json must be signed by N's root keys
+	// and its own.
+	for i := 0; i < maxRootVersions; i++ {
+		name := itoa(trusted.Root.Signed.Version+1) + ".root.json"
+		b, err := src.Read(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return nil, refuse("%s: %s: %v", src, name, err)
+		}
+		if _, err := trusted.UpdateRoot(b); err != nil {
+			return nil, refuse("%s: %s: %v", src, name, err)
+		}
+	}
+	rootVersion := trusted.Root.Signed.Version
+	if trusted.Root.Signed.IsExpired(now) {
+		return nil, refuse("%s: root version %d expired on %s (%s); the channel's root keys must sign a new root", src, rootVersion, trusted.Root.Signed.Expires.Format(time.RFC3339), age(now, trusted.Root.Signed.Expires))
+	}
+	// The metadata trusted last, loaded first so the channel's may not be
+	// older. It may have expired since, or have been signed by a key that
+	// was rotated out: then it is no reference and is skipped.
+	if b, ok := state.read("timestamp.json"); ok {
+		_, _ = trusted.UpdateTimestamp(b)
+	}
+	tsData, err := read("timestamp.json")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := trusted.UpdateTimestamp(tsData); err != nil {
+		var equal *metadata.ErrEqualVersionNumber
+		if !errors.As(err, &equal) {
+			return nil, refuse("%s: timestamp.json: %v%s", src, err, expiredTimestampDetail(trusted, now))
+		}
+		// The same version as trusted last: keep that one.
+		if trusted.Timestamp.Signed.IsExpired(now) {
+			return nil, refuse("%s: timestamp.json: %v%s", src, &metadata.ErrExpiredMetadata{Msg: "timestamp.json is expired"}, expiredTimestampDetail(trusted, now))
+		}
+	}
+	if b, ok := state.read("snapshot.json"); ok {
+		_, _ = trusted.UpdateSnapshot(b, true)
+	}
+	snapData, err := read("snapshot.json")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := trusted.UpdateSnapshot(snapData, false); err != nil {
+		return nil, refuse("%s: snapshot.json: %v", src, err)
+	}
+	targetsData, err := read("targets.json")
+	if err != nil {
+		return nil, err
+	}
+	targets, err := trusted.UpdateTargets(targetsData)
+	if err != nil {
+		return nil, refuse("%s: targets.json: %v", src, err)
+	}
+	ts := trusted.Timestamp.Signed
+	st := Status{
+		Source: src.String(), RootVersion: rootVersion, TargetsVersion: targets.Signed.Version,
+		SnapshotVersion: trusted.Snapshot.Signed.Version, TimestampVersion: ts.Version,
+		TimestampExpires: ts.Expires.UTC(),
+	}
+	if s, ok := ts.UnrecognizedFields[signedAtField].(string); ok {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			st.TimestampSigned = t.UTC()
+			st.Age = age(now, t)
+		}
+	}
+	if err := state.save(map[string][]byte{
+		"root.json": mustBytes(trusted.Root.ToBytes(true)), "timestamp.json": tsData,
+		"snapshot.json": snapData, "targets.json": targetsData,
+	}); err != nil {
+		return nil, fmt.Errorf("save channel state: %w", err)
+	}
+	return &Channel{Status: st, targets: targets, src: src, now: now}, nil
+}
+
+func expiredTimestampDetail(trusted *trustedmetadata.TrustedMetadata, now time.Time) string {
+	if trusted.Timestamp == nil || !trusted.Timestamp.Signed.IsExpired(now) {
+		return ""
+	}
+	return fmt.Sprintf(" (version %d expired on %s, %s: the channel is not being refreshed, or this mirror is stale)", trusted.Timestamp.Signed.Version, trusted.Timestamp.Signed.Expires.Format(time.RFC3339), age(now, trusted.Timestamp.Signed.Expires))
+}
+
+func mustBytes(b []byte, err error) []byte {
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Releases lists every release of name the channel holds (all names when
+// name is empty), ordered by name then version.
+func (c *Channel) Releases(name string) ([]Entry, error) {
+	return entries(c.targets, func(rel string) ([]byte, error) { return c.src.Read("targets/" + rel) }, name)
+}
+
+// entries reads and checks every target record (of name, when set).
+func entries(targets *metadata.Metadata[metadata.TargetsType], read func(string) ([]byte, error), name string) ([]Entry, error) {
+	var out []Entry
+	for p, tf := range targets.Signed.Targets {
+		dir, _ := path.Split(p)
+		if name != "" && dir != name+"/" {
+			continue
+		}
+		b, err := read(p)
+		if err != nil {
+			return nil, refuse("release record %s: %v", p, err)
+		}
+		if err := tf.VerifyLengthHashes(b); err != nil {
+			return nil, refuse("release record %s does not match its signed length and hash: %v", p, err)
+		}
+		rec, err := parseRecord(b)
+		if err != nil {
+			return nil, refuse("%s: %v", p, err)
+		}
+		if targetPath(rec.Name, rec.Version) != p {
+			return nil, refuse("release record %s names %s %s: a record must live at NAME/VERSION.json", p, rec.Name, rec.Version)
+		}
+		out = append(out, Entry{Record: *rec, Withdrawn: withdrawalOf(tf)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Record.Name != out[j].Record.Name {
+			return out[i].Record.Name < out[j].Record.Name
+		}
+		return CompareVersions(out[i].Record.Version, out[j].Record.Version) < 0
+	})
+	return out, nil
+}
+
+// Query says which release of a name is acceptable.
+type Query struct {
+	Name string
+	// Version pins an exact version (it must be listed and not
+	// withdrawn). Without it the name's current release is wanted: the
+	// highest version not withdrawn.
+	Version string
+	// MinVersion, with the current release, also refuses a current
+	// release below it (a channel frozen or rolled back to older
+	// releases, seen by a client with no state).
+	MinVersion string
+}
+
+// Selection is the release a query accepts, with what the channel said.
+type Selection struct {
+	Record  Record `json:"record"`
+	Current string `json:"current"`
+	Status  Status `json:"channel"`
+}
+
+// Select returns the release the query accepts.
+func (c *Channel) Select(q Query) (*Selection, error) {
+	if err := CheckName(q.Name); err != nil {
+		return nil, refuse("%v", err)
+	}
+	for _, v := range []string{q.Version, q.MinVersion} {
+		if v != "" {
+			if err := CheckVersion(v); err != nil {
+				return nil, refuse("%v", err)
+			}
+		}
+	}
+	if q.Version != "" && q.MinVersion != "" {
+		return nil, refuse("give a version or a minimum version, not both")
+	}
+	all, err := c.Releases(q.Name)
+	if err != nil {
+		return nil, err
+	}
+	var current *Entry
+	byVersion := map[string]*Entry{}
+	for i := range all {
+		e := &all[i]
+		byVersion[e.Record.Version] = e
+		if e.Withdrawn == nil {
+			current = e // sorted ascending: the last one not withdrawn
+		}
+	}
+	sel := &Selection{Status: c.Status}
+	if current != nil {
+		sel.Current = current.Record.Version
+	}
+	if q.Version != "" {
+		e, ok := byVersion[q.Version]
+		if !ok {
+			return nil, refuse("%s %s is not published in the channel (current: %s)", q.Name, q.Version, orNone(sel.Current))
+		}
+		if e.Withdrawn != nil {
+			return nil, refuse("%s %s was withdrawn on %s: %s", q.Name, q.Version, e.Withdrawn.WithdrawnAt.Format(time.RFC3339), e.Withdrawn.Reason)
+		}
+		sel.Record = e.Record
+		return sel, nil
+	}
+	if current == nil {
+		if len(all) > 0 {
+			return nil, refuse("every release of %s in the channel is withdrawn", q.Name)
+		}
+		return nil, refuse("the channel publishes no release named %s", q.Name)
+	}
+	if q.MinVersion != "" && CompareVersions(current.Record.Version, q.MinVersion) < 0 {
+		return nil, refuse("the current release of %s is %s, below the minimum %s (a frozen or rolled-back channel)", q.Name, current.Record.Version, q.MinVersion)
+	}
+	sel.Record = current.Record
+	return sel, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// Match checks that a verified release is the selected one: the same
+// image (or, inside a running image that knows no manifest digest, the
+// same release descriptor) signed by the key the channel recorded.
+func (s *Selection) Match(imageDigest, descriptorDigest, keyID string) error {
+	r := s.Record
+	if imageDigest != "" && imageDigest != r.ImageDigest {
+		return refuse("the release is image %s, but the channel's %s %s is %s%s", imageDigest, r.Name, r.Version, r.ImageDigest, s.staleHint())
+	}
+	if descriptorDigest != r.DescriptorDigest {
+		return refuse("the release descriptor is %s, but the channel's %s %s has %s%s", descriptorDigest, r.Name, r.Version, r.DescriptorDigest, s.staleHint())
+	}
+	if keyID != r.KeyID {
+		return refuse("the release is signed by key %s, but the channel recorded key %s for %s %s", keyID, r.KeyID, r.Name, r.Version)
+	}
+	return nil
+}
+
+func (s *Selection) staleHint() string {
+	if s.Record.Version == s.Current {
+		return " (an older or other release under this name is not the current one)"
+	}
+	return ""
+}
+
+// state is the directory of metadata trusted last ("" keeps none).
+type stateDir string
+
+func (d stateDir) read(name string) ([]byte, bool) {
+	if d == "" {
+		return nil, false
+	}
+	b, err := Dir(d).Read(name)
+	return b, err == nil
+}
+
+func (d stateDir) save(files map[string][]byte) error {
+	if d == "" {
+		return nil
+	}
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if files[n] == nil {
+			continue
+		}
+		if err := atomicwrite.WriteFile(filepath.Join(string(d), n), files[n], 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sha256Sum(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
+}

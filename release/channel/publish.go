@@ -1,0 +1,482 @@
+package channel
+
+import (
+	"bytes"
+	"crypto"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/theupdateframework/go-tuf/v2/metadata"
+
+	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/reject"
+)
+
+// Roles a key can hold. The online key signs both snapshot and timestamp.
+const (
+	RoleRoot    = "root"
+	RoleTargets = "targets"
+	RoleOnline  = "online"
+)
+
+// signedAtField is an extra field of the signed timestamp: when it was
+// signed, so a consumer can say how old the channel's view is (TUF
+// metadata carries only an expiry).
+const signedAtField = "cacheon_signed_at"
+
+// Keys are the private keys an operation needs; the rest may be nil.
+type Keys struct {
+	Root    crypto.Signer
+	Targets crypto.Signer
+	Online  crypto.Signer
+}
+
+// Expiry is how long each role's metadata stays valid after signing.
+type Expiry struct {
+	Root, Targets, Snapshot, Timestamp time.Duration
+}
+
+// DefaultExpiry: the root for a year, the release list for 90 days, the
+// snapshot for a week and the timestamp for a day (refresh it daily).
+var DefaultExpiry = Expiry{
+	Root:      365 * 24 * time.Hour,
+	Targets:   90 * 24 * time.Hour,
+	Snapshot:  7 * 24 * time.Hour,
+	Timestamp: 24 * time.Hour,
+}
+
+// Repo is a channel's metadata as its publisher holds it.
+type Repo struct {
+	dir       string
+	now       time.Time
+	expiry    Expiry
+	root      *metadata.Metadata[metadata.RootType]
+	targets   *metadata.Metadata[metadata.TargetsType]
+	snapshot  *metadata.Metadata[metadata.SnapshotType]
+	timestamp *metadata.Metadata[metadata.TimestampType]
+	// files to write, in order, when the operation commits
+	pending []pendingFile
+}
+
+type pendingFile struct {
+	rel  string
+	data []byte
+}
+
+func tufSigner(s crypto.Signer) (signature.Signer, error) {
+	if s == nil {
+		return nil, errors.New("no key given")
+	}
+	return signature.LoadSigner(s, crypto.SHA256)
+}
+
+func tufKey(s crypto.Signer) (*metadata.Key, string, error) {
+	k, err := metadata.KeyFromPublicKey(s.Public())
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := k.ID()
+	if err != nil {
+		return nil, "", err
+	}
+	return k, id, nil
+}
+
+// Init creates a channel in dir (which must not hold one): root version 1
+// naming the three keys, an empty release list, snapshot and timestamp.
+func Init(dir string, keys Keys, now time.Time, expiry Expiry) error {
+	if keys.Root == nil || keys.Targets == nil || keys.Online == nil {
+		return reject.New("channel init needs the root, targets and online keys")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "root.json")); err == nil {
+		return reject.Errorf("%s already holds a channel (root.json exists)", dir)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	now = now.UTC().Truncate(time.Second)
+	root := metadata.Root(now.Add(expiry.Root))
+	root.Signed.ConsistentSnapshot = false
+	for _, rk := range []struct {
+		key   crypto.Signer
+		roles []string
+	}{
+		{keys.Root, []string{metadata.ROOT}},
+		{keys.Targets, []string{metadata.TARGETS}},
+		{keys.Online, []string{metadata.SNAPSHOT, metadata.TIMESTAMP}},
+	} {
+		k, _, err := tufKey(rk.key)
+		if err != nil {
+			return reject.Errorf("channel key: %w", err)
+		}
+		for _, role := range rk.roles {
+			if err := root.Signed.AddKey(k, role); err != nil {
+				return err
+			}
+		}
+	}
+	r := &Repo{
+		dir: dir, now: now, expiry: expiry, root: root,
+		targets:   metadata.Targets(now.Add(expiry.Targets)),
+		snapshot:  metadata.Snapshot(now.Add(expiry.Snapshot)),
+		timestamp: metadata.Timestamp(now.Add(expiry.Timestamp)),
+	}
+	if err := r.signRoot(keys.Root); err != nil {
+		return err
+	}
+	if err := r.signTargets(keys.Targets, false); err != nil {
+		return err
+	}
+	if err := r.signSnapshotAndTimestamp(keys.Online, false); err != nil {
+		return err
+	}
+	return r.commit()
+}
+
+// Open reads the channel in dir for an operation at now, checking every
+// role's metadata against the root as a client would, so a publisher never
+// extends a channel it could not itself verify.
+func Open(dir string, now time.Time, expiry Expiry) (*Repo, error) {
+	r := &Repo{dir: dir, now: now.UTC().Truncate(time.Second), expiry: expiry}
+	read := func(name string) ([]byte, error) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, reject.Errorf("%s holds no channel: %s is missing (cacheon release channel init)", dir, name)
+		}
+		return b, err
+	}
+	var err error
+	var b []byte
+	if b, err = read("root.json"); err != nil {
+		return nil, err
+	}
+	if r.root, err = metadata.Root().FromBytes(b); err != nil {
+		return nil, reject.Errorf("%s: root.json: %w", dir, err)
+	}
+	if b, err = read("targets.json"); err != nil {
+		return nil, err
+	}
+	if r.targets, err = metadata.Targets().FromBytes(b); err != nil {
+		return nil, reject.Errorf("%s: targets.json: %w", dir, err)
+	}
+	if b, err = read("snapshot.json"); err != nil {
+		return nil, err
+	}
+	if r.snapshot, err = metadata.Snapshot().FromBytes(b); err != nil {
+		return nil, reject.Errorf("%s: snapshot.json: %w", dir, err)
+	}
+	if b, err = read("timestamp.json"); err != nil {
+		return nil, err
+	}
+	if r.timestamp, err = metadata.Timestamp().FromBytes(b); err != nil {
+		return nil, reject.Errorf("%s: timestamp.json: %w", dir, err)
+	}
+	for role, md := range map[string]any{metadata.ROOT: r.root, metadata.TARGETS: r.targets, metadata.SNAPSHOT: r.snapshot, metadata.TIMESTAMP: r.timestamp} {
+		if err := r.root.VerifyDelegate(role, md); err != nil {
+			return nil, reject.Errorf("%s: %s.json does not verify against root.json: %w", dir, role, err)
+		}
+	}
+	return r, nil
+}
+
+func sign[T metadata.Roles](md *metadata.Metadata[T], key crypto.Signer, what string) error {
+	s, err := tufSigner(key)
+	if err != nil {
+		return reject.Errorf("sign %s: %w", what, err)
+	}
+	md.ClearSignatures()
+	if _, err := md.Sign(s); err != nil {
+		return fmt.Errorf("sign %s: %w", what, err)
+	}
+	return nil
+}
+
+// signRoot signs the root with every key given (a rotation signs with the
+// old and the new root keys) and queues N.root.json and root.json.
+func (r *Repo) signRoot(keys ...crypto.Signer) error {
+	r.root.ClearSignatures()
+	for _, k := range keys {
+		s, err := tufSigner(k)
+		if err != nil {
+			return reject.Errorf("sign root: %w", err)
+		}
+		if _, err := r.root.Sign(s); err != nil {
+			return fmt.Errorf("sign root: %w", err)
+		}
+	}
+	if err := r.root.VerifyDelegate(metadata.ROOT, r.root); err != nil {
+		return reject.Errorf("root version %d is not signed by its own root keys: %w", r.root.Signed.Version, err)
+	}
+	b, err := r.root.ToBytes(true)
+	if err != nil {
+		return err
+	}
+	r.pending = append(r.pending, pendingFile{itoa(r.root.Signed.Version) + ".root.json", b}, pendingFile{"root.json", b})
+	return nil
+}
+
+// signTargets signs the release list (a new version when bump) and
+// records it in the snapshot.
+func (r *Repo) signTargets(key crypto.Signer, bump bool) error {
+	if bump {
+		r.targets.Signed.Version++
+	}
+	r.targets.Signed.Expires = r.now.Add(r.expiry.Targets)
+	if err := sign(r.targets, key, "targets"); err != nil {
+		return err
+	}
+	if err := r.root.VerifyDelegate(metadata.TARGETS, r.targets); err != nil {
+		return reject.Errorf("the targets key given is not the channel's targets key: %w", err)
+	}
+	b, err := r.targets.ToBytes(true)
+	if err != nil {
+		return err
+	}
+	r.snapshot.Signed.Meta["targets.json"] = metadata.MetaFile(r.targets.Signed.Version)
+	r.pending = append(r.pending, pendingFile{"targets.json", b})
+	return nil
+}
+
+// signSnapshotAndTimestamp signs a new snapshot and a timestamp naming it
+// (new versions when bump).
+func (r *Repo) signSnapshotAndTimestamp(key crypto.Signer, bump bool) error {
+	if bump {
+		r.snapshot.Signed.Version++
+		r.timestamp.Signed.Version++
+	}
+	r.snapshot.Signed.Expires = r.now.Add(r.expiry.Snapshot)
+	if err := sign(r.snapshot, key, "snapshot"); err != nil {
+		return err
+	}
+	if err := r.root.VerifyDelegate(metadata.SNAPSHOT, r.snapshot); err != nil {
+		return reject.Errorf("the online key given is not the channel's snapshot key: %w", err)
+	}
+	snap, err := r.snapshot.ToBytes(true)
+	if err != nil {
+		return err
+	}
+	meta := metadata.MetaFile(r.snapshot.Signed.Version)
+	meta.Length = int64(len(snap))
+	meta.Hashes = metadata.Hashes{"sha256": sha256Sum(snap)}
+	r.timestamp.Signed.Meta["snapshot.json"] = meta
+	r.timestamp.Signed.Expires = r.now.Add(r.expiry.Timestamp)
+	if r.timestamp.Signed.UnrecognizedFields == nil {
+		r.timestamp.Signed.UnrecognizedFields = map[string]any{}
+	}
+	r.timestamp.Signed.UnrecognizedFields[signedAtField] = r.now.Format(time.RFC3339)
+	if err := sign(r.timestamp, key, "timestamp"); err != nil {
+		return err
+	}
+	if err := r.root.VerifyDelegate(metadata.TIMESTAMP, r.timestamp); err != nil {
+		return reject.Errorf("the online key given is not the channel's timestamp key: %w", err)
+	}
+	ts, err := r.timestamp.ToBytes(true)
+	if err != nil {
+		return err
+	}
+	r.pending = append(r.pending, pendingFile{"snapshot.json", snap}, pendingFile{"timestamp.json", ts})
+	return nil
+}
+
+// commit writes the queued files in order, each atomically: release
+// records first, then root, targets, snapshot and the timestamp last, so a
+// reader sees either the old channel or one whose every file is in place.
+func (r *Repo) commit() error {
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range r.pending {
+		p := filepath.Join(r.dir, filepath.FromSlash(f.rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := atomicwrite.WriteFile(p, f.data, 0o644); err != nil {
+			return fmt.Errorf("write channel file %s: %w", f.rel, err)
+		}
+	}
+	r.pending = nil
+	return nil
+}
+
+// Publish adds a release to the channel. Publishing the same record again
+// is a no-op; another record under a published name and version, or a
+// withdrawn one, is refused: a version names one image forever.
+func (r *Repo) Publish(rec Record, keys Keys) error {
+	rec.Type = RecordType
+	if rec.PublishedAt.IsZero() {
+		rec.PublishedAt = r.now
+	}
+	if err := rec.Validate(); err != nil {
+		return reject.Errorf("release record: %w", err)
+	}
+	data, err := rec.marshal()
+	if err != nil {
+		return err
+	}
+	path := targetPath(rec.Name, rec.Version)
+	if old, ok := r.targets.Signed.Targets[path]; ok {
+		if w := withdrawalOf(old); w != nil {
+			return reject.Errorf("%s %s was withdrawn on %s (%s) and cannot be published again: publish a new version", rec.Name, rec.Version, w.WithdrawnAt.Format(time.RFC3339), w.Reason)
+		}
+		prev, err := os.ReadFile(filepath.Join(r.dir, "targets", filepath.FromSlash(path)))
+		if err != nil {
+			return fmt.Errorf("read the published record of %s %s: %w", rec.Name, rec.Version, err)
+		}
+		if prevRec, perr := parseRecord(prev); perr == nil && prevRec.ImageDigest == rec.ImageDigest && prevRec.DescriptorDigest == rec.DescriptorDigest && prevRec.KeyID == rec.KeyID {
+			return nil
+		}
+		return reject.Errorf("%s %s is already published with another image: a version names one image forever, publish a new version", rec.Name, rec.Version)
+	}
+	tf, err := metadata.TargetFile().FromBytes(path, data, "sha256")
+	if err != nil {
+		return err
+	}
+	r.targets.Signed.Targets[path] = tf
+	r.pending = append(r.pending, pendingFile{"targets/" + path, data})
+	return r.commitTargets(keys)
+}
+
+// Withdraw marks a published release withdrawn: consumers refuse it from
+// the next timestamp on. The record stays, so they can say why.
+func (r *Repo) Withdraw(name, version, reason string, keys Keys) error {
+	if err := CheckName(name); err != nil {
+		return reject.Wrap(err)
+	}
+	if err := CheckVersion(version); err != nil {
+		return reject.Wrap(err)
+	}
+	if reason == "" {
+		return reject.New("a withdrawal needs a reason (--reason), shown to every consumer it refuses")
+	}
+	tf, ok := r.targets.Signed.Targets[targetPath(name, version)]
+	if !ok {
+		return reject.Errorf("%s %s is not published in this channel", name, version)
+	}
+	if w := withdrawalOf(tf); w != nil {
+		return reject.Errorf("%s %s was already withdrawn on %s", name, version, w.WithdrawnAt.Format(time.RFC3339))
+	}
+	c, err := json.Marshal(targetCustom{Withdrawn: &Withdrawal{WithdrawnAt: r.now, Reason: reason}})
+	if err != nil {
+		return err
+	}
+	raw := json.RawMessage(c)
+	tf.Custom = &raw
+	return r.commitTargets(keys)
+}
+
+func (r *Repo) commitTargets(keys Keys) error {
+	if err := r.signTargets(keys.Targets, true); err != nil {
+		return err
+	}
+	if err := r.signSnapshotAndTimestamp(keys.Online, true); err != nil {
+		return err
+	}
+	return r.commit()
+}
+
+// Refresh signs a new snapshot and timestamp with fresh expiries: the
+// scheduled job that keeps consumers accepting the channel.
+func (r *Repo) Refresh(keys Keys) error {
+	if err := r.signSnapshotAndTimestamp(keys.Online, true); err != nil {
+		return err
+	}
+	return r.commit()
+}
+
+// Rotate replaces the key of role (root, targets or online) with newKey
+// through a new root version signed by the current root key and, for the
+// root role, the new one as well; the metadata the replaced key signed is
+// signed again with the new key. keys.Root is the current root key;
+// keys.Targets and keys.Online are needed to re-sign what they sign
+// (for the rotated role, newKey takes its place).
+func (r *Repo) Rotate(role string, newKey crypto.Signer, keys Keys) error {
+	if keys.Root == nil {
+		return reject.New("a key rotation needs the current root key")
+	}
+	if newKey == nil {
+		return reject.New("a key rotation needs the new key")
+	}
+	var tufRoles []string
+	switch role {
+	case RoleRoot:
+		tufRoles = []string{metadata.ROOT}
+	case RoleTargets:
+		tufRoles = []string{metadata.TARGETS}
+		keys.Targets = newKey
+	case RoleOnline:
+		tufRoles = []string{metadata.SNAPSHOT, metadata.TIMESTAMP}
+		keys.Online = newKey
+	default:
+		return reject.Errorf("role %q: want root, targets or online", role)
+	}
+	k, id, err := tufKey(newKey)
+	if err != nil {
+		return reject.Errorf("new key: %w", err)
+	}
+	if err := r.root.VerifyDelegate(metadata.ROOT, r.root); err != nil {
+		return err
+	}
+	oldRoot := keys.Root
+	for _, tr := range tufRoles {
+		for _, old := range append([]string(nil), r.root.Signed.Roles[tr].KeyIDs...) {
+			if old == id {
+				return reject.Errorf("the new key %s already holds the %s role", id, role)
+			}
+			if err := r.root.Signed.RevokeKey(old, tr); err != nil {
+				return err
+			}
+		}
+		if err := r.root.Signed.AddKey(k, tr); err != nil {
+			return err
+		}
+	}
+	r.root.Signed.Version++
+	r.root.Signed.Expires = r.now.Add(r.expiry.Root)
+	signers := []crypto.Signer{oldRoot}
+	if role == RoleRoot {
+		signers = append(signers, newKey)
+	}
+	// The new root must be signed by the old root's keys (the client checks
+	// it against the root it trusts) and by its own.
+	if err := r.signRoot(signers...); err != nil {
+		return err
+	}
+	if err := r.signTargets(keys.Targets, true); err != nil {
+		return err
+	}
+	if err := r.signSnapshotAndTimestamp(keys.Online, true); err != nil {
+		return err
+	}
+	return r.commit()
+}
+
+// Releases lists the records the publisher holds, for `channel show`.
+func (r *Repo) Releases() ([]Entry, error) {
+	return entries(r.targets, func(rel string) ([]byte, error) {
+		return os.ReadFile(filepath.Join(r.dir, "targets", filepath.FromSlash(rel)))
+	}, "")
+}
+
+// Versions reports the role versions, for `channel show`.
+func (r *Repo) Versions() (root, targets, snapshot, timestamp int64, timestampExpires time.Time) {
+	return r.root.Signed.Version, r.targets.Signed.Version, r.snapshot.Signed.Version, r.timestamp.Signed.Version, r.timestamp.Signed.Expires
+}
+
+func withdrawalOf(tf *metadata.TargetFiles) *Withdrawal {
+	if tf.Custom == nil {
+		return nil
+	}
+	var c targetCustom
+	dec := json.NewDecoder(bytes.NewReader(*tf.Custom))
+	if err := dec.Decode(&c); err != nil {
+		// Unreadable custom data on a signed target: treat it as
+		// withdrawn rather than as a valid release.
+		return &Withdrawal{Reason: "unreadable withdrawal record: " + err.Error()}
+	}
+	return c.Withdrawn
+}
