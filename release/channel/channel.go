@@ -57,8 +57,8 @@ type Record struct {
 	Type             string    `json:"type"`
 	Name             string    `json:"name"`
 	Version          string    `json:"version"`
-	ImageDigest      string    `json:"image_digest"`
-	DescriptorDigest string    `json:"descriptor_digest"`
+	ImageDigest      string    `json:"image_digest"`      // sha256:<hex> of the image manifest
+	DescriptorDigest string    `json:"descriptor_digest"` // <hex> SHA-256 of release.json, as verify reports it
 	KeyID            string    `json:"key_id"`
 	PublishedAt      time.Time `json:"published_at"`
 }
@@ -86,6 +86,7 @@ var (
 	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
 	versionRE = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
 	digestRE  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	hexRE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
 // CheckName checks a release name: lower-case letters, digits, '.', '_'
@@ -196,8 +197,8 @@ func (r *Record) Validate() error {
 	if !digestRE.MatchString(r.ImageDigest) {
 		return fmt.Errorf("image_digest %q: want sha256:<64 hex>", r.ImageDigest)
 	}
-	if !digestRE.MatchString(r.DescriptorDigest) {
-		return fmt.Errorf("descriptor_digest %q: want sha256:<64 hex>", r.DescriptorDigest)
+	if !hexRE.MatchString(r.DescriptorDigest) {
+		return fmt.Errorf("descriptor_digest %q: want the release descriptor's SHA-256, 64 hex digits", r.DescriptorDigest)
 	}
 	if r.KeyID == "" {
 		return errors.New("key_id is empty")

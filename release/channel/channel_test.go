@@ -54,13 +54,15 @@ func newChannel(t *testing.T) *fixture {
 
 func digest(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
 
+func hexOf(c byte) string { return strings.Repeat(string(c), 64) }
+
 func (f *fixture) publish(t *testing.T, version string, c byte, at time.Time) {
 	t.Helper()
 	r, err := channel.Open(f.dir, at, channel.DefaultExpiry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := channel.Record{Name: "cacheon-engine", Version: version, ImageDigest: digest(c), DescriptorDigest: digest(c + 1), KeyID: "key-1", PublishedAt: at}
+	rec := channel.Record{Name: "cacheon-engine", Version: version, ImageDigest: digest(c), DescriptorDigest: hexOf(c + 1), KeyID: "key-1", PublishedAt: at}
 	if err := r.Publish(rec, f.keys); err != nil {
 		t.Fatal(err)
 	}
@@ -131,16 +133,16 @@ func TestSelect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustRefuse(t, sel.Match(digest('a'), digest('b'), "key-1"), "is not the current one")
-	mustRefuse(t, sel.Match(digest('c'), digest('d'), "key-2"), "recorded key key-1")
-	if err := sel.Match(digest('c'), digest('d'), "key-1"); err != nil {
+	mustRefuse(t, sel.Match(digest('a'), hexOf('b'), "key-1"), "is not the current one")
+	mustRefuse(t, sel.Match(digest('c'), hexOf('d'), "key-2"), "recorded key key-1")
+	if err := sel.Match(digest('c'), hexOf('d'), "key-1"); err != nil {
 		t.Fatal(err)
 	}
 	// Inside an image the manifest digest is unknown: the descriptor decides.
-	if err := sel.Match("", digest('d'), "key-1"); err != nil {
+	if err := sel.Match("", hexOf('d'), "key-1"); err != nil {
 		t.Fatal(err)
 	}
-	mustRefuse(t, sel.Match("", digest('b'), "key-1"), "release descriptor")
+	mustRefuse(t, sel.Match("", hexOf('b'), "key-1"), "release descriptor")
 	if got := sel.Record.PublishedAt; !got.Equal(t0.Add(2 * time.Hour)) {
 		t.Errorf("published_at %s, want %s", got, t0.Add(2*time.Hour))
 	}
@@ -153,7 +155,7 @@ func TestPublishRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	same := channel.Record{Name: "cacheon-engine", Version: "1.0.0", ImageDigest: digest('a'), DescriptorDigest: digest('b'), KeyID: "key-1"}
+	same := channel.Record{Name: "cacheon-engine", Version: "1.0.0", ImageDigest: digest('a'), DescriptorDigest: hexOf('b'), KeyID: "key-1"}
 	if err := r.Publish(same, f.keys); err != nil {
 		t.Fatalf("publishing the same record again: %v", err)
 	}
@@ -163,13 +165,13 @@ func TestPublishRefusals(t *testing.T) {
 		keys channel.Keys
 		want string
 	}{
-		{"another image under a published version", channel.Record{Name: "cacheon-engine", Version: "1.0.0", ImageDigest: digest('c'), DescriptorDigest: digest('d'), KeyID: "key-1"}, f.keys, "names one image forever"},
-		{"bad name", channel.Record{Name: "Cacheon", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: digest('d'), KeyID: "key-1"}, f.keys, "lower-case"},
-		{"bad digest", channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: "sha256:ab", DescriptorDigest: digest('d'), KeyID: "key-1"}, f.keys, "image_digest"},
-		{"no key id", channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: digest('d')}, f.keys, "key_id"},
-		{"a targets key the root does not name", channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: digest('d'), KeyID: "key-1"},
+		{"another image under a published version", channel.Record{Name: "cacheon-engine", Version: "1.0.0", ImageDigest: digest('c'), DescriptorDigest: hexOf('d'), KeyID: "key-1"}, f.keys, "names one image forever"},
+		{"bad name", channel.Record{Name: "Cacheon", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: hexOf('d'), KeyID: "key-1"}, f.keys, "lower-case"},
+		{"bad digest", channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: "sha256:ab", DescriptorDigest: hexOf('d'), KeyID: "key-1"}, f.keys, "image_digest"},
+		{"no key id", channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: hexOf('d')}, f.keys, "key_id"},
+		{"a targets key the root does not name", channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: hexOf('d'), KeyID: "key-1"},
 			channel.Keys{Root: f.keys.Root, Targets: genKey(t, key.Ed25519), Online: f.keys.Online}, "not the channel's targets key"},
-		{"an online key the root does not name", channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: digest('d'), KeyID: "key-1"},
+		{"an online key the root does not name", channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: hexOf('d'), KeyID: "key-1"},
 			channel.Keys{Root: f.keys.Root, Targets: f.keys.Targets, Online: genKey(t, key.Ed25519)}, "not the channel's snapshot key"},
 	}
 	for _, tc := range tests {
@@ -252,7 +254,7 @@ func TestWithdraw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = r.Publish(channel.Record{Name: "cacheon-engine", Version: "1.1.0", ImageDigest: digest('c'), DescriptorDigest: digest('d'), KeyID: "key-1"}, f.keys)
+	err = r.Publish(channel.Record{Name: "cacheon-engine", Version: "1.1.0", ImageDigest: digest('c'), DescriptorDigest: hexOf('d'), KeyID: "key-1"}, f.keys)
 	if err == nil || !strings.Contains(err.Error(), "cannot be published again") {
 		t.Errorf("republishing a withdrawn version: %v", err)
 	}
@@ -351,7 +353,7 @@ func TestKeyRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = r.Publish(channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: digest('d'), KeyID: "key-1"}, f.keys)
+	err = r.Publish(channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: hexOf('d'), KeyID: "key-1"}, f.keys)
 	if err == nil || !strings.Contains(err.Error(), "not the channel's targets key") {
 		t.Fatalf("publish with the retired targets key: %v", err)
 	}
@@ -413,7 +415,9 @@ func TestTamperedChannel(t *testing.T) {
 	}{
 		{"release record edited", "targets/cacheon-engine/1.0.0.json", func(s string) string { return strings.Replace(s, "aaaa", "bbbb", 1) }, false, "does not match its signed length and hash"},
 		{"release record removed", "targets/cacheon-engine/1.0.0.json", nil, true, "no such file"},
-		{"targets edited", "targets.json", func(s string) string { return strings.Replace(s, `"targets": {`, `"targets": {"x/1.0.0.json": {"length": 1, "hashes": {"sha256": "00"}},`, 1) }, false, "targets.json"},
+		{"targets edited", "targets.json", func(s string) string {
+			return strings.Replace(s, `"targets": {`, `"targets": {"x/1.0.0.json": {"length": 1, "hashes": {"sha256": "00"}},`, 1)
+		}, false, "targets.json"},
 		{"timestamp signature replaced", "timestamp.json", func(s string) string { return strings.Replace(s, `"sig": "`, `"sig": "00`, 1) }, false, "timestamp.json"},
 		{"snapshot removed", "snapshot.json", nil, true, "snapshot.json"},
 	}

@@ -68,6 +68,10 @@ const (
 	CheckSBOMAttestation = "sbom-attestation"
 	CheckProvenance      = "provenance"
 	CheckLayout          = "in-toto-layout"
+	// CheckChannel is run by callers that also check the release against
+	// a signed release channel (release/channel, which this package does
+	// not link): it names the channel's refusals in the same report.
+	CheckChannel = "channel"
 )
 
 // FormatVersion of the JSON report.
@@ -130,6 +134,14 @@ type Report struct {
 	// Error is why the verification stopped, when it did (a failed check
 	// also names itself in Checks).
 	Error string `json:"error,omitempty"`
+	// Channel is what the release channel said (the selected record and
+	// the channel's versions and freshness), when the caller checked one.
+	Channel json.RawMessage `json:"channel,omitempty"`
+}
+
+// AddCheck records a check run outside this package (CheckChannel).
+func (r *Report) AddCheck(name string, ok bool, detail string) {
+	r.Checks = append(r.Checks, CheckResult{Name: name, OK: ok, Detail: detail})
 }
 
 func (r *Report) pass(name, format string, args ...any) {

@@ -31,6 +31,7 @@ The pipeline, in order:
   verify    check everything offline against a trusted public key
   publish   push the release to any OCI registry (tag written last)
   mirror    copy a published release to another registry, attestations too
+  channel   list releases in a signed channel: current, withdrawn, fresh
   rebuild   rebuild a published release and compare digests
 
 Everything works offline and without a chain: a consumer needs the release
@@ -47,6 +48,7 @@ or I/O error.`,
 		newReleaseVerifyCommand(s),
 		newReleasePublishCommand(s),
 		newReleaseMirrorCommand(s),
+		newReleaseChannelCommand(s),
 		newReleaseRebuildCommand(s),
 		newReleaseLayoutCommand(s),
 		newReleaseLinkCommand(s),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/release/channel"
 	"github.com/cacheon/engine/release/entrypoint"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/tools/reject"
@@ -14,9 +15,10 @@ import (
 
 // releaseServeOptions are the flags and arguments of release serve.
 type releaseServeOptions struct {
-	root, keyPath, bundlePath, modelDir string
-	dryRun                              bool
-	args                                []string
+	root, keyPath, bundlePath, modelDir, now string
+	channel                                  channelCheckOptions
+	dryRun                                   bool
+	args                                     []string
 }
 
 func newReleaseServeCommand(s Streams) *cobra.Command {
@@ -37,14 +39,25 @@ The served process gets a fresh environment: the signed serve environment,
 PATH, and CACHEON_RELEASE_VERIFIED (the descriptor digest),
 CACHEON_RELEASE_REQUIRED=1, CACHEON_RELEASE_ENGINE_TREE_DIGEST and
 CACHEON_RELEASE_KEY_ID. Nothing else from the container's environment
-reaches it.`,
+reaches it.
+
+With --channel (a release channel directory mounted from outside the image,
+see "cacheon release channel") it also refuses to start a release that is
+not the channel's current release of --name (or the --version pinned), or
+that was withdrawn, or when the channel's timestamp has expired; the key's
+validity is then judged at the release's recorded publication time, so a
+release key retired since does not stop a release it signed from serving.`,
 		Example: `  docker run --gpus all \
     -v $PWD/trust:/cacheon/trust:ro -v /models/llama:/cacheon/model:ro \
     registry.example.com/cacheon/engine@sha256:<digest>
 
   # the same checks without starting anything
   cacheon release serve --dry-run --root rootfs --key release.pub \
-    --bundle release.sigstore.json --model /models/llama`,
+    --bundle release.sigstore.json --model /models/llama
+
+  # only while it is the channel's current, unwithdrawn release
+  cacheon release serve --channel /cacheon/trust/channel \
+    --channel-root /cacheon/trust/1.root.json --name cacheon-engine`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
@@ -57,6 +70,8 @@ reaches it.`,
 	f.StringVar(&o.bundlePath, "bundle", entrypoint.DefaultBundle, "signature bundle of the release (from outside the image)")
 	f.StringVar(&o.modelDir, "model", "", "mounted model directory (default: the signed model mount)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "verify and print what would run, as JSON, without starting it")
+	f.StringVar(&o.now, "now", "", "judge key validity and the channel's expiry at this RFC 3339 time instead of now (tests)")
+	o.channel.addFlags(f)
 	return cmd
 }
 
@@ -69,15 +84,38 @@ func runReleaseServe(_ context.Context, s Streams, o releaseServeOptions) error 
 	if err != nil {
 		return reject.Errorf("%w: signature bundle: %v", entrypoint.ErrRefused, err)
 	}
-	v, err := entrypoint.Verify(entrypoint.Options{Root: o.root, Policy: policy, Bundle: bundle, Model: o.modelDir})
+	now, err := parseNow("--now", o.now)
+	if err != nil {
+		return err
+	}
+	keyTime := now
+	var sel *channel.Selection
+	if o.channel.enabled() {
+		if sel, err = o.channel.selectRelease(now); err != nil {
+			return reject.Errorf("%w: %v", entrypoint.ErrRefused, err)
+		}
+		keyTime = sel.Record.PublishedAt
+	}
+	v, err := entrypoint.Verify(entrypoint.Options{Root: o.root, Policy: policy, Bundle: bundle, Model: o.modelDir, Now: keyTime})
 	if err != nil {
 		return reject.Wrap(err)
 	}
+	if sel != nil {
+		// Inside the image the manifest digest is unknown; the signed
+		// release descriptor identifies the release.
+		if err := sel.Match("", v.DescriptorDigest, v.KeyID); err != nil {
+			return reject.Errorf("%w: %v", entrypoint.ErrRefused, err)
+		}
+	}
 	if o.dryRun {
-		return writeJSON(s.Out, map[string]any{
+		doc := map[string]any{
 			"format_version": 1, "verified": true, "descriptor_digest": v.DescriptorDigest,
 			"engine_tree_digest": v.Descriptor.EngineTreeDigest, "key_id": v.KeyID, "argv": v.Argv, "env": v.Env,
-		})
+		}
+		if sel != nil {
+			doc["channel"] = sel
+		}
+		return writeJSON(s.Out, doc)
 	}
 	fmt.Fprintf(s.Err, "cacheon release serve: release %s verified (key %s); starting %s\n", v.DescriptorDigest, v.KeyID, v.Argv[0])
 	return reject.Wrap(entrypoint.Exec(v))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/release/channel"
 	"github.com/cacheon/engine/release/intoto"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/verify"
@@ -19,6 +20,7 @@ import (
 type releaseVerifyOptions struct {
 	keyPath, now, layoutPath, linkDir, bundleOut string
 	layoutKeys                                   []string
+	channel                                      channelCheckOptions
 	insecure, jsonOut                            bool
 	args                                         []string
 }
@@ -38,7 +40,8 @@ validity windows:
   {"type":"cacheon.release-keys.v1","keys":[{"public_key":"-----BEGIN ...",
    "not_before":"2026-01-01T00:00:00Z","not_after":"2027-01-01T00:00:00Z"}]}
 Key validity is checked at verification time (--now to check another time):
-signatures carry no trusted time without a timestamp service.
+signatures carry no trusted time without a timestamp service. With --channel
+it is checked at the publication time the signed channel recorded instead.
 
 Checks, each named in its failure: image-manifest, attestations, key-policy,
 signature, predicate-type, builder, subjects, layers, image-blobs,
@@ -66,10 +69,22 @@ signature by a --layout-key and its expiry, the functionaries' links in
 --links (two qualifications by distinct validator keys, the review, the
 materialization, the build and the signature), the artifact rules between
 the steps, and that the links describe this very release (check
-in-toto-layout).`,
+in-toto-layout).
+
+With --channel the release is also checked against a signed release channel
+(see "cacheon release channel"), starting from the root metadata you trust
+(--channel-root): the channel must be fresh (its timestamp unexpired at
+--now), and the release must be the current release of --name (or the
+--version you pin, or the current one at or above --min-version), not
+withdrawn, and signed by the key the channel recorded (check channel).
+--channel-state keeps the metadata trusted last, so a channel rolled back to
+an older view is refused too. The report's "channel" object holds the
+selected record and the channel's versions and age.`,
 		Example: `  cacheon release verify --key release.pub release-1.0
   cacheon release verify --key release.pub --layout root.layout --layout-key owner.pub --links links release-1.0
-  cacheon release verify --key release.pub --json registry.example.com/cacheon/engine:1.0`,
+  cacheon release verify --key release.pub --json registry.example.com/cacheon/engine:1.0
+  cacheon release verify --key release.pub --channel mirror/channel --channel-root 1.root.json \
+    --name cacheon-engine --channel-state ~/.cache/cacheon/channel registry.example.com/cacheon/engine:1.0`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
@@ -84,6 +99,7 @@ in-toto-layout).`,
 	cmd.Flags().StringVar(&o.bundleOut, "bundle-out", "", "write the signature bundle that verified to FILE (for the entrypoint's trust mount)")
 	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
 	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print the verification report as JSON")
+	o.channel.addFlags(cmd.Flags())
 	cmd.MarkFlagRequired("key")
 	return cmd
 }
@@ -118,6 +134,24 @@ func verifyRelease(ctx context.Context, s Streams, o releaseVerifyOptions) (*ver
 			return nil, reject.Errorf("--now: %w", err)
 		}
 	}
+	var sel *channel.Selection
+	if o.channel.enabled() {
+		checkNow := opts.Now
+		if checkNow.IsZero() {
+			checkNow = time.Now()
+		}
+		if sel, err = o.channel.selectRelease(checkNow); err != nil {
+			if !reject.Is(err) {
+				return nil, err
+			}
+			rep := &verify.Report{FormatVersion: verify.FormatVersion, Location: o.args[0], Contributions: []string{}, Checks: []verify.CheckResult{}, Notes: []string{}}
+			rep.AddCheck(verify.CheckChannel, false, err.Error())
+			return &verify.Release{Report: rep}, &verify.Failure{Check: verify.CheckChannel, Err: err}
+		}
+		// The signing key must have been valid when the release was
+		// published, not necessarily now.
+		opts.Now = sel.Record.PublishedAt
+	}
 	if !o.jsonOut {
 		opts.Progress = releaseProgress(s, "verify")
 	}
@@ -135,7 +169,19 @@ func verifyRelease(ctx context.Context, s Streams, o releaseVerifyOptions) (*ver
 	if err != nil {
 		return nil, err
 	}
-	return verify.Run(st, opts)
+	rel, err := verify.Run(st, opts)
+	if err != nil || sel == nil {
+		return rel, err
+	}
+	rep := rel.Report
+	rep.Channel = channelReport(sel)
+	if err := sel.Match(rep.ImageDigest, rep.DescriptorDigest, rep.KeyID); err != nil {
+		rep.AddCheck(verify.CheckChannel, false, err.Error())
+		rep.Verified = false
+		return rel, &verify.Failure{Check: verify.CheckChannel, Err: err}
+	}
+	rep.AddCheck(verify.CheckChannel, true, describeSelection(sel))
+	return rel, nil
 }
 
 // reportVerification prints a verification report and maps its outcome
