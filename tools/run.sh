@@ -97,6 +97,22 @@ fi
 "$cacheon" release sign --key "$out/keys/release.key" "$out/release"
 "$cacheon" release verify --key "$out/keys/release.pub" "$out/release"
 
+# The signed release channel (docs/release-engineer-guide.md): a fresh
+# channel each run, since this run's image may differ from the last one's
+# and a published version names one image forever.
+say "publish the release into a signed release channel and verify it against the channel"
+for role in channel-root channel-targets channel-online; do
+  [[ -f $out/keys/$role.key ]] || "$cacheon" release keygen --out "$out/keys/$role"
+done
+rm -rf "$out/channel"
+"$cacheon" release channel init "$out/channel" --root-key "$out/keys/channel-root.key" \
+  --targets-key "$out/keys/channel-targets.key" --online-key "$out/keys/channel-online.key"
+"$cacheon" release channel publish "$out/channel" --name cacheon-engine --version 0.1.0 \
+  --key "$out/keys/release.pub" --targets-key "$out/keys/channel-targets.key" \
+  --online-key "$out/keys/channel-online.key" "$out/release"
+"$cacheon" release verify --key "$out/keys/release.pub" --channel "$out/channel" \
+  --channel-root "$out/channel/1.root.json" --name cacheon-engine "$out/release"
+
 say "done"
 cat >&2 <<EOF
   incumbent engine tree   $bin/stacks/incumbent.tree
@@ -107,5 +123,6 @@ cat >&2 <<EOF
   crown loop              $out/crown-loop (calibration, ledger, new incumbent, review, signed release)
   signed release layout   $out/release
   release public key      $out/keys/release.pub
+  release channel         $out/channel (consumers pin $out/channel/1.root.json)
 Rebuild and verify it yourself: docs/consumer-guide.md
 EOF

@@ -1,8 +1,12 @@
 package channel_test
 
 import (
+	"context"
 	"crypto"
 	"errors"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -495,5 +499,53 @@ func TestCompareVersions(t *testing.T) {
 		if channel.CheckVersion(bad) == nil {
 			t.Errorf("CheckVersion(%q) accepted", bad)
 		}
+	}
+}
+
+// A channel served over HTTP (the publisher's directory behind a file
+// server) checks like the directory; a server answering oversized files
+// or errors is refused.
+func TestHTTPSource(t *testing.T) {
+	f := newChannel(t)
+	f.publish(t, "1.0.0", 'a', t0)
+	srv := httptest.NewServer(http.FileServer(http.Dir(f.dir)))
+	defer srv.Close()
+	src, err := channel.OpenSource(context.Background(), srv.URL+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := channel.Load(channel.Options{Source: src, TrustedRoot: f.root, Now: t0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := ch.Select(channel.Query{Name: "cacheon-engine"})
+	if err != nil || sel.Record.ImageDigest != digest('a') {
+		t.Fatalf("select over HTTP: %v %+v", err, sel)
+	}
+	if _, err := src.Read("2.root.json"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a 404 is %v, want fs.ErrNotExist", err)
+	}
+
+	huge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(make([]byte, channel.MaxFileBytes+1))
+	}))
+	defer huge.Close()
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer broken.Close()
+	for _, tc := range []struct{ url, want string }{
+		{huge.URL, "larger than"},
+		{broken.URL, "503"},
+	} {
+		src, err := channel.OpenSource(context.Background(), tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = channel.Load(channel.Options{Source: src, TrustedRoot: f.root, Now: t0.Add(time.Hour)})
+		mustRefuse(t, err, tc.want)
+	}
+	if _, err := channel.NewHTTP(context.Background(), "ftp://example.com/"); err == nil {
+		t.Error("an ftp URL was accepted")
 	}
 }

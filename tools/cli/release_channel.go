@@ -432,7 +432,7 @@ type channelCheckOptions struct {
 }
 
 func (o *channelCheckOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.dir, "channel", "", "release channel directory (the publisher's or a mirror) to check the release against")
+	f.StringVar(&o.dir, "channel", "", "release channel to check the release against: a directory (the publisher's or a mirror) or an http(s) URL")
 	f.StringVar(&o.root, "channel-root", "", "the channel's root metadata you trust, obtained with the release key (e.g. 1.root.json)")
 	f.StringVar(&o.state, "channel-state", "", "directory keeping the channel metadata trusted last; a rolled-back channel is then refused")
 	f.StringVar(&o.name, "name", "", "release name in the channel")
@@ -444,7 +444,7 @@ func (o *channelCheckOptions) enabled() bool { return o.dir != "" }
 
 // selectRelease checks the channel at now and selects the release the
 // flags accept.
-func (o *channelCheckOptions) selectRelease(now time.Time) (*channel.Selection, error) {
+func (o *channelCheckOptions) selectRelease(ctx context.Context, now time.Time) (*channel.Selection, error) {
 	if o.root == "" || o.name == "" {
 		return nil, errors.New("--channel needs --channel-root (the root metadata you trust) and --name")
 	}
@@ -452,7 +452,11 @@ func (o *channelCheckOptions) selectRelease(now time.Time) (*channel.Selection, 
 	if err != nil {
 		return nil, fmt.Errorf("--channel-root: %w", err)
 	}
-	ch, err := channel.Load(channel.Options{Source: channel.Dir(o.dir), TrustedRoot: root, Now: now, State: o.state})
+	src, err := channel.OpenSource(ctx, o.dir)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := channel.Load(channel.Options{Source: src, TrustedRoot: root, Now: now, State: o.state})
 	if err != nil {
 		return nil, err
 	}
@@ -483,9 +487,9 @@ type releaseChannelShowOptions struct {
 func newReleaseChannelShowCommand(s Streams) *cobra.Command {
 	var o releaseChannelShowOptions
 	cmd := &cobra.Command{
-		Use:   "show DIR --channel-root ROOT [--name NAME]",
+		Use:   "show DIR|URL --channel-root ROOT [--name NAME]",
 		Short: "Check a channel as a consumer would and list its releases",
-		Long: `Run the consumer's check of the channel in DIR (root chain from the root
+		Long: `Run the consumer's check of the channel in DIR or at URL (root chain from the root
 you trust, timestamp, snapshot and release list, none expired) and list the
 releases it holds, withdrawn ones with their reason.`,
 		Example: `  cacheon release channel show channel --channel-root 1.root.json
@@ -504,7 +508,7 @@ releases it holds, withdrawn ones with their reason.`,
 	return cmd
 }
 
-func runReleaseChannelShow(_ context.Context, s Streams, o releaseChannelShowOptions) error {
+func runReleaseChannelShow(ctx context.Context, s Streams, o releaseChannelShowOptions) error {
 	if err := requireFlags("--channel-root", o.check.root); err != nil {
 		return err
 	}
@@ -516,7 +520,11 @@ func runReleaseChannelShow(_ context.Context, s Streams, o releaseChannelShowOpt
 	if err != nil {
 		return fmt.Errorf("--channel-root: %w", err)
 	}
-	ch, err := channel.Load(channel.Options{Source: channel.Dir(o.args[0]), TrustedRoot: root, Now: now, State: o.check.state})
+	src, err := channel.OpenSource(ctx, o.args[0])
+	if err != nil {
+		return err
+	}
+	ch, err := channel.Load(channel.Options{Source: src, TrustedRoot: root, Now: now, State: o.check.state})
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ release key retired since does not stop a release it signed from serving.`,
 	return cmd
 }
 
-func runReleaseServe(_ context.Context, s Streams, o releaseServeOptions) error {
+func runReleaseServe(ctx context.Context, s Streams, o releaseServeOptions) error {
 	policy, err := key.LoadPolicy(o.keyPath)
 	if err != nil {
 		return reject.Errorf("%w: expected key: %v", entrypoint.ErrRefused, err)
@@ -91,7 +91,7 @@ func runReleaseServe(_ context.Context, s Streams, o releaseServeOptions) error 
 	keyTime := now
 	var sel *channel.Selection
 	if o.channel.enabled() {
-		if sel, err = o.channel.selectRelease(now); err != nil {
+		if sel, err = o.channel.selectRelease(ctx, now); err != nil {
 			return reject.Errorf("%w: %v", entrypoint.ErrRefused, err)
 		}
 		keyTime = sel.Record.PublishedAt

@@ -140,7 +140,7 @@ func verifyRelease(ctx context.Context, s Streams, o releaseVerifyOptions) (*ver
 		if checkNow.IsZero() {
 			checkNow = time.Now()
 		}
-		if sel, err = o.channel.selectRelease(checkNow); err != nil {
+		if sel, err = o.channel.selectRelease(ctx, checkNow); err != nil {
 			if !reject.Is(err) {
 				return nil, err
 			}
