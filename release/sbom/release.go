@@ -1,7 +1,9 @@
 package sbom
 
 import (
+	"bytes"
 	"crypto/sha1"
+	"debug/buildinfo"
 	"encoding/hex"
 
 	"github.com/cacheon/engine/release/descriptor"
@@ -26,6 +28,7 @@ func ForRelease(d *descriptor.Descriptor, descDigest, name, imageDigest string, 
 		Entrypoint:   File{Path: descriptor.EntrypointPath, SHA1: hex.EncodeToString(h1[:]), SHA256: d.Entrypoint.SHA256},
 		ModelContent: d.Model.ContentDigest, ModelReceipt: d.Model.ReceiptDigest,
 		ReleaseDigest: descDigest, Epoch: d.Toolchain.SourceDateEpoch, Creator: Creator,
+		EntrypointGo: GoBuildOf(entrypoint),
 	}
 	for _, c := range d.Integrations {
 		in.Contributions = append(in.Contributions, Contribution{
@@ -35,4 +38,27 @@ func ForRelease(d *descriptor.Descriptor, descDigest, name, imageDigest string, 
 		})
 	}
 	return in
+}
+
+// GoBuildOf reads the Go build information of a binary: nil for a file
+// that is not a Go binary or carries none (an entrypoint linked without
+// module information lists no modules).
+func GoBuildOf(binary []byte) *GoBuild {
+	info, err := buildinfo.Read(bytes.NewReader(binary))
+	if err != nil {
+		return nil
+	}
+	g := &GoBuild{GoVersion: info.GoVersion, MainModule: info.Main.Path}
+	for _, m := range info.Deps {
+		if m.Replace != nil {
+			m = m.Replace
+		}
+		g.Modules = append(g.Modules, GoModule{Path: m.Path, Version: m.Version, Sum: m.Sum})
+	}
+	if g.MainModule == "" && len(g.Modules) == 0 {
+		// A Go binary without module information (linked without it):
+		// only the toolchain is known.
+		return &GoBuild{GoVersion: info.GoVersion}
+	}
+	return g
 }

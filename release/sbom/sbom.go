@@ -70,12 +70,37 @@ type Input struct {
 	Substrate      string // substrate content hash
 	SubstrateFiles []File
 	Entrypoint     File
-	Contributions  []Contribution
-	ModelContent   string // model content digest
-	ModelReceipt   string // model provision receipt digest
-	ReleaseDigest  string // release descriptor digest
-	Epoch          int64
-	Creator        string // "Tool: cacheon-<version>"
+	// EntrypointGo is the Go build information embedded in the
+	// entrypoint binary (nil when it has none): each module it links
+	// becomes a package the entrypoint CONTAINS, with its purl.
+	EntrypointGo  *GoBuild
+	Contributions []Contribution
+	ModelContent  string // model content digest
+	ModelReceipt  string // model provision receipt digest
+	ReleaseDigest string // release descriptor digest
+	Epoch         int64
+	Creator       string // "Tool: cacheon-<version>"
+}
+
+// GoBuild is what a Go binary's build information says about its
+// content.
+type GoBuild struct {
+	GoVersion  string // go1.26.8
+	MainModule string // the main module's path
+	Modules    []GoModule
+}
+
+// GoModule is one module a Go binary links.
+type GoModule struct {
+	Path    string
+	Version string
+	Sum     string // go.sum hash (h1:...), when recorded
+}
+
+// goPURL is the package URL of a Go module (purl-spec's golang type: the
+// module path as namespace/name, the version percent-encoded).
+func goPURL(path, version string) string {
+	return "pkg:golang/" + path + "@" + strings.ReplaceAll(version, "+", "%2B")
 }
 
 // SPDX 2.3 JSON structures (the subset a release uses).
@@ -270,12 +295,38 @@ func Generate(in Input) ([]byte, error) {
 		Checksums: []checksum{{Algorithm: "SHA1", Value: in.Entrypoint.SHA1}, {Algorithm: "SHA256", Value: in.Entrypoint.SHA256}},
 		Comment:   "static entrypoint at /" + in.Entrypoint.Path + ": verifies the signed release, then serves",
 		// Declared: the repository's source is Apache-2.0. Not concluded:
-		// the binary links Go modules under their own licenses, which
-		// this document does not list.
+		// the binary links Go modules under their own licenses (listed
+		// below from its build information, licenses not analysed).
 		LicenseDeclared: ProjectLicense, CopyrightText: ProjectCopyright,
-		LicenseComments: "built from the repository's own source (Apache-2.0); it links Go modules under their own licenses, not analysed here",
+		LicenseComments: "built from the repository's own source (Apache-2.0); it links the Go modules listed as packages it CONTAINS, under their own licenses, not analysed here",
 	})
 	rel(idImage, "CONTAINS", idEntry)
+	if g := in.EntrypointGo; g != nil {
+		// What `go version -m` reads from the binary: the standard
+		// library of the toolchain that linked it, and every module.
+		if g.GoVersion != "" {
+			add(pkg{
+				SPDXID: "SPDXRef-GoStdlib", Name: "stdlib", VersionInfo: g.GoVersion, PrimaryPurpose: "LIBRARY",
+				ExternalRefs:    []externalRef{{Category: "PACKAGE-MANAGER", Type: "purl", Locator: goPURL("stdlib", strings.TrimPrefix(g.GoVersion, "go"))}},
+				Comment:         "the Go standard library linked into the entrypoint",
+				LicenseDeclared: "BSD-3-Clause",
+			})
+			rel(idEntry, "CONTAINS", "SPDXRef-GoStdlib")
+		}
+		for _, m := range g.Modules {
+			id := spdxID("SPDXRef-GoModule-", m.Path+"-"+m.Version)
+			p := pkg{
+				SPDXID: id, Name: m.Path, VersionInfo: m.Version, PrimaryPurpose: "LIBRARY",
+				ExternalRefs: []externalRef{{Category: "PACKAGE-MANAGER", Type: "purl", Locator: goPURL(m.Path, m.Version)}},
+				Comment:      "Go module linked into the entrypoint",
+			}
+			if m.Sum != "" {
+				p.Comment += "; go.sum " + m.Sum
+			}
+			add(p)
+			rel(idEntry, "CONTAINS", id)
+		}
+	}
 	rel(idImage, "DESCENDANT_OF", idBase)
 	for _, c := range in.Contributions {
 		id := spdxID("SPDXRef-Contribution-", c.TargetID)

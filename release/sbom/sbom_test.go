@@ -2,6 +2,8 @@ package sbom
 
 import (
 	"encoding/json"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -109,4 +111,73 @@ func FuzzParse(f *testing.F) {
 		}
 		Equal(good, data)
 	})
+}
+
+// The modules a Go entrypoint links are packages it CONTAINS, each with
+// its purl, beside the standard library of its toolchain.
+func TestGoModulesOfTheEntrypoint(t *testing.T) {
+	in := input()
+	in.EntrypointGo = &GoBuild{GoVersion: "go1.26.8", MainModule: "github.com/cacheon/engine", Modules: []GoModule{
+		{Path: "github.com/spf13/cobra", Version: "v1.10.2", Sum: "h1:abc="},
+		{Path: "github.com/blang/semver", Version: "v3.5.1+incompatible"},
+	}}
+	b, err := Generate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	purls := map[string]string{}
+	for _, p := range d.Packages {
+		for _, r := range p.ExternalRefs {
+			if r.Type == "purl" {
+				purls[p.SPDXID] = r.Locator
+			}
+		}
+	}
+	want := map[string]string{
+		"SPDXRef-GoStdlib": "pkg:golang/stdlib@1.26.8",
+		"SPDXRef-GoModule-github.com-spf13-cobra-v1.10.2":              "pkg:golang/github.com/spf13/cobra@v1.10.2",
+		"SPDXRef-GoModule-github.com-blang-semver-v3.5.1-incompatible": "pkg:golang/github.com/blang/semver@v3.5.1%2Bincompatible",
+	}
+	for id, purl := range want {
+		if purls[id] != purl {
+			t.Errorf("%s purl %q, want %q", id, purls[id], purl)
+		}
+		found := false
+		for _, r := range d.Relationships {
+			found = found || (r.Element == idEntry && r.Type == "CONTAINS" && r.Related == id)
+		}
+		if !found {
+			t.Errorf("no relationship %s CONTAINS %s", idEntry, id)
+		}
+	}
+	// Without build information nothing is listed.
+	in.EntrypointGo = nil
+	b, _ = Generate(in)
+	if strings.Contains(string(b), "pkg:golang") {
+		t.Error("an entrypoint without Go build information lists modules")
+	}
+}
+
+// GoBuildOf reads a real Go binary (this test's own) and nothing from a
+// script.
+func TestGoBuildOf(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := GoBuildOf(bin)
+	if g == nil || g.GoVersion != runtime.Version() {
+		t.Fatalf("GoBuildOf(this test binary) = %+v, want Go version %s", g, runtime.Version())
+	}
+	if GoBuildOf([]byte("#!/bin/sh\necho not go\n")) != nil {
+		t.Error("a shell script has Go build information")
+	}
 }

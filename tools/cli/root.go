@@ -63,6 +63,7 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newLedgerCommand(s),
 		newSettleCommand(s),
 		newWeightsCommand(s),
+		newVersionCommand(s),
 	)
 	withJSONRefusals(root, s)
 	return root

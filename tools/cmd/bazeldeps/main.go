@@ -16,11 +16,28 @@ func main() {
 	gazelle := flag.String("gazelle", "", "path of the gazelle binary")
 	out := flag.String("out", ".cache/godeps", "output directory, relative to the repository root")
 	module := flag.String("module", "", "rewrite this MODULE.bazel's use_repo(go_deps, ...) list instead of generating repositories")
+	modinfo := flag.String("modinfo", "", "write the cacheon binary's Go module information (a .bzl file) to this path instead of generating repositories")
 	flag.Parse()
-	if err := run(*gazelle, *out, *module); err != nil {
+	var err error
+	if *modinfo != "" {
+		err = writeModInfo(*modinfo)
+	} else {
+		err = run(*gazelle, *out, *module)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "bazeldeps: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// writeModInfo writes the module information the cacheon go_binary links
+// (tools/cmd/cacheon/modinfo.bzl).
+func writeModInfo(path string) error {
+	text, err := bazeldeps.ModInfoBzl(".", "github.com/cacheon/engine/tools/cmd/cacheon")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
 }
 
 func run(gazelle, out, module string) error {
