@@ -4,7 +4,9 @@ import (
 	"debug/buildinfo"
 	"encoding/json"
 	"flag"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -19,7 +21,13 @@ func TestBazelBinaryCarriesGoBuildInfo(t *testing.T) {
 	if *binary == "" {
 		t.Skip("run by bazel test //tools/cmd/cacheon:cacheon_test, which passes the linked binary")
 	}
-	info, err := buildinfo.ReadFile(*binary)
+	// rootpath is relative to the runfiles tree; the test runs in its
+	// package's directory inside it.
+	bin := *binary
+	if dir := os.Getenv("TEST_SRCDIR"); dir != "" && !filepath.IsAbs(bin) {
+		bin = filepath.Join(dir, os.Getenv("TEST_WORKSPACE"), bin)
+	}
+	info, err := buildinfo.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +54,7 @@ func TestBazelBinaryCarriesGoBuildInfo(t *testing.T) {
 		t.Errorf("settings %v, want CGO_ENABLED=0 GOOS=%s GOARCH=%s", settings, runtime.GOOS, runtime.GOARCH)
 	}
 
-	out, err := exec.Command(*binary, "version", "--json").Output()
+	out, err := exec.Command(bin, "version", "--json").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
