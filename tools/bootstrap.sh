@@ -37,7 +37,7 @@ die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
 # torch's C++ headers (python3-torch ships only symbolic links to them) and
 # a C++ compiler.
 apt_packages=(bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
-  python3-torch python3-numpy libtorch-dev g++ docker-registry patch locales nginx
+  python3-torch python3-numpy libtorch-dev g++ docker-registry patch locales nginx jq
   chromium) # chromium: the HTML report tests render pages in a real browser
 missing=()
 for p in "${apt_packages[@]}"; do

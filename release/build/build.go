@@ -56,17 +56,20 @@ type Inputs struct {
 	BaseName        string   // human name of the base, e.g. nvcr.io/nvidia/pytorch:25.01-py3
 	// Base, when set, is the base image itself (a rebuild reads it from
 	// the published release); BaseDigest must then be its digest.
-	Base         v1.Image `json:"-"`
-	Entrypoint   string   // static cacheon binary
-	Platform     string   // os/arch
-	Name         string   // image name, e.g. cacheon-engine:1.0
-	ServeCommand []string
-	ServeEnv     []string
-	ModelMount   string
-	Epoch        int64
-	Compression  layer.Compression
-	Level        int
-	Out          string // new OCI layout directory
+	Base       v1.Image `json:"-"`
+	Entrypoint string   // static cacheon binary
+	// EntrypointSource, when set, records what the entrypoint is built
+	// from (repository, commit, Bazel target) so consumers rebuild it.
+	EntrypointSource *descriptor.EntrypointSource `json:"-"`
+	Platform         string                       // os/arch
+	Name             string                       // image name, e.g. cacheon-engine:1.0
+	ServeCommand     []string
+	ServeEnv         []string
+	ModelMount       string
+	Epoch            int64
+	Compression      layer.Compression
+	Level            int
+	Out              string // new OCI layout directory
 	// Files, when set, holds the release stack, the review records, the
 	// model receipt and the entrypoint binary as bytes, and the four
 	// paths above are not read: a rebuild hands over what it already
@@ -349,6 +352,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 		Entrypoint: descriptor.Entrypoint{
 			SHA256: descriptor.SHA256(entryBytes),
 			Size:   int64(len(entryBytes)),
+			Source: in.EntrypointSource,
 		},
 		Serve:     descriptor.Serve{Command: in.ServeCommand, Environment: env, ModelMount: in.ModelMount},
 		Toolchain: descriptor.Toolchain{GoVersion: runtime.Version(), Compression: string(in.Compression), CompressionLevel: in.Level, SourceDateEpoch: in.Epoch},

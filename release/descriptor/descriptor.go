@@ -83,6 +83,37 @@ type BaseImage struct {
 type Entrypoint struct {
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
+	// Source, when recorded, says what the binary is built from, so a
+	// consumer can rebuild it (release rebuild --source-repo).
+	Source *EntrypointSource `json:"source,omitempty"`
+}
+
+// EntrypointSource is the entrypoint's build recipe: the repository's
+// tools/bootstrap.sh, then `bazel build <BazelTarget>` (with the
+// repository's own .bazelrc), in a clone of Repository at Commit.
+type EntrypointSource struct {
+	Repository  string `json:"repository"`   // where to clone it from (a URL, or a path for a local rebuild)
+	Commit      string `json:"commit"`       // full git commit id
+	BazelTarget string `json:"bazel_target"` // e.g. //tools/cmd/cacheon
+}
+
+var (
+	gitCommitRE   = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+	bazelTargetRE = regexp.MustCompile(`^//[A-Za-z0-9_/.-]*:?[A-Za-z0-9_.-]+$`)
+)
+
+// Validate checks the recipe's fields.
+func (s *EntrypointSource) Validate() error {
+	if s.Repository == "" || strings.ContainsAny(s.Repository, "\x00\n") {
+		return fmt.Errorf("entrypoint.source.repository %q: want a repository URL or path", s.Repository)
+	}
+	if !gitCommitRE.MatchString(s.Commit) {
+		return fmt.Errorf("entrypoint.source.commit %q: want a full git commit id (40 or 64 hex)", s.Commit)
+	}
+	if !bazelTargetRE.MatchString(s.BazelTarget) {
+		return fmt.Errorf("entrypoint.source.bazel_target %q: want a label of this repository, e.g. //tools/cmd/cacheon", s.BazelTarget)
+	}
+	return nil
 }
 
 // Serve is what the entrypoint runs once the release verified. The
@@ -180,6 +211,11 @@ func (d *Descriptor) Validate() error {
 	for i, l := range d.BaseImage.Layers {
 		if !sha256Pref.MatchString(l) {
 			return fmt.Errorf("base_image.layers[%d] %q: want sha256:<64 hex>", i, l)
+		}
+	}
+	if d.Entrypoint.Source != nil {
+		if err := d.Entrypoint.Source.Validate(); err != nil {
+			return err
 		}
 	}
 	if len(d.Serve.Command) == 0 || d.Serve.Command[0] == "" {

@@ -36,6 +36,20 @@ func TestMarshalParseRoundTrip(t *testing.T) {
 	if _, err := Parse([]byte(strings.Replace(string(b), `"type":`, `"extra":1,"type":`, 1))); err == nil {
 		t.Error("descriptor with an unknown field parsed")
 	}
+	// The entrypoint's source is optional: without it the bytes are
+	// those of a descriptor that never knew the field.
+	if strings.Contains(string(b), `"source":`) {
+		t.Error("a descriptor without an entrypoint source mentions one")
+	}
+	withSource := valid()
+	withSource.Entrypoint.Source = &EntrypointSource{Repository: "https://example.com/cacheon.git", Commit: strings.Repeat("f", 40), BazelTarget: "//tools/cmd/cacheon"}
+	b, err = withSource.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Parse(b); err != nil || d.Entrypoint.Source == nil || d.Entrypoint.Source.Commit != strings.Repeat("f", 40) {
+		t.Fatalf("round trip with a source: %v %+v", err, d)
+	}
 }
 
 func TestValidate(t *testing.T) {
@@ -55,6 +69,15 @@ func TestValidate(t *testing.T) {
 		{"reserved prefix", func(d *Descriptor) { d.Serve.Environment = []string{"CACHEON_RELEASE_X=1"} }, "reserved"},
 		{"chain variable", func(d *Descriptor) { d.Serve.Environment = []string{"WALLET_NAME=w"} }, "chain-independent"},
 		{"lowercase key", func(d *Descriptor) { d.Serve.Environment = []string{"a=1"} }, "KEY=VALUE"},
+		{"source commit", func(d *Descriptor) {
+			d.Entrypoint.Source = &EntrypointSource{Repository: "r", Commit: "abc", BazelTarget: "//tools/cmd/cacheon"}
+		}, "entrypoint.source.commit"},
+		{"source target", func(d *Descriptor) {
+			d.Entrypoint.Source = &EntrypointSource{Repository: "r", Commit: strings.Repeat("a", 40), BazelTarget: "tools/cmd/cacheon; rm -rf /"}
+		}, "entrypoint.source.bazel_target"},
+		{"source repository", func(d *Descriptor) {
+			d.Entrypoint.Source = &EntrypointSource{Commit: strings.Repeat("a", 40), BazelTarget: "//tools/cmd/cacheon"}
+		}, "entrypoint.source.repository"},
 		{"integrations unsorted", func(d *Descriptor) {
 			h := strings.Repeat("cd", 32)
 			in := Integration{IntegratedRefDigest: h, IntegrationRecordDigest: h, IntegratedSourceTreeDigest: h, SelectedPayloadDigest: h, RecordSHA256: h}

@@ -40,6 +40,7 @@ const (
 	DepModelReceipt    = "model-provision-receipt"
 	DepBaseImage       = "base-image"
 	DepEntrypoint      = "entrypoint"
+	DepEntrypointSrc   = "entrypoint-source"
 	DepRuntime         = "runtime"
 	DepBaseEngine      = "base-engine"
 	ByproductSBOM      = "sbom.spdx.json"
@@ -98,6 +99,14 @@ func ForRelease(in ReleaseInput) *Provenance {
 		Resource{Name: DepBaseImage, URI: "oci:" + d.BaseImage.Name, Digest: map[string]string{"sha256": hexOf(d.BaseImage.Digest)}},
 		Resource{Name: DepEntrypoint, Digest: map[string]string{"sha256": d.Entrypoint.SHA256}},
 	)
+	if src := d.Entrypoint.Source; src != nil {
+		// The entrypoint's source: the repository at the commit it is
+		// built from, and the recipe that builds it there.
+		p.Dependencies = append(p.Dependencies, Resource{
+			Name: DepEntrypointSrc, URI: "git+" + src.Repository, Digest: map[string]string{"gitCommit": src.Commit},
+			Annotations: map[string]string{"bazel_target": src.BazelTarget, "recipe": "bash tools/bootstrap.sh && bazel build " + src.BazelTarget},
+		})
+	}
 	for _, c := range d.Integrations {
 		p.Dependencies = append(p.Dependencies,
 			Resource{Name: ContributionDep(c.TargetID), Digest: map[string]string{

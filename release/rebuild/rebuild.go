@@ -70,7 +70,12 @@ type Options struct {
 	// AllowToolchainMismatch rebuilds with another Go toolchain than the
 	// release's; layer digests will then usually differ.
 	AllowToolchainMismatch bool
-	Progress               func(string)
+	// EntrypointFromImage takes the entrypoint binary from the image
+	// instead of rebuilding it from source, even when the release records
+	// its source and SourceRepo is given (a rebuild from source runs the
+	// repository's bootstrap and Bazel).
+	EntrypointFromImage bool
+	Progress            func(string)
 }
 
 // Result is the outcome of a rebuild.
@@ -83,11 +88,15 @@ type Result struct {
 	EngineTreeDigest         string `json:"engine_tree_digest"`
 	Rematerialized           bool   `json:"rematerialized"`
 	RematerializedTreeDigest string `json:"rematerialized_tree_digest"`
-	SBOMMatch                bool   `json:"sbom_match"`
-	ProvenanceMatch          bool   `json:"provenance_match"`
-	ReleaseGoVersion         string `json:"release_go_version"`
-	RebuildGoVersion         string `json:"rebuild_go_version"`
-	FirstDifference          string `json:"first_difference"`
+	// EntrypointRebuilt says the entrypoint was rebuilt from source and
+	// matched; EntrypointSource why it was taken from the image otherwise.
+	EntrypointRebuilt bool   `json:"entrypoint_rebuilt"`
+	EntrypointSource  string `json:"entrypoint_source"`
+	SBOMMatch         bool   `json:"sbom_match"`
+	ProvenanceMatch   bool   `json:"provenance_match"`
+	ReleaseGoVersion  string `json:"release_go_version"`
+	RebuildGoVersion  string `json:"rebuild_go_version"`
+	FirstDifference   string `json:"first_difference"`
 }
 
 // Mismatch is a rebuild whose output differs from the release.
@@ -162,10 +171,13 @@ func Run(s store.Store, opts Options) (*Result, error) {
 		ServeCommand: d.Serve.Command,
 		ServeEnv:     d.Serve.Environment,
 		ModelMount:   d.Serve.ModelMount,
-		Epoch:        d.Toolchain.SourceDateEpoch,
-		Compression:  layer.Compression(d.Toolchain.Compression),
-		Level:        d.Toolchain.CompressionLevel,
-		Out:          filepath.Join(work, "rebuilt"),
+		// Recorded as the release recorded it, whether or not the
+		// binary is rebuilt below.
+		EntrypointSource: d.Entrypoint.Source,
+		Epoch:            d.Toolchain.SourceDateEpoch,
+		Compression:      layer.Compression(d.Toolchain.Compression),
+		Level:            d.Toolchain.CompressionLevel,
+		Out:              filepath.Join(work, "rebuilt"),
 		Files: &build.Files{
 			ReleaseManifest: rel.Files[descriptor.ManifestPath],
 			ModelReceipt:    rel.Files[descriptor.ModelReceipt],
@@ -211,6 +223,27 @@ func Run(s store.Store, opts Options) (*Result, error) {
 		in.EngineTree = tree
 	}
 
+	res.EntrypointSource = "taken from the image (the release records no source)"
+	switch src := d.Entrypoint.Source; {
+	case src == nil:
+	case opts.SourceRepo == "":
+		res.EntrypointSource = "taken from the image (no --source-repo to rebuild " + src.Commit + " from)"
+	case opts.EntrypointFromImage:
+		res.EntrypointSource = "taken from the image (--entrypoint-from-image)"
+	default:
+		bin, err := buildEntrypoint(src, opts.SourceRepo, work, progress)
+		if err != nil {
+			return res, fmt.Errorf("rebuild the entrypoint from source: %w", err)
+		}
+		if got := descriptor.SHA256(bin); got != d.Entrypoint.SHA256 {
+			res.FirstDifference = descriptor.EntrypointPath
+			return res, entrypointMismatch(src, d.Entrypoint.SHA256, got)
+		}
+		in.Files.Entrypoint = bin
+		res.EntrypointRebuilt = true
+		res.EntrypointSource = "rebuilt from source at " + src.Commit + " (bazel build " + src.BazelTarget + ")"
+	}
+
 	progress("rebuilding the image")
 	built, err := build.Build(in, nil)
 	if err != nil {
@@ -225,6 +258,11 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	}
 	if !res.SBOMMatch {
 		return res, &Mismatch{What: "the rebuilt SBOM differs from the published one"}
+	}
+	if !res.ProvenanceMatch {
+		// The image and SBOM reproduce, but the signed statement about
+		// them does not: its parameters or builder record differ.
+		return res, &Mismatch{What: "the rebuilt provenance statement differs from the signed one"}
 	}
 	res.Match = true
 	return res, nil

@@ -30,6 +30,9 @@ func ForRelease(d *descriptor.Descriptor, descDigest, name, imageDigest string, 
 		ReleaseDigest: descDigest, Epoch: d.Toolchain.SourceDateEpoch, Creator: Creator,
 		EntrypointGo: GoBuildOf(entrypoint),
 	}
+	if src := d.Entrypoint.Source; src != nil {
+		in.EntrypointSource = &EntrypointSource{Repository: src.Repository, Commit: src.Commit, BazelTarget: src.BazelTarget}
+	}
 	for _, c := range d.Integrations {
 		in.Contributions = append(in.Contributions, Contribution{
 			TargetID: c.TargetID, IntegratedSourceTreeDigest: c.IntegratedSourceTreeDigest,

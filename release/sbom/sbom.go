@@ -73,13 +73,21 @@ type Input struct {
 	// EntrypointGo is the Go build information embedded in the
 	// entrypoint binary (nil when it has none): each module it links
 	// becomes a package the entrypoint CONTAINS, with its purl.
-	EntrypointGo  *GoBuild
-	Contributions []Contribution
-	ModelContent  string // model content digest
-	ModelReceipt  string // model provision receipt digest
-	ReleaseDigest string // release descriptor digest
-	Epoch         int64
-	Creator       string // "Tool: cacheon-<version>"
+	EntrypointGo *GoBuild
+	// EntrypointSource, when the release records it, is where the
+	// entrypoint is built from: repository, commit and Bazel target.
+	EntrypointSource *EntrypointSource
+	Contributions    []Contribution
+	ModelContent     string // model content digest
+	ModelReceipt     string // model provision receipt digest
+	ReleaseDigest    string // release descriptor digest
+	Epoch            int64
+	Creator          string // "Tool: cacheon-<version>"
+}
+
+// EntrypointSource is the entrypoint's recorded build recipe.
+type EntrypointSource struct {
+	Repository, Commit, BazelTarget string
 }
 
 // GoBuild is what a Go binary's build information says about its
@@ -301,6 +309,11 @@ func Generate(in Input) ([]byte, error) {
 		LicenseComments: "built from the repository's own source (Apache-2.0); it links the Go modules listed as packages it CONTAINS, under their own licenses, not analysed here",
 	})
 	rel(idImage, "CONTAINS", idEntry)
+	if src := in.EntrypointSource; src != nil {
+		entry := &doc.Packages[len(doc.Packages)-1]
+		entry.SourceInfo = fmt.Sprintf("built from %s at git commit %s by bazel build %s", src.Repository, src.Commit, src.BazelTarget)
+		entry.ExternalRefs = append(entry.ExternalRefs, cacheonRef("git-commit", src.Commit))
+	}
 	if g := in.EntrypointGo; g != nil {
 		// What `go version -m` reads from the binary: the standard
 		// library of the toolchain that linked it, and every module.

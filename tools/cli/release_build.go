@@ -7,15 +7,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/release/build"
+	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/layer"
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // releaseBuildOptions are the flags and arguments of release build.
 type releaseBuildOptions struct {
-	in          build.Inputs
-	compression string
-	jsonOut     bool
-	args        []string
+	in                                     build.Inputs
+	compression                            string
+	sourceRepo, sourceCommit, sourceTarget string
+	jsonOut                                bool
+	args                                   []string
 }
 
 func newReleaseBuildCommand(s Streams) *cobra.Command {
@@ -64,6 +67,9 @@ recorded in the descriptor and provenance.`,
 	f.StringVar(&o.in.Substrate, "substrate", "", "substrate directory (required)")
 	f.StringVar(&o.in.ModelReceipt, "model-receipt", "", "provision receipt of the sealed model (required)")
 	f.StringVar(&o.in.Entrypoint, "entrypoint", "", "static cacheon binary to ship as the entrypoint (required)")
+	f.StringVar(&o.sourceRepo, "entrypoint-source-repo", "", "record the repository the entrypoint is built from (URL, or a path for local rebuilds), with --entrypoint-source-commit, so consumers rebuild it")
+	f.StringVar(&o.sourceCommit, "entrypoint-source-commit", "", "the full git commit the entrypoint is built from")
+	f.StringVar(&o.sourceTarget, "entrypoint-bazel-target", "//tools/cmd/cacheon", "the Bazel target that builds the entrypoint at that commit")
 	f.StringVar(&o.in.BaseLayout, "base-layout", "", "OCI layout holding the base image (default: the scratch base)")
 	f.StringVar(&o.in.BaseDigest, "base-digest", "", "manifest digest pinning the base image, sha256:<hex>")
 	f.StringVar(&o.in.BaseName, "base-name", "", "name of the base image, recorded in the SBOM and provenance")
@@ -85,6 +91,16 @@ recorded in the descriptor and provenance.`,
 
 func runReleaseBuild(_ context.Context, s Streams, o releaseBuildOptions) error {
 	o.in.Compression = layer.Compression(o.compression)
+	switch {
+	case o.sourceRepo != "" && o.sourceCommit != "":
+		src := &descriptor.EntrypointSource{Repository: o.sourceRepo, Commit: o.sourceCommit, BazelTarget: o.sourceTarget}
+		if err := src.Validate(); err != nil {
+			return reject.Errorf("--entrypoint-source-*: %w", err)
+		}
+		o.in.EntrypointSource = src
+	case o.sourceRepo != "" || o.sourceCommit != "":
+		return reject.New("--entrypoint-source-repo and --entrypoint-source-commit go together")
+	}
 	var progress build.Progress
 	if !o.jsonOut {
 		progress = releaseProgress(s, "build")

@@ -19,6 +19,7 @@ type releaseRebuildOptions struct {
 	keyPath, sourceRepo, work, catalogPath string
 	sources                                []string
 	insecure, jsonOut, allowToolchain      bool
+	entrypointFromImage                    bool
 	args                                   []string
 }
 
@@ -33,7 +34,11 @@ records, model receipt, substrate and entrypoint from its layers, the pinned
 base image from the same layout or repository. With --source-repo (a git
 repository holding the review commits) the engine tree is re-materialized
 from the reviewed source instead of taken from the image, which also proves
-that the shipped tree is what the reviewed source gives. On a mismatch the
+that the shipped tree is what the reviewed source gives; and when the release
+records the entrypoint's source (repository, commit, Bazel target), the
+entrypoint binary is rebuilt too: a clone of --source-repo at that commit,
+its tools/bootstrap.sh, then bazel build of the target, compared byte for
+byte (--entrypoint-from-image skips this and says so). On a mismatch the
 first differing layer and file is printed and the exit code is 2.
 
 The layer bytes depend on the compressor, so the Go toolchain the release
@@ -54,6 +59,7 @@ anyway and reports layers whose files are equal but whose bytes are not.`,
 	f.StringArrayVar(&o.sources, "source", nil, "TARGET=PATH: the contribution's directory in --source-repo (default: searched by digest)")
 	f.StringVar(&o.catalogPath, "catalog", "", "target catalog HCL file for re-materializing (default: the built-in catalog)")
 	f.StringVar(&o.work, "work", "", "scratch directory to keep (default: a temporary one, removed)")
+	f.BoolVar(&o.entrypointFromImage, "entrypoint-from-image", false, "take the entrypoint binary from the image even when the release records its source (skips the Bazel rebuild)")
 	f.BoolVar(&o.allowToolchain, "allow-toolchain-mismatch", false, "rebuild even if this binary's Go toolchain is not the release's")
 	f.BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
 	f.BoolVar(&o.jsonOut, "json", false, "print one JSON document")
@@ -66,7 +72,7 @@ func runReleaseRebuild(ctx context.Context, s Streams, o releaseRebuildOptions) 
 	if err != nil {
 		return err
 	}
-	opts := rebuild.Options{Policy: policy, Work: o.work, SourceRepo: o.sourceRepo, AllowToolchainMismatch: o.allowToolchain, SourcePaths: map[string]string{}}
+	opts := rebuild.Options{Policy: policy, Work: o.work, SourceRepo: o.sourceRepo, AllowToolchainMismatch: o.allowToolchain, EntrypointFromImage: o.entrypointFromImage, SourcePaths: map[string]string{}}
 	for _, src := range o.sources {
 		target, p, ok := strings.Cut(src, "=")
 		if !ok {
@@ -111,6 +117,6 @@ func runReleaseRebuild(ctx context.Context, s Streams, o releaseRebuildOptions) 
 	if res.Rematerialized {
 		fmt.Fprint(s.Out, " (re-materialized from the reviewed source)")
 	}
-	fmt.Fprintf(s.Out, "\n  toolchain      %s\n", res.RebuildGoVersion)
+	fmt.Fprintf(s.Out, "\n  entrypoint     %s\n  toolchain      %s\n", res.EntrypointSource, res.RebuildGoVersion)
 	return nil
 }
