@@ -19,7 +19,7 @@ fi
 commit=$(git rev-parse HEAD)
 say "bazel build //release:engine recording source $repo at $commit"
 bazel build //tools/cmd/cacheon //release:engine \
-  --//release:entrypoint_source_repo="$repo" --//release:entrypoint_source_commit="$commit"
+  --define=entrypoint_source_repo="$repo" --define=entrypoint_source_commit="$commit"
 
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT

@@ -1,6 +1,5 @@
 """Implementation of cacheon_release."""
 
-load("@bazel_skylib//rules:common_settings.bzl", "BuildSettingInfo")
 load("//rules:providers.bzl", "CacheonModelInfo", "CacheonReleaseInfo", "CacheonStackInfo")
 load(":common.bzl", "CACHEON_TOOL_ATTRS", "STAGE", "run_staged")
 
@@ -19,8 +18,11 @@ def _cacheon_release_impl(ctx):
     args.add("--substrate", STAGE + "/" + substrate_dir)
     args.add("--model-receipt", model.receipt)
     args.add("--entrypoint", ctx.executable.entrypoint)
-    source_repo = ctx.attr._entrypoint_source_repo[BuildSettingInfo].value
-    source_commit = ctx.attr._entrypoint_source_commit[BuildSettingInfo].value
+    # --define, not a Starlark flag: a Starlark flag on the command line
+    # moves every output to another configuration directory on Bazel 4,
+    # rebuilding the world; a --define changes only this action.
+    source_repo = ctx.var.get("entrypoint_source_repo", "")
+    source_commit = ctx.var.get("entrypoint_source_commit", "")
     if source_repo or source_commit:
         args.add("--entrypoint-source-repo", source_repo)
         args.add("--entrypoint-source-commit", source_commit)
@@ -61,8 +63,8 @@ cacheon_release = rule(
 
 Runs `cacheon release build` over the materialized release stack, the
 substrate, the sealed model's receipt and the static `cacheon` entrypoint:
-(with --//release:entrypoint_source_repo=URL and
---//release:entrypoint_source_commit=$(git rev-parse HEAD) the descriptor,
+(with --define=entrypoint_source_repo=URL and
+--define=entrypoint_source_commit=$(git rev-parse HEAD) the descriptor,
 provenance and SBOM record what the entrypoint is built from, so
 `cacheon release rebuild --source-repo` rebuilds it);
 layers from sorted tars with fixed times, owners and modes, explicit OCI
@@ -101,14 +103,6 @@ ever enters an action.
             doc = "The cacheon binary the image runs (static: .bazelrc builds pure Go); it verifies the signed release before serving.",
         ),
         "image_name": attr.string(mandatory = True, doc = "The image name, e.g. cacheon-engine:0.1.0."),
-        "_entrypoint_source_repo": attr.label(
-            default = Label("//release:entrypoint_source_repo"),
-            providers = [BuildSettingInfo],
-        ),
-        "_entrypoint_source_commit": attr.label(
-            default = Label("//release:entrypoint_source_commit"),
-            providers = [BuildSettingInfo],
-        ),
         "source_date_epoch": attr.int(
             default = 0,
             doc = "Seconds since the Unix epoch used for every date in the image.",
