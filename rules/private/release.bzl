@@ -18,6 +18,7 @@ def _cacheon_release_impl(ctx):
     args.add("--substrate", STAGE + "/" + substrate_dir)
     args.add("--model-receipt", model.receipt)
     args.add("--entrypoint", ctx.executable.entrypoint)
+
     # --define, not a Starlark flag: a Starlark flag on the command line
     # moves every output to another configuration directory on Bazel 4,
     # rebuilding the world; a --define changes only this action.
