@@ -33,8 +33,16 @@ out=${CACHEON_OUT:-$repo/out}
 mkdir -p "$out"
 say() { printf '\n== %s\n' "$*" >&2; }
 
+# From a committed tree the release records the commit its entrypoint is
+# built from, so `release rebuild --source-repo .` rebuilds the binary too.
+source_flags=()
+if git rev-parse -q --verify HEAD >/dev/null 2>&1 && [[ -z $(git status --porcelain --untracked-files=no) ]]; then
+  source_flags=(--define=entrypoint_source_repo="$repo" --define=entrypoint_source_commit="$(git rev-parse HEAD)")
+else
+  echo "run: uncommitted changes, so the release does not record a source commit for its entrypoint" >&2
+fi
 say "bazel build //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine"
-bazel build //tools/cmd/cacheon //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine
+bazel build //tools/cmd/cacheon //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine ${source_flags[@]+"${source_flags[@]}"}
 cacheon=$repo/bazel-bin/tools/cmd/cacheon/cacheon_/cacheon
 bin=$repo/bazel-bin
 
@@ -124,5 +132,7 @@ cat >&2 <<EOF
   signed release layout   $out/release
   release public key      $out/keys/release.pub
   release channel         $out/channel (consumers pin $out/channel/1.root.json)
-Rebuild and verify it yourself: docs/consumer-guide.md
+Rebuild it, the entrypoint from source included, and verify it yourself:
+  $cacheon release rebuild --key $out/keys/release.pub --source-repo $repo $out/release
+  (docs/consumer-guide.md)
 EOF

@@ -44,8 +44,7 @@ func ForRelease(d *descriptor.Descriptor, descDigest, name, imageDigest string, 
 }
 
 // GoBuildOf reads the Go build information of a binary: nil for a file
-// that is not a Go binary or carries none (an entrypoint linked without
-// module information lists no modules).
+// that is not a Go binary, or a Go binary without module information.
 func GoBuildOf(binary []byte) *GoBuild {
 	info, err := buildinfo.Read(bytes.NewReader(binary))
 	if err != nil {
@@ -59,9 +58,10 @@ func GoBuildOf(binary []byte) *GoBuild {
 		g.Modules = append(g.Modules, GoModule{Path: m.Path, Version: m.Version, Sum: m.Sum})
 	}
 	if g.MainModule == "" && len(g.Modules) == 0 {
-		// A Go binary without module information (linked without it):
-		// only the toolchain is known.
-		return &GoBuild{GoVersion: info.GoVersion}
+		// A Go binary linked without module information (every release
+		// built before the entrypoint carried it): nothing is listed,
+		// so those releases' SBOMs regenerate as they were signed.
+		return nil
 	}
 	return g
 }

@@ -105,6 +105,16 @@ type GoModule struct {
 	Sum     string // go.sum hash (h1:...), when recorded
 }
 
+// entrypointLicenseComment explains the entrypoint's license. The text
+// without module information is the one every earlier release's SBOM
+// carries, so they regenerate byte for byte.
+func entrypointLicenseComment(g *GoBuild) string {
+	if g == nil {
+		return "built from the repository's own source (Apache-2.0); it links Go modules under their own licenses, not analysed here"
+	}
+	return "built from the repository's own source (Apache-2.0); it links the Go modules listed as packages it CONTAINS, under their own licenses, not analysed here"
+}
+
 // goPURL is the package URL of a Go module (purl-spec's golang type: the
 // module path as namespace/name, the version percent-encoded).
 func goPURL(path, version string) string {
@@ -304,9 +314,9 @@ func Generate(in Input) ([]byte, error) {
 		Comment:   "static entrypoint at /" + in.Entrypoint.Path + ": verifies the signed release, then serves",
 		// Declared: the repository's source is Apache-2.0. Not concluded:
 		// the binary links Go modules under their own licenses (listed
-		// below from its build information, licenses not analysed).
+		// below when its build information names them).
 		LicenseDeclared: ProjectLicense, CopyrightText: ProjectCopyright,
-		LicenseComments: "built from the repository's own source (Apache-2.0); it links the Go modules listed as packages it CONTAINS, under their own licenses, not analysed here",
+		LicenseComments: entrypointLicenseComment(in.EntrypointGo),
 	})
 	rel(idImage, "CONTAINS", idEntry)
 	if src := in.EntrypointSource; src != nil {
