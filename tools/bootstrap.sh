@@ -12,6 +12,7 @@
 #   3. rules_go v0.34.0 from the Go module proxy, with our Go 1.26 patch.
 #   4. Every external Go module the code imports, split into one Bazel
 #      repository per module with generated BUILD files.
+#   5. cosign and oras, the stock tools the consumer guide's tests run.
 #
 # Environment:
 #   CACHEON_CACHE   cache directory (default ${XDG_CACHE_HOME:-$HOME/.cache}/cacheon)
@@ -24,6 +25,8 @@ cd "$repo"
 rules_go_version=v0.34.0
 gazelle_version=v0.45.0
 buildtools_version=v0.0.0-20260904073137-eaa4d125b423
+cosign_version=v3.1.3
+oras_version=v1.3.6
 
 say() { printf 'bootstrap: %s\n' "$*" >&2; }
 die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
@@ -118,26 +121,25 @@ fi
 ln -sfn "$rules_go" .cache/rules_go
 
 # --- 4. External Go modules as Bazel repositories -------------------------------
-gazelle="$cache/bin/gazelle-$gazelle_version"
-if [[ ! -x $gazelle ]]; then
-  say "building gazelle $gazelle_version"
-  mkdir -p "$cache/bin"
-  tmpbin=$(mktemp -d)
-  GOBIN="$tmpbin" go install "github.com/bazelbuild/bazel-gazelle/cmd/gazelle@$gazelle_version"
-  mv "$tmpbin/gazelle" "$gazelle"
-  rmdir "$tmpbin"
-fi
+# go_tool NAME PACKAGE VERSION builds a pinned Go tool from the Go module
+# proxy once, into the cache, and prints its path.
+go_tool() {
+  local name=$1 pkg=$2 version=$3
+  local bin="$cache/bin/$name-$version"
+  if [[ ! -x $bin ]]; then
+    say "building $name $version"
+    mkdir -p "$cache/bin"
+    local tmpbin
+    tmpbin=$(mktemp -d)
+    GOBIN="$tmpbin" go install "$pkg@$version"
+    mv "$tmpbin/$name" "$bin"
+    rmdir "$tmpbin"
+  fi
+  printf '%s\n' "$bin"
+}
+gazelle=$(go_tool gazelle github.com/bazelbuild/bazel-gazelle/cmd/gazelle "$gazelle_version")
 ln -sfn "$gazelle" .cache/gazelle
-
-buildifier="$cache/bin/buildifier-$buildtools_version"
-if [[ ! -x $buildifier ]]; then
-  say "building buildifier (buildtools $buildtools_version)"
-  mkdir -p "$cache/bin"
-  tmpbin=$(mktemp -d)
-  GOBIN="$tmpbin" go install "github.com/bazelbuild/buildtools/buildifier@$buildtools_version"
-  mv "$tmpbin/buildifier" "$buildifier"
-  rmdir "$tmpbin"
-fi
+buildifier=$(go_tool buildifier github.com/bazelbuild/buildtools/buildifier "$buildtools_version")
 ln -sfn "$buildifier" .cache/buildifier
 
 # The key covers everything that decides which external packages are needed:
@@ -153,4 +155,14 @@ if [[ $(cat .cache/godeps/.key 2>/dev/null) != "$key" ]]; then
 else
   say "external Go module repositories up to date"
 fi
+# --- 5. Stock consumer tools -------------------------------------------------
+# The consumer guide's commands run in the tests with the tools a consumer
+# has: cosign verifies the signature and the SLSA and SPDX attestations, oras
+# pulls the attached files. Built once from the Go module proxy (cosign takes
+# a few minutes the first time); tools/test.sh puts .cache/tools/bin on PATH.
+cosign=$(go_tool cosign github.com/sigstore/cosign/v3/cmd/cosign "$cosign_version")
+oras=$(go_tool oras oras.land/oras/cmd/oras "$oras_version")
+mkdir -p .cache/tools/bin
+ln -sfn "$cosign" .cache/tools/bin/cosign
+ln -sfn "$oras" .cache/tools/bin/oras
 say "ready"

@@ -19,6 +19,10 @@ step() {
 export CACHEON_REQUIRE_SANDBOX=1
 # The HTML report tests render in headless Chromium (installed above).
 export CACHEON_REQUIRE_BROWSER=1
+# The consumer guide's cosign and oras commands run for real (built by the
+# bootstrap into .cache/tools/bin).
+export PATH="$repo/.cache/tools/bin:$PATH"
+export CACHEON_REQUIRE_STOCK_TOOLS=1
 # The prebuild tests compile torch extensions (libtorch-dev and g++,
 # installed above).
 export CACHEON_REQUIRE_CXX_TORCH=1

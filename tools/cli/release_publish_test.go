@@ -61,9 +61,7 @@ func TestReleasePublishLegacyTags(t *testing.T) {
 // through referrers, and from the legacy .att tag (--new-bundle-format
 // =false, as older clients read it).
 func TestCosignVerifiesThePublishedAttestation(t *testing.T) {
-	if _, err := exec.LookPath("cosign"); err != nil {
-		t.Skipf("cosign is not installed: %v", err)
-	}
+	stockTool(t, "cosign")
 	reg := registrytest.Start(t)
 	r := fixture.New(t)
 	dir := r.Signed(t)
@@ -103,9 +101,7 @@ func TestCosignVerifiesThePublishedAttestation(t *testing.T) {
 // oras, where it is installed, pulls each published artifact as the file
 // its title names, with the bytes attached to the layout.
 func TestOrasPullsThePublishedFiles(t *testing.T) {
-	if _, err := exec.LookPath("oras"); err != nil {
-		t.Skipf("oras is not installed: %v", err)
-	}
+	stockTool(t, "oras")
 	reg := registrytest.Start(t)
 	r := fixture.New(t)
 	dir := r.Signed(t)
@@ -144,4 +140,19 @@ func TestOrasPullsThePublishedFiles(t *testing.T) {
 	if entries, _ := os.ReadDir(pulled); len(entries) != len(files) {
 		t.Errorf("oras pulled %d files, want %d", len(entries), len(files))
 	}
+}
+
+// stockTool skips a test that needs a consumer's tool (cosign, oras) where
+// it is not installed, and fails it where tools/test.sh requires it (the
+// bootstrap builds them into .cache/tools/bin).
+func stockTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CACHEON_REQUIRE_STOCK_TOOLS") != "" {
+			t.Fatalf("%s is not on PATH and CACHEON_REQUIRE_STOCK_TOOLS is set (tools/bootstrap.sh builds it into .cache/tools/bin)", name)
+		}
+		t.Skipf("%s is not installed: %v", name, err)
+	}
+	return p
 }
