@@ -38,6 +38,7 @@ package channel
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,7 +149,7 @@ func CompareVersions(a, b string) int {
 			}
 		}
 	}
-	return compareInts(len(ai), len(bi))
+	return cmp.Compare(len(ai), len(bi))
 }
 
 func numeric(s string) (string, bool) {
@@ -164,20 +165,10 @@ func numeric(s string) (string, bool) {
 // zeros (the version grammar forbids them in the numeric fields).
 func compareNumeric(a, b string) int {
 	a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
-	if c := compareInts(len(a), len(b)); c != 0 {
+	if c := cmp.Compare(len(a), len(b)); c != 0 {
 		return c
 	}
 	return strings.Compare(a, b)
-}
-
-func compareInts(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // targetPath is where a release's record lives in the channel.

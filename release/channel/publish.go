@@ -184,16 +184,23 @@ func Open(dir string, now time.Time, expiry Expiry) (*Repo, error) {
 	return r, nil
 }
 
-func sign[T metadata.Roles](md *metadata.Metadata[T], key crypto.Signer, what string) error {
+// signAs signs md (the metadata of role) with key, checks that the
+// channel's root accepts the signature for that role, so a wrong key is
+// refused before anything is written, and returns the file's bytes.
+// keyName is the key's name in this package (targets, online).
+func signAs[T metadata.Roles](r *Repo, md *metadata.Metadata[T], key crypto.Signer, role, keyName string) ([]byte, error) {
 	s, err := tufSigner(key)
 	if err != nil {
-		return reject.Errorf("sign %s: %w", what, err)
+		return nil, reject.Errorf("sign %s: %w", role, err)
 	}
 	md.ClearSignatures()
 	if _, err := md.Sign(s); err != nil {
-		return fmt.Errorf("sign %s: %w", what, err)
+		return nil, fmt.Errorf("sign %s: %w", role, err)
 	}
-	return nil
+	if err := r.root.VerifyDelegate(role, md); err != nil {
+		return nil, reject.Errorf("the %s key given is not the channel's %s key: %w", keyName, role, err)
+	}
+	return md.ToBytes(true)
 }
 
 // signRoot signs the root with every key given (a rotation signs with the
@@ -227,13 +234,7 @@ func (r *Repo) signTargets(key crypto.Signer, bump bool) error {
 		r.targets.Signed.Version++
 	}
 	r.targets.Signed.Expires = r.now.Add(r.expiry.Targets)
-	if err := sign(r.targets, key, "targets"); err != nil {
-		return err
-	}
-	if err := r.root.VerifyDelegate(metadata.TARGETS, r.targets); err != nil {
-		return reject.Errorf("the targets key given is not the channel's targets key: %w", err)
-	}
-	b, err := r.targets.ToBytes(true)
+	b, err := signAs(r, r.targets, key, metadata.TARGETS, RoleTargets)
 	if err != nil {
 		return err
 	}
@@ -250,13 +251,7 @@ func (r *Repo) signSnapshotAndTimestamp(key crypto.Signer, bump bool) error {
 		r.timestamp.Signed.Version++
 	}
 	r.snapshot.Signed.Expires = r.now.Add(r.expiry.Snapshot)
-	if err := sign(r.snapshot, key, "snapshot"); err != nil {
-		return err
-	}
-	if err := r.root.VerifyDelegate(metadata.SNAPSHOT, r.snapshot); err != nil {
-		return reject.Errorf("the online key given is not the channel's snapshot key: %w", err)
-	}
-	snap, err := r.snapshot.ToBytes(true)
+	snap, err := signAs(r, r.snapshot, key, metadata.SNAPSHOT, RoleOnline)
 	if err != nil {
 		return err
 	}
@@ -269,13 +264,7 @@ func (r *Repo) signSnapshotAndTimestamp(key crypto.Signer, bump bool) error {
 		r.timestamp.Signed.UnrecognizedFields = map[string]any{}
 	}
 	r.timestamp.Signed.UnrecognizedFields[signedAtField] = r.now.Format(time.RFC3339)
-	if err := sign(r.timestamp, key, "timestamp"); err != nil {
-		return err
-	}
-	if err := r.root.VerifyDelegate(metadata.TIMESTAMP, r.timestamp); err != nil {
-		return reject.Errorf("the online key given is not the channel's timestamp key: %w", err)
-	}
-	ts, err := r.timestamp.ToBytes(true)
+	ts, err := signAs(r, r.timestamp, key, metadata.TIMESTAMP, RoleOnline)
 	if err != nil {
 		return err
 	}
