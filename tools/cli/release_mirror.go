@@ -2,16 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/publish"
-	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/store/remote"
-	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/tools/reject"
 )
 
@@ -55,9 +52,7 @@ release publish).`,
 		},
 	}
 	cmd.Flags().StringVar(&o.keyPath, "key", "", "verify the source before copying and the mirror after against this public key")
-	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "use plain HTTP for both registries")
-	cmd.Flags().BoolVar(&o.legacyTags, "legacy-tags", false, "also write cosign's legacy sha256-<hex>.sig and .att tags")
-	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print one JSON document")
+	addPushFlags(cmd, "use plain HTTP for both registries", &o.insecure, &o.legacyTags, &o.jsonOut)
 	return cmd
 }
 
@@ -84,21 +79,7 @@ func runReleaseMirror(ctx context.Context, s Streams, o releaseMirrorOptions) er
 	if err != nil {
 		return err
 	}
-	// check verifies one end; a failed check refuses (exit 2).
-	check := func(st store.Store, what string) error {
-		if policy == nil {
-			return nil
-		}
-		if _, err := verify.Run(st, verify.Options{Policy: policy}); err != nil {
-			var failed *verify.Failure
-			if errors.As(err, &failed) {
-				return reject.Errorf("%s %s: %w", what, st.Location(), err)
-			}
-			return err
-		}
-		return nil
-	}
-	if err := check(src, "refusing to mirror"); err != nil {
+	if err := refuseUnverified(src, policy, "refusing to mirror"); err != nil {
 		return err
 	}
 	var progress func(string)
@@ -107,17 +88,13 @@ func runReleaseMirror(ctx context.Context, s Streams, o releaseMirrorOptions) er
 	}
 	res, err := publish.Mirror(src, dst, publish.Options{Progress: progress, LegacyTags: o.legacyTags})
 	if err != nil {
-		var mm *store.DigestMismatchError
-		if errors.Is(err, publish.ErrIncomplete) || errors.As(err, &mm) || store.IsRejection(err) {
-			return reject.Wrap(err)
-		}
-		return err
+		return pushError(err)
 	}
 	mirror, err := open(o.args[1])
 	if err != nil {
 		return err
 	}
-	if err := check(mirror, "the mirror does not verify:"); err != nil {
+	if err := refuseUnverified(mirror, policy, "the mirror does not verify:"); err != nil {
 		return err
 	}
 	if o.jsonOut {
@@ -131,12 +108,7 @@ func runReleaseMirror(ctx context.Context, s Streams, o releaseMirrorOptions) er
 	if res.Base != "" {
 		fmt.Fprintf(s.Out, "  base image %s\n", res.Base)
 	}
-	for _, a := range res.Artifacts {
-		fmt.Fprintf(s.Out, "  %s\n", a)
-	}
-	for _, t := range res.LegacyTags {
-		fmt.Fprintf(s.Out, "  legacy tag %s\n", t)
-	}
+	printPushed(s, res.Artifacts, res.LegacyTags)
 	for _, n := range res.Notes {
 		fmt.Fprintf(s.Out, "  note: %s\n", n)
 	}

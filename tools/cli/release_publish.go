@@ -50,10 +50,52 @@ in REF, and read back.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.keyPath, "key", "", "verify the release against this public key before publishing")
-	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
-	cmd.Flags().BoolVar(&o.legacyTags, "legacy-tags", false, "also write cosign's legacy sha256-<hex>.sig and .att tags")
-	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print one JSON document")
+	addPushFlags(cmd, "use plain HTTP for the registry", &o.insecure, &o.legacyTags, &o.jsonOut)
 	return cmd
+}
+
+// addPushFlags adds the flags publish and mirror share.
+func addPushFlags(cmd *cobra.Command, insecureHelp string, insecure, legacyTags, jsonOut *bool) {
+	cmd.Flags().BoolVar(insecure, "insecure", false, insecureHelp)
+	cmd.Flags().BoolVar(legacyTags, "legacy-tags", false, "also write cosign's legacy sha256-<hex>.sig and .att tags")
+	cmd.Flags().BoolVar(jsonOut, "json", false, "print one JSON document")
+}
+
+// refuseUnverified verifies st against policy (nothing without one); a
+// failed check refuses (exit 2), prefixed with what.
+func refuseUnverified(st store.Store, policy *key.Policy, what string) error {
+	if policy == nil {
+		return nil
+	}
+	if _, err := verify.Run(st, verify.Options{Policy: policy}); err != nil {
+		var failed *verify.Failure
+		if errors.As(err, &failed) {
+			return reject.Errorf("%s %s: %w", what, st.Location(), err)
+		}
+		return err
+	}
+	return nil
+}
+
+// pushError maps a publish or mirror failure: a source that is
+// incomplete, or not what its digests say, is a rejected input (exit 2);
+// anything else (the registry) is exit 1.
+func pushError(err error) error {
+	var mm *store.DigestMismatchError
+	if errors.Is(err, publish.ErrIncomplete) || errors.As(err, &mm) || store.IsRejection(err) {
+		return reject.Wrap(err)
+	}
+	return err
+}
+
+// printPushed lists what a publish or mirror wrote besides the image.
+func printPushed(s Streams, artifacts, legacyTags []string) {
+	for _, a := range artifacts {
+		fmt.Fprintf(s.Out, "  %s\n", a)
+	}
+	for _, t := range legacyTags {
+		fmt.Fprintf(s.Out, "  legacy tag %s\n", t)
+	}
 }
 
 func runReleasePublish(ctx context.Context, s Streams, o releasePublishOptions) error {
@@ -66,11 +108,7 @@ func runReleasePublish(ctx context.Context, s Streams, o releasePublishOptions) 
 		if err != nil {
 			return err
 		}
-		if _, err := verify.Run(l, verify.Options{Policy: policy}); err != nil {
-			var failed *verify.Failure
-			if errors.As(err, &failed) {
-				return reject.Errorf("refusing to publish %s: %w", o.args[0], err)
-			}
+		if err := refuseUnverified(l, policy, "refusing to publish"); err != nil {
 			return err
 		}
 	}
@@ -84,11 +122,7 @@ func runReleasePublish(ctx context.Context, s Streams, o releasePublishOptions) 
 	}
 	res, err := publish.Publish(l, target, publish.Options{Progress: progress, LegacyTags: o.legacyTags})
 	if err != nil {
-		var mm *store.DigestMismatchError
-		if errors.Is(err, publish.ErrIncomplete) || errors.As(err, &mm) || store.IsRejection(err) {
-			return reject.Wrap(err)
-		}
-		return err
+		return pushError(err)
 	}
 	if o.jsonOut {
 		return writeJSON(s.Out, struct {
@@ -97,11 +131,6 @@ func runReleasePublish(ctx context.Context, s Streams, o releasePublishOptions) 
 		}{1, res})
 	}
 	fmt.Fprintf(s.Out, "published %s (%s)\n", res.Reference, res.ImageDigest)
-	for _, a := range res.Artifacts {
-		fmt.Fprintf(s.Out, "  %s\n", a)
-	}
-	for _, t := range res.LegacyTags {
-		fmt.Fprintf(s.Out, "  legacy tag %s\n", t)
-	}
+	printPushed(s, res.Artifacts, res.LegacyTags)
 	return nil
 }
