@@ -387,22 +387,7 @@ func SBOMBundle(t testing.TB, dir string, signer crypto.Signer, edit func(doc ma
 		t.Fatal(err)
 	}
 	if edit != nil {
-		var doc map[string]any
-		if err := json.Unmarshal(statement, &doc); err != nil {
-			t.Fatal(err)
-		}
-		edit(doc)
-		raw, err := json.Marshal(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := canonjson.Parse(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if statement, err = canonjson.Marshal(v); err != nil {
-			t.Fatal(err)
-		}
+		statement = editCanonical(t, statement, edit)
 	}
 	b, _, err := sign.Statement(statement, signer)
 	if err != nil {
@@ -556,8 +541,20 @@ func Detach(t testing.TB, dir, typ string) {
 // canonical, signed by signer: the bundle is not attached.
 func EditStatement(t testing.TB, dir string, signer crypto.Signer, edit func(doc map[string]any)) (statement, bundle []byte) {
 	t.Helper()
+	statement = editCanonical(t, Attached(t, dir, store.ArtifactProvenance), edit)
+	var err error
+	if bundle, _, err = sign.Statement(statement, signer); err != nil {
+		t.Fatal(err)
+	}
+	return statement, bundle
+}
+
+// editCanonical decodes a JSON document, edits it and re-encodes it as
+// canonical JSON, as a signed statement is encoded.
+func editCanonical(t testing.TB, b []byte, edit func(doc map[string]any)) []byte {
+	t.Helper()
 	var doc map[string]any
-	if err := json.Unmarshal(Attached(t, dir, store.ArtifactProvenance), &doc); err != nil {
+	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
 	edit(doc)
@@ -569,13 +566,11 @@ func EditStatement(t testing.TB, dir string, signer crypto.Signer, edit func(doc
 	if err != nil {
 		t.Fatal(err)
 	}
-	if statement, err = canonjson.Marshal(v); err != nil {
+	out, err := canonjson.Marshal(v)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if bundle, _, err = sign.Statement(statement, signer); err != nil {
-		t.Fatal(err)
-	}
-	return statement, bundle
+	return out
 }
 
 // otherSubject makes a statement name another image.
@@ -587,9 +582,7 @@ func otherSubject(doc map[string]any) {
 // statement names another image.
 func replayedBundle(t testing.TB, dir string, signer crypto.Signer) []byte {
 	t.Helper()
-	_, b := EditStatement(t, dir, signer, func(doc map[string]any) {
-		doc["subject"].([]any)[0].(map[string]any)["digest"] = map[string]any{"sha256": randomDigest().Hex}
-	})
+	_, b := EditStatement(t, dir, signer, otherSubject)
 	return b
 }
 
