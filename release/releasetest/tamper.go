@@ -311,14 +311,7 @@ func ImageManifest(t testing.TB, dir string) imageManifest {
 // from the layout at dir.
 func ReadImageManifest(t testing.TB, dir string) (v1.Descriptor, *v1.Manifest) {
 	t.Helper()
-	l, err := store.OpenLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := l.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, desc := openResolved(t, dir)
 	raw, err := store.ReadManifest(l, desc)
 	if err != nil {
 		t.Fatal(err)
@@ -333,14 +326,7 @@ func ReadImageManifest(t testing.TB, dir string) (v1.Descriptor, *v1.Manifest) {
 // attached returns every artifact attached to the layout's image.
 func attached(t testing.TB, dir string) []store.Referrer {
 	t.Helper()
-	l, err := store.OpenLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := l.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, desc := openResolved(t, dir)
 	refs, err := store.Referrers(l, desc.Digest)
 	if err != nil {
 		t.Fatal(err)
@@ -418,14 +404,7 @@ func ReplaceSBOMAttestation(t testing.TB, dir string, bundle []byte) {
 // first.
 func attachSBOMBundleBefore(t testing.TB, dir string, bundle []byte) {
 	t.Helper()
-	l, err := store.OpenLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := l.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, desc := openResolved(t, dir)
 	before := SBOMAttestation(t, dir).Descriptor.Digest.String()
 	for i := 0; i < 10000; i++ {
 		a := sbomBundleArtifact(bundle)
@@ -476,14 +455,7 @@ func artifactBlob(t testing.TB, dir, typ string) v1.Hash { return referrer(t, di
 // manifest and blob.
 func Attach(t testing.TB, dir string, a store.Artifact) (manifest, blob v1.Hash) {
 	t.Helper()
-	l, err := store.OpenLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := l.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, desc := openResolved(t, dir)
 	d, err := l.Attach(desc, a)
 	if err != nil {
 		t.Fatal(err)
@@ -500,14 +472,7 @@ func Attach(t testing.TB, dir string, a store.Artifact) (manifest, blob v1.Hash)
 // digest order meets it first; it returns the blob's digest.
 func attachBefore(t testing.TB, dir, typ string, data []byte, before v1.Hash) v1.Hash {
 	t.Helper()
-	l, err := store.OpenLayout(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := l.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, desc := openResolved(t, dir)
 	for i := 0; i < 10000; i++ {
 		a := store.Artifact{ArtifactType: typ, Data: data, Annotations: map[string]string{"org.example.nonce": fmt.Sprint(i)}}
 		_, md, _, err := a.Manifest(desc)
@@ -648,4 +613,18 @@ func HasNote(rep *verify.Report, want string) bool {
 		}
 	}
 	return false
+}
+
+// openResolved opens the layout at dir and resolves its release image.
+func openResolved(t testing.TB, dir string) (*store.Layout, v1.Descriptor) {
+	t.Helper()
+	l, err := store.OpenLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := l.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, desc
 }
