@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/evaluator/workload"
 	"github.com/cacheon/engine/stacks/plan"
 )
 
@@ -39,6 +40,12 @@ func TestABIScreenDrawsItsSeedFromTheSecret(t *testing.T) {
 // speed stage with its tree on C and the incumbent's on B and B′.
 func speedWithCandidate(t *testing.T, f enginetest.Fixture, candidate string) *SpeedEvidence {
 	t.Helper()
+	return speedWithCandidateOn(t, f, candidate, smoke(t))
+}
+
+// speedWithCandidateOn is speedWithCandidate with another workload.
+func speedWithCandidateOn(t *testing.T, f enginetest.Fixture, candidate string, w *workload.Workload) *SpeedEvidence {
+	t.Helper()
 	o := qualifyOptions(t, f, candidate)
 	req := o.Plan
 	req.TreeDir = filepath.Join(f.Run, "trees")
@@ -53,7 +60,7 @@ func speedWithCandidate(t *testing.T, f enginetest.Fixture, candidate string) *S
 			a[i].Spec.Tree = planned.CandidateTree
 		}
 	}
-	ev := runSpeedV8(context.Background(), f.Iso, a, smoke(t), testPolicy(), nil)
+	ev := runSpeedV8(context.Background(), f.Iso, a, w, testPolicy(), nil)
 	t.Logf("speed: %s %s", ev.Decision, ev.Reason)
 	return ev
 }
@@ -203,7 +210,16 @@ func TestSpeedStageRefusesANoisyNeighbour(t *testing.T) {
 // the speed stage FAILs C while B is timed, and takes no read from the
 // arms it disturbed.
 func TestSpeedV8RefusesANoisyNeighbour(t *testing.T) {
-	ev := speedWithCandidate(t, enginetest.New(t), "kernels/fixtures/rmsnorm_noisy_neighbour")
+	// Reads long enough for the noise to show: the fixture keeps quiet
+	// for 50 ms after its engine's last call (the warm-up, just before
+	// B's read), and the smoke workload's reads last about 60 ms, so on a
+	// loaded two-core machine it burned too little of B's read to cross
+	// the bound. 48 new tokens make each read several times longer.
+	long, diags := workload.Parse("long-smoke.hcl", []byte(strings.Replace(smokeWorkload, "max_new_tokens = 4", "max_new_tokens = 48", 1)))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	ev := speedWithCandidateOn(t, enginetest.New(t), "kernels/fixtures/rmsnorm_noisy_neighbour", long)
 	for _, r := range ev.Idle {
 		t.Logf("idle %s during %s: %.3f CPU-s over %.3f s (bound %.3f)", r.Engine, r.Window, r.CPUSeconds, r.WallSeconds, IdleBound(r.WallSeconds))
 	}
