@@ -23,7 +23,7 @@ while IFS= read -r file; do
       failed=$((failed + 1))
     fi
   done
-done < <(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./vendor/' | sed 's#^\./##' | sort)
+done < <(git ls-files -z '*_test.go' | xargs -0 grep -l '^func Fuzz' | sort)
 rm -f /tmp/cacheon-fuzz.$$
 echo "fuzz: $count targets, $failed failed" >&2
 ((failed == 0 && count > 0))

@@ -31,6 +31,10 @@ bash tools/bootstrap.sh
 
 out=${CACHEON_OUT:-$repo/out}
 mkdir -p "$out"
+# out/ holds a copy of the workspace (the crown loop's); its own go.mod keeps
+# it out of the repository's ./... (go test, go vet), as .bazelignore and
+# gazelle's exclude keep it out of Bazel's //...
+[[ -f $out/go.mod ]] || printf 'module cacheon.invalid/out\n\ngo 1.26\n' >"$out/go.mod"
 say() { printf '\n== %s\n' "$*" >&2; }
 
 # From a committed tree the release records the commit its entrypoint is

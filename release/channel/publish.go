@@ -451,6 +451,9 @@ func (r *Repo) Releases() ([]Entry, error) {
 	}, "")
 }
 
+// Now is the time the operation signs as of.
+func (r *Repo) Now() time.Time { return r.now }
+
 // Versions reports the role versions, for `channel show`.
 func (r *Repo) Versions() (root, targets, snapshot, timestamp int64, timestampExpires time.Time) {
 	return r.root.Signed.Version, r.targets.Signed.Version, r.snapshot.Signed.Version, r.timestamp.Signed.Version, r.timestamp.Signed.Expires

@@ -28,10 +28,7 @@ func ForRelease(d *descriptor.Descriptor, descDigest, name, imageDigest string, 
 		Entrypoint:   File{Path: descriptor.EntrypointPath, SHA1: hex.EncodeToString(h1[:]), SHA256: d.Entrypoint.SHA256},
 		ModelContent: d.Model.ContentDigest, ModelReceipt: d.Model.ReceiptDigest,
 		ReleaseDigest: descDigest, Epoch: d.Toolchain.SourceDateEpoch, Creator: Creator,
-		EntrypointGo: GoBuildOf(entrypoint),
-	}
-	if src := d.Entrypoint.Source; src != nil {
-		in.EntrypointSource = &EntrypointSource{Repository: src.Repository, Commit: src.Commit, BazelTarget: src.BazelTarget}
+		EntrypointGo: GoBuildOf(entrypoint), EntrypointSource: d.Entrypoint.Source,
 	}
 	for _, c := range d.Integrations {
 		in.Contributions = append(in.Contributions, Contribution{

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/tools/canonjson"
 )
 
@@ -76,18 +77,13 @@ type Input struct {
 	EntrypointGo *GoBuild
 	// EntrypointSource, when the release records it, is where the
 	// entrypoint is built from: repository, commit and Bazel target.
-	EntrypointSource *EntrypointSource
+	EntrypointSource *descriptor.EntrypointSource
 	Contributions    []Contribution
 	ModelContent     string // model content digest
 	ModelReceipt     string // model provision receipt digest
 	ReleaseDigest    string // release descriptor digest
 	Epoch            int64
 	Creator          string // "Tool: cacheon-<version>"
-}
-
-// EntrypointSource is the entrypoint's recorded build recipe.
-type EntrypointSource struct {
-	Repository, Commit, BazelTarget string
 }
 
 // GoBuild is what a Go binary's build information says about its

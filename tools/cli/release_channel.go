@@ -256,7 +256,7 @@ func runReleaseChannelPublish(ctx context.Context, s Streams, o releaseChannelPu
 	if err != nil {
 		return err
 	}
-	now, _ := parseNow("--now", o.keys.now)
+	now := r.Now()
 	policy, err := key.LoadPolicy(o.keyPath)
 	if err != nil {
 		return err
