@@ -98,6 +98,16 @@ func WriteScratchLayout(dir string, p Platform) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, err
 	}
+	return WriteLayout(dir, img, "cacheon-scratch:"+strings.ReplaceAll(p.String(), "/", "-"))
+}
+
+// WriteLayout writes img as a new OCI image layout at dir (which must not
+// exist), listed in index.json under refName, and returns its manifest
+// digest.
+func WriteLayout(dir string, img v1.Image, refName string) (v1.Hash, error) {
+	if _, err := os.Lstat(dir); err == nil {
+		return v1.Hash{}, fmt.Errorf("base layout %s already exists", dir)
+	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return v1.Hash{}, fmt.Errorf("create base layout: %w", err)
 	}
@@ -105,7 +115,7 @@ func WriteScratchLayout(dir string, p Platform) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("write base layout %s: %w", dir, err)
 	}
-	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{AnnotationRefName: "cacheon-scratch:" + strings.ReplaceAll(p.String(), "/", "-")})); err != nil {
+	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{AnnotationRefName: refName})); err != nil {
 		return v1.Hash{}, fmt.Errorf("write base layout %s: %w", dir, err)
 	}
 	return img.Digest()

@@ -157,12 +157,54 @@ type FileDigest struct {
 // Write writes the entries as a compressed tar to a new file at out and
 // returns its digests. Duplicate paths, or a path that is both a file and
 // a directory, are an error. On error no file is left at out.
-func Write(out string, entries []Entry, opts Options) (w *Written, err error) {
-	mediaType, err := opts.Compression.MediaType()
+func Write(out string, entries []Entry, opts Options) (*Written, error) {
+	plan, err := plan(entries)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := plan(entries)
+	s, err := Create(out, opts)
+	if err != nil {
+		return nil, err
+	}
+	mtime := time.Unix(opts.Epoch, 0).UTC()
+	files := make([]FileDigest, 0, len(entries))
+	for _, e := range plan {
+		fd, err := writeEntry(s.tw, e, mtime)
+		if err != nil {
+			s.Abort()
+			return nil, err
+		}
+		if !e.dir {
+			files = append(files, fd)
+		}
+	}
+	w, err := s.Close()
+	if err != nil {
+		return nil, err
+	}
+	w.Files = files
+	return w, nil
+}
+
+// Stream is a layer file being written entry by entry, for callers whose
+// entries are not files on disk (the Debian base writes the entries of
+// package archives as it reads them). The caller decides every header, so
+// the determinism Write guarantees is the caller's to keep; the stream
+// only compresses, hashes and checks the expansion readers accept.
+type Stream struct {
+	out          string
+	mediaType    string
+	compression  Compression
+	f            *os.File
+	comp         io.WriteCloser
+	compressed   *countingHash
+	uncompressed *countingHash
+	tw           *tar.Writer
+}
+
+// Create starts a layer file at out, which must not exist.
+func Create(out string, opts Options) (*Stream, error) {
+	mediaType, err := opts.Compression.MediaType()
 	if err != nil {
 		return nil, err
 	}
@@ -170,54 +212,64 @@ func Write(out string, entries []Entry, opts Options) (w *Written, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("create layer file: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(out)
-		}
-	}()
-	compressed := &countingHash{h: sha256.New()}
-	comp, err := newCompressor(io.MultiWriter(f, compressed), opts)
-	if err != nil {
+	s := &Stream{out: out, mediaType: mediaType, compression: opts.Compression, f: f,
+		compressed: &countingHash{h: sha256.New()}, uncompressed: &countingHash{h: sha256.New()}}
+	if s.comp, err = newCompressor(io.MultiWriter(f, s.compressed), opts); err != nil {
+		s.Abort()
 		return nil, err
 	}
-	uncompressed := &countingHash{h: sha256.New()}
-	tw := tar.NewWriter(io.MultiWriter(comp, uncompressed))
-	mtime := time.Unix(opts.Epoch, 0).UTC()
-	files := make([]FileDigest, 0, len(entries))
-	for _, e := range plan {
-		fd, err := writeEntry(tw, e, mtime)
-		if err != nil {
-			return nil, err
-		}
-		if !e.dir {
-			files = append(files, fd)
-		}
+	s.tw = tar.NewWriter(io.MultiWriter(s.comp, s.uncompressed))
+	return s, nil
+}
+
+// WriteHeader starts the next entry; see tar.Writer.WriteHeader.
+func (s *Stream) WriteHeader(hdr *tar.Header) error {
+	if err := s.tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("write tar header %s: %w", hdr.Name, err)
 	}
-	if err := tw.Close(); err != nil {
+	return nil
+}
+
+// Write writes the current entry's contents.
+func (s *Stream) Write(p []byte) (int, error) { return s.tw.Write(p) }
+
+// Abort removes the partial layer file.
+func (s *Stream) Abort() {
+	s.f.Close()
+	os.Remove(s.out)
+}
+
+// Close finishes the tar and compressed streams, syncs the file and
+// returns its digests (Files is left empty). On error the file is removed.
+func (s *Stream) Close() (w *Written, err error) {
+	defer func() {
+		if err != nil {
+			s.Abort()
+		}
+	}()
+	if err := s.tw.Close(); err != nil {
 		return nil, fmt.Errorf("finish tar: %w", err)
 	}
-	if err := comp.Close(); err != nil {
-		return nil, fmt.Errorf("finish %s stream: %w", opts.Compression, err)
+	if err := s.comp.Close(); err != nil {
+		return nil, fmt.Errorf("finish %s stream: %w", s.compression, err)
 	}
-	if limit := ExpansionLimit(compressed.n); uncompressed.n > limit {
+	if limit := ExpansionLimit(s.compressed.n); s.uncompressed.n > limit {
 		// Readers refuse it (DecompressLimited): better not to release it.
 		return nil, fmt.Errorf("layer of %d compressed bytes holds a %d-byte tar, over the %d bytes a reader accepts (MaxExpansionRatio %d, MaxUncompressedSize %d)",
-			compressed.n, uncompressed.n, limit, MaxExpansionRatio, MaxUncompressedSize)
+			s.compressed.n, s.uncompressed.n, limit, MaxExpansionRatio, MaxUncompressedSize)
 	}
-	if err := f.Sync(); err != nil {
+	if err := s.f.Sync(); err != nil {
 		return nil, fmt.Errorf("sync layer file: %w", err)
 	}
-	if err := f.Close(); err != nil {
+	if err := s.f.Close(); err != nil {
 		return nil, fmt.Errorf("close layer file: %w", err)
 	}
 	return &Written{
-		Path:      out,
-		MediaType: mediaType,
-		Digest:    "sha256:" + hex.EncodeToString(compressed.h.Sum(nil)),
-		DiffID:    "sha256:" + hex.EncodeToString(uncompressed.h.Sum(nil)),
-		Size:      compressed.n,
-		Files:     files,
+		Path:      s.out,
+		MediaType: s.mediaType,
+		Digest:    "sha256:" + hex.EncodeToString(s.compressed.h.Sum(nil)),
+		DiffID:    "sha256:" + hex.EncodeToString(s.uncompressed.h.Sum(nil)),
+		Size:      s.compressed.n,
 	}, nil
 }
 

@@ -33,7 +33,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/contribution"
@@ -143,7 +142,7 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	}
 
 	progress("unpacking the published inputs")
-	img, err := openImage(s, rel.Image.Digest)
+	img, err := remote.Image(s, rel.Image.Digest)
 	if err != nil {
 		return nil, err
 	}
@@ -294,20 +293,6 @@ func unpackChecked(s store.Store, layers []v1.Descriptor, dest, tmp string) erro
 	return nil
 }
 
-func openImage(s store.Store, h v1.Hash) (v1.Image, error) {
-	switch st := s.(type) {
-	case *store.Layout:
-		lp, err := layout.FromPath(st.Dir())
-		if err != nil {
-			return nil, err
-		}
-		return lp.Image(h)
-	case *remote.Registry:
-		return ggcr.Image(st.Reference().Context().Digest(h.String()), st.RemoteOptions()...)
-	}
-	return nil, fmt.Errorf("unsupported store %T", s)
-}
-
 // openBase finds the pinned base: in the release's layout or repository,
 // or, for the project's scratch base, regenerated.
 func openBase(s store.Store, d *descriptor.Descriptor) (v1.Image, error) {
@@ -315,7 +300,7 @@ func openBase(s store.Store, d *descriptor.Descriptor) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	if base, err := openImage(s, pin); err == nil {
+	if base, err := remote.Image(s, pin); err == nil {
 		if got, err := base.Digest(); err == nil && got == pin {
 			return base, nil
 		}

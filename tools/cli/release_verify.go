@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/release/channel"
+	"github.com/cacheon/engine/release/image"
 	"github.com/cacheon/engine/release/intoto"
 	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/reject"
@@ -19,6 +23,7 @@ import (
 // releaseVerifyOptions are the flags and arguments of release verify.
 type releaseVerifyOptions struct {
 	keyPath, now, layoutPath, linkDir, bundleOut string
+	rootfs                                       string
 	layoutKeys                                   []string
 	channel                                      channelCheckOptions
 	insecure, jsonOut                            bool
@@ -96,6 +101,7 @@ selected record and the channel's versions and age.`,
 	cmd.Flags().StringVar(&o.layoutPath, "layout", "", "signed in-toto supply-chain layout to check the release against")
 	cmd.Flags().StringArrayVar(&o.layoutKeys, "layout-key", nil, "public key of the layout's owner (repeat)")
 	cmd.Flags().StringVar(&o.linkDir, "links", "", "directory of the functionaries' in-toto links")
+	cmd.Flags().StringVar(&o.rootfs, "rootfs", "", "after it verified, unpack the image's root filesystem into this new directory (to run with chroot, unshare or an OCI runtime)")
 	cmd.Flags().StringVar(&o.bundleOut, "bundle-out", "", "write the signature bundle that verified to FILE (for the entrypoint's trust mount)")
 	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
 	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print the verification report as JSON")
@@ -116,6 +122,9 @@ func runReleaseVerify(ctx context.Context, s Streams, o releaseVerifyOptions) er
 		if werr := atomicwrite.WriteFile(o.bundleOut, rel.Bundle, 0o644); werr != nil {
 			err = werr
 		}
+	}
+	if err == nil && o.rootfs != "" {
+		err = unpackVerified(ctx, s, o, rel)
 	}
 	return reportVerification(s, o.args[0], rep, err, o.jsonOut)
 }
@@ -231,4 +240,37 @@ func reportVerification(s Streams, location string, rep *verify.Report, err erro
 	}
 	fmt.Fprintf(s.Out, "verified %s@%s\n  engine tree %s\n  descriptor  %s\n  signed by   %s\n", rep.Image, rep.ImageDigest, rep.EngineTreeDigest, rep.DescriptorDigest, rep.KeyID)
 	return nil
+}
+
+// unpackVerified unpacks the verified image into a new directory at
+// o.rootfs, through a temporary sibling renamed into place, so a failed
+// unpack (a layer served with other bytes than the verifier read) leaves
+// nothing behind.
+func unpackVerified(ctx context.Context, s Streams, o releaseVerifyOptions, rel *verify.Release) error {
+	if _, err := os.Lstat(o.rootfs); err == nil {
+		return fmt.Errorf("--rootfs %s already exists", o.rootfs)
+	}
+	st, err := openRelease(ctx, o.args[0], o.insecure)
+	if err != nil {
+		return err
+	}
+	img, err := remote.Image(st, rel.Image.Digest)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(o.rootfs), "."+filepath.Base(o.rootfs)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if !o.jsonOut {
+		fmt.Fprintf(s.Err, "cacheon release verify: unpacking %d layers into %s\n", len(rel.Manifest.Layers), o.rootfs)
+	}
+	if err := image.UnpackRootfs(img, tmp); err != nil {
+		return fmt.Errorf("unpack %s: %w", o.rootfs, err)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, o.rootfs)
 }

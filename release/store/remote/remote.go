@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	ggcr "github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/static"
@@ -209,4 +210,21 @@ func (r *Registry) Attach(subject v1.Descriptor, a store.Artifact) (v1.Descripto
 		return v1.Descriptor{}, fmt.Errorf("put %s manifest %s to %s: %w", a.ArtifactType, desc.Digest, repo, err)
 	}
 	return desc, nil
+}
+
+// Image opens the image with manifest digest h in a layout or registry
+// store, its layers served (and, from a registry, checked against their
+// digests as they are read) by go-containerregistry.
+func Image(s store.Store, h v1.Hash) (v1.Image, error) {
+	switch st := s.(type) {
+	case *store.Layout:
+		lp, err := layout.FromPath(st.Dir())
+		if err != nil {
+			return nil, err
+		}
+		return lp.Image(h)
+	case *Registry:
+		return ggcr.Image(st.Reference().Context().Digest(h.String()), st.RemoteOptions()...)
+	}
+	return nil, fmt.Errorf("unsupported store %T", s)
 }
