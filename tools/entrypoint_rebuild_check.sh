@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The consumer's rebuild of the release entrypoint from source, for real:
-# build //release:engine recording this commit as the entrypoint's source,
-# sign it, then `cacheon release rebuild --source-repo` clones the
+# The consumer's rebuild of the servable release, entrypoint from source
+# included, for real: build the release on the Debian base
+# (tools/servable_release.sh) recording this commit as the entrypoint's
+# source, sign it, then `cacheon release rebuild --source-repo` clones the
 # repository at that commit, runs its bootstrap and Bazel there (its own
 # output base; the shared disk cache makes it mostly cache hits) and
 # compares the binary byte for byte, then the whole image. Needs a
@@ -17,16 +18,15 @@ if [[ -n $(git status --porcelain --untracked-files=no) ]]; then
   exit 1
 fi
 commit=$(git rev-parse HEAD)
-say "bazel build //release:engine recording source $repo at $commit"
-bazel build //tools/cmd/cacheon //release:engine \
-  --define=entrypoint_source_repo="$repo" --define=entrypoint_source_commit="$commit"
+bazel build //tools/cmd/cacheon //release:engine
 
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 cp bazel-bin/tools/cmd/cacheon/cacheon_/cacheon "$work/cacheon"
 cacheon=$work/cacheon
-cp -R bazel-bin/release/engine.oci "$work/release"
-chmod -R u+w "$work/release"
+say "building the servable release recording source $repo at $commit"
+bash tools/servable_release.sh "$cacheon" "$work/release" \
+  --entrypoint-source-repo "$repo" --entrypoint-source-commit "$commit" --entrypoint-bazel-target //tools/cmd/cacheon
 "$cacheon" release keygen --out "$work/key" >/dev/null
 "$cacheon" release sign --key "$work/key.key" "$work/release" >/dev/null
 "$cacheon" release verify --json --key "$work/key.pub" "$work/release" >"$work/verify.json"

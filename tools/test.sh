@@ -35,6 +35,7 @@ step "fuzz" bash tools/fuzz.sh
 step "bazel test" bazel test //...
 step "bazel rules refuse drift" bash tools/rules_test.sh
 step "kubernetes manifests" bash tools/k8s_manifest_check.sh
+step "servable image serves with no network" bash tools/servable_check.sh
 step "entrypoint rebuilt from source" bash tools/entrypoint_rebuild_check.sh
 # The reproducibility check (tools/repro_check.sh: two real builds from
 # scratch, compared byte for byte) runs inside the remote-cache check, whose
