@@ -20,8 +20,11 @@
 #      calibrate the CPU lane, qualify, reproduce, settle a crown, build the
 #      new incumbent, review the crown, and build, sign and verify the
 #      release that ships the crowned contribution;
-#   6. sign the release with a local key (outside the build graph) and
-#      verify it offline as a consumer would.
+#   6. build the servable release: the same engine on a base assembled from
+#      pinned Debian packages (python3, torch), sign it with a local key
+#      (outside the build graph), verify it offline as a consumer would,
+#      unpack the verified image and serve tokens from it with no network
+#      through its fail-closed entrypoint; publish it into a signed channel.
 #
 # Everything it writes goes under out/ (override with CACHEON_OUT).
 set -euo pipefail
@@ -39,9 +42,10 @@ say() { printf '\n== %s\n' "$*" >&2; }
 
 # From a committed tree the release records the commit its entrypoint is
 # built from, so `release rebuild --source-repo .` rebuilds the binary too.
-source_flags=()
+source_flags=() entrypoint_source=()
 if git rev-parse -q --verify HEAD >/dev/null 2>&1 && [[ -z $(git status --porcelain --untracked-files=no) ]]; then
   source_flags=(--define=entrypoint_source_repo="$repo" --define=entrypoint_source_commit="$(git rev-parse HEAD)")
+  entrypoint_source=(--entrypoint-source-repo "$repo" --entrypoint-source-commit "$(git rev-parse HEAD)" --entrypoint-bazel-target //tools/cmd/cacheon)
 else
   echo "run: uncommitted changes, so the release does not record a source commit for its entrypoint" >&2
 fi
@@ -98,16 +102,27 @@ say "the whole crown loop on the CPU lane, over the demonstration arena (tools/c
 # not pass, ends the loop there with its evidence.
 bash tools/crown_loop.sh "$cacheon" "$out/crown-loop" "$bin/release/tiny_llama.receipt.json"
 
-say "sign and verify the release image"
-rm -rf "$out/release"
-cp -R "$bin/release/engine.oci" "$out/release"
-chmod -R u+w "$out/release"
+say "build the servable release on the Debian base, sign it, verify it"
+# The image //release:engine builds on the empty base serves nothing by
+# itself; this one carries python3 and torch from pinned Debian packages
+# (deploy/base), fetched once into the package cache.
+chmod -R u+w "$out/rootfs" 2>/dev/null || true
+rm -rf "$out/release" "$out/rootfs" "$out/trust"
+bash tools/servable_release.sh "$cacheon" "$out/release" ${entrypoint_source[@]+"${entrypoint_source[@]}"}
 if [[ ! -f $out/keys/release.key ]]; then
   mkdir -p "$out/keys"
   "$cacheon" release keygen --out "$out/keys/release"
 fi
 "$cacheon" release sign --key "$out/keys/release.key" "$out/release"
-"$cacheon" release verify --key "$out/keys/release.pub" "$out/release"
+mkdir -p "$out/trust"
+"$cacheon" release verify --key "$out/keys/release.pub" --bundle-out "$out/trust/release.sigstore.json" \
+  --rootfs "$out/rootfs" "$out/release"
+cp "$out/keys/release.pub" "$out/trust/release.pub"
+
+say "serve from the signed image with no network: the entrypoint verifies, then the engine answers"
+echo '{"id": 1, "prompt": [1, 2, 3, 4], "max_new_tokens": 4}' |
+  bash tools/run_image.sh "$out/rootfs" "$out/trust" "$bin/release/tiny_llama.model" /cacheon/model \
+    /cacheon/bin/cacheon release serve
 
 # The signed release channel (docs/release-engineer-guide.md): a fresh
 # channel each run, since this run's image may differ from the last one's
@@ -133,7 +148,8 @@ cat >&2 <<EOF
   qualification report    $out/qualification/report.json (and report.html)
   settlement ledger       $out/ledger/ledger.db (reports under $out/ledger/qualification)
   crown loop              $out/crown-loop (calibration, ledger, new incumbent, review, signed release)
-  signed release layout   $out/release
+  signed release layout   $out/release (servable: Debian base with python3 and torch)
+  its root filesystem     $out/rootfs (run it: tools/run_image.sh $out/rootfs $out/trust MODEL /cacheon/model /cacheon/bin/cacheon release serve)
   release public key      $out/keys/release.pub
   release channel         $out/channel (consumers pin $out/channel/1.root.json)
 Rebuild it, the entrypoint from source included, and verify it yourself:
