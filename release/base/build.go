@@ -112,6 +112,16 @@ func Build(ctx context.Context, l *Lock, out string, opts BuildOptions) (*Result
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0)
 	}
+	if p := opts.Progress; p != nil {
+		// Layers finish on several goroutines; the caller sees one
+		// line at a time.
+		var mu sync.Mutex
+		opts.Progress = func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			p(format, args...)
+		}
+	}
 	work, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("base build: %w", err)
@@ -499,6 +509,13 @@ func writeFilesystemLayer(out string, l *Lock, controls map[string][]byte, t *tr
 	for i, k := range l.Links {
 		if err := newLink(k.Path, k.Target); err != nil {
 			return nil, fmt.Errorf("links[%d]: %w", i, err)
+		}
+	}
+	// The directories the base adds (a link's parents, the mount points)
+	// are in the tree too, or a link in one would never resolve.
+	for name, e := range entries {
+		if _, ok := t.nodes[name]; !ok && e.hdr.Typeflag == tar.TypeDir {
+			t.nodes[name] = node{pkg: "the base", typ: tar.TypeDir}
 		}
 	}
 	for i, k := range l.Links {

@@ -111,11 +111,13 @@ func ParseDeb(name string, b []byte) (*Deb, error) {
 	return d, nil
 }
 
-// Field returns a field of the control paragraph ("" when absent).
+// Field returns the first line of a field of the control paragraph
+// (field names are case-insensitive); "" when absent.
 func (d *Deb) Field(key string) string {
-	for _, line := range strings.Split(string(d.Control), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, " ") && strings.EqualFold(k, key) {
-			return strings.TrimSpace(v)
+	for k, v := range controlFields(string(d.Control)) {
+		if strings.EqualFold(k, key) {
+			first, _, _ := strings.Cut(v, "\n")
+			return first
 		}
 	}
 	return ""

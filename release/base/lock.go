@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"path"
 	"sort"
@@ -90,7 +91,8 @@ func ParseLock(name string, b []byte) (*Lock, error) {
 	if err := dec.Decode(&l); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrLock, name, err)
 	}
-	if dec.More() {
+	// More would miss a stray "}" or "]": only the end of input may follow.
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: %s: data after the lock object", ErrLock, name)
 	}
 	if err := l.Check(name); err != nil {

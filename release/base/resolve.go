@@ -173,24 +173,11 @@ func parseURIs(out []byte) (map[string]string, error) {
 func parseRecords(out []byte) map[string]map[string]string {
 	recs := map[string]map[string]string{}
 	for _, para := range strings.Split(string(out), "\n\n") {
-		f := map[string]string{}
-		last := ""
-		for _, line := range strings.Split(para, "\n") {
-			if strings.HasPrefix(line, " ") {
-				if last != "" {
-					f[last] += "\n" + line
-				}
-				continue
-			}
-			if k, v, ok := strings.Cut(line, ":"); ok {
-				last = k
-				f[k] = strings.TrimSpace(v)
-			}
-		}
-		key := f["Package"] + "=" + f["Version"]
+		f := controlFields(para)
 		if f["Package"] == "" {
 			continue
 		}
+		key := f["Package"] + "=" + f["Version"]
 		if _, dup := recs[key]; !dup {
 			recs[key] = f
 		}

@@ -22,6 +22,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/release/base"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/image"
 	"github.com/cacheon/engine/release/layer"
@@ -284,26 +285,26 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 		return nil, err
 	}
 	entryBytes := files.Entrypoint
-	var base v1.Image
+	var baseImg v1.Image
 	baseName := in.BaseName
 	switch {
 	case in.Base != nil:
-		base = in.Base
-		got, err := base.Digest()
+		baseImg = in.Base
+		got, err := baseImg.Digest()
 		if err != nil {
 			return nil, err
 		}
 		if got.String() != in.BaseDigest {
 			return nil, fmt.Errorf("base image is %s, pinned %s", got, in.BaseDigest)
 		}
-		if cfg, err := base.ConfigFile(); err != nil || cfg.OS != platform.OS || cfg.Architecture != platform.Architecture || cfg.Variant != platform.Variant {
+		if cfg, err := baseImg.ConfigFile(); err != nil || cfg.OS != platform.OS || cfg.Architecture != platform.Architecture || cfg.Variant != platform.Variant {
 			return nil, fmt.Errorf("base image %s is not for %s", got, platform)
 		}
 	case in.BaseLayout == "":
 		if in.BaseDigest != "" {
 			return nil, fmt.Errorf("--base-digest given without --base-layout")
 		}
-		if base, err = image.Scratch(platform); err != nil {
+		if baseImg, err = image.Scratch(platform); err != nil {
 			return nil, err
 		}
 		if baseName == "" {
@@ -314,24 +315,30 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("base digest %q: %w (pin the base by its manifest digest, sha256:<hex>)", in.BaseDigest, err)
 		}
-		if base, err = image.LoadBase(in.BaseLayout, pin, platform); err != nil {
+		if baseImg, err = image.LoadBase(in.BaseLayout, pin, platform); err != nil {
 			return nil, err
 		}
 		if baseName == "" {
 			return nil, fmt.Errorf("--base-name is required with --base-layout (it is recorded in the SBOM and provenance)")
 		}
 	}
-	baseDigest, err := base.Digest()
+	baseDigest, err := baseImg.Digest()
 	if err != nil {
 		return nil, err
 	}
-	baseManifest, err := base.Manifest()
+	baseManifest, err := baseImg.Manifest()
 	if err != nil {
 		return nil, err
 	}
 	var baseLayers []string
 	for _, l := range baseManifest.Layers {
 		baseLayers = append(baseLayers, l.Digest.String())
+	}
+	// The base's OS packages, for the descriptor and so the SBOM: read
+	// from its layers, never from what a base claims about itself.
+	installed, err := base.ReadInstalled(baseImg)
+	if err != nil {
+		return nil, fmt.Errorf("base image %s: %w", baseDigest, err)
 	}
 
 	d := &descriptor.Descriptor{
@@ -348,7 +355,8 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 			ReceiptDigest: receiptDigest,
 			ReceiptSHA256: descriptor.SHA256(receiptBytes),
 		},
-		BaseImage: descriptor.BaseImage{Name: baseName, Digest: baseDigest.String(), Platform: platform.String(), Layers: nonNil(baseLayers)},
+		BaseImage: descriptor.BaseImage{Name: baseName, Digest: baseDigest.String(), Platform: platform.String(), Layers: nonNil(baseLayers),
+			Distro: installed.Distro, Packages: installed.Packages},
 		Entrypoint: descriptor.Entrypoint{
 			SHA256: descriptor.SHA256(entryBytes),
 			Size:   int64(len(entryBytes)),
@@ -397,7 +405,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	}
 	entryEntries := []layer.Entry{{Path: descriptor.EntrypointPath, Data: entryBytes, Executable: true}}
 	return &Plan{
-		Name: in.Name, Platform: platform, Base: base, BaseName: baseName, Descriptor: d,
+		Name: in.Name, Platform: platform, Base: baseImg, BaseName: baseName, Descriptor: d,
 		// What changes least comes first, so releases share layers.
 		Layers: []PlanLayer{
 			{RoleSubstrate, substrateEntries}, {RoleEntrypoint, entryEntries},

@@ -77,6 +77,24 @@ type BaseImage struct {
 	Digest   string   `json:"digest"` // sha256:<hex> of its manifest
 	Platform string   `json:"platform"`
 	Layers   []string `json:"layers"` // its layer digests, in order
+	// Distro is the base's os-release ID and VERSION_ID ("debian-12"),
+	// when it has one.
+	Distro string `json:"distro,omitempty"`
+	// Packages are the OS packages the base's package database lists
+	// (dpkg's status file and status.d records), as the build read them
+	// from the base's layers; a rebuild reads them again. Empty for a
+	// base without one, such as the project's empty base.
+	Packages []BasePackage `json:"packages,omitempty"`
+}
+
+// BasePackage is one OS package of the base image.
+type BasePackage struct {
+	Name         string `json:"name"`
+	Version      string `json:"version"`
+	Architecture string `json:"architecture"`
+	// Source is the source package when it differs from Name
+	// ("glibc", or "glibc (2.36-9)" when its version differs too).
+	Source string `json:"source,omitempty"`
 }
 
 // Entrypoint is the static cacheon binary that verifies and then serves.

@@ -83,6 +83,8 @@ func applyLayer(root *os.Root, l v1.Layer) error {
 	}
 	defer rc.Close()
 	tr := tar.NewReader(rc)
+	// What this layer wrote: an opaque whiteout hides only lower layers.
+	written := map[string]bool{}
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -98,7 +100,12 @@ func applyLayer(root *os.Root, l v1.Layer) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrRootfs, err)
 		}
-		if err := applyEntry(root, hdr, tr); err != nil {
+		if err := applyEntry(root, hdr, tr, written); err != nil {
+			if !errors.Is(err, ErrRootfs) && strings.Contains(err.Error(), "path escapes from parent") {
+				// os.Root refused to follow a link out of the root;
+				// its error is not exported, only its message.
+				err = fmt.Errorf("%w: %v", ErrRootfs, err)
+			}
 			return fmt.Errorf("%s: %w", hdr.Name, err)
 		}
 	}
@@ -117,11 +124,12 @@ func rootfsName(name string) (string, error) {
 	return n, nil
 }
 
-func applyEntry(root *os.Root, hdr *tar.Header, r io.Reader) error {
+func applyEntry(root *os.Root, hdr *tar.Header, r io.Reader, written map[string]bool) error {
 	name, err := rootfsName(hdr.Name)
 	if err != nil || name == "" {
 		return err
 	}
+	written[name] = true
 	native := filepath.FromSlash(name)
 	dir, base := path.Split(name)
 	if dir != "" {
@@ -131,7 +139,7 @@ func applyEntry(root *os.Root, hdr *tar.Header, r io.Reader) error {
 	}
 	// Whiteouts delete what lower layers put there.
 	if base == ".wh..wh..opq" {
-		return clearDir(root, filepath.FromSlash(strings.TrimSuffix(dir, "/")))
+		return clearDir(root, strings.TrimSuffix(dir, "/"), written)
 	}
 	if strings.HasPrefix(base, ".wh.") {
 		return root.RemoveAll(filepath.FromSlash(dir + strings.TrimPrefix(base, ".wh.")))
@@ -190,11 +198,14 @@ func applyEntry(root *os.Root, hdr *tar.Header, r io.Reader) error {
 	return fmt.Errorf("%w: tar type %q (devices, FIFOs and sparse files are not unpacked)", ErrRootfs, hdr.Typeflag)
 }
 
-func clearDir(root *os.Root, dir string) error {
+// clearDir removes what lower layers put in dir (a slash path), keeping
+// what this layer wrote there.
+func clearDir(root *os.Root, dir string, written map[string]bool) error {
+	native := filepath.FromSlash(dir)
 	if dir == "" {
-		dir = "."
+		native = "."
 	}
-	f, err := root.Open(dir)
+	f, err := root.Open(native)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -207,9 +218,28 @@ func clearDir(root *os.Root, dir string) error {
 		return err
 	}
 	for _, n := range names {
-		if err := root.RemoveAll(filepath.Join(dir, n)); err != nil {
-			return err
+		child := path.Join(dir, n)
+		switch {
+		case written[child]:
+		case writtenUnder(written, child):
+			// A directory this layer only wrote into: clear the rest.
+			if err := clearDir(root, child, written); err != nil {
+				return err
+			}
+		default:
+			if err := root.RemoveAll(filepath.Join(native, n)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+func writtenUnder(written map[string]bool, dir string) bool {
+	for p := range written {
+		if strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -23,6 +23,7 @@ func ForRelease(d *descriptor.Descriptor, descDigest, name, imageDigest string, 
 	h1 := sha1.Sum(entrypoint)
 	in := Input{
 		ImageName: name, ImageDigest: imageDigest, BaseName: d.BaseImage.Name, BaseDigest: d.BaseImage.Digest,
+		BaseDistro: d.BaseImage.Distro, BasePackages: d.BaseImage.Packages,
 		EngineTree: d.EngineTreeDigest, EngineFiles: engineFiles,
 		Substrate: d.SubstrateDigest, SubstrateFiles: substrateFiles,
 		Entrypoint:   File{Path: descriptor.EntrypointPath, SHA1: hex.EncodeToString(h1[:]), SHA256: d.Entrypoint.SHA256},

@@ -62,10 +62,15 @@ type Contribution struct {
 
 // Input is everything the SBOM states.
 type Input struct {
-	ImageName      string // e.g. "cacheon-engine"
-	ImageDigest    string // sha256:<hex> of the image manifest
-	BaseName       string
-	BaseDigest     string // sha256:<hex>
+	ImageName   string // e.g. "cacheon-engine"
+	ImageDigest string // sha256:<hex> of the image manifest
+	BaseName    string
+	BaseDigest  string // sha256:<hex>
+	// BaseDistro and BasePackages are the base's os-release and the OS
+	// packages its package database lists: each is a package the base
+	// CONTAINS, with its purl.
+	BaseDistro     string
+	BasePackages   []descriptor.BasePackage
 	EngineTree     string // materialized engine tree digest
 	EngineFiles    []File
 	Substrate      string // substrate content hash
@@ -113,6 +118,23 @@ func entrypointLicenseComment(g *GoBuild) string {
 
 // goPURL is the package URL of a Go module (purl-spec's golang type: the
 // module path as namespace/name, the version percent-encoded).
+// debPURL is the package URL of an OS package of a dpkg-based
+// distribution ("pkg:deb/debian/libc6@2.36-9%2Bdeb12u14?arch=amd64&distro=debian-12").
+func debPURL(distro string, p descriptor.BasePackage) string {
+	ns, _, _ := strings.Cut(distro, "-")
+	if ns == "" {
+		ns = "debian"
+	}
+	esc := func(v string) string {
+		return strings.NewReplacer("%", "%25", ":", "%3A", "+", "%2B", "?", "%3F", "#", "%23", "&", "%26", " ", "%20").Replace(v)
+	}
+	u := "pkg:deb/" + esc(ns) + "/" + esc(p.Name) + "@" + esc(p.Version) + "?arch=" + esc(p.Architecture)
+	if distro != "" {
+		u += "&distro=" + esc(distro)
+	}
+	return u
+}
+
 func goPURL(path, version string) string {
 	return "pkg:golang/" + path + "@" + strings.ReplaceAll(version, "+", "%2B")
 }
@@ -269,6 +291,22 @@ func Generate(in Input) ([]byte, error) {
 		SPDXID: idBase, Name: in.BaseName, VersionInfo: in.BaseDigest, PrimaryPurpose: "CONTAINER",
 		Checksums: []checksum{{Algorithm: "SHA256", Value: hexOf(in.BaseDigest)}},
 	})
+	for _, bp := range in.BasePackages {
+		// "+" is the one character of a Debian package name an SPDX id
+		// cannot hold; spelled out, "libstdc++6" stays apart from a
+		// "libstdc--6".
+		id := spdxID("SPDXRef-OSPackage-", strings.ReplaceAll(bp.Name, "+", "plus")+"-"+bp.Architecture)
+		p := pkg{
+			SPDXID: id, Name: bp.Name, VersionInfo: bp.Version, PrimaryPurpose: "LIBRARY",
+			ExternalRefs: []externalRef{{Category: "PACKAGE-MANAGER", Type: "purl", Locator: debPURL(in.BaseDistro, bp)}},
+			Comment:      "listed by the base image's package database",
+		}
+		if bp.Source != "" {
+			p.SourceInfo = "built from source package " + bp.Source
+		}
+		add(p)
+		rel(idBase, "CONTAINS", id)
+	}
 	addTree := func(id, name, digestKind, digest string, files []File, own bool) {
 		p := pkg{
 			SPDXID: id, Name: name, VersionInfo: digest, FilesAnalyzed: true, PrimaryPurpose: "SOURCE",

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/cacheon/engine/release/descriptor"
 )
 
 func input() Input {
@@ -187,5 +189,61 @@ func TestGoBuildOf(t *testing.T) {
 	}
 	if GoBuildOf([]byte("#!/bin/sh\necho not go\n")) != nil {
 		t.Error("a shell script has Go build information")
+	}
+}
+
+// The base image's OS packages are packages the base CONTAINS, with
+// deb purls whose version characters are escaped.
+func TestOSPackagesOfTheBase(t *testing.T) {
+	in := input()
+	in.BaseDistro = "debian-12"
+	in.BasePackages = []descriptor.BasePackage{
+		{Name: "libc6", Version: "2.36-9+deb12u14", Architecture: "amd64", Source: "glibc"},
+		{Name: "zlib1g", Version: "1:1.2.13.dfsg-1+deb12u1", Architecture: "amd64", Source: "zlib"},
+		{Name: "libstdc++6", Version: "12.2.0-14", Architecture: "amd64"},
+	}
+	b, err := Generate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"SPDXRef-OSPackage-libc6-amd64":            "pkg:deb/debian/libc6@2.36-9%2Bdeb12u14?arch=amd64&distro=debian-12",
+		"SPDXRef-OSPackage-zlib1g-amd64":           "pkg:deb/debian/zlib1g@1%3A1.2.13.dfsg-1%2Bdeb12u1?arch=amd64&distro=debian-12",
+		"SPDXRef-OSPackage-libstdcplusplus6-amd64": "pkg:deb/debian/libstdc%2B%2B6@12.2.0-14?arch=amd64&distro=debian-12",
+	}
+	got := map[string]string{}
+	for _, p := range d.Packages {
+		for _, r := range p.ExternalRefs {
+			if r.Type == "purl" && strings.HasPrefix(r.Locator, "pkg:deb/") {
+				got[p.SPDXID] = r.Locator
+			}
+		}
+	}
+	for id, purl := range want {
+		if got[id] != purl {
+			t.Errorf("%s purl %q, want %q (all: %v)", id, got[id], purl, got)
+		}
+		found := false
+		for _, r := range d.Relationships {
+			found = found || (r.Element == idBase && r.Type == "CONTAINS" && r.Related == id)
+		}
+		if !found {
+			t.Errorf("no relationship %s CONTAINS %s", idBase, id)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d deb packages, want %d", len(got), len(want))
+	}
+	// Without a distribution the namespace is debian and no distro
+	// qualifier is claimed.
+	if p := debPURL("", in.BasePackages[0]); p != "pkg:deb/debian/libc6@2.36-9%2Bdeb12u14?arch=amd64" {
+		t.Errorf("purl without distro: %s", p)
+	}
+	if p := debPURL("ubuntu-22.04", in.BasePackages[0]); !strings.HasPrefix(p, "pkg:deb/ubuntu/libc6@") {
+		t.Errorf("purl on ubuntu: %s", p)
 	}
 }

@@ -1,0 +1,194 @@
+package base
+
+import (
+	"archive/tar"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/cacheon/engine/release/descriptor"
+	"github.com/cacheon/engine/release/layer"
+)
+
+// Installed is what an image's package database says it holds.
+type Installed struct {
+	Distro   string // os-release ID-VERSION_ID, e.g. "debian-12"; "" without one
+	Packages []descriptor.BasePackage
+}
+
+// maxRecord bounds one package database file read from a layer.
+const maxRecord = 64 << 20
+
+// ReadInstalled reads the OS packages of img from its layers, as the
+// image's root filesystem would hold them after every layer is applied
+// (a later layer's file, or whiteout, wins): dpkg's var/lib/dpkg/status
+// (packages whose status is "install ok installed") and the one-record
+// files of var/lib/dpkg/status.d/ that distroless-style bases (ours
+// included) carry instead, plus os-release for the distribution. The
+// packages are sorted by name and architecture. An image without a
+// package database gives none.
+func ReadInstalled(img v1.Image) (*Installed, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for i, l := range layers {
+		if err := scanLayer(l, files); err != nil {
+			return nil, fmt.Errorf("base layer %d: %w", i, err)
+		}
+	}
+	in := &Installed{Distro: distroOf(files)}
+	seen := map[string]bool{}
+	var names []string
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if n != "var/lib/dpkg/status" && path.Dir(n) != "var/lib/dpkg/status.d" {
+			continue
+		}
+		for _, para := range strings.Split(string(files[n]), "\n\n") {
+			f := controlFields(para)
+			if f["Package"] == "" {
+				continue
+			}
+			if st, ok := f["Status"]; ok && st != "install ok installed" {
+				continue
+			}
+			p := descriptor.BasePackage{Name: f["Package"], Version: f["Version"], Architecture: f["Architecture"], Source: f["Source"]}
+			key := p.Name + ":" + p.Architecture
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			in.Packages = append(in.Packages, p)
+		}
+	}
+	sort.Slice(in.Packages, func(i, j int) bool {
+		a, b := in.Packages[i], in.Packages[j]
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Architecture < b.Architecture
+	})
+	return in, nil
+}
+
+// wanted reports whether a layer file is one ReadInstalled reads.
+func wanted(name string) bool {
+	switch name {
+	case "var/lib/dpkg/status", "etc/os-release", "usr/lib/os-release":
+		return true
+	}
+	return path.Dir(name) == "var/lib/dpkg/status.d"
+}
+
+func scanLayer(l v1.Layer, files map[string][]byte) error {
+	size, err := l.Size()
+	if err != nil {
+		return err
+	}
+	mt, err := l.MediaType()
+	if err != nil {
+		return err
+	}
+	c, err := l.Compressed()
+	if err != nil {
+		return err
+	}
+	rc, err := layer.DecompressLimited(c, string(mt), size)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")
+		dir, base := path.Split(name)
+		if strings.HasPrefix(base, ".wh.") {
+			gone := dir + strings.TrimPrefix(base, ".wh.")
+			for n := range files {
+				if n == gone || strings.HasPrefix(n, gone+"/") || (base == ".wh..wh..opq" && strings.HasPrefix(n, dir)) {
+					delete(files, n)
+				}
+			}
+			continue
+		}
+		if !wanted(name) {
+			continue
+		}
+		switch hdr.Typeflag {
+		case tar.TypeReg:
+			if hdr.Size > maxRecord {
+				return fmt.Errorf("%s: %d bytes, over the %d a package database file may have", name, hdr.Size, maxRecord)
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				return err
+			}
+			files[name] = b
+		case tar.TypeSymlink:
+			// etc/os-release is a link to ../usr/lib/os-release on
+			// Debian; distroOf falls back to the target's name.
+			delete(files, name)
+		}
+	}
+}
+
+func distroOf(files map[string][]byte) string {
+	b, ok := files["etc/os-release"]
+	if !ok {
+		b = files["usr/lib/os-release"]
+	}
+	vals := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			vals[k] = strings.Trim(v, `"'`)
+		}
+	}
+	if vals["ID"] == "" {
+		return ""
+	}
+	if vals["VERSION_ID"] == "" {
+		return vals["ID"]
+	}
+	return vals["ID"] + "-" + vals["VERSION_ID"]
+}
+
+// controlFields reads the fields of one control paragraph (RFC 822
+// style, as in .deb control files, dpkg's status and apt-cache show);
+// a continuation line is appended to its field after a newline.
+func controlFields(para string) map[string]string {
+	f := map[string]string{}
+	last := ""
+	for _, line := range strings.Split(para, "\n") {
+		if line == "" {
+			continue
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if last != "" {
+				f[last] += "\n" + line
+			}
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			last = k
+			f[k] = strings.TrimSpace(v)
+		}
+	}
+	return f
+}
