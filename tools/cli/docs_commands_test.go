@@ -1,0 +1,190 @@
+package cli
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// docCommand is one cacheon command line found in a document.
+type docCommand struct {
+	file string
+	line int
+	text string
+}
+
+// documentedCommands returns the cacheon command lines of the Markdown
+// code blocks of the repository's documentation, with continuation lines
+// joined and shell prompts removed.
+func documentedCommands(t *testing.T) []docCommand {
+	t.Helper()
+	var docs []string
+	root := repoDir(".")
+	docs = append(docs, filepath.Join(root, "README.md"))
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		// The CLI reference is generated from the command tree.
+		if d.IsDir() && d.Name() == "cli" {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(p, ".md") {
+			docs = append(docs, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []docCommand
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, doc)
+		inBlock, console := false, false
+		pending, start := "", 0
+		for i, line := range strings.Split(string(b), "\n") {
+			if fence := strings.TrimSpace(line); strings.HasPrefix(fence, "```") {
+				inBlock = !inBlock
+				console = fence == "```console"
+				pending = ""
+				continue
+			}
+			if !inBlock {
+				continue
+			}
+			line = strings.TrimSpace(line)
+			if pending == "" {
+				start = i + 1
+				// In a console block only the prompted lines are
+				// commands; the rest is their output.
+				if console && !strings.HasPrefix(line, "$ ") {
+					continue
+				}
+			}
+			line = strings.TrimPrefix(line, "$ ")
+			if strings.HasSuffix(line, "\\") {
+				pending += strings.TrimSuffix(line, "\\") + " "
+				continue
+			}
+			full := pending + line
+			pending = ""
+			if !strings.HasPrefix(full, "#") && strings.Contains(full, "cacheon ") {
+				cmds = append(cmds, docCommand{file: rel, line: start, text: full})
+			}
+		}
+	}
+	return cmds
+}
+
+// checkDocCommand resolves a command line's cacheon invocations in the
+// command tree and returns what does not exist: an unknown subcommand
+// under a command that only groups others, or an unknown flag.
+func checkDocCommand(root *cobra.Command, text string) []string {
+	var problems []string
+	fields := strings.Fields(text)
+	for i := 0; i < len(fields); i++ {
+		tok := strings.Trim(fields[i], `"'(`)
+		if tok != "cacheon" && !strings.HasSuffix(tok, "/cacheon") && tok != "$cacheon" && tok != "${cacheon}" {
+			continue
+		}
+		cmd := root
+		j := i + 1
+		for ; j < len(fields); j++ {
+			next := findSub(cmd, fields[j])
+			if next == nil {
+				break
+			}
+			cmd = next
+		}
+		if cmd == root {
+			// "cacheon" as a word of prose or a path inside the image.
+			continue
+		}
+		if !cmd.Runnable() && j < len(fields) && !strings.HasPrefix(fields[j], "-") && !isShellWord(fields[j]) {
+			problems = append(problems, "no command "+cmd.CommandPath()+" "+fields[j])
+			i = j
+			continue
+		}
+		for ; j < len(fields) && !isShellWord(fields[j]); j++ {
+			f := fields[j]
+			if !strings.HasPrefix(f, "--") || f == "--" {
+				continue
+			}
+			name, _, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+			name = strings.TrimRight(name, `"'),;`)
+			if strings.ContainsAny(name, "<>…[]") || name == "" {
+				continue
+			}
+			if cmd.Flags().Lookup(name) == nil && cmd.InheritedFlags().Lookup(name) == nil && name != "help" {
+				problems = append(problems, cmd.CommandPath()+" has no flag --"+name)
+			}
+		}
+		i = j
+	}
+	return problems
+}
+
+func findSub(c *cobra.Command, name string) *cobra.Command {
+	for _, s := range c.Commands() {
+		if s.Name() == name || s.HasAlias(name) {
+			return s
+		}
+	}
+	return nil
+}
+
+// isShellWord ends a command: a pipe, redirection, list operator or the
+// end of a command substitution.
+func isShellWord(f string) bool {
+	switch f {
+	case "|", "||", "&&", ";", ">", ">>", "2>", "2>&1", "<", "&":
+		return true
+	}
+	return strings.HasPrefix(f, ">") || strings.HasPrefix(f, "2>") || strings.HasSuffix(f, ")") && !strings.Contains(f, "(")
+}
+
+// Every cacheon command line in the documentation names a command and
+// flags that exist, so a guide cannot drift from the tool it teaches.
+func TestDocumentedCommandsExist(t *testing.T) {
+	root := NewRootCommand(Streams{})
+	cmds := documentedCommands(t)
+	if len(cmds) < 50 {
+		t.Fatalf("found %d documented cacheon commands; the extractor is broken", len(cmds))
+	}
+	t.Logf("%d documented cacheon command lines", len(cmds))
+	for _, c := range cmds {
+		for _, p := range checkDocCommand(root, c.text) {
+			t.Errorf("%s:%d: %s\n\t%s", c.file, c.line, p, c.text)
+		}
+	}
+}
+
+func TestCheckDocCommand(t *testing.T) {
+	root := NewRootCommand(Streams{})
+	tests := []struct {
+		text string
+		want int
+	}{
+		{"cacheon release verify --key k.pub out/release", 0},
+		{"cacheon release verify --key=k.pub --json out/release | jq .verified", 0},
+		{"cacheon release verify --no-such-flag out/release", 1},
+		{"cacheon release nosuch --key k", 1},
+		{`"$cacheon" release base --lock x.json --out b && cacheon release build --base-layout b`, 0},
+		{"bazel-bin/tools/cmd/cacheon/cacheon_/cacheon scan --nope x", 1},
+		{"ls /cacheon/bin/cacheon", 0},
+		{"cacheon release build … --base-layout base/pytorch --base-digest sha256:<digest>", 0},
+	}
+	for _, tc := range tests {
+		if got := checkDocCommand(root, tc.text); len(got) != tc.want {
+			t.Errorf("%q: %v, want %d problems", tc.text, got, tc.want)
+		}
+	}
+}
