@@ -29,6 +29,20 @@ start=$SECONDS
 cp "$work/key.pub" "$work/trust/release.pub"
 say "verified and unpacked in $((SECONDS - start)) s"
 
+# The consumer guide's offline cosign check of the same release: the
+# provenance bundle that verified, against the image manifest.
+if command -v cosign >/dev/null; then
+  img=$(jq -r '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] != null) | .digest' "$work/release/index.json")
+  cosign verify-blob-attestation --key "$work/key.pub" --bundle "$work/trust/release.sigstore.json" \
+    --insecure-ignore-tlog --type slsaprovenance1 "$work/release/blobs/sha256/${img#sha256:}"
+  say "cosign verified the provenance of $img"
+elif [[ ${CACHEON_REQUIRE_STOCK_TOOLS:-0} == 1 ]]; then
+  say "FAIL: cosign is not on PATH (tools/bootstrap.sh builds it)"
+  exit 1
+else
+  say "cosign is not on PATH: skipping its check (tools/bootstrap.sh builds it)"
+fi
+
 model=bazel-bin/release/tiny_llama.model
 # Inside the sandbox only loopback exists.
 ifaces=$(bash tools/run_image.sh "$work/rootfs" "$work/trust" "$model" /cacheon/model \
