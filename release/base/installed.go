@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -36,10 +38,38 @@ func ReadInstalled(img v1.Image) (*Installed, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{}
+	// Layers are decompressed in parallel (most of the time is gunzip),
+	// then their changes applied in layer order.
+	changes := make([][]change, len(layers))
+	errs := make([]error, len(layers))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
 	for i, l := range layers {
-		if err := scanLayer(l, files); err != nil {
-			return nil, fmt.Errorf("base layer %d: %w", i, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			changes[i], errs[i] = scanLayer(l)
+		}()
+	}
+	wg.Wait()
+	files := map[string][]byte{}
+	for i := range layers {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("base layer %d: %w", i, errs[i])
+		}
+		// Whiteouts hide lower layers only: they go first, then what
+		// the layer itself holds.
+		for _, c := range changes[i] {
+			if c.whiteout {
+				c.apply(files)
+			}
+		}
+		for _, c := range changes[i] {
+			if !c.whiteout {
+				c.apply(files)
+			}
 		}
 	}
 	in := &Installed{Distro: distroOf(files)}
@@ -89,43 +119,72 @@ func wanted(name string) bool {
 	return path.Dir(name) == "var/lib/dpkg/status.d"
 }
 
-func scanLayer(l v1.Layer, files map[string][]byte) error {
+// change is one entry of a layer that matters to ReadInstalled.
+type change struct {
+	name     string
+	data     []byte // a package database file or os-release
+	remove   bool   // a whiteout, or a link where such a file was
+	opaqueIn string // an opaque whiteout of this directory (with a trailing slash, or "")
+	opaque   bool
+	whiteout bool // a whiteout entry (plain or opaque), applied before the layer's files
+}
+
+func (c change) apply(files map[string][]byte) {
+	switch {
+	case c.opaque:
+		for n := range files {
+			if strings.HasPrefix(n, c.opaqueIn) {
+				delete(files, n)
+			}
+		}
+	case c.remove:
+		for n := range files {
+			if n == c.name || strings.HasPrefix(n, c.name+"/") {
+				delete(files, n)
+			}
+		}
+	default:
+		files[c.name] = c.data
+	}
+}
+
+func scanLayer(l v1.Layer) ([]change, error) {
 	size, err := l.Size()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mt, err := l.MediaType()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c, err := l.Compressed()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rc, err := layer.DecompressLimited(c, string(mt), size)
 	if err != nil {
 		c.Close()
-		return err
+		return nil, err
 	}
 	defer rc.Close()
+	var out []change
 	tr := tar.NewReader(rc)
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			return nil
+			return out, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")
 		dir, base := path.Split(name)
+		if base == ".wh..wh..opq" {
+			out = append(out, change{opaque: true, opaqueIn: dir, whiteout: true})
+			continue
+		}
 		if strings.HasPrefix(base, ".wh.") {
-			gone := dir + strings.TrimPrefix(base, ".wh.")
-			for n := range files {
-				if n == gone || strings.HasPrefix(n, gone+"/") || (base == ".wh..wh..opq" && strings.HasPrefix(n, dir)) {
-					delete(files, n)
-				}
-			}
+			out = append(out, change{name: dir + strings.TrimPrefix(base, ".wh."), remove: true, whiteout: true})
 			continue
 		}
 		if !wanted(name) {
@@ -134,17 +193,17 @@ func scanLayer(l v1.Layer, files map[string][]byte) error {
 		switch hdr.Typeflag {
 		case tar.TypeReg:
 			if hdr.Size > maxRecord {
-				return fmt.Errorf("%s: %d bytes, over the %d a package database file may have", name, hdr.Size, maxRecord)
+				return nil, fmt.Errorf("%s: %d bytes, over the %d a package database file may have", name, hdr.Size, maxRecord)
 			}
 			b, err := io.ReadAll(tr)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			files[name] = b
+			out = append(out, change{name: name, data: b})
 		case tar.TypeSymlink:
 			// etc/os-release is a link to ../usr/lib/os-release on
 			// Debian; distroOf falls back to the target's name.
-			delete(files, name)
+			out = append(out, change{name: name, remove: true})
 		}
 	}
 }

@@ -88,6 +88,13 @@ func TestReadInstalled(t *testing.T) {
 				{Name: "a", Version: "2", Architecture: "all"},
 				{Name: "c", Version: "1", Architecture: "all"},
 			}}},
+		{"an opaque whiteout hides lower layers only",
+			[][]debEntry{
+				{file("var/lib/dpkg/status.d/a", "Package: a\nVersion: 1\nArchitecture: all\n")},
+				{file("var/lib/dpkg/status.d/b", "Package: b\nVersion: 1\nArchitecture: all\n"),
+					file("var/lib/dpkg/status.d/.wh..wh..opq", "")},
+			},
+			&Installed{Packages: []descriptor.BasePackage{{Name: "b", Version: "1", Architecture: "all"}}}},
 		{"an opaque whiteout clears status.d",
 			[][]debEntry{
 				{file("var/lib/dpkg/status.d/a", "Package: a\nVersion: 1\nArchitecture: all\n")},
