@@ -421,26 +421,16 @@ func writePackage(s *layer.Stream, p Package, cache Cache, t *tree, dirs, files 
 				return nil, err
 			}
 			files[name] = true
-		case tar.TypeSymlink:
-			out.Linkname = hdr.Linkname
-			n.link = hdr.Linkname
-			if err := t.add(name, n); err != nil {
-				return nil, err
+		case tar.TypeSymlink, tar.TypeLink:
+			link := hdr.Linkname
+			if hdr.Typeflag == tar.TypeLink {
+				src, err := entryName(hdr.Linkname)
+				if err != nil || src == "" || !files[src] {
+					return nil, fmt.Errorf("%w: hard link %s to %q, which is not an earlier file of the package", ErrDeb, hdr.Name, hdr.Linkname)
+				}
+				link = src
 			}
-			if files[name] {
-				continue
-			}
-			files[name] = true
-			if err := s.WriteHeader(out); err != nil {
-				return nil, err
-			}
-		case tar.TypeLink:
-			src, err := entryName(hdr.Linkname)
-			if err != nil || src == "" || !files[src] {
-				return nil, fmt.Errorf("%w: hard link %s to %q, which is not an earlier file of the package", ErrDeb, hdr.Name, hdr.Linkname)
-			}
-			out.Linkname = src
-			n.link = src
+			out.Linkname, n.link = link, link
 			if err := t.add(name, n); err != nil {
 				return nil, err
 			}

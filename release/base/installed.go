@@ -13,7 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/cacheon/engine/release/descriptor"
-	"github.com/cacheon/engine/release/layer"
+	"github.com/cacheon/engine/release/image"
 )
 
 // Installed is what an image's package database says it holds.
@@ -149,21 +149,8 @@ func (c change) apply(files map[string][]byte) {
 }
 
 func scanLayer(l v1.Layer) ([]change, error) {
-	size, err := l.Size()
+	rc, err := image.OpenLayer(l, nil)
 	if err != nil {
-		return nil, err
-	}
-	mt, err := l.MediaType()
-	if err != nil {
-		return nil, err
-	}
-	c, err := l.Compressed()
-	if err != nil {
-		return nil, err
-	}
-	rc, err := layer.DecompressLimited(c, string(mt), size)
-	if err != nil {
-		c.Close()
 		return nil, err
 	}
 	defer rc.Close()

@@ -359,23 +359,44 @@ func Unpack(img v1.Image, from int, dest string) error {
 }
 
 func unpackLayer(l v1.Layer, dest string) error {
-	size, err := l.Size()
+	rc, err := OpenLayer(l, nil)
 	if err != nil {
-		return err
-	}
-	mt, err := l.MediaType()
-	if err != nil {
-		return err
-	}
-	c, err := l.Compressed()
-	if err != nil {
-		return err
-	}
-	rc, err := layer.DecompressLimited(c, string(mt), size)
-	if err != nil {
-		c.Close()
 		return err
 	}
 	defer rc.Close()
 	return layer.Extract(rc, dest)
+}
+
+// OpenLayer returns the tar stream of l, decompressed within the layer
+// package's limits for its compressed size; when sum is not nil the
+// compressed bytes are also written to it as they are read (to hash
+// them). Closing the stream closes the layer's.
+func OpenLayer(l v1.Layer, sum io.Writer) (io.ReadCloser, error) {
+	size, err := l.Size()
+	if err != nil {
+		return nil, err
+	}
+	mt, err := l.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	c, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	var r io.ReadCloser = c
+	if sum != nil {
+		r = readCloser{io.TeeReader(c, sum), c}
+	}
+	rc, err := layer.DecompressLimited(r, string(mt), size)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return rc, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }

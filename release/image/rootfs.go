@@ -15,7 +15,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/cacheon/engine/release/layer"
 	"github.com/cacheon/engine/tools/reject"
 )
 
@@ -50,25 +49,8 @@ func UnpackRootfs(img v1.Image, dest string) error {
 	return nil
 }
 
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
 func applyLayer(root *os.Root, l v1.Layer) error {
-	size, err := l.Size()
-	if err != nil {
-		return err
-	}
-	mt, err := l.MediaType()
-	if err != nil {
-		return err
-	}
 	want, err := l.Digest()
-	if err != nil {
-		return err
-	}
-	c, err := l.Compressed()
 	if err != nil {
 		return err
 	}
@@ -76,9 +58,8 @@ func applyLayer(root *os.Root, l v1.Layer) error {
 	// other bytes than it served the verifier fails the unpack (its
 	// caller then discards the half-written tree).
 	h := sha256.New()
-	rc, err := layer.DecompressLimited(readCloser{io.TeeReader(c, h), c}, string(mt), size)
+	rc, err := OpenLayer(l, h)
 	if err != nil {
-		c.Close()
 		return err
 	}
 	defer rc.Close()
