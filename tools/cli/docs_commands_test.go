@@ -4,6 +4,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -187,4 +189,48 @@ func TestCheckDocCommand(t *testing.T) {
 			t.Errorf("%q: %v, want %d problems", tc.text, got, tc.want)
 		}
 	}
+}
+
+// Each guide's examples come from one release: every "verified
+// NAME@sha256:…" line and every example image reference names the same
+// image, and every release key id shown is the same key. (Go module
+// hashes, "h1:…=", are not key ids.) An example pasted from another run
+// shows placeholders instead of its own digests and key.
+func TestGuidesShowOneRelease(t *testing.T) {
+	verified := regexp.MustCompile(`(?m)^verified (\S+)@(sha256:[0-9a-f]{64})`)
+	ref := regexp.MustCompile(`registry\.example\.com/cacheon/engine@(sha256:[0-9a-f]{64})`)
+	keyID := regexp.MustCompile(`(h1:)?\b[A-Za-z0-9+/]{43}=`)
+	for _, doc := range []string{"docs/consumer-guide.md", "docs/release-engineer-guide.md"} {
+		b, err := os.ReadFile(repoDir(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		images := map[string]bool{}
+		names := map[string]bool{}
+		for _, m := range verified.FindAllStringSubmatch(string(b), -1) {
+			names[m[1]] = true
+			images[m[2]] = true
+		}
+		for _, m := range ref.FindAllStringSubmatch(string(b), -1) {
+			images[m[1]] = true
+		}
+		keys := map[string]bool{}
+		for _, m := range keyID.FindAllStringSubmatch(string(b), -1) {
+			if m[1] == "" {
+				keys[m[0]] = true
+			}
+		}
+		if len(images) > 1 || len(names) > 1 || len(keys) > 1 {
+			t.Errorf("%s shows more than one release: images %v, names %v, key ids %v", doc, sortedSet(images), sortedSet(names), sortedSet(keys))
+		}
+	}
+}
+
+func sortedSet(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
