@@ -200,12 +200,7 @@ func distroOf(files map[string][]byte) string {
 	if !ok {
 		b = files["usr/lib/os-release"]
 	}
-	vals := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			vals[k] = strings.Trim(v, `"'`)
-		}
-	}
+	vals := osReleaseFields(b)
 	if vals["ID"] == "" {
 		return ""
 	}
@@ -213,6 +208,18 @@ func distroOf(files map[string][]byte) string {
 		return vals["ID"]
 	}
 	return vals["ID"] + "-" + vals["VERSION_ID"]
+}
+
+// osReleaseFields reads an os-release file's KEY=value lines, quotes
+// removed.
+func osReleaseFields(b []byte) map[string]string {
+	vals := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			vals[k] = strings.Trim(v, `"'`)
+		}
+	}
+	return vals
 }
 
 // controlFields reads the fields of one control paragraph (RFC 822

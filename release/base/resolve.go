@@ -187,12 +187,7 @@ func parseRecords(out []byte) map[string]map[string]string {
 
 // distribution names the os-release's distribution ("debian bookworm").
 func distribution(osRelease []byte) string {
-	vals := map[string]string{}
-	for _, line := range strings.Split(string(osRelease), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			vals[k] = strings.Trim(v, `"`)
-		}
-	}
+	vals := osReleaseFields(osRelease)
 	d := strings.TrimSpace(vals["ID"] + " " + vals["VERSION_CODENAME"])
 	if d == "" {
 		return "unknown"
