@@ -293,6 +293,16 @@ func (s *Snapshot) FS() fs.FS { return snapFS{s} }
 
 type snapFS struct{ s *Snapshot }
 
+// Sum256 returns the SHA-256 the snapshot took of the file name as it
+// read it (pyclosure keys its facts cache by it).
+func (f snapFS) Sum256(name string) ([32]byte, bool) {
+	i, ok := f.s.index[name]
+	if !ok {
+		return [32]byte{}, false
+	}
+	return f.s.sums[i], true
+}
+
 func (f snapFS) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}

@@ -16,8 +16,23 @@ import (
 // bundle loaded without a snapshot is read through pyclosure.DirFS, which
 // never follows links.
 func PythonClosure(b *bundle.Bundle, opSources []string) (*pyclosure.Closure, error) {
+	return pythonClosure(b, opSources, nil)
+}
+
+// CachedPythonClosure is PythonClosure with each file's facts kept in
+// cache by content digest (pyclosure.FactsCache): the closure is the same,
+// but a file analyzed before is not parsed again. A nil cache is
+// PythonClosure.
+func CachedPythonClosure(cache pyclosure.FactsCache) ClosureFunc {
+	return func(b *bundle.Bundle, opSources []string) (*pyclosure.Closure, error) {
+		return pythonClosure(b, opSources, cache)
+	}
+}
+
+func pythonClosure(b *bundle.Bundle, opSources []string, cache pyclosure.FactsCache) (*pyclosure.Closure, error) {
 	return pyclosure.Build(bundleFS(b), opSources, pyclosure.Options{
 		NativeStems: pyclosure.NativeStems(b.Manifest.CUDASourcePaths()),
+		Facts:       cache,
 	})
 }
 

@@ -1,6 +1,8 @@
 package pyclosure
 
 import (
+	"fmt"
+
 	"github.com/cacheon/engine/tools/pyparse"
 )
 
@@ -18,12 +20,16 @@ var (
 	bannedModules = map[string]bool{"importlib": true, "builtins": true, "imp": true}
 )
 
-func (r *resolver) banDynamicImports(p string, pf *pyparse.File, mod *pyparse.Module) {
+// dynamicImports returns every finding of the ban in one parsed file, in
+// the order the tree is walked, with positions and no path.
+func dynamicImports(pf *pyparse.File, mod *pyparse.Module) []Problem {
 	cute := cuteBinding(mod)
 	allowed := map[*pyparse.Attribute]bool{}
-	at := func(n pyparse.Node) where {
+	var found []Problem
+	report := func(n pyparse.Node, format string, args ...any) {
 		s, _ := n.Span()
-		return where{pf, p, s}
+		line, col := position(pf, s)
+		found = append(found, Problem{Line: line, Col: col, Reason: fmt.Sprintf(format, args...)})
 	}
 	pyparse.Inspect(mod, func(n pyparse.Node) bool {
 		switch x := n.(type) {
@@ -34,34 +40,35 @@ func (r *resolver) banDynamicImports(p string, pf *pyparse.File, mod *pyparse.Mo
 		case *pyparse.Import:
 			for _, a := range x.Names {
 				if bannedModules[root(a.Name.Name)] {
-					r.report(at(a), "dynamic import: module %q is import machinery", a.Name.Name)
+					report(a, "dynamic import: module %q is import machinery", a.Name.Name)
 				}
 			}
 		case *pyparse.ImportFrom:
 			if x.Level == 0 && x.Module != nil && bannedModules[root(x.Module.Name)] {
-				r.report(at(x), "dynamic import: module %q is import machinery", x.Module.Name)
+				report(x, "dynamic import: module %q is import machinery", x.Module.Name)
 				return true
 			}
 			for _, a := range x.Names {
 				if bannedNames[a.Name.Name] || loaderAttributes[a.Name.Name] {
-					r.report(at(a), "dynamic import: imports %q", a.Name.Name)
+					report(a, "dynamic import: imports %q", a.Name.Name)
 				}
 			}
 		case *pyparse.Name:
 			if bannedNames[x.ID] {
-				r.report(at(x), "dynamic import: name %q", x.ID)
+				report(x, "dynamic import: name %q", x.ID)
 			}
 		case *pyparse.Attribute:
 			switch {
 			case allowed[x]:
 			case bannedNames[x.Attr.Name]:
-				r.report(at(x.Attr), "dynamic import: attribute %q", x.Attr.Name)
+				report(x.Attr, "dynamic import: attribute %q", x.Attr.Name)
 			case loaderAttributes[x.Attr.Name]:
-				r.report(at(x.Attr), "dynamic import: loader call %q", x.Attr.Name)
+				report(x.Attr, "dynamic import: loader call %q", x.Attr.Name)
 			}
 		}
 		return true
 	})
+	return found
 }
 
 // isCuteCompile matches cute.compile(<callable>, ...): the CuTe DSL's

@@ -34,6 +34,11 @@ type Options struct {
 	// module with the same top-level name would shadow, or be shadowed by,
 	// the extension, so it is refused.
 	NativeStems []string
+	// Facts, when set, keeps each file's facts by the SHA-256 of its
+	// bytes, so a file analyzed before (by this process or, with a
+	// DirCache, by an earlier one) is not parsed again. The closure is the
+	// same with or without it.
+	Facts FactsCache
 }
 
 // File is one module of the closure.
@@ -127,7 +132,7 @@ func NativeStems(cudaSources []string) []string {
 // returned together in an *Error. The caller stages fsys first: links and
 // special files must already have been refused (see DirFS).
 func Build(fsys fs.FS, opSources []string, opts Options) (*Closure, error) {
-	r := &resolver{fsys: fsys, stems: map[string]bool{}, files: map[string]*File{}}
+	r := &resolver{fsys: fsys, cache: opts.Facts, stems: map[string]bool{}, files: map[string]*File{}}
 	for _, s := range opts.NativeStems {
 		r.stems[s] = true
 	}

@@ -72,7 +72,7 @@ func TestClosureFollowsBundleLocalImports(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := Build(mapFS(tt.files), tt.sources, Options{NativeStems: []string{"silu_ext"}})
+			c, err := buildEveryWay(t, mapFS(tt.files), tt.sources, Options{NativeStems: []string{"silu_ext"}})
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
@@ -121,7 +121,7 @@ func TestClosureRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Build(mapFS(tt.files), tt.sources, Options{NativeStems: tt.stems})
+			_, err := buildEveryWay(t, mapFS(tt.files), tt.sources, Options{NativeStems: tt.stems})
 			if !errors.Is(err, ErrRefused) {
 				t.Fatalf("Build error = %v, want a refusal", err)
 			}
@@ -170,7 +170,7 @@ func TestDynamicImportBan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Build(mapFS(map[string]string{"k.py": tt.src}), []string{"k.py"}, Options{})
+			_, err := buildEveryWay(t, mapFS(map[string]string{"k.py": tt.src}), []string{"k.py"}, Options{})
 			got := problems(err)
 			if tt.want == nil {
 				if err != nil {

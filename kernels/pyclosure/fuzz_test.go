@@ -19,6 +19,13 @@ func FuzzClosureAndRewrite(f *testing.F) {
 			"pkg/mod.py":      &fstest.MapFile{Data: []byte("import helpers\n")},
 		}
 		c, err := Build(fsys, []string{"k.py"}, Options{})
+		// The facts cache never changes the outcome, refusals included.
+		mem := &countingCache{}
+		for run := 0; run < 2; run++ {
+			if got, want := outcome(Build(fsys, []string{"k.py"}, Options{Facts: mem})), outcome(c, err); got != want {
+				t.Fatalf("cached closure (run %d) differs:\n%s\nwant:\n%s", run, got, want)
+			}
+		}
 		if err != nil {
 			return
 		}

@@ -1,7 +1,7 @@
 package pyclosure
 
 import (
-	"errors"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,26 +13,21 @@ import (
 
 type resolver struct {
 	fsys     fs.FS
+	cache    FactsCache
 	stems    map[string]bool
 	files    map[string]*File
 	queue    []*File
 	problems []Problem
 }
 
-// where is a place in a parsed file, for problems.
+// where is a place in a file, for problems (line 0: the whole file).
 type where struct {
-	file *pyparse.File
-	path string
-	off  int
+	path      string
+	line, col int
 }
 
 func (r *resolver) report(w where, format string, args ...any) {
-	p := Problem{Path: w.path, Reason: fmt.Sprintf(format, args...)}
-	if w.file != nil {
-		pos := w.file.Position(w.off)
-		p.Line, p.Col = pos.Line, pos.Col
-	}
-	r.problems = append(r.problems, p)
+	r.problems = append(r.problems, Problem{Path: w.path, Line: w.line, Col: w.col, Reason: fmt.Sprintf(format, args...)})
 }
 
 func (r *resolver) isFile(p string) bool {
@@ -130,42 +125,34 @@ func (r *resolver) read(p string) ([]byte, error) {
 	return data, nil
 }
 
-// process parses one closure file, applies the dynamic-import ban and
-// follows its imports.
+// process applies the facts of one closure file (its parse, the
+// dynamic-import ban) and follows its imports.
 func (r *resolver) process(f *File) {
-	pf, mod, err := pyparse.Parse(f.Path, f.Src)
-	if err != nil {
-		var se *pyparse.SyntaxError
-		if errors.As(err, &se) {
-			r.problems = append(r.problems, Problem{Path: f.Path, Line: se.Pos.Line, Col: se.Pos.Col, Reason: "syntax error: " + se.Msg})
-			return
-		}
-		r.report(where{path: f.Path}, "%v", err)
-		return
+	facts := r.facts(f)
+	for _, p := range facts.Refusals {
+		p.Path = f.Path
+		r.problems = append(r.problems, p)
 	}
-	r.banDynamicImports(f.Path, pf, mod)
-	pyparse.Inspect(mod, func(n pyparse.Node) bool {
-		switch x := n.(type) {
-		case *pyparse.Import:
-			for _, a := range x.Names {
-				w := where{pf, f.Path, a.Start}
-				if _, ok := r.absolute(w, a.Name.Name); ok {
-					f.Imports = append(f.Imports, LocalImport{Start: a.Name.Start, End: a.Name.End, Module: a.Name.Name, Bare: a.AsName == nil})
+	for i := range facts.Imports {
+		s := &facts.Imports[i]
+		if !s.From {
+			for _, a := range s.Names {
+				if _, ok := r.absolute(where{f.Path, a.Line, a.Col}, a.Name.Name); ok {
+					f.Imports = append(f.Imports, LocalImport{Start: a.Name.Start, End: a.Name.End, Module: a.Name.Name, Bare: !a.As})
 				}
 			}
-		case *pyparse.ImportFrom:
-			w := where{pf, f.Path, x.Start}
-			if x.Level > 0 {
-				r.relative(w, f, x)
-				return true
-			}
-			if target, ok := r.absolute(w, x.Module.Name); ok {
-				f.Imports = append(f.Imports, LocalImport{Start: x.Module.Start, End: x.Module.End, Module: x.Module.Name})
-				r.fromNames(w, target, x)
-			}
+			continue
 		}
-		return true
-	})
+		w := where{f.Path, s.Line, s.Col}
+		if s.Level > 0 {
+			r.relative(w, f, s)
+			continue
+		}
+		if target, ok := r.absolute(w, s.Module.Name); ok {
+			f.Imports = append(f.Imports, LocalImport{Start: s.Module.Start, End: s.Module.End, Module: s.Module.Name})
+			r.fromNames(w, target, s)
+		}
+	}
 }
 
 func root(module string) string {
@@ -239,7 +226,7 @@ func (r *resolver) walk(w where, dir string, parts []string, module string) (tar
 
 // fromNames follows `from <package> import a, b`: names that are
 // submodules of a bundle package join the closure.
-func (r *resolver) fromNames(w where, t target, x *pyparse.ImportFrom) {
+func (r *resolver) fromNames(w where, t target, x *ImportStmt) {
 	if !t.pkg {
 		return // names of a plain module are its attributes
 	}
@@ -284,7 +271,7 @@ func (r *resolver) submodule(w where, dir, name string, required bool) {
 // relative resolves `from .x import y` against the importing file's
 // package. The bundle root is the top package (it becomes the namespace
 // prefix), so a relative import may climb to it but not above.
-func (r *resolver) relative(w where, f *File, x *pyparse.ImportFrom) {
+func (r *resolver) relative(w where, f *File, x *ImportStmt) {
 	var pkg []string
 	if f.Module != "" {
 		pkg = strings.Split(f.Module, ".")
@@ -318,4 +305,37 @@ func (r *resolver) relative(w where, f *File, x *pyparse.ImportFrom) {
 	if ok {
 		r.fromNames(w, t, x)
 	}
+}
+
+// facts returns the facts of a closure file: from the cache when one is
+// set and holds the file's bytes, else from a parse (which the cache then
+// keeps). A parser failure other than a syntax error is a problem of the
+// file, never cached.
+func (r *resolver) facts(f *File) *Facts {
+	var sum [32]byte
+	if r.cache != nil {
+		sum = r.sum(f)
+		if facts, ok := r.cache.Load(sum); ok {
+			return facts
+		}
+	}
+	facts, err := Analyze(f.Src)
+	if err != nil {
+		return &Facts{Refusals: []Problem{{Reason: err.Error()}}}
+	}
+	if r.cache != nil {
+		r.cache.Store(sum, facts)
+	}
+	return facts
+}
+
+// sum is the SHA-256 of a closure file's bytes: the one the bundle
+// snapshot took when it read the file, or computed here.
+func (r *resolver) sum(f *File) [32]byte {
+	if s, ok := r.fsys.(SumFS); ok {
+		if sum, ok := s.Sum256(f.Path); ok {
+			return sum
+		}
+	}
+	return sha256.Sum256(f.Src)
 }

@@ -22,8 +22,10 @@ def canonical_label(label):
     """
     return "//{}:{}".format(label.package, label.name)
 
-# Actions must not depend on the host's locale or time zone.
+# Actions must not depend on the host's locale or time zone, nor read or
+# write the tools' own caches between runs (Bazel's cache is the one).
 HERMETIC_ENV = {
+    "CACHEON_CACHE": "off",
     "LC_ALL": "C",
     "TZ": "UTC",
 }

@@ -351,5 +351,5 @@ func fileSHA256(path string) (string, error) {
 
 // defaultBundleDeps are the validator's own closure and include checks.
 func defaultBundleDeps() bundleDeps {
-	return bundleDeps{closure: contribution.PythonClosure, cudaCheck: contribution.CUDAIncludeCheck}
+	return bundleDeps{closure: contribution.CachedPythonClosure(pythonFactsCache()), cudaCheck: contribution.CUDAIncludeCheck}
 }

@@ -60,7 +60,7 @@ as an OCI layout ("crane pull --format=oci IMAGE DIR") and pass
 	f.StringVar(&o.platform, "platform", "linux/amd64", "platform os/arch[/variant] of the empty base (a lock names its own)")
 	f.StringVar(&o.out, "out", "", "new OCI layout directory (required)")
 	f.StringVar(&o.lock, "lock", "", "lock file of pinned Debian packages")
-	f.StringVar(&o.cache, "cache", defaultDebCache(), "content-addressed cache of fetched packages")
+	f.StringVar(&o.cache, "cache", "", "content-addressed cache of fetched packages (default $CACHEON_CACHE/debs, else ~/.cache/cacheon/debs)")
 	f.StringVar(&o.mirror, "mirror", "", "fetch from this mirror instead of the locked URLs' host (e.g. https://snapshot.debian.org/archive/debian/20261201T000000Z)")
 	f.IntVar(&o.layers, "layers", base.DefaultLayers, "number of package layers (changes the digest)")
 	f.BoolVar(&o.jsonOut, "json", false, "print one JSON document")
@@ -69,13 +69,15 @@ as an OCI layout ("crane pull --format=oci IMAGE DIR") and pass
 	return cmd
 }
 
-// defaultDebCache is where fetched packages are kept between builds.
-func defaultDebCache() string {
-	if c := os.Getenv("CACHEON_CACHE"); c != "" {
-		return filepath.Join(c, "debs")
+// debCache is where fetched packages are kept between builds: flag, else
+// the cache root's debs/, else a directory under the temporary directory
+// (safe to share: every package is checked against its sha256 on use).
+func debCache(flag string) string {
+	if flag != "" {
+		return flag
 	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "cacheon", "debs")
+	if root, ok := cacheRoot(); ok {
+		return filepath.Join(root, "debs")
 	}
 	return filepath.Join(os.TempDir(), "cacheon-debs")
 }
@@ -115,7 +117,7 @@ func runReleaseBase(ctx context.Context, s Streams, o releaseBaseOptions) error 
 		return err
 	}
 	progress := baseProgress(s)
-	cache := base.Cache{Dir: o.cache}
+	cache := base.Cache{Dir: debCache(o.cache)}
 	if _, _, err := cache.Fetch(ctx, l, base.FetchOptions{Mirror: o.mirror, Progress: progress}); err != nil {
 		return err
 	}
@@ -227,7 +229,7 @@ that a later "release base --lock" builds offline.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.lock, "lock", "", "lock file (required)")
-	f.StringVar(&o.cache, "cache", defaultDebCache(), "content-addressed cache of fetched packages")
+	f.StringVar(&o.cache, "cache", "", "content-addressed cache of fetched packages (default $CACHEON_CACHE/debs, else ~/.cache/cacheon/debs)")
 	f.StringVar(&o.mirror, "mirror", "", "fetch from this mirror instead of the locked URLs' host")
 	f.BoolVar(&o.jsonOut, "json", false, "print one JSON document")
 	cmd.MarkFlagRequired("lock")
@@ -239,6 +241,7 @@ func runReleaseBaseFetch(ctx context.Context, s Streams, o releaseBaseFetchOptio
 	if err != nil {
 		return err
 	}
+	o.cache = debCache(o.cache)
 	n, bytes, err := base.Cache{Dir: o.cache}.Fetch(ctx, l, base.FetchOptions{Mirror: o.mirror, Progress: baseProgress(s)})
 	if err != nil {
 		return err // a mismatch is base.ErrMismatch, a rejection

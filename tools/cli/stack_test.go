@@ -28,7 +28,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
 		os.Exit(Main(os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 	}
-	os.Exit(m.Run())
+	// The tests and the commands they run keep their caches in a private
+	// directory, never the user's.
+	cache, err := os.MkdirTemp("", "cacheon-cli-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv(CacheEnv, cache)
+	code := m.Run()
+	os.RemoveAll(cache)
+	os.Exit(code)
 }
 
 // subprocess is one cacheon run in a child process.
@@ -187,24 +197,32 @@ func snapshotTree(t *testing.T, root string) map[string]treeFile {
 }
 
 // The same stack materializes to the same bytes from another checkout
-// path, working directory, umask, time zone and locale, and through
-// explicit inputs instead of workspace labels.
+// path, working directory, umask, time zone and locale, through explicit
+// inputs instead of workspace labels, and with the Python facts cache off
+// or warm.
 func TestStackMaterializeIsDeterministic(t *testing.T) {
 	ws1 := incumbentWorkspace(t, t.TempDir())
 	ws2 := incumbentWorkspace(t, filepath.Join(t.TempDir(), "deeper", "checkout"))
 	out1, out2 := filepath.Join(t.TempDir(), "engine"), filepath.Join(t.TempDir(), "x", "tree")
 	must(t, os.MkdirAll(filepath.Dir(out2), 0o755))
 	man1, man2 := filepath.Join(t.TempDir(), "m1.json"), filepath.Join(t.TempDir(), "m2.json")
+	cache := t.TempDir()
+	if code, _, stderr := (subprocess{dir: ws2, env: []string{CacheEnv + "=" + cache}, args: []string{"stack", "digest", "stacks/incumbent.hcl"}}).run(t); code != 0 {
+		t.Fatalf("warming the cache: exit %d: %s", code, stderr)
+	}
+	if entries, _ := filepath.Glob(filepath.Join(cache, "pyfacts-*", "*", "*.json")); len(entries) == 0 {
+		t.Fatalf("stack digest kept no Python facts in %s", cache)
+	}
 
 	code, stdout1, stderr := subprocess{
-		dir: ws1, umask: 0o022, env: []string{"TZ=UTC", "LANG=C", "LC_ALL=C"},
+		dir: ws1, umask: 0o022, env: []string{"TZ=UTC", "LANG=C", "LC_ALL=C", CacheEnv + "=off"},
 		args: []string{"stack", "materialize", "--json", "stacks/incumbent.hcl", "--out", out1, "--manifest-out", man1},
 	}.run(t)
 	if code != 0 {
 		t.Fatalf("first run exit %d: %s", code, stderr)
 	}
 	code, stdout2, stderr := subprocess{
-		dir: "/", umask: 0o077, env: []string{"TZ=Asia/Kolkata", "LANG=de_DE.UTF-8", "LC_ALL=de_DE.UTF-8"},
+		dir: "/", umask: 0o077, env: []string{"TZ=Asia/Kolkata", "LANG=de_DE.UTF-8", "LC_ALL=de_DE.UTF-8", CacheEnv + "=" + cache},
 		args: []string{"stack", "materialize", "--json", filepath.Join(ws2, "stacks", "incumbent.hcl"), "--out", out2, "--manifest-out", man2,
 			"--catalog", filepath.Join(ws2, "catalog", "targets.hcl"),
 			"--contribution", siluLabel + "=" + filepath.Join(ws2, "kernels", "contributions", "silu_and_mul_triton"),
