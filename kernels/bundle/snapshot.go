@@ -293,6 +293,10 @@ func (s *Snapshot) FS() fs.FS { return snapFS{s} }
 
 type snapFS struct{ s *Snapshot }
 
+// Bytes returns the snapshot's bytes of the file name, shared (see
+// ReadFile): the closure reads them without a copy.
+func (f snapFS) Bytes(name string) ([]byte, bool) { return f.s.ReadFile(name) }
+
 // Sum256 returns the SHA-256 the snapshot took of the file name as it
 // read it (pyclosure keys its facts cache by it).
 func (f snapFS) Sum256(name string) ([32]byte, bool) {

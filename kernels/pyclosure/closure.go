@@ -46,7 +46,9 @@ type File struct {
 	Path      string // bundle-relative path, e.g. "kernels/util.py"
 	Module    string // dotted module name, e.g. "kernels.util" ("kernels" for kernels/__init__.py)
 	IsPackage bool   // the file is a package's __init__.py
-	Src       []byte
+	// Src is the file's bytes; read from a SnapshotFS they are the
+	// snapshot's own, so they are never modified.
+	Src []byte
 	// Imports are the bundle-local absolute imports in this file, in
 	// source order: what the namespace rewrite changes.
 	Imports []LocalImport

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -120,9 +121,15 @@ func (c *DirCache) Store(sum [32]byte, facts *Facts) {
 	}
 }
 
-// SumFS is a file system that already knows the SHA-256 of its files
-// (a bundle snapshot hashed each file as it read it), so the facts cache
-// is keyed without hashing the bytes again.
-type SumFS interface {
+// SnapshotFS is a file system that holds its files in memory and already
+// knows their SHA-256 (a bundle snapshot read and hashed each file once).
+// The closure then neither copies a file's bytes nor hashes them again to
+// key the facts cache.
+type SnapshotFS interface {
+	fs.FS
+	// Bytes returns the file's contents, shared: the caller must not
+	// modify them.
+	Bytes(name string) ([]byte, bool)
+	// Sum256 returns the SHA-256 of those contents.
 	Sum256(name string) ([32]byte, bool)
 }

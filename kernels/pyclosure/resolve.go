@@ -110,6 +110,14 @@ func (r *resolver) enqueue(p, mod string, isPkg bool) {
 }
 
 func (r *resolver) read(p string) ([]byte, error) {
+	if s, ok := r.fsys.(SnapshotFS); ok {
+		if data, ok := s.Bytes(p); ok {
+			if len(data) > MaxFileBytes {
+				return nil, fmt.Errorf("larger than %d bytes", MaxFileBytes)
+			}
+			return data, nil
+		}
+	}
 	f, err := r.fsys.Open(p)
 	if err != nil {
 		return nil, err
@@ -332,7 +340,7 @@ func (r *resolver) facts(f *File) *Facts {
 // sum is the SHA-256 of a closure file's bytes: the one the bundle
 // snapshot took when it read the file, or computed here.
 func (r *resolver) sum(f *File) [32]byte {
-	if s, ok := r.fsys.(SumFS); ok {
+	if s, ok := r.fsys.(SnapshotFS); ok {
 		if sum, ok := s.Sum256(f.Path); ok {
 			return sum
 		}

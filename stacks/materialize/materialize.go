@@ -695,8 +695,9 @@ func (u *unit) namespacedPython() ([]atomicwrite.File, error) {
 	hasInit := false
 	for _, f := range c.Files {
 		sum, ok := want[f.Path]
-		// The closure parsed a copy of the snapshot's bytes; comparing it
-		// with them (whose digest the payload holds) costs no hash.
+		// The closure read the snapshot's bytes (or a copy of them);
+		// comparing with them (whose digest the payload holds) costs no
+		// hash, and nothing when they are the same slice.
 		held, inSnap := u.snap.ReadFile(f.Path)
 		heldSum, _ := u.snap.SHA256(f.Path)
 		if !ok || !inSnap || heldSum != sum || !bytes.Equal(f.Src, held) {

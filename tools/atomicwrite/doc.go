@@ -6,7 +6,9 @@
 // deterministic (files 0444, directories 0755, access and modification
 // times of every file, directory and the root at the Unix epoch), syncs it,
 // reopens and re-verifies every byte, renames it into place without
-// replacing anything that exists, and verifies it once more. Any failure
+// replacing anything that exists, and checks once more, from the files'
+// status alone, that the published tree is the one verified (the same
+// inodes, none written since: a write moves a file's change time). Any failure
 // removes what was written. Nothing about the tree depends on the umask,
 // the clock or the path it was built from, so two builds of the same inputs
 // are byte-identical wherever they run.

@@ -33,3 +33,21 @@ func renameNoReplace(from, to string) error {
 	}
 	return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
 }
+
+// fileID identifies a file's contents without reading them: a write
+// moves the change time (which no caller can set back), a replacement
+// changes the inode. known is false where the platform gives none.
+type fileID struct {
+	known         bool
+	dev, ino      uint64
+	size          int64
+	ctime, ctimeN int64
+}
+
+func identity(info fs.FileInfo) fileID {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}
+	}
+	return fileID{known: true, dev: st.Dev, ino: st.Ino, size: st.Size, ctime: st.Ctim.Sec, ctimeN: st.Ctim.Nsec}
+}

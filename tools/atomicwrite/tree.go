@@ -55,7 +55,8 @@ var ErrExists = errors.New("destination exists")
 type Option func(*options)
 
 type options struct {
-	afterFile func(n int, path string)
+	afterFile     func(n int, path string)
+	beforePublish func(tmp string)
 }
 
 // AfterFile calls fn each time a file has been written and synced inside
@@ -64,6 +65,13 @@ type options struct {
 // fault-injection tests stop a writer at a known point.
 func AfterFile(fn func(n int, path string)) Option {
 	return func(o *options) { o.afterFile = fn }
+}
+
+// BeforePublish calls fn with the temporary tree's path after it was
+// reopened and verified, just before it is renamed into place. It lets
+// fault-injection tests change the tree in that window.
+func BeforePublish(fn func(tmp string)) Option {
+	return func(o *options) { o.beforePublish = fn }
 }
 
 // WriteTree publishes files as a new directory dest, which must not exist.
@@ -108,8 +116,12 @@ func WriteTree(dest string, files []File, opts ...Option) (written []Written, er
 	if written, err = fill(tmp, sorted, dirs, o); err != nil {
 		return nil, err
 	}
-	if err := VerifyTree(tmp, written); err != nil {
+	ids, err := verifyTree(tmp, written)
+	if err != nil {
 		return nil, fmt.Errorf("reopen temporary tree for %s: %w", dest, err)
+	}
+	if o.beforePublish != nil {
+		o.beforePublish(tmp)
 	}
 	if err := renameNoReplace(tmp, dest); err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -121,7 +133,10 @@ func WriteTree(dest string, files []File, opts ...Option) (written []Written, er
 	if err := syncDir(parent); err != nil {
 		return nil, err
 	}
-	if err := VerifyTree(dest, written); err != nil {
+	// The bytes were read back from the temporary tree; the published one
+	// must be that tree, untouched since: the same files and inodes, no
+	// write since the read. That is checked from their status alone.
+	if err := verifyUnchanged(dest, written, ids); err != nil {
 		return nil, fmt.Errorf("reopen published tree %s: %w", dest, err)
 	}
 	// Reading the tree back may have moved access times (relatime), so
@@ -264,19 +279,32 @@ func writeOne(root string, f File, h hash.Hash, buf []byte) (Written, error) {
 	defer out.Close()
 	h.Reset()
 	var size int64
-	if f.Data != nil {
+	var sum string
+	switch {
+	case f.Data != nil && f.SHA256 != "":
+		// The digest is known: hashing the same memory here would prove
+		// nothing the reopened tree's verification does not (it rereads
+		// every file and compares it with this digest).
+		n, err := out.Write(f.Data)
+		if err != nil {
+			return Written{}, fmt.Errorf("write %s: %w", full, err)
+		}
+		size, sum = int64(n), f.SHA256
+	case f.Data != nil:
 		n, err := io.MultiWriter(out, h).Write(f.Data)
 		if err != nil {
 			return Written{}, fmt.Errorf("write %s: %w", full, err)
 		}
 		size = int64(n)
-	} else {
+	default:
 		size, err = copyFrom(io.MultiWriter(out, h), f.From, buf)
 		if err != nil {
 			return Written{}, fmt.Errorf("write %s: %w", full, err)
 		}
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
+	if sum == "" {
+		sum = hex.EncodeToString(h.Sum(nil))
+	}
 	if f.SHA256 != "" && f.SHA256 != sum {
 		return Written{}, fmt.Errorf("write %s: contents have sha256 %s, want %s", f.Path, sum, f.SHA256)
 	}

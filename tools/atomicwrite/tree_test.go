@@ -264,3 +264,76 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("WriteFile into a missing directory succeeded")
 	}
 }
+
+// Whatever changes the temporary tree between its verification and the
+// rename is caught by the status check of the published tree, which reads
+// no contents, and nothing is left at the destination.
+func TestWriteTreeRefusesATreeChangedBeforePublish(t *testing.T) {
+	rewrite := func(data string) func(root string) error {
+		return func(root string) error {
+			p := filepath.Join(root, "d/f.txt")
+			os.Chmod(p, 0o644)
+			if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+				return err
+			}
+			if err := os.Chmod(p, 0o444); err != nil {
+				return err
+			}
+			return chtimes(p)
+		}
+	}
+	tests := []struct {
+		name   string
+		tamper func(root string) error
+	}{
+		{"same-size rewrite, times pinned back", rewrite("g")},
+		{"same bytes rewritten in place", rewrite("f")},
+		{"longer content", rewrite("evil")},
+		{"replaced by a copy with the same bytes", func(root string) error {
+			p := filepath.Join(root, "d/f.txt")
+			tmp := filepath.Join(root, "d/.swap")
+			if err := os.WriteFile(tmp, []byte("f"), 0o444); err != nil {
+				return err
+			}
+			os.Chmod(tmp, 0o444)
+			chtimes(tmp)
+			if err := os.Rename(tmp, p); err != nil {
+				return err
+			}
+			return chtimes(filepath.Join(root, "d"))
+		}},
+		{"extra file", func(root string) error {
+			p := filepath.Join(root, "extra")
+			if err := os.WriteFile(p, nil, 0o444); err != nil {
+				return err
+			}
+			os.Chmod(p, 0o444)
+			chtimes(p)
+			return chtimes(root)
+		}},
+		{"missing file", func(root string) error {
+			if err := os.Remove(filepath.Join(root, "top.txt")); err != nil {
+				return err
+			}
+			return chtimes(root)
+		}},
+		{"writable file", func(root string) error { return os.Chmod(filepath.Join(root, "top.txt"), 0o644) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dest := filepath.Join(t.TempDir(), "tree")
+			var tamperErr error
+			_, err := WriteTree(dest, []File{{Path: "top.txt", Data: []byte("top")}, {Path: "d/f.txt", Data: []byte("f")}},
+				BeforePublish(func(tmp string) { tamperErr = tt.tamper(tmp) }))
+			if tamperErr != nil {
+				t.Fatal(tamperErr)
+			}
+			if err == nil || !strings.Contains(err.Error(), "reopen published tree") {
+				t.Fatalf("WriteTree = %v, want the published tree refused", err)
+			}
+			if _, serr := os.Lstat(dest); !os.IsNotExist(serr) {
+				t.Fatalf("destination exists after the refusal: %v", serr)
+			}
+		})
+	}
+}

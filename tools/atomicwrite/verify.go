@@ -22,15 +22,22 @@ import (
 // symbolic link or special file, no empty directory (every directory is
 // the parent of some file) and every modification time at the epoch.
 func Inventory(root string) ([]Written, error) {
+	files, _, err := inventory(root, true)
+	return files, err
+}
+
+// inventory is Inventory; with hash false it checks the shape and lists
+// the files with their sizes and identities but reads no contents. ids is
+// parallel to the returned files.
+func inventory(root string, hash bool) (files []Written, ids []fileID, err error) {
 	info, err := os.Lstat(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkEntry(root, info, true); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var files []Written
-	var sizes []int64
+	var infos []fs.FileInfo
 	dirs := map[string]bool{}
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -55,15 +62,22 @@ func Inventory(root string) ([]Written, error) {
 			dirs[rel] = true
 			return nil
 		}
-		files = append(files, Written{Path: rel})
-		sizes = append(sizes, info.Size())
+		files = append(files, Written{Path: rel, Size: info.Size()})
+		infos = append(infos, info)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := hashAll(root, files, sizes); err != nil {
-		return nil, err
+	ids = make([]fileID, len(files))
+	if hash {
+		if err := hashAll(root, files, ids); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		for i, info := range infos {
+			ids[i] = identity(info)
+		}
 	}
 	implied := map[string]bool{}
 	for _, f := range files {
@@ -73,16 +87,25 @@ func Inventory(root string) ([]Written, error) {
 	}
 	for d := range dirs {
 		if !implied[d] {
-			return nil, fmt.Errorf("%s: directory holds no file", filepath.Join(root, filepath.FromSlash(d)))
+			return nil, nil, fmt.Errorf("%s: directory holds no file", filepath.Join(root, filepath.FromSlash(d)))
 		}
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	return files, nil
+	order := make([]int, len(files))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return files[order[a]].Path < files[order[b]].Path })
+	sortedFiles, sortedIDs := make([]Written, len(files)), make([]fileID, len(files))
+	for i, j := range order {
+		sortedFiles[i], sortedIDs[i] = files[j], ids[j]
+	}
+	return sortedFiles, sortedIDs, nil
 }
 
-// hashAll fills in the digest and size of every file, one worker per CPU:
-// verification rereads whole trees, and hashing dominates.
-func hashAll(root string, files []Written, sizes []int64) error {
+// hashAll fills in the digest of every file and its identity as it was
+// read, one worker per CPU: verification rereads whole trees, and hashing
+// dominates. Each file must keep the size the walk saw.
+func hashAll(root string, files []Written, ids []fileID) error {
 	errs := make([]error, len(files))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -94,14 +117,14 @@ func hashAll(root string, files []Written, sizes []int64) error {
 			buf := make([]byte, 1<<20)
 			for i := range next {
 				p := filepath.Join(root, filepath.FromSlash(files[i].Path))
-				sum, size, err := hashFile(p, h, buf)
+				sum, size, id, err := hashFile(p, h, buf)
 				switch {
 				case err != nil:
 					errs[i] = err
-				case size != sizes[i]:
-					errs[i] = fmt.Errorf("%s: size changed while reading (stat %d bytes, read %d)", p, sizes[i], size)
+				case size != files[i].Size:
+					errs[i] = fmt.Errorf("%s: size changed while reading (stat %d bytes, read %d)", p, files[i].Size, size)
 				default:
-					files[i].SHA256, files[i].Size = sum, size
+					files[i].SHA256, ids[i] = sum, id
 				}
 			}
 		}()
@@ -136,27 +159,84 @@ func checkEntry(p string, info fs.FileInfo, isDir bool) error {
 	return nil
 }
 
-func hashFile(p string, h hash.Hash, buf []byte) (string, int64, error) {
+// hashFile hashes the file at p and returns its identity, which must be
+// the same before and after the read: a write during the read changes
+// the change time.
+func hashFile(p string, h hash.Hash, buf []byte) (string, int64, fileID, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return "", 0, err
+		return "", 0, fileID{}, err
 	}
 	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return "", 0, fileID{}, err
+	}
 	h.Reset()
 	n, err := io.CopyBuffer(h, f, buf)
 	if err != nil {
-		return "", 0, fmt.Errorf("read %s: %w", p, err)
+		return "", 0, fileID{}, fmt.Errorf("read %s: %w", p, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
+	after, err := f.Stat()
+	if err != nil {
+		return "", 0, fileID{}, err
+	}
+	id := identity(after)
+	if identity(before) != id {
+		return "", 0, fileID{}, fmt.Errorf("%s: changed while reading", p)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, id, nil
 }
 
 // VerifyTree reopens the tree at root and checks that it has the published
 // shape (see Inventory) and holds exactly the files of want, byte for byte.
 func VerifyTree(root string, want []Written) error {
-	got, err := Inventory(root)
+	_, err := verifyTree(root, want)
+	return err
+}
+
+// verifyTree is VerifyTree, returning the identity of each file of want
+// (in its order) as it was read.
+func verifyTree(root string, want []Written) ([]fileID, error) {
+	got, ids, err := inventory(root, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := sameFiles(root, got, want); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// verifyUnchanged checks, without reading contents, that the tree at root
+// has the published shape and holds exactly the files of want with the
+// identities ids (parallel to want, as verifyTree returned them): the same
+// inodes, not written since (the change time moves with every write) and
+// of the same size. Where the platform gives no identity it rereads
+// every byte instead.
+func verifyUnchanged(root string, want []Written, ids []fileID) error {
+	if len(want) > 0 && !ids[0].known {
+		return VerifyTree(root, want)
+	}
+	got, gotIDs, err := inventory(root, false)
 	if err != nil {
 		return err
 	}
+	if len(got) != len(want) {
+		return fmt.Errorf("%s: %d files, want %d", root, len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Path != want[i].Path {
+			return fmt.Errorf("%s: file %s where %s was written", root, got[i].Path, want[i].Path)
+		}
+		if got[i].Size != want[i].Size || gotIDs[i] != ids[i] {
+			return fmt.Errorf("%s: file %s was replaced or written after it was verified", root, got[i].Path)
+		}
+	}
+	return nil
+}
+
+func sameFiles(root string, got, want []Written) error {
 	wantByPath := make(map[string]Written, len(want))
 	for _, w := range want {
 		wantByPath[w.Path] = w
