@@ -36,6 +36,9 @@ const (
 	ReasonBreaksAtomic     Reason = "breaks_atomic_incumbent"
 	ReasonInvalidActiveSet Reason = "invalid_active_set"
 	ReasonNotProposal      Reason = "not_a_proposal"
+	// ReasonIncumbentTree: the incumbent tree given to reuse is not a
+	// published tree of the incumbent stack.
+	ReasonIncumbentTree Reason = "incumbent_tree_mismatch"
 )
 
 // Rejection is a refused transition: the input was read and is not a

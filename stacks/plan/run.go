@@ -48,6 +48,19 @@ type Request struct {
 	// the caller to run; otherwise they are written to a temporary
 	// directory and removed.
 	TreeDir string
+	// IncumbentTree, when set, is the incumbent's engine tree as the
+	// materializer published it (what //stacks:incumbent builds). It is
+	// verified as a consumer would (materialize.Verify: published shape,
+	// canonical metadata, recomputed namespaces, inventory equal to the
+	// tree) and its metadata must name the incumbent's stack digest; its
+	// tree digest is then B's, and the incumbent is not materialized
+	// again. The tree's bytes are trusted to be that materialization, so
+	// pass only a tree this tool wrote.
+	IncumbentTree string
+	// CandidateTree, when set, is where the candidate's tree C is
+	// published (it must not exist); otherwise it goes under TreeDir or a
+	// temporary directory.
+	CandidateTree string
 }
 
 // Result is a planned candidate with its bound arms.
@@ -136,33 +149,67 @@ func Run(ctx context.Context, r Request) (*Result, error) {
 		candDirs[id] = d
 	}
 	candDirs[res.Candidate.Transition.TargetID] = r.CandidateDir
-	progress("materializing incumbent and candidate to compare their trees")
 	// The snapshots and closures assembly (and the candidate's
 	// inspection) took are reused for both trees.
-	bOpts := r.Materialize
-	bOpts.Inspections = r.Incumbent.Inspections
-	bTree, err := materialize.Materialize(incumbent, resolverOf(r.Incumbent.Dirs), filepath.Join(tmp, "B"), bOpts)
-	if err != nil {
-		return nil, fmt.Errorf("materialize incumbent: %w", err)
+	var bTree *materialize.Result
+	if r.IncumbentTree != "" {
+		progress("checking the incumbent's tree %s", r.IncumbentTree)
+		if bTree, err = incumbentTree(r.IncumbentTree, incumbent); err != nil {
+			return nil, err
+		}
+		res.IncumbentTree = r.IncumbentTree
+	} else {
+		progress("materializing incumbent and candidate to compare their trees")
+		bOpts := r.Materialize
+		bOpts.Inspections = r.Incumbent.Inspections
+		if bTree, err = materialize.Materialize(incumbent, resolverOf(r.Incumbent.Dirs), filepath.Join(tmp, "B"), bOpts); err != nil {
+			return nil, fmt.Errorf("materialize incumbent: %w", err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	cDir := filepath.Join(tmp, "C")
+	if r.CandidateTree != "" {
+		cDir = r.CandidateTree
+		res.CandidateTree = cDir
+	}
+	progress("materializing the candidate")
 	cOpts := r.Materialize
 	cOpts.Inspections = map[string]*contribution.Inspection{}
 	for id, ci := range r.Incumbent.Inspections {
 		cOpts.Inspections[id] = ci
 	}
 	cOpts.Inspections[res.Candidate.Transition.TargetID] = in
-	cTree, err := materialize.Materialize(res.Candidate.Stack, resolverOf(candDirs), filepath.Join(tmp, "C"), cOpts)
+	cTree, err := materialize.Materialize(res.Candidate.Stack, resolverOf(candDirs), cDir, cOpts)
 	if err != nil {
 		return nil, fmt.Errorf("materialize candidate: %w", err)
 	}
 	if res.Arms, err = res.Candidate.Arms(bTree.TreeDigest, cTree.TreeDigest); err != nil {
+		if r.CandidateTree != "" {
+			os.RemoveAll(r.CandidateTree) // a refused plan publishes no tree
+		}
 		return nil, err
 	}
 	if res.Digest, err = res.Arms.Digest(); err != nil {
 		return nil, err
+	}
+	return res, nil
+}
+
+// incumbentTree verifies the published tree at dir and checks that it is
+// the materialization of the incumbent stack.
+func incumbentTree(dir string, incumbent *stack.EvaluationStackManifest) (*materialize.Result, error) {
+	want, err := incumbent.Digest()
+	if err != nil {
+		return nil, err
+	}
+	res, err := materialize.Verify(dir)
+	if err != nil {
+		return nil, reject(ReasonIncumbentTree, "the incumbent tree %s is refused: %v", dir, err)
+	}
+	if res.StackDigest != want {
+		return nil, reject(ReasonIncumbentTree, "the incumbent tree %s materializes stack %s, the incumbent is %s", dir, res.StackDigest, want)
 	}
 	return res, nil
 }

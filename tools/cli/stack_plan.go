@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -22,6 +24,9 @@ type stackPlanOptions struct {
 	candidateLabel string
 	attribution    string
 	out            string
+	incumbentTree  string // reuse this published tree as B
+	treeOut        string // publish C here
+	manifestOut    string // and C's canonical stack manifest here
 	json           bool
 }
 
@@ -53,11 +58,22 @@ it a local attribution derived from the bundle's content hash is used,
 which credits no one. --out writes the candidate stack as an HCL file,
 only when planning succeeds.
 
+--incumbent-tree reuses a tree the incumbent was already materialized
+into (such as //stacks:incumbent's) as B instead of materializing it
+again: the tree is verified as a consumer would verify it, and its
+metadata must name the incumbent's stack digest. Its bytes are taken as
+that materialization, so give only a tree cacheon wrote. --tree-out
+publishes the candidate's tree C (with --manifest-out, its canonical stack
+manifest JSON), which is what Bazel's cacheon_candidate does, so the
+candidate is materialized once.
+
 Exit codes: 0 planned; 2 the candidate was rejected (the reason names the
 rule); 1 a usage or I/O error.`,
 		Example: `  cacheon stack plan --incumbent stacks/incumbent.hcl --candidate ./my-silu-bundle
   cacheon stack plan --json --incumbent stacks/incumbent.hcl \
-      --candidate kernels/contributions/moe_epilogue_atomic_torch --out /tmp/candidate.hcl`,
+      --candidate kernels/contributions/moe_epilogue_atomic_torch --out /tmp/candidate.hcl
+  cacheon stack plan --incumbent stacks/incumbent.hcl --candidate ./my-silu-bundle \
+      --incumbent-tree bazel-bin/stacks/incumbent.tree --tree-out /tmp/candidate.tree`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runStackPlan(cmd.Context(), s, o)
@@ -70,6 +86,9 @@ rule); 1 a usage or I/O error.`,
 	f.StringVar(&o.candidateLabel, "candidate-label", "", "write the candidate's source in --out as this label (e.g. //kernels/contributions:my_silu) instead of a path; Bazel's cacheon_candidate passes it")
 	f.StringVar(&o.attribution, "attribution", "", "attribution digest of the candidate (64 hex)")
 	f.StringVar(&o.out, "out", "", "write the candidate stack HCL to FILE")
+	f.StringVar(&o.incumbentTree, "incumbent-tree", "", "the incumbent's published tree DIR, verified and used as B instead of materializing the incumbent again")
+	f.StringVar(&o.treeOut, "tree-out", "", "publish the candidate's tree C at DIR (must not exist)")
+	f.StringVar(&o.manifestOut, "manifest-out", "", "with --tree-out, also write the candidate's canonical stack manifest JSON to FILE")
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
 	return cmd
 }
@@ -91,9 +110,12 @@ type planRejectionJSON struct {
 
 // runStackPlan assembles the incumbent, hands the planning to plan.Run
 // and prints the result; every refusal is plan's.
-func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) error {
+func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) (err error) {
 	if o.incumbent == "" || o.candidate == "" {
 		return errors.New("--incumbent STACK and --candidate BUNDLE are required")
+	}
+	if o.manifestOut != "" && o.treeOut == "" {
+		return errors.New("--manifest-out needs --tree-out")
 	}
 	if o.candidateLabel != "" {
 		if err := checkDirLabel(o.candidateLabel); err != nil {
@@ -108,11 +130,25 @@ func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) error {
 	if err != nil {
 		return err
 	}
-	req := plan.Request{Incumbent: l.assembled, IncumbentPath: o.incumbent, CandidateDir: o.candidate, Attribution: o.attribution, Materialize: opts}
+	req := plan.Request{Incumbent: l.assembled, IncumbentPath: o.incumbent, CandidateDir: o.candidate, Attribution: o.attribution, Materialize: opts,
+		IncumbentTree: o.incumbentTree, CandidateTree: o.treeOut}
+	if o.treeOut != "" {
+		if err := os.MkdirAll(filepath.Dir(filepath.Clean(o.treeOut)), 0o755); err != nil {
+			return err
+		}
+	}
 	if !o.json {
 		req.Progress = func(format string, args ...any) { fmt.Fprintf(s.Err, "cacheon: "+format+"\n", args...) }
 	}
 	res, err := plan.Run(ctx, req)
+	if err == nil && res.CandidateTree != "" {
+		// Anything failing from here on leaves no candidate tree behind.
+		defer func() {
+			if err != nil {
+				os.RemoveAll(res.CandidateTree)
+			}
+		}()
+	}
 	if err != nil {
 		var r *plan.Rejection
 		var ae *plan.AttributionError
@@ -126,6 +162,11 @@ func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) error {
 	}
 	if res.Local && !o.json {
 		fmt.Fprintf(s.Err, "cacheon: no --attribution: using the local attribution %s (credits no one)\n", res.Attribution)
+	}
+	if o.manifestOut != "" {
+		if err := writeManifest(o.manifestOut, res.Candidate.Stack); err != nil {
+			return err
+		}
 	}
 	var outPtr *string
 	if o.out != "" {

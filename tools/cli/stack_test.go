@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -507,4 +508,87 @@ func TestStackPlanCommand(t *testing.T) {
 	if _, err := os.Lstat(noop); !os.IsNotExist(err) {
 		t.Errorf("--out written for a rejected plan")
 	}
+}
+
+// With --incumbent-tree the plan takes B from a published tree of the
+// incumbent instead of materializing it, and --tree-out publishes C: the
+// arms and C's bytes are the ones planning from scratch and materializing
+// the candidate stack give. A tree of another stack, or a tampered one,
+// is refused and nothing is published.
+func TestStackPlanReusesTheIncumbentTree(t *testing.T) {
+	ws := incumbentWorkspace(t, t.TempDir())
+	dir := filepath.Join(ws, "candidates") // the stack files must be in the workspace
+	must(t, os.MkdirAll(dir, 0o755))
+	bTree := filepath.Join(dir, "incumbent.tree")
+	if code, _, stderr := (subprocess{dir: ws, args: []string{"stack", "materialize", "--quiet", "stacks/incumbent.hcl", "--out", bTree}}).run(t); code != 0 {
+		t.Fatalf("materialize incumbent: exit %d: %s", code, stderr)
+	}
+	planArgs := []string{"stack", "plan", "--json", "--incumbent", "stacks/incumbent.hcl", "--candidate", "kernels/contributions/silu_and_mul_torch"}
+	code, fromScratch, stderr := subprocess{dir: ws, args: append(planArgs, "--out", filepath.Join(dir, "scratch.hcl"))}.run(t)
+	if code != 0 {
+		t.Fatalf("plan from scratch: exit %d: %s", code, stderr)
+	}
+	cTree, manifest := filepath.Join(dir, "out", "candidate.tree"), filepath.Join(dir, "out", "candidate.manifest.json")
+	code, reused, stderr := subprocess{dir: ws, args: append(planArgs, "--out", filepath.Join(dir, "reused.hcl"),
+		"--incumbent-tree", bTree, "--tree-out", cTree, "--manifest-out", manifest)}.run(t)
+	if code != 0 {
+		t.Fatalf("plan reusing the incumbent tree: exit %d: %s", code, stderr)
+	}
+	// The documents differ only in the --out path they name.
+	reused = strings.Replace(reused, filepath.Join(dir, "reused.hcl"), "OUT", 1)
+	fromScratch = strings.Replace(fromScratch, filepath.Join(dir, "scratch.hcl"), "OUT", 1)
+	if reused != fromScratch {
+		t.Fatalf("plans differ:\nreusing the tree: %s\nfrom scratch:     %s", reused, fromScratch)
+	}
+	// C is the tree `stack materialize` makes of the candidate stack file.
+	want := filepath.Join(dir, "want.tree")
+	wantManifest := filepath.Join(dir, "want.manifest.json")
+	if code, _, stderr := (subprocess{dir: ws, args: []string{"stack", "materialize", "--quiet", filepath.Join(dir, "reused.hcl"),
+		"--allow-unused-contributions", "--out", want, "--manifest-out", wantManifest}}).run(t); code != 0 {
+		t.Fatalf("materialize the candidate stack: exit %d: %s", code, stderr)
+	}
+	if got, wantTree := snapshotTree(t, cTree), snapshotTree(t, want); !reflect.DeepEqual(got, wantTree) {
+		t.Fatalf("--tree-out differs from the materialized candidate stack (%d and %d entries)", len(got), len(wantTree))
+	}
+	if a, b := mustRead(t, manifest), mustRead(t, wantManifest); a != b {
+		t.Fatalf("--manifest-out differs from stack materialize's:\n%s\n%s", a, b)
+	}
+
+	// Refusals: another stack's tree, and a tree with a file changed.
+	tampered := filepath.Join(dir, "tampered.tree")
+	must(t, os.CopyFS(tampered, os.DirFS(bTree)))
+	var victim string
+	must(t, filepath.WalkDir(tampered, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".py") && victim == "" {
+			victim = p
+		}
+		return err
+	}))
+	must(t, os.Chmod(victim, 0o644))
+	must(t, os.WriteFile(victim, []byte("# not the incumbent's\n"), 0o644))
+	// The published shape is kept, so only the contents give it away.
+	must(t, os.Chmod(victim, 0o444))
+	must(t, os.Chtimes(victim, time.Unix(0, 0), time.Unix(0, 0)))
+	for _, tt := range []struct{ name, tree, want string }{
+		{"another stack's tree", cTree, "incumbent_tree_mismatch"},
+		{"a tampered tree", tampered, "incumbent_tree_mismatch"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "c.tree")
+			code, stdout, stderr := subprocess{dir: ws, args: append(planArgs, "--incumbent-tree", tt.tree, "--tree-out", out)}.run(t)
+			if code != ExitRejected || !strings.Contains(stdout, tt.want) {
+				t.Fatalf("exit %d, stdout %s, stderr %s; want exit %d naming %s", code, stdout, stderr, ExitRejected, tt.want)
+			}
+			if _, err := os.Lstat(out); !os.IsNotExist(err) {
+				t.Fatalf("a refused plan published %s", out)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	must(t, err)
+	return string(b)
 }
