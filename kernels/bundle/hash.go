@@ -136,12 +136,7 @@ func hashFile(h io.Writer, root string, f File, buf []byte) error {
 	if info.Size() != f.Size {
 		return fmt.Errorf("%s: size changed while hashing (walked %d bytes, now %d)", full, f.Size, info.Size())
 	}
-	var header [8]byte
-	binary.BigEndian.PutUint32(header[:4], uint32(len(f.Path)))
-	h.Write(header[:4])
-	io.WriteString(h, f.Path)
-	binary.BigEndian.PutUint64(header[:], uint64(f.Size))
-	h.Write(header[:])
+	writeFrameHeader(h, f.Path, f.Size)
 	n, err := io.CopyBuffer(h, io.LimitReader(fh, f.Size+1), buf)
 	if err != nil {
 		return fmt.Errorf("%s: %w", full, err)
@@ -150,6 +145,58 @@ func hashFile(h io.Writer, root string, f File, buf []byte) error {
 		return fmt.Errorf("%s: size changed while hashing (walked %d bytes, read %d)", full, f.Size, n)
 	}
 	return nil
+}
+
+// writeFrameHeader writes what precedes a file's bytes in the content
+// hash: the path's length (4 bytes, big-endian), the path, and the
+// contents' length (8 bytes, big-endian).
+func writeFrameHeader(h io.Writer, path string, size int64) {
+	var header [8]byte
+	binary.BigEndian.PutUint32(header[:4], uint32(len(path)))
+	h.Write(header[:4])
+	io.WriteString(h, path)
+	binary.BigEndian.PutUint64(header[:], uint64(size))
+	h.Write(header[:])
+}
+
+// writeFileFrame writes one file held in memory into the content hash.
+func writeFileFrame(h io.Writer, path string, data []byte) {
+	writeFrameHeader(h, path, int64(len(data)))
+	h.Write(data)
+}
+
+// MemFile is one file of a tree held in memory (see ContentHashOf).
+type MemFile struct {
+	Path string // POSIX path relative to the tree's root
+	Data []byte
+}
+
+// ContentHashOf is ContentHash of a tree held in memory, such as one read
+// from a verified image layer: the same files (Skipped paths left out;
+// a tree in memory has no links or special files), the same order and
+// framing, so a tree has one content hash whether it is on disk or not.
+func ContentHashOf(files []MemFile) (string, error) {
+	kept := make([]MemFile, 0, len(files))
+	for _, f := range files {
+		if !utf8.ValidString(f.Path) {
+			return "", fmt.Errorf("path %q is not valid UTF-8", f.Path)
+		}
+		if !Skipped(f.Path) {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) == 0 {
+		return "", ErrNoFiles
+	}
+	sort.Slice(kept, func(i, j int) bool { return PathLess(kept[i].Path, kept[j].Path) })
+	h := sha256.New()
+	for i, f := range kept {
+		if i > 0 && kept[i-1].Path == f.Path {
+			return "", fmt.Errorf("path %q listed twice", f.Path)
+		}
+		writeFileFrame(h, f.Path, f.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func listFiles(root string) ([]File, error) {

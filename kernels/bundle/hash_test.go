@@ -287,3 +287,47 @@ func TestMatchesPathlibReference(t *testing.T) {
 		}
 	}
 }
+
+// A tree held in memory hashes as the same tree on disk: skipped paths
+// left out, paths in PathLess order (not byte order), the same framing.
+func TestContentHashOfEqualsTheDirectoryHash(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+	}{
+		{"snapshot fixture", snapshotTree},
+		{"order differs from byte order", map[string]string{"a/b.py": "1", "a.b": "2", "a-b/c": "3", "a/b/c.py": "4", "ä.py": "5"}},
+		{"skipped files stay out", map[string]string{"k.py": "x", "__pycache__/k.cpython-312.pyc": "junk", "pkg/.git/HEAD": "ref", "pkg/m.pyc": "junk", "._k.py": "apple", "pkg/m.py": "y"}},
+		{"empty files", map[string]string{"a": "", "b/c": ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := t.TempDir()
+			writeTree(t, d, tt.files)
+			want, err := ContentHash(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mem []MemFile
+			for p, b := range tt.files {
+				mem = append(mem, MemFile{Path: p, Data: []byte(b)})
+			}
+			got, err := ContentHashOf(mem)
+			if err != nil || got != want {
+				t.Fatalf("ContentHashOf = %s, %v; ContentHash of the directory = %s", got, err, want)
+			}
+		})
+	}
+	for _, bad := range []struct {
+		name  string
+		files []MemFile
+	}{
+		{"only skipped files", []MemFile{{Path: "x.pyc"}}},
+		{"a path twice", []MemFile{{Path: "a", Data: []byte("1")}, {Path: "a", Data: []byte("2")}}},
+		{"invalid UTF-8", []MemFile{{Path: "\xff"}}},
+	} {
+		if _, err := ContentHashOf(bad.files); err == nil {
+			t.Errorf("%s: ContentHashOf accepted it", bad.name)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package bundle
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -205,18 +204,12 @@ func (s *Snapshot) SHA256(rel string) (string, bool) {
 // it does not change.
 func (s *Snapshot) ContentHash(committed bool) (string, error) {
 	h := sha256.New()
-	var header [8]byte
 	hashed := 0
 	for i, f := range s.tree.Files {
 		if committed && f.Path == CarrierReceiptName {
 			continue
 		}
-		binary.BigEndian.PutUint32(header[:4], uint32(len(f.Path)))
-		h.Write(header[:4])
-		io.WriteString(h, f.Path)
-		binary.BigEndian.PutUint64(header[:], uint64(len(s.data[i])))
-		h.Write(header[:])
-		h.Write(s.data[i])
+		writeFileFrame(h, f.Path, s.data[i])
 		hashed++
 	}
 	if hashed == 0 {

@@ -14,6 +14,7 @@ package build
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -79,13 +80,45 @@ type Inputs struct {
 	Files *Files `json:"-"`
 }
 
-// Files are the inputs of a release that are files, not trees, given as
-// their bytes.
+// Files are the inputs of a release given as their bytes.
 type Files struct {
 	ReleaseManifest []byte
 	Reviews         [][]byte
 	ModelReceipt    []byte
 	Entrypoint      []byte
+	// Substrate and EngineTree, when not nil, are those trees held in
+	// memory (a rebuild reads them from the verified release's layers);
+	// Inputs.Substrate and Inputs.EngineTree are then not read.
+	Substrate  []HeldFile
+	EngineTree []HeldFile
+}
+
+// HeldFile is one file of a tree held in memory.
+type HeldFile struct {
+	Path       string // slash-separated, relative to the tree's root
+	Data       []byte
+	Executable bool
+}
+
+// memFiles is files as the bundle and materialize packages take them.
+func memFiles(files []HeldFile) []bundle.MemFile {
+	out := make([]bundle.MemFile, len(files))
+	for i, f := range files {
+		out[i] = bundle.MemFile{Path: f.Path, Data: f.Data}
+	}
+	return out
+}
+
+// heldEntries lists files as layer entries below prefix, leaving out
+// those skip accepts (as layer.FromDir does for a directory).
+func heldEntries(files []HeldFile, prefix string, skip layer.Skip) []layer.Entry {
+	var out []layer.Entry
+	for _, f := range files {
+		if skip == nil || !skip(f.Path) {
+			out = append(out, layer.Entry{Path: path.Join(prefix, f.Path), Data: f.Data, Executable: f.Executable})
+		}
+	}
+	return out
 }
 
 // readFiles reads the file inputs in names, or takes them from in.Files.
@@ -265,13 +298,23 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	}
 
 	progress("checking the engine tree")
-	tree, err := CheckEngineTree(in.EngineTree, m)
+	var tree *EngineTree
+	if files.EngineTree != nil {
+		tree, err = CheckHeldEngineTree(files.EngineTree, m)
+	} else {
+		tree, err = CheckEngineTree(in.EngineTree, m)
+	}
 	if err != nil {
 		return nil, err
 	}
 
 	progress("checking the substrate, model receipt, entrypoint and base image")
-	substrateDigest, err := bundle.ContentHash(in.Substrate)
+	var substrateDigest string
+	if files.Substrate != nil {
+		substrateDigest, err = bundle.ContentHashOf(memFiles(files.Substrate))
+	} else {
+		substrateDigest, err = bundle.ContentHash(in.Substrate)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("substrate %s: %w", in.Substrate, err)
 	}
@@ -388,12 +431,15 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 		return nil, fmt.Errorf("release descriptor: %w", err)
 	}
 
-	substrateEntries, err := layer.FromDir(in.Substrate, descriptor.SubstrateDir, bundle.Skipped)
-	if err != nil {
+	var substrateEntries, treeEntries []layer.Entry
+	if files.Substrate != nil {
+		substrateEntries = heldEntries(files.Substrate, descriptor.SubstrateDir, bundle.Skipped)
+	} else if substrateEntries, err = layer.FromDir(in.Substrate, descriptor.SubstrateDir, bundle.Skipped); err != nil {
 		return nil, err
 	}
-	treeEntries, err := layer.FromDir(in.EngineTree, descriptor.EngineTreeDir, nil)
-	if err != nil {
+	if files.EngineTree != nil {
+		treeEntries = heldEntries(files.EngineTree, descriptor.EngineTreeDir, nil)
+	} else if treeEntries, err = layer.FromDir(in.EngineTree, descriptor.EngineTreeDir, nil); err != nil {
 		return nil, err
 	}
 	releaseEntries := []layer.Entry{

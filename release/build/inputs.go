@@ -78,6 +78,31 @@ func CheckEngineTree(dir string, m *stack.EngineReleaseManifest) (*EngineTree, e
 	return &EngineTree{Dir: dir, Digest: digest, Files: files}, nil
 }
 
+// CheckHeldEngineTree is CheckEngineTree of a tree held in memory (see
+// materialize.VerifyHeld); the tree's Dir is empty.
+func CheckHeldEngineTree(files []HeldFile, m *stack.EngineReleaseManifest) (*EngineTree, error) {
+	held := memFiles(files)
+	res, written, err := materialize.VerifyHeld(held)
+	if err != nil {
+		return nil, fmt.Errorf("engine tree: %w", err)
+	}
+	digest, err := materialize.TreeDigest(written)
+	if err != nil {
+		return nil, fmt.Errorf("engine tree: %w", err)
+	}
+	if digest != res.TreeDigest {
+		return nil, fmt.Errorf("engine tree: digest %s, the materializer's check gives %s", digest, res.TreeDigest)
+	}
+	for _, f := range held {
+		if f.Path == materialize.TreeMetadataName {
+			if err := materialize.CheckReleaseStack(f.Path, f.Data, m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &EngineTree{Digest: digest, Files: written}, nil
+}
+
 // CheckTreeMetadata checks the tree metadata file at p against m.
 func CheckTreeMetadata(p string, m *stack.EngineReleaseManifest) error {
 	b, err := os.ReadFile(p)

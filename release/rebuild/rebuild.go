@@ -4,8 +4,9 @@
 // The release is verified first (release/verify). Its inputs then come
 // from the release itself: the release stack, review records, model
 // receipt, substrate and entrypoint from the image's release layers (the
-// files as the bytes verification read and checked, the two trees
-// unpacked from their checked layers), the pinned base image from the
+// files as the bytes verification read and checked, the two trees read
+// into memory from their checked layers, never unpacked to disk), the
+// pinned base image from the
 // same layout or repository. With the reviewed
 // source (a git repository holding the review commits) the engine tree is
 // re-materialized from the release stack instead of taken from the image.
@@ -47,7 +48,6 @@ import (
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/atomicwrite"
 )
 
 // Options configure a rebuild.
@@ -141,28 +141,29 @@ func Run(s store.Store, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	progress("unpacking the published inputs")
+	progress("reading the published inputs")
 	img, err := remote.Image(s, rel.Image.Digest)
 	if err != nil {
 		return nil, err
 	}
 	nbase := len(d.BaseImage.Layers)
-	root := filepath.Join(work, "published")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		return nil, err
-	}
 	// The release layers are, in image order, the substrate, entrypoint,
 	// engine-tree and release layers (verification checked there are
-	// exactly these four). Only the two trees are unpacked, since the
-	// build reads trees from directories; the release stack, the review
-	// records, the model receipt and the entrypoint are handed to the
-	// build as the bytes the verification read and checked.
+	// exactly these four). The two trees are read into memory from copies
+	// checked against their descriptors; the release stack, the review
+	// records, the model receipt and the entrypoint are the bytes the
+	// verification read and checked. Nothing is unpacked to disk to be
+	// read back.
 	ours := rel.Manifest.Layers[nbase:]
-	if err := unpackChecked(s, []v1.Descriptor{ours[0], ours[2]}, root, work); err != nil {
-		return nil, fmt.Errorf("unpack the release layers: %w", err)
+	substrate, err := readChecked(s, ours[0], descriptor.SubstrateDir, work)
+	if err != nil {
+		return nil, fmt.Errorf("read the substrate layer: %w", err)
+	}
+	publishedTree, err := readChecked(s, ours[2], descriptor.EngineTreeDir, work)
+	if err != nil {
+		return nil, fmt.Errorf("read the engine-tree layer: %w", err)
 	}
 	in := build.Inputs{
-		Substrate:    filepath.Join(root, filepath.FromSlash(descriptor.SubstrateDir)),
 		BaseDigest:   d.BaseImage.Digest,
 		BaseName:     d.BaseImage.Name,
 		Platform:     d.BaseImage.Platform,
@@ -181,6 +182,8 @@ func Run(s store.Store, opts Options) (*Result, error) {
 			ReleaseManifest: rel.Files[descriptor.ManifestPath],
 			ModelReceipt:    rel.Files[descriptor.ModelReceipt],
 			Entrypoint:      rel.Entrypoint,
+			Substrate:       substrate,
+			EngineTree:      publishedTree,
 		},
 	}
 	// In the order of their paths in the image, as the files were read
@@ -198,11 +201,6 @@ func Run(s store.Store, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	publishedTree := filepath.Join(work, "published-engine-tree")
-	if err := copyTree(filepath.Join(root, filepath.FromSlash(descriptor.EngineTreeDir)), publishedTree); err != nil {
-		return nil, fmt.Errorf("engine tree: %w", err)
-	}
-	in.EngineTree = publishedTree
 	if opts.SourceRepo != "" {
 		progress("re-materializing the engine tree from the reviewed source")
 		m, err := stack.ParseManifest(rel.Files[descriptor.ManifestPath])
@@ -219,7 +217,8 @@ func Run(s store.Store, opts Options) (*Result, error) {
 			res.FirstDifference = firstTreeDifference(publishedTree, tree)
 			return res, &Mismatch{What: fmt.Sprintf("the re-materialized engine tree is %s, the release's is %s; first differing file: %s", digest, d.EngineTreeDigest, res.FirstDifference)}
 		}
-		in.EngineTree = tree
+		// The build takes the re-materialized tree, from disk.
+		in.EngineTree, in.Files.EngineTree = tree, nil
 	}
 
 	res.EntrypointSource = "taken from the image (the release records no source)"
@@ -267,30 +266,40 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// unpackChecked unpacks the release layers from s into dest, in order,
-// each from a copy checked against its descriptor (store.Fetch) and with
-// the one safe unpacker: the layers were verified moments ago, but what
-// is unpacked is what was hashed, not what the store serves the second
-// time.
-func unpackChecked(s store.Store, layers []v1.Descriptor, dest, tmp string) error {
-	for i, d := range layers {
-		if err := func() error {
-			f, err := store.Fetch(s, d, tmp)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			rc, err := layer.DecompressLimited(f, string(d.MediaType), d.Size)
-			if err != nil {
-				return err
-			}
-			defer rc.Close()
-			return layer.Unpack(rc, dest, nil)
-		}(); err != nil {
-			return fmt.Errorf("layer %s (%d of the release's): %w", d.Digest, i, err)
-		}
+// readChecked reads the files of one release layer below prefix into
+// memory, from a copy checked against its descriptor (store.Fetch) and
+// through the one layer reader that refuses links, special files, unsafe
+// and duplicate names: the layers were verified moments ago, but what is
+// read is what was hashed, not what the store serves the second time. A
+// file outside prefix is refused.
+func readChecked(s store.Store, d v1.Descriptor, prefix, tmp string) ([]build.HeldFile, error) {
+	f, err := store.Fetch(s, d, tmp)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	defer f.Close()
+	rc, err := layer.DecompressLimited(f, string(d.MediaType), d.Size)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var files []build.HeldFile
+	err = layer.Walk(rc, func(name string, executable bool, contents io.Reader) error {
+		rel, ok := strings.CutPrefix(name, prefix+"/")
+		if !ok {
+			return fmt.Errorf("%s: outside %s/", name, prefix)
+		}
+		data, err := io.ReadAll(contents)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		files = append(files, build.HeldFile{Path: rel, Data: data, Executable: executable})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("layer %s: %w", d.Digest, err)
+	}
+	return files, nil
 }
 
 // openBase finds the pinned base: in the release's layout or repository,
@@ -317,25 +326,6 @@ func openBase(s store.Store, d *descriptor.Descriptor) (v1.Image, error) {
 		return scratch, nil
 	}
 	return nil, fmt.Errorf("the base image %s (%s) is not in %s; pull it by digest into the release's repository or layout", d.BaseImage.Digest, d.BaseImage.Name, s.Location())
-}
-
-// copyTree copies an unpacked tree into the materializer's published
-// shape (files 0444, directories 0755, epoch times).
-func copyTree(src, dest string) error {
-	var files []atomicwrite.File
-	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		files = append(files, atomicwrite.File{Path: filepath.ToSlash(rel), From: p})
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	_, err = atomicwrite.WriteTree(dest, files)
-	return err
 }
 
 func rematerialize(m *stack.EngineReleaseManifest, records []*review.Record, opts Options, work, dest string) (string, error) {
@@ -384,8 +374,11 @@ func rematerialize(m *stack.EngineReleaseManifest, records []*review.Record, opt
 
 // firstTreeDifference names the first path (in path order) whose bytes
 // differ between two trees, or that only one has.
-func firstTreeDifference(a, b string) string {
-	ha, hb := hashTree(a), hashTree(b)
+func firstTreeDifference(published []build.HeldFile, rebuilt string) string {
+	ha, hb := map[string]string{}, hashTree(rebuilt)
+	for _, f := range published {
+		ha[f.Path] = descriptor.SHA256(f.Data)
+	}
 	var paths []string
 	for p := range ha {
 		paths = append(paths, p)

@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/tools/atomicwrite"
 )
 
@@ -116,5 +118,64 @@ func TestVerifyRefusesOversizedMetadata(t *testing.T) {
 	}
 	if _, err := Verify(root); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+}
+
+// A tree held in memory verifies exactly as the same tree on disk; any
+// change to its bytes, a missing metadata file or a path listed twice is
+// refused.
+func TestVerifyHeldEqualsVerifyOnDisk(t *testing.T) {
+	opts := testOptions(t)
+	b := evaluationStack(t, opts, copyBundle(t, "silu_and_mul_triton"), copyBundle(t, "rmsnorm_triton"))
+	root := filepath.Join(t.TempDir(), "engine")
+	if _, err := Materialize(b.manifest, b.resolve, root, opts); err != nil {
+		t.Fatal(err)
+	}
+	wantRes, wantFiles, err := VerifyInventory(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func() []bundle.MemFile {
+		var out []bundle.MemFile
+		for p, data := range readTree(t, root) {
+			out = append(out, bundle.MemFile{Path: p, Data: []byte(data)})
+		}
+		return out
+	}
+	res, files, err := VerifyHeld(held())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res, wantRes) || !reflect.DeepEqual(files, wantFiles) {
+		t.Fatalf("VerifyHeld differs from VerifyInventory:\n%+v\n%+v", res, wantRes)
+	}
+	if len(files) < 5 {
+		t.Fatalf("the fixture tree has %d files; want a stack with contributions", len(files))
+	}
+	tests := []struct {
+		name string
+		edit func([]bundle.MemFile) []bundle.MemFile
+	}{
+		{"a byte changed", func(fs []bundle.MemFile) []bundle.MemFile {
+			for i := range fs {
+				if fs[i].Path != TreeMetadataName && len(fs[i].Data) > 0 {
+					fs[i].Data = append([]byte{fs[i].Data[0] ^ 1}, fs[i].Data[1:]...)
+					break
+				}
+			}
+			return fs
+		}},
+		{"metadata missing", func(fs []bundle.MemFile) []bundle.MemFile {
+			return slices.DeleteFunc(fs, func(f bundle.MemFile) bool { return f.Path == TreeMetadataName })
+		}},
+		{"a file added", func(fs []bundle.MemFile) []bundle.MemFile { return append(fs, bundle.MemFile{Path: "extra.py"}) }},
+		{"a path twice", func(fs []bundle.MemFile) []bundle.MemFile { return append(fs, fs[0]) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := VerifyHeld(tt.edit(held())); err == nil {
+				t.Fatal("VerifyHeld accepted the changed tree")
+			}
+		})
 	}
 }

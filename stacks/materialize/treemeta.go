@@ -2,6 +2,8 @@ package materialize
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/identity"
@@ -141,6 +144,45 @@ func checkTree(root string, written []atomicwrite.Written) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tree metadata: %w", err)
 	}
+	return checkMetadata(raw, written)
+}
+
+// VerifyHeld is VerifyInventory of a tree held in memory, such as one a
+// rebuild reads from a verified image layer: the inventory is computed
+// from the bytes, then the metadata and inventory checks are Verify's.
+// The published shape on disk (modes, times, no links) does not apply.
+func VerifyHeld(files []bundle.MemFile) (*Result, []atomicwrite.Written, error) {
+	written := make([]atomicwrite.Written, len(files))
+	var raw []byte
+	for i, f := range files {
+		sum := sha256.Sum256(f.Data)
+		written[i] = atomicwrite.Written{Path: f.Path, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(f.Data))}
+		if f.Path == TreeMetadataName {
+			raw = f.Data
+		}
+	}
+	sort.Slice(written, func(i, j int) bool { return written[i].Path < written[j].Path })
+	for i := 1; i < len(written); i++ {
+		if written[i].Path == written[i-1].Path {
+			return nil, nil, fmt.Errorf("tree file %s listed twice", written[i].Path)
+		}
+	}
+	if raw == nil {
+		return nil, nil, fmt.Errorf("tree metadata: %s is missing", TreeMetadataName)
+	}
+	if len(raw) > MaxTreeMetadataBytes {
+		return nil, nil, fmt.Errorf("tree metadata: %w", ErrTooLarge)
+	}
+	res, err := checkMetadata(raw, written)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, written, nil
+}
+
+// checkMetadata checks the tree metadata document raw against the tree's
+// inventory written (sorted by path).
+func checkMetadata(raw []byte, written []atomicwrite.Written) (*Result, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var doc treeMetadataDoc
