@@ -21,6 +21,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -53,7 +54,8 @@ func CommittedContentHash(root string) (string, error) {
 
 // Files lists the files ContentHash covers, in hash order.
 func Files(root string) ([]File, error) {
-	return listFiles(root)
+	files, _, _, err := listFiles(root)
+	return files, err
 }
 
 // Skipped reports whether a relative POSIX path is outside every bundle
@@ -74,7 +76,7 @@ func Skipped(rel string) bool {
 const hashBufferSize = 1 << 20
 
 func hashTree(root string, committed bool) (string, error) {
-	files, err := listFiles(root)
+	files, _, _, err := listFiles(root)
 	if err != nil {
 		return "", err
 	}
@@ -199,29 +201,34 @@ func ContentHashOf(files []MemFile) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func listFiles(root string) ([]File, error) {
+// listFiles walks root for the files ContentHash covers, in hash order,
+// with what the walk saw of each (for a guarded read) and the directories
+// holding them ("." is the root).
+func listFiles(root string) ([]File, map[string]fs.FileInfo, map[string]bool, error) {
 	info, err := os.Lstat(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if !info.IsDir() {
-		return nil, fmt.Errorf("%s: bundle root is not a directory", root)
+		return nil, nil, nil, fmt.Errorf("%s: bundle root is not a directory", root)
 	}
 	var files []File
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	seen := map[string]fs.FileInfo{}
+	dirs := map[string]bool{".": true}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if path == root {
+		if p == root {
 			return nil
 		}
-		rel, err := filepath.Rel(root, path)
+		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return err
 		}
 		rel = filepath.ToSlash(rel)
 		if !utf8.ValidString(rel) {
-			return fmt.Errorf("%s: path is not valid UTF-8", path)
+			return fmt.Errorf("%s: path is not valid UTF-8", p)
 		}
 		mode := d.Type()
 		switch {
@@ -243,13 +250,17 @@ func listFiles(root string) ([]File, error) {
 			return err
 		}
 		files = append(files, File{Path: rel, Size: fi.Size()})
+		seen[rel] = fi
+		for dir := path.Dir(rel); dir != "." && !dirs[dir]; dir = path.Dir(dir) {
+			dirs[dir] = true
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	sort.Slice(files, func(i, j int) bool { return PathLess(files[i].Path, files[j].Path) })
-	return files, nil
+	return files, seen, dirs, nil
 }
 
 // PathLess orders POSIX relative paths the way Python's PurePosixPath

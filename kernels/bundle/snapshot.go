@@ -52,13 +52,32 @@ func Open(root string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := w.t
+	return readSnapshot(root, w.t, w.seen, w.dirSet)
+}
+
+// OpenHashed reads the files ContentHash covers, which is the set upstream
+// hashes a directory by: symbolic links and special files are skipped,
+// not refused, and no intake limit applies. Each file is read once with
+// Open's guarded read, so what is then hashed, scanned or staged is one
+// set of bytes. Verification stages a miner's bundle this way, keeping
+// the content hash upstream gives it; intake uses Open.
+func OpenHashed(root string) (*Snapshot, error) {
+	files, seen, dirs, err := listFiles(root)
+	if err != nil {
+		return nil, err
+	}
+	return readSnapshot(root, &Tree{Root: root, Files: files}, seen, dirs)
+}
+
+// readSnapshot reads every file of t once, guarded against the walk's
+// view of it (seen), on up to GOMAXPROCS goroutines.
+func readSnapshot(root string, t *Tree, seen map[string]fs.FileInfo, dirs map[string]bool) (*Snapshot, error) {
 	s := &Snapshot{
 		tree:  t,
 		data:  make([][]byte, len(t.Files)),
 		sums:  make([][32]byte, len(t.Files)),
 		index: make(map[string]int, len(t.Files)),
-		dirs:  w.dirSet,
+		dirs:  dirs,
 	}
 	for i, f := range t.Files {
 		s.index[f.Path] = i
@@ -66,7 +85,7 @@ func Open(root string) (*Snapshot, error) {
 	errs := make([]error, len(t.Files))
 	parallel(len(t.Files), func(i int) {
 		f := t.Files[i]
-		data, err := stableRead(filepath.Join(root, filepath.FromSlash(f.Path)), w.seen[f.Path])
+		data, err := stableRead(filepath.Join(root, filepath.FromSlash(f.Path)), seen[f.Path])
 		if err != nil {
 			errs[i] = fmt.Errorf("read bundle %s: %s: %w", root, f.Path, err)
 			return

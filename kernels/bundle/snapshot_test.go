@@ -315,3 +315,46 @@ func TestSnapshotContentHashesEqualTheDirectoryFunctions(t *testing.T) {
 		})
 	}
 }
+
+// OpenHashed reads exactly the files ContentHash covers: links and special
+// files are left out, not refused, and its hashes are the directory's.
+func TestOpenHashedIsTheContentHashSet(t *testing.T) {
+	d := t.TempDir()
+	writeTree(t, d, map[string]string{"k.py": "x = 1\n", "pkg/m.py": "y\n", "pkg/m.pyc": "junk", "__pycache__/k.pyc": "junk", ".cacheon-native-artifact.json": "{}"})
+	if err := os.Symlink("k.py", filepath.Join(d, "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(d, "pipe"), 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if _, err := Open(d); err == nil {
+		t.Fatal("Open accepted a tree with a link (intake refuses links)")
+	}
+	s, err := OpenHashed(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range s.Files() {
+		paths = append(paths, f.Path)
+	}
+	if want := []string{".cacheon-native-artifact.json", "k.py", "pkg/m.py"}; !reflect.DeepEqual(paths, want) {
+		t.Fatalf("files = %q, want %q", paths, want)
+	}
+	content, committed, err := s.ContentHashes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContent, _ := ContentHash(d)
+	wantCommitted, _ := CommittedContentHash(d)
+	if content != wantContent || committed != wantCommitted {
+		t.Fatalf("hashes %s, %s; the directory's %s, %s", content, committed, wantContent, wantCommitted)
+	}
+	out := filepath.Join(t.TempDir(), "staged")
+	if err := s.WriteTo(out); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ContentHash(out); got != wantContent {
+		t.Fatalf("the written copy hashes to %s, want %s", got, wantContent)
+	}
+}

@@ -24,7 +24,7 @@ func (w *countingWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); re
 func TestHashFileRefusesAFIFOSwappedInAfterTheWalk(t *testing.T) {
 	d := t.TempDir()
 	writeTree(t, d, map[string]string{"a.py": "x = 1\n"})
-	files, err := listFiles(d)
+	files, _, _, err := listFiles(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestHashFileRefusesAFIFOSwappedInAfterTheWalk(t *testing.T) {
 func TestHashFileReadsNoMoreThanTheWalkedSize(t *testing.T) {
 	d := t.TempDir()
 	writeTree(t, d, map[string]string{"a.py": "x=1"})
-	files, err := listFiles(d)
+	files, _, _, err := listFiles(d)
 	if err != nil {
 		t.Fatal(err)
 	}
