@@ -21,8 +21,10 @@ var (
 )
 
 // dynamicImports returns every finding of the ban in one parsed file, in
-// the order the tree is walked, with positions and no path.
-func dynamicImports(pf *pyparse.File, mod *pyparse.Module) []Problem {
+// the order the tree is walked, with positions and no path. Each node the
+// walk visits is also handed to visit (when set), so a caller that needs
+// another pass over the tree shares this one.
+func dynamicImports(pf *pyparse.File, mod *pyparse.Module, visit func(pyparse.Node)) []Problem {
 	cute := cuteBinding(mod)
 	allowed := map[*pyparse.Attribute]bool{}
 	var found []Problem
@@ -32,6 +34,9 @@ func dynamicImports(pf *pyparse.File, mod *pyparse.Module) []Problem {
 		found = append(found, Problem{Line: line, Col: col, Reason: fmt.Sprintf(format, args...)})
 	}
 	pyparse.Inspect(mod, func(n pyparse.Node) bool {
+		if visit != nil {
+			visit(n)
+		}
 		switch x := n.(type) {
 		case *pyparse.Call:
 			if cute && isCuteCompile(x) {

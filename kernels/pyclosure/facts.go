@@ -74,8 +74,9 @@ func Analyze(src []byte) (*Facts, error) {
 		}
 		return nil, err
 	}
-	facts := &Facts{Refusals: dynamicImports(pf, mod)}
-	pyparse.Inspect(mod, func(n pyparse.Node) bool {
+	facts := &Facts{}
+	// The imports are collected in the ban's own walk of the tree.
+	facts.Refusals = dynamicImports(pf, mod, func(n pyparse.Node) {
 		switch x := n.(type) {
 		case *pyparse.Import:
 			s := ImportStmt{}
@@ -91,7 +92,6 @@ func Analyze(src []byte) (*Facts, error) {
 			}
 			facts.Imports = append(facts.Imports, s)
 		}
-		return true
 	})
 	return facts, nil
 }
