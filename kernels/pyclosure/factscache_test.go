@@ -204,4 +204,3 @@ func TestAnalyzeIsPathFree(t *testing.T) {
 		t.Fatalf("refusals = %+v, want one syntax error with no path", a.Refusals)
 	}
 }
-
