@@ -65,17 +65,12 @@ func CheckEngineTree(dir string, m *stack.EngineReleaseManifest) (*EngineTree, e
 	if err != nil {
 		return nil, fmt.Errorf("engine tree %s: %w", dir, err)
 	}
-	digest, err := materialize.TreeDigest(files)
+	metaPath := filepath.Join(dir, filepath.FromSlash(materialize.TreeMetadataName))
+	meta, err := os.ReadFile(metaPath)
 	if err != nil {
-		return nil, fmt.Errorf("engine tree %s: %w", dir, err)
+		return nil, fmt.Errorf("engine tree metadata: %w", err)
 	}
-	if digest != res.TreeDigest {
-		return nil, fmt.Errorf("engine tree %s: digest %s, the materializer's check gives %s", dir, digest, res.TreeDigest)
-	}
-	if err := CheckTreeMetadata(filepath.Join(dir, filepath.FromSlash(materialize.TreeMetadataName)), m); err != nil {
-		return nil, err
-	}
-	return &EngineTree{Dir: dir, Digest: digest, Files: files}, nil
+	return checkedTree("engine tree "+dir, dir, res, files, metaPath, meta, m)
 }
 
 // CheckHeldEngineTree is CheckEngineTree of a tree held in memory (see
@@ -86,28 +81,28 @@ func CheckHeldEngineTree(files []HeldFile, m *stack.EngineReleaseManifest) (*Eng
 	if err != nil {
 		return nil, fmt.Errorf("engine tree: %w", err)
 	}
-	digest, err := materialize.TreeDigest(written)
-	if err != nil {
-		return nil, fmt.Errorf("engine tree: %w", err)
-	}
-	if digest != res.TreeDigest {
-		return nil, fmt.Errorf("engine tree: digest %s, the materializer's check gives %s", digest, res.TreeDigest)
-	}
+	var meta []byte
 	for _, f := range held {
 		if f.Path == materialize.TreeMetadataName {
-			if err := materialize.CheckReleaseStack(f.Path, f.Data, m); err != nil {
-				return nil, err
-			}
+			meta = f.Data
 		}
 	}
-	return &EngineTree{Digest: digest, Files: written}, nil
+	return checkedTree("engine tree", "", res, written, materialize.TreeMetadataName, meta, m)
 }
 
-// CheckTreeMetadata checks the tree metadata file at p against m.
-func CheckTreeMetadata(p string, m *stack.EngineReleaseManifest) error {
-	b, err := os.ReadFile(p)
+// checkedTree finishes either check: the digest of the inventory must be
+// the one the materializer's check gave, and the metadata (named metaName
+// in messages) must name the release stack and exactly its entries.
+func checkedTree(where, dir string, res *materialize.Result, files []atomicwrite.Written, metaName string, meta []byte, m *stack.EngineReleaseManifest) (*EngineTree, error) {
+	digest, err := materialize.TreeDigest(files)
 	if err != nil {
-		return fmt.Errorf("engine tree metadata: %w", err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	return materialize.CheckReleaseStack(p, b, m)
+	if digest != res.TreeDigest {
+		return nil, fmt.Errorf("%s: digest %s, the materializer's check gives %s", where, digest, res.TreeDigest)
+	}
+	if err := materialize.CheckReleaseStack(metaName, meta, m); err != nil {
+		return nil, err
+	}
+	return &EngineTree{Dir: dir, Digest: digest, Files: files}, nil
 }
