@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // DefaultFile is the name the embedded default catalog reports in
@@ -185,7 +186,7 @@ func build(doc *document) (*Catalog, error) {
 }
 
 // Digest returns the catalog digest, H(cacheon.target-catalog, snapshot).
-func (c *Catalog) Digest() string { return c.digests.catalog.String() }
+func (c *Catalog) Digest() identity.Digest { return c.digests.catalog }
 
 // Snapshot returns the canonical JSON of the catalog snapshot: the exact
 // bytes whose H(cacheon.target-catalog, ·) is Digest.
@@ -193,12 +194,12 @@ func (c *Catalog) Snapshot() []byte { return slices.Clone(c.digests.snapshot) }
 
 // ArtifactProviderRegistryDigest returns
 // H(cacheon.artifact-provider-registry, registry snapshot).
-func (c *Catalog) ArtifactProviderRegistryDigest() string { return c.digests.registry.String() }
+func (c *Catalog) ArtifactProviderRegistryDigest() identity.Digest { return c.digests.registry }
 
 // TargetSpecDigest returns H(cacheon.target-spec, target row) of a target.
-func (c *Catalog) TargetSpecDigest(id string) (string, bool) {
+func (c *Catalog) TargetSpecDigest(id string) (identity.Digest, bool) {
 	d, ok := c.digests.targetSpec[id]
-	return d.String(), ok
+	return d, ok
 }
 
 // TargetSpec returns the canonical JSON of a target's snapshot row, the
@@ -211,9 +212,9 @@ func (c *Catalog) TargetSpec(id string) ([]byte, bool) {
 // ContractDigest returns a target's contract digest: H(cacheon.target-
 // contract, contract projection) for a slot target, H(cacheon.atomic-
 // target-contract, …) over its members' contract digests for an atomic one.
-func (c *Catalog) ContractDigest(id string) (string, bool) {
+func (c *Catalog) ContractDigest(id string) (identity.Digest, bool) {
 	d, ok := c.digests.contract[id]
-	return d.String(), ok
+	return d, ok
 }
 
 // Target returns the target with id.

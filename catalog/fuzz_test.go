@@ -57,14 +57,14 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if !identity.IsHex64(c.Digest()) {
+		if !identity.IsHex64(c.Digest().String()) {
 			t.Fatalf("digest %q", c.Digest())
 		}
 		snap, err := canonjson.Parse(c.Snapshot())
 		if err != nil {
 			t.Fatalf("snapshot is not canonical JSON: %v", err)
 		}
-		if d := identity.MustH(identity.DomainTargetCatalog, snap).String(); d != c.Digest() {
+		if d := identity.MustH(identity.DomainTargetCatalog, snap); d != c.Digest() {
 			t.Fatalf("snapshot hashes to %s, digest is %s", d, c.Digest())
 		}
 		for _, id := range c.TargetIDs() {
@@ -88,7 +88,7 @@ func TestDefaultCatalogIdentities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := identity.MustH(identity.DomainTargetCatalog, snap).String(); d != c.Digest() {
+	if d := identity.MustH(identity.DomainTargetCatalog, snap); d != c.Digest() {
 		t.Fatalf("snapshot hashes to %s, digest is %s", d, c.Digest())
 	}
 }

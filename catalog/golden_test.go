@@ -56,10 +56,10 @@ func window(b []byte, i int) string {
 
 func TestDefaultDigestsMatchGoldens(t *testing.T) {
 	c := loadDefault(t)
-	if got := c.Digest(); got != goldenCatalogDigest {
+	if got := c.Digest().String(); got != goldenCatalogDigest {
 		t.Errorf("catalog digest = %s, want %s", got, goldenCatalogDigest)
 	}
-	checkAbbrev(t, "artifact provider registry digest", c.ArtifactProviderRegistryDigest(), "dcef3613…14ca")
+	checkAbbrev(t, "artifact provider registry digest", c.ArtifactProviderRegistryDigest().String(), "dcef3613…14ca")
 	specs := map[string]string{
 		"activation.silu_and_mul":            "ad6ce779…5350",
 		"attention.decode":                   "1bd11d28…6e20",
@@ -83,7 +83,7 @@ func TestDefaultDigestsMatchGoldens(t *testing.T) {
 			t.Errorf("no target-spec digest for %s", id)
 			continue
 		}
-		checkAbbrev(t, "target-spec digest of "+id, got, want)
+		checkAbbrev(t, "target-spec digest of "+id, got.String(), want)
 	}
 	rules := c.CompositionRules()
 	if len(rules) != 1 {
@@ -115,7 +115,7 @@ func TestAtomicContractDigestOverMemberContracts(t *testing.T) {
 		if !ok {
 			t.Fatalf("no contract digest for member %s", m)
 		}
-		members = append(members, d)
+		members = append(members, d.String())
 	}
 	want := identity.MustH(identity.DomainAtomicTargetContract, map[string]any{
 		"schema_version":          1,
@@ -123,7 +123,7 @@ func TestAtomicContractDigestOverMemberContracts(t *testing.T) {
 		"atomic_semantics_id":     atomic.AtomicSemanticsID,
 		"member_contract_digests": members,
 	}).String()
-	if got, _ := c.ContractDigest(atomic.ID); got != want {
+	if got, _ := c.ContractDigest(atomic.ID); got.String() != want {
 		t.Errorf("atomic contract digest = %s, want %s", got, want)
 	}
 }
@@ -143,7 +143,7 @@ func TestReformattingKeepsDigest(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatalf("reformatted catalog: %v", diags)
 	}
-	if c.Digest() != goldenCatalogDigest {
+	if c.Digest().String() != goldenCatalogDigest {
 		t.Errorf("digest after reformatting = %s, want %s", c.Digest(), goldenCatalogDigest)
 	}
 	noncanonical := strings.Replace(string(DefaultSource()), `min_overlap = "0.9"`, `min_overlap = "0.900"`, 1)
@@ -154,7 +154,7 @@ func TestReformattingKeepsDigest(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatalf("noncanonical decimal: %v", diags)
 	}
-	if c.Digest() != goldenCatalogDigest {
+	if c.Digest().String() != goldenCatalogDigest {
 		t.Errorf("digest with \"0.900\" = %s, want the canonical \"0.9\" digest %s", c.Digest(), goldenCatalogDigest)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // Competition modes a manifest's [competition] table may name.
@@ -51,7 +53,7 @@ type Resolution struct {
 	Registered bool
 	// Target and TargetSpecDigest identify the target when Registered.
 	Target           Target
-	TargetSpecDigest string
+	TargetSpecDigest identity.Digest
 	// Unregistered says why a contribution resolved to no target; it is
 	// then classified for discovery and never crowned.
 	Unregistered string
@@ -144,7 +146,7 @@ func (c *Catalog) Resolve(req Request) (Resolution, error) {
 	}
 	res.Registered = true
 	res.Target = target
-	res.TargetSpecDigest = c.digests.targetSpec[target.ID].String()
+	res.TargetSpecDigest = c.digests.targetSpec[target.ID]
 	return res, nil
 }
 

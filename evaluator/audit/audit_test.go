@@ -84,7 +84,7 @@ func options(t *testing.T, f enginetest.Fixture, candidate string) Options {
 		WorkDir: filepath.Join(f.Run, "audit"), Isolation: f.Iso, Workload: auditWorkload(),
 		Contracts:     contractsOf(t, cat, res.Candidate.Transition.TargetID),
 		Secret:        []byte(strings.Repeat("s", MinSecretBytes)),
-		SelectedDelta: res.Inspection.SelectedDeltaDigest,
+		SelectedDelta: res.Inspection.SelectedDeltaDigest.String(),
 		StartTimeout:  5 * time.Minute, BatchTimeout: 2 * time.Minute,
 		Progress: func(format string, args ...any) { t.Logf(format, args...) }}
 }

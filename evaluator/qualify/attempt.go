@@ -175,16 +175,19 @@ func transitionOf(o Options, planned *plan.Result) (*Transition, error) {
 	if !ok {
 		return nil, fmt.Errorf("transition: target %s is not in the catalog", tr.TargetID)
 	}
-	out := &Transition{TargetSpec: tr.TargetSpecDigest, Members: append([]string{}, tg.Members...), Displaced: []Displaced{}}
+	out := &Transition{TargetSpec: tr.TargetSpecDigest.String(), Members: append([]string{}, tg.Members...), Displaced: []Displaced{}}
 	sort.Strings(out.Members)
-	var err error
-	if out.Proposal, err = tr.Replacement.RefDigest(); err != nil {
+	proposal, err := tr.Replacement.RefDigest()
+	if err != nil {
 		return nil, fmt.Errorf("transition: replacement: %w", err)
 	}
+	out.Proposal = proposal.String()
 	if tr.Prior != nil {
-		if out.Prior, err = tr.Prior.RefDigest(); err != nil {
+		prior, err := tr.Prior.RefDigest()
+		if err != nil {
 			return nil, fmt.Errorf("transition: prior entry: %w", err)
 		}
+		out.Prior = prior.String()
 	}
 	displaced := append([]string(nil), tr.Displaced...)
 	sort.Strings(displaced)
@@ -197,7 +200,7 @@ func transitionOf(o Options, planned *plan.Result) (*Transition, error) {
 		if err != nil {
 			return nil, fmt.Errorf("transition: displaced entry %s: %w", id, err)
 		}
-		out.Displaced = append(out.Displaced, Displaced{TargetID: id, Entry: d})
+		out.Displaced = append(out.Displaced, Displaced{TargetID: id, Entry: d.String()})
 	}
 	return out, nil
 }

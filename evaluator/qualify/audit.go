@@ -38,7 +38,7 @@ func auditOptions(o Options, planned *plan.Result, root, native string, secret [
 	}
 	return audit.Options{Python: o.Python, Root: root, Tree: planned.CandidateTree, Model: o.Model, Native: native, Device: o.Lanes[1].Device,
 		WorkDir: filepath.Join(o.RunDir, "audit"), Isolation: o.Isolation, Workload: o.Workload, Contracts: contracts,
-		Secret: secret, SelectedDelta: planned.Inspection.SelectedDeltaDigest, Progress: o.Progress}, nil
+		Secret: secret, SelectedDelta: planned.Inspection.SelectedDeltaDigest.String(), Progress: o.Progress}, nil
 }
 
 // runAuditStage runs the audit of the planned candidate and publishes its

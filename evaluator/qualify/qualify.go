@@ -195,12 +195,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}).Decision != Pass {
 		return finish()
 	}
-	r.Inputs.Candidate = planned.Inspection.ContentHash
+	r.Inputs.Candidate = planned.Inspection.ContentHash.String()
 	r.Inputs.TargetID = planned.Candidate.Transition.TargetID
-	r.Inputs.MarginalArmPlan = planned.Digest
-	r.Inputs.IncumbentStack, r.Inputs.CandidateStack = planned.Arms.IncumbentStackDigest, planned.Arms.CandidateStackDigest
+	r.Inputs.MarginalArmPlan = planned.Digest.String()
+	r.Inputs.IncumbentStack, r.Inputs.CandidateStack = planned.Arms.IncumbentStackDigest.String(), planned.Arms.CandidateStackDigest.String()
 	r.Inputs.IncumbentTree, r.Inputs.CandidateTree = treeOf(planned.Arms, "B"), treeOf(planned.Arms, "C")
-	r.Inputs.SelectedDelta = planned.Inspection.SelectedDeltaDigest
+	r.Inputs.SelectedDelta = planned.Inspection.SelectedDeltaDigest.String()
 	// The schedule follows the candidate (spec §1.4): a hot-swappable one
 	// is read under v7 in resident engines, any other under v8 in engines
 	// of its own; the policy file gives the thresholds of both.
@@ -245,7 +245,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		stage(ScreenABI, func() Outcome { return Outcome{NoDecision, "validator secret: " + auditSecretErr.Error()} })
 		return finish()
 	}
-	verifySeed, err := audit.VerifySeed(auditSecret, planned.Inspection.SelectedDeltaDigest)
+	verifySeed, err := audit.VerifySeed(auditSecret, planned.Inspection.SelectedDeltaDigest.String())
 	if err != nil {
 		stage(ScreenABI, func() Outcome { return Outcome{NoDecision, "verify seed: " + err.Error()} })
 		return finish()
@@ -353,7 +353,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			if r.AuditControl, err = aev.Control(); err != nil {
 				return nil, err
 			}
-			if r.AuditPolicy, err = auditPolicyOf(aev, auditSecret, planned.Inspection.SelectedDeltaDigest); err != nil {
+			if r.AuditPolicy, err = auditPolicyOf(aev, auditSecret, planned.Inspection.SelectedDeltaDigest.String()); err != nil {
 				return nil, err
 			}
 		}
@@ -376,7 +376,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 func treeOf(p *plan.MarginalArmPlan, role string) string {
 	for _, a := range p.Arms {
 		if a.Role == role {
-			return a.TreeDigest
+			return a.TreeDigest.String()
 		}
 	}
 	return ""

@@ -84,7 +84,7 @@ func sealSelection(o Options, planned *plan.Result, in QualityInputs) *Selection
 			return &Selection{Err: fmt.Errorf("selection secret: %w", err)}
 		}
 	}
-	sealed, err := quality.Commit(secret, planned.Digest, tree.TreeDigest, wd, quality.EntropyControllerRandom, pool, n)
+	sealed, err := quality.Commit(secret, planned.Digest.String(), tree.TreeDigest.String(), wd, quality.EntropyControllerRandom, pool, n)
 	if err != nil {
 		return &Selection{Err: err}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/testtree"
 )
 
@@ -67,7 +68,7 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	}
 	o := Options{Model: f.Model, Workload: smoke(t), Store: store, RunDir: f.Run, Python: f.Python, Lanes: cpu, Isolation: f.Iso}
 	in := QualityInputs{ReferenceTree: referenceTree(t, t.TempDir()), Calibration: cal}
-	planned := &plan.Result{Digest: strings.Repeat("ab", 32)}
+	planned := &plan.Result{Digest: identity.MustParse(strings.Repeat("ab", 32))}
 	sel := sealSelection(o, planned, in)
 	if sel.Err != nil {
 		t.Fatal(sel.Err)

@@ -62,7 +62,7 @@ func newBench(t *testing.T) *bench {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.refDigest = res.TreeDigest
+	b.refDigest = res.TreeDigest.String()
 	rng := rand.New(rand.NewSource(7))
 	for i := 0; i < benchPrompts; i++ {
 		p := make([]int, benchPromptLen)
@@ -98,7 +98,7 @@ func (b *bench) trees(t *testing.T, candidate string) (bTree, cTree, armPlan str
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.IncumbentTree, res.CandidateTree, res.Digest
+	return res.IncumbentTree, res.CandidateTree, res.Digest.String()
 }
 
 // serve runs one engine of tree over every prompt and returns its

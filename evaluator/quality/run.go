@@ -131,7 +131,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return undecided("reference tree %s holds %d contributions (%s first): the reference must run stock code only", tree.TreeDigest, len(tree.Contributions), tree.Contributions[0].TargetID), nil
 	}
 	c := &o.Sealed.Commitment
-	if tree.TreeDigest != c.ReferenceManifest {
+	if tree.TreeDigest.String() != c.ReferenceManifest {
 		return undecided("reference tree %s is not the one committed (%s)", tree.TreeDigest, c.ReferenceManifest), nil
 	}
 	entropy := o.Entropy
@@ -149,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return undecided("%v", err), nil
 	}
 	ev := &Evidence{Schema: EvidenceSchema, Commitment: *c, CommitmentDigest: o.Sealed.Digest, Receipt: *receipt,
-		Calibration: *o.Calibration, CalibrationDigest: calDigest, ReferenceTree: tree.TreeDigest,
+		Calibration: *o.Calibration, CalibrationDigest: calDigest, ReferenceTree: tree.TreeDigest.String(),
 		TeardownBefore: o.Teardown, Prompts: []PromptEvidence{}}
 	if reason := checkPool(c, receipt, o.Pool, o.TokensPerRollout); reason != "" {
 		return undecided("%s", reason), nil

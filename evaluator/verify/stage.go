@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // stageBundle copies the files of the bundle at src that its content hash
@@ -20,23 +21,23 @@ import (
 // special files, __pycache__ directories and .pyc files, which Python
 // would otherwise load in place of the scanned source (an unchecked-hash
 // .pyc is never compared with its .py).
-func stageBundle(src, dst string) (string, error) {
+func stageBundle(src, dst string) (identity.Digest, error) {
 	snap, err := bundle.OpenHashed(src)
 	if err != nil {
-		return "", fmt.Errorf("staging the bundle: %w", err)
+		return identity.Digest{}, fmt.Errorf("staging the bundle: %w", err)
 	}
 	hash, err := snap.ContentHash(false)
 	if err != nil {
-		return "", fmt.Errorf("staging the bundle: %w", err)
+		return identity.Digest{}, fmt.Errorf("staging the bundle: %w", err)
 	}
 	if err := os.Mkdir(dst, 0o700); err != nil {
-		return "", fmt.Errorf("staging the bundle: %w", err)
+		return identity.Digest{}, fmt.Errorf("staging the bundle: %w", err)
 	}
 	if err := snap.WriteTo(dst); err != nil {
-		return "", fmt.Errorf("staging the bundle: %w", err)
+		return identity.Digest{}, fmt.Errorf("staging the bundle: %w", err)
 	}
 	if err := readOnly(dst); err != nil {
-		return "", fmt.Errorf("staging the bundle: %w", err)
+		return identity.Digest{}, fmt.Errorf("staging the bundle: %w", err)
 	}
 	return hash, nil
 }

@@ -168,7 +168,7 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("static scan: %w", err)
 	}
-	rep := &Report{Schema: ReportSchema, Bundle: bundleDir, BundleID: m.BundleID, ABI: m.ABIVersion, ContentHash: contentHash,
+	rep := &Report{Schema: ReportSchema, Bundle: bundleDir, BundleID: m.BundleID, ABI: m.ABIVersion, ContentHash: contentHash.String(),
 		Device: o.Device, DType: o.DType, Seed: o.Seed, WorldSize: o.WorldSize, Notes: []string{},
 		Scan: scanSummary(sc), Isolation: IsolationSandbox}
 	if differ := contractsDifferFromDefault(o.Catalog, m); len(differ) > 0 {

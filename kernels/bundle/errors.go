@@ -3,8 +3,9 @@ package bundle
 import (
 	"errors"
 	"fmt"
-	"github.com/cacheon/engine/tools/reject"
 	"io/fs"
+
+	"github.com/cacheon/engine/tools/reject"
 )
 
 // ErrInvalid is the root of every rejection of a bundle's manifest or tree.

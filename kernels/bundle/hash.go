@@ -15,7 +15,6 @@ package bundle
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +25,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // CarrierReceiptName is the top-level validator carrier receipt that the
@@ -42,13 +43,13 @@ type File struct {
 }
 
 // ContentHash returns the bundle content hash of the directory root.
-func ContentHash(root string) (string, error) {
+func ContentHash(root string) (identity.Digest, error) {
 	return hashTree(root, false)
 }
 
 // CommittedContentHash is ContentHash without the top-level carrier
 // receipt; a file of the same name deeper in the tree is still hashed.
-func CommittedContentHash(root string) (string, error) {
+func CommittedContentHash(root string) (identity.Digest, error) {
 	return hashTree(root, true)
 }
 
@@ -75,10 +76,10 @@ func Skipped(rel string) bool {
 // bounds hashing of big files.
 const hashBufferSize = 1 << 20
 
-func hashTree(root string, committed bool) (string, error) {
+func hashTree(root string, committed bool) (identity.Digest, error) {
 	files, _, _, err := listFiles(root)
 	if err != nil {
-		return "", err
+		return identity.Digest{}, err
 	}
 	return hashFiles(root, files, committed)
 }
@@ -90,19 +91,19 @@ func hashTree(root string, committed bool) (string, error) {
 // (PathLess). Each file must still be a regular file of the size the
 // inventory recorded; it is opened without blocking, checked through the
 // opened descriptor, and never read past that size.
-func HashFiles(root string, files []File, committed bool) (string, error) {
+func HashFiles(root string, files []File, committed bool) (identity.Digest, error) {
 	for i := range files {
 		if !utf8.ValidString(files[i].Path) {
-			return "", fmt.Errorf("%s: path %q is not valid UTF-8", root, files[i].Path)
+			return identity.Digest{}, fmt.Errorf("%s: path %q is not valid UTF-8", root, files[i].Path)
 		}
 		if i > 0 && !PathLess(files[i-1].Path, files[i].Path) {
-			return "", fmt.Errorf("%s: inventory is not in hash order at %q", root, files[i].Path)
+			return identity.Digest{}, fmt.Errorf("%s: inventory is not in hash order at %q", root, files[i].Path)
 		}
 	}
 	return hashFiles(root, files, committed)
 }
 
-func hashFiles(root string, files []File, committed bool) (string, error) {
+func hashFiles(root string, files []File, committed bool) (identity.Digest, error) {
 	h := sha256.New()
 	buf := make([]byte, hashBufferSize)
 	var hashed int
@@ -111,14 +112,14 @@ func hashFiles(root string, files []File, committed bool) (string, error) {
 			continue
 		}
 		if err := hashFile(h, root, f, buf); err != nil {
-			return "", err
+			return identity.Digest{}, err
 		}
 		hashed++
 	}
 	if hashed == 0 {
-		return "", fmt.Errorf("%s: %w", root, ErrNoFiles)
+		return identity.Digest{}, fmt.Errorf("%s: %w", root, ErrNoFiles)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return identity.SHA256Sum([32]byte(h.Sum(nil))), nil
 }
 
 // hashFile hashes one file of the inventory. The size the walk saw is the
@@ -177,28 +178,28 @@ type MemFile struct {
 // from a verified image layer: the same files (Skipped paths left out;
 // a tree in memory has no links or special files), the same order and
 // framing, so a tree has one content hash whether it is on disk or not.
-func ContentHashOf(files []MemFile) (string, error) {
+func ContentHashOf(files []MemFile) (identity.Digest, error) {
 	kept := make([]MemFile, 0, len(files))
 	for _, f := range files {
 		if !utf8.ValidString(f.Path) {
-			return "", fmt.Errorf("path %q is not valid UTF-8", f.Path)
+			return identity.Digest{}, fmt.Errorf("path %q is not valid UTF-8", f.Path)
 		}
 		if !Skipped(f.Path) {
 			kept = append(kept, f)
 		}
 	}
 	if len(kept) == 0 {
-		return "", ErrNoFiles
+		return identity.Digest{}, ErrNoFiles
 	}
 	sort.Slice(kept, func(i, j int) bool { return PathLess(kept[i].Path, kept[j].Path) })
 	h := sha256.New()
 	for i, f := range kept {
 		if i > 0 && kept[i-1].Path == f.Path {
-			return "", fmt.Errorf("path %q listed twice", f.Path)
+			return identity.Digest{}, fmt.Errorf("path %q listed twice", f.Path)
 		}
 		writeFileFrame(h, f.Path, f.Data)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return identity.SHA256Sum([32]byte(h.Sum(nil))), nil
 }
 
 // listFiles walks root for the files ContentHash covers, in hash order,

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // ErrUnstable is wrapped when a file changed between the walk and its
@@ -221,7 +223,7 @@ func (s *Snapshot) SHA256(rel string) (string, bool) {
 // top-level carrier receipt) of the snapshot's bytes: the same value
 // ContentHash and CommittedContentHash compute over the directory while
 // it does not change.
-func (s *Snapshot) ContentHash(committed bool) (string, error) {
+func (s *Snapshot) ContentHash(committed bool) (identity.Digest, error) {
 	h := sha256.New()
 	hashed := 0
 	for i, f := range s.tree.Files {
@@ -232,23 +234,23 @@ func (s *Snapshot) ContentHash(committed bool) (string, error) {
 		hashed++
 	}
 	if hashed == 0 {
-		return "", fmt.Errorf("%s: %w", s.tree.Root, ErrNoFiles)
+		return identity.Digest{}, fmt.Errorf("%s: %w", s.tree.Root, ErrNoFiles)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return identity.SHA256Sum([32]byte(h.Sum(nil))), nil
 }
 
 // ContentHashes returns ContentHash(false) and ContentHash(true). Without
 // a top-level carrier receipt both hash the same byte stream, so the
 // bytes are hashed once.
-func (s *Snapshot) ContentHashes() (content, committed string, err error) {
+func (s *Snapshot) ContentHashes() (content, committed identity.Digest, err error) {
 	if content, err = s.ContentHash(false); err != nil {
-		return "", "", err
+		return identity.Digest{}, identity.Digest{}, err
 	}
 	if !s.Has(CarrierReceiptName) {
 		return content, content, nil
 	}
 	if committed, err = s.ContentHash(true); err != nil {
-		return "", "", err
+		return identity.Digest{}, identity.Digest{}, err
 	}
 	return content, committed, nil
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // snapshotTree is a bundle with nested packages, a pathlib-order trap
@@ -40,7 +42,7 @@ func TestSnapshotIdentitiesEqualTheDirectoryFunctions(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		committed bool
-		old       func(string) (string, error)
+		old       func(string) (identity.Digest, error)
 	}{
 		{"content hash", false, ContentHash},
 		{"committed content hash", true, CommittedContentHash},

@@ -88,7 +88,7 @@ func TestHashFilesHashesExactlyTheInventory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != want {
+	if got.String() != want {
 		t.Fatalf("HashFiles = %s, want the hash of the inventory %s", got, want)
 	}
 	rev := append([]File{}, files...)

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // Intake limits on a bundle tree (validator policy; the same limits bound
@@ -106,7 +108,7 @@ func walkTree(root string) (*treeWalker, error) {
 // carrier receipt) of exactly the files this tree holds, each read no
 // further than the size the walk saw. Identical to ContentHash
 // of the directory while it does not change.
-func (t *Tree) ContentHash(committed bool) (string, error) {
+func (t *Tree) ContentHash(committed bool) (identity.Digest, error) {
 	return HashFiles(t.Root, t.Files, committed)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/tools/identity"
 	rejectroot "github.com/cacheon/engine/tools/reject"
 )
 
@@ -41,7 +42,7 @@ type Target struct {
 	Registered       bool
 	TargetID         string
 	Kind             string // "slot" or "atomic"
-	TargetSpecDigest string
+	TargetSpecDigest identity.Digest
 	// Unregistered says why the bundle resolved to no target (the
 	// discovery lane); empty when Registered.
 	Unregistered string
@@ -52,8 +53,8 @@ type Target struct {
 type Inspection struct {
 	Dir                  string
 	Bundle               *bundle.Bundle
-	ContentHash          string // the proposal's artifact digest
-	CommittedContentHash string // without the top-level carrier receipt
+	ContentHash          identity.Digest // the proposal's artifact digest
+	CommittedContentHash identity.Digest // without the top-level carrier receipt
 	DeclaredFeatures     []string
 	ObservedFeatures     []string // from the rebuild plan
 	Features             []string // declared ∪ observed
@@ -62,10 +63,10 @@ type Inspection struct {
 	SwapReason           string // first reason it is not swappable; empty when it is
 
 	SelectedPayload       *SelectedPayload
-	SelectedPayloadDigest string
+	SelectedPayloadDigest identity.Digest
 	// SelectedDeltaDigest binds the payload to its target; empty when the
 	// bundle is unregistered.
-	SelectedDeltaDigest string
+	SelectedDeltaDigest identity.Digest
 }
 
 // Registered reports whether the bundle resolved to a registered target.

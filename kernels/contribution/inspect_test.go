@@ -51,8 +51,8 @@ func TestInspectExamples(t *testing.T) {
 			if !in.Swappable || in.SwapReason != "" {
 				t.Errorf("swappable = %v %q; pure Python bundles hot-swap", in.Swappable, in.SwapReason)
 			}
-			for _, d := range []string{in.ContentHash, in.CommittedContentHash, in.SelectedPayloadDigest, in.SelectedDeltaDigest} {
-				if !identity.IsHex64(d) {
+			for _, d := range []identity.Digest{in.ContentHash, in.CommittedContentHash, in.SelectedPayloadDigest, in.SelectedDeltaDigest} {
+				if !identity.IsHex64(d.String()) {
 					t.Errorf("digest %q is not 64 hex", d)
 				}
 			}
@@ -108,7 +108,7 @@ func TestSelectedPayloadShape(t *testing.T) {
 	if string(got) != string(wantBytes) {
 		t.Fatalf("selected payload\n got %s\nwant %s", got, wantBytes)
 	}
-	d := identity.MustH(identity.DomainSelectedPayload, want).String()
+	d := identity.MustH(identity.DomainSelectedPayload, want)
 	if d != in.SelectedPayloadDigest {
 		t.Fatalf("digest %s, want %s", in.SelectedPayloadDigest, d)
 	}
@@ -216,15 +216,15 @@ func TestInspectResolutionOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.unregistered == "" {
-				if !in.Registered() || in.SelectedDeltaDigest == "" {
+				if !in.Registered() || in.SelectedDeltaDigest.IsZero() {
 					t.Fatalf("target = %+v, want registered", in.Target)
 				}
 				return
 			}
-			if in.Registered() || !strings.Contains(in.Target.Unregistered, tc.unregistered) || in.SelectedDeltaDigest != "" {
+			if in.Registered() || !strings.Contains(in.Target.Unregistered, tc.unregistered) || !in.SelectedDeltaDigest.IsZero() {
 				t.Fatalf("target = %+v delta %q, want unregistered (%q) and no delta", in.Target, in.SelectedDeltaDigest, tc.unregistered)
 			}
-			if !identity.IsHex64(in.SelectedPayloadDigest) {
+			if !identity.IsHex64(in.SelectedPayloadDigest.String()) {
 				t.Fatal("an unregistered bundle still has a selected payload")
 			}
 		})
@@ -362,7 +362,7 @@ func TestSelectedPayloadCUDA(t *testing.T) {
 		return dir
 	}
 	opts := testOptions(t)
-	opts.Payload.PatcherDigests = map[string]string{"build_cuda_ext.py": hex64('7')}
+	opts.Payload.PatcherDigests = map[string]string{"build_cuda_ext.py": hex64('7').String()}
 	good := "#include \"common.cuh\"\n#include <cuda_runtime.h>\n__global__ void k() {}\n"
 	in, err := Inspect(build(t, good), opts)
 	if err != nil {
@@ -379,7 +379,7 @@ func TestSelectedPayloadCUDA(t *testing.T) {
 		t.Fatalf("swappable %v %q, want native-rebuild", in.Swappable, in.SwapReason)
 	}
 	steps := in.SelectedPayload.Rebuild.Steps
-	if len(steps) != 1 || steps[0].PatcherID != "cacheon.build-cuda-ext.v1" || steps[0].Path != "cacheon/patchers/build_cuda_ext.py" || steps[0].PatcherSHA256 != hex64('7') {
+	if len(steps) != 1 || steps[0].PatcherID != "cacheon.build-cuda-ext.v1" || steps[0].Path != "cacheon/patchers/build_cuda_ext.py" || steps[0].PatcherSHA256 != hex64('7').String() {
 		t.Fatalf("rebuild identity %+v", in.SelectedPayload.Rebuild)
 	}
 

@@ -266,31 +266,32 @@ func ComputeSelectedPayload(b *bundle.Bundle, opts PayloadOptions) (*SelectedPay
 }
 
 // Digest is H(cacheon.contribution.selected-payload, payload).
-func (p *SelectedPayload) Digest() (string, error) {
-	id, err := identity.H(identity.DomainSelectedPayload, p)
-	return id.String(), err
+func (p *SelectedPayload) Digest() (identity.Digest, error) {
+	return identity.H(identity.DomainSelectedPayload, p)
 }
 
 // SelectedDelta is H(cacheon.contribution.selected_delta, {selected
 // payload digest, target id, target-spec digest}): a payload bound to the
 // target it was resolved to.
-func SelectedDelta(selectedPayloadDigest, targetID, targetSpecDigest string) (string, error) {
-	for _, f := range []struct{ name, v string }{
+func SelectedDelta(selectedPayloadDigest identity.Digest, targetID string, targetSpecDigest identity.Digest) (identity.Digest, error) {
+	for _, f := range []struct {
+		name string
+		v    identity.Digest
+	}{
 		{"selected_payload_digest", selectedPayloadDigest}, {"target_spec_digest", targetSpecDigest},
 	} {
-		if err := identity.CheckDigest(f.name, f.v, false); err != nil {
-			return "", err
+		if err := identity.CheckField(f.name, f.v, false); err != nil {
+			return identity.Digest{}, err
 		}
 	}
 	if targetID == "" {
-		return "", fmt.Errorf("selected delta: empty target id")
+		return identity.Digest{}, fmt.Errorf("selected delta: empty target id")
 	}
-	id, err := identity.H(identity.DomainSelectedDelta, map[string]any{
+	return identity.H(identity.DomainSelectedDelta, map[string]any{
 		"selected_payload_digest": selectedPayloadDigest,
 		"target_id":               targetID,
 		"target_spec_digest":      targetSpecDigest,
 	})
-	return id.String(), err
 }
 
 // opIdentity is one op row's identity in the selected payload. Unknown op

@@ -18,19 +18,19 @@ const refSchemaVersion = 1
 // (artifact_digest), the target it resolved to and what it selects. It is
 // what an evaluation stack holds for an unreviewed contribution.
 type ProposalRef struct {
-	Type                  string `json:"type"` // always "proposal"
-	SchemaVersion         int    `json:"schema_version"`
-	TargetID              string `json:"target_id"`
-	TargetSpecDigest      string `json:"target_spec_digest"`
-	ArtifactDigest        string `json:"artifact_digest"`
-	SelectedPayloadDigest string `json:"selected_payload_digest"`
-	AttributionDigest     string `json:"attribution_digest"`
+	Type                  string          `json:"type"` // always "proposal"
+	SchemaVersion         int             `json:"schema_version"`
+	TargetID              string          `json:"target_id"`
+	TargetSpecDigest      identity.Digest `json:"target_spec_digest"`
+	ArtifactDigest        identity.Digest `json:"artifact_digest"`
+	SelectedPayloadDigest identity.Digest `json:"selected_payload_digest"`
+	AttributionDigest     identity.Digest `json:"attribution_digest"`
 }
 
 // NewProposalRef binds an inspected, registered bundle to the attribution
 // evidence of its intake (who proposed it, where it was published). The
 // bundle's content hash becomes the artifact digest.
-func NewProposalRef(in *Inspection, attributionDigest string) (*ProposalRef, error) {
+func NewProposalRef(in *Inspection, attributionDigest identity.Digest) (*ProposalRef, error) {
 	if in == nil || !in.Registered() {
 		return nil, fmt.Errorf("proposal: bundle does not resolve to a registered target")
 	}
@@ -57,11 +57,14 @@ func (r *ProposalRef) Validate() error {
 	if r.TargetID == "" {
 		return fmt.Errorf("proposal ref: empty target_id")
 	}
-	for _, f := range []struct{ name, v string }{
+	for _, f := range []struct {
+		name string
+		v    identity.Digest
+	}{
 		{"target_spec_digest", r.TargetSpecDigest}, {"artifact_digest", r.ArtifactDigest},
 		{"selected_payload_digest", r.SelectedPayloadDigest}, {"attribution_digest", r.AttributionDigest},
 	} {
-		if err := identity.CheckDigest(f.name, f.v, false); err != nil {
+		if err := identity.CheckField(f.name, f.v, false); err != nil {
 			return fmt.Errorf("proposal ref: %w", err)
 		}
 	}
@@ -72,19 +75,18 @@ func (r *ProposalRef) Validate() error {
 func (r *ProposalRef) RefKind() string { return KindProposal }
 
 // RefTarget returns the target id and target-spec digest.
-func (r *ProposalRef) RefTarget() (string, string) { return r.TargetID, r.TargetSpecDigest }
+func (r *ProposalRef) RefTarget() (string, identity.Digest) { return r.TargetID, r.TargetSpecDigest }
 
 // RefDigest is H(cacheon.contribution.proposal, ref).
-func (r *ProposalRef) RefDigest() (string, error) {
+func (r *ProposalRef) RefDigest() (identity.Digest, error) {
 	if err := r.Validate(); err != nil {
-		return "", err
+		return identity.Digest{}, err
 	}
-	id, err := identity.H(identity.DomainProposal, r)
-	return id.String(), err
+	return identity.H(identity.DomainProposal, r)
 }
 
 // SelectedDelta is the delta the proposal contributes at its target.
-func (r *ProposalRef) SelectedDelta() (string, error) {
+func (r *ProposalRef) SelectedDelta() (identity.Digest, error) {
 	return SelectedDelta(r.SelectedPayloadDigest, r.TargetID, r.TargetSpecDigest)
 }
 
@@ -93,14 +95,14 @@ func (r *ProposalRef) SelectedDelta() (string, error) {
 // crowned proposal's) and the integration review record it derives from.
 // Only integrated refs may enter a release stack.
 type IntegratedRef struct {
-	Type                       string `json:"type"` // always "integrated"
-	SchemaVersion              int    `json:"schema_version"`
-	TargetID                   string `json:"target_id"`
-	TargetSpecDigest           string `json:"target_spec_digest"`
-	IntegratedSourceTreeDigest string `json:"integrated_source_tree_digest"`
-	SelectedPayloadDigest      string `json:"selected_payload_digest"`
-	AttributionDigest          string `json:"attribution_digest"`
-	IntegrationRecordDigest    string `json:"integration_record_digest"`
+	Type                       string          `json:"type"` // always "integrated"
+	SchemaVersion              int             `json:"schema_version"`
+	TargetID                   string          `json:"target_id"`
+	TargetSpecDigest           identity.Digest `json:"target_spec_digest"`
+	IntegratedSourceTreeDigest identity.Digest `json:"integrated_source_tree_digest"`
+	SelectedPayloadDigest      identity.Digest `json:"selected_payload_digest"`
+	AttributionDigest          identity.Digest `json:"attribution_digest"`
+	IntegrationRecordDigest    identity.Digest `json:"integration_record_digest"`
 }
 
 // IntegrationRecord is the evidence an integrated contribution derives
@@ -109,14 +111,14 @@ type IntegratedRef struct {
 // commit); this package only reads the fields an IntegratedRef carries.
 type IntegrationRecord interface {
 	// Digest is the record's own identity.
-	Digest() (string, error)
+	Digest() (identity.Digest, error)
 	// Approved reports whether the review approved the integration.
 	Approved() bool
 	TargetID() string
-	TargetSpecDigest() string
-	IntegratedSourceTreeDigest() string
-	SelectedPayloadDigest() string
-	AttributionDigest() string
+	TargetSpecDigest() identity.Digest
+	IntegratedSourceTreeDigest() identity.Digest
+	SelectedPayloadDigest() identity.Digest
+	AttributionDigest() identity.Digest
 }
 
 // IntegratedRefFromRecord derives the one integrated reference an
@@ -158,12 +160,15 @@ func (r *IntegratedRef) Validate() error {
 	if r.TargetID == "" {
 		return fmt.Errorf("integrated ref: empty target_id")
 	}
-	for _, f := range []struct{ name, v string }{
+	for _, f := range []struct {
+		name string
+		v    identity.Digest
+	}{
 		{"target_spec_digest", r.TargetSpecDigest}, {"integrated_source_tree_digest", r.IntegratedSourceTreeDigest},
 		{"selected_payload_digest", r.SelectedPayloadDigest}, {"attribution_digest", r.AttributionDigest},
 		{"integration_record_digest", r.IntegrationRecordDigest},
 	} {
-		if err := identity.CheckDigest(f.name, f.v, false); err != nil {
+		if err := identity.CheckField(f.name, f.v, false); err != nil {
 			return fmt.Errorf("integrated ref: %w", err)
 		}
 	}
@@ -174,18 +179,17 @@ func (r *IntegratedRef) Validate() error {
 func (r *IntegratedRef) RefKind() string { return KindIntegrated }
 
 // RefTarget returns the target id and target-spec digest.
-func (r *IntegratedRef) RefTarget() (string, string) { return r.TargetID, r.TargetSpecDigest }
+func (r *IntegratedRef) RefTarget() (string, identity.Digest) { return r.TargetID, r.TargetSpecDigest }
 
 // RefDigest is H(cacheon.contribution.integrated, ref).
-func (r *IntegratedRef) RefDigest() (string, error) {
+func (r *IntegratedRef) RefDigest() (identity.Digest, error) {
 	if err := r.Validate(); err != nil {
-		return "", err
+		return identity.Digest{}, err
 	}
-	id, err := identity.H(identity.DomainIntegrated, r)
-	return id.String(), err
+	return identity.H(identity.DomainIntegrated, r)
 }
 
 // SelectedDelta is the delta the integrated contribution carries.
-func (r *IntegratedRef) SelectedDelta() (string, error) {
+func (r *IntegratedRef) SelectedDelta() (identity.Digest, error) {
 	return SelectedDelta(r.SelectedPayloadDigest, r.TargetID, r.TargetSpecDigest)
 }

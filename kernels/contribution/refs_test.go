@@ -7,7 +7,16 @@ import (
 	"github.com/cacheon/engine/tools/identity"
 )
 
-func hex64(c byte) string { return strings.Repeat(string(c), 64) }
+// hex64 is the SHA-256 digest whose hex is c 64 times.
+func hex64(c byte) identity.Digest {
+	return identity.Digest{Algorithm: identity.SHA256, Hex: strings.Repeat(string(c), 64)}
+}
+
+// badDigest is a digest with hex no Parse accepts, as a corrupt record or
+// a hand-built value could hold.
+func badDigest(hex string) identity.Digest {
+	return identity.Digest{Algorithm: identity.SHA256, Hex: hex}
+}
 
 func TestProposalRef(t *testing.T) {
 	in, err := Inspect(repoPath(t, "kernels/contributions/silu_and_mul_torch"), testOptions(t))
@@ -29,7 +38,7 @@ func TestProposalRef(t *testing.T) {
 		"type": "proposal", "schema_version": 1, "target_id": r.TargetID,
 		"target_spec_digest": r.TargetSpecDigest, "artifact_digest": r.ArtifactDigest,
 		"selected_payload_digest": r.SelectedPayloadDigest, "attribution_digest": hex64('4'),
-	}).String()
+	})
 	if d != want {
 		t.Fatalf("digest %s, want %s", d, want)
 	}
@@ -46,8 +55,10 @@ func TestProposalRef(t *testing.T) {
 		{"schema", func(r *ProposalRef) { r.SchemaVersion = 2 }},
 		{"no target", func(r *ProposalRef) { r.TargetID = "" }},
 		{"zero attribution", func(r *ProposalRef) { r.AttributionDigest = hex64('0') }},
-		{"short artifact", func(r *ProposalRef) { r.ArtifactDigest = "abc" }},
-		{"upper-case payload", func(r *ProposalRef) { r.SelectedPayloadDigest = strings.ToUpper(r.SelectedPayloadDigest) }},
+		{"short artifact", func(r *ProposalRef) { r.ArtifactDigest = badDigest("abc") }},
+		{"upper-case payload", func(r *ProposalRef) {
+			r.SelectedPayloadDigest = badDigest(strings.ToUpper(r.SelectedPayloadDigest.Hex))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := *r
@@ -75,18 +86,19 @@ func TestProposalRefNeedsRegisteredTarget(t *testing.T) {
 // reviewRecord is a stand-in for the review package's integration record,
 // carrying exactly the fields IntegratedRefFromRecord reads.
 type reviewRecord struct {
-	approved                                 bool
-	digest                                   string
-	target, spec, tree, payload, attribution string
+	approved                         bool
+	digest                           identity.Digest
+	target                           string
+	spec, tree, payload, attribution identity.Digest
 }
 
-func (r reviewRecord) Digest() (string, error)            { return r.digest, nil }
-func (r reviewRecord) Approved() bool                     { return r.approved }
-func (r reviewRecord) TargetID() string                   { return r.target }
-func (r reviewRecord) TargetSpecDigest() string           { return r.spec }
-func (r reviewRecord) IntegratedSourceTreeDigest() string { return r.tree }
-func (r reviewRecord) SelectedPayloadDigest() string      { return r.payload }
-func (r reviewRecord) AttributionDigest() string          { return r.attribution }
+func (r reviewRecord) Digest() (identity.Digest, error)            { return r.digest, nil }
+func (r reviewRecord) Approved() bool                              { return r.approved }
+func (r reviewRecord) TargetID() string                            { return r.target }
+func (r reviewRecord) TargetSpecDigest() identity.Digest           { return r.spec }
+func (r reviewRecord) IntegratedSourceTreeDigest() identity.Digest { return r.tree }
+func (r reviewRecord) SelectedPayloadDigest() identity.Digest      { return r.payload }
+func (r reviewRecord) AttributionDigest() identity.Digest          { return r.attribution }
 
 func TestIntegratedRefFromRecord(t *testing.T) {
 	rec := reviewRecord{approved: true, digest: hex64('9'), target: "activation.silu_and_mul",
@@ -104,7 +116,7 @@ func TestIntegratedRefFromRecord(t *testing.T) {
 		"target_spec_digest": hex64('1'), "integrated_source_tree_digest": hex64('2'),
 		"selected_payload_digest": hex64('3'), "attribution_digest": hex64('4'),
 		"integration_record_digest": hex64('9'),
-	}).String()
+	})
 	if d != want {
 		t.Fatalf("digest %s, want %s", d, want)
 	}
@@ -112,7 +124,7 @@ func TestIntegratedRefFromRecord(t *testing.T) {
 	if _, err := IntegratedRefFromRecord(rec); err == nil {
 		t.Fatal("an unapproved review produced an integrated ref")
 	}
-	rec.approved, rec.tree = true, "nope"
+	rec.approved, rec.tree = true, badDigest("nope")
 	if _, err := IntegratedRefFromRecord(rec); err == nil {
 		t.Fatal("a malformed tree digest produced an integrated ref")
 	}

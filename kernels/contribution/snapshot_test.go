@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // TestSnapshotIdentitiesEqualTheDirectoryPath derives every identity of
@@ -52,7 +53,7 @@ func TestSnapshotIdentitiesEqualTheDirectoryPath(t *testing.T) {
 				b.Snapshot = s
 				for _, c := range []struct {
 					committed bool
-					old       func(string) (string, error)
+					old       func(string) (identity.Digest, error)
 				}{{false, bundle.ContentHash}, {true, bundle.CommittedContentHash}} {
 					want, werr := c.old(dir)
 					got, gerr := s.ContentHash(c.committed)

@@ -37,8 +37,8 @@ type encodedFile struct {
 // later proposal is compared with what intake saw, not with bytes read
 // again.
 func Encode(fp *Fingerprint) ([]byte, error) {
-	e := encoded{SchemaVersion: EncodingVersion, ContentHash: fp.ContentHash, SelectedPayloadDigest: fp.SelectedPayloadDigest,
-		NormalizedDeltaDigest: fp.NormalizedDeltaDigest, Files: make([]encodedFile, 0, len(fp.Files))}
+	e := encoded{SchemaVersion: EncodingVersion, ContentHash: fp.ContentHash.String(), SelectedPayloadDigest: fp.SelectedPayloadDigest.String(),
+		NormalizedDeltaDigest: fp.NormalizedDeltaDigest.String(), Files: make([]encodedFile, 0, len(fp.Files))}
 	for _, f := range fp.Files {
 		b := make([]byte, 8*len(f.Hashes))
 		for i, h := range f.Hashes {
@@ -59,14 +59,21 @@ func Decode(data []byte) (*Fingerprint, error) {
 	if e.SchemaVersion != EncodingVersion {
 		return nil, fmt.Errorf("stored fingerprint: schema_version %d, this build reads %d", e.SchemaVersion, EncodingVersion)
 	}
-	for _, d := range []struct{ name, v string }{
-		{"content_hash", e.ContentHash}, {"selected_payload_digest", e.SelectedPayloadDigest}, {"normalized_delta_digest", e.NormalizedDeltaDigest},
+	fp := &Fingerprint{Files: []File{}}
+	for _, d := range []struct {
+		name, v string
+		dst     *identity.Digest
+	}{
+		{"content_hash", e.ContentHash, &fp.ContentHash},
+		{"selected_payload_digest", e.SelectedPayloadDigest, &fp.SelectedPayloadDigest},
+		{"normalized_delta_digest", e.NormalizedDeltaDigest, &fp.NormalizedDeltaDigest},
 	} {
-		if !identity.IsHex64(d.v) {
+		parsed, err := identity.Parse(d.v)
+		if err != nil || !identity.IsHex64(d.v) {
 			return nil, fmt.Errorf("stored fingerprint: %s %q is not 64 lowercase hex", d.name, d.v)
 		}
+		*d.dst = parsed
 	}
-	fp := &Fingerprint{ContentHash: e.ContentHash, SelectedPayloadDigest: e.SelectedPayloadDigest, NormalizedDeltaDigest: e.NormalizedDeltaDigest, Files: []File{}}
 	for _, f := range e.Files {
 		b, err := hex.DecodeString(f.Hashes)
 		if err != nil || len(b)%8 != 0 {

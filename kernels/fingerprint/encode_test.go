@@ -30,7 +30,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 	for _, c := range []struct{ name, from, to, want string }{
 		{"a version from the future", `"schema_version":1`, `"schema_version":2`, "schema_version 2"},
-		{"a digest that is not one", a.NormalizedDeltaDigest, "xyz", "normalized_delta_digest"},
+		{"a digest that is not one", a.NormalizedDeltaDigest.String(), "xyz", "normalized_delta_digest"},
 		{"hashes cut short", `","normalized_sha256"`, `0","normalized_sha256"`, "16 hex digits"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

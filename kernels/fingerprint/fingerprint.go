@@ -40,10 +40,10 @@ const SchemaVersion = 1
 // of the op sources, the declared CUDA sources and dependency patches)
 // and its op rows do.
 type Fingerprint struct {
-	ContentHash           string // the proposal's artifact digest, for reference
-	SelectedPayloadDigest string // exact bytes
-	NormalizedDeltaDigest string // comments, docstrings and formatting normalized away
-	Files                 []File // per-file fingerprints, sorted by (role, path)
+	ContentHash           identity.Digest // the proposal's artifact digest, for reference
+	SelectedPayloadDigest identity.Digest // exact bytes
+	NormalizedDeltaDigest identity.Digest // comments, docstrings and formatting normalized away
+	Files                 []File          // per-file fingerprints, sorted by (role, path)
 
 	// all is the union of the files' fingerprints, computed once by Of
 	// so that a census does not rebuild it for every pair.
@@ -196,7 +196,7 @@ func normalizeFile(path, role string, data []byte, li *localImports) (string, []
 // the patch targets and the rebuild patchers. Moving or renaming files,
 // modules (imports are followed by content, see normalizeSelected) and
 // variants therefore keeps the identity.
-func normalizedDelta(p *contribution.SelectedPayload, files []File, byPath map[string]string) (string, error) {
+func normalizedDelta(p *contribution.SelectedPayload, files []File, byPath map[string]string) (identity.Digest, error) {
 	type fileRow struct {
 		Role   string `json:"role"`
 		SHA256 string `json:"normalized_sha256"`
@@ -227,7 +227,7 @@ func normalizedDelta(p *contribution.SelectedPayload, files []File, byPath map[s
 				s, _ := v.(string)
 				d, ok := byPath[s]
 				if !ok {
-					return "", fmt.Errorf("op source %s is not a selected file", s)
+					return identity.Digest{}, fmt.Errorf("op source %s is not a selected file", s)
 				}
 				row[k] = d
 			case "metadata":
@@ -242,7 +242,7 @@ func normalizedDelta(p *contribution.SelectedPayload, files []File, byPath map[s
 				for _, s := range srcs {
 					d, ok := byPath[s]
 					if !ok {
-						return "", fmt.Errorf("op CUDA source %s is not a selected file", s)
+						return identity.Digest{}, fmt.Errorf("op CUDA source %s is not a selected file", s)
 					}
 					ds = append(ds, d)
 				}
@@ -259,7 +259,7 @@ func normalizedDelta(p *contribution.SelectedPayload, files []File, byPath map[s
 	for i, o := range ops {
 		b, err := canonjson.Marshal(o)
 		if err != nil {
-			return "", err
+			return identity.Digest{}, err
 		}
 		keys[i] = string(b)
 	}
@@ -273,14 +273,13 @@ func normalizedDelta(p *contribution.SelectedPayload, files []File, byPath map[s
 	for _, s := range p.Rebuild.Steps {
 		patchers = append(patchers, s.PatcherID)
 	}
-	id, err := identity.HVersion(identity.DomainNormalizedDelta, map[string]any{
+	return identity.HVersion(identity.DomainNormalizedDelta, map[string]any{
 		"abi_version":     p.ABIVersion,
 		"files":           rows,
 		"ops":             ops,
 		"patch_targets":   patches,
 		"rebuild_patcher": patchers,
 	}, SchemaVersion)
-	return id.String(), err
 }
 
 type byKey struct {

@@ -32,6 +32,7 @@ import (
 	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/model"
 )
 
@@ -309,7 +310,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	}
 
 	progress("checking the substrate, model receipt, entrypoint and base image")
-	var substrateDigest string
+	var substrateDigest identity.Digest
 	if files.Substrate != nil {
 		substrateDigest, err = bundle.ContentHashOf(memFiles(files.Substrate))
 	} else {
@@ -387,12 +388,12 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	d := &descriptor.Descriptor{
 		Type:                  descriptor.Type,
 		SchemaVersion:         descriptor.SchemaVersion,
-		ReleaseManifestDigest: manifestDigest,
+		ReleaseManifestDigest: manifestDigest.String(),
 		EngineTreeDigest:      tree.Digest,
-		CatalogDigest:         m.CatalogDigest,
-		RuntimeDigest:         m.RuntimeDigest,
-		BaseEngineDigest:      m.BaseEngineDigest,
-		SubstrateDigest:       substrateDigest,
+		CatalogDigest:         m.CatalogDigest.String(),
+		RuntimeDigest:         m.RuntimeDigest.String(),
+		BaseEngineDigest:      m.BaseEngineDigest.String(),
+		SubstrateDigest:       substrateDigest.String(),
 		Model: descriptor.Model{
 			ContentDigest: receipt.ContentDigest,
 			ReceiptDigest: receiptDigest,
@@ -417,7 +418,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	for _, c := range covered {
 		d.Integrations = append(d.Integrations, descriptor.Integration{
 			TargetID:                   c.TargetID,
-			IntegratedRefDigest:        c.IntegratedRefDigest,
+			IntegratedRefDigest:        c.IntegratedRefDigest.String(),
 			IntegrationRecordDigest:    c.RecordDigest,
 			IntegratedSourceTreeDigest: c.Record.IntegratedSourceTreeDigest,
 			SelectedPayloadDigest:      c.Record.SelectedPayloadDigest,

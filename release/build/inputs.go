@@ -104,5 +104,5 @@ func checkedTree(where, dir string, res *materialize.Result, files []atomicwrite
 	if err := materialize.CheckReleaseStack(metaName, meta, m); err != nil {
 		return nil, err
 	}
-	return &EngineTree{Dir: dir, Digest: digest, Files: files}, nil
+	return &EngineTree{Dir: dir, Digest: digest.String(), Files: files}, nil
 }

@@ -118,10 +118,11 @@ func Verify(opts Options) (*Verified, error) {
 	if err != nil {
 		return nil, refuse("engine tree: %v", err)
 	}
-	treeDigest, err := materialize.TreeDigest(rows)
+	computed, err := materialize.TreeDigest(rows)
 	if err != nil {
 		return nil, refuse("engine tree: %v", err)
 	}
+	treeDigest := computed.String()
 	treeSubject, _ := provenance.Find(prov.Subjects, provenance.SubjectEngineTree)
 	if treeSubject == nil || treeDigest != d.EngineTreeDigest || treeDigest != treeSubject.Digest[string(identity.DomainMaterializedEngineTree)] {
 		return nil, refuse("the engine tree at /%s has digest %s, the signed release has %s", descriptor.EngineTreeDir, treeDigest, d.EngineTreeDigest)
@@ -150,7 +151,7 @@ func Verify(opts Options) (*Verified, error) {
 	if err != nil {
 		return nil, refuse("substrate: %v", err)
 	}
-	if subDigest != d.SubstrateDigest {
+	if subDigest.String() != d.SubstrateDigest {
 		return nil, refuse("the substrate at /%s has content hash %s, the signed release has %s", descriptor.SubstrateDir, subDigest, d.SubstrateDigest)
 	}
 

@@ -65,7 +65,8 @@ func swapKernel(t *testing.T, p *build.Plan) {
 		}
 		rows = append(rows, atomicwrite.Written{Path: strings.TrimPrefix(e.Path, descriptor.EngineTreeDir+"/"), SHA256: descriptor.SHA256(data), Size: int64(len(data))})
 	}
-	p.Descriptor.EngineTreeDigest, _ = materialize.TreeDigest(rows)
+	treeDigest, _ := materialize.TreeDigest(rows)
+	p.Descriptor.EngineTreeDigest = treeDigest.String()
 }
 
 func mustJSON(t *testing.T, v any) []byte {

@@ -369,7 +369,7 @@ func rematerialize(m *stack.EngineReleaseManifest, records []*review.Record, opt
 	if err != nil {
 		return "", err
 	}
-	return res.TreeDigest, nil
+	return res.TreeDigest.String(), nil
 }
 
 // firstTreeDifference names the first path (in path order) whose bytes

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // ErrCoverage is wrapped when a release stack and its records do not
@@ -16,7 +17,7 @@ var ErrCoverage = errors.New("integration coverage")
 // Covered is one release entry with the record that admits it.
 type Covered struct {
 	TargetID            string
-	IntegratedRefDigest string
+	IntegratedRefDigest identity.Digest
 	RecordDigest        string
 	Record              *Record
 }
@@ -25,7 +26,7 @@ type Covered struct {
 // integrated contribution derived from exactly one of records, and that
 // every record covers an entry. It returns the pairs sorted by target.
 func CheckCoverage(m *stack.EngineReleaseManifest, records []*Record) ([]Covered, error) {
-	byRef := map[string][]*Record{}
+	byRef := map[identity.Digest][]*Record{}
 	recordDigests := map[string]bool{}
 	for i, r := range records {
 		d, err := r.Digest()

@@ -137,7 +137,7 @@ func New(req Request) (*Record, error) {
 		CrownEventDigest:            c.CrownEventDigest,
 		PrimaryAttemptDigest:        art.PrimaryAttempt.SHA256,
 		ReproductionAttemptDigest:   art.ReproductionAttempt.SHA256,
-		IntegratedSourceTreeDigest:  treeDigest,
+		IntegratedSourceTreeDigest:  treeDigest.String(),
 		SelectedPayloadDigest:       c.SelectedPayloadDigest,
 		AttributionDigest:           c.AttributionDigest,
 		LicenseEvidenceDigest:       art.LicenseEvidence.SHA256,
@@ -165,7 +165,7 @@ func CheckSource(r *Record, repo, subdir string) error {
 	if err != nil {
 		return err
 	}
-	if got != r.IntegratedSourceTreeDigest {
+	if got.String() != r.IntegratedSourceTreeDigest {
 		return fmt.Errorf("%w: %s at %s has integrated source tree digest %s, the record says %s", ErrSourceMismatch, displayDir(subdir), r.ReviewCommit, got, r.IntegratedSourceTreeDigest)
 	}
 	return nil

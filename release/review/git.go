@@ -15,6 +15,7 @@ import (
 
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // ErrSourceMismatch is wrapped when reviewed source does not reproduce
@@ -156,15 +157,15 @@ func displayDir(d string) string {
 
 // SourceTreeAtCommit returns the integrated source tree digest of subdir
 // at commit, computed from the git objects.
-func SourceTreeAtCommit(repo, commit, subdir string) (string, error) {
+func SourceTreeAtCommit(repo, commit, subdir string) (identity.Digest, error) {
 	tmp, err := os.MkdirTemp("", "cacheon-review-")
 	if err != nil {
-		return "", err
+		return identity.Digest{}, err
 	}
 	defer os.RemoveAll(tmp)
 	dest := filepath.Join(tmp, "src")
 	if err := Checkout(repo, commit, subdir, dest); err != nil {
-		return "", err
+		return identity.Digest{}, err
 	}
 	return contribution.IntegratedSourceTreeDigest(dest)
 }
@@ -189,7 +190,7 @@ func FindSource(repo, commit, treeDigest string) (string, error) {
 	}
 	for _, dir := range candidates {
 		got, err := SourceTreeAtCommit(repo, commit, dir)
-		if err == nil && got == treeDigest {
+		if err == nil && got.String() == treeDigest {
 			return dir, nil
 		}
 	}

@@ -28,7 +28,7 @@ func Inspector(cat *catalog.Catalog, patcherDigests map[string]string) InspectFu
 		if !in.Registered() {
 			return nil, fmt.Errorf("%w: the reviewed source resolves to no registered target (%s)", ErrSourceMismatch, in.Target.Unregistered)
 		}
-		return &Inspection{TargetID: in.Target.TargetID, TargetSpecDigest: in.Target.TargetSpecDigest, SelectedPayloadDigest: in.SelectedPayloadDigest}, nil
+		return &Inspection{TargetID: in.Target.TargetID, TargetSpecDigest: in.Target.TargetSpecDigest.String(), SelectedPayloadDigest: in.SelectedPayloadDigest.String()}, nil
 	}
 }
 

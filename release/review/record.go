@@ -256,13 +256,37 @@ type recordView struct{ r *Record }
 
 var _ contribution.IntegrationRecord = recordView{}
 
-func (v recordView) Digest() (string, error)            { return v.r.Digest() }
-func (v recordView) Approved() bool                     { return v.r.Approved }
-func (v recordView) TargetID() string                   { return v.r.TargetID }
-func (v recordView) TargetSpecDigest() string           { return v.r.TargetSpecDigest }
-func (v recordView) IntegratedSourceTreeDigest() string { return v.r.IntegratedSourceTreeDigest }
-func (v recordView) SelectedPayloadDigest() string      { return v.r.SelectedPayloadDigest }
-func (v recordView) AttributionDigest() string          { return v.r.AttributionDigest }
+func (v recordView) Digest() (identity.Digest, error) {
+	d, err := v.r.Digest()
+	if err != nil {
+		return identity.Digest{}, err
+	}
+	return identity.Parse(d)
+}
+func (v recordView) Approved() bool   { return v.r.Approved }
+func (v recordView) TargetID() string { return v.r.TargetID }
+func (v recordView) TargetSpecDigest() identity.Digest {
+	return digestOf(v.r.TargetSpecDigest)
+}
+func (v recordView) IntegratedSourceTreeDigest() identity.Digest {
+	return digestOf(v.r.IntegratedSourceTreeDigest)
+}
+func (v recordView) SelectedPayloadDigest() identity.Digest {
+	return digestOf(v.r.SelectedPayloadDigest)
+}
+func (v recordView) AttributionDigest() identity.Digest { return digestOf(v.r.AttributionDigest) }
+
+// digestOf reads a digest field of a record. Readers call Digest first,
+// which validates every field; a field that still does not parse gives
+// the zero Digest, which the integrated reference's own validation
+// refuses by name.
+func digestOf(s string) identity.Digest {
+	d, err := identity.Parse(s)
+	if err != nil {
+		return identity.Digest{}
+	}
+	return d
+}
 
 // Marshal returns the record file bytes: canonical JSON and a newline.
 func (r *Record) Marshal() ([]byte, error) {

@@ -49,7 +49,7 @@ func TestReviewBindsTheCrownToTheCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.IntegratedSourceTreeDigest != want {
+	if rec.IntegratedSourceTreeDigest != want.String() {
 		t.Errorf("tree digest from git %s, from the bundle directory %s", rec.IntegratedSourceTreeDigest, want)
 	}
 	if rec.ReviewCommit != r.Commit || !rec.Approved {

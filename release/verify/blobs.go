@@ -236,9 +236,11 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 	c.diffID = "sha256:" + diff.sha256()
 	switch role {
 	case "substrate":
-		if c.contentHash, err = bundle.ContentHash(substrateDir); err != nil {
+		hash, err := bundle.ContentHash(substrateDir)
+		if err != nil {
 			return err
 		}
+		c.contentHash = hash.String()
 	case "engine-tree":
 		// A tree in the materializer's published shape, reopened by the
 		// materializer: canonical metadata whose inventory is the tree.
@@ -248,7 +250,7 @@ func readLayerContents(r io.Reader, d v1.Descriptor, role string, c *layerConten
 		} else if res, err := materialize.Verify(dest); err != nil {
 			c.treeErr = err
 		} else {
-			c.treeDigest = res.TreeDigest
+			c.treeDigest = res.TreeDigest.String()
 		}
 	}
 	sortFiles(c.sbomFiles)

@@ -16,10 +16,11 @@ func (v *verification) checkEngineTree() error {
 	if tree.treeErr != nil {
 		return failf(CheckEngineTree, "the engine tree in the image does not pass the materializer's check: %v", tree.treeErr)
 	}
-	treeDigest, err := materialize.TreeDigest(tree.rows)
+	computed, err := materialize.TreeDigest(tree.rows)
 	if err != nil {
 		return fail(CheckEngineTree, err)
 	}
+	treeDigest := computed.String()
 	if treeDigest != tree.treeDigest {
 		return failf(CheckEngineTree, "engine tree digest %s, the materializer's check gives %s", treeDigest, tree.treeDigest)
 	}

@@ -36,7 +36,7 @@ func CheckReleaseFiles(d *descriptor.Descriptor, files map[string][]byte, treeMe
 	if err != nil {
 		return nil, nil, fail(CheckIntegrations, err)
 	}
-	if md, _ := rm.Digest(); md != d.ReleaseManifestDigest {
+	if md, _ := rm.Digest(); md.String() != d.ReleaseManifestDigest {
 		return nil, nil, failf(CheckIntegrations, "the release stack in the image has digest %s, the descriptor says %s", md, d.ReleaseManifestDigest)
 	}
 	if treeMetadata == nil {
@@ -71,7 +71,7 @@ func CheckReleaseFiles(d *descriptor.Descriptor, files map[string][]byte, treeMe
 	for i, c := range covered {
 		want := d.Integrations[i]
 		got := descriptor.Integration{
-			TargetID: c.TargetID, IntegratedRefDigest: c.IntegratedRefDigest, IntegrationRecordDigest: c.RecordDigest,
+			TargetID: c.TargetID, IntegratedRefDigest: c.IntegratedRefDigest.String(), IntegrationRecordDigest: c.RecordDigest,
 			IntegratedSourceTreeDigest: c.Record.IntegratedSourceTreeDigest, SelectedPayloadDigest: c.Record.SelectedPayloadDigest,
 			ReviewCommit: c.Record.ReviewCommit, Reviewer: c.Record.Reviewer,
 			RecordSHA256: descriptor.SHA256(files[descriptor.ReviewPath(c.RecordDigest)]),

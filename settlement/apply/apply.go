@@ -85,7 +85,7 @@ type Options struct {
 	// Attribution gives the attribution digest of a proposal's entry;
 	// nil means plan.LocalAttribution of its content hash, the one a
 	// candidate planned without an intake attribution carries.
-	Attribution func(p *ledger.Proposal) string
+	Attribution func(p *ledger.Proposal) identity.Digest
 	// Fault, when set, is called at each of Steps (crash tests kill the
 	// process there; the ledger's own steps are its Options.Fault).
 	Fault func(step string)
@@ -330,7 +330,11 @@ func nextStack(l *ledger.Ledger, cur *ledger.Stack, w *queued, event int64, o Op
 	}
 	c := w.candidate
 	p := w.proposal
-	attr := plan.LocalAttribution(p.ContentHash)
+	_, _, content, err := proposalDigests(&p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ledger.ErrRefused, err)
+	}
+	attr := plan.LocalAttribution(content)
 	if o.Attribution != nil {
 		attr = o.Attribution(&p)
 	}
@@ -340,7 +344,7 @@ func nextStack(l *ledger.Ledger, cur *ledger.Stack, w *queued, event int64, o Op
 	}
 	pub := ledger.Publications{Dir: l.PublicationsDir()}.Path(p.ContentHash)
 	g := f.WithContribution(stack.Contribution{TargetID: c.TargetID(), Kind: stack.ProposalKind, Source: pub,
-		AttributionDigest: attr, ArtifactDigest: p.ContentHash}, displaced)
+		AttributionDigest: attr, ArtifactDigest: content}, displaced)
 	comment := fmt.Sprintf("The evaluation incumbent, exported from the settlement ledger.\n"+
 		"Crowned at %s: proposal %d (hotkey %s, block %d), settlement event %d.\n"+
 		"Regenerate with `cacheon stack export --ledger LEDGER --out FILE`; never edit it by hand.",
@@ -400,7 +404,7 @@ func Assemble(hcl []byte, workspace string, payload contribution.PayloadOptions,
 		return "", "", err
 	}
 	if target == "" {
-		return digest, "", nil
+		return digest.String(), "", nil
 	}
 	ref, ok := a.Manifest.Entry(target)
 	if !ok {
@@ -410,5 +414,5 @@ func Assemble(hcl []byte, workspace string, payload contribution.PayloadOptions,
 	if err != nil {
 		return "", "", err
 	}
-	return digest, rd, nil
+	return digest.String(), rd.String(), nil
 }

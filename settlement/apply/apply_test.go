@@ -302,7 +302,7 @@ func TestExportWorkspaceMakesTheCrownBuildable(t *testing.T) {
 	for label, content = range ex.Crowned {
 	}
 	dir := filepath.Join(ws, filepath.FromSlash(apply.CrownedDir), strings.TrimPrefix(label, apply.CrownedPackage+":"))
-	if got, err := bundle.ContentHash(dir); err != nil || got != content {
+	if got, err := bundle.ContentHash(dir); err != nil || got.String() != content {
 		t.Fatalf("the copy at %s hashes to %s (%v), want %s", dir, got, err, content)
 	}
 	hcl, err := os.ReadFile(filepath.Join(ws, "stacks", "incumbent.hcl"))
@@ -339,7 +339,7 @@ func TestExportWorkspaceMakesTheCrownBuildable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tree
+		return tree.String()
 	}
 	if got, want := treeOf(hcl), treeOf([]byte(cur.HCL)); got != want {
 		t.Fatalf("the exported stack materializes to %s, the ledger's rendering to %s", got, want)

@@ -12,6 +12,7 @@ import (
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // Refusals of a crown read back from the ledger.
@@ -190,8 +191,12 @@ func CrownAt(ctx context.Context, l *ledger.Ledger, target string) (*Crowned, er
 	if w.candidate.TargetSpec() != p.TargetSpecDigest {
 		return nil, inconsistent("target_spec", p.ID, "the qualifications measured target spec %s, intake recorded %s", w.candidate.TargetSpec(), p.TargetSpecDigest)
 	}
-	delta, err := contribution.SelectedDelta(p.SelectedPayloadDigest, target, p.TargetSpecDigest)
-	if err != nil || delta != p.SelectedDeltaDigest {
+	spec, payload, content, err := proposalDigests(p)
+	if err != nil {
+		return nil, inconsistent("intake", p.ID, "%v", err)
+	}
+	delta, err := contribution.SelectedDelta(payload, target, spec)
+	if err != nil || delta.String() != p.SelectedDeltaDigest {
 		return nil, inconsistent("selected_delta", p.ID, "intake's selected payload %s at %s re-derives delta %s (%v), intake recorded %s", p.SelectedPayloadDigest, target, delta, err, p.SelectedDeltaDigest)
 	}
 
@@ -199,20 +204,20 @@ func CrownAt(ctx context.Context, l *ledger.Ledger, target string) (*Crowned, er
 	if err != nil {
 		return nil, err
 	}
-	ref := contribution.ProposalRef{Type: contribution.KindProposal, SchemaVersion: 1, TargetID: target, TargetSpecDigest: p.TargetSpecDigest,
-		ArtifactDigest: p.ContentHash, SelectedPayloadDigest: p.SelectedPayloadDigest, AttributionDigest: attribution}
+	ref := contribution.ProposalRef{Type: contribution.KindProposal, SchemaVersion: 1, TargetID: target, TargetSpecDigest: spec,
+		ArtifactDigest: content, SelectedPayloadDigest: payload, AttributionDigest: attribution}
 	rd, err := ref.RefDigest()
 	if err != nil {
 		return nil, inconsistent("attribution", p.ID, "%v", err)
 	}
-	if rd != crown.ContributionDigest {
+	if rd.String() != crown.ContributionDigest {
 		return nil, inconsistent("proposal", p.ID, "intake's bytes, payload and spec with the stack's attribution %s re-derive proposal %s, the crown is %s", attribution, rd, crown.ContributionDigest)
 	}
 	return &Crowned{
 		EventSequence: crown.EventSequence, ProposalID: p.ID, ArenaDigest: crown.ArenaDigest, TargetID: target,
 		TargetSpecDigest: p.TargetSpecDigest, ProposalContributionDigest: crown.ContributionDigest,
 		SettlementCandidateDigest: cand, SettlementEvidenceDigest: evidence, CrownEventDigest: events[0].Digest,
-		SelectedPayloadDigest: p.SelectedPayloadDigest, ArtifactDigest: p.ContentHash, AttributionDigest: attribution,
+		SelectedPayloadDigest: p.SelectedPayloadDigest, ArtifactDigest: p.ContentHash, AttributionDigest: attribution.String(),
 		StackDigest: st.StackDigest, Primary: w.passes[0], Reproduction: w.passes[1],
 	}, nil
 }
@@ -221,10 +226,10 @@ func CrownAt(ctx context.Context, l *ledger.Ledger, target string) (*Crowned, er
 // first one recorded by an event after the CROWN: its STACK_TRANSITION),
 // checks it is the candidate stack both qualifications measured and
 // returns it with the attribution of its entry at the crowned target.
-func crownedEntry(ctx context.Context, l *ledger.Ledger, crown *ledger.Crown, p *ledger.Proposal, candidate string) (*ledger.Stack, string, error) {
+func crownedEntry(ctx context.Context, l *ledger.Ledger, crown *ledger.Crown, p *ledger.Proposal, candidate string) (*ledger.Stack, identity.Digest, error) {
 	stacks, err := l.Stacks(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, identity.Digest{}, err
 	}
 	var st *ledger.Stack
 	for i := range stacks {
@@ -234,21 +239,21 @@ func crownedEntry(ctx context.Context, l *ledger.Ledger, crown *ledger.Crown, p 
 		}
 	}
 	if st == nil {
-		return nil, "", inconsistent("stack", p.ID, "no evaluation stack was made current after the crown of event %d", crown.EventSequence)
+		return nil, identity.Digest{}, inconsistent("stack", p.ID, "no evaluation stack was made current after the crown of event %d", crown.EventSequence)
 	}
 	if st.StackDigest != candidate {
-		return nil, "", inconsistent("stack", p.ID, "the stack made current after event %d is %s, both qualifications measured %s", crown.EventSequence, st.StackDigest, candidate)
+		return nil, identity.Digest{}, inconsistent("stack", p.ID, "the stack made current after event %d is %s, both qualifications measured %s", crown.EventSequence, st.StackDigest, candidate)
 	}
 	f, diags := stack.Parse("crowned.hcl", []byte(st.HCL))
 	if diags.HasErrors() {
-		return nil, "", inconsistent("stack", p.ID, "the HCL rendering of stack %s does not parse: %v", st.StackDigest, diags)
+		return nil, identity.Digest{}, inconsistent("stack", p.ID, "the HCL rendering of stack %s does not parse: %v", st.StackDigest, diags)
 	}
 	e, ok := f.Entry(crown.TargetID)
 	if !ok || e.Kind != stack.ProposalKind {
-		return nil, "", inconsistent("stack", p.ID, "stack %s holds no proposal entry at %s", st.StackDigest, crown.TargetID)
+		return nil, identity.Digest{}, inconsistent("stack", p.ID, "stack %s holds no proposal entry at %s", st.StackDigest, crown.TargetID)
 	}
-	if e.ArtifactDigest != p.ContentHash {
-		return nil, "", inconsistent("stack", p.ID, "stack %s pins content hash %s at %s, the crowned proposal's is %s", st.StackDigest, e.ArtifactDigest, crown.TargetID, p.ContentHash)
+	if e.ArtifactDigest.String() != p.ContentHash {
+		return nil, identity.Digest{}, inconsistent("stack", p.ID, "stack %s pins content hash %s at %s, the crowned proposal's is %s", st.StackDigest, e.ArtifactDigest, crown.TargetID, p.ContentHash)
 	}
 	return st, e.AttributionDigest, nil
 }
@@ -261,6 +266,24 @@ func decodeEvent(e ledger.Event) (settle.Event, error) {
 		return s, fmt.Errorf("event %d does not decode as a settlement event: %v", e.Sequence, err)
 	}
 	return s, nil
+}
+
+// proposalDigests reads the identities the ledger holds as text for a
+// proposal: its target spec, selected payload and content hash.
+func proposalDigests(p *ledger.Proposal) (spec, payload, content identity.Digest, err error) {
+	for _, f := range []struct {
+		name, v string
+		dst     *identity.Digest
+	}{
+		{"target_spec_digest", p.TargetSpecDigest, &spec},
+		{"selected_payload_digest", p.SelectedPayloadDigest, &payload},
+		{"content_hash", p.ContentHash, &content},
+	} {
+		if *f.dst, err = identity.ParseField(f.name, f.v, false); err != nil {
+			return identity.Digest{}, identity.Digest{}, identity.Digest{}, fmt.Errorf("proposal %d: %w", p.ID, err)
+		}
+	}
+	return spec, payload, content, nil
 }
 
 func inconsistent(field string, proposal int64, format string, args ...any) *Rejection {

@@ -17,6 +17,7 @@ import (
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/reject"
 	"github.com/cacheon/engine/tools/testtree"
 )
@@ -65,7 +66,7 @@ func TestCrownAtReadsBackWhatSettlementWrote(t *testing.T) {
 		{"settlement_evidence_digest", c.SettlementEvidenceDigest, claims[0].EvidenceDigest},
 		{"crown_event_digest", c.CrownEventDigest, crown.Digest},
 		{"selected_payload_digest", c.SelectedPayloadDigest, in.Proposal.SelectedPayloadDigest},
-		{"attribution_digest", c.AttributionDigest, plan.LocalAttribution(in.Proposal.ContentHash)},
+		{"attribution_digest", c.AttributionDigest, plan.LocalAttribution(identity.MustParse(in.Proposal.ContentHash)).String()},
 		{"stack_digest", c.StackDigest, in.Candidate.CandidateStack},
 		{"primary attempt view", string(c.Primary.Settlement), string(all[1].Settlement)},
 		{"reproduction attempt view", string(c.Reproduction.Settlement), string(all[2].Settlement)},
@@ -117,7 +118,7 @@ func TestCrownAtRefuses(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer raw.Close()
-				attr := plan.LocalAttribution(in.Proposal.ContentHash)
+				attr := plan.LocalAttribution(identity.MustParse(in.Proposal.ContentHash)).String()
 				res, err := raw.Exec(`UPDATE evaluation_stacks SET hcl = replace(hcl, ?, ?) WHERE current = 1`, attr, strings.Repeat("ab", 32))
 				if err != nil {
 					t.Fatal(err)

@@ -102,16 +102,16 @@ func ExportWorkspace(ctx context.Context, l *ledger.Ledger, ws string, payload c
 			if !strings.HasPrefix(filepath.Clean(c.Source)+string(filepath.Separator), pubs) {
 				return nil, reject.Errorf("stack %s: entry %s is sourced from %s, outside the ledger's publications %s", cur.StackDigest, c.TargetID, c.Source, l.PublicationsDir())
 			}
-			if !identity.IsHex64(c.ArtifactDigest) {
+			if c.ArtifactDigest.IsZero() {
 				return nil, reject.Errorf("stack %s: crowned entry %s pins no content hash (artifact_digest)", cur.StackDigest, c.TargetID)
 			}
-			name := "c_" + c.ArtifactDigest[:16]
+			name := "c_" + c.ArtifactDigest.Hex[:16]
 			if err := copyCrowned(c.Source, filepath.Join(crowned, name), c.ArtifactDigest); err != nil {
 				return nil, fmt.Errorf("crowned entry %s: %w", c.TargetID, err)
 			}
 			keep[name] = true
 			g.Contributions[i].Source = CrownedPackage + ":" + name
-			out.Crowned[g.Contributions[i].Source] = c.ArtifactDigest
+			out.Crowned[g.Contributions[i].Source] = c.ArtifactDigest.String()
 		}
 		out.Labels = append(out.Labels, g.Contributions[i].Source)
 	}
@@ -150,7 +150,7 @@ func ExportWorkspace(ctx context.Context, l *ledger.Ledger, ws string, payload c
 // copyCrowned makes dest a copy of the publication at src whose content
 // hash is content: an existing copy is verified, a new one written beside
 // it and renamed into place once it verifies.
-func copyCrowned(src, dest, content string) error {
+func copyCrowned(src, dest string, content identity.Digest) error {
 	if _, err := os.Lstat(dest); err == nil {
 		return verifyContent(dest, content)
 	}
@@ -192,7 +192,7 @@ func copyCrowned(src, dest, content string) error {
 	return os.Rename(staged, dest)
 }
 
-func verifyContent(dir, content string) error {
+func verifyContent(dir string, content identity.Digest) error {
 	got, err := bundle.ContentHash(dir)
 	if err != nil {
 		return err

@@ -88,10 +88,11 @@ func TestRealQualificationsCrown(t *testing.T) {
 	req := plan.Request{Incumbent: assembled, IncumbentPath: incPath, Materialize: mopts}
 	inc := req
 	inc.TreeDir = t.TempDir()
-	_, tree, err := plan.Incumbent(ctx, inc)
+	_, treeDigest, err := plan.Incumbent(ctx, inc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tree := treeDigest.String()
 	fx := applytest.NewWithTree(t, ws, filepath.Join(t.TempDir(), "ledger.db"), tree)
 	in := fx.Intake(t, "rmsnorm_torch", "5Fminer", 4100200)
 
@@ -253,7 +254,7 @@ func TestRealQualificationsCrown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, etree, err := plan.Incumbent(ctx, plan.Request{Incumbent: exported, Materialize: mopts, TreeDir: t.TempDir()}); err != nil || etree != views[0].CandidateTree {
+	if _, etree, err := plan.Incumbent(ctx, plan.Request{Incumbent: exported, Materialize: mopts, TreeDir: t.TempDir()}); err != nil || etree.String() != views[0].CandidateTree {
 		t.Errorf("the exported incumbent materializes to %s (%v), the qualifications measured %s", etree, err, views[0].CandidateTree)
 	}
 	claims, err := fx.L.StandingClaims(ctx)

@@ -10,6 +10,7 @@ import (
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/kernels/fingerprint"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // rmsKernel is a substantial kernel (well over fingerprint.MinTokens), so
@@ -89,8 +90,8 @@ func inspected(t testing.TB, dir, hotkey string, block int64) (*bundle.Snapshot,
 		t.Fatal(err)
 	}
 	return snap, IntakeRequest{Hotkey: hotkey, Position: Position{Block: block}, ArenaDigest: hex64("arena"),
-		TargetID: in.Target.TargetID, TargetSpecDigest: in.Target.TargetSpecDigest,
-		SelectedPayloadDigest: in.SelectedPayloadDigest, SelectedDeltaDigest: in.SelectedDeltaDigest, Print: fp}
+		TargetID: in.Target.TargetID, TargetSpecDigest: in.Target.TargetSpecDigest.String(),
+		SelectedPayloadDigest: in.SelectedPayloadDigest.String(), SelectedDeltaDigest: in.SelectedDeltaDigest.String(), Print: fp}
 }
 
 func seedOf(t testing.TB, name, src string) Seed {
@@ -292,7 +293,7 @@ func TestIntakeRequestFingerprintMustBeOfTheBytes(t *testing.T) {
 		{"a seed without a fingerprint", func(r *IntakeRequest) { r.Seeds = []Seed{{Name: "s"}} }, "a seed contribution needs"},
 		{"another content's fingerprint", func(r *IntakeRequest) {
 			fp := *r.Print
-			fp.ContentHash = hex64("x")
+			fp.ContentHash = identity.MustParse(hex64("x"))
 			r.Print = &fp
 		}, "the fingerprint is of content hash"},
 	}
@@ -340,7 +341,7 @@ func TestASchema2LedgerMigratesToAntiCopy(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO proposals (arena_digest, content_hash, committed_content_hash, hotkey, block, event_index, subevent_index,
 		target_id, target_spec_digest, selected_payload_digest, selected_delta_digest, published, status, reason)
 		VALUES (?, ?, ?, 'hkA', 10, 0, 0, ?, ?, ?, ?, 0, 'published', 'published')`,
-		r.ArenaDigest, content, committed, r.TargetID, r.TargetSpecDigest, r.SelectedPayloadDigest, r.SelectedDeltaDigest); err != nil {
+		r.ArenaDigest, content.String(), committed.String(), r.TargetID, r.TargetSpecDigest, r.SelectedPayloadDigest, r.SelectedDeltaDigest); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`INSERT INTO proposal_transitions (proposal_id, seq, from_status, to_status, reason) VALUES (1, 1, '', 'published', 'published')`); err != nil {

@@ -178,7 +178,8 @@ func TestIntakePublishesAndRecordsTheReservation(t *testing.T) {
 	if p.Status != Published || !p.Published || p.ReplayOf != 0 || res.Existing {
 		t.Fatalf("proposal %+v", p)
 	}
-	want, err := snapshot(t, dir).ContentHash(false)
+	wantDigest, err := snapshot(t, dir).ContentHash(false)
+	want := wantDigest.String()
 	if err != nil || p.ContentHash != want {
 		t.Fatalf("content hash %s, want %s (%v)", p.ContentHash, want, err)
 	}
@@ -595,7 +596,7 @@ func TestCheckoutOfAProposal(t *testing.T) {
 	if err := l.Checkout(ctx, pub.Proposal.ID, out); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := snapshot(t, out).ContentHash(false); err != nil || got != pub.Proposal.ContentHash {
+	if got, err := snapshot(t, out).ContentHash(false); err != nil || got.String() != pub.Proposal.ContentHash {
 		t.Errorf("checked-out content hash %s, want %s (%v)", got, pub.Proposal.ContentHash, err)
 	}
 	if err := l.Checkout(ctx, refused.Proposal.ID, filepath.Join(t.TempDir(), "no")); !errors.Is(err, ErrIllegal) {

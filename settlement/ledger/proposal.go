@@ -113,7 +113,7 @@ func (r IntakeRequest) validate() error {
 		}
 		return nil
 	}
-	if r.Print != nil && r.Print.SelectedPayloadDigest != r.SelectedPayloadDigest {
+	if r.Print != nil && r.Print.SelectedPayloadDigest.String() != r.SelectedPayloadDigest {
 		return fmt.Errorf("%w: intake: the fingerprint is of selected payload %s, the request names %s", ErrIllegal, r.Print.SelectedPayloadDigest, r.SelectedPayloadDigest)
 	}
 	for _, sd := range r.Seeds {
@@ -149,10 +149,13 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
-	content, committed, err := snap.ContentHashes()
+	contentDigest, committedDigest, err := snap.ContentHashes()
 	if err != nil {
 		return nil, fmt.Errorf("intake: content hash: %w", err)
 	}
+	// The ledger stores identities as text: a refused or unregistered
+	// proposal holds "" for what was never derived.
+	content, committed := contentDigest.String(), committedDigest.String()
 	existing, err := l.proposalAt(ctx, l.db, r.Position)
 	if err != nil {
 		return nil, err
@@ -169,7 +172,7 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 	}
 	var print string
 	if r.Print != nil {
-		if r.Print.ContentHash != content {
+		if r.Print.ContentHash != contentDigest {
 			return nil, fmt.Errorf("%w: intake: the fingerprint is of content hash %s, the snapshot's is %s", ErrIllegal, r.Print.ContentHash, content)
 		}
 		b, err := fingerprint.Encode(r.Print)

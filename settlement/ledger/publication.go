@@ -83,7 +83,7 @@ func (p Publications) verify(dir, content string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrPublication, dir, err)
 	}
-	if got != content {
+	if got.String() != content {
 		return fmt.Errorf("%w: %s: content hash %s, want %s", ErrPublication, dir, got, content)
 	}
 	return nil
@@ -106,7 +106,7 @@ func (p Publications) Checkout(content, dest string) error {
 		}
 		return fmt.Errorf("%w: %s: %v", ErrPublication, src, err)
 	}
-	if got, err := snap.ContentHash(false); err != nil || got != content {
+	if got, err := snap.ContentHash(false); err != nil || got.String() != content {
 		return fmt.Errorf("%w: %s: content hash %s (%v), want %s", ErrPublication, src, got, err, content)
 	}
 	var files []atomicwrite.File

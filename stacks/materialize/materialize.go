@@ -18,6 +18,7 @@ import (
 	"github.com/cacheon/engine/kernels/pyclosure"
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/reject"
 )
 
@@ -63,8 +64,8 @@ type Options struct {
 
 // Result describes a published engine tree.
 type Result struct {
-	StackDigest   string            `json:"stack_digest"`
-	TreeDigest    string            `json:"tree_digest"`
+	StackDigest   identity.Digest   `json:"stack_digest"`
+	TreeDigest    identity.Digest   `json:"tree_digest"`
 	Contributions []ContributionRow `json:"contributions"`
 	Files         []FileRow         `json:"files"`
 }
@@ -122,9 +123,9 @@ func IsRejection(err error) bool {
 type unit struct {
 	target       string
 	ref          stack.Ref
-	refDigest    string
+	refDigest    identity.Digest
 	sourceKind   string
-	sourceDigest string
+	sourceDigest identity.Digest
 	dir          string // the source as given
 	snap         *bundle.Snapshot
 	inspection   *contribution.Inspection
@@ -360,7 +361,7 @@ func within(p, dir string) bool {
 // read), checks its identity and inspects it.
 func (u *unit) prepare(opts Options) error {
 	in := opts.Inspections[u.target]
-	contentHash := ""
+	var contentHash identity.Digest
 	if reusable(in) && in.Dir == u.dir {
 		// The inspection's content hash was computed over these bytes.
 		u.snap, contentHash = in.Bundle.Snapshot, in.ContentHash
@@ -389,7 +390,7 @@ func (u *unit) prepare(opts Options) error {
 	case *contribution.ProposalRef:
 		u.sourceKind, u.sourceDigest = SourceProposalArtifact, r.ArtifactDigest
 		got := contentHash
-		if got == "" {
+		if got.IsZero() {
 			var err error
 			if got, err = s.ContentHash(false); err != nil {
 				return &Error{Target: u.target, Dir: u.dir, Rule: RuleIdentity, Err: err}
@@ -447,14 +448,14 @@ func (u *unit) prepare(opts Options) error {
 	return nil
 }
 
-func selectedPayloadOf(r stack.Ref) string {
+func selectedPayloadOf(r stack.Ref) identity.Digest {
 	switch r := r.(type) {
 	case *contribution.ProposalRef:
 		return r.SelectedPayloadDigest
 	case *contribution.IntegratedRef:
 		return r.SelectedPayloadDigest
 	}
-	return ""
+	return identity.Digest{}
 }
 
 // plannedTree is everything the writer publishes.
@@ -464,7 +465,7 @@ type plannedTree struct {
 
 // assemble lays out every unit's files, the runtime manifest and rebuild
 // plan, and the tree metadata.
-func assemble(units []*unit, stackDigest string) (*plannedTree, error) {
+func assemble(units []*unit, stackDigest identity.Digest) (*plannedTree, error) {
 	var (
 		files   []atomicwrite.File
 		ops     []runtimeOp

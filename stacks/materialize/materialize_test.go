@@ -14,9 +14,14 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/identity"
 )
 
+// d64 is the 64-hex digest of repeated c, as text; dg is the same digest
+// typed.
 func d64(c string) string { return strings.Repeat(c, 64) }
+
+func dg(c string) identity.Digest { return identity.MustParse(d64(c)) }
 
 func defaultCatalog(t testing.TB) *catalog.Catalog {
 	t.Helper()
@@ -79,7 +84,7 @@ func evaluationStack(t testing.TB, opts Options, dirs ...string) built {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref, err := contribution.NewProposalRef(in, d64("4"))
+		ref, err := contribution.NewProposalRef(in, dg("4"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +92,7 @@ func evaluationStack(t testing.TB, opts Options, dirs ...string) built {
 		b.dirs[in.Target.TargetID] = dir
 		b.inspections[in.Target.TargetID] = in
 	}
-	m, err := stack.NewEvaluationStackManifest(d64("1"), d64("2"), d64("3"), opts.Catalog.Digest(), opts.Catalog.Snapshot(), refs)
+	m, err := stack.NewEvaluationStackManifest(dg("1"), dg("2"), dg("3"), opts.Catalog.Digest(), opts.Catalog.Snapshot(), refs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,13 +138,13 @@ func TestPristineStackTree(t *testing.T) {
   "files": [],
   "materializer_policy_version": 2,
   "runtime_manifest": null,
-  "stack_digest": "` + res.StackDigest + `"
+  "stack_digest": "` + res.StackDigest.String() + `"
 }
 `
 	if files[TreeMetadataName] != want {
 		t.Errorf("tree metadata:\n%s\nwant:\n%s", files[TreeMetadataName], want)
 	}
-	if !strings.HasPrefix(res.StackDigest, "") || len(res.Contributions) != 0 {
+	if !strings.HasPrefix(res.StackDigest.String(), "") || len(res.Contributions) != 0 {
 		t.Errorf("result %+v", res)
 	}
 }
@@ -369,7 +374,7 @@ func TestReleaseStackNeedsRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := stack.NewEngineReleaseManifest(d64("1"), d64("2"), opts.Catalog.Digest(), opts.Catalog.Snapshot(), []stack.Ref{ref})
+	m, err := stack.NewEngineReleaseManifest(dg("1"), dg("2"), opts.Catalog.Digest(), opts.Catalog.Snapshot(), []stack.Ref{ref})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +383,7 @@ func TestReleaseStackNeedsRecords(t *testing.T) {
 		t.Fatalf("release without records = %v", err)
 	}
 	other := rec
-	other.attribution = d64("8")
+	other.attribution = dg("8")
 	o := opts
 	o.Records = []contribution.IntegrationRecord{other}
 	if _, err := Materialize(m, resolve, filepath.Join(t.TempDir(), "out"), o); !IsRejection(err) || !strings.Contains(err.Error(), "the record derives") {
@@ -397,17 +402,20 @@ func TestReleaseStackNeedsRecords(t *testing.T) {
 // fakeRecord is an approved integration record with the fields an
 // integrated reference reads; the review package's own record is tested
 // there.
-type fakeRecord struct{ target, spec, tree, payload, attribution string }
+type fakeRecord struct {
+	target                           string
+	spec, tree, payload, attribution identity.Digest
+}
 
-func (r fakeRecord) Digest() (string, error)            { return d64("9"), nil }
-func (r fakeRecord) Approved() bool                     { return true }
-func (r fakeRecord) TargetID() string                   { return r.target }
-func (r fakeRecord) TargetSpecDigest() string           { return r.spec }
-func (r fakeRecord) IntegratedSourceTreeDigest() string { return r.tree }
-func (r fakeRecord) SelectedPayloadDigest() string      { return r.payload }
-func (r fakeRecord) AttributionDigest() string {
-	if r.attribution != "" {
+func (r fakeRecord) Digest() (identity.Digest, error)            { return dg("9"), nil }
+func (r fakeRecord) Approved() bool                              { return true }
+func (r fakeRecord) TargetID() string                            { return r.target }
+func (r fakeRecord) TargetSpecDigest() identity.Digest           { return r.spec }
+func (r fakeRecord) IntegratedSourceTreeDigest() identity.Digest { return r.tree }
+func (r fakeRecord) SelectedPayloadDigest() identity.Digest      { return r.payload }
+func (r fakeRecord) AttributionDigest() identity.Digest {
+	if !r.attribution.IsZero() {
 		return r.attribution
 	}
-	return d64("4")
+	return dg("4")
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"path"
 	"strings"
+
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // NamespacePrefix is the prefix of every contribution namespace; the rest
@@ -14,8 +16,8 @@ import (
 const NamespacePrefix = "cacheon_c_"
 
 // Namespace returns the Python package a contribution is emitted under.
-func Namespace(selectedDeltaDigest string) string {
-	return NamespacePrefix + selectedDeltaDigest
+func Namespace(selectedDeltaDigest identity.Digest) string {
+	return NamespacePrefix + selectedDeltaDigest.Hex
 }
 
 // emittedName names a file derived from the bundle file rel:

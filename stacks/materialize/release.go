@@ -6,17 +6,18 @@ import (
 
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/canonjson"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // releaseTreeMetadata is the part of the tree metadata that ties a tree
 // to the release stack it was materialized from.
 type releaseTreeMetadata struct {
-	StackDigest   string `json:"stack_digest"`
+	StackDigest   identity.Digest `json:"stack_digest"`
 	Contributions []struct {
-		TargetID              string `json:"target_id"`
-		ContributionRefDigest string `json:"contribution_ref_digest"`
-		SourceKind            string `json:"source_kind"`
-		SourceDigest          string `json:"source_digest"`
+		TargetID              string          `json:"target_id"`
+		ContributionRefDigest identity.Digest `json:"contribution_ref_digest"`
+		SourceKind            string          `json:"source_kind"`
+		SourceDigest          identity.Digest `json:"source_digest"`
 	} `json:"contributions"`
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // CheckReleaseStack ties a materialized tree to the release stack it was
@@ -29,14 +30,14 @@ func TestCheckReleaseStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := func(base string, refs ...stack.Ref) *stack.EngineReleaseManifest {
-		m, err := stack.NewEngineReleaseManifest(d64("1"), base, opts.Catalog.Digest(), opts.Catalog.Snapshot(), refs)
+	release := func(base identity.Digest, refs ...stack.Ref) *stack.EngineReleaseManifest {
+		m, err := stack.NewEngineReleaseManifest(dg("1"), base, opts.Catalog.Digest(), opts.Catalog.Snapshot(), refs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	m := release(d64("2"), ref)
+	m := release(dg("2"), ref)
 	o := opts
 	o.Records = []contribution.IntegrationRecord{rec}
 	out := filepath.Join(t.TempDir(), "out")
@@ -61,8 +62,8 @@ func TestCheckReleaseStack(t *testing.T) {
 		wantErr string // "" passes
 	}{
 		{"the tree's own stack", meta, m, ""},
-		{"another stack", meta, release(d64("3"), ref), "materialized from another stack"},
-		{"a stack without the entry", meta, release(d64("2")), "materialized from another stack"},
+		{"another stack", meta, release(dg("3"), ref), "materialized from another stack"},
+		{"a stack without the entry", meta, release(dg("2")), "materialized from another stack"},
 		{"another source kind", edit(`"source_kind": "integrated_source"`, `"source_kind": "proposal_source"`), m, "the release stack holds integrated ref"},
 		{"not JSON", []byte("{"), m, "engine tree metadata"},
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/tools/identity"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -11,7 +12,7 @@ import (
 // runtime manifest; both sizes follow from the namespace length and the
 // emission format alone, so they pin the format.
 func TestSiluGoldenSizes(t *testing.T) {
-	ns := Namespace(strings.Repeat("c", 64))
+	ns := Namespace(identity.MustParse(strings.Repeat("c", 64)))
 	shim := entryShim(ns+".kernels.silu_and_mul", []string{"silu_and_mul"}, nil)
 	if len(shim) != 137 {
 		t.Errorf("entry shim is %d bytes, want 137:\n%s", len(shim), shim)

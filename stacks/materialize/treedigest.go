@@ -37,10 +37,9 @@ func rowsOf(files []atomicwrite.Written) []FileRow {
 
 // TreeDigest is H(cacheon.materialized-engine-tree, {files, policy}) over
 // every file of a tree, the engine tree metadata file included.
-func TreeDigest(files []atomicwrite.Written) (string, error) {
-	id, err := identity.H(identity.DomainMaterializedEngineTree, struct {
+func TreeDigest(files []atomicwrite.Written) (identity.Digest, error) {
+	return identity.H(identity.DomainMaterializedEngineTree, struct {
 		Files                     []FileRow `json:"files"`
 		MaterializerPolicyVersion int       `json:"materializer_policy_version"`
 	}{rowsOf(files), PolicyVersion})
-	return id.String(), err
 }

@@ -21,14 +21,14 @@ import (
 
 // ContributionRow is one contribution as the tree metadata records it.
 type ContributionRow struct {
-	ContributionRefDigest string `json:"contribution_ref_digest"`
-	Namespace             string `json:"namespace"`
-	SelectedDeltaDigest   string `json:"selected_delta_digest"`
-	SelectedPayloadDigest string `json:"selected_payload_digest"`
-	SourceDigest          string `json:"source_digest"`
-	SourceKind            string `json:"source_kind"`
-	TargetID              string `json:"target_id"`
-	TargetSpecDigest      string `json:"target_spec_digest"`
+	ContributionRefDigest identity.Digest `json:"contribution_ref_digest"`
+	Namespace             string          `json:"namespace"`
+	SelectedDeltaDigest   identity.Digest `json:"selected_delta_digest"`
+	SelectedPayloadDigest identity.Digest `json:"selected_payload_digest"`
+	SourceDigest          identity.Digest `json:"source_digest"`
+	SourceKind            string          `json:"source_kind"`
+	TargetID              string          `json:"target_id"`
+	TargetSpecDigest      identity.Digest `json:"target_spec_digest"`
 }
 
 // treeMetadataDoc is metadata/cacheon_engine_tree.json.
@@ -37,12 +37,12 @@ type treeMetadataDoc struct {
 	Files                     []FileRow         `json:"files"`
 	MaterializerPolicyVersion int               `json:"materializer_policy_version"`
 	RuntimeManifest           *string           `json:"runtime_manifest"`
-	StackDigest               string            `json:"stack_digest"`
+	StackDigest               identity.Digest   `json:"stack_digest"`
 }
 
 // treeMetadata renders the tree metadata over every other file of the
 // tree, indented with sorted keys.
-func treeMetadata(rows []ContributionRow, files []atomicwrite.File, runtimeManifest, stackDigest string) ([]byte, error) {
+func treeMetadata(rows []ContributionRow, files []atomicwrite.File, runtimeManifest string, stackDigest identity.Digest) ([]byte, error) {
 	doc := treeMetadataDoc{
 		Contributions:             append([]ContributionRow{}, rows...),
 		Files:                     make([]FileRow, 0, len(files)),
@@ -199,7 +199,7 @@ func checkMetadata(raw []byte, written []atomicwrite.Written) (*Result, error) {
 	if doc.MaterializerPolicyVersion != PolicyVersion {
 		return nil, fmt.Errorf("tree metadata: materializer policy %d, this tool reads %d", doc.MaterializerPolicyVersion, PolicyVersion)
 	}
-	if err := identity.CheckDigest("stack_digest", doc.StackDigest, false); err != nil {
+	if err := identity.CheckField("stack_digest", doc.StackDigest, false); err != nil {
 		return nil, fmt.Errorf("tree metadata: %w", err)
 	}
 	for i, c := range doc.Contributions {
@@ -216,8 +216,11 @@ func checkMetadata(raw []byte, written []atomicwrite.Written) (*Result, error) {
 		if c.SourceKind != SourceProposalArtifact && c.SourceKind != SourceIntegrated {
 			return nil, fmt.Errorf("tree metadata: contribution %s: source kind %q", c.TargetID, c.SourceKind)
 		}
-		for _, d := range []struct{ n, v string }{{"contribution_ref_digest", c.ContributionRefDigest}, {"source_digest", c.SourceDigest}} {
-			if err := identity.CheckDigest(d.n, d.v, false); err != nil {
+		for _, d := range []struct {
+			n string
+			v identity.Digest
+		}{{"contribution_ref_digest", c.ContributionRefDigest}, {"source_digest", c.SourceDigest}} {
+			if err := identity.CheckField(d.n, d.v, false); err != nil {
 				return nil, fmt.Errorf("tree metadata: contribution %s: %w", c.TargetID, err)
 			}
 		}

@@ -18,27 +18,30 @@ const (
 
 // Arm is one measured engine: a stack and the tree it materializes to.
 type Arm struct {
-	Role        string `json:"role"`
-	StackDigest string `json:"stack_digest"`
-	TreeDigest  string `json:"tree_digest"`
+	Role        string          `json:"role"`
+	StackDigest identity.Digest `json:"stack_digest"`
+	TreeDigest  identity.Digest `json:"tree_digest"`
 }
 
 // MarginalArmPlan binds one marginal qualification: the incumbent and
 // candidate stacks, the transition between them and the three arms.
 type MarginalArmPlan struct {
-	IncumbentStackDigest string     `json:"incumbent_stack_digest"`
-	CandidateStackDigest string     `json:"candidate_stack_digest"`
-	Transition           Transition `json:"transition"`
-	Arms                 []Arm      `json:"arms"`
-	SchemaVersion        int        `json:"schema_version"`
+	IncumbentStackDigest identity.Digest `json:"incumbent_stack_digest"`
+	CandidateStackDigest identity.Digest `json:"candidate_stack_digest"`
+	Transition           Transition      `json:"transition"`
+	Arms                 []Arm           `json:"arms"`
+	SchemaVersion        int             `json:"schema_version"`
 }
 
 // Arms binds the candidate to the trees its two stacks materialize to.
 // The candidate tree must differ from the incumbent's: a transition that
 // changes no byte of the engine measures nothing.
-func (c *Candidate) Arms(incumbentTreeDigest, candidateTreeDigest string) (*MarginalArmPlan, error) {
-	for _, f := range []struct{ name, v string }{{"incumbent tree digest", incumbentTreeDigest}, {"candidate tree digest", candidateTreeDigest}} {
-		if err := identity.CheckDigest(f.name, f.v, false); err != nil {
+func (c *Candidate) Arms(incumbentTreeDigest, candidateTreeDigest identity.Digest) (*MarginalArmPlan, error) {
+	for _, f := range []struct {
+		name string
+		v    identity.Digest
+	}{{"incumbent tree digest", incumbentTreeDigest}, {"candidate tree digest", candidateTreeDigest}} {
+		if err := identity.CheckField(f.name, f.v, false); err != nil {
 			return nil, fmt.Errorf("arm plan: %w", err)
 		}
 	}
@@ -94,10 +97,9 @@ func (p *MarginalArmPlan) Validate() error {
 }
 
 // Digest is H(cacheon.stack.marginal-arm-plan, plan).
-func (p *MarginalArmPlan) Digest() (string, error) {
+func (p *MarginalArmPlan) Digest() (identity.Digest, error) {
 	if err := p.Validate(); err != nil {
-		return "", err
+		return identity.Digest{}, err
 	}
-	id, err := identity.H(identity.DomainMarginalArmPlan, p)
-	return id.String(), err
+	return identity.H(identity.DomainMarginalArmPlan, p)
 }

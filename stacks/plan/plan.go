@@ -21,6 +21,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/identity"
 	rejectroot "github.com/cacheon/engine/tools/reject"
 )
 
@@ -68,9 +69,9 @@ func IsRejection(err error) bool {
 
 // Transition is the one change from the incumbent to the candidate.
 type Transition struct {
-	TargetID         string    `json:"target_id"`
-	TargetSpecDigest string    `json:"target_spec_digest"`
-	Replacement      stack.Ref `json:"replacement"`
+	TargetID         string          `json:"target_id"`
+	TargetSpecDigest identity.Digest `json:"target_spec_digest"`
+	Replacement      stack.Ref       `json:"replacement"`
 	// Prior is the incumbent's entry at the target, nil when the target
 	// was not active.
 	Prior stack.Ref `json:"prior"`
@@ -90,7 +91,7 @@ type Candidate struct {
 // contribution reference kinds are.
 type selectedDeltaRef interface {
 	stack.Ref
-	SelectedDelta() (string, error)
+	SelectedDelta() (identity.Digest, error)
 }
 
 // Plan derives the candidate stack of incumbent plus ref under cat. ref

@@ -11,7 +11,7 @@ import (
 	"github.com/cacheon/engine/tools/identity"
 )
 
-func d64(c string) string { return strings.Repeat(c, 64) }
+func d64(c string) identity.Digest { return identity.MustParse(strings.Repeat(c, 64)) }
 
 func defaultCatalog(t *testing.T) *catalog.Catalog {
 	t.Helper()
@@ -45,7 +45,7 @@ func proposal(t *testing.T, cat *catalog.Catalog, target, payload string) *contr
 	}
 	return &contribution.ProposalRef{
 		Type: contribution.KindProposal, SchemaVersion: 1, TargetID: target, TargetSpecDigest: spec,
-		ArtifactDigest: identity.MustH("test.artifact", payload).String(), SelectedPayloadDigest: identity.MustH("test.payload", payload).String(),
+		ArtifactDigest: identity.MustH("test.artifact", payload), SelectedPayloadDigest: identity.MustH("test.payload", payload),
 		AttributionDigest: d64("4"),
 	}
 }

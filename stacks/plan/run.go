@@ -23,8 +23,8 @@ const ReasonInspection Reason = "inspection"
 // LocalAttribution is the attribution digest of a candidate planned
 // without one: H(identity.DomainLocalAttribution, {artifact_digest}),
 // derived from the bundle alone, so it never credits anyone.
-func LocalAttribution(contentHash string) string {
-	return identity.MustH(identity.DomainLocalAttribution, map[string]string{"artifact_digest": contentHash}).String()
+func LocalAttribution(contentHash identity.Digest) identity.Digest {
+	return identity.MustH(identity.DomainLocalAttribution, map[string]identity.Digest{"artifact_digest": contentHash})
 }
 
 // Request is one candidate to plan against an assembled incumbent.
@@ -68,10 +68,10 @@ type Result struct {
 	Candidate  *Candidate
 	Inspection *contribution.Inspection // the candidate bundle's
 	Arms       *MarginalArmPlan
-	Digest     string // H(cacheon.stack.marginal-arm-plan, Arms)
+	Digest     identity.Digest // H(cacheon.stack.marginal-arm-plan, Arms)
 	// Attribution is the candidate's attribution digest; Local says it
 	// was derived locally and credits no one.
-	Attribution string
+	Attribution identity.Digest
 	Local       bool
 	// IncumbentTree and CandidateTree are the materialized trees' paths
 	// when Request.TreeDir was set.
@@ -117,9 +117,13 @@ func Run(ctx context.Context, r Request) (*Result, error) {
 	if !in.Registered() {
 		return nil, reject(ReasonUnknownTarget, "the candidate %s resolves to no registered target (%s)", r.CandidateDir, in.Target.Unregistered)
 	}
-	res := &Result{Inspection: in, Attribution: r.Attribution}
-	if res.Attribution == "" {
+	res := &Result{Inspection: in}
+	if r.Attribution == "" {
 		res.Attribution, res.Local = LocalAttribution(in.ContentHash), true
+	} else if res.Attribution, err = identity.ParseField("attribution_digest", r.Attribution, true); err != nil {
+		// The all-zero digest parses here and is refused by the reference,
+		// like every other field of it.
+		return nil, &AttributionError{fmt.Errorf("proposal ref: %w", err)}
 	}
 	ref, err := contribution.NewProposalRef(in, res.Attribution)
 	if err != nil {
@@ -327,26 +331,26 @@ func hasLabels(f *stack.File) bool {
 // Incumbent materializes only the incumbent of r (no candidate) into
 // TreeDir/B and returns the tree's path and digest: the engine every arm
 // of a stock-versus-stock calibration runs. r.CandidateDir is ignored.
-func Incumbent(ctx context.Context, r Request) (string, string, error) {
+func Incumbent(ctx context.Context, r Request) (string, identity.Digest, error) {
 	incumbent, ok := r.Incumbent.Manifest.(*stack.EvaluationStackManifest)
 	if !ok || r.Incumbent.File.Kind != stack.Evaluation {
-		return "", "", rejectroot.Errorf("%s: the incumbent must be an evaluation stack, this is a %s stack", r.IncumbentPath, r.Incumbent.File.Kind)
+		return "", identity.Digest{}, rejectroot.Errorf("%s: the incumbent must be an evaluation stack, this is a %s stack", r.IncumbentPath, r.Incumbent.File.Kind)
 	}
 	if r.TreeDir == "" {
-		return "", "", errors.New("plan.Incumbent: no TreeDir to keep the tree in")
+		return "", identity.Digest{}, errors.New("plan.Incumbent: no TreeDir to keep the tree in")
 	}
 	if err := ctx.Err(); err != nil {
-		return "", "", err
+		return "", identity.Digest{}, err
 	}
 	if err := os.MkdirAll(r.TreeDir, 0o755); err != nil {
-		return "", "", err
+		return "", identity.Digest{}, err
 	}
 	opts := r.Materialize
 	opts.Inspections = r.Incumbent.Inspections
 	dir := filepath.Join(r.TreeDir, "B")
 	tree, err := materialize.Materialize(incumbent, resolverOf(r.Incumbent.Dirs), dir, opts)
 	if err != nil {
-		return "", "", fmt.Errorf("materialize incumbent: %w", err)
+		return "", identity.Digest{}, fmt.Errorf("materialize incumbent: %w", err)
 	}
 	return dir, tree.TreeDigest, nil
 }

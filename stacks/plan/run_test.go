@@ -60,7 +60,7 @@ func TestRunPlansAndWritesTheCandidate(t *testing.T) {
 	if !res.Local || res.Attribution != LocalAttribution(res.Inspection.ContentHash) {
 		t.Errorf("attribution %s (local %v), want the local attribution", res.Attribution, res.Local)
 	}
-	if len(res.Arms.Arms) != 3 || res.Digest == "" || len(stages) == 0 {
+	if len(res.Arms.Arms) != 3 || res.Digest.IsZero() || len(stages) == 0 {
 		t.Errorf("arms %d, digest %q, stages %v", len(res.Arms.Arms), res.Digest, stages)
 	}
 	if again, err := res.Arms.Digest(); err != nil || again != res.Digest {

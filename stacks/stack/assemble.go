@@ -223,7 +223,7 @@ func assembleEntry(f *File, c Contribution, sources Sources, cat *catalog.Catalo
 	}
 	switch c.Kind {
 	case ProposalKind:
-		if c.ArtifactDigest != "" && c.ArtifactDigest != in.ContentHash {
+		if !c.ArtifactDigest.IsZero() && c.ArtifactDigest != in.ContentHash {
 			return problem(c.Range("artifact_digest"), RulePinMismatch, "the bundle at %s has content hash %s, the stack pins %s: restore the pinned bundle, or update artifact_digest if the change is intended", dir, in.ContentHash, c.ArtifactDigest)
 		}
 		ref, err := contribution.NewProposalRef(in, c.AttributionDigest)
@@ -236,7 +236,7 @@ func assembleEntry(f *File, c Contribution, sources Sources, cat *catalog.Catalo
 		if err != nil {
 			return problem(c.Range("source"), RuleInspection, "integrated source tree of %s: %v", dir, err)
 		}
-		if c.IntegratedSourceTreeDigest != "" && c.IntegratedSourceTreeDigest != tree {
+		if !c.IntegratedSourceTreeDigest.IsZero() && c.IntegratedSourceTreeDigest != tree {
 			return problem(c.Range("integrated_source_tree_digest"), RulePinMismatch, "the source at %s has integrated source tree digest %s, the stack pins %s", dir, tree, c.IntegratedSourceTreeDigest)
 		}
 		// The entry is the stack's claim; materializing a release checks

@@ -58,10 +58,10 @@ type Substrate struct {
 	Name               string // "sglang", "cacheon-substrate", ...
 	Version            string
 	UpstreamRepository string
-	UpstreamRevision   string // 40-hex git commit, when pinned upstream
-	Source             string // label or path of the substrate source tree, when in this repository
-	BaseEngineDigest   string // identity of the engine source tree
-	RuntimeDigest      string // identity of the runtime (image, Python, libraries)
+	UpstreamRevision   string          // 40-hex git commit, when pinned upstream
+	Source             string          // label or path of the substrate source tree, when in this repository
+	BaseEngineDigest   identity.Digest // identity of the engine source tree
+	RuntimeDigest      identity.Digest // identity of the runtime (image, Python, libraries)
 	Ranges             map[string]hcl.Range
 	DeclRange          hcl.Range
 }
@@ -70,7 +70,7 @@ type Substrate struct {
 // hardware), known to the stack by its digest.
 type Arena struct {
 	Name      string
-	Digest    string
+	Digest    identity.Digest
 	Ranges    map[string]hcl.Range
 	DeclRange hcl.Range
 }
@@ -84,10 +84,10 @@ type Contribution struct {
 	// ("//kernels/contributions:silu_and_mul_triton") or a path relative
 	// to the stack file.
 	Source                     string
-	AttributionDigest          string
-	ArtifactDigest             string // optional pin of a proposal's bundle content hash
-	IntegratedSourceTreeDigest string // optional pin of an integrated source tree
-	IntegrationRecordDigest    string // integrated only
+	AttributionDigest          identity.Digest
+	ArtifactDigest             identity.Digest // optional pin of a proposal's bundle content hash
+	IntegratedSourceTreeDigest identity.Digest // optional pin of an integrated source tree
+	IntegrationRecordDigest    identity.Digest // integrated only
 	Ranges                     map[string]hcl.Range
 	LabelRange                 hcl.Range
 	DeclRange                  hcl.Range
@@ -327,16 +327,14 @@ func decodeSubstrateBlock(block *hcl.Block) (Substrate, hcl.Diagnostics) {
 	s.UpstreamRepository = attrs["upstream_repository"]
 	s.UpstreamRevision = attrs["upstream_revision"]
 	s.Source = attrs["source"]
-	s.BaseEngineDigest = attrs["base_engine_digest"]
-	s.RuntimeDigest = attrs["runtime_digest"]
 	if a, ok := content.Attributes["name"]; ok && !namePattern.MatchString(s.Name) {
 		diags = append(diags, errorAt(a.Expr.Range(), "Invalid substrate name", fmt.Sprintf("Substrate name %q must match [0-9A-Za-z._-]+ (e.g. \"sglang\").", s.Name)))
 	}
 	if a, ok := content.Attributes["upstream_revision"]; ok && !revisionPattern.MatchString(s.UpstreamRevision) {
 		diags = append(diags, errorAt(a.Expr.Range(), "Invalid upstream revision", fmt.Sprintf("upstream_revision %q must be a full 40-character lowercase git commit.", s.UpstreamRevision)))
 	}
-	checkDigestAttr(content.Attributes, "base_engine_digest", &diags)
-	checkDigestAttr(content.Attributes, "runtime_digest", &diags)
+	s.BaseEngineDigest = digestAttr(content.Attributes, attrs, "base_engine_digest", &diags)
+	s.RuntimeDigest = digestAttr(content.Attributes, attrs, "runtime_digest", &diags)
 	return s, diags
 }
 
@@ -348,8 +346,7 @@ func decodeArenaBlock(block *hcl.Block) (Arena, hcl.Diagnostics) {
 	attrs := stringAttrs(content.Attributes, &diags)
 	a.Ranges = ranges(content.Attributes)
 	a.Name = attrs["name"]
-	a.Digest = attrs["digest"]
-	checkDigestAttr(content.Attributes, "digest", &diags)
+	a.Digest = digestAttr(content.Attributes, attrs, "digest", &diags)
 	return a, diags
 }
 
@@ -371,10 +368,6 @@ func decodeContributionBlock(block *hcl.Block, stackKind Kind) (Contribution, hc
 		}
 	}
 	c.Source = attrs["source"]
-	c.AttributionDigest = attrs["attribution_digest"]
-	c.ArtifactDigest = attrs["artifact_digest"]
-	c.IntegratedSourceTreeDigest = attrs["integrated_source_tree_digest"]
-	c.IntegrationRecordDigest = attrs["integration_record_digest"]
 
 	switch c.Kind {
 	case ProposalKind:
@@ -403,9 +396,10 @@ func decodeContributionBlock(block *hcl.Block, stackKind Kind) (Contribution, hc
 			diags = append(diags, errorAt(c.Range("source"), "Invalid source label", err.Error()+"."))
 		}
 	}
-	for _, name := range []string{"attribution_digest", "artifact_digest", "integrated_source_tree_digest", "integration_record_digest"} {
-		checkDigestAttr(content.Attributes, name, &diags)
-	}
+	c.AttributionDigest = digestAttr(content.Attributes, attrs, "attribution_digest", &diags)
+	c.ArtifactDigest = digestAttr(content.Attributes, attrs, "artifact_digest", &diags)
+	c.IntegratedSourceTreeDigest = digestAttr(content.Attributes, attrs, "integrated_source_tree_digest", &diags)
+	c.IntegrationRecordDigest = digestAttr(content.Attributes, attrs, "integration_record_digest", &diags)
 	return c, diags
 }
 
@@ -446,18 +440,21 @@ func ranges(attrs hcl.Attributes) map[string]hcl.Range {
 	return out
 }
 
-func checkDigestAttr(attrs hcl.Attributes, name string, diags *hcl.Diagnostics) {
+// digestAttr parses digest attribute name, whose string value stringAttrs
+// has read into values. An absent attribute, or one stringAttrs already
+// reported, is the zero Digest; an invalid digest is a diagnostic at the
+// value's range and the zero Digest.
+func digestAttr(attrs hcl.Attributes, values map[string]string, name string, diags *hcl.Diagnostics) identity.Digest {
 	a, ok := attrs[name]
-	if !ok {
-		return
+	v, read := values[name]
+	if !ok || !read {
+		return identity.Digest{}
 	}
-	v, d := a.Expr.Value(nil)
-	if d.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type().FriendlyName() != "string" {
-		return // already reported by stringAttrs
-	}
-	if err := identity.CheckDigest(name, v.AsString(), false); err != nil {
+	d, err := identity.ParseField(name, v, false)
+	if err != nil {
 		*diags = append(*diags, errorAt(a.Expr.Range(), "Invalid digest", err.Error()+"."))
 	}
+	return d
 }
 
 func countError(parent *hcl.Block, found hcl.Blocks, typ, detail string) *hcl.Diagnostic {

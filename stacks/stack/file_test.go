@@ -68,7 +68,7 @@ func itoa(n int) string {
 }
 
 func TestParseValidFiles(t *testing.T) {
-	d := func(c string) string { return strings.Repeat(c, 64) }
+	d := dg
 	t.Run("evaluation", func(t *testing.T) {
 		f, _, diags := Load("testdata/valid/evaluation.hcl")
 		if diags.HasErrors() {

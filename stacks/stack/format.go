@@ -30,14 +30,14 @@ func Format(f *File, comment string) []byte {
 	setOptional(sub, "upstream_repository", s.UpstreamRepository)
 	setOptional(sub, "upstream_revision", s.UpstreamRevision)
 	setOptional(sub, "source", s.Source)
-	setString(sub, "base_engine_digest", s.BaseEngineDigest)
-	setString(sub, "runtime_digest", s.RuntimeDigest)
+	setString(sub, "base_engine_digest", s.BaseEngineDigest.String())
+	setString(sub, "runtime_digest", s.RuntimeDigest.String())
 
 	if f.Arena != nil {
 		sb.AppendNewline()
 		ab := sb.AppendNewBlock("arena", nil).Body()
 		setOptional(ab, "name", f.Arena.Name)
-		setString(ab, "digest", f.Arena.Digest)
+		setString(ab, "digest", f.Arena.Digest.String())
 	}
 
 	contribs := append([]Contribution(nil), f.Contributions...)
@@ -53,10 +53,10 @@ func Format(f *File, comment string) []byte {
 			setString(cb, "kind", c.Kind)
 		}
 		setString(cb, "source", c.Source)
-		setString(cb, "attribution_digest", c.AttributionDigest)
-		setOptional(cb, "artifact_digest", c.ArtifactDigest)
-		setOptional(cb, "integrated_source_tree_digest", c.IntegratedSourceTreeDigest)
-		setOptional(cb, "integration_record_digest", c.IntegrationRecordDigest)
+		setString(cb, "attribution_digest", c.AttributionDigest.String())
+		setOptional(cb, "artifact_digest", c.ArtifactDigest.String())
+		setOptional(cb, "integrated_source_tree_digest", c.IntegratedSourceTreeDigest.String())
+		setOptional(cb, "integration_record_digest", c.IntegrationRecordDigest.String())
 	}
 
 	var buf bytes.Buffer

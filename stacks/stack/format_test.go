@@ -56,7 +56,7 @@ func TestWithContribution(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	g := f.WithContribution(Contribution{TargetID: "collective.moe_epilogue.v1", Kind: ProposalKind, Source: "//k/epi", AttributionDigest: d64("5")},
+	g := f.WithContribution(Contribution{TargetID: "collective.moe_epilogue.v1", Kind: ProposalKind, Source: "//k/epi", AttributionDigest: dg("5")},
 		[]string{"norm.rmsnorm"})
 	if got := strings.Join(g.Targets(), ","); got != "activation.silu_and_mul,collective.moe_epilogue.v1" {
 		t.Errorf("targets = %s", got)

@@ -79,7 +79,7 @@ func TestLoadRefusesOversizedFile(t *testing.T) {
 func TestManifestRefusesOversizedSnapshot(t *testing.T) {
 	snapshot := append([]byte(`{"targets":[`), bytes.Repeat([]byte(" "), MaxCatalogSnapshotBytes)...)
 	snapshot = append(snapshot, "]}"...)
-	_, err := NewEvaluationStackManifest(strings.Repeat("1", 64), strings.Repeat("2", 64), strings.Repeat("3", 64), strings.Repeat("4", 64), snapshot, nil)
+	_, err := NewEvaluationStackManifest(dg("1"), dg("2"), dg("3"), dg("4"), snapshot, nil)
 	if !errors.Is(err, canonjson.ErrTooLarge) {
 		t.Fatalf("err = %v, want canonjson.ErrTooLarge", err)
 	}

@@ -29,18 +29,18 @@ type Ref interface {
 	RefKind() string
 	// RefTarget returns the target id and target-spec digest the
 	// reference is bound to.
-	RefTarget() (targetID, targetSpecDigest string)
+	RefTarget() (targetID string, targetSpecDigest identity.Digest)
 	// RefDigest is the reference's own identity.
-	RefDigest() (string, error)
+	RefDigest() (identity.Digest, error)
 	// Validate checks the reference's fields alone.
 	Validate() error
 }
 
 // header is what both stack manifests share.
 type header struct {
-	BaseEngineDigest string
-	RuntimeDigest    string
-	CatalogDigest    string
+	BaseEngineDigest identity.Digest
+	RuntimeDigest    identity.Digest
+	CatalogDigest    identity.Digest
 	// CatalogSnapshot is the canonical JSON of the catalog snapshot the
 	// stack was planned against; it must hash to CatalogDigest.
 	CatalogSnapshot json.RawMessage
@@ -51,7 +51,7 @@ type header struct {
 // incumbent a candidate is measured against, or a candidate stack. It is
 // bound to an arena and may hold proposals.
 type EvaluationStackManifest struct {
-	ArenaDigest string
+	ArenaDigest identity.Digest
 	header
 }
 
@@ -62,7 +62,7 @@ type EngineReleaseManifest struct {
 }
 
 // NewEvaluationStackManifest returns a validated evaluation manifest.
-func NewEvaluationStackManifest(runtime, baseEngine, arena, catalogDigest string, catalogSnapshot []byte, entries []Ref) (*EvaluationStackManifest, error) {
+func NewEvaluationStackManifest(runtime, baseEngine, arena, catalogDigest identity.Digest, catalogSnapshot []byte, entries []Ref) (*EvaluationStackManifest, error) {
 	catalogSnapshot, err := canonicalSnapshot(catalogSnapshot)
 	if err != nil {
 		return nil, fmt.Errorf("evaluation stack: %w", err)
@@ -81,7 +81,7 @@ func NewEvaluationStackManifest(runtime, baseEngine, arena, catalogDigest string
 }
 
 // NewEngineReleaseManifest returns a validated release manifest.
-func NewEngineReleaseManifest(runtime, baseEngine, catalogDigest string, catalogSnapshot []byte, entries []Ref) (*EngineReleaseManifest, error) {
+func NewEngineReleaseManifest(runtime, baseEngine, catalogDigest identity.Digest, catalogSnapshot []byte, entries []Ref) (*EngineReleaseManifest, error) {
 	catalogSnapshot, err := canonicalSnapshot(catalogSnapshot)
 	if err != nil {
 		return nil, fmt.Errorf("release stack: %w", err)
@@ -134,12 +134,15 @@ func (h *header) addEntries(entries []Ref) error {
 }
 
 func (h *header) validate(kind string) error {
-	for _, f := range []struct{ name, value string }{
+	for _, f := range []struct {
+		name  string
+		value identity.Digest
+	}{
 		{"base_engine_digest", h.BaseEngineDigest},
 		{"runtime_digest", h.RuntimeDigest},
 		{"catalog_digest", h.CatalogDigest},
 	} {
-		if err := identity.CheckDigest(f.name, f.value, false); err != nil {
+		if err := identity.CheckField(f.name, f.value, false); err != nil {
 			return fmt.Errorf("%s stack: %w", kind, err)
 		}
 	}
@@ -178,7 +181,7 @@ const MaxCatalogSnapshotBytes = 32 << 20
 
 // snapshotSpecDigests checks that snapshot hashes to catalogDigest and
 // returns the target-spec digest of each of its targets.
-func snapshotSpecDigests(snapshot json.RawMessage, catalogDigest string) (map[string]string, error) {
+func snapshotSpecDigests(snapshot json.RawMessage, catalogDigest identity.Digest) (map[string]identity.Digest, error) {
 	if len(snapshot) == 0 {
 		return nil, fmt.Errorf("catalog_snapshot is missing")
 	}
@@ -189,7 +192,7 @@ func snapshotSpecDigests(snapshot json.RawMessage, catalogDigest string) (map[st
 	if err != nil {
 		return nil, fmt.Errorf("catalog_snapshot: %w", err)
 	}
-	if got.String() != catalogDigest {
+	if got != catalogDigest {
 		return nil, fmt.Errorf("catalog_snapshot hashes to %s, catalog_digest says %s", got, catalogDigest)
 	}
 	var doc struct {
@@ -198,7 +201,7 @@ func snapshotSpecDigests(snapshot json.RawMessage, catalogDigest string) (map[st
 	if err := json.Unmarshal(snapshot, &doc); err != nil {
 		return nil, fmt.Errorf("catalog_snapshot: %w", err)
 	}
-	specs := make(map[string]string, len(doc.Targets))
+	specs := make(map[string]identity.Digest, len(doc.Targets))
 	for i, row := range doc.Targets {
 		var t struct {
 			TargetID string `json:"target_id"`
@@ -210,7 +213,7 @@ func snapshotSpecDigests(snapshot json.RawMessage, catalogDigest string) (map[st
 		if err != nil {
 			return nil, fmt.Errorf("catalog_snapshot: targets[%d]: %w", i, err)
 		}
-		specs[t.TargetID] = d.String()
+		specs[t.TargetID] = d
 	}
 	return specs, nil
 }
@@ -234,7 +237,7 @@ func joinTargets(entries map[string]Ref) string {
 // snapshot against catalog_digest, and every entry against the snapshot's
 // target-spec digests.
 func (m *EvaluationStackManifest) Validate() error {
-	if err := identity.CheckDigest("arena_digest", m.ArenaDigest, false); err != nil {
+	if err := identity.CheckField("arena_digest", m.ArenaDigest, false); err != nil {
 		return fmt.Errorf("evaluation stack: %w", err)
 	}
 	return m.header.validate("evaluation")
@@ -252,10 +255,10 @@ func (m *EngineReleaseManifest) Validate() error {
 
 type evaluationProjection struct {
 	Type               string          `json:"type"`
-	ArenaDigest        string          `json:"arena_digest"`
-	BaseEngineDigest   string          `json:"base_engine_digest"`
-	RuntimeDigest      string          `json:"runtime_digest"`
-	CatalogDigest      string          `json:"catalog_digest"`
+	ArenaDigest        identity.Digest `json:"arena_digest"`
+	BaseEngineDigest   identity.Digest `json:"base_engine_digest"`
+	RuntimeDigest      identity.Digest `json:"runtime_digest"`
+	CatalogDigest      identity.Digest `json:"catalog_digest"`
 	CatalogSnapshot    json.RawMessage `json:"catalog_snapshot"`
 	Entries            map[string]Ref  `json:"entries"`
 	SchemaVersion      int             `json:"schema_version"`
@@ -264,9 +267,9 @@ type evaluationProjection struct {
 
 type releaseProjection struct {
 	Type               string          `json:"type"`
-	BaseEngineDigest   string          `json:"base_engine_digest"`
-	RuntimeDigest      string          `json:"runtime_digest"`
-	CatalogDigest      string          `json:"catalog_digest"`
+	BaseEngineDigest   identity.Digest `json:"base_engine_digest"`
+	RuntimeDigest      identity.Digest `json:"runtime_digest"`
+	CatalogDigest      identity.Digest `json:"catalog_digest"`
 	CatalogSnapshot    json.RawMessage `json:"catalog_snapshot"`
 	Entries            map[string]Ref  `json:"entries"`
 	SchemaVersion      int             `json:"schema_version"`
@@ -299,21 +302,19 @@ func nonNil(m map[string]Ref) map[string]Ref {
 }
 
 // Digest is H(cacheon.stack.evaluation, projection).
-func (m *EvaluationStackManifest) Digest() (string, error) {
+func (m *EvaluationStackManifest) Digest() (identity.Digest, error) {
 	if err := m.Validate(); err != nil {
-		return "", err
+		return identity.Digest{}, err
 	}
-	id, err := identity.H(identity.DomainStackEvaluation, m.Projection())
-	return id.String(), err
+	return identity.H(identity.DomainStackEvaluation, m.Projection())
 }
 
 // Digest is H(cacheon.stack.release, projection).
-func (m *EngineReleaseManifest) Digest() (string, error) {
+func (m *EngineReleaseManifest) Digest() (identity.Digest, error) {
 	if err := m.Validate(); err != nil {
-		return "", err
+		return identity.Digest{}, err
 	}
-	id, err := identity.H(identity.DomainStackRelease, m.Projection())
-	return id.String(), err
+	return identity.H(identity.DomainStackRelease, m.Projection())
 }
 
 // CanonicalJSON returns the canonical JSON of the projection: the manifest
@@ -367,10 +368,10 @@ func (h header) with(ref Ref, remove []string) header {
 // Context is what a stack manifest is checked against before use: the
 // substrate and arena of the deployment and the catalog in force.
 type Context struct {
-	RuntimeDigest    string
-	BaseEngineDigest string
-	ArenaDigest      string // empty for release stacks
-	CatalogDigest    string
+	RuntimeDigest    identity.Digest
+	BaseEngineDigest identity.Digest
+	ArenaDigest      identity.Digest // zero for release stacks
+	CatalogDigest    identity.Digest
 	CatalogSnapshot  []byte // canonical JSON
 }
 
@@ -407,7 +408,7 @@ func (h *header) validateAgainst(kind string, ctx Context) error {
 type Manifest interface {
 	// Kind is Evaluation or Release.
 	Kind() Kind
-	Digest() (string, error)
+	Digest() (identity.Digest, error)
 	Validate() error
 	CanonicalJSON() ([]byte, error)
 	// TargetIDs returns the targets with an entry, sorted.
@@ -416,7 +417,7 @@ type Manifest interface {
 	Entry(target string) (Ref, bool)
 	// Catalog returns the catalog digest and canonical snapshot the stack
 	// was built against.
-	Catalog() (digest string, snapshot []byte)
+	Catalog() (digest identity.Digest, snapshot []byte)
 }
 
 // Kind is Evaluation.
@@ -432,7 +433,7 @@ func (h *header) Entry(target string) (Ref, bool) {
 }
 
 // Catalog returns the catalog digest and canonical snapshot.
-func (h *header) Catalog() (string, []byte) { return h.CatalogDigest, h.CatalogSnapshot }
+func (h *header) Catalog() (identity.Digest, []byte) { return h.CatalogDigest, h.CatalogSnapshot }
 
 var (
 	_ Manifest = (*EvaluationStackManifest)(nil)

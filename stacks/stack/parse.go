@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // ParseManifest reads the canonical JSON of an engine release manifest
@@ -58,7 +59,19 @@ func ParseManifest(b []byte) (*EngineReleaseManifest, error) {
 		}
 		entries = append(entries, &ref)
 	}
-	m, err := NewEngineReleaseManifest(doc.RuntimeDigest, doc.BaseEngineDigest, doc.CatalogDigest, doc.CatalogSnapshot, entries)
+	var digests [3]identity.Digest
+	for i, f := range []struct{ name, value string }{
+		{"runtime_digest", doc.RuntimeDigest}, {"base_engine_digest", doc.BaseEngineDigest}, {"catalog_digest", doc.CatalogDigest},
+	} {
+		// The all-zero digest parses here so that the manifest's own
+		// validation refuses it, with the message every manifest gets.
+		d, err := identity.ParseField(f.name, f.value, true)
+		if err != nil {
+			return nil, fmt.Errorf("release stack: %w", err)
+		}
+		digests[i] = d
+	}
+	m, err := NewEngineReleaseManifest(digests[0], digests[1], digests[2], doc.CatalogSnapshot, entries)
 	if err != nil {
 		return nil, err
 	}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/cacheon/engine/tools/identity"
 )
 
-func emptyRelease(t testing.TB, snap []byte, catalogDigest string) []byte {
+func emptyRelease(t testing.TB, snap []byte, catalogDigest identity.Digest) []byte {
 	t.Helper()
-	m, err := NewEngineReleaseManifest(d64("1"), d64("2"), catalogDigest, snap, nil)
+	m, err := NewEngineReleaseManifest(dg("1"), dg("2"), catalogDigest, snap, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

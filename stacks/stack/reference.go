@@ -11,48 +11,48 @@ import (
 // its engine tree and launch, the substrate, arena and catalog it binds,
 // and the model, hardware, workload and judging inputs of the measurement.
 type ReferenceManifest struct {
-	PristineStackDigest          string `json:"pristine_stack_digest"`
-	PristineTreeDigest           string `json:"pristine_tree_digest"`
-	PristineLaunchDigest         string `json:"pristine_launch_digest"`
-	RuntimeDigest                string `json:"runtime_digest"`
-	BaseEngineDigest             string `json:"base_engine_digest"`
-	ArenaDigest                  string `json:"arena_digest"`
-	CatalogDigest                string `json:"catalog_digest"`
-	ControllerDistributionDigest string `json:"controller_distribution_digest"`
-	WorkerDistributionDigest     string `json:"worker_distribution_digest"`
-	ModelRevisionDigest          string `json:"model_revision_digest"`
-	ModelManifestDigest          string `json:"model_manifest_digest"`
-	ModelContentDigest           string `json:"model_content_digest"`
-	LogicalHardwareDigest        string `json:"logical_hardware_digest"`
-	WorkloadDigest               string `json:"workload_digest"`
-	TokenizerDigest              string `json:"tokenizer_digest"`
-	HiddenCorpusCommitmentDigest string `json:"hidden_corpus_commitment_digest"`
-	HiddenJudgeDigest            string `json:"hidden_judge_digest"`
-	SelectionPolicyDigest        string `json:"selection_policy_digest"`
+	PristineStackDigest          identity.Digest `json:"pristine_stack_digest"`
+	PristineTreeDigest           identity.Digest `json:"pristine_tree_digest"`
+	PristineLaunchDigest         identity.Digest `json:"pristine_launch_digest"`
+	RuntimeDigest                identity.Digest `json:"runtime_digest"`
+	BaseEngineDigest             identity.Digest `json:"base_engine_digest"`
+	ArenaDigest                  identity.Digest `json:"arena_digest"`
+	CatalogDigest                identity.Digest `json:"catalog_digest"`
+	ControllerDistributionDigest identity.Digest `json:"controller_distribution_digest"`
+	WorkerDistributionDigest     identity.Digest `json:"worker_distribution_digest"`
+	ModelRevisionDigest          identity.Digest `json:"model_revision_digest"`
+	ModelManifestDigest          identity.Digest `json:"model_manifest_digest"`
+	ModelContentDigest           identity.Digest `json:"model_content_digest"`
+	LogicalHardwareDigest        identity.Digest `json:"logical_hardware_digest"`
+	WorkloadDigest               identity.Digest `json:"workload_digest"`
+	TokenizerDigest              identity.Digest `json:"tokenizer_digest"`
+	HiddenCorpusCommitmentDigest identity.Digest `json:"hidden_corpus_commitment_digest"`
+	HiddenJudgeDigest            identity.Digest `json:"hidden_judge_digest"`
+	SelectionPolicyDigest        identity.Digest `json:"selection_policy_digest"`
 }
 
 // ReferenceInputs are the measurement inputs of a reference manifest that
 // the pristine stack itself does not carry.
 type ReferenceInputs struct {
-	PristineLaunchDigest         string
-	ControllerDistributionDigest string
-	WorkerDistributionDigest     string
-	ModelRevisionDigest          string
-	ModelManifestDigest          string
-	ModelContentDigest           string
-	LogicalHardwareDigest        string
-	WorkloadDigest               string
-	TokenizerDigest              string
-	HiddenCorpusCommitmentDigest string
-	HiddenJudgeDigest            string
-	SelectionPolicyDigest        string
+	PristineLaunchDigest         identity.Digest
+	ControllerDistributionDigest identity.Digest
+	WorkerDistributionDigest     identity.Digest
+	ModelRevisionDigest          identity.Digest
+	ModelManifestDigest          identity.Digest
+	ModelContentDigest           identity.Digest
+	LogicalHardwareDigest        identity.Digest
+	WorkloadDigest               identity.Digest
+	TokenizerDigest              identity.Digest
+	HiddenCorpusCommitmentDigest identity.Digest
+	HiddenJudgeDigest            identity.Digest
+	SelectionPolicyDigest        identity.Digest
 }
 
 // NewReferenceManifest builds the reference manifest of a pristine
 // evaluation stack materialized as the tree pristineTreeDigest. The stack
 // must be empty: a reference that ran any contribution would measure that
 // contribution, not the stock engine.
-func NewReferenceManifest(pristine *EvaluationStackManifest, pristineTreeDigest string, in ReferenceInputs) (*ReferenceManifest, error) {
+func NewReferenceManifest(pristine *EvaluationStackManifest, pristineTreeDigest identity.Digest, in ReferenceInputs) (*ReferenceManifest, error) {
 	if pristine == nil {
 		return nil, fmt.Errorf("reference manifest: no pristine stack")
 	}
@@ -89,8 +89,13 @@ func NewReferenceManifest(pristine *EvaluationStackManifest, pristineTreeDigest 
 	return r, nil
 }
 
-func (r *ReferenceManifest) fields() []struct{ name, value string } {
-	return []struct{ name, value string }{
+type referenceField struct {
+	name  string
+	value identity.Digest
+}
+
+func (r *ReferenceManifest) fields() []referenceField {
+	return []referenceField{
 		{"pristine_stack_digest", r.PristineStackDigest},
 		{"pristine_tree_digest", r.PristineTreeDigest},
 		{"pristine_launch_digest", r.PristineLaunchDigest},
@@ -115,7 +120,7 @@ func (r *ReferenceManifest) fields() []struct{ name, value string } {
 // Validate checks that every field is a 64-hex digest other than zero.
 func (r *ReferenceManifest) Validate() error {
 	for _, f := range r.fields() {
-		if err := identity.CheckDigest(f.name, f.value, false); err != nil {
+		if err := identity.CheckField(f.name, f.value, false); err != nil {
 			return fmt.Errorf("reference manifest: %w", err)
 		}
 	}
@@ -123,28 +128,26 @@ func (r *ReferenceManifest) Validate() error {
 }
 
 // Digest is H(cacheon.qualification.reference-manifest, all 18 fields).
-func (r *ReferenceManifest) Digest() (string, error) {
+func (r *ReferenceManifest) Digest() (identity.Digest, error) {
 	if err := r.Validate(); err != nil {
-		return "", err
+		return identity.Digest{}, err
 	}
-	id, err := identity.H(identity.DomainReferenceManifest, r)
-	return id.String(), err
+	return identity.H(identity.DomainReferenceManifest, r)
 }
 
 // MeasuredDigest identifies what the reference measures: every field
 // except the controller distribution and the pristine launch, so that a
 // change of controller code alone keeps calibrations valid.
-func (r *ReferenceManifest) MeasuredDigest() (string, error) {
+func (r *ReferenceManifest) MeasuredDigest() (identity.Digest, error) {
 	if err := r.Validate(); err != nil {
-		return "", err
+		return identity.Digest{}, err
 	}
-	payload := map[string]string{}
+	payload := map[string]identity.Digest{}
 	for _, f := range r.fields() {
 		if f.name == "controller_distribution_digest" || f.name == "pristine_launch_digest" {
 			continue
 		}
 		payload[f.name] = f.value
 	}
-	id, err := identity.H(identity.DomainReferenceManifestMeasured, payload)
-	return id.String(), err
+	return identity.H(identity.DomainReferenceManifestMeasured, payload)
 }

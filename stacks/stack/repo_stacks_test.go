@@ -23,7 +23,7 @@ func TestRepositoryStacks(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	descriptor := func(domain identity.Domain, name string) string {
+	descriptor := func(domain identity.Domain, name string) identity.Digest {
 		b, err := os.ReadFile(filepath.Join(repo, "stacks", name))
 		if err != nil {
 			t.Fatal(err)
@@ -32,7 +32,7 @@ func TestRepositoryStacks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d.String()
+		return d
 	}
 	substrate := descriptor(identity.DomainSubstrateBaseEngine, "substrate.json")
 	runtime := descriptor(identity.DomainSubstrateRuntime, "runtime.json")

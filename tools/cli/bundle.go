@@ -282,12 +282,12 @@ func inspectJSON(dir string, in *contribution.Inspection, rej *contribution.Reje
 			Metadata: op.Metadata, CUDASources: nonNil(op.CUDASources)})
 	}
 	doc.Target = &inspectTarget{Registered: in.Target.Registered, TargetID: in.Target.TargetID, Kind: in.Target.Kind,
-		TargetSpecDigest: in.Target.TargetSpecDigest, Unregistered: in.Target.Unregistered}
+		TargetSpecDigest: in.Target.TargetSpecDigest.String(), Unregistered: in.Target.Unregistered}
 	doc.Features, doc.DeclaredFeatures, doc.ObservedFeatures = nonNil(in.Features), nonNil(in.DeclaredFeatures), nonNil(in.ObservedFeatures)
-	doc.ContentHash, doc.CommittedContentHash = in.ContentHash, in.CommittedContentHash
-	doc.SelectedPayloadDigest = in.SelectedPayloadDigest
-	if in.SelectedDeltaDigest != "" {
-		d := in.SelectedDeltaDigest
+	doc.ContentHash, doc.CommittedContentHash = in.ContentHash.String(), in.CommittedContentHash.String()
+	doc.SelectedPayloadDigest = in.SelectedPayloadDigest.String()
+	if !in.SelectedDeltaDigest.IsZero() {
+		d := in.SelectedDeltaDigest.String()
 		doc.SelectedDeltaDigest = &d
 	}
 	if in.SelectedPayload != nil {
@@ -325,7 +325,7 @@ func writeInspectText(w io.Writer, in *contribution.Inspection) {
 	fmt.Fprintf(w, "content hash:            %s\n", in.ContentHash)
 	fmt.Fprintf(w, "committed content hash:  %s\n", in.CommittedContentHash)
 	fmt.Fprintf(w, "selected payload:        %s\n", in.SelectedPayloadDigest)
-	if in.SelectedDeltaDigest != "" {
+	if !in.SelectedDeltaDigest.IsZero() {
 		fmt.Fprintf(w, "selected delta:          %s\n", in.SelectedDeltaDigest)
 	} else {
 		fmt.Fprintf(w, "selected delta:          none (unregistered)\n")

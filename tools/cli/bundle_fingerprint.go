@@ -137,8 +137,8 @@ func fingerprintBundle(dir string, deps bundleDeps, catalogPath, patchers string
 }
 
 func fingerprintDoc(dir string, fp *fingerprint.Fingerprint) fingerprintJSON {
-	doc := fingerprintJSON{Bundle: dir, ContentHash: fp.ContentHash, SelectedPayloadDigest: fp.SelectedPayloadDigest,
-		NormalizedDeltaDigest: fp.NormalizedDeltaDigest, Files: []fingerprintFile{}}
+	doc := fingerprintJSON{Bundle: dir, ContentHash: fp.ContentHash.String(), SelectedPayloadDigest: fp.SelectedPayloadDigest.String(),
+		NormalizedDeltaDigest: fp.NormalizedDeltaDigest.String(), Files: []fingerprintFile{}}
 	for i := range fp.Files {
 		f := &fp.Files[i]
 		doc.Files = append(doc.Files, fingerprintFile{Path: f.Path, Role: f.Role, NormalizedSHA256: f.NormalizedSHA256,

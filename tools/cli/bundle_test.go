@@ -31,7 +31,7 @@ func TestBundleInspect(t *testing.T) {
 		{"example", []string{"bundle", "inspect", silu}, 0, []string{
 			"bundle: silu-and-mul-torch  abi: cacheon-op-abi-v0  ops: 1",
 			"target:                  activation.silu_and_mul (slot)",
-			"content hash:            " + hash,
+			"content hash:            " + hash.String(),
 			"features:                entry",
 			"selects python    kernels/silu_and_mul.py",
 			"swappable:               yes",

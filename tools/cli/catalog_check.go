@@ -60,7 +60,7 @@ func runCatalogCheck(_ context.Context, s Streams, o catalogCheckOptions) error 
 			Diagnostics:   hclload.JSON(l.diags),
 		}
 		if c := l.catalog; c != nil {
-			view.CatalogDigest = c.Digest()
+			view.CatalogDigest = c.Digest().String()
 			view.SlotTargets, view.AtomicTargets = countTargets(c)
 			view.Slots = len(c.Slots())
 			view.Rules = len(c.CompositionRules())

@@ -55,15 +55,15 @@ func runCatalogDigest(_ context.Context, s Streams, o catalogDigestOptions) erro
 		FormatVersion:                  1,
 		File:                           l.name,
 		Embedded:                       l.embedded,
-		CatalogDigest:                  c.Digest(),
-		ArtifactProviderRegistryDigest: c.ArtifactProviderRegistryDigest(),
+		CatalogDigest:                  c.Digest().String(),
+		ArtifactProviderRegistryDigest: c.ArtifactProviderRegistryDigest().String(),
 		Targets:                        map[string]targetDigestsView{},
 		CompositionRules:               map[string]string{},
 	}
 	for _, id := range c.TargetIDs() {
 		contract, _ := c.ContractDigest(id)
 		spec, _ := c.TargetSpecDigest(id)
-		view.Targets[id] = targetDigestsView{ContractDigest: contract, TargetSpecDigest: spec}
+		view.Targets[id] = targetDigestsView{ContractDigest: contract.String(), TargetSpecDigest: spec.String()}
 	}
 	for _, r := range c.CompositionRules() {
 		view.CompositionRules[r.ID] = r.BindingContractDigest

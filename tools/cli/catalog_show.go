@@ -71,7 +71,7 @@ func runCatalogShow(_ context.Context, s Streams, o catalogShowOptions) error {
 		}
 	}
 	if o.asJSON {
-		view := catalogShowView{FormatVersion: 1, TargetID: t.ID, TargetSpecDigest: specDigest, TargetSpec: spec, Slots: []slotView{}}
+		view := catalogShowView{FormatVersion: 1, TargetID: t.ID, TargetSpecDigest: specDigest.String(), TargetSpec: spec, Slots: []slotView{}}
 		for _, slot := range slots {
 			view.Slots = append(view.Slots, newSlotView(slot))
 		}

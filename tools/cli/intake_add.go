@@ -130,8 +130,8 @@ func runIntakeAdd(ctx context.Context, s Streams, o intakeAddOptions) error {
 	case err != nil:
 		return fmt.Errorf("inspect %s: %w", o.bundle, err)
 	default:
-		req.TargetID, req.TargetSpecDigest = in.Target.TargetID, in.Target.TargetSpecDigest
-		req.SelectedPayloadDigest, req.SelectedDeltaDigest = in.SelectedPayloadDigest, in.SelectedDeltaDigest
+		req.TargetID, req.TargetSpecDigest = in.Target.TargetID, in.Target.TargetSpecDigest.String()
+		req.SelectedPayloadDigest, req.SelectedDeltaDigest = in.SelectedPayloadDigest.String(), in.SelectedDeltaDigest.String()
 		if req.Print, err = fingerprint.Of(in); err != nil {
 			return fmt.Errorf("fingerprint %s: %w", o.bundle, err)
 		}

@@ -285,7 +285,7 @@ func calibrateQuality(ctx context.Context, s Streams, o qualifyCalibrateOptions,
 	if err != nil {
 		return err
 	}
-	co := quality.DefaultCalibrateOptions(q.modelDigest, wd, ref.TreeDigest)
+	co := quality.DefaultCalibrateOptions(q.modelDigest, wd, ref.TreeDigest.String())
 	co.Lanes = lanesName(q.lanes)
 	co.Note = fmt.Sprintf("%d stock-versus-stock rounds on lanes %s; thresholds = max(headroom × measured, floor)", o.rounds, co.Lanes)
 	doc := qualityCalibrationJSON{Kind: "quality-calibration", File: out}

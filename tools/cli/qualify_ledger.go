@@ -167,7 +167,7 @@ func sameAsLedgerIncumbent(ctx context.Context, l *ledger.Ledger, db, path strin
 	if err != nil {
 		return err
 	}
-	if d != cur.StackDigest {
+	if d.String() != cur.StackDigest {
 		return reject.Wrap(fmt.Errorf("%s assembles to stack %s, but the current evaluation stack of %s is %s: qualify over the ledger's incumbent (cacheon stack export --ledger %s --out FILE, then --incumbent FILE)",
 			path, d, db, cur.StackDigest, db))
 	}

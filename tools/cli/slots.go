@@ -132,7 +132,7 @@ func runSlots(_ context.Context, s Streams, o slotsOptions) error {
 	if o.asJSON {
 		view := slotsView{
 			FormatVersion: 1, File: l.name, Embedded: l.embedded,
-			CatalogDigest: l.catalog.Digest(), Count: len(slots), Slots: []slotView{},
+			CatalogDigest: l.catalog.Digest().String(), Count: len(slots), Slots: []slotView{},
 		}
 		for _, slot := range slots {
 			view.Slots = append(view.Slots, newSlotView(slot))

@@ -17,6 +17,7 @@ import (
 	"github.com/cacheon/engine/stacks/stack"
 	"github.com/cacheon/engine/tools/atomicwrite"
 	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/tools/identity"
 	"github.com/cacheon/engine/tools/reject"
 )
 
@@ -172,14 +173,14 @@ func reportDiagnostics(s Streams, parser *hclparse.Parser, diags hcl.Diagnostics
 
 // entryJSON is one stack entry in --json output.
 type entryJSON struct {
-	TargetID              string `json:"target_id"`
-	Kind                  string `json:"kind"`
-	RefDigest             string `json:"ref_digest"`
-	TargetSpecDigest      string `json:"target_spec_digest"`
-	SourceDigest          string `json:"source_digest"`
-	SelectedPayloadDigest string `json:"selected_payload_digest"`
-	SelectedDeltaDigest   string `json:"selected_delta_digest"`
-	Source                string `json:"source"`
+	TargetID              string          `json:"target_id"`
+	Kind                  string          `json:"kind"`
+	RefDigest             identity.Digest `json:"ref_digest"`
+	TargetSpecDigest      identity.Digest `json:"target_spec_digest"`
+	SourceDigest          identity.Digest `json:"source_digest"`
+	SelectedPayloadDigest identity.Digest `json:"selected_payload_digest"`
+	SelectedDeltaDigest   identity.Digest `json:"selected_delta_digest"`
+	Source                string          `json:"source"`
 }
 
 func entriesJSON(l *loadedStack) ([]entryJSON, error) {
@@ -252,8 +253,8 @@ type treeJSON struct {
 	FormatVersion int                           `json:"format_version"`
 	Out           string                        `json:"out"`
 	Kind          string                        `json:"kind"`
-	StackDigest   string                        `json:"stack_digest"`
-	TreeDigest    string                        `json:"tree_digest"`
+	StackDigest   identity.Digest               `json:"stack_digest"`
+	TreeDigest    identity.Digest               `json:"tree_digest"`
 	FileCount     int                           `json:"file_count"`
 	Bytes         int64                         `json:"bytes"`
 	Contributions []materialize.ContributionRow `json:"contributions"`
@@ -284,19 +285,7 @@ func loadRecords(paths []string) ([]contribution.IntegrationRecord, error) {
 		if err != nil {
 			return nil, reject.Errorf("integration record %s: %w", p, err)
 		}
-		out = append(out, reviewRecord{r})
+		out = append(out, r.IntegrationRecord())
 	}
 	return out, nil
 }
-
-// reviewRecord reads a review record through the accessors a
-// contribution's integrated reference derives from.
-type reviewRecord struct{ r *review.Record }
-
-func (v reviewRecord) Digest() (string, error)            { return v.r.Digest() }
-func (v reviewRecord) Approved() bool                     { return v.r.Approved }
-func (v reviewRecord) TargetID() string                   { return v.r.TargetID }
-func (v reviewRecord) TargetSpecDigest() string           { return v.r.TargetSpecDigest }
-func (v reviewRecord) IntegratedSourceTreeDigest() string { return v.r.IntegratedSourceTreeDigest }
-func (v reviewRecord) SelectedPayloadDigest() string      { return v.r.SelectedPayloadDigest }
-func (v reviewRecord) AttributionDigest() string          { return v.r.AttributionDigest }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/identity"
 )
 
 // stackPlanOptions are the inputs of stack plan.
@@ -95,9 +96,9 @@ rule); 1 a usage or I/O error.`,
 
 type planJSON struct {
 	FormatVersion int                   `json:"format_version"`
-	PlanDigest    string                `json:"plan_digest"`
+	PlanDigest    identity.Digest       `json:"plan_digest"`
 	Plan          *plan.MarginalArmPlan `json:"plan"`
-	Attribution   string                `json:"attribution"`
+	Attribution   identity.Digest       `json:"attribution"`
 	LocalAttrib   bool                  `json:"local_attribution"`
 	CandidateOut  *string               `json:"candidate_stack_file"`
 	Rejected      *planRejectionJSON    `json:"rejected"`
@@ -201,7 +202,7 @@ func planRejected(s Streams, jsonOut bool, r *plan.Rejection) error {
 	return r
 }
 
-func writePlanText(w io.Writer, p *plan.MarginalArmPlan, digest, out string) {
+func writePlanText(w io.Writer, p *plan.MarginalArmPlan, digest identity.Digest, out string) {
 	t := p.Transition
 	fmt.Fprintf(w, "transition at %s\n", t.TargetID)
 	if t.Prior != nil {

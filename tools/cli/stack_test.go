@@ -235,7 +235,7 @@ func TestStackMaterializeIsDeterministic(t *testing.T) {
 	var doc1, doc2 treeJSON
 	must(t, json.Unmarshal([]byte(stdout1), &doc1))
 	must(t, json.Unmarshal([]byte(stdout2), &doc2))
-	if doc1.TreeDigest == "" || doc1.TreeDigest != doc2.TreeDigest || doc1.StackDigest != doc2.StackDigest {
+	if doc1.TreeDigest.IsZero() || doc1.TreeDigest != doc2.TreeDigest || doc1.StackDigest != doc2.StackDigest {
 		t.Errorf("digests differ: %s/%s vs %s/%s", doc1.StackDigest, doc1.TreeDigest, doc2.StackDigest, doc2.TreeDigest)
 	}
 	t1, t2 := snapshotTree(t, out1), snapshotTree(t, out2)

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -66,6 +67,11 @@ func Parse(s string) (Digest, error) {
 		return Digest{}, fmt.Errorf("%w: %q: a SHA-256 digest is written as bare hex, without %q", ErrInvalidDigest, s, SHA256+":")
 	}
 	return NewDigest(alg, hex)
+}
+
+// SHA256Sum returns the digest whose bytes are sum, a SHA-256 output.
+func SHA256Sum(sum [32]byte) Digest {
+	return Digest{Algorithm: SHA256, Hex: hex.EncodeToString(sum[:])}
 }
 
 // MustParse is Parse for digests written into the program, where an error

@@ -14,7 +14,6 @@ package identity
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"regexp"
 
@@ -76,8 +75,7 @@ func HVersion(domain Domain, payload any, schemaVersion int) (Digest, error) {
 	if err != nil {
 		return Digest{}, err
 	}
-	sum := sha256.Sum256(b)
-	return Digest{Algorithm: SHA256, Hex: hex.EncodeToString(sum[:])}, nil
+	return SHA256Sum(sha256.Sum256(b)), nil
 }
 
 // MustH is H for payloads built by the program itself, where an error is a
@@ -108,4 +106,22 @@ func CheckDigest(field, s string, allowZero bool) error {
 		return fmt.Errorf("%s: the all-zero digest is not allowed", field)
 	}
 	return nil
+}
+
+// ParseField parses the digest a named field holds, with CheckDigest's
+// rules and messages: 64 lowercase hex characters, the all-zero digest
+// only when allowZero. Decoders use it to turn a wire string into a typed
+// identity while naming the field that was wrong.
+func ParseField(field, s string, allowZero bool) (Digest, error) {
+	if err := CheckDigest(field, s, allowZero); err != nil {
+		return Digest{}, err
+	}
+	return Digest{Algorithm: SHA256, Hex: s}, nil
+}
+
+// CheckField is CheckDigest of a typed identity: an unset digest, another
+// algorithm than SHA-256 or (unless allowZero) the all-zero digest is an
+// error naming field.
+func CheckField(field string, d Digest, allowZero bool) error {
+	return CheckDigest(field, d.String(), allowZero)
 }

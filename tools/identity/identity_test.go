@@ -1,7 +1,9 @@
 package identity
 
 import (
+	"crypto/sha256"
 	"math/big"
+	"strings"
 	"testing"
 
 	"github.com/cacheon/engine/tools/canonjson"
@@ -84,5 +86,61 @@ func TestCheckDigest(t *testing.T) {
 	}
 	if err := CheckDigest("f", "ABC", true); err == nil {
 		t.Fatal("short uppercase digest accepted")
+	}
+}
+
+func TestParseFieldAndCheckField(t *testing.T) {
+	zero := strings.Repeat("0", 64)
+	valid := MustH(DomainProposal, map[string]int{"n": 1})
+	for _, tc := range []struct {
+		name      string
+		s         string
+		allowZero bool
+		want      string // "" means accepted
+	}{
+		{"valid", valid.String(), false, ""},
+		{"all-zero refused", zero, false, `f: the all-zero digest is not allowed`},
+		{"all-zero allowed", zero, true, ""},
+		{"empty", "", true, `f: "" is not a 64-character lowercase hex digest`},
+		{"upper case", strings.ToUpper(valid.String()), true, "is not a 64-character lowercase hex digest"},
+		{"prefixed", "sha256:" + valid.String(), true, "is not a 64-character lowercase hex digest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := ParseField("f", tc.s, tc.allowZero)
+			if tc.want == "" {
+				if err != nil || d.String() != tc.s || d.Algorithm != SHA256 {
+					t.Fatalf("ParseField = %v, %v; want %s", d, err, tc.s)
+				}
+				// CheckField agrees with ParseField on what it parsed.
+				if err := CheckField("f", d, tc.allowZero); err != nil {
+					t.Fatalf("CheckField of a parsed digest: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !d.IsZero() {
+				t.Fatalf("ParseField = %v, %v; want the zero Digest and an error with %q", d, err, tc.want)
+			}
+			// CheckField gives the same message for the same text.
+			bad := Digest{Algorithm: SHA256, Hex: tc.s}
+			if err2 := CheckField("f", bad, tc.allowZero); err2 == nil || err2.Error() != err.Error() {
+				t.Fatalf("CheckField = %v, ParseField = %v", err2, err)
+			}
+		})
+	}
+	if err := CheckField("f", Digest{}, true); err == nil {
+		t.Fatal("CheckField accepted an unset digest")
+	}
+	if err := CheckField("f", MustParse("sha512:"+strings.Repeat("ab", 64)), true); err == nil {
+		t.Fatal("CheckField accepted a SHA-512 digest where a SHA-256 identity belongs")
+	}
+}
+
+func TestSHA256SumIsHOfTheSameBytes(t *testing.T) {
+	b, err := Envelope(DomainProposal, map[string]int{"n": 1}, DefaultSchemaVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := SHA256Sum(sha256.Sum256(b)), MustH(DomainProposal, map[string]int{"n": 1}); got != want {
+		t.Fatalf("SHA256Sum = %s, H = %s", got, want)
 	}
 }

@@ -175,7 +175,7 @@ func TestReviewFromTheLedgersCrown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ref.AttributionDigest != cr.AttributionDigest || ref.SelectedPayloadDigest != c.in.Proposal.SelectedPayloadDigest {
+	if ref.AttributionDigest.String() != cr.AttributionDigest || ref.SelectedPayloadDigest.String() != c.in.Proposal.SelectedPayloadDigest {
 		t.Errorf("integrated ref %+v", ref)
 	}
 	if err := review.CheckSource(rec, repo, sourcePath); err != nil {

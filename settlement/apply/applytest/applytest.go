@@ -86,7 +86,7 @@ func NewWithTree(t testing.TB, ws, path, tree string) *Fixture {
 		t.Fatal(err)
 	}
 	f.L = OpenLedger(t, path)
-	if f.Cur, err = f.L.InitStack(ctx, ledger.Stack{StackDigest: digest, TreeDigest: tree, HCL: string(src)}); err != nil {
+	if f.Cur, err = f.L.InitStack(ctx, ledger.Stack{StackDigest: digest.String(), TreeDigest: tree, HCL: string(src)}); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -145,10 +145,10 @@ func (f *Fixture) Intake(t testing.TB, name, hotkey string, block int64) Intaken
 	if err != nil {
 		t.Fatal(err)
 	}
-	arena := f.Incumbent.ArenaDigest
+	arena := f.Incumbent.ArenaDigest.String()
 	req := ledger.IntakeRequest{Hotkey: hotkey, Position: ledger.Position{Block: block}, ArenaDigest: arena,
-		TargetID: in.Target.TargetID, TargetSpecDigest: in.Target.TargetSpecDigest,
-		SelectedPayloadDigest: in.SelectedPayloadDigest, SelectedDeltaDigest: in.SelectedDeltaDigest}
+		TargetID: in.Target.TargetID, TargetSpecDigest: in.Target.TargetSpecDigest.String(),
+		SelectedPayloadDigest: in.SelectedPayloadDigest.String(), SelectedDeltaDigest: in.SelectedDeltaDigest.String()}
 	res, err := f.L.Intake(ctx, snap, req)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func (f *Fixture) Intake(t testing.TB, name, hotkey string, block int64) Intaken
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := contribution.NewProposalRef(pin, plan.LocalAttribution(res.Proposal.ContentHash))
+	ref, err := contribution.NewProposalRef(pin, plan.LocalAttribution(pin.ContentHash))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,19 +165,22 @@ func (f *Fixture) Intake(t testing.TB, name, hotkey string, block int64) Intaken
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := cand.Stack.Digest()
+	stackDigest, err := cand.Stack.Digest()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := ref.RefDigest()
+	refDigest, err := ref.RefDigest()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cs, rd := stackDigest.String(), refDigest.String()
 	tr := settle.Transition{Displaced: []settle.Displaced{}}
 	if cand.Transition.Prior != nil {
-		if tr.Prior, err = cand.Transition.Prior.RefDigest(); err != nil {
+		prior, err := cand.Transition.Prior.RefDigest()
+		if err != nil {
 			t.Fatal(err)
 		}
+		tr.Prior = prior.String()
 	}
 	for _, id := range cand.Transition.Displaced {
 		e, _ := f.Incumbent.Entry(id)
@@ -185,7 +188,7 @@ func (f *Fixture) Intake(t testing.TB, name, hotkey string, block int64) Intaken
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr.Displaced = append(tr.Displaced, settle.Displaced{TargetID: id, Entry: d})
+		tr.Displaced = append(tr.Displaced, settle.Displaced{TargetID: id, Entry: d.String()})
 	}
 	target, _ := f.Cat.Target(in.Target.TargetID)
 	members := append([]string(nil), target.Members...)
@@ -194,7 +197,7 @@ func (f *Fixture) Intake(t testing.TB, name, hotkey string, block int64) Intaken
 	return Intaken{ID: p.ID, Proposal: *p, request: req, snapshot: snap, Candidate: settletest.Candidate{
 		Arena: arena, Reservation: settletest.Digest("reservation/" + p.Position.String()),
 		Finalized: settle.Position{Block: uint64(block)}, Hotkey: hotkey, TargetID: in.Target.TargetID,
-		TargetSpec: in.Target.TargetSpecDigest, Members: members, SelectedDelta: in.SelectedDeltaDigest,
+		TargetSpec: in.Target.TargetSpecDigest.String(), Members: members, SelectedDelta: in.SelectedDeltaDigest.String(),
 		Arm: settletest.Digest("arm/" + cs), IncumbentStack: f.Cur.StackDigest, IncumbentTree: f.Cur.TreeDigest,
 		CandidateStack: cs, CandidateTree: settletest.Digest("tree/" + cs), Proposal: rd, Transition: tr,
 		Speedups: [2]string{"1.3", "1.25"},
