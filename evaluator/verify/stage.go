@@ -2,10 +2,7 @@ package verify
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/tools/identity"
@@ -33,37 +30,8 @@ func stageBundle(src, dst string) (identity.Digest, error) {
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return identity.Digest{}, fmt.Errorf("staging the bundle: %w", err)
 	}
-	if err := snap.WriteTo(dst); err != nil {
-		return identity.Digest{}, fmt.Errorf("staging the bundle: %w", err)
-	}
-	if err := readOnly(dst); err != nil {
+	if err := snap.WriteTo(dst, bundle.ReadOnly); err != nil {
 		return identity.Digest{}, fmt.Errorf("staging the bundle: %w", err)
 	}
 	return hash, nil
-}
-
-// readOnly makes the staged tree readable by everyone and writable by no
-// one: files 0444, then directories 0555, deepest first.
-func readOnly(root string) error {
-	var dirs []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return err
-		case d.IsDir():
-			dirs = append(dirs, p)
-			return nil
-		}
-		return os.Chmod(p, 0o444)
-	})
-	if err != nil {
-		return err
-	}
-	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
-	for _, d := range dirs {
-		if err := os.Chmod(d, 0o555); err != nil {
-			return err
-		}
-	}
-	return nil
 }

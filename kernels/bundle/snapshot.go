@@ -255,11 +255,33 @@ func (s *Snapshot) ContentHashes() (content, committed identity.Digest, err erro
 	return content, committed, nil
 }
 
+// Modes are the permissions WriteTo leaves on what it wrote: every file,
+// and every directory including the destination itself.
+type Modes struct {
+	File, Dir fs.FileMode
+}
+
+// Modes a snapshot is commonly written with.
+var (
+	// ReadOnly is for a staged copy nothing may change: a worker's view of
+	// a bundle, a published tree.
+	ReadOnly = Modes{File: 0o444, Dir: 0o555}
+	// SourceTree is for a copy checked into a repository, readable by
+	// everyone as source files are.
+	SourceTree = Modes{File: 0o644, Dir: 0o755}
+)
+
 // WriteTo writes the snapshot's files below dir, which must not exist or
 // be empty: a private copy whose bytes are the snapshot's, whatever
 // happens to the source since. Files are created exclusively with mode
-// 0600 (directories 0700), on up to GOMAXPROCS goroutines.
-func (s *Snapshot) WriteTo(dir string) error {
+// 0600 (directories 0700), on up to GOMAXPROCS goroutines; each file
+// gets modes.File once written, and the directories (the destination
+// included) get modes.Dir once nothing more is created in them. The
+// snapshot knows every path it wrote, so nothing is walked.
+func (s *Snapshot) WriteTo(dir string, modes Modes) error {
+	if modes.File == 0 || modes.Dir == 0 || modes.File&^fs.ModePerm != 0 || modes.Dir&^fs.ModePerm != 0 {
+		return fmt.Errorf("write snapshot of %s: modes %v must be permission bits, both set", s.tree.Root, modes)
+	}
 	dirs := make([]string, 0, len(s.dirs))
 	for d := range s.dirs {
 		dirs = append(dirs, d)
@@ -272,10 +294,18 @@ func (s *Snapshot) WriteTo(dir string) error {
 	}
 	errs := make([]error, len(s.tree.Files))
 	parallel(len(s.tree.Files), func(i int) {
-		errs[i] = writeNew(filepath.Join(dir, filepath.FromSlash(s.tree.Files[i].Path)), s.data[i])
+		p := filepath.Join(dir, filepath.FromSlash(s.tree.Files[i].Path))
+		if errs[i] = writeNew(p, s.data[i]); errs[i] == nil {
+			errs[i] = os.Chmod(p, modes.File)
+		}
 	})
 	for _, err := range errs {
 		if err != nil {
+			return fmt.Errorf("write snapshot of %s: %w", s.tree.Root, err)
+		}
+	}
+	for _, d := range dirs { // "." (the destination) is among them
+		if err := os.Chmod(filepath.Join(dir, filepath.FromSlash(d)), modes.Dir); err != nil {
 			return fmt.Errorf("write snapshot of %s: %w", s.tree.Root, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -127,7 +128,7 @@ func TestSnapshotWriteToCopiesTheSnapshotBytes(t *testing.T) {
 	// The source changes after Open: the copy is still the snapshot.
 	writeTree(t, d, map[string]string{"kernels/op.py": "changed\n", "new.py": "added\n"})
 	out := filepath.Join(t.TempDir(), "copy")
-	if err := s.WriteTo(out); err != nil {
+	if err := s.WriteTo(out, ReadOnly); err != nil {
 		t.Fatal(err)
 	}
 	want, err := s.ContentHash(false)
@@ -353,10 +354,76 @@ func TestOpenHashedIsTheContentHashSet(t *testing.T) {
 		t.Fatalf("hashes %s, %s; the directory's %s, %s", content, committed, wantContent, wantCommitted)
 	}
 	out := filepath.Join(t.TempDir(), "staged")
-	if err := s.WriteTo(out); err != nil {
+	if err := s.WriteTo(out, ReadOnly); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := ContentHash(out); got != wantContent {
 		t.Fatalf("the written copy hashes to %s, want %s", got, wantContent)
+	}
+}
+
+// WriteTo leaves the modes asked for on every file and directory it
+// wrote, the destination included, and refuses modes that are not plain
+// permission bits.
+func TestSnapshotWriteToSetsModes(t *testing.T) {
+	d := t.TempDir()
+	writeTree(t, d, snapshotTree)
+	s, err := Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		modes Modes
+	}{
+		{"read-only", ReadOnly},
+		{"source tree", SourceTree},
+		{"private", Modes{File: 0o600, Dir: 0o700}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "copy")
+			if err := s.WriteTo(out, tc.modes); err != nil {
+				t.Fatal(err)
+			}
+			// Make the tree removable by t.TempDir's cleanup again.
+			t.Cleanup(func() {
+				_ = filepath.WalkDir(out, func(p string, _ fs.DirEntry, _ error) error { return os.Chmod(p, 0o700) })
+			})
+			files, dirs := 0, 0
+			err := filepath.WalkDir(out, func(p string, e fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				info, err := e.Info()
+				if err != nil {
+					return err
+				}
+				want := tc.modes.File
+				if e.IsDir() {
+					want, dirs = tc.modes.Dir, dirs+1
+				} else {
+					files++
+				}
+				if got := info.Mode().Perm(); got != want {
+					t.Errorf("%s has mode %v, want %v", p, got, want)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if files != len(s.Files()) || dirs < 2 {
+				t.Fatalf("walked %d files and %d directories, the snapshot has %d files", files, dirs, len(s.Files()))
+			}
+		})
+	}
+	for _, bad := range []Modes{{}, {File: 0o444}, {Dir: 0o555}, {File: 0o444 | fs.ModeSetuid, Dir: 0o555}, {File: 0o444, Dir: 0o555 | fs.ModeDir}} {
+		out := filepath.Join(t.TempDir(), "copy")
+		if err := s.WriteTo(out, bad); err == nil {
+			t.Errorf("WriteTo with modes %+v succeeded", bad)
+		}
+		if _, err := os.Lstat(out); !os.IsNotExist(err) {
+			t.Errorf("WriteTo with modes %+v left %s behind: %v", bad, out, err)
+		}
 	}
 }

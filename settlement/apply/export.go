@@ -170,20 +170,8 @@ func copyCrowned(src, dest string, content identity.Digest) error {
 	}
 	defer os.RemoveAll(tmp)
 	staged := filepath.Join(tmp, "bundle")
-	if err := snap.WriteTo(staged); err != nil {
-		return err
-	}
 	// A repository copy: readable by everyone, as source files are.
-	if err := filepath.WalkDir(staged, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		mode := fs.FileMode(0o644)
-		if d.IsDir() {
-			mode = 0o755
-		}
-		return os.Chmod(p, mode)
-	}); err != nil {
+	if err := snap.WriteTo(staged, bundle.SourceTree); err != nil {
 		return err
 	}
 	if err := verifyContent(staged, content); err != nil {
