@@ -18,9 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -55,8 +52,11 @@ func CommittedContentHash(root string) (identity.Digest, error) {
 
 // Files lists the files ContentHash covers, in hash order.
 func Files(root string) ([]File, error) {
-	files, _, _, err := listFiles(root)
-	return files, err
+	w, err := walkTree(root, hashedPolicy)
+	if err != nil {
+		return nil, err
+	}
+	return w.t.Files, nil
 }
 
 // Skipped reports whether a relative POSIX path is outside every bundle
@@ -77,11 +77,11 @@ func Skipped(rel string) bool {
 const hashBufferSize = 1 << 20
 
 func hashTree(root string, committed bool) (identity.Digest, error) {
-	files, _, _, err := listFiles(root)
+	w, err := walkTree(root, hashedPolicy)
 	if err != nil {
 		return identity.Digest{}, err
 	}
-	return hashFiles(root, files, committed)
+	return hashFiles(root, w.t.Files, committed)
 }
 
 // HashFiles returns the content hash (committed: without the top-level
@@ -200,68 +200,6 @@ func ContentHashOf(files []MemFile) (identity.Digest, error) {
 		writeFileFrame(h, f.Path, f.Data)
 	}
 	return identity.SHA256Sum([32]byte(h.Sum(nil))), nil
-}
-
-// listFiles walks root for the files ContentHash covers, in hash order,
-// with what the walk saw of each (for a guarded read) and the directories
-// holding them ("." is the root).
-func listFiles(root string) ([]File, map[string]fs.FileInfo, map[string]bool, error) {
-	info, err := os.Lstat(root)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if !info.IsDir() {
-		return nil, nil, nil, fmt.Errorf("%s: bundle root is not a directory", root)
-	}
-	var files []File
-	seen := map[string]fs.FileInfo{}
-	dirs := map[string]bool{".": true}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if !utf8.ValidString(rel) {
-			return fmt.Errorf("%s: path is not valid UTF-8", p)
-		}
-		mode := d.Type()
-		switch {
-		case mode&fs.ModeSymlink != 0:
-			return nil // never followed, never hashed
-		case d.IsDir():
-			if d.Name() == "__pycache__" || d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			return nil
-		case !mode.IsRegular():
-			return nil // sockets, fifos, devices
-		}
-		if Skipped(rel) {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		files = append(files, File{Path: rel, Size: fi.Size()})
-		seen[rel] = fi
-		for dir := path.Dir(rel); dir != "." && !dirs[dir]; dir = path.Dir(dir) {
-			dirs[dir] = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	sort.Slice(files, func(i, j int) bool { return PathLess(files[i].Path, files[j].Path) })
-	return files, seen, dirs, nil
 }
 
 // PathLess orders POSIX relative paths the way Python's PurePosixPath

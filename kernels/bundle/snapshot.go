@@ -50,7 +50,7 @@ type Snapshot struct {
 // Files are read and hashed on up to GOMAXPROCS goroutines; the result
 // does not depend on scheduling.
 func Open(root string) (*Snapshot, error) {
-	w, err := walkTree(root)
+	w, err := walkTree(root, intakePolicy)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +64,11 @@ func Open(root string) (*Snapshot, error) {
 // set of bytes. Verification stages a miner's bundle this way, keeping
 // the content hash upstream gives it; intake uses Open.
 func OpenHashed(root string) (*Snapshot, error) {
-	files, seen, dirs, err := listFiles(root)
+	w, err := walkTree(root, hashedPolicy)
 	if err != nil {
 		return nil, err
 	}
-	return readSnapshot(root, &Tree{Root: root, Files: files}, seen, dirs)
+	return readSnapshot(root, w.t, w.seen, w.dirSet)
 }
 
 // readSnapshot reads every file of t once, guarded against the walk's

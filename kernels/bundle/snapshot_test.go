@@ -203,7 +203,7 @@ func TestStableReadRefusesAFileChangedAfterTheWalk(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := t.TempDir()
 			writeTree(t, d, map[string]string{"a.py": "x = 1\n"})
-			w, err := walkTree(d)
+			w, err := walkTree(d, intakePolicy)
 			if err != nil {
 				t.Fatal(err)
 			}

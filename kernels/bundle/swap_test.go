@@ -24,7 +24,7 @@ func (w *countingWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); re
 func TestHashFileRefusesAFIFOSwappedInAfterTheWalk(t *testing.T) {
 	d := t.TempDir()
 	writeTree(t, d, map[string]string{"a.py": "x = 1\n"})
-	files, _, _, err := listFiles(d)
+	w, err := walkTree(d, hashedPolicy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestHashFileRefusesAFIFOSwappedInAfterTheWalk(t *testing.T) {
 		t.Skipf("mkfifo: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- hashFile(sha256.New(), d, files[0], make([]byte, 4096)) }()
+	go func() { done <- hashFile(sha256.New(), d, w.t.Files[0], make([]byte, 4096)) }()
 	select {
 	case err := <-done:
 		if err == nil || !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "a.py") {
@@ -58,20 +58,20 @@ func TestHashFileRefusesAFIFOSwappedInAfterTheWalk(t *testing.T) {
 func TestHashFileReadsNoMoreThanTheWalkedSize(t *testing.T) {
 	d := t.TempDir()
 	writeTree(t, d, map[string]string{"a.py": "x=1"})
-	files, _, _, err := listFiles(d)
+	walked, err := walkTree(d, hashedPolicy)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(d, "a.py"), make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := &countingWriter{}
-	err = hashFile(w, d, files[0], make([]byte, 4096))
+	cw := &countingWriter{}
+	err = hashFile(cw, d, walked.t.Files[0], make([]byte, 4096))
 	if err == nil || !strings.Contains(err.Error(), "size changed") {
 		t.Fatalf("err = %v, want a size-changed refusal", err)
 	}
-	if limit := int64(4+len("a.py")+8) + files[0].Size + 1; w.n > limit {
-		t.Fatalf("hashed %d bytes of a file walked at %d bytes (at most %d may be read)", w.n, files[0].Size, limit)
+	if limit := int64(4+len("a.py")+8) + walked.t.Files[0].Size + 1; cw.n > limit {
+		t.Fatalf("hashed %d bytes of a file walked at %d bytes (at most %d may be read)", cw.n, walked.t.Files[0].Size, limit)
 	}
 }
 

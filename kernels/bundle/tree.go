@@ -75,16 +75,32 @@ func (t *Tree) Has(rel string) bool {
 // and directories are read in batches, so no tree costs more than the
 // limits allow before it is refused.
 func ReadTree(root string) (*Tree, error) {
-	w, err := walkTree(root)
+	w, err := walkTree(root, intakePolicy)
 	if err != nil {
 		return nil, err
 	}
 	return w.t, nil
 }
 
-// walkTree is ReadTree that also keeps what the walk saw of each file
-// (its lstat status) and the directories it entered, for Open.
-func walkTree(root string) (*treeWalker, error) {
+// walkPolicy is what a walk does with what it meets. It is the one place
+// the link and special-file policy of a bundle tree is decided.
+type walkPolicy int
+
+const (
+	// intakePolicy is ReadTree's: links, special files and names that
+	// break the path rules are refused, and the intake limits apply.
+	intakePolicy walkPolicy = iota
+	// hashedPolicy walks the set the content hash covers, as upstream
+	// does: links and special files are skipped (never followed), and no
+	// limit applies, since a substrate or engine tree is hashed the same
+	// way and is far larger than a bundle.
+	hashedPolicy
+)
+
+// walkTree is ReadTree under policy that also keeps what the walk saw of
+// each file (its lstat status) and the directories it entered, for Open
+// and OpenHashed.
+func walkTree(root string, policy walkPolicy) (*treeWalker, error) {
 	t := &Tree{Root: root}
 	info, err := lstat(root)
 	if err != nil {
@@ -93,7 +109,7 @@ func walkTree(root string) (*treeWalker, error) {
 	if !info.IsDir() {
 		return nil, newError(ErrEntry, root, "", "bundle root is not a directory")
 	}
-	w := &treeWalker{t: t, names: newNameIndex(), seen: map[string]fs.FileInfo{}, dirSet: map[string]bool{".": true}}
+	w := &treeWalker{t: t, policy: policy, names: newNameIndex(), seen: map[string]fs.FileInfo{}, dirSet: map[string]bool{".": true}}
 	if err := w.dir(root, ""); err != nil {
 		if _, ok := err.(*Error); ok {
 			return nil, err
@@ -115,6 +131,7 @@ func (t *Tree) ContentHash(committed bool) (identity.Digest, error) {
 // treeWalker is the state of one ReadTree walk.
 type treeWalker struct {
 	t       *Tree
+	policy  walkPolicy
 	dirs    int
 	entries int
 	names   *nameIndex
@@ -144,17 +161,22 @@ func (w *treeWalker) dir(abs, rel string) error {
 		mode := d.Type()
 		switch {
 		case mode&fs.ModeSymlink != 0:
+			if w.policy == hashedPolicy {
+				continue // never followed, never hashed
+			}
 			return newError(ErrEntry, childRel, "", "symbolic link; bundles may not contain links")
 		case d.IsDir():
 			if name == "__pycache__" || name == ".git" {
 				continue
 			}
-			w.dirs++
-			if w.dirs > MaxDirs {
-				return newError(ErrLimit, childRel, "", "bundle has more than %d directories", MaxDirs)
-			}
-			if err := w.names.add(childRel, true); err != nil {
-				return err
+			if w.policy == intakePolicy {
+				w.dirs++
+				if w.dirs > MaxDirs {
+					return newError(ErrLimit, childRel, "", "bundle has more than %d directories", MaxDirs)
+				}
+				if err := w.names.add(childRel, true); err != nil {
+					return err
+				}
 			}
 			w.dirSet[childRel] = true
 			if err := w.dir(filepath.Join(abs, name), childRel); err != nil {
@@ -162,6 +184,9 @@ func (w *treeWalker) dir(abs, rel string) error {
 			}
 			continue
 		case !mode.IsRegular():
+			if w.policy == hashedPolicy {
+				continue // sockets, fifos, devices
+			}
 			return newError(ErrEntry, childRel, "", "special file (%s); bundles hold only regular files", mode.Type())
 		}
 		if Skipped(childRel) {
@@ -187,7 +212,7 @@ func (w *treeWalker) readDir(abs, rel string) ([]fs.DirEntry, error) {
 		batch, err := f.ReadDir(dirReadBatch)
 		out = append(out, batch...)
 		w.entries += len(batch)
-		if w.entries > maxTreeEntries {
+		if w.policy == intakePolicy && w.entries > maxTreeEntries {
 			where := rel
 			if where == "" {
 				where = "."
@@ -207,6 +232,16 @@ func (w *treeWalker) readDir(abs, rel string) ([]fs.DirEntry, error) {
 
 func (w *treeWalker) file(d fs.DirEntry, rel string) error {
 	t := w.t
+	if w.policy == hashedPolicy {
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		t.Files = append(t.Files, File{Path: rel, Size: fi.Size()})
+		t.TotalBytes += fi.Size()
+		w.seen[rel] = fi
+		return nil
+	}
 	if err := CheckLogicalPath(rel); err != nil {
 		return newError(ErrPath, rel, "", "%v", err)
 	}
