@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/tools/identity"
@@ -52,6 +54,9 @@ func ParseManifest(b []byte) (*EngineReleaseManifest, error) {
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.DisallowUnknownFields()
 		if err := d.Decode(&ref); err != nil {
+			if field := refusedDigestField(raw); field != "" {
+				return nil, fmt.Errorf("release manifest: entry %s: %s: %w", id, field, err)
+			}
 			return nil, fmt.Errorf("release manifest: entry %s: %w", id, err)
 		}
 		if ref.TargetID != id {
@@ -83,4 +88,31 @@ func ParseManifest(b []byte) (*EngineReleaseManifest, error) {
 		return nil, fmt.Errorf("release manifest is not in canonical form (sorted keys, no spaces)")
 	}
 	return m, nil
+}
+
+// refusedDigestField names the first member (in name order) of the JSON
+// object raw that holds a digest (its name ends in "_digest") whose text
+// identity.Parse refuses, or "". Go's decoder reports a typed value's
+// refusal without the field it was in; this puts the field back into the
+// message.
+func refusedDigestField(raw []byte) string {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return ""
+	}
+	names := make([]string, 0, len(members))
+	for name := range members {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var text string
+		if !strings.HasSuffix(name, "_digest") || json.Unmarshal(members[name], &text) != nil {
+			continue
+		}
+		if _, err := identity.Parse(text); err != nil {
+			return name
+		}
+	}
+	return ""
 }

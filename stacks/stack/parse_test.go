@@ -43,6 +43,10 @@ func TestParseManifest(t *testing.T) {
 		{"proposal entry", edit(`"entries":{}`, `"entries":{"activation.silu_and_mul":{"type":"proposal"}}`), "integrated (reviewed) contributions only"},
 		{"entry not an object", edit(`"entries":{}`, `"entries":{"activation.silu_and_mul":1}`), "entry activation.silu_and_mul"},
 		{"not JSON", []byte("{"), "parse release manifest"},
+		{"short digest in an entry names its field", edit(`"entries":{}`, `"entries":{"activation.silu_and_mul":{"type":"integrated","attribution_digest":"abc"}}`),
+			"entry activation.silu_and_mul: attribution_digest: invalid digest"},
+		{"upper-case digest in an entry names its field", edit(`"entries":{}`, `"entries":{"activation.silu_and_mul":{"type":"integrated","target_spec_digest":"`+strings.Repeat("A", 64)+`"}}`),
+			"entry activation.silu_and_mul: target_spec_digest: invalid digest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
