@@ -180,7 +180,7 @@ func build(doc *document) (*Catalog, error) {
 	}
 	c.digests = d
 	for i := range c.rules {
-		c.rules[i].BindingContractDigest = d.binding[c.rules[i].ID].String()
+		c.rules[i].BindingContractDigest = d.binding[c.rules[i].ID]
 	}
 	return c, nil
 }

@@ -89,7 +89,7 @@ func TestDefaultDigestsMatchGoldens(t *testing.T) {
 	if len(rules) != 1 {
 		t.Fatalf("default catalog has %d composition rules, want 1", len(rules))
 	}
-	checkAbbrev(t, "binding contract digest", rules[0].BindingContractDigest, "abc63bc0…d925")
+	checkAbbrev(t, "binding contract digest", rules[0].BindingContractDigest.String(), "abc63bc0…d925")
 }
 
 // checkAbbrev compares a digest with a prefix…suffix abbreviation.

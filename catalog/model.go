@@ -1,6 +1,10 @@
 package catalog
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/cacheon/engine/tools/identity"
+)
 
 // Policy and schema versions this package implements. A catalog file
 // names the policy version it was written for; a loader for another
@@ -198,7 +202,7 @@ type CompositionRule struct {
 
 	// BindingContractDigest is H(cacheon.binding-contract, {schema_version,
 	// binding_family_id, precedence, mode}).
-	BindingContractDigest string
+	BindingContractDigest identity.Digest
 }
 
 // TargetIDs returns the rule's targets, sorted.

@@ -66,7 +66,7 @@ func runCatalogDigest(_ context.Context, s Streams, o catalogDigestOptions) erro
 		view.Targets[id] = targetDigestsView{ContractDigest: contract.String(), TargetSpecDigest: spec.String()}
 	}
 	for _, r := range c.CompositionRules() {
-		view.CompositionRules[r.ID] = r.BindingContractDigest
+		view.CompositionRules[r.ID] = r.BindingContractDigest.String()
 	}
 	return writeJSON(s.Out, view)
 }
