@@ -54,13 +54,7 @@ func (p Publications) Publish(snap *bundle.Snapshot, content string) (string, er
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return "", fmt.Errorf("publish %s: %w", content, err)
 	}
-	var files []atomicwrite.File
-	for _, f := range snap.Files() {
-		data, _ := snap.ReadFile(f.Path)
-		sum, _ := snap.SHA256(f.Path)
-		files = append(files, atomicwrite.File{Path: f.Path, Data: data, SHA256: sum})
-	}
-	if _, err := atomicwrite.WriteTree(dest, files); errors.Is(err, atomicwrite.ErrExists) {
+	if _, err := atomicwrite.WriteTree(dest, treeFiles(snap)); errors.Is(err, atomicwrite.ErrExists) {
 		// Published meanwhile by someone else: the bytes must agree.
 		return dest, p.verify(dest, content)
 	} else if err != nil {
@@ -109,19 +103,26 @@ func (p Publications) Checkout(content, dest string) error {
 	if got, err := snap.ContentHash(false); err != nil || got.String() != content {
 		return fmt.Errorf("%w: %s: content hash %s (%v), want %s", ErrPublication, src, got, err, content)
 	}
-	var files []atomicwrite.File
-	for _, f := range snap.Files() {
-		data, _ := snap.ReadFile(f.Path)
-		sum, _ := snap.SHA256(f.Path)
-		files = append(files, atomicwrite.File{Path: f.Path, Data: data, SHA256: sum})
-	}
-	if _, err := atomicwrite.WriteTree(dest, files); err != nil {
+	if _, err := atomicwrite.WriteTree(dest, treeFiles(snap)); err != nil {
 		return fmt.Errorf("checkout %s: %w", content, err)
 	}
 	if err := readOnlyDirs(dest); err != nil {
 		return fmt.Errorf("checkout %s: %w", content, err)
 	}
 	return p.verify(dest, content)
+}
+
+// treeFiles are the snapshot's files as a tree to write, each with the
+// digest the snapshot took as it read them, so the writer checks the bytes
+// it wrote against the ones hashed.
+func treeFiles(snap *bundle.Snapshot) []atomicwrite.File {
+	var files []atomicwrite.File
+	for _, f := range snap.Files() {
+		data, _ := snap.ReadFile(f.Path)
+		sum, _ := snap.SHA256(f.Path)
+		files = append(files, atomicwrite.File{Path: f.Path, Data: data, SHA256: sum})
+	}
+	return files
 }
 
 // readOnlyDirs makes every directory of a published tree 0555, so nothing
