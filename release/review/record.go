@@ -238,11 +238,17 @@ func (r *Record) Validate() error {
 
 // Digest is H(cacheon.contribution.integration-review, record).
 func (r *Record) Digest() (string, error) {
-	if err := r.Validate(); err != nil {
-		return "", err
-	}
-	id, err := identity.H(identity.DomainIntegrationReview, r)
+	id, err := r.typedDigest()
 	return id.String(), err
+}
+
+// typedDigest is Digest as the typed identity the contribution package
+// reads (through recordView).
+func (r *Record) typedDigest() (identity.Digest, error) {
+	if err := r.Validate(); err != nil {
+		return identity.Digest{}, err
+	}
+	return identity.H(identity.DomainIntegrationReview, r)
 }
 
 // IntegratedRef derives the one integrated reference the record names.
@@ -256,15 +262,9 @@ type recordView struct{ r *Record }
 
 var _ contribution.IntegrationRecord = recordView{}
 
-func (v recordView) Digest() (identity.Digest, error) {
-	d, err := v.r.Digest()
-	if err != nil {
-		return identity.Digest{}, err
-	}
-	return identity.Parse(d)
-}
-func (v recordView) Approved() bool   { return v.r.Approved }
-func (v recordView) TargetID() string { return v.r.TargetID }
+func (v recordView) Digest() (identity.Digest, error) { return v.r.typedDigest() }
+func (v recordView) Approved() bool                   { return v.r.Approved }
+func (v recordView) TargetID() string                 { return v.r.TargetID }
 func (v recordView) TargetSpecDigest() identity.Digest {
 	return digestOf(v.r.TargetSpecDigest)
 }
