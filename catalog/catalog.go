@@ -9,8 +9,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/cacheon/engine/tools/hclload"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/hclload"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // DefaultFile is the name the embedded default catalog reports in

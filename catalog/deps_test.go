@@ -18,9 +18,9 @@ func TestImportsStayWithinFence(t *testing.T) {
 	allowed := []string{
 		"github.com/hashicorp/hcl/v2",
 		"github.com/zclconf/go-cty/",
-		"github.com/cacheon/engine/tools/canonjson",
-		"github.com/cacheon/engine/tools/identity",
-		"github.com/cacheon/engine/tools/hclload",
+		"github.com/cacheon/engine/internal/canonjson",
+		"github.com/cacheon/engine/internal/identity",
+		"github.com/cacheon/engine/internal/hclload",
 	}
 	files, err := filepath.Glob("*.go")
 	if err != nil {

@@ -4,8 +4,8 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // maxFuzzSnippet bounds the fuzzed source. The fuzzing engine minimizes

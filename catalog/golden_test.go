@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // The default catalog's identities, computed by the upstream toolchain.

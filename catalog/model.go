@@ -3,7 +3,7 @@ package catalog
 import (
 	"slices"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Policy and schema versions this package implements. A catalog file

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Competition modes a manifest's [competition] table may name.

@@ -3,8 +3,8 @@ package catalog
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // The types below are the canonical JSON projections every catalog

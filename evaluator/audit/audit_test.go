@@ -14,12 +14,12 @@ import (
 	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/evaluator/workload"
+	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/reject"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // planned plans candidate over the repository's incumbent (in a copy of

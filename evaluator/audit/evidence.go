@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/evaluator/evidence"
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Schema names the audit evidence format.

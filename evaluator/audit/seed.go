@@ -8,9 +8,9 @@ import (
 	"os"
 
 	"github.com/cacheon/engine/evaluator/workload"
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // MinSecretBytes is the shortest validator secret the audit accepts: the

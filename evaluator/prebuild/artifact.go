@@ -14,8 +14,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // ManifestName is the sealed inventory at an artifact directory's root.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/cudaclosure"
 	"github.com/cacheon/engine/kernels/patchers"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // Options configure one prebuild.

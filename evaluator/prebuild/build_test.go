@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/evaluator/sandbox"
-	"github.com/cacheon/engine/tools/reject"
-	"github.com/cacheon/engine/tools/testtree"
+	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/internal/testtree"
 )
 
 // testPython is the interpreter whose torch the tests build against.

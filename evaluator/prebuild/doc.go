@@ -19,7 +19,7 @@
 // and never compile.
 //
 // Outcomes are classed: a compile error or a refused include closure is a
-// rejection of the contribution (tools/reject, a FAIL); a build over its
+// rejection of the contribution (internal/reject, a FAIL); a build over its
 // time budget is *NoDecisionError (infrastructure, never a loss); anything
 // else (no compiler, no sandbox) is an error of the host.
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/prebuild"
-	"github.com/cacheon/engine/tools/testtree"
+	"github.com/cacheon/engine/internal/testtree"
 )
 
 // TestEngineLoadsTheSealedLibrary: a sandboxed substrate engine whose tree

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/evaluator/verify"
-	"github.com/cacheon/engine/tools/testtree"
+	"github.com/cacheon/engine/internal/testtree"
 )
 
 // TestCUDAContributionOnTheGPU prebuilds kernels/contributions/rmsnorm_cuda

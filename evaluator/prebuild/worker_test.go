@@ -10,7 +10,7 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/worker"
-	"github.com/cacheon/engine/tools/testtree"
+	"github.com/cacheon/engine/internal/testtree"
 )
 
 // TestCandidateWorkerRefusesARowWithoutItsArtifact: a candidate request

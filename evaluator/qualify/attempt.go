@@ -8,8 +8,8 @@ import (
 	"github.com/cacheon/engine/evaluator/audit"
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/quality"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/stacks/plan"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // Attempt is the report's record of who ran the qualification, which

@@ -8,8 +8,8 @@ import (
 
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/prebuild"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // prebuildTrees compiles the cuda_sources rows of each engine tree, for

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/speed"
-	"github.com/cacheon/engine/tools/canonjson"
+	"github.com/cacheon/engine/internal/canonjson"
 )
 
 // publishSpeed writes the speed stage's raw evidence (the policy, the

@@ -15,8 +15,8 @@ import (
 	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/evaluator/workload"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/stacks/plan"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // Options is one qualification to run.

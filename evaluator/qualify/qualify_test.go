@@ -19,11 +19,11 @@ import (
 	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/verify"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // qualifyOptions assembles the repository's incumbent (in a copy of the

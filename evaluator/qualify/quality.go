@@ -14,9 +14,9 @@ import (
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/evaluator/workload"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // StageQuality is the pristine reference T.

@@ -14,12 +14,12 @@ import (
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/speed"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // referenceTree materializes the repository's reference stack (in a

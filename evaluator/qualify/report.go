@@ -9,7 +9,7 @@ import (
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/speed"
-	"github.com/cacheon/engine/tools/canonjson"
+	"github.com/cacheon/engine/internal/canonjson"
 )
 
 // ReportSchema names the qualification report's format. Version 2 adds

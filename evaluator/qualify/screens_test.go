@@ -10,7 +10,7 @@ import (
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/verify"
-	"github.com/cacheon/engine/tools/testtree"
+	"github.com/cacheon/engine/internal/testtree"
 )
 
 func TestScreenStatic(t *testing.T) {

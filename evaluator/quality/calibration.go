@@ -8,8 +8,8 @@ import (
 	"math"
 	"sort"
 
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // CalibrationSchema names the quality calibration's format.

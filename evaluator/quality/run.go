@@ -10,8 +10,8 @@ import (
 
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/stacks/materialize"
-	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // ArtifactQuality is the evidence store domain of T's record.

@@ -5,8 +5,8 @@ import (
 	"encoding/hex"
 	"sort"
 
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // MinSecretBytes is the shortest selection secret: 32 bytes, so the

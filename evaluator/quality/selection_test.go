@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 func testPool(n int) []string {

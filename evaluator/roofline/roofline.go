@@ -19,7 +19,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cacheon/engine/tools/model/safetensors"
+	"github.com/cacheon/engine/models/safetensors"
 )
 
 // CacheAllowance is how many bytes of weights the floor assumes a device

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cacheon/engine/tools/model/testmodel"
+	"github.com/cacheon/engine/models/testmodel"
 )
 
 func TestPeakBandwidth(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/internal/hclload"
 )
 
 // A policy file is reviewed HCL:

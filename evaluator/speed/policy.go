@@ -8,8 +8,8 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // Policy versions this package grades.

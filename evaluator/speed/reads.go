@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // Role is a read's place in the schedule.

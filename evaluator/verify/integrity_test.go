@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/scan"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // TestVerifyCatchesTheIntegrityFixtures runs the fixtures of the cheating

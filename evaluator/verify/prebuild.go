@@ -7,8 +7,8 @@ import (
 
 	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // prebuild compiles the bundle's cuda_sources rows in the contained

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // step is one planned call of a sequence with the live fields admits reads.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // stageBundle copies the files of the bundle at src that its content hash

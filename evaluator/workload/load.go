@@ -6,7 +6,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/internal/hclload"
 )
 
 var workloadSchema = &hcl.BodySchema{

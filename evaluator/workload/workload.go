@@ -17,7 +17,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Workload is a decoded, validated workload file.

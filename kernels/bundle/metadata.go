@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cacheon/engine/tools/canonjson"
+	"github.com/cacheon/engine/internal/canonjson"
 )
 
 // MaxMetadataBytes bounds one op metadata document.

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // ErrUnstable is wrapped when a file changed between the walk and its

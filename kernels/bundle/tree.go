@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Intake limits on a bundle tree (validator policy; the same limits bound

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/identity"
+	rejectroot "github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/identity"
-	rejectroot "github.com/cacheon/engine/tools/reject"
 )
 
 // Inspection stages, in the order Inspect runs them. A RejectedError

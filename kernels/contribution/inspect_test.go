@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/patchers"
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 func TestInspectExamples(t *testing.T) {

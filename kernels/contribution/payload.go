@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/patchers"
 	"github.com/cacheon/engine/kernels/pyclosure"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // MaterializerPolicyVersion is the engine-tree materializer policy the

@@ -3,7 +3,7 @@ package contribution
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Reference kinds, as stack entries name them.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // hex64 is the SHA-256 digest whose hex is c 64 times.

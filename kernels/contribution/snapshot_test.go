@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // TestSnapshotIdentitiesEqualTheDirectoryPath derives every identity of

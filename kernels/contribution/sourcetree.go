@@ -3,8 +3,8 @@ package contribution
 import (
 	"fmt"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 type sourceTreeRow struct {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // EncodingVersion is the version of the stored form Encode writes.

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // The fingerprint parameters. docs/reference/anti-copy.md gives the

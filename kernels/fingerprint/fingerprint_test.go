@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/testtree"
+	"github.com/cacheon/engine/internal/testtree"
 )
 
 // reorderTopLevel reverses the order of the top-level blocks after the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/testtree"
+	"github.com/cacheon/engine/internal/testtree"
 )
 
 // streams are a proposal's normalized token streams, one per selected

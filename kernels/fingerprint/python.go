@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/cacheon/engine/tools/pyparse"
+	"github.com/cacheon/engine/kernels/pyparse"
 )
 
 // NormalizePython re-emits Python source from its syntax tree in one

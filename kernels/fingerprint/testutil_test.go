@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // contributions are the repository's distinct example contributions.

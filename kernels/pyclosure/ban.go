@@ -3,7 +3,7 @@ package pyclosure
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/pyparse"
+	"github.com/cacheon/engine/kernels/pyparse"
 )
 
 // The dynamic-import ban: code in the closure may only import what its

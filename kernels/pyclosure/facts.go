@@ -3,7 +3,7 @@ package pyclosure
 import (
 	"errors"
 
-	"github.com/cacheon/engine/tools/pyparse"
+	"github.com/cacheon/engine/kernels/pyparse"
 )
 
 // Facts is everything the closure needs from one Python file, found by

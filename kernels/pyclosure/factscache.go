@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/cacheon/engine/tools/pyparse"
+	"github.com/cacheon/engine/kernels/pyparse"
 )
 
 // FactsCache keeps the Facts of Python files by the SHA-256 of their

@@ -8,7 +8,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/cacheon/engine/tools/pyparse"
+	"github.com/cacheon/engine/kernels/pyparse"
 )
 
 type resolver struct {

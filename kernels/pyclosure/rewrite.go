@@ -7,8 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/pyparse"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/kernels/pyparse"
 )
 
 // NamespacePrefix is the package a contribution's Python files are moved

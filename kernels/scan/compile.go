@@ -1,7 +1,7 @@
 package scan
 
 import (
-	"github.com/cacheon/engine/tools/pyparse"
+	"github.com/cacheon/engine/kernels/pyparse"
 )
 
 // compilability flags `triton.next_power_of_2(...)` inside functions

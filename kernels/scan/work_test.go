@@ -3,7 +3,7 @@ package scan
 import (
 	"testing"
 
-	"github.com/cacheon/engine/tools/alloctest"
+	"github.com/cacheon/engine/internal/alloctest"
 )
 
 // TestSourceAllocationIsLinear scans every hostile shape at two sizes a

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/testtree"
+	"github.com/cacheon/engine/internal/testtree"
 
-	"github.com/cacheon/engine/tools/model/testmodel"
+	"github.com/cacheon/engine/models/testmodel"
 )
 
 func TestPythonSuite(t *testing.T) {

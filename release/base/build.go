@@ -17,9 +17,9 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/image"
 	"github.com/cacheon/engine/release/layer"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // ErrTree is wrapped when the packages do not form one consistent tree

@@ -23,8 +23,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/image"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // samplePackages is a small distribution: a tool under /bin with a hard

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // ErrMismatch is wrapped when fetched or cached bytes are not the ones the

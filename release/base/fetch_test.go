@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // debServer serves bodies by URL path and counts the requests.

@@ -22,7 +22,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // LockFormatVersion is the version of the lock file format this package

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 const committedLock = "../../deploy/base/debian-bookworm-python3-torch.lock.json"

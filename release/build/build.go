@@ -22,7 +22,9 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/models"
 	"github.com/cacheon/engine/release/base"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/image"
@@ -32,8 +34,6 @@ import (
 	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/model"
 )
 
 // ScratchBase names the project's own empty base image, used when no base
@@ -320,7 +320,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 		return nil, fmt.Errorf("substrate %s: %w", in.Substrate, err)
 	}
 	receiptBytes := files.ModelReceipt
-	receipt, err := model.ParseReceipt(receiptBytes)
+	receipt, err := models.ParseReceipt(receiptBytes)
 	if err != nil {
 		return nil, fmt.Errorf("model receipt %s: %w", in.ModelReceipt, err)
 	}

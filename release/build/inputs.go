@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/atomicwrite"
 )
 
 // ReadReviews reads integration review record files.

@@ -47,7 +47,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // RecordType is the type field of a release record.

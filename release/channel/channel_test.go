@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/channel"
 	"github.com/cacheon/engine/release/key"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)

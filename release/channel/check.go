@@ -15,7 +15,7 @@ import (
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
 
-	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/internal/atomicwrite"
 )
 
 // MaxFileBytes bounds every file read from a channel: metadata and release

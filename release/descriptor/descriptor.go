@@ -20,8 +20,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Wire identifiers.

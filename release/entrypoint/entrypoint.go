@@ -27,17 +27,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/models"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/provenance"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/stacks/materialize"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/model"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Defaults for a container: the trust material and the model are mounted
@@ -169,7 +169,7 @@ func Verify(opts Options) (*Verified, error) {
 	if modelDir == "" {
 		modelDir = under(opts.Root, strings.TrimPrefix(d.Serve.ModelMount, "/"))
 	}
-	if _, err := model.Check(modelDir, receipt, model.Options{}); err != nil {
+	if _, err := models.Check(modelDir, receipt, models.Options{}); err != nil {
 		return nil, refuse("model at %s: %v", modelDir, err)
 	}
 

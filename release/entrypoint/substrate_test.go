@@ -12,13 +12,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/models"
+	"github.com/cacheon/engine/models/testmodel"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/image"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
-	"github.com/cacheon/engine/tools/model"
-	"github.com/cacheon/engine/tools/model/testmodel"
 )
 
 // The CPU path end to end: a release of the project's substrate, the
@@ -51,12 +51,12 @@ func TestServeRunsTheProjectSubstrateOnCPU(t *testing.T) {
 	if _, err := testmodel.Write(modelDir, testmodel.DefaultShape(false), 7); err != nil {
 		t.Fatal(err)
 	}
-	receipt, err := model.Provision(modelDir, model.Options{})
+	receipt, err := models.Provision(modelDir, models.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	receiptPath := filepath.Join(dir, model.FileName(receipt.ContentDigest))
-	if err := model.WriteReceipt(receiptPath, modelDir, receipt); err != nil {
+	receiptPath := filepath.Join(dir, models.FileName(receipt.ContentDigest))
+	if err := models.WriteReceipt(receiptPath, modelDir, receipt); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "release")

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/verify"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // LoadCheck reads the signed layout at path and the owner public keys at

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 func TestLoadCheckRefusals(t *testing.T) {

@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // Algorithm names a supported key algorithm.

@@ -3,7 +3,7 @@ package layer
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // IsRejection reports whether err rejects the layer's contents rather

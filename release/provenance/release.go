@@ -8,7 +8,7 @@ import (
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/sbom"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Layer is one layer the build added, as the provenance records it.

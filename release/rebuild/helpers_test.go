@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
+	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/layer"
 	"github.com/cacheon/engine/stacks/materialize"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/canonjson"
 )
 
 func mustRead(t *testing.T, p string) []byte {

@@ -15,13 +15,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/provenance"
 	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
-	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // Tamper is one change an attacker makes to a signed release layout,

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // ErrCoverage is wrapped when a release stack and its records do not

@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // Crown is what settlement decided and the review binds: the crowned

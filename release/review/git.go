@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // ErrSourceMismatch is wrapped when reviewed source does not reproduce

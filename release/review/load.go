@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // LoadCrown reads and parses the crown binding file at path. A file that

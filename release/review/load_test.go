@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 func TestLoadEvidence(t *testing.T) {

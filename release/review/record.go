@@ -22,9 +22,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // Wire identifiers.

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/contribution"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 func git(t *testing.T, repo string, args ...string) string {

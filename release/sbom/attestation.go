@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cacheon/engine/tools/canonjson"
+	"github.com/cacheon/engine/internal/canonjson"
 )
 
 // The SBOM attestation: an in-toto Statement v1 whose predicate is the

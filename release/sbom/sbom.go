@@ -22,8 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/release/descriptor"
-	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // MediaType of the document.

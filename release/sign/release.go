@@ -11,7 +11,7 @@ import (
 	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // Signed is the outcome of signing a release.

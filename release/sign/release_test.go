@@ -6,10 +6,10 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/cacheon/engine/internal/reject"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // Signing signs only the SBOM the provenance names: a layout whose SBOM

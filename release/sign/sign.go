@@ -17,9 +17,9 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/release/envelope"
 	"github.com/cacheon/engine/release/key"
-	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // PayloadType is the DSSE payload type of an in-toto statement.

@@ -3,7 +3,7 @@ package store
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // IsRejection reports whether err rejects the store's contents rather

@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sys/unix"
 
-	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/internal/atomicwrite"
 )
 
 const (

@@ -13,13 +13,13 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/layer"
 	"github.com/cacheon/engine/release/sbom"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/stacks/materialize"
-	"github.com/cacheon/engine/tools/atomicwrite"
 )
 
 // checkBlobs (CheckBlobs) hashes the config and every layer against its

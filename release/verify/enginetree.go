@@ -1,8 +1,8 @@
 package verify
 
 import (
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/stacks/materialize"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // checkEngineTree (CheckEngineTree) requires the engine tree in the image

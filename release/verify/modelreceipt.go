@@ -1,8 +1,8 @@
 package verify
 
 import (
+	"github.com/cacheon/engine/models"
 	"github.com/cacheon/engine/release/descriptor"
-	"github.com/cacheon/engine/tools/model"
 )
 
 // checkModelReceipt (CheckModelReceipt) requires the model receipt in
@@ -18,12 +18,12 @@ func (v *verification) checkModelReceipt() error {
 
 // ModelReceipt checks the model receipt shipped in the release
 // against the descriptor and returns it.
-func ModelReceipt(d *descriptor.Descriptor, files map[string][]byte) (*model.Receipt, error) {
+func ModelReceipt(d *descriptor.Descriptor, files map[string][]byte) (*models.Receipt, error) {
 	rb := files[descriptor.ModelReceipt]
 	if rb == nil || descriptor.SHA256(rb) != d.Model.ReceiptSHA256 {
 		return nil, failf(CheckModelReceipt, "/%s is missing or does not hash to sha256:%s", descriptor.ModelReceipt, d.Model.ReceiptSHA256)
 	}
-	receipt, err := model.ParseReceipt(rb)
+	receipt, err := models.ParseReceipt(rb)
 	if err != nil {
 		return nil, fail(CheckModelReceipt, err)
 	}

@@ -1,8 +1,8 @@
 package verify
 
 import (
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/release/provenance"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // subjects are the two subjects of a release statement.

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
@@ -21,7 +22,6 @@ import (
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/verify"
-	"github.com/cacheon/engine/tools/canonjson"
 )
 
 func policyFor(t *testing.T, r *fixture.Release) *key.Policy {

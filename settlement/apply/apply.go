@@ -24,14 +24,14 @@ import (
 	"os"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/hclload"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/hclload"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // Reason is a stable code of a refusal this package makes; the pair and

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/settlement/apply"
 	"github.com/cacheon/engine/settlement/apply/applytest"
@@ -17,7 +18,6 @@ import (
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // check runs the ledger's own check and returns its report.

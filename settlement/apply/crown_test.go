@@ -13,13 +13,13 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/settlement/apply"
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/stacks/plan"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // crownedLedger settles one rmsnorm proposal into a crown and returns the

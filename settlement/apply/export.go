@@ -10,13 +10,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // Export writes the HCL rendering of the ledger's current evaluation

@@ -21,6 +21,7 @@ import (
 	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/verify"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/settlement/apply"
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
@@ -28,7 +29,6 @@ import (
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // updateReports rewrites settlement/settle/testdata/cpu-*.report.json with

@@ -23,10 +23,10 @@ import (
 	"path/filepath"
 
 	"github.com/cacheon/engine/evaluator/qualify"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // Qualifier runs one qualification of the bundle in dir (the ledger's

@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/evaluator/qualify"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // intake takes a copy of a real contribution into a new ledger.

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/kernels/fingerprint"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // rmsKernel is a substantial kernel (well over fingerprint.MinTokens), so

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 func TestMigrationsAreNumberedFromOneWithoutGaps(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/fingerprint"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // Position is a finalized position on the chain: the order that decides

@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // ErrPublication is the root of a publication whose bytes no longer hash

@@ -31,7 +31,7 @@
 // claim.
 //
 // Every refusal is a *Rejection carrying a stable Reason code and
-// matching tools/reject.ErrRejected; docs/reference/settlement.md lists
+// matching internal/reject.ErrRejected; docs/reference/settlement.md lists
 // the codes.
 //
 // # From a qualification report

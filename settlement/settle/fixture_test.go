@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/settlement/settle"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // dg is a distinct, valid digest for a name.

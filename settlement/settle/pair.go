@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math/big"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Candidate is a candidate ready to settle: two independent passing

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/settlement/settle"
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 var (

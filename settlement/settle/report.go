@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/evaluator/qualify"
-	"github.com/cacheon/engine/tools/canonjson"
+	"github.com/cacheon/engine/internal/canonjson"
 )
 
 // Intake is what settlement knows of a qualification from outside any

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/evaluator/qualify"
+	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/settlement/settle"
-	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // rmsnorm_torch and silu_and_mul_torch are report.json files `cacheon

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 func TestStandingClaimRoundTripAndDigests(t *testing.T) {

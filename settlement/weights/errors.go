@@ -3,7 +3,7 @@ package weights
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // The named reasons a projection is refused for. Each matches the

@@ -3,8 +3,8 @@ package weights_test
 import (
 	"fmt"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/settlement/weights"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 func ExampleProject() {

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // FuzzParsers feeds one arbitrary document to every parser of the

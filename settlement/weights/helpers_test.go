@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // dg is a distinct, valid digest for a name.

@@ -3,7 +3,7 @@ package weights
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Claims is a claims document: the standing and discovery claims a

@@ -3,7 +3,7 @@ package weights
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // The policy this package projects, and its projection's fixed fields.

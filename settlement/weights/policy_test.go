@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 const goodPolicy = `{"half_life_blocks": 7200, "discovery_lifetime_blocks": 3600, "discovery_pool_ppm": 100000, "schema_version": 1, "policy_version": "cacheon.emissions.v1"}`

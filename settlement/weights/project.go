@@ -5,7 +5,7 @@ import (
 	"math/big"
 	"sort"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Input is everything one projection reads.

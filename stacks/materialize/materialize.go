@@ -13,13 +13,13 @@ import (
 	"sync"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/atomicwrite"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/kernels/pyclosure"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // Source kinds recorded in the tree metadata.

@@ -12,9 +12,9 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // d64 is the 64-hex digest of repeated c, as text; dg is the same digest

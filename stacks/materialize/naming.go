@@ -6,7 +6,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // NamespacePrefix is the prefix of every contribution namespace; the rest

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // CheckReleaseStack ties a materialized tree to the release stack it was

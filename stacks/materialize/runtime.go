@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/canonjson"
 )
 
 // Names of the runtime files at the tree root and under metadata/.

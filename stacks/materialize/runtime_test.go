@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/pelletier/go-toml/v2"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/atomicwrite"
 )
 
 // TestHelperBlockedMaterialize is not a test: run by startBlocked, it

@@ -3,8 +3,8 @@ package materialize
 import (
 	"sort"
 
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/atomicwrite"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // PolicyVersion is the materializer policy version bound into selected

@@ -20,9 +20,9 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/identity"
+	rejectroot "github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/identity"
-	rejectroot "github.com/cacheon/engine/tools/reject"
 )
 
 // Reason says why a transition was refused.

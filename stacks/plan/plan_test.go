@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 func d64(c string) identity.Digest { return identity.MustParse(strings.Repeat(c, 64)) }

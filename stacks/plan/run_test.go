@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
+	rejectroot "github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/stack"
-	rejectroot "github.com/cacheon/engine/tools/reject"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // repoIncumbent assembles the repository's own stack file name, in a copy

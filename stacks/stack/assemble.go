@@ -10,10 +10,10 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/reject"
 
-	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/internal/hclload"
 )
 
 // Rules an assembly Problem names, so a reader can tell which check

@@ -5,7 +5,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/internal/hclload"
 )
 
 func TestAssemblyProblemsAreDiagnosticsWithRanges(t *testing.T) {

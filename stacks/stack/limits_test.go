@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/hclload"
 )
 
 func validStack(t *testing.T) []byte {

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // Policies and type tags of the two stack manifests.

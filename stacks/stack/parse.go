@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // ParseManifest reads the canonical JSON of an engine release manifest

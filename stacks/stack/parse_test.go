@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 func emptyRelease(t testing.TB, snap []byte, catalogDigest identity.Digest) []byte {

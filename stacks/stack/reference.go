@@ -3,7 +3,7 @@ package stack
 import (
 	"fmt"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // ReferenceManifest pins everything the pristine reference T of a

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // The repository's own stacks parse, assemble against the repository's

@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // bundleDeps are the validator components bundle inspection runs with.

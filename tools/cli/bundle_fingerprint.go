@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/kernels/fingerprint"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // bundleFingerprintOptions are the flags and argument of bundle fingerprint.

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/hclload"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/hclload"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 func newCatalogCommand(s Streams) *cobra.Command {

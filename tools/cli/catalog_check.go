@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/tools/hclload"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/hclload"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // catalogCheckOptions are the flags and arguments of catalog check.

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 const goldenCatalogDigest = "171302dde69a419264958499d07cd57f84e84516dee0e89c40a630f807a8152b"

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/layer"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/settlement/ledger"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // gitCommit commits everything under repo (a new repository) and

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 // maxDigestInput bounds the payload digest reads. Payloads are

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/qualify"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
 )
 
 func newEvidenceCommand(s Streams) *cobra.Command {

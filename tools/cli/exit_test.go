@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/models"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/stacks/plan"
-	"github.com/cacheon/engine/tools/model"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 func TestExitCodeMapsOneRoot(t *testing.T) {
@@ -30,7 +30,7 @@ func TestExitCodeMapsOneRoot(t *testing.T) {
 		{"rejection", reject.Errorf("bad %s", "input"), ExitRejected},
 		{"bundle class", fmt.Errorf("load: %w", bundle.ErrMetadata), ExitRejected},
 		{"bundle without a manifest is a missing file", fmt.Errorf("load: %w", bundle.ErrNoManifest), ExitError},
-		{"model class", &model.TreeError{Root: "r", Path: "a", Err: model.ErrSymlink}, ExitRejected},
+		{"model class", &models.TreeError{Root: "r", Path: "a", Err: models.ErrSymlink}, ExitRejected},
 		{"store class", &store.FileError{Path: "index.json", Err: store.ErrMalformed}, ExitRejected},
 		{"plan rejection", &plan.Rejection{Reason: plan.ReasonUnknownTarget, Detail: "x"}, ExitRejected},
 		{"a rejection about a missing file", reject.Wrap(fmt.Errorf("open x: %w", fs.ErrNotExist)), ExitError},

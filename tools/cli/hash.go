@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // hashOptions are the flags and arguments of hash.

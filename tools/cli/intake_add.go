@@ -8,12 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/kernels/fingerprint"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // intakeAddOptions are the flags and argument of intake add.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/tools/hclload"
+	"github.com/cacheon/engine/internal/hclload"
 )
 
 // An oversized catalog file is refused without being read whole; a

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/tools/model"
+	"github.com/cacheon/engine/models"
 )
 
 func newModelCommand(s Streams) *cobra.Command {
@@ -35,7 +35,7 @@ lanes. Models are never downloaded by these commands.`,
 
 // modelProgress returns a progress printer for a terminal on w, or nil:
 // piped output stays free of progress lines.
-func modelProgress(w io.Writer) func(done, total int, f model.File) {
+func modelProgress(w io.Writer) func(done, total int, f models.File) {
 	f, ok := w.(*os.File)
 	if !ok {
 		return nil
@@ -44,26 +44,26 @@ func modelProgress(w io.Writer) func(done, total int, f model.File) {
 	if err != nil || info.Mode()&os.ModeCharDevice == 0 {
 		return nil
 	}
-	return func(done, total int, file model.File) {
+	return func(done, total int, file models.File) {
 		fmt.Fprintf(w, "hashed %d/%d %s (%d bytes)\n", done, total, file.Path, file.Size)
 	}
 }
 
 // modelReceiptView is the --json document of provision and check.
 type modelReceiptView struct {
-	FormatVersion int                `json:"format_version"`
-	Root          string             `json:"root"`
-	Receipt       string             `json:"receipt"`
-	Match         *bool              `json:"match,omitempty"`
-	ContentDigest string             `json:"content_digest"`
-	ReceiptDigest string             `json:"receipt_digest"`
-	FileCount     int                `json:"file_count"`
-	TotalBytes    int64              `json:"total_bytes"`
-	Files         []model.File       `json:"files"`
-	Differences   []model.Difference `json:"differences,omitempty"`
+	FormatVersion int                 `json:"format_version"`
+	Root          string              `json:"root"`
+	Receipt       string              `json:"receipt"`
+	Match         *bool               `json:"match,omitempty"`
+	ContentDigest string              `json:"content_digest"`
+	ReceiptDigest string              `json:"receipt_digest"`
+	FileCount     int                 `json:"file_count"`
+	TotalBytes    int64               `json:"total_bytes"`
+	Files         []models.File       `json:"files"`
+	Differences   []models.Difference `json:"differences,omitempty"`
 }
 
-func newModelReceiptView(root, receiptPath string, r *model.Receipt) (*modelReceiptView, error) {
+func newModelReceiptView(root, receiptPath string, r *models.Receipt) (*modelReceiptView, error) {
 	rd, err := r.Digest()
 	if err != nil {
 		return nil, err

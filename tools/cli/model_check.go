@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/tools/model"
-	"github.com/cacheon/engine/tools/reject"
+	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/models"
 )
 
 // modelCheckOptions are the flags and arguments of model check.
@@ -43,7 +43,7 @@ or when the receipt is invalid.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.receiptPath, "receipt", "", "provision receipt to verify against (required)")
-	cmd.Flags().IntVar(&o.workers, "workers", model.DefaultWorkers, "files hashed concurrently")
+	cmd.Flags().IntVar(&o.workers, "workers", models.DefaultWorkers, "files hashed concurrently")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the result as JSON")
 	cmd.MarkFlagRequired("receipt")
 	return cmd
@@ -51,12 +51,12 @@ or when the receipt is invalid.`,
 
 func runModelCheck(_ context.Context, s Streams, o modelCheckOptions) error {
 	root := o.args[0]
-	want, err := model.ReadReceipt(o.receiptPath)
+	want, err := models.ReadReceipt(o.receiptPath)
 	if err != nil {
 		return err
 	}
-	got, err := model.Check(root, want, model.Options{Workers: o.workers, Progress: modelProgress(s.Err)})
-	var mismatch *model.MismatchError
+	got, err := models.Check(root, want, models.Options{Workers: o.workers, Progress: modelProgress(s.Err)})
+	var mismatch *models.MismatchError
 	if err != nil && !errors.As(err, &mismatch) {
 		return err
 	}

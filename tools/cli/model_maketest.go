@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/tools/model/testmodel"
+	"github.com/cacheon/engine/models/testmodel"
 )
 
 // modelMakeTestView is the --json document of make-test.

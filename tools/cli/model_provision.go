@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/model"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/models"
 )
 
 // modelProvisionOptions are the flags and arguments of model provision.
@@ -57,7 +57,7 @@ hashed at once (default 4); the receipt does not depend on it.`,
 	}
 	cmd.Flags().StringVar(&o.out, "out", "", "receipt path (default: beside DIR, named by the content digest)")
 	cmd.Flags().StringVar(&o.expected, "expected-content-digest", "", "reject the tree unless its content digest is this (64 hex)")
-	cmd.Flags().IntVar(&o.workers, "workers", model.DefaultWorkers, "files hashed concurrently")
+	cmd.Flags().IntVar(&o.workers, "workers", models.DefaultWorkers, "files hashed concurrently")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -72,11 +72,11 @@ func runModelProvision(_ context.Context, s Streams, o modelProvisionOptions) er
 	// A refused destination is cheap to find o.out before hashing
 	// a large model.
 	if o.out != "" {
-		if err := model.CheckReceiptDestination(o.out, root); err != nil {
+		if err := models.CheckReceiptDestination(o.out, root); err != nil {
 			return err
 		}
 	}
-	r, err := model.Provision(root, model.Options{
+	r, err := models.Provision(root, models.Options{
 		Workers:               o.workers,
 		ExpectedContentDigest: o.expected,
 		Progress:              modelProgress(s.Err),
@@ -86,11 +86,11 @@ func runModelProvision(_ context.Context, s Streams, o modelProvisionOptions) er
 	}
 	dest := o.out
 	if dest == "" {
-		if dest, err = model.DefaultReceiptPath(root, r.ContentDigest); err != nil {
+		if dest, err = models.DefaultReceiptPath(root, r.ContentDigest); err != nil {
 			return err
 		}
 	}
-	if err := model.WriteReceipt(dest, root, r); err != nil {
+	if err := models.WriteReceipt(dest, root, r); err != nil {
 		return err
 	}
 	view, err := newModelReceiptView(root, dest, r)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/qualify"
-	"github.com/cacheon/engine/tools/atomicwrite"
+	"github.com/cacheon/engine/internal/atomicwrite"
 )
 
 // qualifyOptions are the flags of qualify.

@@ -15,9 +15,9 @@ import (
 	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/internal/atomicwrite"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
-	"github.com/cacheon/engine/tools/atomicwrite"
 )
 
 // qualifyCalibrateOptions are the flags of qualify calibrate.

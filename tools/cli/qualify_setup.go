@@ -24,12 +24,12 @@ import (
 	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/evaluator/workload"
+	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/models"
+	"github.com/cacheon/engine/models/testmodel"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/model"
-	"github.com/cacheon/engine/tools/model/testmodel"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // qualificationFlags are the inputs qualify and qualify calibrate share:
@@ -274,7 +274,7 @@ func qualifyModel(dir, run string) (string, string, error) {
 		}
 		abs = cp
 	}
-	rc, err := model.Provision(abs, model.Options{})
+	rc, err := models.Provision(abs, models.Options{})
 	if err != nil {
 		return "", "", err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/speed"
-	"github.com/cacheon/engine/tools/testtree"
+	"github.com/cacheon/engine/internal/testtree"
 )
 
 // TestQualifyRefusesBadInputsBeforeRunning: usage errors are exit 1, a

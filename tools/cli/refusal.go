@@ -6,9 +6,9 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/hclload"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/hclload"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // diagnosedError is a rejection of an HCL file, carrying the diagnostics

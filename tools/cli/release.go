@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/store/remote"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 func newReleaseCommand(s Streams) *cobra.Command {

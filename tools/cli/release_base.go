@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/base"
 	"github.com/cacheon/engine/release/image"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // releaseBaseOptions are the flags of release base.

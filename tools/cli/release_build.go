@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/layer"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // releaseBuildOptions are the flags and arguments of release build.

@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/channel"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/verify"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 func newReleaseChannelCommand(s Streams) *cobra.Command {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/key"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // releaseKeygenOptions are the flags and arguments of release keygen.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/intoto"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // releaseLayoutOptions are the flags and arguments of release layout.

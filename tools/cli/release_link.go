@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/intoto"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/verify"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // releaseLinkOptions are the flags and arguments of release link.

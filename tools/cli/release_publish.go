@@ -7,12 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/publish"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // releasePublishOptions are the flags and arguments of release publish.

@@ -6,12 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/review/ledgercrown"
 	"github.com/cacheon/engine/settlement/apply"
 	"github.com/cacheon/engine/settlement/ledger"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // releaseReviewOptions are the flags and arguments of release review.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // TestReleaseReviewFromTheLedger: a ledger crowned by `cacheon settle`

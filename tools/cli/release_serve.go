@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/channel"
 	"github.com/cacheon/engine/release/entrypoint"
 	"github.com/cacheon/engine/release/key"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // releaseServeOptions are the flags and arguments of release serve.

@@ -10,14 +10,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/channel"
 	"github.com/cacheon/engine/release/image"
 	"github.com/cacheon/engine/release/intoto"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // releaseVerifyOptions are the flags and arguments of release verify.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/scan"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 func printScanReport(w io.Writer, r *scan.Report) {

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/settle/settletest"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // settleFixture is a ledger with one proposal qualified by an

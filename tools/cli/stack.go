@@ -11,14 +11,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/atomicwrite"
+	"github.com/cacheon/engine/internal/hclload"
+	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/atomicwrite"
-	"github.com/cacheon/engine/tools/hclload"
-	"github.com/cacheon/engine/tools/identity"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // stackDeps are the validator components stack commands run with: those

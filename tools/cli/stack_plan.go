@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/identity"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/identity"
 )
 
 // stackPlanOptions are the inputs of stack plan.

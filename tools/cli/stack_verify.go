@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/stacks/materialize"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // stackVerifyOptions are the inputs of stack verify.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/tools/identity"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // weightsExample is the emissions reference's worked example.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
-	"github.com/cacheon/engine/tools/model/testmodel"
+	"github.com/cacheon/engine/models/testmodel"
 )
 
 // Fixture is one test's engine set-up.

@@ -16,10 +16,10 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/settlement/apply"
 	"github.com/cacheon/engine/settlement/ledger"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 // Binding maps a crown read back from the ledger onto the crown binding

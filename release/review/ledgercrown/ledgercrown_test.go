@@ -14,13 +14,13 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/review/ledgercrown"
 	"github.com/cacheon/engine/settlement/apply"
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
-	"github.com/cacheon/engine/tools/reject"
 )
 
 const sourcePath = "kernels/contributions/rmsnorm_torch"

@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/bundle"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/settlement/apply"
@@ -24,8 +26,6 @@ import (
 	"github.com/cacheon/engine/settlement/settle/settletest"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
-	"github.com/cacheon/engine/tools/canonjson"
-	"github.com/cacheon/engine/tools/testtree"
 )
 
 // Fixture is a real ledger over a copy of the repository: the
