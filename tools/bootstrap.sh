@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# Installs whatever this machine is missing to build and test Cacheon Engine
-# offline with Bazel, and prints each step it takes. Idempotent: when
-# nothing is missing it only checks, in a few seconds.
+# Installs whatever this machine is missing for one purpose, and prints each
+# step it takes. Idempotent: when nothing is missing it only checks, in a
+# few seconds.
 #
-# What it prepares (docs/build.md explains why each piece exists):
-#   1. Debian packages: Bazel 4.2.3 and its rule sets, CPU PyTorch for the
-#      CPU lane and tests, the OCI registry used by release tests, nginx
-#      as the HTTP remote cache of tools/remote_cache_check.sh.
-#   2. A prepared copy of the Go SDK (standard library archives installed,
-#      tools rules_go 0.34 expects) in the cache directory.
-#   3. rules_go v0.34.0 from the Go module proxy, with our Go 1.26 patch.
-#   4. Every external Go module the code imports, split into one Bazel
-#      repository per module with generated BUILD files.
-#   5. cosign and oras, the stock tools the consumer guide's tests run.
+#   tools/bootstrap.sh [build|run|test]
+#
+# Each purpose installs what it needs and nothing more (docs/build.md says
+# why each piece exists):
+#   build  what `bazel build` needs, and no more: Bazel 4.2.3 and its rule
+#          sets from Debian, a prepared copy of the Go SDK, rules_go v0.34.0
+#          (with our Go 1.26 patch) and gazelle from the Go module proxy,
+#          every external Go module split into Bazel repositories. This is
+#          what `cacheon release rebuild --source-repo` runs in the clone it
+#          rebuilds (the default).
+#   run    build, plus what the main job (tools/run.sh) runs: CPU PyTorch
+#          and numpy for the CPU lane's worker processes, jq.
+#   test   run, plus what only the tests use: the OCI registry of the
+#          release tests, nginx (the remote-cache check's HTTP cache),
+#          Chromium (the HTML report tests), libtorch-dev and g++ (the
+#          prebuild tests compile torch extensions), the tr_TR locale (the
+#          reproducibility check), buildifier (lint), and cosign and oras
+#          (the consumer guide's commands).
 #
 # Environment:
 #   CACHEON_CACHE   cache directory (default ${XDG_CACHE_HOME:-$HOME/.cache}/cacheon)
@@ -22,26 +30,55 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$repo"
 
+purpose=${1:-build}
+case $purpose in
+build | run | test) ;;
+-h | --help)
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  exit 0
+  ;;
+*)
+  printf 'bootstrap: unknown purpose %q; use build, run or test\n' "$purpose" >&2
+  exit 1
+  ;;
+esac
+# wants PURPOSE: whether this run's purpose includes PURPOSE.
+wants() {
+  case $1 in
+  build) return 0 ;;
+  run) [[ $purpose == run || $purpose == test ]] ;;
+  test) [[ $purpose == test ]] ;;
+  esac
+}
+
 rules_go_version=v0.34.0
 gazelle_version=v0.45.0
 buildtools_version=v0.0.0-20260904073137-eaa4d125b423
 cosign_version=v3.1.3
 oras_version=v1.3.6
 
-say() { printf 'bootstrap: %s\n' "$*" >&2; }
-die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
+say() { printf 'bootstrap (%s): %s\n' "$purpose" "$*" >&2; }
+die() { printf 'bootstrap (%s): error: %s\n' "$purpose" "$*" >&2; exit 1; }
 
 # --- 1. Debian packages -----------------------------------------------------
-# nginx (built with the WebDAV module) serves Bazel's HTTP cache protocol in
-# tools/remote_cache_check.sh, which starts its own instance; like
-# docker-registry's, the packaged service is not needed.
-# libtorch-dev and g++: the prebuild (evaluator/prebuild) compiles
-# contributions' declared sources into torch operator libraries, which needs
-# torch's C++ headers (python3-torch ships only symbolic links to them) and
-# a C++ compiler.
-apt_packages=(bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
-  python3-torch python3-numpy libtorch-dev g++ docker-registry patch locales nginx jq
-  chromium) # chromium: the HTML report tests render pages in a real browser
+apt_packages=(bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java patch)
+if wants run; then
+  # The CPU lane's worker processes import torch and numpy (Debian's
+  # python3-torch is the interpreter's /usr/bin/python3); the servable
+  # release reads its base's lock with jq.
+  apt_packages+=(python3-torch python3-numpy jq)
+fi
+if wants test; then
+  # nginx (built with the WebDAV module) serves Bazel's HTTP cache protocol
+  # in tools/remote_cache_check.sh, which starts its own instance; like
+  # docker-registry's, the packaged service is not needed. libtorch-dev and
+  # g++: the prebuild tests (evaluator/prebuild) compile contributions'
+  # declared sources into torch operator libraries, which needs torch's C++
+  # headers (python3-torch ships only symbolic links to them) and a C++
+  # compiler. chromium: the HTML report tests render pages in a real
+  # browser. locales: the reproducibility check builds under tr_TR.UTF-8.
+  apt_packages+=(libtorch-dev g++ docker-registry locales nginx chromium)
+fi
 missing=()
 for p in "${apt_packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -61,7 +98,7 @@ fi
 
 # The reproducibility check builds once under a Turkish locale, whose dotless
 # i breaks naive case folding.
-if ! locale -a 2>/dev/null | grep -qix 'tr_TR.utf8'; then
+if wants test && ! locale -a 2>/dev/null | grep -qix 'tr_TR.utf8'; then
   say "generating the tr_TR.UTF-8 locale"
   sudo=""
   [[ $(id -u) == 0 ]] || sudo=sudo
@@ -139,8 +176,6 @@ go_tool() {
 }
 gazelle=$(go_tool gazelle github.com/bazelbuild/bazel-gazelle/cmd/gazelle "$gazelle_version")
 ln -sfn "$gazelle" .cache/gazelle
-buildifier=$(go_tool buildifier github.com/bazelbuild/buildtools/buildifier "$buildtools_version")
-ln -sfn "$buildifier" .cache/buildifier
 
 # The key covers everything that decides which external packages are needed:
 # the module graph and the import lists of our own packages.
@@ -155,7 +190,13 @@ if [[ $(cat .cache/godeps/.key 2>/dev/null) != "$key" ]]; then
 else
   say "external Go module repositories up to date"
 fi
-# --- 5. Stock consumer tools -------------------------------------------------
+# --- 5. Test-only tools -------------------------------------------------------
+if ! wants test; then
+  say "ready for $purpose"
+  exit 0
+fi
+buildifier=$(go_tool buildifier github.com/bazelbuild/buildtools/buildifier "$buildtools_version")
+ln -sfn "$buildifier" .cache/buildifier
 # The consumer guide's commands run in the tests with the tools a consumer
 # has: cosign verifies the signature and the SLSA and SPDX attestations, oras
 # pulls the attached files. Built once from the Go module proxy (cosign takes
@@ -165,4 +206,4 @@ oras=$(go_tool oras oras.land/oras/cmd/oras "$oras_version")
 mkdir -p .cache/tools/bin
 ln -sfn "$cosign" .cache/tools/bin/cosign
 ln -sfn "$oras" .cache/tools/bin/oras
-say "ready"
+say "ready for $purpose"

@@ -5,7 +5,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-[[ -x .cache/gazelle && -f .cache/godeps/WORKSPACE.gazelle ]] || bash tools/bootstrap.sh
+[[ -x .cache/gazelle && -f .cache/godeps/WORKSPACE.gazelle ]] || bash tools/bootstrap.sh build
 .cache/gazelle \
   -repo_root="$repo" \
   -go_prefix=github.com/cacheon/engine \

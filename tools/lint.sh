@@ -4,7 +4,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-[[ -x .cache/buildifier && -x .cache/gazelle ]] || bash tools/bootstrap.sh
+[[ -x .cache/buildifier && -x .cache/gazelle ]] || bash tools/bootstrap.sh test
 
 status=0
 echo "lint: gofmt" >&2

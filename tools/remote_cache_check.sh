@@ -4,6 +4,13 @@
 #
 #   tools/remote_cache_check.sh [--no-repro] TARGET...
 #
+# With CACHEON_REPRO_REFERENCE=DIR (tools/test.sh sets it), DIR holds the
+# outputs of a build of TARGET... already made in this checkout (bazel-bin/...
+# paths as Bazel reports them), and the fill build below is the one cold
+# build of the reproducibility check: in another clone, output root,
+# umask, time zone and locale, compared byte for byte with DIR. CI then pays
+# for one cold build, not two.
+#
 # 1. Starts a real HTTP cache on 127.0.0.1: Debian's nginx, storing what
 #    Bazel PUTs (WebDAV) under a temporary directory and serving it back.
 #    Both builds below use .bazelrc's --config=remote-cache, as users do.
@@ -11,8 +18,9 @@
 #    the Linux namespace sandbox with no network and a strict environment,
 #    never reading a cache, and uploads every result. By default this is the
 #    first build of tools/repro_check.sh (so CI pays for no extra cold
-#    build, and the reproducibility check runs in full); --no-repro builds
-#    it here instead.
+#    build, and the reproducibility check runs in full); with
+#    CACHEON_REPRO_REFERENCE it is the reproducibility check's cold build
+#    itself; --no-repro builds it here without a comparison.
 # 3. Hit: builds the same targets in a second clone in another directory,
 #    Bazel output root, umask, time zone and locale, with only the remote
 #    cache to read from (no disk cache).
@@ -175,7 +183,7 @@ build() { # name umask tz locale flags-array-name
     cd "$dir"
     umask "$mask"
     export TZ="$tz" LANG="$locale" LC_ALL="$locale"
-    bash tools/bootstrap.sh >/dev/null 2>&1
+    bash tools/bootstrap.sh build >/dev/null 2>&1
     local t=$SECONDS
     bazel "${jvm_locale[@]}" --output_user_root="$root" build --disk_cache= --show_result=1000 \
       "${flags[@]}" "${targets[@]}" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
@@ -185,7 +193,21 @@ build() { # name umask tz locale flags-array-name
   )
 }
 snapshot
-if ((with_repro)); then
+locale_b=POSIX
+if locale -a 2>/dev/null | grep -qix 'tr_TR.utf8'; then locale_b=tr_TR.UTF-8; fi
+manifest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+if [[ -n ${CACHEON_REPRO_REFERENCE:-} ]]; then
+  ref=$CACHEON_REPRO_REFERENCE
+  n_ref=$(find "$ref" -type f 2>/dev/null | wc -l)
+  ((n_ref > 0)) || fail "the reference build's outputs ($ref) hold no file"
+  say "fill: cold build in another clone (umask 077, TZ=Pacific/Chatham, LANG=$locale_b) in linux-sandbox, uploading"
+  build fill 077 Pacific/Chatham "$locale_b" fill_flags || fail "the fill build failed"
+  if ! diff <(manifest "$ref") <(manifest "$work/fill/out") >"$work/repro.diff"; then
+    cat "$work/repro.diff" >&2
+    fail "reproducibility: outputs differ between this checkout's build and the cold build"
+  fi
+  say "reproducibility: ${targets[*]}: $n_ref output files byte-identical across this checkout's build and the cold build"
+elif ((with_repro)); then
   say "fill: build A of tools/repro_check.sh (umask 022, TZ=UTC, LANG=C.UTF-8) in linux-sandbox, uploading"
   CACHEON_REPRO_A_FLAGS="${fill_flags[*]}" CACHEON_REPRO_KEEP="$work/fill" \
     bash tools/repro_check.sh "${targets[@]}" || fail "the reproducibility check failed"
@@ -208,10 +230,8 @@ hit_flags=(
   --noremote_upload_local_results
   "--execution_log_json_file=$hit_log"
 )
-locale_hit=POSIX
-if locale -a 2>/dev/null | grep -qix 'tr_TR.utf8'; then locale_hit=tr_TR.UTF-8; fi
-say "hit: build in another clone (umask 007, TZ=America/St_Johns, LANG=$locale_hit) reading only the remote cache"
-build hit 007 America/St_Johns "$locale_hit" hit_flags || fail "the hit build failed"
+say "hit: build in another clone (umask 007, TZ=America/St_Johns, LANG=C.UTF-8) reading only the remote cache"
+build hit 007 America/St_Johns C.UTF-8 hit_flags || fail "the hit build failed"
 downloads=$(tail -n +"$((fill_requests + 1))" "$srv/access.log" | awk '$1 == "GET" && $3 == 200' | wc -l)
 misses=$(tail -n +"$((fill_requests + 1))" "$srv/access.log" | awk '$1 == "GET" && $3 == 404' | wc -l)
 say "hit: the server answered $downloads GETs from the cache and $misses with 404"
@@ -270,7 +290,6 @@ for b in bad:
 sys.exit(1 if bad else 0)
 EOF
 
-manifest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
 n=$(find "$work/fill/out" -type f 2>/dev/null | wc -l)
 ((n > 0)) || fail "the fill build reported no outputs"
 diff <(manifest "$work/fill/out") <(manifest "$work/hit/out") >"$work/diff" || {

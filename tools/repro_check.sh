@@ -49,7 +49,7 @@ build() { # name umask tz locale extra-flags targets...
     cd "$dir"
     umask "$mask"
     export TZ="$tz" LANG="$locale" LC_ALL="$locale"
-    bash tools/bootstrap.sh >/dev/null 2>&1
+    bash tools/bootstrap.sh build >/dev/null 2>&1
     local start=$SECONDS
     bazel "${jvm_locale[@]}" --output_user_root="$root" build --disk_cache= --show_result=1000 "${extra[@]}" "$@" >"$log" 2>&1 ||
       { cat "$log" >&2; exit 1; }

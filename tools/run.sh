@@ -30,7 +30,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$repo"
-bash tools/bootstrap.sh
+bash tools/bootstrap.sh run
 
 out=${CACHEON_OUT:-$repo/out}
 mkdir -p "$out"

@@ -107,7 +107,7 @@ type Entrypoint struct {
 }
 
 // EntrypointSource is the entrypoint's build recipe: the repository's
-// tools/bootstrap.sh, then `bazel build <BazelTarget>` (with the
+// tools/bootstrap.sh build, then `bazel build <BazelTarget>` (with the
 // repository's own .bazelrc), in a clone of Repository at Commit.
 type EntrypointSource struct {
 	Repository  string `json:"repository"`   // where to clone it from (a URL, or a path for a local rebuild)

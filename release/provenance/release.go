@@ -104,7 +104,7 @@ func ForRelease(in ReleaseInput) *Provenance {
 		// built from, and the recipe that builds it there.
 		p.Dependencies = append(p.Dependencies, Resource{
 			Name: DepEntrypointSrc, URI: "git+" + src.Repository, Digest: map[string]string{"gitCommit": src.Commit},
-			Annotations: map[string]string{"bazel_target": src.BazelTarget, "recipe": "bash tools/bootstrap.sh && bazel build " + src.BazelTarget},
+			Annotations: map[string]string{"bazel_target": src.BazelTarget, "recipe": "bash tools/bootstrap.sh build && bazel build " + src.BazelTarget},
 		})
 	}
 	for _, c := range d.Integrations {

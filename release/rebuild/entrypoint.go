@@ -64,8 +64,8 @@ func buildEntrypoint(src *descriptor.EntrypointSource, repo, work string, progre
 	if err := run("check out commit "+src.Commit, "git", "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", src.Commit); err != nil {
 		return nil, err
 	}
-	progress("bootstrapping the build (tools/bootstrap.sh)")
-	if err := run("bootstrap", "bash", "tools/bootstrap.sh"); err != nil {
+	progress("bootstrapping the build (tools/bootstrap.sh build: what bazel build needs, nothing more)")
+	if err := run("bootstrap", "bash", "tools/bootstrap.sh", "build"); err != nil {
 		return nil, err
 	}
 	outputBase := filepath.Join(work, "bazel-output-base")
