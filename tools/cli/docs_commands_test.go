@@ -24,15 +24,36 @@ type docCommand struct {
 // joined and shell prompts removed.
 func documentedCommands(t *testing.T) []docCommand {
 	t.Helper()
-	var docs []string
+	var cmds []docCommand
+	for _, doc := range documentationPages(t, false) {
+		for _, l := range codeLines(doc.text) {
+			if l.command && !strings.HasPrefix(l.text, "#") && strings.Contains(l.text, "cacheon ") {
+				cmds = append(cmds, docCommand{file: doc.file, line: l.line, text: l.text})
+			}
+		}
+	}
+	return cmds
+}
+
+// docPage is one Markdown page: its path relative to the repository root
+// and its text.
+type docPage struct {
+	file string
+	text string
+}
+
+// documentationPages reads README.md and every page under docs/; with
+// generated, the CLI reference under docs/reference/cli too (it is
+// generated from the command tree, so its command lines are the tree's).
+func documentationPages(t *testing.T, generated bool) []docPage {
+	t.Helper()
 	root := repoDir(".")
-	docs = append(docs, filepath.Join(root, "README.md"))
+	docs := []string{filepath.Join(root, "README.md")}
 	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		// The CLI reference is generated from the command tree.
-		if d.IsDir() && d.Name() == "cli" {
+		if d.IsDir() && d.Name() == "cli" && !generated {
 			return filepath.SkipDir
 		}
 		if strings.HasSuffix(p, ".md") {
@@ -43,47 +64,61 @@ func documentedCommands(t *testing.T) []docCommand {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cmds []docCommand
+	var pages []docPage
 	for _, doc := range docs {
 		b, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rel, _ := filepath.Rel(root, doc)
-		inBlock, console := false, false
-		pending, start := "", 0
-		for i, line := range strings.Split(string(b), "\n") {
-			if fence := strings.TrimSpace(line); strings.HasPrefix(fence, "```") {
-				inBlock = !inBlock
-				console = fence == "```console"
-				pending = ""
-				continue
-			}
-			if !inBlock {
-				continue
-			}
-			line = strings.TrimSpace(line)
-			if pending == "" {
-				start = i + 1
-				// In a console block only the prompted lines are
-				// commands; the rest is their output.
-				if console && !strings.HasPrefix(line, "$ ") {
-					continue
-				}
-			}
-			line = strings.TrimPrefix(line, "$ ")
-			if strings.HasSuffix(line, "\\") {
-				pending += strings.TrimSuffix(line, "\\") + " "
-				continue
-			}
-			full := pending + line
+		pages = append(pages, docPage{file: filepath.ToSlash(rel), text: string(b)})
+	}
+	return pages
+}
+
+// codeLine is one line of a Markdown code block, continuation lines
+// joined: a command (every line of a block but a console block's output)
+// or a line a command printed.
+type codeLine struct {
+	line    int // the first line's number in the page
+	text    string
+	command bool
+}
+
+// codeLines returns the lines of the code blocks of a Markdown page, in
+// order, trimmed, with shell prompts removed. In a console block only the
+// prompted lines ("$ ") are commands; the rest is their output.
+func codeLines(page string) []codeLine {
+	var lines []codeLine
+	inBlock, console := false, false
+	pending, start := "", 0
+	for i, line := range strings.Split(page, "\n") {
+		if fence := strings.TrimSpace(line); strings.HasPrefix(fence, "```") {
+			inBlock = !inBlock
+			console = fence == "```console"
 			pending = ""
-			if !strings.HasPrefix(full, "#") && strings.Contains(full, "cacheon ") {
-				cmds = append(cmds, docCommand{file: rel, line: start, text: full})
+			continue
+		}
+		if !inBlock {
+			continue
+		}
+		line = strings.TrimSpace(line)
+		if pending == "" {
+			start = i + 1
+			if console && !strings.HasPrefix(line, "$ ") {
+				lines = append(lines, codeLine{line: start, text: line})
+				continue
 			}
 		}
+		line = strings.TrimPrefix(line, "$ ")
+		if strings.HasSuffix(line, "\\") {
+			pending += strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		lines = append(lines, codeLine{line: start, text: pending + line, command: true})
+		pending = ""
 	}
-	return cmds
+	return lines
 }
 
 // checkDocCommand resolves a command line's cacheon invocations in the
