@@ -38,7 +38,7 @@ rejects it too; no file is read past the size the walk saw.
 
 --committed leaves out the top-level validator carrier receipt
 (.cacheon-native-artifact.json).`,
-		Example: `  cacheon hash kernels/silu_and_mul_torch
+		Example: `  cacheon hash kernels/contributions/silu_and_mul_torch
   cacheon hash --committed ./my-bundle`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
