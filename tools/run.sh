@@ -12,10 +12,10 @@
 #      screen, then B, C and B′ engine processes in the worker sandbox,
 #      graded under speed policy v8, with a report anyone can re-grade;
 #   4. the crown loop's evaluation side on the embedded defaults: a
-#      proposal taken into the SQLite ledger, qualified and (if it passes)
-#      reproduced on exchanged lanes, each attempt recorded, then
-#      settlement, which says plainly why nothing can be crowned under the
-#      uncalibrated default policy;
+#      proposal taken into the SQLite ledger and qualified, its attempt
+#      recorded, then settlement, which says plainly why nothing can be
+#      crowned: under the uncalibrated default policy a speed verdict, PASS
+#      or FAIL, is noise, so the proposal stays undecided (no_decision);
 #   5. the whole crown loop on the demonstration arena (tools/crown_loop.sh):
 #      calibrate the CPU lane, qualify, reproduce, settle a crown, build the
 #      new incumbent, review the crown, and build, sign and verify the
@@ -26,7 +26,11 @@
 #      unpack the verified image and serve tokens from it with no network
 #      through its fail-closed entrypoint; publish it into a signed channel.
 #
-# Everything it writes goes under out/ (override with CACHEON_OUT).
+# Everything it writes goes under out/ (override with CACHEON_OUT). Every
+# step's outcome is a result the job reports: a FAIL or a NO_DECISION of a
+# qualification on a noisy CPU, or nothing to crown, is printed with its
+# reason and the job goes on; only a refused input or a broken setup ends it
+# (non-zero). Each step's header says when it started.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$repo"
@@ -38,7 +42,7 @@ mkdir -p "$out"
 # it out of the repository's ./... (go test, go vet), as .bazelignore and
 # gazelle's exclude keep it out of Bazel's //...
 [[ -f $out/go.mod ]] || printf 'module cacheon.invalid/out\n\ngo 1.26\n' >"$out/go.mod"
-say() { printf '\n== %s\n' "$*" >&2; }
+say() { printf '\n== %s (at %d s)\n' "$*" "$SECONDS" >&2; }
 
 # From a committed tree the release records the commit its entrypoint is
 # built from, so `release rebuild --source-repo .` rebuilds the binary too.
