@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/settlement/apply/applytest"
+	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle/settletest"
 )
 
@@ -90,7 +93,7 @@ func TestSettleExportAndWeights(t *testing.T) {
 	}
 
 	// Nothing left to settle.
-	if code, out, _ := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS); code != 0 || !strings.Contains(out, "nothing to settle") {
+	if code, out, _ := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS); code != 0 || !strings.Contains(out, "nothing to crown") {
 		t.Errorf("second settle: exit %d\n%s", code, out)
 	}
 
@@ -131,6 +134,88 @@ func TestSettleRefusesOneQualification(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "", "settle", "--ledger", filepath.Join(t.TempDir(), "missing.db")); code != 1 {
 		t.Errorf("settle of a missing ledger: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestSettleWithNothingToCrown: a ledger with nothing queued; settle
+// exits 0 and says why, naming each proposal evaluation has not decided,
+// its status and its reason (in --json as fields). A qualified proposal
+// without settlement views is still a refused input (exit 2).
+func TestSettleWithNothingToCrown(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		prepare func(t *testing.T, f *applytest.Fixture, in applytest.Intaken)
+		code    int
+		out     []string // stdout (or, on a refusal, stderr) holds each
+		status  string   // --json: the one undecided proposal's status, "" for none
+	}{
+		{"a published proposal waits for evaluation", func(*testing.T, *applytest.Fixture, applytest.Intaken) {}, 0,
+			[]string{"nothing to crown", "proposal 1 is published\n"}, "published"},
+		{"a hand-made qualified proposal without views is refused", func(t *testing.T, f *applytest.Fixture, in applytest.Intaken) {
+			for i, step := range []struct {
+				to     ledger.Status
+				record string
+			}{{ledger.Screening, ledger.StageScreen}, {ledger.Promoted, ""}, {ledger.Qualifying, ledger.StageQualification},
+				{ledger.ReproductionPending, ""}, {ledger.Qualifying, ledger.StageQualification}, {ledger.Qualified, ""}} {
+				if err := f.L.Transition(ctx, in.ID, step.to, ""); err != nil {
+					t.Fatal(err)
+				}
+				if step.record != "" {
+					d := settletest.Digest(fmt.Sprintf("report %d", i))
+					if _, err := f.L.RecordAttempt(ctx, in.ID, ledger.Attempt{Stage: step.record, Decision: "PASS", ReportDigest: d, EvidenceAddress: d}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}, 2, []string{"missing_settlement_view", "proposal 1"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := applytest.New(t, applytest.Workspace(t, "../.."), filepath.Join(t.TempDir(), "ledger.db"))
+			in := f.Intake(t, "rmsnorm_torch", "5Fminer", 4100200)
+			c.prepare(t, f, in)
+			f.L.Close()
+			code, out, errOut := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS)
+			text := out
+			if c.code != 0 {
+				text = errOut
+			}
+			if code != c.code {
+				t.Fatalf("settle: exit %d, want %d\n%s%s", code, c.code, out, errOut)
+			}
+			for _, want := range c.out {
+				if !strings.Contains(text, want) {
+					t.Errorf("settle does not say %q:\n%s", want, text)
+				}
+			}
+			if c.code != 0 {
+				return
+			}
+			code, out, errOut = run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS, "--json")
+			var doc struct {
+				Committed bool `json:"committed"`
+				Undecided []struct {
+					ProposalID int64  `json:"proposal_id"`
+					Hotkey     string `json:"hotkey"`
+					Status     string `json:"status"`
+					Reason     string `json:"reason"`
+				} `json:"undecided"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+				t.Fatalf("settle --json: exit %d (%v)\n%s%s", code, err, out, errOut)
+			}
+			if doc.Committed || len(doc.Undecided) != 1 || doc.Undecided[0].ProposalID != in.ID || doc.Undecided[0].Hotkey != "5Fminer" ||
+				doc.Undecided[0].Status != c.status || !strings.Contains(text, doc.Undecided[0].Reason) {
+				t.Errorf("settle --json: %s", out)
+			}
+		})
+	}
+	// An empty ledger: nothing queued, nothing waiting.
+	f := applytest.New(t, applytest.Workspace(t, "../.."), filepath.Join(t.TempDir(), "ledger.db"))
+	f.L.Close()
+	if code, out, errOut := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS); code != 0 || !strings.Contains(out, "no proposal waits for evaluation") {
+		t.Errorf("settle of an empty ledger: exit %d\n%s%s", code, out, errOut)
 	}
 }
 
