@@ -58,6 +58,14 @@ v8 policy (docs/reference/workload.md, speed-policy.md), evidence under
 OUT/evidence. OUT (default ./qualification) receives report.json (the
 canonical report, also in the store) and report.html.
 
+With --ledger, the ledger's first published proposal is qualified and, on
+a PASS, reproduced on exchanged lanes, every attempt recorded. A speed
+verdict under the embedded uncalibrated policy (its PASS, or a FAIL the
+speed stage decided) is noise, not evidence: the proposal is left
+no_decision (uncalibrated_policy, exit 3) and no reproduction runs.
+Calibrate the lanes (cacheon qualify calibrate) and qualify under the
+policy that calibration supports.
+
 Exit codes: 0 PASS, 2 FAIL, 3 NO_DECISION (infrastructure: never a loss),
 1 a usage or I/O error. --json prints one document with decision, reason
 and report (the report's path).`,

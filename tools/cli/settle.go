@@ -61,8 +61,11 @@ Then run cacheon stack export to rewrite the incumbent file from the
 ledger. See docs/validator-guide/settlement.md.
 
 With nothing queued it commits nothing and says why: each proposal
-evaluation has not decided, with its status and last reason. --json lists
-them under "undecided".
+evaluation has not decided, with its status and last reason (a speed
+verdict under the uncalibrated default policy leaves a proposal in
+no_decision with reason uncalibrated_policy; calibrate the lanes with
+cacheon qualify calibrate and qualify again). --json lists them under
+"undecided".
 
 Exit status: 0 when a settlement was committed or nothing was queued; 2
 when the ledger's contents are refused as settlement input (the reason

@@ -9,9 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/settlement/apply/applytest"
+	"github.com/cacheon/engine/settlement/evaluate"
 	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/settlement/settle"
 	"github.com/cacheon/engine/settlement/settle/settletest"
 )
 
@@ -137,10 +140,23 @@ func TestSettleRefusesOneQualification(t *testing.T) {
 	}
 }
 
-// TestSettleWithNothingToCrown: a ledger with nothing queued; settle
-// exits 0 and says why, naming each proposal evaluation has not decided,
-// its status and its reason (in --json as fields). A qualified proposal
-// without settlement views is still a refused input (exit 2).
+// uncalibratedPass is a qualification that passed under the embedded
+// uncalibrated speed policy: what the main job's CPU lane writes.
+func uncalibratedPass(ctx context.Context, dir string, prior *qualify.Report) (*qualify.Report, []byte, error) {
+	r := &qualify.Report{Schema: qualify.ReportSchema, Decision: qualify.Pass, Reason: "every stage passed",
+		Inputs: qualify.Inputs{Calibration: qualify.UncalibratedDigest()}, Lanes: []qualify.Lane{}, Notes: []string{},
+		Stages: []qualify.Stage{{Name: qualify.ScreenStatic, Decision: qualify.Pass, Start: "0", Seconds: "0"},
+			{Name: qualify.StageSpeed, Decision: qualify.Pass, Reason: "above_pass_limit (speedup 1.04)", Start: "0", Seconds: "1"}},
+		Speed: &qualify.Speed{Decision: qualify.Pass, Reason: "above_pass_limit (speedup 1.04)", Version: 8, Speedup: "1.04"}}
+	data, err := r.Canonical()
+	return r, data, err
+}
+
+// TestSettleWithNothingToCrown: a ledger whose proposal passed only under
+// the uncalibrated policy has nothing queued; settle exits 0 and says
+// why, naming the proposal, its status and its reason (in --json as
+// fields). A qualified proposal without settlement views is still a
+// refused input (exit 2).
 func TestSettleWithNothingToCrown(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -150,6 +166,13 @@ func TestSettleWithNothingToCrown(t *testing.T) {
 		out     []string // stdout (or, on a refusal, stderr) holds each
 		status  string   // --json: the one undecided proposal's status, "" for none
 	}{
+		{"an uncalibrated pass waits in no_decision", func(t *testing.T, f *applytest.Fixture, in applytest.Intaken) {
+			res, err := evaluate.Evaluate(ctx, f.L, in.ID, evaluate.Options{Qualify: uncalibratedPass, Intake: settle.Intake{Lane: settle.LaneRegistered}, WorkDir: t.TempDir()})
+			if err != nil || res.Status != ledger.NoDecision {
+				t.Fatalf("evaluate: %+v, %v", res, err)
+			}
+		}, 0, []string{"nothing to crown: no qualified proposal waits for settlement", "proposal 1 is no_decision (uncalibrated_policy: ",
+			"noise, not evidence", "cacheon qualify calibrate"}, "no_decision"},
 		{"a published proposal waits for evaluation", func(*testing.T, *applytest.Fixture, applytest.Intaken) {}, 0,
 			[]string{"nothing to crown", "proposal 1 is published\n"}, "published"},
 		{"a hand-made qualified proposal without views is refused", func(t *testing.T, f *applytest.Fixture, in applytest.Intaken) {
