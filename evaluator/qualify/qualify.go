@@ -138,11 +138,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		r.Decision = Aggregate(outcomes)
 		r.Reason = "every stage passed"
-		for _, s := range r.Stages {
-			if s.Decision == r.Decision && r.Decision != Pass {
-				r.Reason = s.Name + ": " + s.Reason
-				break
-			}
+		if s, ok := r.decider(); ok {
+			r.Reason = s.Name + ": " + s.Reason
 		}
 		r.Seconds = seconds(time.Since(t0))
 		data, err := r.Canonical()

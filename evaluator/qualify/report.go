@@ -290,6 +290,29 @@ func Aggregate(stages []Outcome) Decision {
 	return d
 }
 
+// DecidedBy names the stage that decided a FAIL or NO_DECISION report:
+// the first stage whose decision is the report's, the one its reason
+// names. It is "" for a PASS (every stage decided it together) and for a
+// report without such a stage. A reader tells a correctness verdict (a
+// screen, the audit, quality) from a speed verdict by it.
+func (r *Report) DecidedBy() string {
+	s, _ := r.decider()
+	return s.Name
+}
+
+// decider is the stage DecidedBy names, with false when there is none.
+func (r *Report) decider() (Stage, bool) {
+	if r.Decision == Pass {
+		return Stage{}, false
+	}
+	for _, s := range r.Stages {
+		if s.Decision == r.Decision {
+			return s, true
+		}
+	}
+	return Stage{}, false
+}
+
 // ParseReport reads a report.
 func ParseReport(data []byte) (*Report, error) {
 	var r Report

@@ -156,3 +156,34 @@ func TestReportKeys(t *testing.T) {
 		t.Errorf("report schema %s", ReportSchema)
 	}
 }
+
+// TestDecidedBy: the stage a report's decision came from, the one finish
+// names in its reason, so that a reader can tell a speed verdict from a
+// correctness one.
+func TestDecidedBy(t *testing.T) {
+	st := func(name string, d Decision) Stage { return Stage{Name: name, Decision: d} }
+	screens := []Stage{st(ScreenStatic, Pass), st(ScreenBuild, Pass), st(ScreenABI, Pass), st(ScreenGraph, NotApplicable), st(ScreenServing, Pass)}
+	with := func(more ...Stage) []Stage { return append(append([]Stage(nil), screens...), more...) }
+	for _, c := range []struct {
+		name     string
+		decision Decision
+		stages   []Stage
+		want     string
+	}{
+		{"a pass names no stage", Pass, with(st(StageSpeed, Pass), st(StageAudit, Pass), st(StageQuality, Pass)), ""},
+		{"a screen's fail", Fail, []Stage{st(ScreenStatic, Pass), st(ScreenBuild, Pass), st(ScreenABI, Fail)}, ScreenABI},
+		{"the speed stage's fail", Fail, with(st(StageSpeed, Fail)), StageSpeed},
+		{"the audit's fail after a speed pass", Fail, with(st(StageSpeed, Pass), st(StageAudit, Fail)), StageAudit},
+		{"quality's fail", Fail, with(st(StageSpeed, Pass), st(StageAudit, Pass), st(StageQuality, Fail)), StageQuality},
+		{"a fail outranks an earlier no decision", Fail, with(st(StageSpeed, NoDecision), st(StageQuality, Fail)), StageQuality},
+		{"the first no decision", NoDecision, with(st(StageSpeed, NoDecision), st(StageQuality, NoDecision)), StageSpeed},
+		{"no stage at all", NoDecision, nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &Report{Decision: c.decision, Stages: c.stages}
+			if got := r.DecidedBy(); got != c.want {
+				t.Errorf("DecidedBy %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -68,33 +68,98 @@ func PrepareWritable(dir string) error {
 }
 
 // checkReachable makes sure the sandbox user can reach every path it is
-// given. When the controller is root that user is another one, for whom a
-// 0700 directory on the way (os.MkdirTemp makes them) is a wall.
+// given, and run every process's executable. When the controller is root
+// that user is another one, for whom a 0700 directory on the way
+// (os.MkdirTemp makes them) is a wall.
 func checkReachable(s *Spec) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
 	paths := append([]string{s.Root}, s.ReadOnly...)
 	paths = append(paths, s.Writable...)
-	for _, p := range s.Procs {
-		paths = append(paths, p.Path)
-	}
 	for _, p := range paths {
-		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
-			fi, err := os.Stat(d)
-			if err != nil {
-				break // missing: the init reports it with its context
-			}
-			if fi.Mode().Perm()&0o001 == 0 {
-				return fmt.Errorf("sandbox: %s (on the way to %s) is mode %04o: the sandbox user cannot pass it "+
-					"(make it 0711, see SearchableDir)", d, p, fi.Mode().Perm())
-			}
-			if d == "/" || d == "." {
-				break
-			}
+		if err := reachable(p); err != nil {
+			return err
+		}
+	}
+	for _, p := range s.Procs {
+		if err := executable(p.Path); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// Executable reports why the sandbox user could not run the program at
+// path, or nil: every directory on the way to it must let others pass,
+// on the path as named and on the one its symlinks resolve to (the
+// sandbox sees the host's root, and the kernel follows the links as that
+// user), and the file it resolves to must let others execute it. It is
+// the check Start makes of every process's executable, for callers that
+// choose one before any sandbox starts (the worker interpreter). Nil when
+// the controller is not root: the sandbox user is then the caller itself.
+func Executable(path string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	return executable(path)
+}
+
+func executable(path string) error {
+	if err := reachable(path); err != nil {
+		return err
+	}
+	resolved, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil // missing: the init reports it with its context
+	}
+	fi, err := os.Stat(resolved)
+	if err != nil {
+		return nil
+	}
+	if fi.Mode().Perm()&0o001 == 0 {
+		return fmt.Errorf("sandbox: %s is mode %04o: the sandbox user cannot execute it", describe(path, resolved), fi.Mode().Perm())
+	}
+	return nil
+}
+
+// reachable checks the directories on the way to p, as named and, when
+// they differ, as its symlinks resolve.
+func reachable(p string) error {
+	if err := passable(p, p); err != nil {
+		return err
+	}
+	if resolved, err := filepath.EvalSymlinks(p); err == nil && resolved != filepath.Clean(p) {
+		return passable(resolved, describe(p, resolved))
+	}
+	return nil
+}
+
+// passable checks that others may pass every directory on the way to p;
+// what names p in the message.
+func passable(p, what string) error {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			break // missing: the init reports it with its context
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("sandbox: %s (on the way to %s) is mode %04o: the sandbox user cannot pass it "+
+				"(make it 0711, see SearchableDir)", d, what, fi.Mode().Perm())
+		}
+		if d == "/" || d == "." {
+			break
+		}
+	}
+	return nil
+}
+
+// describe names a path and, when a symlink leads elsewhere, its target.
+func describe(path, resolved string) string {
+	if resolved == filepath.Clean(path) {
+		return path
+	}
+	return path + " (-> " + resolved + ")"
 }
 
 // SearchableDir lets the sandbox user pass through dir (mode 0711: no

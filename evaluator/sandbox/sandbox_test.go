@@ -364,3 +364,74 @@ func TestKillEndsASession(t *testing.T) {
 		t.Fatalf("frames still open after Kill: %d, %v", n, err)
 	}
 }
+
+// TestExecutable: the sandbox user (another user when the controller is
+// root) runs a program only through directories others may pass, on the
+// path as named and as its symlinks resolve, and only a file others may
+// execute.
+func TestExecutable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox user is the caller itself unless the controller is root")
+	}
+	open := searchable(t)
+	home := filepath.Join(open, "home") // a home directory as root has it
+	closed := filepath.Join(home, "shims")
+	for _, d := range []string{closed, filepath.Join(open, "bin")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(home, 0o755) })
+	write := func(path string, mode os.FileMode) string {
+		if err := os.WriteFile(path, []byte("#!/bin/sh\nexit 0\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good := write(filepath.Join(open, "bin", "python3"), 0o755)
+	private := write(filepath.Join(open, "bin", "private"), 0o750)
+	hidden := write(filepath.Join(closed, "python3"), 0o755)
+	link := filepath.Join(open, "bin", "shim")
+	if err := os.Symlink(hidden, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, path string
+		want       []string // "" : nil; else the error says each
+	}{
+		{"a system interpreter", "/bin/sh", nil},
+		{"a program in a searchable directory", good, nil},
+		{"under a 0700 directory", hidden, []string{home + " (on the way to " + hidden + ")", "is mode 0700"}},
+		{"a link to a program under a 0700 directory", link, []string{home, "is mode 0700", link + " (-> " + hidden + ")"}},
+		{"a program others may not execute", private, []string{private, "is mode 0750", "cannot execute"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := Executable(c.path)
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("Executable(%s): %v", c.path, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Executable(%s): nil, want a refusal", c.path)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%v does not say %q", err, w)
+				}
+			}
+		})
+	}
+	// Start makes the same check before it makes anything.
+	_, err := Run(context.Background(), Spec{Procs: []Proc{{Path: link, Args: []string{"shim"}}}, Root: filepath.Join(open, "root")})
+	if err == nil || !strings.Contains(err.Error(), link+" (-> "+hidden+")") {
+		t.Errorf("Run of a link to a program under a 0700 directory: %v", err)
+	}
+}

@@ -27,7 +27,7 @@ type Options struct {
 	DType     string        // "bfloat16", "float16" or "float32"
 	Seed      int64         // case seeds and shape jitter derive from it
 	WorldSize int           // ranks for collective slots
-	Python    string        // worker interpreter; "" = $CACHEON_PYTHON or python3 on PATH
+	Python    string        // worker interpreter; "" = $CACHEON_PYTHON or python3 on PATH (see ChoosePython)
 	Timeout   time.Duration // per worker process
 	WorkDir   string        // parent of the run directory; "" = the system temp dir
 	KeepWork  bool          // keep the run directory (worker logs, raw outputs)
@@ -55,6 +55,13 @@ type Options struct {
 	NativeArtifact string
 	// PrebuildTimeout bounds the prebuild; 0 = prebuild.DefaultTimeout.
 	PrebuildTimeout time.Duration
+	// ChoosePython picks the interpreter with worker.ChoosePython (Python
+	// as its --python), once the bundle's own checks pass and before any
+	// worker starts, so that an interpreter the sandbox user cannot reach
+	// or without torch is refused as the machine's error, naming the fix.
+	// The command line sets it; a caller that chose the interpreter
+	// already (qualify) leaves it false and Python is resolved as given.
+	ChoosePython bool
 }
 
 // Defaults for Options fields left zero.
@@ -192,7 +199,12 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("static scan advisory: %s", rep.Scan.FirstAdvisory))
 	}
 
-	python, err := worker.ResolvePython(o.Python)
+	var python string
+	if o.ChoosePython {
+		python, err = worker.ChoosePython(ctx, worker.PythonChoice{Configured: o.Python, Sandboxed: !o.Unisolated})
+	} else {
+		python, err = worker.ResolvePython(o.Python)
+	}
 	if err != nil {
 		return nil, err
 	}

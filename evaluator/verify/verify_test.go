@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/evaluator/worker"
 )
 
 // testPython is the interpreter the tests run workers with: $CACHEON_TEST_PYTHON,
@@ -542,6 +544,19 @@ func TestVerifyInfrastructureErrors(t *testing.T) {
 		_, err := Run(context.Background(), good, Options{Python: noTorch, Timeout: time.Minute})
 		if err == nil || !strings.Contains(err.Error(), "No module named torch") {
 			t.Fatalf("err = %v, want the interpreter's import error", err)
+		}
+	})
+	t.Run("a chosen interpreter without torch is refused before any worker", func(t *testing.T) {
+		noTorch := filepath.Join(searchableTempDir(t), "python3")
+		writeFile(t, noTorch, "#!/bin/sh\necho 'ModuleNotFoundError: No module named torch' >&2\nexit 1\n")
+		if err := os.Chmod(noTorch, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var progress strings.Builder
+		_, err := Run(context.Background(), good, Options{Python: noTorch, ChoosePython: true, Timeout: time.Minute, Progress: &progress})
+		var perr *worker.PythonError
+		if !errors.As(err, &perr) || !strings.Contains(err.Error(), noTorch+": it cannot import torch") || strings.Contains(progress.String(), "planning cases") {
+			t.Fatalf("err = %v (progress %q), want the interpreter refused before any worker", err, progress.String())
 		}
 	})
 	t.Run("missing interpreter", func(t *testing.T) {

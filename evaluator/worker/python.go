@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,15 +9,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/cacheon/engine/evaluator/sandbox"
 	kref "github.com/cacheon/engine/kernels/reference"
 	ksubstrate "github.com/cacheon/engine/kernels/substrate"
 	kworker "github.com/cacheon/engine/kernels/worker"
 )
 
-// DefaultPython is the interpreter used when none is configured. It is
-// resolved on PATH and recorded in every report; on hosts where the torch
-// install lives elsewhere, pass the interpreter explicitly.
+// DefaultPython is the interpreter ResolvePython takes when none is
+// configured, resolved on PATH. The commands choose theirs with
+// ChoosePython, which tries it first and checks it.
 const DefaultPython = "python3"
 
 // PythonEnv is the environment variable that overrides DefaultPython.
@@ -25,7 +28,8 @@ const PythonEnv = "CACHEON_PYTHON"
 // ResolvePython turns a configured interpreter (empty: $CACHEON_PYTHON, else
 // DefaultPython) into an absolute path. It does not follow symlinks: a
 // virtual environment's python3 must keep its own path to find its
-// site-packages.
+// site-packages. It checks nothing more: the libraries take the
+// interpreter their caller chose (ChoosePython) and resolve it again.
 func ResolvePython(configured string) (string, error) {
 	p := configured
 	if p == "" {
@@ -43,6 +47,162 @@ func ResolvePython(configured string) (string, error) {
 		return "", fmt.Errorf("worker interpreter %q: %w", p, err)
 	}
 	return abs, nil
+}
+
+// PythonCandidates are the interpreters ChoosePython tries, in order, when
+// neither --python nor $CACHEON_PYTHON names one. python3 on PATH comes
+// first, so that the caller's own choice (an activated virtual
+// environment) is kept, as it always was. Then the two places an
+// interpreter that every user may reach lives: /usr/bin/python3, the
+// distribution's, where its torch package installs (Debian's
+// python3-torch); and /usr/local/bin/python3, a locally built one or a
+// container image's (the official Python images, torch from pip). They
+// are the fallback for the common case of a PATH whose python3 is a
+// user-level manager's shim (pyenv) under a 0700 home, which the sandbox
+// user cannot reach.
+var PythonCandidates = []string{DefaultPython, "/usr/bin/python3", "/usr/local/bin/python3"}
+
+// PythonProbeTimeout bounds ProbeTorch. Importing torch takes a second or
+// two, more on a loaded machine; the bound is for an interpreter that
+// hangs, and generous, since refusing a working one stops the command.
+const PythonProbeTimeout = 60 * time.Second
+
+// PythonChoice is what ChoosePython chooses from.
+type PythonChoice struct {
+	// Configured is the interpreter the command was given (--python); ""
+	// reads $CACHEON_PYTHON, and without it Candidates are tried.
+	Configured string
+	// Candidates are tried in order when nothing is configured; nil is
+	// PythonCandidates.
+	Candidates []string
+	// Sandboxed says the workers run in the sandbox, whose user must
+	// reach the interpreter (sandbox.Executable); false when they run
+	// unisolated, as the caller.
+	Sandboxed bool
+	// Probe says why python cannot run the workers, nil when it can; nil
+	// is ProbeTorch.
+	Probe func(ctx context.Context, python string) error
+}
+
+// ChoosePython picks the worker interpreter before any worker starts: the
+// configured one, which must pass, or the first candidate that passes.
+// Passing is two checks: the sandbox user can reach it (when Sandboxed),
+// and Probe (one short subprocess; nothing is cached). When nothing
+// passes, the error (a *PythonError) names each interpreter tried, why it
+// was refused, and the fix: a machine set up wrong is refused at once, as
+// the caller's error (exit 1), never reported as a qualification's
+// NO_DECISION.
+func ChoosePython(ctx context.Context, c PythonChoice) (string, error) {
+	perr := &PythonError{}
+	candidates := c.Candidates
+	switch {
+	case c.Configured != "":
+		perr.Source, candidates = "--python", []string{c.Configured}
+	case os.Getenv(PythonEnv) != "":
+		perr.Source, candidates = "$"+PythonEnv, []string{os.Getenv(PythonEnv)}
+	case candidates == nil:
+		candidates = PythonCandidates
+	}
+	probe := c.Probe
+	if probe == nil {
+		probe = ProbeTorch
+	}
+	seen := map[string]bool{}
+	for _, name := range candidates {
+		refuse := func(path, why string) {
+			perr.Tried = append(perr.Tried, PythonRefusal{Name: name, Path: path, Why: why})
+		}
+		found, err := exec.LookPath(name)
+		if err != nil {
+			refuse("", "not found")
+			continue
+		}
+		path, err := filepath.Abs(found)
+		if err != nil {
+			refuse("", err.Error())
+			continue
+		}
+		if seen[path] {
+			continue // python3 on PATH is one of the fixed paths: tried once
+		}
+		seen[path] = true
+		if c.Sandboxed {
+			if err := sandbox.Executable(path); err != nil {
+				refuse(path, "the sandbox user cannot reach it: "+err.Error())
+				continue
+			}
+		}
+		if err := probe(ctx, path); err != nil {
+			if ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			refuse(path, err.Error())
+			continue
+		}
+		return path, nil
+	}
+	return "", perr
+}
+
+// PythonError is a worker interpreter refused before any worker started.
+type PythonError struct {
+	// Source names where a configured interpreter came from ("--python",
+	// "$CACHEON_PYTHON"); "" when the candidates were tried.
+	Source string
+	Tried  []PythonRefusal
+}
+
+// PythonRefusal is one interpreter tried and why it was refused.
+type PythonRefusal struct {
+	Name string // as given or listed
+	Path string // as found; "" when it was not
+	Why  string
+}
+
+func (e *PythonError) Error() string {
+	var b strings.Builder
+	if e.Source != "" {
+		fmt.Fprintf(&b, "worker interpreter from %s refused:", e.Source)
+	} else {
+		fmt.Fprintf(&b, "no worker interpreter found; tried:")
+	}
+	for _, t := range e.Tried {
+		name := t.Name
+		if t.Path != "" && t.Path != t.Name {
+			name += " (" + t.Path + ")"
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", name, t.Why)
+	}
+	fmt.Fprintf(&b, "\nset %s (or pass --python) to an interpreter that has torch and that every user can reach, "+
+		"e.g. %s=/usr/bin/python3, or install torch for one (Debian: apt-get install python3-torch)", PythonEnv, PythonEnv)
+	return b.String()
+}
+
+// ProbeTorch says why python cannot import torch, nil when it can: one
+// isolated interpreter (-I, as workers run) in the environment a
+// sandboxed worker gets, bounded by PythonProbeTimeout.
+func ProbeTorch(ctx context.Context, python string) error {
+	ctx, cancel := context.WithTimeout(ctx, PythonProbeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-I", "-c", "import torch")
+	cmd.Env, cmd.Dir = sandboxEnv(nil), "/"
+	// A child that keeps the output pipe open does not hold the probe.
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return fmt.Errorf("import torch did not finish within %s", PythonProbeTimeout)
+	case err != nil:
+		msg := lastLine(strings.TrimSpace(string(out)))
+		if len(msg) > 300 {
+			msg = msg[:300] + "…"
+		}
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("it cannot import torch: %s", msg)
+	}
+	return nil
 }
 
 // ValidatorRoot writes the embedded validator packages under dir (which must

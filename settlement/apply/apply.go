@@ -114,6 +114,20 @@ type Result struct {
 	// Committed says a settlement was written; false when the queue was
 	// empty.
 	Committed bool `json:"committed"`
+	// Undecided says why nothing was queued: the proposals evaluation has
+	// not decided (ledger.Undecided), each with its status and last
+	// reason. Empty when a settlement was planned.
+	Undecided []Undecided `json:"undecided"`
+}
+
+// Undecided is a proposal that is not, or not yet, qualified: it waits
+// for its evaluation, a retry (no_decision) or an operator (held).
+type Undecided struct {
+	ProposalID int64         `json:"proposal_id"`
+	Hotkey     string        `json:"hotkey"`
+	TargetID   string        `json:"target_id"`
+	Status     ledger.Status `json:"status"`
+	Reason     string        `json:"reason"`
 }
 
 func (o Options) at(step string) {
@@ -130,7 +144,7 @@ type queued struct {
 
 // Settle settles every queued proposal of l in one plan and commits it.
 // With nothing queued it writes nothing and returns a Result with
-// Committed false.
+// Committed false and the proposals that wait undecided.
 func Settle(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) {
 	queue, err := l.SettlementQueue(ctx)
 	if err != nil {
@@ -140,8 +154,17 @@ func Settle(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Stack: cur, Rows: []Row{}, Events: []ledger.Event{}}
+	res := &Result{Stack: cur, Rows: []Row{}, Events: []ledger.Event{}, Undecided: []Undecided{}}
 	if len(queue) == 0 {
+		// Nothing to crown is not a refusal; the operator is told why
+		// (what evaluation has not decided, and the reason it gave).
+		waiting, err := l.Undecided(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range waiting {
+			res.Undecided = append(res.Undecided, Undecided{ProposalID: p.ID, Hotkey: p.Hotkey, TargetID: p.TargetID, Status: p.Status, Reason: p.Reason})
+		}
 		return res, nil
 	}
 	if cur == nil {

@@ -5,7 +5,10 @@
 // of its report) and moving each proposal through the reservation
 // statuses (spec §2.6): published → screening → promoted → qualifying →
 // reproduction_pending → qualifying → qualified, or failed / no_decision
-// with the stage's reason.
+// with the stage's reason. A speed verdict under the embedded
+// uncalibrated policy (a PASS, or the speed stage's FAIL) is recorded as
+// the attempt it is and leaves the proposal in no_decision
+// (uncalibrated_policy): noise is neither a crown nor a loss.
 //
 // The qualification itself is the caller's Qualifier (the command line
 // sets up the model, lanes and isolation once); this package owns only
@@ -155,6 +158,11 @@ func Evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Resu
 		return nil, err
 	}
 	res.Steps = append(res.Steps, step)
+	if why := uncalibrated(first); why != "" {
+		// No reproduction: under the same unmeasured thresholds it could
+		// not turn the first verdict into evidence either way.
+		return res, move(ledger.NoDecision, why)
+	}
 	if first.Decision != qualify.Pass {
 		return res, move(statusOf(first.Decision), first.Reason)
 	}
@@ -176,6 +184,9 @@ func Evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Resu
 		return nil, err
 	}
 	res.Steps = append(res.Steps, step)
+	if why := uncalibrated(second); why != "" {
+		return res, move(ledger.NoDecision, "reproduction: "+why)
+	}
 	if second.Decision != qualify.Pass {
 		return res, move(statusOf(second.Decision), "reproduction: "+second.Reason)
 	}
@@ -212,6 +223,37 @@ func failedScreen(r *qualify.Report) string {
 		return r.Stages[len(r.Stages)-1].Name // stopped after the screens without a speed stage
 	}
 	return ""
+}
+
+// uncalibrated says why a qualification graded under the embedded
+// uncalibrated speed policy (whose PASS settle.FromReport refuses as
+// uncalibrated_policy) leaves its proposal undecided: its PASS, or
+// a FAIL its speed stage decided, came from thresholds no lane measured,
+// so on a shared CPU it may be the machine's noise. Such a verdict is no
+// crown (settlement never pairs it) and, for the same reason, no loss:
+// the proposal waits in no_decision, eligible again once the lanes are
+// calibrated. A speed stage FAIL the thresholds did not decide (a
+// candidate engine's fault) is held with it: a qualification under a
+// calibrated policy sees it again and ends the proposal then. A FAIL of a
+// screen or of a correctness stage (the audit, quality) depends on no
+// speed threshold and stays terminal. "" for every attempt that is
+// evidence as it stands.
+func uncalibrated(r *qualify.Report) string {
+	if r.Inputs.Calibration != qualify.UncalibratedDigest() {
+		return ""
+	}
+	if r.Decision != qualify.Pass && (r.Decision != qualify.Fail || r.DecidedBy() != qualify.StageSpeed) {
+		return ""
+	}
+	verdict := string(r.Decision)
+	for _, s := range r.Stages {
+		if s.Name == qualify.StageSpeed {
+			verdict = fmt.Sprintf("the speed stage's %s, %s", s.Decision, s.Reason)
+		}
+	}
+	return fmt.Sprintf("%s: a speed verdict under thresholds no lane measured is noise, not evidence (%s); "+
+		"calibrate the lanes (cacheon qualify calibrate) and qualify again under the policy it supports",
+		settle.ReasonUncalibratedPolicy, verdict)
 }
 
 // statusOf is where a decided attempt leaves its proposal: a FAIL is

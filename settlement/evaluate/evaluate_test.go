@@ -3,6 +3,7 @@ package evaluate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/settlement/apply"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
 )
@@ -38,25 +40,61 @@ func intake(t *testing.T) (*ledger.Ledger, int64) {
 }
 
 // reports answers each qualification with the next recorded report (real
-// reports that qualifications wrote), checking that the reproduction
-// names the first and that the bundle is the ledger's checkout.
-func reports(t *testing.T, files ...string) Qualifier {
-	n := 0
+// reports that qualifications wrote), edited by edit when it is set and
+// written back in canonical form, checking that the reproduction names
+// the first and that the bundle is the ledger's checkout. *runs counts
+// the qualifications asked for.
+func reports(t *testing.T, runs *int, edit func(*qualify.Report), files ...string) Qualifier {
 	return func(ctx context.Context, dir string, prior *qualify.Report) (*qualify.Report, []byte, error) {
 		t.Helper()
+		n := *runs
 		if _, err := os.Stat(filepath.Join(dir, "manifest.toml")); err != nil {
 			t.Fatalf("the qualifier got no checkout of the published bytes: %v", err)
 		}
 		if (n == 0) != (prior == nil) {
 			t.Fatalf("qualification %d: prior %v", n, prior != nil)
 		}
+		if n >= len(files) {
+			t.Fatalf("qualification %d asked for; the case records %d", n+1, len(files))
+		}
 		data, err := os.ReadFile(filepath.Join("testdata", files[n]))
 		if err != nil {
 			return nil, nil, err
 		}
-		n++
+		*runs = n + 1
 		r, err := qualify.ParseReport(data)
+		if err != nil || edit == nil {
+			return r, data, err
+		}
+		edit(r)
+		data, err = r.Canonical()
 		return r, data, err
+	}
+}
+
+// testCalibration names a calibration document of the tests' own: a
+// policy bound to it is a calibrated one, whose verdicts are evidence.
+var testCalibration = strings.Repeat("c0", 32)
+
+// Edits of the recorded reports (their policy is the embedded
+// uncalibrated one).
+var (
+	calibratedPolicy = func(r *qualify.Report) { r.Inputs.Calibration = testCalibration }
+	// uncalibratedPolicy binds a report to the embedded uncalibrated policy (the
+	// screen FAIL was recorded under another calibration).
+	uncalibratedPolicy = func(r *qualify.Report) { r.Inputs.Calibration = qualify.UncalibratedDigest() }
+)
+
+// failsAfterSpeed turns a passing report into one whose speed stage
+// passed and whose stage after it (the audit or quality) failed.
+func failsAfterSpeed(stage, reason string) func(*qualify.Report) {
+	return func(r *qualify.Report) {
+		uncalibratedPolicy(r)
+		if stage == qualify.StageQuality {
+			r.Stages = append(r.Stages, qualify.Stage{Name: qualify.StageAudit, Decision: qualify.Pass, Reason: "40 calls recorded", Start: "1", Seconds: "1"})
+		}
+		r.Stages = append(r.Stages, qualify.Stage{Name: stage, Decision: qualify.Fail, Reason: reason, Start: "1", Seconds: "1"})
+		r.Decision, r.Reason = qualify.Fail, stage+": "+reason
 	}
 }
 
@@ -64,33 +102,59 @@ func TestEvaluate(t *testing.T) {
 	cases := []struct {
 		name    string
 		reports []string
+		edit    func(*qualify.Report)
+		runs    int // qualifications run
 		status  ledger.Status
 		stages  []string // the recorded attempts' stage:decision
-		reason  string
+		reason  []string // the proposal's reason holds each
 	}{
-		{"passes and reproduces", []string{"pass.report.json", "pass.report.json"}, ledger.Qualified,
-			[]string{"screen:PASS", "qualification:PASS", "qualification:PASS"}, ""},
-		{"fails a screen", []string{"screen-fail.report.json"}, ledger.Failed, []string{"screen:FAIL"}, "abi:"},
-		{"fails the speed stage", []string{"speed-fail.report.json"}, ledger.Failed,
-			[]string{"screen:PASS", "qualification:FAIL"}, "proven_slower"},
-		{"passes, then its reproduction fails", []string{"pass.report.json", "speed-fail.report.json"}, ledger.Failed,
-			[]string{"screen:PASS", "qualification:PASS", "qualification:FAIL"}, "reproduction:"},
+		{"passes and reproduces", []string{"pass.report.json", "pass.report.json"}, calibratedPolicy, 2, ledger.Qualified,
+			[]string{"screen:PASS", "qualification:PASS", "qualification:PASS"}, nil},
+		{"fails a screen", []string{"screen-fail.report.json"}, nil, 1, ledger.Failed, []string{"screen:FAIL"}, []string{"abi:"}},
+		{"fails the speed stage", []string{"speed-fail.report.json"}, calibratedPolicy, 1, ledger.Failed,
+			[]string{"screen:PASS", "qualification:FAIL"}, []string{"proven_slower"}},
+		{"passes, then its reproduction fails", []string{"pass.report.json", "speed-fail.report.json"}, calibratedPolicy, 2, ledger.Failed,
+			[]string{"screen:PASS", "qualification:PASS", "qualification:FAIL"}, []string{"reproduction:"}},
+
+		// Under the embedded uncalibrated policy a speed verdict is noise:
+		// neither a crown nor a loss, and no reproduction is run for it.
+		{"an uncalibrated pass is no decision, not reproduced", []string{"pass.report.json", "pass.report.json"}, uncalibratedPolicy, 1, ledger.NoDecision,
+			[]string{"screen:PASS", "qualification:PASS"}, []string{"uncalibrated_policy: ", "noise, not evidence", "speed stage's PASS", "cacheon qualify calibrate"}},
+		{"an uncalibrated speed fail is no decision, not failed", []string{"speed-fail.report.json"}, uncalibratedPolicy, 1, ledger.NoDecision,
+			[]string{"screen:PASS", "qualification:FAIL"}, []string{"uncalibrated_policy: ", "speed stage's FAIL, proven_slower"}},
+		// A correctness verdict decides no speed threshold: it stands.
+		{"an uncalibrated audit fail is failed", []string{"pass.report.json"}, failsAfterSpeed(qualify.StageAudit, "audit violation: norm.rmsnorm rank 0 call 3"), 1, ledger.Failed,
+			[]string{"screen:PASS", "qualification:FAIL"}, []string{"audit: audit violation"}},
+		{"an uncalibrated quality fail is failed", []string{"pass.report.json"}, failsAfterSpeed(qualify.StageQuality, "C.regression: [3]"), 1, ledger.Failed,
+			[]string{"screen:PASS", "qualification:FAIL"}, []string{"quality: C.regression"}},
+		{"an uncalibrated screen fail is failed", []string{"screen-fail.report.json"}, uncalibratedPolicy, 1, ledger.Failed,
+			[]string{"screen:FAIL"}, []string{"abi:"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
 			l, id := intake(t)
-			res, err := Next(context.Background(), l, Options{Qualify: reports(t, c.reports...), Intake: settle.Intake{Lane: settle.LaneRegistered}, WorkDir: t.TempDir()})
+			runs := 0
+			res, err := Next(ctx, l, Options{Qualify: reports(t, &runs, c.edit, c.reports...), Intake: settle.Intake{Lane: settle.LaneRegistered}, WorkDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := l.Proposal(context.Background(), id)
+			if runs != c.runs {
+				t.Errorf("%d qualifications run, want %d", runs, c.runs)
+			}
+			p, err := l.Proposal(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Status != c.status || res.Status != c.status || !strings.Contains(p.Reason, c.reason) {
-				t.Fatalf("proposal %s %q (result %s), want %s with %q", p.Status, p.Reason, res.Status, c.status, c.reason)
+			if p.Status != c.status || res.Status != c.status || res.Reason != p.Reason {
+				t.Fatalf("proposal %s %q (result %s %q), want %s", p.Status, p.Reason, res.Status, res.Reason, c.status)
 			}
-			attempts, err := l.Attempts(context.Background(), id)
+			for _, want := range c.reason {
+				if !strings.Contains(p.Reason, want) {
+					t.Errorf("reason %q does not say %q", p.Reason, want)
+				}
+			}
+			attempts, err := l.Attempts(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,12 +177,41 @@ func TestEvaluate(t *testing.T) {
 					t.Fatalf("a passing attempt without the settlement fields: %+v", st)
 				}
 			}
-			if rep, err := l.Check(context.Background()); err != nil || rep == nil {
+			if rep, err := l.Check(ctx); err != nil || rep == nil {
 				t.Fatalf("ledger check: %v", err)
 			}
 			// Nothing is left to evaluate.
-			if _, err := Next(context.Background(), l, Options{Qualify: reports(t), WorkDir: t.TempDir()}); !errors.Is(err, ErrNothingPublished) {
+			if _, err := Next(ctx, l, Options{Qualify: reports(t, new(int), nil), WorkDir: t.TempDir()}); !errors.Is(err, ErrNothingPublished) {
 				t.Fatalf("a second Next: %v", err)
+			}
+			// Settlement has nothing to crown, and says why: the proposal
+			// it left undecided, with its reason. It refuses nothing. (A
+			// stand-in stack: nothing here plans against it.)
+			if _, err := l.InitStack(ctx, ledger.Stack{StackDigest: strings.Repeat("a1", 32), TreeDigest: strings.Repeat("b2", 32), HCL: "# a stand-in\n"}); err != nil {
+				t.Fatal(err)
+			}
+			sr, err := apply.Settle(ctx, l, apply.Options{})
+			if c.status == ledger.Qualified {
+				// A qualified v1 pair carries no settlement views: refused.
+				var rej *apply.Rejection
+				if !errors.As(err, &rej) || rej.Reason != apply.ReasonMissingView {
+					t.Fatalf("settle of a qualified pair without views: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("settle: %v", err)
+			}
+			var undecided []string
+			for _, u := range sr.Undecided {
+				undecided = append(undecided, fmt.Sprintf("%d %s %s", u.ProposalID, u.Status, u.Reason))
+			}
+			want := []string(nil)
+			if c.status == ledger.NoDecision {
+				want = []string{fmt.Sprintf("%d %s %s", id, ledger.NoDecision, p.Reason)}
+			}
+			if sr.Committed || strings.Join(undecided, "|") != strings.Join(want, "|") {
+				t.Errorf("settle: committed %v, undecided %q, want %q", sr.Committed, undecided, want)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -148,6 +149,9 @@ func TestStatusTransitions(t *testing.T) {
 		{Screening, Promoted, true},
 		{Promoted, Qualifying, true},
 		{Qualifying, ReproductionPending, true},
+		{Qualifying, NoDecision, true}, // an uncalibrated speed verdict
+		{NoDecision, Screening, true},
+		{ReproductionPending, NoDecision, false},
 		{ReproductionPending, Screening, true},
 		{Qualifying, Qualified, true},
 		{Screening, Qualified, false},
@@ -370,6 +374,71 @@ func TestTransitionsNeedTheirEvidence(t *testing.T) {
 	as, err := l.Attempts(ctx, id)
 	if err != nil || len(as) != 3 {
 		t.Fatalf("attempts %+v, %v", as, err)
+	}
+}
+
+// TestUndecidedListsEveryProposalNotTerminal: the proposals a settlement
+// with nothing queued names, in finalized order with their reasons.
+func TestUndecidedListsEveryProposalNotTerminal(t *testing.T) {
+	ctx := context.Background()
+	l := openNew(t, ledgerPath(t))
+	cases := []struct {
+		name   string
+		drive  func(id int64)
+		status Status // "" when not listed
+		reason string
+	}{
+		{"published", func(int64) {}, Published, "published"},
+		{"failed at its screen", func(id int64) { drive(t, l, id, "FAIL") }, "", ""},
+		{"no decision", func(id int64) {
+			drive(t, l, id, "PASS", "PASS")
+			if err := l.Transition(ctx, id, NoDecision, "uncalibrated_policy: noise"); err != nil {
+				t.Fatal(err)
+			}
+		}, NoDecision, "uncalibrated_policy: noise"},
+		{"qualified", func(id int64) {
+			drive(t, l, id, "PASS", "PASS")
+			for _, to := range []Status{ReproductionPending, Qualifying} {
+				if err := l.Transition(ctx, id, to, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := l.RecordAttempt(ctx, id, Attempt{Stage: StageQualification, ReportDigest: hex64("q2"), EvidenceAddress: hex64("e2"), Decision: "PASS"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Transition(ctx, id, Qualified, ""); err != nil {
+				t.Fatal(err)
+			}
+		}, "", ""},
+		{"held", func(id int64) {
+			drive(t, l, id, "PASS", "PASS")
+			if err := l.Transition(ctx, id, Held, "operator"); err != nil {
+				t.Fatal(err)
+			}
+		}, Held, "operator"},
+	}
+	var want []string
+	for i, c := range cases {
+		res, err := l.Intake(ctx, snapshot(t, writeBundle(t, c.name)), request(fmt.Sprintf("hk%d", i), int64(100-i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.drive(res.Proposal.ID)
+		if c.status != "" {
+			// Later cases sit at earlier blocks: finalized order is the reverse.
+			want = append([]string{fmt.Sprintf("%d %s %q", res.Proposal.ID, c.status, c.reason)}, want...)
+		}
+	}
+	undecided, err := l.Undecided(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range undecided {
+		got = append(got, fmt.Sprintf("%d %s %q", p.ID, p.Status, p.Reason))
+	}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("undecided %v, want %v", got, want)
 	}
 }
 

@@ -470,6 +470,28 @@ func attempts(ctx context.Context, q querier, id int64) ([]Attempt, error) {
 	return out, classify(rows.Err())
 }
 
+// Undecided lists the proposals evaluation has not decided, in finalized
+// order: every one whose status is not terminal (on its way to a verdict,
+// held, or no_decision), each with its last reason. They are what a
+// settlement with nothing queued names as the reason nothing was crowned.
+func (l *Ledger) Undecided(ctx context.Context) ([]Proposal, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT `+proposalColumns+` FROM proposals WHERE status NOT IN (?, ?, ?) ORDER BY block, event_index, subevent_index`,
+		string(Failed), string(Expired), string(Qualified))
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	out := []Proposal{}
+	for rows.Next() {
+		p, err := scanProposal(rows)
+		if err != nil {
+			return nil, classify(err)
+		}
+		out = append(out, *p)
+	}
+	return out, classify(rows.Err())
+}
+
 // Proposals lists the proposals in status s, in finalized order (block,
 // event, subevent): the order evaluation takes them in.
 func (l *Ledger) Proposals(ctx context.Context, s Status) ([]Proposal, error) {

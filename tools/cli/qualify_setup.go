@@ -59,7 +59,7 @@ func (o *qualificationFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.model, "model", "", "sealed model directory (default: the generated test model)")
 	f.StringVar(&o.workload, "workload", "", "workload HCL file (default: the embedded smoke workload)")
 	f.StringVar(&o.policy, "policy", "", "speed policy HCL file (default: the embedded v8 policy)")
-	f.StringVar(&o.python, "python", "", "engine interpreter (default: $CACHEON_PYTHON, else python3)")
+	f.StringVar(&o.python, "python", "", "engine and worker interpreter (default: $CACHEON_PYTHON, else the first of python3 on PATH, /usr/bin/python3, /usr/local/bin/python3 that the sandbox user can reach and that imports torch)")
 	f.BoolVar(&o.unisolated, "unsafe-no-isolation", false, "run engines without a sandbox (the report says so)")
 }
 
@@ -118,7 +118,10 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	if q.policy, err = qualifyPolicy(o.policy); err != nil {
 		return nil, err
 	}
-	if q.python, err = worker.ResolvePython(o.python); err != nil {
+	// The interpreter is checked before anything runs: one the sandbox
+	// user cannot reach, or without torch, would otherwise surface as the
+	// abi screen's NO_DECISION, a machine's error reported as a verdict.
+	if q.python, err = worker.ChoosePython(ctx, worker.PythonChoice{Configured: o.python, Sandboxed: !o.unisolated}); err != nil {
 		return nil, err
 	}
 	if q.stack, err = loadStack(s, o.incumbent, o.input, o.deps, o.quiet); err != nil {

@@ -22,12 +22,19 @@ func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
 	os.WriteFile(badWorkload, []byte("workload \"x\" {\n  max_new_tokens = \"eight\"\n}\n"), 0o644)
 	badPolicy := filepath.Join(dir, "p.hcl")
 	os.WriteFile(badPolicy, []byte("speed_policy \"x\" {\n  version = 5\n}\n"), 0o644)
+	notorch, shim := brokenInterpreters(t)
 	cases := []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
+		// A machine's error, refused before anything runs: never the
+		// abi screen's NO_DECISION (exit 3).
+		{"an interpreter without torch", append(qualifyRepo("--python", notorch), "--out", dir), 1, notorch + ": it cannot import torch"},
+		{"an interpreter the sandbox user cannot reach", append(qualifyRepo("--python", shim), "--out", dir), 1, "the sandbox user cannot reach it"},
+		{"calibrate with an interpreter without torch", []string{"qualify", "calibrate", "--incumbent", repoDir("stacks/incumbent.hcl"),
+			"--reference", repoDir("stacks/reference.hcl"), "--out", filepath.Join(dir, "c.json"), "--python", notorch}, 1, "CACHEON_PYTHON=/usr/bin/python3"},
 		{"no candidate", []string{"qualify", "--out", dir}, 1, "--candidate"},
 		{"missing workload file", []string{"qualify", "--candidate", dir, "--out", dir, "--workload", filepath.Join(dir, "absent.hcl")}, 1, "absent.hcl"},
 		{"bad workload", []string{"qualify", "--candidate", dir, "--out", dir, "--workload", badWorkload, "--json"}, 2, "w.hcl:1"},
@@ -42,6 +49,9 @@ func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if strings.Contains(strings.Join(c.args, " "), shim) && os.Geteuid() != 0 {
+				t.Skip("the sandbox user is the caller itself unless the controller is root")
+			}
 			code, out, errOut := run(t, "", c.args...)
 			if code != c.code || !strings.Contains(out+errOut, c.want) {
 				t.Fatalf("exit %d (want %d); stdout %s; stderr %s; want %q", code, c.code, out, errOut, c.want)
@@ -57,6 +67,40 @@ func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
 		t.Fatal("a refused qualification wrote a report")
 	}
+}
+
+// qualifyRepo is a qualify command line over the repository's own
+// incumbent and reference, for a candidate of its contributions.
+func qualifyRepo(extra ...string) []string {
+	return append([]string{"qualify", "--candidate", repoDir("kernels/contributions/rmsnorm_torch"),
+		"--incumbent", repoDir("stacks/incumbent.hcl"), "--reference", repoDir("stacks/reference.hcl")}, extra...)
+}
+
+// brokenInterpreters writes two interpreters no worker can use: notorch
+// (a script that fails on import torch) and shim (one with torch, under a
+// 0700 home, where a user-level manager keeps its shims).
+func brokenInterpreters(t *testing.T) (notorch, shim string) {
+	t.Helper()
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	notorch, shim = filepath.Join(dir, "python3-notorch"), filepath.Join(home, "python3")
+	for path, body := range map[string]string{
+		notorch: "#!/bin/sh\ncase \"$*\" in *'import torch'*) echo \"ModuleNotFoundError: No module named 'torch'\" >&2; exit 1;; esac\nexit 0\n",
+		shim:    "#!/bin/sh\nexit 0\n",
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return notorch, shim
 }
 
 // TestQualifyCalibratePolicy calibrates the speed stage on the CPU lane

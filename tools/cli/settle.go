@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -58,6 +59,13 @@ cacheon stack materialize) when the ledger has none.
 
 Then run cacheon stack export to rewrite the incumbent file from the
 ledger. See docs/validator-guide/settlement.md.
+
+With nothing queued it commits nothing and says why: each proposal
+evaluation has not decided, with its status and last reason (a speed
+verdict under the uncalibrated default policy leaves a proposal in
+no_decision with reason uncalibrated_policy; calibrate the lanes with
+cacheon qualify calibrate and qualify again). --json lists them under
+"undecided".
 
 Exit status: 0 when a settlement was committed or nothing was queued; 2
 when the ledger's contents are refused as settlement input (the reason
@@ -138,7 +146,7 @@ func runSettle(ctx context.Context, s Streams, o settleOptions) error {
 		fmt.Fprintf(s.Out, "initial stack %s (tree %s) recorded from %s\n", doc.Initialized.StackDigest, doc.Initialized.TreeDigest, o.init)
 	}
 	if !res.Committed {
-		fmt.Fprintf(s.Out, "nothing to settle: no qualified proposal is waiting\n")
+		writeNothingToCrown(s.Out, res.Undecided)
 		if res.Stack != nil {
 			fmt.Fprintf(s.Out, "incumbent %s (tree %s)\n", res.Stack.StackDigest, res.Stack.TreeDigest)
 		}
@@ -159,6 +167,25 @@ func runSettle(ctx context.Context, s Streams, o settleOptions) error {
 	fmt.Fprintf(s.Out, "crowned proposal %d: new incumbent %s (tree %s)\n", res.Winner, res.Stack.StackDigest, res.Stack.TreeDigest)
 	fmt.Fprintf(s.Out, "run `cacheon stack export --ledger %s --out stacks/incumbent.hcl` to write it\n", o.ledger)
 	return nil
+}
+
+// writeNothingToCrown says why a settlement had nothing to crown: no
+// qualified proposal was queued, and each proposal evaluation has not
+// decided, with its status and the reason it was left there (an
+// uncalibrated speed verdict, an infrastructure NO_DECISION, a hold).
+func writeNothingToCrown(w io.Writer, undecided []apply.Undecided) {
+	if len(undecided) == 0 {
+		fmt.Fprintf(w, "nothing to crown: no qualified proposal waits for settlement, and no proposal waits for evaluation\n")
+		return
+	}
+	fmt.Fprintf(w, "nothing to crown: no qualified proposal waits for settlement\n")
+	for _, u := range undecided {
+		fmt.Fprintf(w, "proposal %d is %s", u.ProposalID, u.Status)
+		if u.Reason != "" && u.Reason != string(u.Status) {
+			fmt.Fprintf(w, " (%s)", u.Reason)
+		}
+		fmt.Fprintf(w, "\n")
+	}
 }
 
 // initStack records the stack file at o.init as the ledger's first

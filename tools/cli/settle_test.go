@@ -1,14 +1,20 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/settlement/apply/applytest"
+	"github.com/cacheon/engine/settlement/evaluate"
+	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/settlement/settle"
 	"github.com/cacheon/engine/settlement/settle/settletest"
 )
 
@@ -90,7 +96,7 @@ func TestSettleExportAndWeights(t *testing.T) {
 	}
 
 	// Nothing left to settle.
-	if code, out, _ := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS); code != 0 || !strings.Contains(out, "nothing to settle") {
+	if code, out, _ := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS); code != 0 || !strings.Contains(out, "nothing to crown") {
 		t.Errorf("second settle: exit %d\n%s", code, out)
 	}
 
@@ -131,6 +137,108 @@ func TestSettleRefusesOneQualification(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "", "settle", "--ledger", filepath.Join(t.TempDir(), "missing.db")); code != 1 {
 		t.Errorf("settle of a missing ledger: exit %d\n%s", code, errOut)
+	}
+}
+
+// uncalibratedPass is a qualification that passed under the embedded
+// uncalibrated speed policy: what the main job's CPU lane writes.
+func uncalibratedPass(ctx context.Context, dir string, prior *qualify.Report) (*qualify.Report, []byte, error) {
+	r := &qualify.Report{Schema: qualify.ReportSchema, Decision: qualify.Pass, Reason: "every stage passed",
+		Inputs: qualify.Inputs{Calibration: qualify.UncalibratedDigest()}, Lanes: []qualify.Lane{}, Notes: []string{},
+		Stages: []qualify.Stage{{Name: qualify.ScreenStatic, Decision: qualify.Pass, Start: "0", Seconds: "0"},
+			{Name: qualify.StageSpeed, Decision: qualify.Pass, Reason: "above_pass_limit (speedup 1.04)", Start: "0", Seconds: "1"}},
+		Speed: &qualify.Speed{Decision: qualify.Pass, Reason: "above_pass_limit (speedup 1.04)", Version: 8, Speedup: "1.04"}}
+	data, err := r.Canonical()
+	return r, data, err
+}
+
+// TestSettleWithNothingToCrown: a ledger whose proposal passed only under
+// the uncalibrated policy has nothing queued; settle exits 0 and says
+// why, naming the proposal, its status and its reason (in --json as
+// fields). A qualified proposal without settlement views is still a
+// refused input (exit 2).
+func TestSettleWithNothingToCrown(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		prepare func(t *testing.T, f *applytest.Fixture, in applytest.Intaken)
+		code    int
+		out     []string // stdout (or, on a refusal, stderr) holds each
+		status  string   // --json: the one undecided proposal's status, "" for none
+	}{
+		{"an uncalibrated pass waits in no_decision", func(t *testing.T, f *applytest.Fixture, in applytest.Intaken) {
+			res, err := evaluate.Evaluate(ctx, f.L, in.ID, evaluate.Options{Qualify: uncalibratedPass, Intake: settle.Intake{Lane: settle.LaneRegistered}, WorkDir: t.TempDir()})
+			if err != nil || res.Status != ledger.NoDecision {
+				t.Fatalf("evaluate: %+v, %v", res, err)
+			}
+		}, 0, []string{"nothing to crown: no qualified proposal waits for settlement", "proposal 1 is no_decision (uncalibrated_policy: ",
+			"noise, not evidence", "cacheon qualify calibrate"}, "no_decision"},
+		{"a published proposal waits for evaluation", func(*testing.T, *applytest.Fixture, applytest.Intaken) {}, 0,
+			[]string{"nothing to crown", "proposal 1 is published\n"}, "published"},
+		{"a hand-made qualified proposal without views is refused", func(t *testing.T, f *applytest.Fixture, in applytest.Intaken) {
+			for i, step := range []struct {
+				to     ledger.Status
+				record string
+			}{{ledger.Screening, ledger.StageScreen}, {ledger.Promoted, ""}, {ledger.Qualifying, ledger.StageQualification},
+				{ledger.ReproductionPending, ""}, {ledger.Qualifying, ledger.StageQualification}, {ledger.Qualified, ""}} {
+				if err := f.L.Transition(ctx, in.ID, step.to, ""); err != nil {
+					t.Fatal(err)
+				}
+				if step.record != "" {
+					d := settletest.Digest(fmt.Sprintf("report %d", i))
+					if _, err := f.L.RecordAttempt(ctx, in.ID, ledger.Attempt{Stage: step.record, Decision: "PASS", ReportDigest: d, EvidenceAddress: d}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}, 2, []string{"missing_settlement_view", "proposal 1"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := applytest.New(t, applytest.Workspace(t, "../.."), filepath.Join(t.TempDir(), "ledger.db"))
+			in := f.Intake(t, "rmsnorm_torch", "5Fminer", 4100200)
+			c.prepare(t, f, in)
+			f.L.Close()
+			code, out, errOut := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS)
+			text := out
+			if c.code != 0 {
+				text = errOut
+			}
+			if code != c.code {
+				t.Fatalf("settle: exit %d, want %d\n%s%s", code, c.code, out, errOut)
+			}
+			for _, want := range c.out {
+				if !strings.Contains(text, want) {
+					t.Errorf("settle does not say %q:\n%s", want, text)
+				}
+			}
+			if c.code != 0 {
+				return
+			}
+			code, out, errOut = run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS, "--json")
+			var doc struct {
+				Committed bool `json:"committed"`
+				Undecided []struct {
+					ProposalID int64  `json:"proposal_id"`
+					Hotkey     string `json:"hotkey"`
+					Status     string `json:"status"`
+					Reason     string `json:"reason"`
+				} `json:"undecided"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+				t.Fatalf("settle --json: exit %d (%v)\n%s%s", code, err, out, errOut)
+			}
+			if doc.Committed || len(doc.Undecided) != 1 || doc.Undecided[0].ProposalID != in.ID || doc.Undecided[0].Hotkey != "5Fminer" ||
+				doc.Undecided[0].Status != c.status || !strings.Contains(text, doc.Undecided[0].Reason) {
+				t.Errorf("settle --json: %s", out)
+			}
+		})
+	}
+	// An empty ledger: nothing queued, nothing waiting.
+	f := applytest.New(t, applytest.Workspace(t, "../.."), filepath.Join(t.TempDir(), "ledger.db"))
+	f.L.Close()
+	if code, out, errOut := run(t, "", "settle", "--ledger", f.Path, "--workspace", f.WS); code != 0 || !strings.Contains(out, "no proposal waits for evaluation") {
+		t.Errorf("settle of an empty ledger: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

@@ -61,9 +61,14 @@ counts jittered from --seed; an op row's declared domain (manifest dtypes
 and architectures, metadata bounds and capabilities) decides which cases
 apply. A case outside it is N/A and never runs.
 
-The worker interpreter is --python, else $CACHEON_PYTHON, else python3 on
-PATH; it needs torch (and triton for Triton kernels). The interpreter and
-its torch version are recorded in the report.
+The worker interpreter is --python, else $CACHEON_PYTHON, else the first
+of python3 on PATH, /usr/bin/python3 and /usr/local/bin/python3 that the
+sandbox user can reach (every directory on the way to it, links
+followed, open to others) and that imports torch; it needs torch (and
+triton for Triton kernels). A configured interpreter that fails either
+check, or no candidate passing, is refused before any worker starts
+(exit 1), naming each interpreter tried and why. The interpreter and its
+torch version are recorded in the report.
 
 Exit codes: 0 every applicable row passed; 2 a row failed, nothing was
 applicable, or the bundle was rejected before any worker ran (invalid
@@ -89,7 +94,7 @@ interpreter, no torch, a worker of the validator's own failing).`,
 	f.StringVar(&o.dtype, "dtype", verify.DefaultDType, "activation dtype: bfloat16, float16 or float32")
 	f.Int64Var(&o.seed, "seed", 0, "seed for inputs and shape jitter")
 	f.IntVar(&o.worldSize, "world-size", verify.DefaultWorldSize, "ranks for collective slots")
-	f.StringVar(&o.python, "python", "", "worker interpreter (default $CACHEON_PYTHON, else python3 on PATH)")
+	f.StringVar(&o.python, "python", "", "worker interpreter (default $CACHEON_PYTHON, else the first of python3 on PATH, /usr/bin/python3, /usr/local/bin/python3 that the sandbox user can reach and that imports torch)")
 	f.DurationVar(&o.timeout, "timeout", verify.DefaultTimeout, "wall-clock limit per worker process")
 	f.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
 	f.BoolVar(&o.keepWork, "keep-work", false, "keep the run directory (worker logs, raw outputs) and print its path")
@@ -109,7 +114,7 @@ func runVerify(ctx context.Context, s Streams, o verifyOptions) error {
 	opts := verify.Options{
 		Unisolated: o.unsafe,
 		Device:     o.device, DType: o.dtype, Seed: o.seed, WorldSize: o.worldSize, Python: o.python,
-		Timeout: o.timeout, KeepWork: o.keepWork, Progress: progress,
+		Timeout: o.timeout, KeepWork: o.keepWork, Progress: progress, ChoosePython: true,
 	}
 	if o.catalog != "" {
 		l, err := loadCatalogArg([]string{o.catalog})

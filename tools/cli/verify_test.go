@@ -48,6 +48,7 @@ func TestVerifyCommand(t *testing.T) {
 	py := verifyPython(t)
 	good := siluBundle(t, "    out.copy_(F.silu(x[:, :d]) * x[:, d:])\n")
 	bad := siluBundle(t, "    out.copy_(x[:, :d] * x[:, d:])\n")
+	notorch, _ := brokenInterpreters(t)
 	tests := []struct {
 		name      string
 		args      []string
@@ -58,7 +59,8 @@ func TestVerifyCommand(t *testing.T) {
 		{"passing bundle", []string{"verify", good, "--python", py, "--dtype", "float32"}, 0, "verdict: PASS", ""},
 		{"failing bundle", []string{"verify", bad, "--python", py}, 2, "verdict: FAIL", ""},
 		{"bad dtype is usage", []string{"verify", good, "--python", py, "--dtype", "int8"}, 1, "", "dtype \"int8\""},
-		{"missing interpreter", []string{"verify", good, "--python", "/nonexistent/python3"}, 1, "", "/nonexistent/python3"},
+		{"missing interpreter", []string{"verify", good, "--python", "/nonexistent/python3"}, 1, "", "/nonexistent/python3: not found"},
+		{"interpreter without torch", []string{"verify", good, "--python", notorch}, 1, "", notorch + ": it cannot import torch"},
 		{"no bundle", []string{"verify", filepath.Join(t.TempDir(), "nope"), "--python", py}, 1, "", "no such file"},
 	}
 	for _, tc := range tests {
