@@ -30,7 +30,6 @@ cacheon=$1
 out=$2
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 receipt=${3:-$repo/bazel-bin/release/tiny_llama.receipt.json}
-export CACHEON_PYTHON=${CACHEON_PYTHON:-/usr/bin/python3}
 say() { printf '\n== crown loop: %s\n' "$*" >&2; }
 field() { sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" | head -1; }
 
