@@ -183,13 +183,25 @@ key=$( {
   cat go.mod go.sum tools/bazel/godeps.version
   go list -e -f '{{.ImportPath}}: {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./...
 } | sha256sum | cut -c1-64)
-if [[ $(cat .cache/godeps/.key 2>/dev/null) != "$key" ]]; then
+# They are kept in the cache directory under that key and linked, so a
+# fresh clone (CI, the reproducibility check's clones, a rebuild from
+# source) reuses them instead of generating 175 MB again; entries unused
+# for two weeks are removed.
+godeps="$cache/godeps-$key"
+if [[ ! -f $godeps/.key ]]; then
   say "generating Bazel repositories for external Go modules"
-  go run ./tools/cmd/bazeldeps -gazelle "$gazelle" -out .cache/godeps
-  echo "$key" >.cache/godeps/.key
+  tmp=$(mktemp -d "$cache/godeps-tmp.XXXXXX")
+  go run ./tools/cmd/bazeldeps -gazelle "$gazelle" -out "$tmp" -linked .cache/godeps
+  echo "$key" >"$tmp/.key"
+  # Another bootstrap may have finished the same key meanwhile: keep one.
+  mv -T "$tmp" "$godeps" 2>/dev/null || rm -rf "$tmp"
 else
   say "external Go module repositories up to date"
 fi
+touch "$godeps"
+[[ -L .cache/godeps || ! -e .cache/godeps ]] || rm -rf .cache/godeps # a directory of an older bootstrap
+ln -sfn "$godeps" .cache/godeps
+find "$cache" -maxdepth 1 \( -name 'godeps-*' ! -name 'godeps-tmp.*' -mtime +14 \) -exec rm -rf {} + 2>/dev/null || true
 # --- 5. Test-only tools -------------------------------------------------------
 if ! wants test; then
   say "ready for $purpose"

@@ -100,19 +100,34 @@ func owner(mods []Module, dir string) (Module, bool) {
 // Options configure Generate.
 type Options struct {
 	RepoRoot string // the project checkout (holds go.mod)
-	Out      string // output directory, relative to RepoRoot
-	Gazelle  string // path of the gazelle binary
-	Log      io.Writer
+	Out      string // output directory: absolute, or relative to RepoRoot
+	// Linked is where the workspace finds Out, relative to its root (the
+	// local_repository paths deps.bzl names); "" means Out. The bootstrap
+	// writes into the cache directory and links .cache/godeps to it.
+	Linked  string
+	Gazelle string // path of the gazelle binary
+	Log     io.Writer
 }
 
 // buildFileNames are files modules ship that would conflict with ours.
 var buildFileNames = map[string]bool{"BUILD": true, "BUILD.bazel": true, "WORKSPACE": true, "WORKSPACE.bazel": true, "MODULE.bazel": true}
 
+func (o Options) linked() string {
+	if o.Linked != "" {
+		return o.Linked
+	}
+	return o.Out
+}
+
 // Generate vendors the modules, splits them into repositories under Out,
 // runs gazelle in each and writes deps.bzl and the gazelle repository
 // config. Out is replaced atomically.
 func Generate(o Options) ([]Module, error) {
-	outAbs, err := filepath.Abs(filepath.Join(o.RepoRoot, o.Out))
+	out := o.Out
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(o.RepoRoot, out)
+	}
+	outAbs, err := filepath.Abs(out)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +171,7 @@ func Generate(o Options) ([]Module, error) {
 			return nil, fmt.Errorf("gazelle in %s: %w", m.Path, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "deps.bzl"), []byte(depsBzl(mods, o.Out)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "deps.bzl"), []byte(depsBzl(mods, o.linked())), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "BUILD.bazel"), nil, 0o644); err != nil {

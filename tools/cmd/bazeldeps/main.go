@@ -14,7 +14,8 @@ import (
 
 func main() {
 	gazelle := flag.String("gazelle", "", "path of the gazelle binary")
-	out := flag.String("out", ".cache/godeps", "output directory, relative to the repository root")
+	out := flag.String("out", ".cache/godeps", "output directory: absolute, or relative to the repository root")
+	linked := flag.String("linked", "", "where the workspace finds the output directory, relative to its root (default: -out)")
 	module := flag.String("module", "", "rewrite this MODULE.bazel's use_repo(go_deps, ...) list instead of generating repositories")
 	modinfo := flag.String("modinfo", "", "write the cacheon binary's Go module information (a .bzl file) to this path instead of generating repositories")
 	flag.Parse()
@@ -22,7 +23,7 @@ func main() {
 	if *modinfo != "" {
 		err = writeModInfo(*modinfo)
 	} else {
-		err = run(*gazelle, *out, *module)
+		err = run(*gazelle, *out, *linked, *module)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bazeldeps: %v\n", err)
@@ -40,7 +41,7 @@ func writeModInfo(path string) error {
 	return os.WriteFile(path, []byte(text), 0o644)
 }
 
-func run(gazelle, out, module string) error {
+func run(gazelle, out, linked, module string) error {
 	if module != "" {
 		mods, err := bazeldeps.ListModules(".")
 		if err != nil {
@@ -63,7 +64,7 @@ func run(gazelle, out, module string) error {
 	if gazelle == "" {
 		return fmt.Errorf("-gazelle is required")
 	}
-	mods, err := bazeldeps.Generate(bazeldeps.Options{RepoRoot: ".", Out: out, Gazelle: gazelle, Log: os.Stderr})
+	mods, err := bazeldeps.Generate(bazeldeps.Options{RepoRoot: ".", Out: out, Linked: linked, Gazelle: gazelle, Log: os.Stderr})
 	if err != nil {
 		return err
 	}
