@@ -45,6 +45,12 @@ export CACHEON_REQUIRE_STOCK_TOOLS=1
 # The prebuild tests compile torch extensions (libtorch-dev and g++,
 # installed above).
 export CACHEON_REQUIRE_CXX_TORCH=1
+# No package of ours uses cgo (the NVML backend, vetted with cgo by lint,
+# is behind a build tag). The release entrypoint is built with cgo off, and
+# so are the binaries the tests build (tools/bazeldeps compares `go build`'s
+# module information): with cgo off everywhere, go vet, go test and those
+# builds share one build cache instead of compiling every package twice.
+export CGO_ENABLED=0
 
 # The targets whose outputs the reproducibility check compares.
 repro_targets=(//stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine)
