@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/kernels/contribution"
 )
 
 // Hostile kernels as a miner would write them. Each one tries an escape
@@ -250,6 +254,74 @@ func TestVerifyAppliesIntakeRules(t *testing.T) {
 			tc.edit(dir)
 			if _, err := Run(context.Background(), dir, Options{Python: py}); err == nil {
 				t.Fatal("verify ran a bundle intake refuses")
+			}
+		})
+	}
+}
+
+// TestVerifyRefusesWhatIntakeRefuses: a bundle that intake's payload stage
+// refuses (the Python closure's dynamic-import ban, an import that starts
+// in the bundle and ends nowhere, a computed CUDA include) is refused by
+// verify with intake's error, before any process starts: the interpreter
+// given here records each start in a marker file, and it must never have
+// run. The refusal is a rejection (exit 2) naming the file, the place and
+// the rule. With the scan turned off (SkipScanUnsafe) too: a test may turn
+// the tripwire off, never intake.
+func TestVerifyRefusesWhatIntakeRefuses(t *testing.T) {
+	const execSrc = `"import torch.nn.functional as F\ndef act(g):\n    return F.silu(g)\n"`
+	cases := []struct {
+		name     string
+		source   string
+		extra    map[string]string // more files of the bundle
+		cuda     string            // a cuda_sources entry of the op row
+		skipScan bool
+		want     string // substring of the error
+	}{
+		{"torch.compile, which the scan allows", siluHeader + "\n_act = torch.compile(F.silu)\n" + goodSilu, nil, "", false,
+			`kernels/k.py:5:14: dynamic import: attribute "compile"`},
+		{"exec captured by a lambda default, the scan turned off", siluHeader + "_NS = {}\n(lambda exec=exec: exec)()(" + execSrc + ", _NS)\n" + goodSilu,
+			nil, "", true, `kernels/k.py:5:14: dynamic import: name "exec"`},
+		{"a bundle-local import that ends nowhere", "from kernels.helpers import act\n" + goodSilu,
+			map[string]string{"kernels/__init__.py": ""}, "", false, `kernels/k.py:1:1: import of "kernels.helpers" starts in the bundle but "kernels.helpers" is not a bundle module`},
+		{"a computed CUDA include", goodSilu, map[string]string{"csrc/k.cu": "#include KERNEL_HEADER\n"}, "csrc/k.cu", false,
+			`csrc/k.cu:1: #include of "KERNEL_HEADER": only a literal "name" or <name> may be included`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.source, "")
+			for rel, data := range tc.extra {
+				writeFile(t, filepath.Join(dir, filepath.FromSlash(rel)), data)
+			}
+			if tc.cuda != "" {
+				m, err := os.ReadFile(filepath.Join(dir, "manifest.toml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, filepath.Join(dir, "manifest.toml"), string(m)+"cuda_sources = [\""+tc.cuda+"\"]\n")
+			}
+			marker := filepath.Join(t.TempDir(), "started")
+			python := filepath.Join(t.TempDir(), "python3")
+			writeFile(t, python, "#!/bin/sh\necho \"$@\" >> "+marker+"\nexit 1\n")
+			if err := os.Chmod(python, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var progress bytes.Buffer
+			// Unisolated, so that nothing but this check stands between
+			// the bundle and the recording interpreter.
+			_, err := Run(context.Background(), dir, Options{Python: python, Unisolated: true, SkipScanUnsafe: tc.skipScan,
+				Timeout: time.Minute, Progress: &progress})
+			var re *contribution.RejectedError
+			if !errors.As(err, &re) || re.Stage != contribution.StagePayload || !errors.Is(err, reject.ErrRejected) {
+				t.Fatalf("err = %v, want intake's rejection at the payload stage", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to name %q", err, tc.want)
+			}
+			if started, err := os.ReadFile(marker); err == nil {
+				t.Errorf("a process started before the refusal: %q", started)
+			}
+			if strings.Contains(progress.String(), "planning cases") {
+				t.Errorf("progress %q: the plan worker was started", progress.String())
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/kernels/scan"
 )
 
@@ -40,7 +41,16 @@ type Options struct {
 	// SkipScanUnsafe runs bundle code even when the static scan finds
 	// policy violations. Only for testing the runtime defences themselves:
 	// the scan is the tripwire that keeps known-bad code out of workers.
+	// It never skips intake's payload check (see Payload).
 	SkipScanUnsafe bool
+	// Payload are the options of intake's payload stage, which every
+	// bundle passes before any worker starts (see intakePayload): the
+	// closure functions and the reviewed patchers' digests that intake
+	// (bundle inspect, stack materialize) is given. A nil Closure is
+	// contribution.PythonClosure, a nil CUDACheck
+	// contribution.CUDAIncludeCheck; with no PatcherDigests, a rebuild.json
+	// step binds only the validator's own patchers.
+	Payload contribution.PayloadOptions
 	// Unisolated runs workers without a sandbox, as plain child processes
 	// with the caller's user, files, network and environment
 	// (--unsafe-no-isolation). Without it, a host where sandboxes cannot be
@@ -107,6 +117,12 @@ func (o *Options) normalize() error {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
+	if o.Payload.Closure == nil {
+		o.Payload.Closure = contribution.PythonClosure
+	}
+	if o.Payload.CUDACheck == nil {
+		o.Payload.CUDACheck = contribution.CUDAIncludeCheck
+	}
 	if o.Catalog == nil {
 		c, err := catalog.Default()
 		if err != nil {
@@ -161,7 +177,7 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	// Everything from here reads the staged copy: the manifest, the scan
 	// and every worker see the same bytes.
 	staged := filepath.Join(runDir, "bundle")
-	contentHash, err := stageBundle(bundleDir, staged)
+	snap, contentHash, err := stageBundle(bundleDir, staged)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +213,9 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	}
 	if sc.Advisories > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("static scan advisory: %s", rep.Scan.FirstAdvisory))
+	}
+	if err := intakePayload(snap, o.Payload); err != nil {
+		return nil, err
 	}
 
 	var python string

@@ -55,15 +55,25 @@ var fixtures = map[string]fixtureExpectation{
 	// Cheats that only a GPU shows (side streams, graph capture): they
 	// pass everything here and scan clean; the H200 runs of
 	// docs/results/integrity-h200.md record the stage that stops each.
-	"rmsnorm_side_stream":             {stage: "gpu"},
-	"rmsnorm_wrong_when_captured":     {stage: "gpu"},
-	"rmsnorm_wrong_unless_captured":   {stage: "gpu"},
-	"rmsnorm_forges_frames":           {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "os.write"},
-	"rmsnorm_gc_steals_expected":      {stage: "scan", scanRule: scan.RuleIntrospection, contains: "get_objects"},
-	"rmsnorm_lazy_subclass":           {stage: "scan", scanRule: scan.RuleDunderAttribute, contains: "__class__"},
-	"banned_import":                   {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
-	"exec_call":                       {stage: StagePayload, scanRule: scan.RuleBannedCall, contains: `kernels/silu_and_mul.py:7:1: dynamic import: name "exec"`},
-	"getattr_dynamic":                 {stage: "scan", scanRule: scan.RuleDynamicAttribute, contains: "getattr"},
+	"rmsnorm_side_stream":           {stage: "gpu"},
+	"rmsnorm_wrong_when_captured":   {stage: "gpu"},
+	"rmsnorm_wrong_unless_captured": {stage: "gpu"},
+	"rmsnorm_forges_frames":         {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "os.write"},
+	"rmsnorm_gc_steals_expected":    {stage: "scan", scanRule: scan.RuleIntrospection, contains: "get_objects"},
+	"rmsnorm_lazy_subclass":         {stage: "scan", scanRule: scan.RuleDunderAttribute, contains: "__class__"},
+	"banned_import":                 {stage: "scan", scanRule: scan.RuleBannedImport, contains: "subprocess"},
+	"exec_call":                     {stage: StagePayload, scanRule: scan.RuleBannedCall, contains: `kernels/silu_and_mul.py:7:1: dynamic import: name "exec"`},
+	"getattr_dynamic":               {stage: "scan", scanRule: scan.RuleDynamicAttribute, contains: "getattr"},
+	// A banned builtin bound, captured or declared global: the bypasses
+	// of the reference rule, which the scan once took for names the file
+	// binds itself. All but the getattr one the import closure refuses too.
+	"global_getattr_system":           {stage: "scan", scanRule: scan.RuleBannedBuiltinBind, contains: "getattr"},
+	"eval_rebound":                    {stage: StagePayload, scanRule: scan.RuleBannedBuiltinBind, contains: `kernels/silu_and_mul.py:6:1: dynamic import: name "eval"`},
+	"global_exec":                     {stage: StagePayload, scanRule: scan.RuleBannedBuiltinBind, contains: `kernels/silu_and_mul.py:11:11: dynamic import: name "exec"`},
+	"def_default_eval":                {stage: StagePayload, scanRule: scan.RuleBannedBuiltinBind, contains: `kernels/silu_and_mul.py:7:22: dynamic import: name "eval"`},
+	"lambda_default_exec":             {stage: StagePayload, scanRule: scan.RuleBannedBuiltinBind, contains: `kernels/silu_and_mul.py:7:23: dynamic import: name "exec"`},
+	"for_target_eval":                 {stage: StagePayload, scanRule: scan.RuleBannedBuiltinBind, contains: `kernels/silu_and_mul.py:6:5: dynamic import: name "eval"`},
+	"lambda_exec_called":              {stage: StagePayload, scanRule: scan.RuleBannedBuiltinBind, contains: `kernels/silu_and_mul.py:7:14: dynamic import: name "exec"`},
 	"timeit_runs_string":              {stage: "scan", scanRule: scan.RuleBannedImport, contains: "timeit"},
 	"operator_methodcaller_system":    {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "methodcaller"},
 	"posixsubprocess_fork_exec":       {stage: "scan", scanRule: scan.RuleBannedImport, contains: "_posixsubprocess"},

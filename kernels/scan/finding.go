@@ -9,7 +9,8 @@
 // the isolated worker, and the scan never imports or runs it. It follows
 // the upstream rule set and adds a few rules, each under its own id, that
 // close bypasses of those rules (aliasing through imports, string names
-// passed to getattr, star imports, frame introspection), and bans modules
+// passed to getattr, star imports, frame introspection, rebinding a banned
+// builtin's name), and bans modules
 // by family: each banned root with its C-accelerated twin, dotted
 // families inside allowed packages, banned modules reached as attributes
 // and attributes fetched by name through operator and inspect helpers.
@@ -31,20 +32,21 @@ type Rule string
 
 // Source rules (upstream §4.3 and our extensions, marked ext).
 const (
-	RuleSyntax             Rule = "syntax-error"        // the file does not parse as Python 3
-	RuleBannedImport       Rule = "banned-import"       // import of a banned module root
-	RuleBannedImportName   Rule = "banned-import-name"  // ext: from-import of a banned attribute name
-	RuleStarImport         Rule = "star-import"         // ext: `from os import *` and the like
-	RuleBannedCall         Rule = "banned-call"         // eval, exec, open, ... called by bare name
-	RuleBannedBuiltinRef   Rule = "banned-builtin-ref"  // ext: such a builtin referenced without being called
-	RuleDynamicAttribute   Rule = "dynamic-attribute"   // getattr/setattr/delattr with a non-literal name
-	RuleNamespaceSubscript Rule = "namespace-subscript" // __builtins__[...], __globals__[...], __dict__[...]
-	RuleBannedAttribute    Rule = "banned-attribute"    // .system, .popen, .fork, ... (call or bare)
-	RulePickleLoad         Rule = "pickle-load"         // .load/.loads on pickle-like modules
-	RuleDunderAttribute    Rule = "dunder-attribute"    // .__globals__, .__class__, ...
-	RuleIntrospection      Rule = "introspection"       // ext: frames, sys.modules, __builtins__ by name
-	RuleFileTooLarge       Rule = "file-too-large"      // an inspectable file above the intake limit
-	RuleBrokenKernel       Rule = "broken-kernel"       // advisory: host-only call inside a @jit kernel
+	RuleSyntax             Rule = "syntax-error"           // the file does not parse as Python 3
+	RuleBannedImport       Rule = "banned-import"          // import of a banned module root
+	RuleBannedImportName   Rule = "banned-import-name"     // ext: from-import of a banned attribute name
+	RuleStarImport         Rule = "star-import"            // ext: `from os import *` and the like
+	RuleBannedCall         Rule = "banned-call"            // eval, exec, open, ... called by bare name
+	RuleBannedBuiltinRef   Rule = "banned-builtin-ref"     // ext: such a builtin referenced without being called
+	RuleBannedBuiltinBind  Rule = "banned-builtin-binding" // ext: such a builtin's name bound, rebound or declared global
+	RuleDynamicAttribute   Rule = "dynamic-attribute"      // getattr/setattr/delattr with a non-literal name
+	RuleNamespaceSubscript Rule = "namespace-subscript"    // __builtins__[...], __globals__[...], __dict__[...]
+	RuleBannedAttribute    Rule = "banned-attribute"       // .system, .popen, .fork, ... (call or bare)
+	RulePickleLoad         Rule = "pickle-load"            // .load/.loads on pickle-like modules
+	RuleDunderAttribute    Rule = "dunder-attribute"       // .__globals__, .__class__, ...
+	RuleIntrospection      Rule = "introspection"          // ext: frames, sys.modules, __builtins__ by name
+	RuleFileTooLarge       Rule = "file-too-large"         // an inspectable file above the intake limit
+	RuleBrokenKernel       Rule = "broken-kernel"          // advisory: host-only call inside a @jit kernel
 )
 
 // Tree rules.

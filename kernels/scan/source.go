@@ -139,8 +139,8 @@ var (
 	// loaders in under bare names the attribute rules cannot see.
 	starImportRoots = set("os", "posix", "nt", "sys", "numpy", "typing", "io", "inspect", "gc", "types", "operator", "_operator")
 
-	// ext: builtins whose bare reference (aliasing `e = eval`) is flagged
-	// unless the file binds the name itself.
+	// ext: builtins whose bare reference (aliasing `e = eval`) is flagged,
+	// and whose name may not be bound: see binding.
 	aliasableBuiltins = set("eval", "exec", "compile", "__import__", "open", "breakpoint",
 		"globals", "vars", "locals", "getattr", "setattr", "delattr", "help")
 )
@@ -174,7 +174,7 @@ func Source(path string, src []byte) []Finding {
 		return []Finding{{Path: path, Rule: RuleSyntax, Message: err.Error()}}
 	}
 	aliases, binds := importAliases(mod)
-	s := &sourceScan{path: path, file: f, mods: moduleAliases(aliases), bound: boundNames(mod), direct: map[pyparse.Node]bool{}}
+	s := &sourceScan{path: path, file: f, mods: moduleAliases(aliases), direct: map[pyparse.Node]bool{}}
 	s.indexAliases(aliases)
 	s.assignedModules(binds)
 	pyparse.Inspect(mod, s.visit)
@@ -189,7 +189,6 @@ type sourceScan struct {
 	aliases     map[string]map[string]bool // local name -> module paths it may be bound to
 	pickled     map[string]bool            // local names some import binds to a pickle-like module
 	mods        map[string][]string        // aliases cut down to the paths the module rules match, each once
-	bound       map[string]bool            // names the file binds itself
 	direct      map[pyparse.Node]bool
 	roots       map[*pyparse.Attribute]*pyparse.Name // chainRoot's memory
 	pickleRoots map[*pyparse.Name]bool               // pickleBase's memory
@@ -303,9 +302,37 @@ func (s *sourceScan) visit(n pyparse.Node) bool {
 			if fam, ok := bannedModule(a.Name.Name); ok {
 				s.add(a, RuleBannedImport, "import of %q: module %q is banned", a.Name.Name, fam)
 			}
+			s.importBinding(a, root(a.Name.Name))
 		}
 	case *pyparse.ImportFrom:
+		for _, a := range x.Names {
+			if a.Name.Name != "*" {
+				s.importBinding(a, a.Name.Name)
+			}
+		}
 		s.importFrom(x)
+	case *pyparse.Arg:
+		s.binding(x.Name, "a parameter")
+	case *pyparse.FunctionDef:
+		s.binding(x.Name, "a def")
+	case *pyparse.ClassDef:
+		s.binding(x.Name, "a class")
+	case *pyparse.ExceptHandler:
+		s.binding(x.Name, "an except clause")
+	case *pyparse.Global:
+		for _, id := range x.Names {
+			s.binding(id, "a global declaration")
+		}
+	case *pyparse.Nonlocal:
+		for _, id := range x.Names {
+			s.binding(id, "a nonlocal declaration")
+		}
+	case *pyparse.MatchAs:
+		s.binding(x.Name, "a match capture")
+	case *pyparse.MatchStar:
+		s.binding(x.Name, "a match capture")
+	case *pyparse.MatchMapping:
+		s.binding(x.Rest, "a match capture")
 	case *pyparse.Call:
 		s.call(x)
 	case *pyparse.Subscript:
@@ -603,8 +630,42 @@ func (s *sourceScan) attributeName(n pyparse.Node, name, how string) {
 	}
 }
 
+// binding flags a binding of a banned builtin's name: an assignment, a
+// loop, with or walrus target, a parameter, a def, a class, an import, an
+// except or match capture, and `global`/`nonlocal` of it (which binds it
+// for a whole scope). Once a name like getattr or exec may be rebound, what
+// a later getattr(o, "weight") or bare exec means depends on which
+// binding ran first, and the scan does not follow control flow: `eval =
+// eval` or `def f(exec=exec)` would turn the builtin into a local that
+// looks bound by the file itself. So the scan does not try to tell a
+// harmless shadow from a capture: the name is simply not rebindable. input
+// stays out of the set (aliasableBuiltins), being the usual name of a
+// kernel's input tensor.
+func (s *sourceScan) binding(id *pyparse.Ident, how string) {
+	if id != nil && aliasableBuiltins[id.Name] {
+		s.add(id, RuleBannedBuiltinBind, "%s rebinds the name of builtin %s; its meaning would then depend on control flow", how, id.Name)
+	}
+}
+
+// importBinding is binding for an import alias, which binds its as-name
+// or else name (an `import a.b` binds a).
+func (s *sourceScan) importBinding(a *pyparse.Alias, name string) {
+	if a.AsName != nil {
+		s.binding(a.AsName, "an import")
+		return
+	}
+	if aliasableBuiltins[name] {
+		s.add(a, RuleBannedBuiltinBind, "an import rebinds the name of builtin %s; its meaning would then depend on control flow", name)
+	}
+}
+
 func (s *sourceScan) name(x *pyparse.Name) {
 	if x.Ctx != pyparse.Load {
+		// An assignment, augmented assignment, for, with, walrus or
+		// comprehension target, or a del.
+		if aliasableBuiltins[x.ID] {
+			s.add(x, RuleBannedBuiltinBind, "a target of an assignment, for, with, walrus or del rebinds the name of builtin %s; its meaning would then depend on control flow", x.ID)
+		}
 		return
 	}
 	if introspectionNames[x.ID] && !namespaceNames[x.ID] {
@@ -621,7 +682,11 @@ func (s *sourceScan) name(x *pyparse.Name) {
 		s.add(x, RuleDynamicAttribute, "%s referenced without being called fetches attributes the scan cannot see", h)
 		return
 	}
-	if aliasableBuiltins[x.ID] && !s.direct[x] && !s.bound[x.ID] {
+	// Every use of the name but a direct call (which call judges) is a
+	// finding, whatever the file binds: a default value (`def f(e=eval)`),
+	// a right-hand side, a loop iterable, a lambda body. The bindings that
+	// could make such a use mean something else are findings themselves.
+	if aliasableBuiltins[x.ID] && !s.direct[x] {
 		s.add(x, RuleBannedBuiltinRef, "builtin %s referenced without being called (aliasing)", x.ID)
 	}
 }
@@ -859,50 +924,4 @@ func (s *sourceScan) assignedModules(binds []nameBinding) {
 			s.pickled[b.target] = true
 		}
 	}
-}
-
-// boundNames collects every name the file binds anywhere: assignment
-// targets, parameters, imports, definitions, loop and with targets,
-// exception names and match captures.
-func boundNames(mod *pyparse.Module) map[string]bool {
-	out := map[string]bool{}
-	add := func(id *pyparse.Ident) {
-		if id != nil {
-			out[id.Name] = true
-		}
-	}
-	pyparse.Inspect(mod, func(n pyparse.Node) bool {
-		switch x := n.(type) {
-		case *pyparse.Name:
-			if x.Ctx != pyparse.Load {
-				out[x.ID] = true
-			}
-		case *pyparse.Arg:
-			add(x.Name)
-		case *pyparse.FunctionDef:
-			add(x.Name)
-		case *pyparse.ClassDef:
-			add(x.Name)
-		case *pyparse.ExceptHandler:
-			add(x.Name)
-		case *pyparse.Alias:
-			if x.AsName != nil {
-				add(x.AsName)
-			} else if x.Name.Name != "*" {
-				out[root(x.Name.Name)] = true
-			}
-		case *pyparse.MatchAs:
-			add(x.Name)
-		case *pyparse.MatchStar:
-			add(x.Name)
-		case *pyparse.MatchMapping:
-			add(x.Rest)
-		case *pyparse.Global:
-			for _, id := range x.Names {
-				add(id)
-			}
-		}
-		return true
-	})
-	return out
 }

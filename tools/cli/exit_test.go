@@ -55,6 +55,12 @@ func TestExitCodesOfCommands(t *testing.T) {
 	bundleDir := filepath.Join(ws, "kernels", "contributions", "silu_and_mul_triton")
 	badKey := filepath.Join(ws, "bad.pem")
 	must(t, os.WriteFile(badKey, []byte("not a key"), 0o644))
+	// Scans clean; intake's closure bans torch.compile as a dynamic import.
+	compiles := filepath.Join(ws, "compiles")
+	must(t, os.MkdirAll(filepath.Join(compiles, "kernels"), 0o755))
+	must(t, os.WriteFile(filepath.Join(compiles, "manifest.toml"), []byte("bundle_id = \"compiles\"\nabi_version = \"cacheon-op-abi-v0\"\n\n"+
+		"[[ops]]\nslot = \"activation.silu_and_mul\"\nsource = \"kernels/k.py\"\nentry = \"silu_and_mul\"\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(compiles, "kernels", "k.py"), []byte("import torch\n\nsilu_and_mul = torch.compile(lambda x, out: None)\n"), 0o644))
 	tests := []struct {
 		name      string
 		args      []string
@@ -74,6 +80,11 @@ func TestExitCodesOfCommands(t *testing.T) {
 		{"release verify: malformed --key", []string{"release", "verify", "--key", badKey, ws}, ExitRejected, "bad.pem"},
 		{"release sign: malformed --key", []string{"release", "sign", "--key", badKey, ws}, ExitRejected, "bad.pem"},
 		{"bundle inspect: missing directory", []string{"bundle", "inspect", filepath.Join(ws, "none")}, ExitError, "none"},
+		{"bundle inspect: a closure intake refuses", []string{"bundle", "inspect", compiles}, ExitRejected, `kernels/k.py:3:22: dynamic import: attribute "compile"`},
+		// verify runs the same check before any worker: no interpreter is
+		// ever looked for, so none need exist.
+		{"verify: a closure intake refuses", []string{"verify", "--quiet", "--python", filepath.Join(ws, "no-python"), compiles}, ExitRejected,
+			`kernels/k.py:3:22: dynamic import: attribute "compile"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -95,7 +95,7 @@ func (q *qualification) options(incumbentPath, candidate string, store *evidence
 		Plan:  plan.Request{Incumbent: q.stack.assembled, IncumbentPath: incumbentPath, CandidateDir: candidate, Materialize: q.materialize},
 		Model: q.model, ModelDigest: q.modelDigest, Workload: q.workload, Policy: q.policy, Store: store, RunDir: runDir, Python: q.python,
 		Lanes: q.lanes, Sample: q.sample, Isolation: q.iso, Controller: q.controller, Progress: progress, Reproduces: prior, Quality: q.quality, AuditSecret: q.auditSecret,
-		Verify:   verify.Options{Device: q.lanes[1].Device, Python: q.python, Catalog: q.stack.catalog},
+		Verify:   verify.Options{Device: q.lanes[1].Device, Python: q.python, Catalog: q.stack.catalog, Payload: q.stack.payload},
 		LanePeak: q.peak, LanePeakSource: q.peakSource,
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/kernels/contribution"
 )
 
 type verifyOptions struct {
@@ -27,6 +28,7 @@ type verifyOptions struct {
 	unsafe    bool
 	quiet     bool
 	catalog   string
+	patchers  string
 }
 
 func newVerifyCommand(s Streams) *cobra.Command {
@@ -39,7 +41,13 @@ inputs and judges its outputs against the validator's fp32 truth, the same
 check a validator runs before it measures anything.
 
 The bundle is statically scanned first (as cacheon scan does); a policy
-violation fails every row before any bundle code runs.
+violation fails every row before any bundle code runs. Then intake's
+payload check runs on it, the one cacheon bundle inspect and cacheon stack
+materialize run: the Python import closure of the op sources (with its
+dynamic-import ban), the CUDA include closure of the declared CUDA sources
+and the rebuild plan's reviewed patchers (--patchers, as for bundle
+inspect). A bundle it refuses is rejected before any worker starts, naming
+the file, the place and the rule.
 
 The cacheon process never loads bundle code. For each op row it spawns fresh
 Python worker processes: one per rank runs the row's entry on generated
@@ -72,7 +80,8 @@ torch version are recorded in the report.
 
 Exit codes: 0 every applicable row passed; 2 a row failed, nothing was
 applicable, or the bundle was rejected before any worker ran (invalid
-manifest, metadata or rebuild.json, an intake limit or name rule broken);
+manifest, metadata or rebuild.json, an intake limit or name rule broken,
+intake's payload check failed);
 1 a usage or infrastructure error (no bundle or manifest to read, no
 interpreter, no torch, a worker of the validator's own failing).`,
 		Example: `  # CPU check of a pure-torch kernel
@@ -102,6 +111,7 @@ interpreter, no torch, a worker of the validator's own failing).`,
 	f.BoolVar(&o.unsafe, "unsafe-no-isolation", false, "run workers WITHOUT the sandbox (the caller's user, files, network "+
 		"and environment); only where namespaces cannot be made, on a machine you can throw away; the report says so")
 	f.StringVar(&o.catalog, "catalog", "", "target catalog HCL whose slot contracts verification follows (default: the built-in catalog)")
+	f.StringVar(&o.patchers, "patchers", "", "directory of reviewed rebuild patcher files, over the built-in build_cuda_ext.py (for bundles with a rebuild.json)")
 	return cmd
 }
 
@@ -111,10 +121,17 @@ func runVerify(ctx context.Context, s Streams, o verifyOptions) error {
 	if o.quiet {
 		progress = io.Discard
 	}
+	digests, err := patcherDigests(o.patchers)
+	if err != nil {
+		return err
+	}
+	// Intake's payload options, as bundle inspect builds them.
+	deps := defaultBundleDeps()
 	opts := verify.Options{
 		Unisolated: o.unsafe,
 		Device:     o.device, DType: o.dtype, Seed: o.seed, WorldSize: o.worldSize, Python: o.python,
 		Timeout: o.timeout, KeepWork: o.keepWork, Progress: progress, ChoosePython: true,
+		Payload: contribution.PayloadOptions{Closure: deps.closure, CUDACheck: deps.cudaCheck, PatcherDigests: digests},
 	}
 	if o.catalog != "" {
 		l, err := loadCatalogArg([]string{o.catalog})
