@@ -20,6 +20,7 @@ import (
 // fixture ("" for clean), so that a fixture the scan starts to pass, or
 // one it starts to refuse, shows up here.
 func TestVerifyCatchesTheIntegrityFixtures(t *testing.T) {
+	t.Parallel()
 	testPython(t)
 	cases := []struct {
 		fixture  string
@@ -67,6 +68,7 @@ func TestVerifyCatchesTheIntegrityFixtures(t *testing.T) {
 // (evaluator/qualify draws the ABI screen's seed from the validator's
 // secret); under any other seed it fails.
 func TestVerifyInputsAreUnpredictableOnlyUnderASecretSeed(t *testing.T) {
+	t.Parallel()
 	testPython(t)
 	for _, c := range []struct {
 		seed int64
@@ -91,6 +93,7 @@ func TestVerifyInputsAreUnpredictableOnlyUnderASecretSeed(t *testing.T) {
 // verify's few calls, the one honest only while audited is honest for its
 // first 40; the clock fixtures and the noisy neighbour compute honestly).
 func TestVerifyPassesTheLaterStagesFixtures(t *testing.T) {
+	t.Parallel()
 	testPython(t)
 	for _, fixture := range []string{"rmsnorm_stale_output", "rmsnorm_stops_the_clock", "rmsnorm_slows_the_clock",
 		"rmsnorm_wrong_unless_audited", "rmsnorm_noisy_neighbour"} {

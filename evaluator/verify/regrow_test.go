@@ -130,6 +130,7 @@ func verifyRepoBundle(t *testing.T, rel string, maxTokens int, o Options) *Repor
 // the count grows again after shrinking. Only the regrow case may fail
 // it, and the failure must name that case and its last call.
 func TestVerifyRegrowCatchesStaleState(t *testing.T) {
+	t.Parallel()
 	testPython(t)
 	const fixture = "kernels/fixtures/all_reduce_stale_regrow"
 	check := func(t *testing.T, rep *Report) {
@@ -184,6 +185,7 @@ func TestVerifyRegrowCatchesStaleState(t *testing.T) {
 // contribution keeps no state between calls and passes both rows, the
 // regrow case included.
 func TestVerifyRegrowHonestCollectivesPass(t *testing.T) {
+	t.Parallel()
 	// Up to 64 tokens: each row keeps its catalog shapes but the largest
 	// (256 tokens of hidden size 6144 for the all-reduce epilogue, 224 for
 	// the MoE finalize), which cost more than half of this run's CPU time
