@@ -26,6 +26,7 @@ import (
 // in its own copy and in every other validator copy of the run directory,
 // then returns zeros. The judge must stay intact: FAIL, not PASS.
 func TestVerifyCandidateCannotRewriteTheJudge(t *testing.T) {
+	t.Parallel()
 	testPython(t)
 	src := siluHeader + `
 import glob, os
@@ -63,6 +64,7 @@ def silu_and_mul(x, out):
 // __pycache__ beside it. Python would load the .pyc; the staged copy
 // leaves it out, so the source that was scanned is the code that runs.
 func TestVerifyIgnoresBytecodeInTheBundle(t *testing.T) {
+	t.Parallel()
 	py := testPython(t)
 	dir := oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu)
 	evil := filepath.Join(t.TempDir(), "k.py")
@@ -148,6 +150,7 @@ if _escaped:
 // harness-stage progress line stays a FAIL (not an infrastructure ERROR),
 // and text it raises cannot start lines of its own in the report.
 func TestVerifyCandidateCannotForgeItsReport(t *testing.T) {
+	t.Parallel()
 	testPython(t)
 	cases := []struct {
 		name, src string
@@ -167,6 +170,7 @@ def silu_and_mul(x, out):
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var progress bytes.Buffer
 			rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.src, smallSilu), Options{Progress: &progress})
 			if rep.Verdict != Fail {
@@ -185,6 +189,7 @@ def silu_and_mul(x, out):
 // a run directory the sandbox user cannot reach), candidate code does not
 // run unless --unsafe-no-isolation says so, and the report then says so.
 func TestVerifyRefusesWithoutIsolation(t *testing.T) {
+	t.Parallel()
 	py := testPython(t)
 	if os.Geteuid() != 0 {
 		t.Skip("the unreachable run directory needs a root controller")
