@@ -38,18 +38,20 @@ const (
 // f-string whose field spans lines); below 3.13, type parameter defaults.
 func ParseVersion(name string, src []byte, v Version) (*File, *Module, error) {
 	f := NewFile(name, src)
-	toks, err := tokenize(f, v)
+	toks, raws, err := tokenize(f, v)
 	if err != nil {
 		return f, nil, err
 	}
-	p := &parser{f: f, toks: toks, version: v}
+	p := &parser{f: f, src: f.Src, toks: toks, raws: raws, version: v}
 	mod, err := p.run()
 	return f, mod, err
 }
 
 type parser struct {
 	f       *File
+	src     string // f.Src
 	toks    []token
+	raws    []string // the text of raw names (token.aux)
 	p       int
 	depth   int
 	version Version
@@ -142,18 +144,35 @@ func (p *parser) prevEnd() int {
 	return int(p.toks[p.p-1].end)
 }
 
-func (p *parser) isOp(s string) bool {
-	t := p.tok()
-	return t.kind == tOp && t.text == s
+// text is a token's text: the NFKC-normalized identifier of a name, the
+// operator of an operator, empty for the other kinds.
+func (p *parser) text(t *token) string {
+	switch {
+	case t.raw:
+		return p.raws[t.aux]
+	case t.kind == tName || t.kind == tOp:
+		return p.src[t.start:t.end]
+	}
+	return ""
 }
 
-func (p *parser) isKw(s string) bool {
-	t := p.tok()
-	return t.kind == tName && !t.raw && t.text == s
+// spelled reports whether the source of token t is s. A raw name is never
+// spelled as a keyword or an operator, which are ASCII.
+func (p *parser) spelled(t *token, s string) bool {
+	return int(t.end-t.start) == len(s) && p.src[t.start:t.end] == s
 }
 
-func (t *token) isKw(s string) bool { return t.kind == tName && !t.raw && t.text == s }
-func (t *token) isOp(s string) bool { return t.kind == tOp && t.text == s }
+func (p *parser) isOp(s string) bool { return p.opIs(p.tok(), s) }
+
+func (p *parser) isKw(s string) bool { return p.kwIs(p.tok(), s) }
+
+// kwIs reports whether t is the keyword (hard or soft) s.
+func (p *parser) kwIs(t *token, s string) bool {
+	return t.kind == tName && !t.raw && p.spelled(t, s)
+}
+
+// opIs reports whether t is the operator s.
+func (p *parser) opIs(t *token, s string) bool { return t.kind == tOp && p.spelled(t, s) }
 
 func (p *parser) acceptOp(s string) bool {
 	if p.isOp(s) {
@@ -196,7 +215,21 @@ var keywords = map[string]bool{
 	"raise": true, "return": true, "try": true, "while": true, "with": true, "yield": true,
 }
 
-func (t *token) isName() bool { return t.kind == tName && (t.raw || !keywords[t.text]) }
+// isKeyword reports whether s is a hard keyword (keywords, without a
+// map lookup).
+func isKeyword(s string) bool {
+	switch s {
+	case "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+		"continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+		"if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
+		"return", "try", "while", "with", "yield":
+		return true
+	}
+	return false
+}
+
+// isName reports whether t is a name that is not a hard keyword.
+func (t *token) isName() bool { return t.kind == tName && !t.kw }
 
 func (p *parser) ident() *Ident {
 	t := p.tok()
@@ -204,7 +237,7 @@ func (p *parser) ident() *Ident {
 		p.fail("expected a name")
 	}
 	p.p++
-	return &Ident{Loc: Loc{int(t.start), int(t.end)}, Name: t.text}
+	return &Ident{Loc: Loc{int(t.start), int(t.end)}, Name: p.text(t)}
 }
 
 // speculate runs fn and reports whether it parsed; on failure the
@@ -234,12 +267,12 @@ func (p *parser) statement() []Stmt {
 	if t.kind == tDedent {
 		p.fail("unindent does not match any outer indentation level")
 	}
-	if t.kind == tOp && t.text == "@" {
+	if t.kind == tOp && p.text(t) == "@" {
 		return []Stmt{p.decorated()}
 	}
 	if t.kind == tName && !t.raw {
 		start := int(t.start)
-		switch t.text {
+		switch p.text(t) {
 		case "def":
 			return []Stmt{p.funcDef(start, false, nil)}
 		case "class":
@@ -327,7 +360,7 @@ func (p *parser) simpleStmt() Stmt {
 	t := p.tok()
 	start := int(t.start)
 	if t.kind == tName && !t.raw {
-		switch t.text {
+		switch p.text(t) {
 		case "pass":
 			p.advance()
 			return &Pass{Loc{start, p.prevEnd()}}
@@ -364,7 +397,7 @@ func (p *parser) simpleStmt() Stmt {
 					break
 				}
 			}
-			if t.text == "global" {
+			if p.text(t) == "global" {
 				return &Global{Loc{start, p.prevEnd()}, names}
 			}
 			return &Nonlocal{Loc{start, p.prevEnd()}, names}
@@ -387,7 +420,7 @@ func (p *parser) simpleStmt() Stmt {
 		case "type":
 			// `type X = ...` and `type X[T] = ...`; otherwise `type` is a name.
 			if n := p.peek(1); n.isName() {
-				if nn := p.peek(2); nn.isOp("=") || nn.isOp("[") {
+				if nn := p.peek(2); p.opIs(nn, "=") || p.opIs(nn, "[") {
 					return p.typeAlias()
 				}
 			}
@@ -398,7 +431,7 @@ func (p *parser) simpleStmt() Stmt {
 
 func (p *parser) atStmtEnd() bool {
 	t := p.tok()
-	return t.kind == tNewline || t.kind == tEnd || t.isOp(";")
+	return t.kind == tNewline || t.kind == tEnd || p.opIs(t, ";")
 }
 
 func (p *parser) exprOrAssign() Stmt {
@@ -418,8 +451,9 @@ func (p *parser) exprOrAssign() Stmt {
 			p.setContext(t, Store)
 		}
 		return &Assign{Loc{start, p.prevEnd()}, targets, value}
-	case p.tok().kind == tOp && augOps[p.tok().text]:
-		op := p.advance().text
+	case p.tok().kind == tOp && augOps[p.text(p.tok())]:
+		opTok := p.advance()
+		op := p.text(&opTok)
 		switch first.(type) {
 		case *Name, *Attribute, *Subscript:
 		default:
@@ -627,7 +661,7 @@ func (p *parser) decorated() Stmt {
 		return p.funcDef(start, false, decos)
 	case p.isKw("class"):
 		return p.classDef(start, decos)
-	case p.isKw("async") && p.peek(1).isKw("def"):
+	case p.isKw("async") && p.kwIs(p.peek(1), "def"):
 		p.advance()
 		return p.funcDef(start, true, decos)
 	}
@@ -691,7 +725,7 @@ func (p *parser) parameters(closer string, annotated bool) *Arguments {
 			p.advance()
 			star = true
 			if p.isOp(",") || p.isOp(closer) {
-				if p.isOp(closer) || p.peek(1).isOp(closer) || p.peek(1).isOp("**") {
+				if p.isOp(closer) || p.opIs(p.peek(1), closer) || p.opIs(p.peek(1), "**") {
 					p.fail("named arguments must follow bare *")
 				}
 			} else {
@@ -954,7 +988,7 @@ func (p *parser) matchStmt() Stmt {
 	return m
 }
 
-func (p *parser) isKwTok(t *token, s string) bool { return t.isKw(s) }
+func (p *parser) isKwTok(t *token, s string) bool { return p.kwIs(t, s) }
 
 func (p *parser) matchSubject() Expr {
 	start := int(p.tok().start)

@@ -37,18 +37,19 @@ type Token struct {
 // The tokens are returned only when the parse succeeds.
 func ParseTokens(name string, src []byte) (*File, *Module, []Token, error) {
 	f := NewFile(name, src)
-	toks, err := tokenize(f, Latest)
+	toks, raws, err := tokenize(f, Latest)
 	if err != nil {
 		return f, nil, nil, err
 	}
-	p := &parser{f: f, toks: toks, version: Latest}
+	p := &parser{f: f, src: f.Src, toks: toks, raws: raws, version: Latest}
 	mod, err := p.run()
 	if err != nil {
 		return f, nil, nil, err
 	}
 	out := make([]Token, len(toks))
-	for i, t := range toks {
-		out[i] = Token{Kind: TokenKind(t.kind), Start: int(t.start), End: int(t.end), Text: t.text}
+	for i := range toks {
+		t := &toks[i]
+		out[i] = Token{Kind: TokenKind(t.kind), Start: int(t.start), End: int(t.end), Text: p.text(t)}
 	}
 	return f, mod, out, nil
 }
