@@ -3,6 +3,7 @@ package pyparse
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -125,21 +126,55 @@ func (l *lexer) push(t token) {
 	l.toks = append(l.toks, t)
 }
 
+// tokenPool keeps token slices between parses. A token holds no pointers
+// and no tree node points into the slice, so a slice is reused as soon as
+// its parse is over: parsing file after file then writes tokens into
+// memory already mapped and cached instead of zeroing (and faulting in) a
+// fresh slice of megabytes for each.
+var tokenPool sync.Pool
+
+// maxPooledTokens bounds the slices kept: a file of one-byte tokens near
+// the size limit needs far more room than ordinary code, and that room is
+// not kept after its parse.
+const maxPooledTokens = 1 << 20
+
+// getTokens returns an empty token slice with room for at least n tokens.
+func getTokens(n int) []token {
+	if p, ok := tokenPool.Get().(*[]token); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]token, 0, n)
+}
+
+// putTokens hands a slice getTokens returned (perhaps grown since) back
+// to the pool.
+func putTokens(toks []token) {
+	if cap(toks) == 0 || cap(toks) > maxPooledTokens {
+		return
+	}
+	toks = toks[:0]
+	tokenPool.Put(&toks)
+}
+
 func (l *lexer) top() *modeEntry { return &l.modes[len(l.modes)-1] }
 
 // tokenize splits the whole source into tokens. It checks what CPython
 // checks before tokenizing: NUL bytes, valid UTF-8 and a UTF-8 encoding
 // declaration (any other declared encoding would make CPython read the
 // bytes differently from us, so it is refused rather than guessed).
+//
+// The token slice comes from a pool (see getTokens); the caller hands it
+// back with putTokens once nothing reads it any more.
 func tokenize(f *File, v Version) (toks []token, raws []string, err error) {
 	l := &lexer{src: f.Src, file: f, version: v, indents: []int{0}, alts: []int{0}, lineStart: true,
-		modes: []modeEntry{{mode: mCode}}, toks: make([]token, 0, len(f.Src)/16+64)}
+		modes: []modeEntry{{mode: mCode}}, toks: getTokens(len(f.Src)/16 + 64)}
 	defer func() {
 		if r := recover(); r != nil {
 			le, ok := r.(lexError)
 			if !ok {
 				panic(r)
 			}
+			putTokens(l.toks)
 			toks, raws, err = nil, nil, le.err
 		}
 	}()

@@ -44,6 +44,7 @@ func ParseVersion(name string, src []byte, v Version) (*File, *Module, error) {
 	}
 	p := &parser{f: f, src: f.Src, toks: toks, raws: raws, version: v}
 	mod, err := p.run()
+	putTokens(toks)
 	return f, mod, err
 }
 
@@ -75,7 +76,7 @@ func (p *parser) run() (mod *Module, err error) {
 	}()
 	mod = &Module{Loc: Loc{0, len(p.f.Src)}}
 	for p.tok().kind != tEnd {
-		mod.Body = append(mod.Body, p.statement()...)
+		mod.Body = p.statement(mod.Body)
 	}
 	return mod, nil
 }
@@ -259,7 +260,7 @@ func (p *parser) speculate(fn func()) (ok bool) {
 
 // ---- statements ----
 
-func (p *parser) statement() []Stmt {
+func (p *parser) statement(out []Stmt) []Stmt {
 	t := p.tok()
 	if t.kind == tIndent {
 		p.fail("unexpected indent")
@@ -268,47 +269,46 @@ func (p *parser) statement() []Stmt {
 		p.fail("unindent does not match any outer indentation level")
 	}
 	if t.kind == tOp && p.text(t) == "@" {
-		return []Stmt{p.decorated()}
+		return append(out, p.decorated())
 	}
 	if t.kind == tName && !t.raw {
 		start := int(t.start)
 		switch p.text(t) {
 		case "def":
-			return []Stmt{p.funcDef(start, false, nil)}
+			return append(out, p.funcDef(start, false, nil))
 		case "class":
-			return []Stmt{p.classDef(start, nil)}
+			return append(out, p.classDef(start, nil))
 		case "if":
-			return []Stmt{p.ifStmt()}
+			return append(out, p.ifStmt())
 		case "while":
-			return []Stmt{p.whileStmt()}
+			return append(out, p.whileStmt())
 		case "for":
-			return []Stmt{p.forStmt(start, false)}
+			return append(out, p.forStmt(start, false))
 		case "try":
-			return []Stmt{p.tryStmt()}
+			return append(out, p.tryStmt())
 		case "with":
-			return []Stmt{p.withStmt(start, false)}
+			return append(out, p.withStmt(start, false))
 		case "async":
 			p.advance()
 			switch {
 			case p.isKw("def"):
-				return []Stmt{p.funcDef(start, true, nil)}
+				return append(out, p.funcDef(start, true, nil))
 			case p.isKw("for"):
-				return []Stmt{p.forStmt(start, true)}
+				return append(out, p.forStmt(start, true))
 			case p.isKw("with"):
-				return []Stmt{p.withStmt(start, true)}
+				return append(out, p.withStmt(start, true))
 			}
 			p.invalid()
 		case "match":
 			if s := p.matchStmt(); s != nil {
-				return []Stmt{s}
+				return append(out, s)
 			}
 		}
 	}
-	return p.simpleStmts()
+	return p.simpleStmts(out)
 }
 
-func (p *parser) simpleStmts() []Stmt {
-	var out []Stmt
+func (p *parser) simpleStmts(out []Stmt) []Stmt {
 	for {
 		out = append(out, p.simpleStmt())
 		if !p.acceptOp(";") {
@@ -329,7 +329,7 @@ func (p *parser) simpleStmts() []Stmt {
 func (p *parser) block() []Stmt {
 	p.expectOp(":")
 	if p.tok().kind != tNewline {
-		return p.simpleStmts()
+		return p.simpleStmts(nil)
 	}
 	p.advance()
 	if p.tok().kind != tIndent {
@@ -339,7 +339,7 @@ func (p *parser) block() []Stmt {
 	p.enter()
 	var body []Stmt
 	for p.tok().kind != tDedent && p.tok().kind != tEnd {
-		body = append(body, p.statement()...)
+		body = p.statement(body)
 	}
 	p.leave()
 	if p.tok().kind == tDedent {

@@ -44,6 +44,7 @@ func ParseTokens(name string, src []byte) (*File, *Module, []Token, error) {
 	p := &parser{f: f, src: f.Src, toks: toks, raws: raws, version: Latest}
 	mod, err := p.run()
 	if err != nil {
+		putTokens(toks)
 		return f, nil, nil, err
 	}
 	out := make([]Token, len(toks))
@@ -51,5 +52,6 @@ func ParseTokens(name string, src []byte) (*File, *Module, []Token, error) {
 		t := &toks[i]
 		out[i] = Token{Kind: TokenKind(t.kind), Start: int(t.start), End: int(t.end), Text: p.text(t)}
 	}
+	putTokens(toks)
 	return f, mod, out, nil
 }
