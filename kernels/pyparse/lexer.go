@@ -3,7 +3,6 @@ package pyparse
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -98,6 +97,7 @@ type lexer struct {
 	fstrings  int // f-strings open around the current position
 	lineStart bool
 	version   Version
+	done      bool // the end of the source is tokenized
 }
 
 type lexError struct{ err *SyntaxError }
@@ -126,61 +126,64 @@ func (l *lexer) push(t token) {
 	l.toks = append(l.toks, t)
 }
 
-// tokenPool keeps token slices between parses. A token holds no pointers
-// and no tree node points into the slice, so a slice is reused as soon as
-// its parse is over: parsing file after file then writes tokens into
-// memory already mapped and cached instead of zeroing (and faulting in) a
-// fresh slice of megabytes for each.
-var tokenPool sync.Pool
-
-// maxPooledTokens bounds the slices kept: a file of one-byte tokens near
-// the size limit needs far more room than ordinary code, and that room is
-// not kept after its parse.
-const maxPooledTokens = 1 << 20
-
-// getTokens returns an empty token slice with room for at least n tokens.
-func getTokens(n int) []token {
-	if p, ok := tokenPool.Get().(*[]token); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]token, 0, n)
-}
-
-// putTokens hands a slice getTokens returned (perhaps grown since) back
-// to the pool.
-func putTokens(toks []token) {
-	if cap(toks) == 0 || cap(toks) > maxPooledTokens {
-		return
-	}
-	toks = toks[:0]
-	tokenPool.Put(&toks)
-}
-
 func (l *lexer) top() *modeEntry { return &l.modes[len(l.modes)-1] }
 
-// tokenize splits the whole source into tokens. It checks what CPython
-// checks before tokenizing: NUL bytes, valid UTF-8 and a UTF-8 encoding
+// newLexer starts tokenizing f's source. It checks what CPython checks
+// before tokenizing: NUL bytes, valid UTF-8 and a UTF-8 encoding
 // declaration (any other declared encoding would make CPython read the
 // bytes differently from us, so it is refused rather than guessed).
 //
-// The token slice comes from a pool (see getTokens); the caller hands it
-// back with putTokens once nothing reads it any more.
-func tokenize(f *File, v Version) (toks []token, raws []string, err error) {
-	l := &lexer{src: f.Src, file: f, version: v, indents: []int{0}, alts: []int{0}, lineStart: true,
-		modes: []modeEntry{{mode: mCode}}, toks: getTokens(len(f.Src)/16 + 64)}
+// The tokens are made as the parser asks for them (more), not all up
+// front: the parser drops those of each top-level statement once it is
+// parsed, so the buffer stays small and warm in the cache however large
+// the file. Errors keep the order a whole-file tokenization gives them:
+// a lexical error anywhere in the file is the one reported, ahead of a
+// syntax error the parser found earlier in the file (see drain).
+func newLexer(f *File, v Version) (l *lexer, err error) {
+	l = &lexer{src: f.Src, file: f, version: v, indents: []int{0}, alts: []int{0}, lineStart: true,
+		modes: []modeEntry{{mode: mCode}}, toks: make([]token, 0, min(len(f.Src)/16+64, tokenWindow))}
 	defer func() {
 		if r := recover(); r != nil {
 			le, ok := r.(lexError)
 			if !ok {
 				panic(r)
 			}
-			putTokens(l.toks)
-			toks, raws, err = nil, nil, le.err
+			l, err = nil, le.err
 		}
 	}()
 	l.checkSource()
-	l.run()
-	return l.toks, l.raws, nil
+	return l, nil
+}
+
+// tokenWindow is about how many tokens the parser keeps: the ones of the
+// top-level statement it is in, at least, and what the lexer made ahead.
+const tokenWindow = 4096
+
+// more tokenizes until at least n tokens are buffered or the source is
+// done. A lexical error panics with lexError.
+func (l *lexer) more(n int) {
+	if !l.done {
+		l.run(n)
+	}
+}
+
+// drain tokenizes the rest of the source, dropping the tokens, and
+// returns the first lexical error in it.
+func (l *lexer) drain() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			le, ok := r.(lexError)
+			if !ok {
+				panic(r)
+			}
+			err = le.err
+		}
+	}()
+	for !l.done {
+		l.toks = l.toks[:copy(l.toks, l.toks[max(0, len(l.toks)-1):])]
+		l.run(tokenWindow)
+	}
+	return nil
 }
 
 func (l *lexer) checkSource() {
@@ -284,8 +287,10 @@ func isASCIIAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-func (l *lexer) run() {
-	for {
+// run tokenizes until at least n tokens are buffered or the source is
+// done.
+func (l *lexer) run(n int) {
+	for len(l.toks) < n {
 		m := l.top()
 		switch m.mode {
 		case mFLiteral, mFSpec:
@@ -300,6 +305,7 @@ func (l *lexer) run() {
 		l.skipSpace()
 		if l.pos >= len(l.src) {
 			l.finish()
+			l.done = true
 			return
 		}
 		c := l.src[l.pos]

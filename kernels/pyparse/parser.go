@@ -38,22 +38,26 @@ const (
 // f-string whose field spans lines); below 3.13, type parameter defaults.
 func ParseVersion(name string, src []byte, v Version) (*File, *Module, error) {
 	f := NewFile(name, src)
-	toks, raws, err := tokenize(f, v)
+	lx, err := newLexer(f, v)
 	if err != nil {
 		return f, nil, err
 	}
-	p := &parser{f: f, src: f.Src, toks: toks, raws: raws, version: v}
+	p := &parser{f: f, src: f.Src, lx: lx, version: v}
 	mod, err := p.run()
-	putTokens(toks)
 	return f, mod, err
 }
 
 type parser struct {
-	f       *File
-	src     string // f.Src
+	f   *File
+	src string // f.Src
+	lx  *lexer
+	// toks is the lexer's token buffer (lx.toks, refreshed when the lexer
+	// adds to it) and p the index of the current token in it. Between
+	// top-level statements the tokens before the last consumed one are
+	// dropped, unless keep is set.
 	toks    []token
-	raws    []string // the text of raw names (token.aux)
 	p       int
+	keep    bool
 	depth   int
 	version Version
 	// lf is the source with normalized line endings, built on first use
@@ -67,19 +71,43 @@ type parseError struct{ err *SyntaxError }
 func (p *parser) run() (mod *Module, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			pe, ok := r.(parseError)
-			if !ok {
+			switch e := r.(type) {
+			case lexError:
+				mod, err = nil, e.err
+			case parseError:
+				// A lexical error later in the file is reported first, as
+				// when the file was tokenized whole before parsing.
+				mod, err = nil, e.err
+				if lerr := p.lx.drain(); lerr != nil {
+					err = lerr
+				}
+			default:
 				panic(r)
 			}
-			mod, err = nil, pe.err
 		}
 	}()
 	mod = &Module{Loc: Loc{0, len(p.f.Src)}}
 	for p.tok().kind != tEnd {
+		if !p.keep && p.p > tokenWindow {
+			// Nothing before the last consumed token is read again.
+			p.lx.toks = p.lx.toks[:copy(p.lx.toks, p.lx.toks[p.p-1:])]
+			p.toks, p.p = p.lx.toks, 1
+		}
 		mod.Body = p.statement(mod.Body)
 	}
 	return mod, nil
 }
+
+// fill has the lexer buffer at least n tokens, and some beyond, unless
+// the source ends first (then the last token is the end marker).
+func (p *parser) fill(n int) {
+	p.lx.more(n + lexAhead)
+	p.toks = p.lx.toks
+}
+
+// lexAhead is how many tokens the lexer makes beyond those asked for, so
+// that it runs in batches.
+const lexAhead = 256
 
 func (p *parser) failAt(off int, format string, args ...any) {
 	panic(parseError{&SyntaxError{File: p.f.Name, Pos: p.f.Position(off), Msg: fmt.Sprintf(format, args...)}})
@@ -120,9 +148,17 @@ func (p *parser) enter() {
 
 func (p *parser) leave() { p.depth-- }
 
-func (p *parser) tok() *token { return &p.toks[p.p] }
+func (p *parser) tok() *token {
+	if p.p >= len(p.toks) {
+		p.fill(p.p + 1)
+	}
+	return &p.toks[p.p]
+}
 
 func (p *parser) peek(n int) *token {
+	if p.p+n >= len(p.toks) {
+		p.fill(p.p + n + 1)
+	}
 	if p.p+n < len(p.toks) {
 		return &p.toks[p.p+n]
 	}
@@ -130,7 +166,7 @@ func (p *parser) peek(n int) *token {
 }
 
 func (p *parser) advance() token {
-	t := p.toks[p.p]
+	t := *p.tok()
 	if t.kind != tEnd {
 		p.p++
 	}
@@ -150,7 +186,7 @@ func (p *parser) prevEnd() int {
 func (p *parser) text(t *token) string {
 	switch {
 	case t.raw:
-		return p.raws[t.aux]
+		return p.lx.raws[t.aux]
 	case t.kind == tName || t.kind == tOp:
 		return p.src[t.start:t.end]
 	}

@@ -37,21 +37,19 @@ type Token struct {
 // The tokens are returned only when the parse succeeds.
 func ParseTokens(name string, src []byte) (*File, *Module, []Token, error) {
 	f := NewFile(name, src)
-	toks, raws, err := tokenize(f, Latest)
+	lx, err := newLexer(f, Latest)
 	if err != nil {
 		return f, nil, nil, err
 	}
-	p := &parser{f: f, src: f.Src, toks: toks, raws: raws, version: Latest}
+	p := &parser{f: f, src: f.Src, lx: lx, keep: true, version: Latest}
 	mod, err := p.run()
 	if err != nil {
-		putTokens(toks)
 		return f, nil, nil, err
 	}
-	out := make([]Token, len(toks))
-	for i := range toks {
-		t := &toks[i]
+	out := make([]Token, len(lx.toks))
+	for i := range lx.toks {
+		t := &lx.toks[i]
 		out[i] = Token{Kind: TokenKind(t.kind), Start: int(t.start), End: int(t.end), Text: p.text(t)}
 	}
-	putTokens(toks)
 	return f, mod, out, nil
 }
