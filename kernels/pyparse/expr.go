@@ -264,7 +264,9 @@ func (p *parser) binaryLevel(ops []string, next func() Expr) Expr {
 		}
 		p.advance()
 		right := next()
-		left = &BinOp{Loc{start, p.prevEnd()}, left, found, right}
+		b := p.nodes.binops.new()
+		*b = BinOp{Loc{start, p.prevEnd()}, left, found, right}
+		left = b
 	}
 }
 
@@ -303,7 +305,9 @@ func (p *parser) power() Expr {
 		p.enter()
 		defer p.leave()
 		exp := p.factor()
-		return &BinOp{Loc{start, p.prevEnd()}, base, "**", exp}
+		b := p.nodes.binops.new()
+		*b = BinOp{Loc{start, p.prevEnd()}, base, "**", exp}
+		return b
 	}
 	return base
 }
@@ -327,17 +331,23 @@ func (p *parser) primary() Expr {
 		case p.isOp("."):
 			p.advance()
 			id := p.ident()
-			e = &Attribute{Loc{start, p.prevEnd()}, e, id, Load}
+			a := p.nodes.attrs.new()
+			*a = Attribute{Loc{start, p.prevEnd()}, e, id, Load}
+			e = a
 		case p.isOp("("):
 			p.advance()
 			args, kws := p.callArguments()
 			p.expectOp(")")
-			e = &Call{Loc{start, p.prevEnd()}, e, args, kws}
+			c := p.nodes.calls.new()
+			*c = Call{Loc{start, p.prevEnd()}, e, args, kws}
+			e = c
 		case p.isOp("["):
 			p.advance()
 			sl := p.slices()
 			p.expectOp("]")
-			e = &Subscript{Loc{start, p.prevEnd()}, e, sl, Load}
+			s := p.nodes.subs.new()
+			*s = Subscript{Loc{start, p.prevEnd()}, e, sl, Load}
+			e = s
 		default:
 			return e
 		}
@@ -456,23 +466,23 @@ func (p *parser) atom() Expr {
 			switch p.text(t) {
 			case "None":
 				p.advance()
-				return &Constant{Loc: Loc{start, end}, Kind: ConstNone}
+				return p.newConstant(Constant{Loc: Loc{start, end}, Kind: ConstNone})
 			case "True":
 				p.advance()
-				return &Constant{Loc: Loc{start, end}, Kind: ConstTrue}
+				return p.newConstant(Constant{Loc: Loc{start, end}, Kind: ConstTrue})
 			case "False":
 				p.advance()
-				return &Constant{Loc: Loc{start, end}, Kind: ConstFalse}
+				return p.newConstant(Constant{Loc: Loc{start, end}, Kind: ConstFalse})
 			}
 			if t.kw {
 				p.invalid()
 			}
 		}
 		p.advance()
-		return &Name{Loc{start, end}, p.text(t), Load}
+		return p.newName(Loc{start, end}, p.text(t), Load)
 	case tNumber:
 		p.advance()
-		return &Constant{Loc: Loc{start, end}, Kind: numberKind(p.f.Src[start:end]), Str: p.f.Src[start:end]}
+		return p.newConstant(Constant{Loc: Loc{start, end}, Kind: numberKind(p.f.Src[start:end]), Str: p.f.Src[start:end]})
 	case tString, tFStart:
 		return p.strings()
 	case tOp:

@@ -64,6 +64,7 @@ type parser struct {
 	// and only when the source has a '\r' (see lfSpan).
 	lf        *lfText
 	lfChecked bool
+	nodes     nodes
 }
 
 type parseError struct{ err *SyntaxError }
@@ -274,7 +275,7 @@ func (p *parser) ident() *Ident {
 		p.fail("expected a name")
 	}
 	p.p++
-	return &Ident{Loc: Loc{int(t.start), int(t.end)}, Name: p.text(t)}
+	return p.newIdent(Loc{int(t.start), int(t.end)}, p.text(t))
 }
 
 // speculate runs fn and reports whether it parsed; on failure the
@@ -477,7 +478,7 @@ func (p *parser) exprOrAssign() Stmt {
 	switch {
 	case p.isOp("="):
 		// Room for the usual single target and its value.
-		targets := append(make([]Expr, 0, 2), first)
+		targets := append(p.exprList(2), first)
 		for p.acceptOp("=") {
 			targets = append(targets, p.starExpressionsOrYield())
 		}
@@ -486,7 +487,9 @@ func (p *parser) exprOrAssign() Stmt {
 		for _, t := range targets {
 			p.setContext(t, Store)
 		}
-		return &Assign{Loc{start, p.prevEnd()}, targets, value}
+		a := p.nodes.assigns.new()
+		*a = Assign{Loc{start, p.prevEnd()}, targets, value}
+		return a
 	case p.tok().kind == tOp && augOps[p.text(p.tok())]:
 		opTok := p.advance()
 		op := p.text(&opTok)
@@ -519,7 +522,9 @@ func (p *parser) exprOrAssign() Stmt {
 		a.Loc = Loc{start, p.prevEnd()}
 		return a
 	}
-	return &ExprStmt{Loc{start, p.prevEnd()}, first}
+	s := p.nodes.exprStmts.new()
+	*s = ExprStmt{Loc{start, p.prevEnd()}, first}
+	return s
 }
 
 var augOps = map[string]bool{"+=": true, "-=": true, "*=": true, "/=": true, "//=": true, "%=": true,

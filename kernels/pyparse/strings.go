@@ -80,7 +80,7 @@ func (p *parser) strings() Expr {
 		if kind == 1 {
 			k = ConstBytes
 		}
-		return &Constant{Loc: loc, Kind: k, Str: buf.String(), Inexact: inexact}
+		return p.newConstant(Constant{Loc: loc, Kind: k, Str: buf.String(), Inexact: inexact})
 	}
 	endConst()
 	for _, part := range parts {
