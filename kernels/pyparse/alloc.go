@@ -3,26 +3,51 @@ package pyparse
 // A file of a hundred thousand lines makes hundreds of thousands of
 // nodes. The commonest kinds are taken from arrays allocated a batch at a
 // time instead of one allocation each: a tree's nodes live and die
-// together, so an array is freed with the tree that uses it.
+// together, so an array is freed with the tree that uses it. A parse that
+// hands out its statements one at a time (ParseStatements) hands out the
+// same arrays again for each statement.
 
-// slab hands out zeroed values of one type from arrays it allocates in
-// batches, growing from a few (a small file pays for little it does not
-// use) to maxSlab.
+// slab hands out values of one type from arrays it allocates in batches,
+// growing from a few (a small file pays for little it does not use) to
+// maxSlab. A value handed out is overwritten whole by its taker.
 type slab[T any] struct {
-	free []T
-	next int
+	cur    []T   // the array being handed out
+	used   int   // values handed out of cur
+	arrays [][]T // every array, in order; cur is arrays[idx]
+	idx    int
 }
 
 const minSlab, maxSlab = 8, 256
 
 func (s *slab[T]) new() *T {
-	if len(s.free) == 0 {
-		s.next = min(max(2*s.next, minSlab), maxSlab)
-		s.free = make([]T, s.next)
+	if s.used < len(s.cur) {
+		x := &s.cur[s.used]
+		s.used++
+		return x
 	}
-	x := &s.free[0]
-	s.free = s.free[1:]
-	return x
+	return s.grow()
+}
+
+func (s *slab[T]) grow() *T {
+	if s.cur != nil {
+		s.idx++
+	}
+	if s.idx == len(s.arrays) {
+		n := minSlab
+		if s.cur != nil {
+			n = min(2*len(s.cur), maxSlab)
+		}
+		s.arrays = append(s.arrays, make([]T, n))
+	}
+	s.cur, s.used = s.arrays[s.idx], 1
+	return &s.cur[0]
+}
+
+// reuse hands out the arrays again from the start.
+func (s *slab[T]) reuse() {
+	if len(s.arrays) > 0 {
+		s.cur, s.used, s.idx = s.arrays[0], 0, 0
+	}
 }
 
 // nodes are the parser's slabs.
@@ -38,8 +63,20 @@ type nodes struct {
 	exprStmts slab[ExprStmt]
 	// exprs backs short expression lists: each is cut with its capacity
 	// set to its length, so appending to one never writes into the next.
-	exprs     []Expr
-	exprsNext int
+	exprs slab[Expr]
+}
+
+func (n *nodes) reuse() {
+	n.names.reuse()
+	n.consts.reuse()
+	n.idents.reuse()
+	n.attrs.reuse()
+	n.calls.reuse()
+	n.subs.reuse()
+	n.binops.reuse()
+	n.assigns.reuse()
+	n.exprStmts.reuse()
+	n.exprs.reuse()
 }
 
 func (p *parser) newName(loc Loc, id string, ctx Context) *Name {
@@ -60,13 +97,14 @@ func (p *parser) newIdent(loc Loc, name string) *Ident {
 	return n
 }
 
-// exprList returns an empty list with room for n expressions.
-func (p *parser) exprList(n int) []Expr {
-	if len(p.nodes.exprs) < n {
-		p.nodes.exprsNext = min(max(2*p.nodes.exprsNext, minSlab), maxSlab)
-		p.nodes.exprs = make([]Expr, max(n, p.nodes.exprsNext))
+// exprList returns an empty list with room for two expressions.
+func (p *parser) exprList2() []Expr {
+	s := &p.nodes.exprs
+	if s.used+2 > len(s.cur) {
+		s.grow()
+		s.used = 0
 	}
-	l := p.nodes.exprs[:0:n]
-	p.nodes.exprs = p.nodes.exprs[n:]
+	l := s.cur[s.used : s.used : s.used+2]
+	s.used += 2
 	return l
 }

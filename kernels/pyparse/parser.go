@@ -37,7 +37,16 @@ const (
 // a replacement field, backslashes or comments in one, a single-quoted
 // f-string whose field spans lines); below 3.13, type parameter defaults.
 func ParseVersion(name string, src []byte, v Version) (*File, *Module, error) {
-	f := NewFile(name, src)
+	return parseFile(NewFile(name, src), v)
+}
+
+// ParseString is Parse of source text held in a string. The file and the
+// tree share src instead of copying it.
+func ParseString(name, src string) (*File, *Module, error) {
+	return parseFile(&File{Name: name, Src: src}, Latest)
+}
+
+func parseFile(f *File, v Version) (*File, *Module, error) {
 	lx, err := newLexer(f, v)
 	if err != nil {
 		return f, nil, err
@@ -45,6 +54,24 @@ func ParseVersion(name string, src []byte, v Version) (*File, *Module, error) {
 	p := &parser{f: f, src: f.Src, lx: lx, version: v}
 	mod, err := p.run()
 	return f, mod, err
+}
+
+// ParseStatements parses src as ParseString does, but instead of building
+// the module it hands each top-level statement, in order, to each as soon
+// as the statement is parsed. A statement's nodes are only valid during
+// that call: the parser reuses their memory for the statements after it,
+// so a file is read with the memory of its largest statement rather than
+// of its whole tree. The error is the one Parse returns; when there is
+// one, the statements already handed out are not a module.
+func ParseStatements(name, src string, each func(*File, Stmt)) (*File, error) {
+	f := &File{Name: name, Src: src}
+	lx, err := newLexer(f, Latest)
+	if err != nil {
+		return f, err
+	}
+	p := &parser{f: f, src: f.Src, lx: lx, version: Latest, each: each}
+	_, err = p.run()
+	return f, err
 }
 
 type parser struct {
@@ -65,6 +92,10 @@ type parser struct {
 	lf        *lfText
 	lfChecked bool
 	nodes     nodes
+	// each, when set, takes the top-level statements instead of the
+	// module (see ParseStatements); stmts is its scratch list.
+	each  func(*File, Stmt)
+	stmts []Stmt
 }
 
 type parseError struct{ err *SyntaxError }
@@ -94,7 +125,16 @@ func (p *parser) run() (mod *Module, err error) {
 			p.lx.toks = p.lx.toks[:copy(p.lx.toks, p.lx.toks[p.p-1:])]
 			p.toks, p.p = p.lx.toks, 1
 		}
-		mod.Body = p.statement(mod.Body)
+		if p.each == nil {
+			mod.Body = p.statement(mod.Body)
+			continue
+		}
+		p.stmts = p.statement(p.stmts[:0])
+		for _, s := range p.stmts {
+			p.each(p.f, s)
+		}
+		clear(p.stmts)
+		p.nodes.reuse()
 	}
 	return mod, nil
 }
@@ -478,7 +518,7 @@ func (p *parser) exprOrAssign() Stmt {
 	switch {
 	case p.isOp("="):
 		// Room for the usual single target and its value.
-		targets := append(p.exprList(2), first)
+		targets := append(p.exprList2(), first)
 		for p.acceptOp("=") {
 			targets = append(targets, p.starExpressionsOrYield())
 		}
