@@ -10,38 +10,45 @@ import (
 // import statements say, or the closure (and so the selected payload)
 // would not be the code that runs.
 
-// dynamicImports returns every finding of the ban in one parsed file, in
-// the order the tree is walked, with positions and no path. Each node the
-// walk visits is also handed to visit (when set), so a caller that needs
-// another pass over the tree shares this one.
+// ban finds what the dynamic-import ban refuses in one file, statement by
+// statement, in the order the tree is walked, with positions and no path.
+// Each node the walk visits is also handed to visit (when set), so a
+// caller that needs another pass over the tree shares this one.
 //
 // The cute.compile carve-out depends on how often the whole file binds
-// `cute` (cuteCount), which is known only at the end of the walk, so
-// the one walk also counts those bindings: a finding the carve-out would
-// allow is recorded with the others and dropped at the end when the
+// `cute` (cuteCount), which is known only at the end of the file, so
+// the walk also counts those bindings: a finding the carve-out would
+// allow is recorded with the others, and findings drops it when the
 // binding qualifies.
-func dynamicImports(pf *pyparse.File, mod *pyparse.Module, visit func(pyparse.Node)) []Problem {
-	var cute cuteCount
-	var carved map[*pyparse.Attribute]bool // the functions of cute.compile(<callable>, ...) calls
-	var found []Problem
-	var allowable []int // indexes in found of the findings carved allows
+type ban struct {
+	visit     func(*pyparse.File, pyparse.Node)
+	cute      cuteCount
+	carved    map[*pyparse.Attribute]bool // the functions of the statement's cute.compile(<callable>, ...) calls
+	found     []Problem
+	allowable []int // indexes in found of the findings the carve-out allows
+}
+
+// statement walks one top-level statement. It keeps no node: the parser
+// may reuse their memory once it returns.
+func (b *ban) statement(pf *pyparse.File, st pyparse.Stmt) {
 	report := func(n pyparse.Node, format string, args ...any) {
 		s, _ := n.Span()
 		line, col := position(pf, s)
-		found = append(found, Problem{Line: line, Col: col, Reason: fmt.Sprintf(format, args...)})
+		b.found = append(b.found, Problem{Line: line, Col: col, Reason: fmt.Sprintf(format, args...)})
 	}
-	pyparse.Inspect(mod, func(n pyparse.Node) bool {
-		if visit != nil {
-			visit(n)
+	clear(b.carved)
+	pyparse.Inspect(st, func(n pyparse.Node) bool {
+		if b.visit != nil {
+			b.visit(pf, n)
 		}
-		cute.add(n)
+		b.cute.add(n)
 		switch x := n.(type) {
 		case *pyparse.Call:
 			if isCuteCompile(x) {
-				if carved == nil {
-					carved = map[*pyparse.Attribute]bool{}
+				if b.carved == nil {
+					b.carved = map[*pyparse.Attribute]bool{}
 				}
-				carved[x.Func.(*pyparse.Attribute)] = true
+				b.carved[x.Func.(*pyparse.Attribute)] = true
 			}
 		case *pyparse.Import:
 			for _, a := range x.Names {
@@ -66,8 +73,8 @@ func dynamicImports(pf *pyparse.File, mod *pyparse.Module, visit func(pyparse.No
 		case *pyparse.Attribute:
 			switch {
 			case bannedName(x.Attr.Name):
-				if carved[x] {
-					allowable = append(allowable, len(found))
+				if b.carved[x] {
+					b.allowable = append(b.allowable, len(b.found))
 				}
 				report(x.Attr, "dynamic import: attribute %q", x.Attr.Name)
 			case loaderAttribute(x.Attr.Name):
@@ -76,18 +83,23 @@ func dynamicImports(pf *pyparse.File, mod *pyparse.Module, visit func(pyparse.No
 		}
 		return true
 	})
-	if len(allowable) > 0 && cute.bound() {
-		var kept []Problem // nil when nothing is left, as when nothing was found
-		for i, p := range found {
-			if len(allowable) > 0 && allowable[0] == i {
-				allowable = allowable[1:]
-				continue
-			}
-			kept = append(kept, p)
-		}
-		found = kept
+}
+
+// findings returns every finding once the whole file has been walked.
+func (b *ban) findings() []Problem {
+	if len(b.allowable) == 0 || !b.cute.bound() {
+		return b.found
 	}
-	return found
+	var kept []Problem // nil when nothing is left, as when nothing was found
+	allowable := b.allowable
+	for i, p := range b.found {
+		if len(allowable) > 0 && allowable[0] == i {
+			allowable = allowable[1:]
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept
 }
 
 // bannedName reports whether a name may not be referenced at all, by
