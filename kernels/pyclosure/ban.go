@@ -9,71 +9,128 @@ import (
 // The dynamic-import ban: code in the closure may only import what its
 // import statements say, or the closure (and so the selected payload)
 // would not be the code that runs.
-var (
-	// bannedNames may not be referenced at all, by name or as an
-	// attribute (importlib.import_module, torch.compile).
-	bannedNames = map[string]bool{"__import__": true, "compile": true, "eval": true, "exec": true, "import_module": true}
-	// loaderAttributes are the import-system loader entry points.
-	loaderAttributes = map[string]bool{"load_module": true, "exec_module": true, "spec_from_file_location": true}
-	// bannedModules are the import machinery and the builtins module,
-	// through which every banned name is reachable by another spelling.
-	bannedModules = map[string]bool{"importlib": true, "builtins": true, "imp": true}
-)
 
-// dynamicImports returns every finding of the ban in one parsed file, in
-// the order the tree is walked, with positions and no path. Each node the
-// walk visits is also handed to visit (when set), so a caller that needs
-// another pass over the tree shares this one.
-func dynamicImports(pf *pyparse.File, mod *pyparse.Module, visit func(pyparse.Node)) []Problem {
-	cute := cuteBinding(mod)
-	allowed := map[*pyparse.Attribute]bool{}
-	var found []Problem
+// ban finds what the dynamic-import ban refuses in one file, statement by
+// statement, in the order the tree is walked, with positions and no path.
+// Each node the walk visits is also handed to visit (when set), so a
+// caller that needs another pass over the tree shares this one.
+//
+// The cute.compile carve-out depends on how often the whole file binds
+// `cute` (cuteCount), which is known only at the end of the file, so
+// the walk also counts those bindings: a finding the carve-out would
+// allow is recorded with the others, and findings drops it when the
+// binding qualifies.
+type ban struct {
+	visit     func(*pyparse.File, pyparse.Node)
+	cute      cuteCount
+	carved    map[*pyparse.Attribute]bool // the functions of the statement's cute.compile(<callable>, ...) calls
+	found     []Problem
+	allowable []int // indexes in found of the findings the carve-out allows
+}
+
+// statement walks one top-level statement. It keeps no node: the parser
+// may reuse their memory once it returns.
+func (b *ban) statement(pf *pyparse.File, st pyparse.Stmt) {
 	report := func(n pyparse.Node, format string, args ...any) {
 		s, _ := n.Span()
 		line, col := position(pf, s)
-		found = append(found, Problem{Line: line, Col: col, Reason: fmt.Sprintf(format, args...)})
+		b.found = append(b.found, Problem{Line: line, Col: col, Reason: fmt.Sprintf(format, args...)})
 	}
-	pyparse.Inspect(mod, func(n pyparse.Node) bool {
-		if visit != nil {
-			visit(n)
+	clear(b.carved)
+	pyparse.Inspect(st, func(n pyparse.Node) bool {
+		if b.visit != nil {
+			b.visit(pf, n)
 		}
+		b.cute.add(n)
 		switch x := n.(type) {
 		case *pyparse.Call:
-			if cute && isCuteCompile(x) {
-				allowed[x.Func.(*pyparse.Attribute)] = true
+			if isCuteCompile(x) {
+				if b.carved == nil {
+					b.carved = map[*pyparse.Attribute]bool{}
+				}
+				b.carved[x.Func.(*pyparse.Attribute)] = true
 			}
 		case *pyparse.Import:
 			for _, a := range x.Names {
-				if bannedModules[root(a.Name.Name)] {
+				if bannedModule(root(a.Name.Name)) {
 					report(a, "dynamic import: module %q is import machinery", a.Name.Name)
 				}
 			}
 		case *pyparse.ImportFrom:
-			if x.Level == 0 && x.Module != nil && bannedModules[root(x.Module.Name)] {
+			if x.Level == 0 && x.Module != nil && bannedModule(root(x.Module.Name)) {
 				report(x, "dynamic import: module %q is import machinery", x.Module.Name)
 				return true
 			}
 			for _, a := range x.Names {
-				if bannedNames[a.Name.Name] || loaderAttributes[a.Name.Name] {
+				if bannedName(a.Name.Name) || loaderAttribute(a.Name.Name) {
 					report(a, "dynamic import: imports %q", a.Name.Name)
 				}
 			}
 		case *pyparse.Name:
-			if bannedNames[x.ID] {
+			if bannedName(x.ID) {
 				report(x, "dynamic import: name %q", x.ID)
 			}
 		case *pyparse.Attribute:
 			switch {
-			case allowed[x]:
-			case bannedNames[x.Attr.Name]:
+			case bannedName(x.Attr.Name):
+				if b.carved[x] {
+					b.allowable = append(b.allowable, len(b.found))
+				}
 				report(x.Attr, "dynamic import: attribute %q", x.Attr.Name)
-			case loaderAttributes[x.Attr.Name]:
+			case loaderAttribute(x.Attr.Name):
 				report(x.Attr, "dynamic import: loader call %q", x.Attr.Name)
 			}
 		}
 		return true
 	})
-	return found
+}
+
+// findings returns every finding once the whole file has been walked.
+func (b *ban) findings() []Problem {
+	if len(b.allowable) == 0 || !b.cute.bound() {
+		return b.found
+	}
+	var kept []Problem // nil when nothing is left, as when nothing was found
+	allowable := b.allowable
+	for i, p := range b.found {
+		if len(allowable) > 0 && allowable[0] == i {
+			allowable = allowable[1:]
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept
+}
+
+// bannedName reports whether a name may not be referenced at all, by
+// name or as an attribute (importlib.import_module, torch.compile).
+func bannedName(s string) bool {
+	switch s {
+	case "__import__", "compile", "eval", "exec", "import_module":
+		return true
+	}
+	return false
+}
+
+// loaderAttribute reports whether a name is one of the import system's
+// loader entry points.
+func loaderAttribute(s string) bool {
+	switch s {
+	case "load_module", "exec_module", "spec_from_file_location":
+		return true
+	}
+	return false
+}
+
+// bannedModule reports whether a top-level module is the import
+// machinery or the builtins module, through which every banned name is
+// reachable by another spelling.
+func bannedModule(s string) bool {
+	switch s {
+	case "importlib", "builtins", "imp":
+		return true
+	}
+	return false
 }
 
 // isCuteCompile matches cute.compile(<callable>, ...): the CuTe DSL's
@@ -106,44 +163,48 @@ func isCallableRef(e pyparse.Expr) bool {
 	}
 }
 
-// cuteBinding reports whether the name `cute` is bound exactly once in the
-// file, by `import cutlass.cute as cute` or `from cutlass import cute`.
-// Any other binding (an assignment, a parameter, a second import) could
-// make cute.compile mean something else, so the carve-out then does not apply.
-func cuteBinding(mod *pyparse.Module) bool {
-	count, fromCutlass := 0, false
-	pyparse.Inspect(mod, func(n pyparse.Node) bool {
-		switch x := n.(type) {
-		case *pyparse.Import:
-			for _, a := range x.Names {
-				bound := root(a.Name.Name)
-				if a.AsName != nil {
-					bound = a.AsName.Name
-				}
-				if bound == "cute" {
-					count++
-					fromCutlass = a.Name.Name == "cutlass.cute" && a.AsName != nil
-				}
+// cuteCount counts, over the nodes of a file, the bindings of the name
+// `cute`: bound() reports whether it is bound exactly once, by
+// `import cutlass.cute as cute` or `from cutlass import cute`. Any other
+// binding (an assignment, a parameter, a second import) could make
+// cute.compile mean something else, so the carve-out then does not apply.
+type cuteCount struct {
+	count       int
+	fromCutlass bool
+}
+
+func (c *cuteCount) bound() bool { return c.count == 1 && c.fromCutlass }
+
+// add counts the bindings of `cute` node n makes.
+func (c *cuteCount) add(n pyparse.Node) {
+	switch x := n.(type) {
+	case *pyparse.Import:
+		for _, a := range x.Names {
+			bound := root(a.Name.Name)
+			if a.AsName != nil {
+				bound = a.AsName.Name
 			}
-		case *pyparse.ImportFrom:
-			for _, a := range x.Names {
-				bound := a.Name.Name
-				if a.AsName != nil {
-					bound = a.AsName.Name
-				}
-				if bound == "cute" || a.Name.Name == "*" {
-					count++
-					fromCutlass = x.Level == 0 && x.Module != nil && x.Module.Name == "cutlass" && a.Name.Name == "cute"
-				}
-			}
-		default:
-			if bindsName(n, "cute") {
-				count++
+			if bound == "cute" {
+				c.count++
+				c.fromCutlass = a.Name.Name == "cutlass.cute" && a.AsName != nil
 			}
 		}
-		return true
-	})
-	return count == 1 && fromCutlass
+	case *pyparse.ImportFrom:
+		for _, a := range x.Names {
+			bound := a.Name.Name
+			if a.AsName != nil {
+				bound = a.AsName.Name
+			}
+			if bound == "cute" || a.Name.Name == "*" {
+				c.count++
+				c.fromCutlass = x.Level == 0 && x.Module != nil && x.Module.Name == "cutlass" && a.Name.Name == "cute"
+			}
+		}
+	default:
+		if bindsName(n, "cute") {
+			c.count++
+		}
+	}
 }
 
 // bindsName reports whether node n (other than an import) binds name.

@@ -2,6 +2,8 @@ package pyclosure
 
 import (
 	"errors"
+	"strings"
+	"unsafe"
 
 	"github.com/cacheon/engine/kernels/pyparse"
 )
@@ -54,29 +56,24 @@ type Alias struct {
 	Col  int       `json:"col"`
 }
 
+// moduleRef copies a name out of the tree: the tree's names are slices
+// of the source, which Analyze does not own (nor keep).
 func moduleRef(n *pyparse.DottedName) *ModuleRef {
 	if n == nil {
 		return nil
 	}
-	return &ModuleRef{Name: n.Name, Start: n.Start, End: n.End}
+	return &ModuleRef{Name: strings.Clone(n.Name), Start: n.Start, End: n.End}
 }
 
 // Analyze parses src and returns its facts. A file that does not parse
 // is not an error: its facts hold the syntax error as their one refusal.
 // Any other failure of the parser is returned (and such a result is never
-// kept in a cache).
+// kept in a cache). src must not change while Analyze runs; nothing
+// returned refers to it.
 func Analyze(src []byte) (*Facts, error) {
-	pf, mod, err := pyparse.Parse("", src)
-	if err != nil {
-		var se *pyparse.SyntaxError
-		if errors.As(err, &se) {
-			return &Facts{Refusals: []Problem{{Line: se.Pos.Line, Col: se.Pos.Col, Reason: "syntax error: " + se.Msg}}}, nil
-		}
-		return nil, err
-	}
 	facts := &Facts{}
 	// The imports are collected in the ban's own walk of the tree.
-	facts.Refusals = dynamicImports(pf, mod, func(n pyparse.Node) {
+	b := &ban{visit: func(pf *pyparse.File, n pyparse.Node) {
 		switch x := n.(type) {
 		case *pyparse.Import:
 			s := ImportStmt{}
@@ -92,7 +89,22 @@ func Analyze(src []byte) (*Facts, error) {
 			}
 			facts.Imports = append(facts.Imports, s)
 		}
-	})
+	}}
+	// The parse reads src in place rather than from a copy, and hands
+	// out the statements one at a time, reusing their memory: a copy of
+	// every Python byte of a stack, or a tree of every file, costs more
+	// than reading it. No node outlives its statement's walk, and every
+	// string of the facts is copied out of the source (moduleRef; the
+	// refusals are formatted anew).
+	_, err := pyparse.ParseStatements("", unsafe.String(unsafe.SliceData(src), len(src)), b.statement)
+	if err != nil {
+		var se *pyparse.SyntaxError
+		if errors.As(err, &se) {
+			return &Facts{Refusals: []Problem{{Line: se.Pos.Line, Col: se.Pos.Col, Reason: "syntax error: " + se.Msg}}}, nil
+		}
+		return nil, err
+	}
+	facts.Refusals = b.findings()
 	return facts, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"runtime"
 	"strings"
 
 	"github.com/cacheon/engine/kernels/pyparse"
@@ -18,6 +19,11 @@ type resolver struct {
 	files    map[string]*File
 	queue    []*File
 	problems []Problem
+	// analyses are the facts of the queued files, being found while the
+	// resolver works through the queue (see analyze); seen holds, when
+	// there is a cache, the analysis of each content digest met so far.
+	analyses map[*File]*analysis
+	seen     map[[32]byte]*analysis
 }
 
 // where is a place in a file, for problems (line 0: the whole file).
@@ -89,6 +95,7 @@ func (r *resolver) enqueue(p, mod string, isPkg bool) {
 	}
 	f.Src = src
 	r.queue = append(r.queue, f)
+	r.analyze(f)
 	dir := path.Dir(p)
 	if isPkg {
 		dir = path.Dir(dir)
@@ -315,24 +322,106 @@ func (r *resolver) relative(w where, f *File, x *ImportStmt) {
 	}
 }
 
+// The files of a closure are independent until their facts are read, so
+// their analyses run concurrently: each file's starts when it is queued,
+// on one of a few slots shared by every closure of the process (bundles
+// are inspected concurrently too), and the resolver reads the results in
+// queue order, so the closure and its problems are those of a serial run.
+// The cache is only used from the resolver's goroutine, as a serial run
+// uses it: a file's facts are looked up when it is queued (or, when a file
+// of the same content was queued before it, when its turn comes, after
+// that file's facts were stored) and stored when its turn comes.
+
+// analysisSlots bounds the analyses running at once: one per processor.
+var analysisSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// analysis is the facts of one queued file, found or being found.
+type analysis struct {
+	sum      [32]byte // the content digest, when there is a cache
+	done     chan struct{}
+	facts    *Facts
+	err      error
+	panicked any  // a panic of the parser, raised again where the facts are read
+	cached   bool // the facts came from the cache
+	// same is the analysis of an earlier file of the same content: this
+	// file is looked up in the cache in its turn, and takes same's facts
+	// on a miss instead of parsing the same bytes again.
+	same *analysis
+}
+
+// wait returns the facts, or the parser's failure, once they are found.
+func (a *analysis) wait() (*Facts, error) {
+	<-a.done
+	if a.panicked != nil {
+		panic(a.panicked)
+	}
+	return a.facts, a.err
+}
+
+// analyze starts finding the facts of a file as it is queued.
+func (r *resolver) analyze(f *File) {
+	if r.analyses == nil {
+		r.analyses = map[*File]*analysis{}
+	}
+	a := &analysis{}
+	r.analyses[f] = a
+	if r.cache != nil {
+		a.sum = r.sum(f)
+		if same, ok := r.seen[a.sum]; ok {
+			a.same = same
+			return
+		}
+		if r.seen == nil {
+			r.seen = map[[32]byte]*analysis{}
+		}
+		r.seen[a.sum] = a
+		if facts, ok := r.cache.Load(a.sum); ok {
+			a.facts, a.cached = facts, true
+			a.done = doneAlready
+			return
+		}
+	}
+	a.done = make(chan struct{})
+	go func() {
+		defer close(a.done)
+		analysisSlots <- struct{}{}
+		defer func() { <-analysisSlots }()
+		defer func() { a.panicked = recover() }()
+		a.facts, a.err = Analyze(f.Src)
+	}()
+}
+
+// doneAlready is the done channel of facts found when the file is queued.
+var doneAlready = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 // facts returns the facts of a closure file: from the cache when one is
 // set and holds the file's bytes, else from a parse (which the cache then
 // keeps). A parser failure other than a syntax error is a problem of the
 // file, never cached.
 func (r *resolver) facts(f *File) *Facts {
-	var sum [32]byte
-	if r.cache != nil {
-		sum = r.sum(f)
-		if facts, ok := r.cache.Load(sum); ok {
-			return facts
+	a := r.analyses[f]
+	var facts *Facts
+	var err error
+	switch {
+	case a.same != nil:
+		if cached, ok := r.cache.Load(a.sum); ok {
+			return cached
 		}
+		facts, err = a.same.wait()
+	case a.cached:
+		return a.facts
+	default:
+		facts, err = a.wait()
 	}
-	facts, err := Analyze(f.Src)
 	if err != nil {
 		return &Facts{Refusals: []Problem{{Reason: err.Error()}}}
 	}
 	if r.cache != nil {
-		r.cache.Store(sum, facts)
+		r.cache.Store(a.sum, facts)
 	}
 	return facts
 }

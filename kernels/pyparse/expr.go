@@ -51,10 +51,10 @@ func (p *parser) startsExpression() bool {
 	t := p.tok()
 	switch t.kind {
 	case tName:
-		if t.raw || !keywords[t.text] {
+		if !t.kw {
 			return true
 		}
-		switch t.text {
+		switch p.text(t) {
 		case "None", "True", "False", "not", "lambda", "await", "yield":
 			return true
 		}
@@ -62,7 +62,7 @@ func (p *parser) startsExpression() bool {
 	case tNumber, tString, tFStart:
 		return true
 	case tOp:
-		switch t.text {
+		switch p.text(t) {
 		case "(", "[", "{", "-", "+", "~", "*", "...":
 			return true
 		}
@@ -72,7 +72,7 @@ func (p *parser) startsExpression() bool {
 
 func (p *parser) namedExpression() Expr {
 	t := p.tok()
-	if t.isName() && p.peek(1).isOp(":=") {
+	if t.isName() && p.opIs(p.peek(1), ":=") {
 		id := p.ident()
 		p.advance()
 		v := p.expression()
@@ -119,7 +119,7 @@ func (p *parser) loneAtom() bool {
 	t := p.tok()
 	switch t.kind {
 	case tName:
-		if !t.raw && keywords[t.text] {
+		if t.kw {
 			return false
 		}
 	case tNumber, tString:
@@ -131,7 +131,7 @@ func (p *parser) loneAtom() bool {
 	case tNewline:
 		return true
 	case tOp:
-		switch n.text {
+		switch p.text(n) {
 		case ")", "]", "}", ",", "=", ":", ";":
 			return true
 		}
@@ -200,21 +200,21 @@ func (p *parser) inversion() Expr {
 func (p *parser) compareOp() (string, bool) {
 	t := p.tok()
 	if t.kind == tOp {
-		switch t.text {
+		switch p.text(t) {
 		case "==", "!=", "<", "<=", ">", ">=":
 			p.advance()
-			return t.text, true
+			return p.text(t), true
 		}
 		return "", false
 	}
 	switch {
-	case t.isKw("in"):
+	case p.kwIs(t, "in"):
 		p.advance()
 		return "in", true
-	case t.isKw("not") && p.peek(1).isKw("in"):
+	case p.kwIs(t, "not") && p.kwIs(p.peek(1), "in"):
 		p.p += 2
 		return "not in", true
-	case t.isKw("is"):
+	case p.kwIs(t, "is"):
 		p.advance()
 		if p.acceptKw("not") {
 			return "is not", true
@@ -254,7 +254,7 @@ func (p *parser) binaryLevel(ops []string, next func() Expr) Expr {
 		}
 		found := ""
 		for _, op := range ops {
-			if t.text == op {
+			if p.text(t) == op {
 				found = op
 				break
 			}
@@ -264,7 +264,9 @@ func (p *parser) binaryLevel(ops []string, next func() Expr) Expr {
 		}
 		p.advance()
 		right := next()
-		left = &BinOp{Loc{start, p.prevEnd()}, left, found, right}
+		b := p.nodes.binops.new()
+		*b = BinOp{Loc{start, p.prevEnd()}, left, found, right}
+		left = b
 	}
 }
 
@@ -286,12 +288,12 @@ func (p *parser) term() Expr       { return p.binaryLevel(opsTerm, p.factor) }
 
 func (p *parser) factor() Expr {
 	t := p.tok()
-	if t.kind == tOp && (t.text == "-" || t.text == "+" || t.text == "~") {
+	if t.kind == tOp && (p.text(t) == "-" || p.text(t) == "+" || p.text(t) == "~") {
 		p.enter()
 		defer p.leave()
 		p.advance()
 		v := p.factor()
-		return &UnaryOp{Loc{int(t.start), p.prevEnd()}, t.text, v}
+		return &UnaryOp{Loc{int(t.start), p.prevEnd()}, p.text(t), v}
 	}
 	return p.power()
 }
@@ -303,7 +305,9 @@ func (p *parser) power() Expr {
 		p.enter()
 		defer p.leave()
 		exp := p.factor()
-		return &BinOp{Loc{start, p.prevEnd()}, base, "**", exp}
+		b := p.nodes.binops.new()
+		*b = BinOp{Loc{start, p.prevEnd()}, base, "**", exp}
+		return b
 	}
 	return base
 }
@@ -327,17 +331,23 @@ func (p *parser) primary() Expr {
 		case p.isOp("."):
 			p.advance()
 			id := p.ident()
-			e = &Attribute{Loc{start, p.prevEnd()}, e, id, Load}
+			a := p.nodes.attrs.new()
+			*a = Attribute{Loc{start, p.prevEnd()}, e, id, Load}
+			e = a
 		case p.isOp("("):
 			p.advance()
 			args, kws := p.callArguments()
 			p.expectOp(")")
-			e = &Call{Loc{start, p.prevEnd()}, e, args, kws}
+			c := p.nodes.calls.new()
+			*c = Call{Loc{start, p.prevEnd()}, e, args, kws}
+			e = c
 		case p.isOp("["):
 			p.advance()
 			sl := p.slices()
 			p.expectOp("]")
-			e = &Subscript{Loc{start, p.prevEnd()}, e, sl, Load}
+			s := p.nodes.subs.new()
+			*s = Subscript{Loc{start, p.prevEnd()}, e, sl, Load}
+			e = s
 		default:
 			return e
 		}
@@ -364,7 +374,7 @@ func (p *parser) callArguments() ([]Expr, []*Keyword) {
 			v := p.expression()
 			kws = append(kws, &Keyword{Loc{start, p.prevEnd()}, nil, v})
 			sawDoubleStar = true
-		case p.tok().isName() && p.peek(1).isOp("="):
+		case p.tok().isName() && p.opIs(p.peek(1), "="):
 			id := p.ident()
 			p.advance()
 			v := p.expression()
@@ -375,7 +385,7 @@ func (p *parser) callArguments() ([]Expr, []*Keyword) {
 			if p.isKw("for") || p.isKw("async") {
 				gens := p.comprehensions()
 				e = &GeneratorExp{Loc{start, p.prevEnd()}, e, gens}
-				if len(args) > 0 || len(kws) > 0 || !(p.isOp(")") || p.isOp(",") && p.peek(1).isOp(")")) {
+				if len(args) > 0 || len(kws) > 0 || !(p.isOp(")") || p.isOp(",") && p.opIs(p.peek(1), ")")) {
 					p.failAt(start, "Generator expression must be parenthesized")
 				}
 			}
@@ -453,30 +463,30 @@ func (p *parser) atom() Expr {
 	switch t.kind {
 	case tName:
 		if !t.raw {
-			switch t.text {
+			switch p.text(t) {
 			case "None":
 				p.advance()
-				return &Constant{Loc: Loc{start, end}, Kind: ConstNone}
+				return p.newConstant(Constant{Loc: Loc{start, end}, Kind: ConstNone})
 			case "True":
 				p.advance()
-				return &Constant{Loc: Loc{start, end}, Kind: ConstTrue}
+				return p.newConstant(Constant{Loc: Loc{start, end}, Kind: ConstTrue})
 			case "False":
 				p.advance()
-				return &Constant{Loc: Loc{start, end}, Kind: ConstFalse}
+				return p.newConstant(Constant{Loc: Loc{start, end}, Kind: ConstFalse})
 			}
-			if keywords[t.text] {
+			if t.kw {
 				p.invalid()
 			}
 		}
 		p.advance()
-		return &Name{Loc{start, end}, t.text, Load}
+		return p.newName(Loc{start, end}, p.text(t), Load)
 	case tNumber:
 		p.advance()
-		return &Constant{Loc: Loc{start, end}, Kind: numberKind(p.f.Src[start:end]), Str: p.f.Src[start:end]}
+		return p.newConstant(Constant{Loc: Loc{start, end}, Kind: numberKind(p.f.Src[start:end]), Str: p.f.Src[start:end]})
 	case tString, tFStart:
 		return p.strings()
 	case tOp:
-		switch t.text {
+		switch p.text(t) {
 		case "...":
 			p.advance()
 			return &Constant{Loc: Loc{start, end}, Kind: ConstEllipsis}
@@ -644,7 +654,7 @@ func (p *parser) dictRest(start int, keys, values []Expr) Expr {
 
 func (p *parser) comprehensions() []*Comprehension {
 	var out []*Comprehension
-	for p.isKw("for") || p.isKw("async") && p.peek(1).isKw("for") {
+	for p.isKw("for") || p.isKw("async") && p.kwIs(p.peek(1), "for") {
 		start := p.exprStart()
 		c := &Comprehension{}
 		if p.acceptKw("async") {

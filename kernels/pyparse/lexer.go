@@ -34,11 +34,17 @@ var tokNames = [...]string{"end of file", "newline", "indent", "dedent", "name",
 
 func (k tokKind) String() string { return tokNames[k] }
 
+// token holds no pointers, so the token slice of a large file is neither
+// zeroed as a pointer array nor scanned by the collector. The text of an
+// operator or an ASCII name is the source between start and end; the
+// NFKC-normalized text of a non-ASCII name is kept in the lexer's raws.
 type token struct {
-	kind       tokKind
-	raw        bool // a NAME spelled with non-ASCII characters (never a keyword)
 	start, end int32
-	text       string // NAME: NFKC-normalized identifier; OP: the operator
+	// aux indexes raws for a raw NAME.
+	aux  int32
+	kind tokKind
+	raw  bool // a NAME spelled with non-ASCII characters (never a keyword)
+	kw   bool // a NAME that is one of the hard keywords (never raw)
 }
 
 const (
@@ -83,6 +89,7 @@ type lexer struct {
 	file      *File
 	pos       int
 	toks      []token
+	raws      []string // NFKC-normalized text of the raw names, by token aux
 	indents   []int
 	alts      []int
 	parens    []paren
@@ -90,6 +97,7 @@ type lexer struct {
 	fstrings  int // f-strings open around the current position
 	lineStart bool
 	version   Version
+	done      bool // the end of the source is tokenized
 }
 
 type lexError struct{ err *SyntaxError }
@@ -98,8 +106,10 @@ func (l *lexer) fail(off int, format string, args ...any) {
 	panic(lexError{&SyntaxError{File: l.file.Name, Pos: l.file.Position(off), Msg: fmt.Sprintf(format, args...)}})
 }
 
-func (l *lexer) emit(k tokKind, start, end int, text string) {
-	l.push(token{kind: k, start: int32(start), end: int32(end), text: text})
+// emit appends a token of kind k over src[start:end]; an operator's or a
+// name's text is those bytes.
+func (l *lexer) emit(k tokKind, start, end int) {
+	l.push(token{kind: k, start: int32(start), end: int32(end)})
 }
 
 // push appends a token, doubling the slice when it is full. Ordinary code
@@ -118,25 +128,62 @@ func (l *lexer) push(t token) {
 
 func (l *lexer) top() *modeEntry { return &l.modes[len(l.modes)-1] }
 
-// tokenize splits the whole source into tokens. It checks what CPython
-// checks before tokenizing: NUL bytes, valid UTF-8 and a UTF-8 encoding
+// newLexer starts tokenizing f's source. It checks what CPython checks
+// before tokenizing: NUL bytes, valid UTF-8 and a UTF-8 encoding
 // declaration (any other declared encoding would make CPython read the
 // bytes differently from us, so it is refused rather than guessed).
-func tokenize(f *File, v Version) (toks []token, err error) {
-	l := &lexer{src: f.Src, file: f, version: v, indents: []int{0}, alts: []int{0}, lineStart: true,
-		modes: []modeEntry{{mode: mCode}}, toks: make([]token, 0, len(f.Src)/8+64)}
+//
+// The tokens are made as the parser asks for them (more), not all up
+// front: the parser drops those of each top-level statement once it is
+// parsed, so the buffer stays small and warm in the cache however large
+// the file. Errors keep the order a whole-file tokenization gives them:
+// a lexical error anywhere in the file is the one reported, ahead of a
+// syntax error the parser found earlier in the file (see drain).
+func newLexer(f *File, v Version) (l *lexer, err error) {
+	l = &lexer{src: f.Src, file: f, version: v, indents: []int{0}, alts: []int{0}, lineStart: true,
+		modes: []modeEntry{{mode: mCode}}, toks: make([]token, 0, min(len(f.Src)/16+64, tokenWindow))}
 	defer func() {
 		if r := recover(); r != nil {
 			le, ok := r.(lexError)
 			if !ok {
 				panic(r)
 			}
-			toks, err = nil, le.err
+			l, err = nil, le.err
 		}
 	}()
 	l.checkSource()
-	l.run()
-	return l.toks, nil
+	return l, nil
+}
+
+// tokenWindow is about how many tokens the parser keeps: the ones of the
+// top-level statement it is in, at least, and what the lexer made ahead.
+const tokenWindow = 4096
+
+// more tokenizes until at least n tokens are buffered or the source is
+// done. A lexical error panics with lexError.
+func (l *lexer) more(n int) {
+	if !l.done {
+		l.run(n)
+	}
+}
+
+// drain tokenizes the rest of the source, dropping the tokens, and
+// returns the first lexical error in it.
+func (l *lexer) drain() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			le, ok := r.(lexError)
+			if !ok {
+				panic(r)
+			}
+			err = le.err
+		}
+	}()
+	for !l.done {
+		l.toks = l.toks[:copy(l.toks, l.toks[max(0, len(l.toks)-1):])]
+		l.run(tokenWindow)
+	}
+	return nil
 }
 
 func (l *lexer) checkSource() {
@@ -147,7 +194,10 @@ func (l *lexer) checkSource() {
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		l.fail(i, "source code cannot contain null bytes")
 	}
-	for i := 0; i < len(s); {
+	// The library's check is fast on valid text; only an invalid source
+	// is walked again to find where.
+	valid := utf8.ValidString(s)
+	for i := 0; !valid && i < len(s); {
 		if s[i] < utf8.RuneSelf {
 			i++
 			continue
@@ -237,8 +287,10 @@ func isASCIIAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-func (l *lexer) run() {
-	for {
+// run tokenizes until at least n tokens are buffered or the source is
+// done.
+func (l *lexer) run(n int) {
+	for len(l.toks) < n {
 		m := l.top()
 		switch m.mode {
 		case mFLiteral, mFSpec:
@@ -253,6 +305,7 @@ func (l *lexer) run() {
 		l.skipSpace()
 		if l.pos >= len(l.src) {
 			l.finish()
+			l.done = true
 			return
 		}
 		c := l.src[l.pos]
@@ -268,7 +321,7 @@ func (l *lexer) run() {
 			start := l.pos
 			l.skipNewline()
 			if len(l.parens) == 0 {
-				l.emit(tNewline, start, l.pos, "")
+				l.emit(tNewline, start, l.pos)
 				l.lineStart = true
 			}
 		case c == '\\':
@@ -380,12 +433,12 @@ measured:
 		}
 		l.indents = append(l.indents, col)
 		l.alts = append(l.alts, alt)
-		l.emit(tIndent, p, p, "")
+		l.emit(tIndent, p, p)
 	default:
 		for len(l.indents) > 1 && col < l.indents[len(l.indents)-1] {
 			l.indents = l.indents[:len(l.indents)-1]
 			l.alts = l.alts[:len(l.alts)-1]
-			l.emit(tDedent, p, p, "")
+			l.emit(tDedent, p, p)
 		}
 		if col != l.indents[len(l.indents)-1] {
 			l.fail(p, "unindent does not match any outer indentation level")
@@ -407,13 +460,13 @@ func (l *lexer) finish() {
 	}
 	end := len(l.src)
 	if n := len(l.toks); n > 0 && l.toks[n-1].kind != tNewline && l.toks[n-1].kind != tDedent && l.toks[n-1].kind != tIndent {
-		l.emit(tNewline, end, end, "")
+		l.emit(tNewline, end, end)
 	}
 	for len(l.indents) > 1 {
 		l.indents = l.indents[:len(l.indents)-1]
-		l.emit(tDedent, end, end, "")
+		l.emit(tDedent, end, end)
 	}
-	l.emit(tEnd, end, end, "")
+	l.emit(tEnd, end, end)
 }
 
 func (l *lexer) lexNumber() {
@@ -530,7 +583,7 @@ func (l *lexer) endNumber(start int, imag bool) {
 			}
 		}
 	}
-	l.emit(tNumber, start, l.pos, "")
+	l.emit(tNumber, start, l.pos)
 }
 
 func isIdentStartRune(r rune) bool {
@@ -578,10 +631,11 @@ func (l *lexer) lexNameOrString() {
 	if nonASCII {
 		// Python compares identifiers after NFKC normalization, so
 		// `ｅｖａｌ` and `𝐞𝐯𝐚𝐥` both name the builtin eval.
-		l.push(token{kind: tName, raw: true, start: int32(start), end: int32(l.pos), text: nfkc(word)})
+		l.push(token{kind: tName, raw: true, start: int32(start), end: int32(l.pos), aux: int32(len(l.raws))})
+		l.raws = append(l.raws, nfkc(word))
 		return
 	}
-	l.emit(tName, start, l.pos, word)
+	l.push(token{kind: tName, kw: isKeyword(word), start: int32(start), end: int32(l.pos)})
 }
 
 func isStringPrefix(p string) bool {
@@ -623,7 +677,7 @@ func (l *lexer) lexString(start, q int) {
 			l.fail(q, "too many nested f-strings")
 		}
 		l.fstrings++
-		l.emit(tFStart, start, l.pos, "")
+		l.emit(tFStart, start, l.pos)
 		l.modes = append(l.modes, modeEntry{mode: mFLiteral, quote: quote, triple: triple, raw: raw, start: start, body: l.pos})
 		return
 	}
@@ -661,12 +715,12 @@ func (l *lexer) lexString(start, q int) {
 		case c == quote:
 			if !triple {
 				l.pos++
-				l.emit(tString, start, l.pos, "")
+				l.emit(tString, start, l.pos)
 				return
 			}
 			if tripleAt(l.src, l.pos, quote) {
 				l.pos += 3
-				l.emit(tString, start, l.pos, "")
+				l.emit(tString, start, l.pos)
 				return
 			}
 			l.pos++
@@ -686,7 +740,7 @@ func (l *lexer) lexFStringText() {
 	start := l.pos
 	flush := func() {
 		if l.pos > start {
-			l.emit(tFMiddle, start, l.pos, "")
+			l.emit(tFMiddle, start, l.pos)
 		}
 	}
 	for {
@@ -707,7 +761,7 @@ func (l *lexer) lexFStringText() {
 			if l.fstrings == 1 && l.version < Python312 {
 				l.checkFString311(m)
 			}
-			l.emit(tFEnd, l.pos, l.pos+n, "")
+			l.emit(tFEnd, l.pos, l.pos+n)
 			l.pos += n
 			l.modes = l.modes[:len(l.modes)-1]
 			l.fstrings--
@@ -749,7 +803,7 @@ func (l *lexer) lexFStringText() {
 				l.fail(l.pos, "f-string: expressions nested too deeply")
 			}
 			l.openParen('{', true)
-			l.emit(tOp, l.pos, l.pos+1, "{")
+			l.emit(tOp, l.pos, l.pos+1)
 			l.pos++
 			l.modes = append(l.modes, modeEntry{mode: mFExpr, quote: m.quote, triple: m.triple, raw: m.raw, depth: len(l.parens), start: m.start, specs: m.specs, body: l.pos})
 			return
@@ -817,7 +871,7 @@ func (l *lexer) closeField() {
 		l.checkExpr311(l.pos)
 	}
 	l.parens = l.parens[:len(l.parens)-1]
-	l.emit(tOp, l.pos, l.pos+1, "}")
+	l.emit(tOp, l.pos, l.pos+1)
 	l.pos++
 	l.modes = l.modes[:len(l.modes)-1] // the mFExpr
 }
@@ -829,8 +883,42 @@ func (l *lexer) openParen(ch byte, field bool) {
 	l.parens = append(l.parens, paren{ch: ch, pos: l.pos, field: field})
 }
 
-var ops3 = []string{"**=", "//=", ">>=", "<<=", "..."}
-var ops2 = []string{"**", "//", ">>", "<<", "<=", ">=", "==", "!=", "->", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@=", ":="}
+// multiOpLen is the length of the operator of two or three characters
+// that s starts with, or 0 when it starts with none: the three-character
+// operators **= //= >>= <<= ... before the two-character ones
+// ** // >> << <= >= == != -> += -= *= /= %= &= |= ^= @= :=, so the
+// longest one is taken.
+func multiOpLen(s string) int {
+	if len(s) < 2 {
+		return 0
+	}
+	c, d := s[0], s[1]
+	switch c {
+	case '*', '/', '>', '<':
+		if d == c {
+			if len(s) > 2 && s[2] == '=' {
+				return 3
+			}
+			return 2
+		}
+		if d == '=' {
+			return 2
+		}
+	case '.':
+		if d == '.' && len(s) > 2 && s[2] == '.' {
+			return 3
+		}
+	case '-':
+		if d == '=' || d == '>' {
+			return 2
+		}
+	case '=', '!', '+', '%', '&', '|', '^', '@', ':':
+		if d == '=' {
+			return 2
+		}
+	}
+	return 0
+}
 
 func (l *lexer) lexOp() {
 	s := l.src[l.pos:]
@@ -842,7 +930,7 @@ func (l *lexer) lexOp() {
 		switch s[0] {
 		case ':':
 			l.checkExpr311(l.pos)
-			l.emit(tOp, l.pos, l.pos+1, ":")
+			l.emit(tOp, l.pos, l.pos+1)
 			l.pos++
 			l.modes = append(l.modes, modeEntry{mode: mFSpec, quote: m.quote, triple: m.triple, raw: m.raw, start: m.start, specs: m.specs + 1})
 			return
@@ -851,19 +939,10 @@ func (l *lexer) lexOp() {
 			return
 		}
 	}
-	for _, op := range ops3 {
-		if strings.HasPrefix(s, op) {
-			l.emit(tOp, l.pos, l.pos+3, op)
-			l.pos += 3
-			return
-		}
-	}
-	for _, op := range ops2 {
-		if strings.HasPrefix(s, op) {
-			l.emit(tOp, l.pos, l.pos+2, op)
-			l.pos += 2
-			return
-		}
+	if n := multiOpLen(s); n > 0 {
+		l.emit(tOp, l.pos, l.pos+n)
+		l.pos += n
+		return
 	}
 	c := s[0]
 	switch c {
@@ -889,6 +968,6 @@ func (l *lexer) lexOp() {
 		}
 		l.fail(l.pos, "invalid non-printable character U+%04X", r)
 	}
-	l.emit(tOp, l.pos, l.pos+1, s[:1])
+	l.emit(tOp, l.pos, l.pos+1)
 	l.pos++
 }

@@ -37,26 +37,65 @@ const (
 // a replacement field, backslashes or comments in one, a single-quoted
 // f-string whose field spans lines); below 3.13, type parameter defaults.
 func ParseVersion(name string, src []byte, v Version) (*File, *Module, error) {
-	f := NewFile(name, src)
-	toks, err := tokenize(f, v)
+	return parseFile(NewFile(name, src), v)
+}
+
+// ParseString is Parse of source text held in a string. The file and the
+// tree share src instead of copying it.
+func ParseString(name, src string) (*File, *Module, error) {
+	return parseFile(&File{Name: name, Src: src}, Latest)
+}
+
+func parseFile(f *File, v Version) (*File, *Module, error) {
+	lx, err := newLexer(f, v)
 	if err != nil {
 		return f, nil, err
 	}
-	p := &parser{f: f, toks: toks, version: v}
+	p := &parser{f: f, src: f.Src, lx: lx, version: v}
 	mod, err := p.run()
 	return f, mod, err
 }
 
+// ParseStatements parses src as ParseString does, but instead of building
+// the module it hands each top-level statement, in order, to each as soon
+// as the statement is parsed. A statement's nodes are only valid during
+// that call: the parser reuses their memory for the statements after it,
+// so a file is read with the memory of its largest statement rather than
+// of its whole tree. The error is the one Parse returns; when there is
+// one, the statements already handed out are not a module.
+func ParseStatements(name, src string, each func(*File, Stmt)) (*File, error) {
+	f := &File{Name: name, Src: src}
+	lx, err := newLexer(f, Latest)
+	if err != nil {
+		return f, err
+	}
+	p := &parser{f: f, src: f.Src, lx: lx, version: Latest, each: each}
+	_, err = p.run()
+	return f, err
+}
+
 type parser struct {
-	f       *File
+	f   *File
+	src string // f.Src
+	lx  *lexer
+	// toks is the lexer's token buffer (lx.toks, refreshed when the lexer
+	// adds to it) and p the index of the current token in it. Between
+	// top-level statements the tokens before the last consumed one are
+	// dropped, unless keep is set.
 	toks    []token
 	p       int
+	keep    bool
 	depth   int
 	version Version
 	// lf is the source with normalized line endings, built on first use
 	// and only when the source has a '\r' (see lfSpan).
 	lf        *lfText
 	lfChecked bool
+	nodes     nodes
+	// each, when set, takes the top-level statements instead of the
+	// module (see ParseStatements); stmts is its scratch list.
+	each  func(*File, Stmt)
+	stmts []Stmt
 }
 
 type parseError struct{ err *SyntaxError }
@@ -64,19 +103,52 @@ type parseError struct{ err *SyntaxError }
 func (p *parser) run() (mod *Module, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			pe, ok := r.(parseError)
-			if !ok {
+			switch e := r.(type) {
+			case lexError:
+				mod, err = nil, e.err
+			case parseError:
+				// A lexical error later in the file is reported first, as
+				// when the file was tokenized whole before parsing.
+				mod, err = nil, e.err
+				if lerr := p.lx.drain(); lerr != nil {
+					err = lerr
+				}
+			default:
 				panic(r)
 			}
-			mod, err = nil, pe.err
 		}
 	}()
 	mod = &Module{Loc: Loc{0, len(p.f.Src)}}
 	for p.tok().kind != tEnd {
-		mod.Body = append(mod.Body, p.statement()...)
+		if !p.keep && p.p > tokenWindow {
+			// Nothing before the last consumed token is read again.
+			p.lx.toks = p.lx.toks[:copy(p.lx.toks, p.lx.toks[p.p-1:])]
+			p.toks, p.p = p.lx.toks, 1
+		}
+		if p.each == nil {
+			mod.Body = p.statement(mod.Body)
+			continue
+		}
+		p.stmts = p.statement(p.stmts[:0])
+		for _, s := range p.stmts {
+			p.each(p.f, s)
+		}
+		clear(p.stmts)
+		p.nodes.reuse()
 	}
 	return mod, nil
 }
+
+// fill has the lexer buffer at least n tokens, and some beyond, unless
+// the source ends first (then the last token is the end marker).
+func (p *parser) fill(n int) {
+	p.lx.more(n + lexAhead)
+	p.toks = p.lx.toks
+}
+
+// lexAhead is how many tokens the lexer makes beyond those asked for, so
+// that it runs in batches.
+const lexAhead = 256
 
 func (p *parser) failAt(off int, format string, args ...any) {
 	panic(parseError{&SyntaxError{File: p.f.Name, Pos: p.f.Position(off), Msg: fmt.Sprintf(format, args...)}})
@@ -117,9 +189,17 @@ func (p *parser) enter() {
 
 func (p *parser) leave() { p.depth-- }
 
-func (p *parser) tok() *token { return &p.toks[p.p] }
+func (p *parser) tok() *token {
+	if p.p >= len(p.toks) {
+		p.fill(p.p + 1)
+	}
+	return &p.toks[p.p]
+}
 
 func (p *parser) peek(n int) *token {
+	if p.p+n >= len(p.toks) {
+		p.fill(p.p + n + 1)
+	}
 	if p.p+n < len(p.toks) {
 		return &p.toks[p.p+n]
 	}
@@ -127,7 +207,7 @@ func (p *parser) peek(n int) *token {
 }
 
 func (p *parser) advance() token {
-	t := p.toks[p.p]
+	t := *p.tok()
 	if t.kind != tEnd {
 		p.p++
 	}
@@ -142,18 +222,35 @@ func (p *parser) prevEnd() int {
 	return int(p.toks[p.p-1].end)
 }
 
-func (p *parser) isOp(s string) bool {
-	t := p.tok()
-	return t.kind == tOp && t.text == s
+// text is a token's text: the NFKC-normalized identifier of a name, the
+// operator of an operator, empty for the other kinds.
+func (p *parser) text(t *token) string {
+	switch {
+	case t.raw:
+		return p.lx.raws[t.aux]
+	case t.kind == tName || t.kind == tOp:
+		return p.src[t.start:t.end]
+	}
+	return ""
 }
 
-func (p *parser) isKw(s string) bool {
-	t := p.tok()
-	return t.kind == tName && !t.raw && t.text == s
+// spelled reports whether the source of token t is s. A raw name is never
+// spelled as a keyword or an operator, which are ASCII.
+func (p *parser) spelled(t *token, s string) bool {
+	return int(t.end-t.start) == len(s) && p.src[t.start:t.end] == s
 }
 
-func (t *token) isKw(s string) bool { return t.kind == tName && !t.raw && t.text == s }
-func (t *token) isOp(s string) bool { return t.kind == tOp && t.text == s }
+func (p *parser) isOp(s string) bool { return p.opIs(p.tok(), s) }
+
+func (p *parser) isKw(s string) bool { return p.kwIs(p.tok(), s) }
+
+// kwIs reports whether t is the keyword (hard or soft) s.
+func (p *parser) kwIs(t *token, s string) bool {
+	return t.kind == tName && !t.raw && p.spelled(t, s)
+}
+
+// opIs reports whether t is the operator s.
+func (p *parser) opIs(t *token, s string) bool { return t.kind == tOp && p.spelled(t, s) }
 
 func (p *parser) acceptOp(s string) bool {
 	if p.isOp(s) {
@@ -196,7 +293,21 @@ var keywords = map[string]bool{
 	"raise": true, "return": true, "try": true, "while": true, "with": true, "yield": true,
 }
 
-func (t *token) isName() bool { return t.kind == tName && (t.raw || !keywords[t.text]) }
+// isKeyword reports whether s is a hard keyword (keywords, without a
+// map lookup).
+func isKeyword(s string) bool {
+	switch s {
+	case "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+		"continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+		"if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
+		"return", "try", "while", "with", "yield":
+		return true
+	}
+	return false
+}
+
+// isName reports whether t is a name that is not a hard keyword.
+func (t *token) isName() bool { return t.kind == tName && !t.kw }
 
 func (p *parser) ident() *Ident {
 	t := p.tok()
@@ -204,7 +315,7 @@ func (p *parser) ident() *Ident {
 		p.fail("expected a name")
 	}
 	p.p++
-	return &Ident{Loc: Loc{int(t.start), int(t.end)}, Name: t.text}
+	return p.newIdent(Loc{int(t.start), int(t.end)}, p.text(t))
 }
 
 // speculate runs fn and reports whether it parsed; on failure the
@@ -226,7 +337,7 @@ func (p *parser) speculate(fn func()) (ok bool) {
 
 // ---- statements ----
 
-func (p *parser) statement() []Stmt {
+func (p *parser) statement(out []Stmt) []Stmt {
 	t := p.tok()
 	if t.kind == tIndent {
 		p.fail("unexpected indent")
@@ -234,48 +345,47 @@ func (p *parser) statement() []Stmt {
 	if t.kind == tDedent {
 		p.fail("unindent does not match any outer indentation level")
 	}
-	if t.kind == tOp && t.text == "@" {
-		return []Stmt{p.decorated()}
+	if t.kind == tOp && p.text(t) == "@" {
+		return append(out, p.decorated())
 	}
 	if t.kind == tName && !t.raw {
 		start := int(t.start)
-		switch t.text {
+		switch p.text(t) {
 		case "def":
-			return []Stmt{p.funcDef(start, false, nil)}
+			return append(out, p.funcDef(start, false, nil))
 		case "class":
-			return []Stmt{p.classDef(start, nil)}
+			return append(out, p.classDef(start, nil))
 		case "if":
-			return []Stmt{p.ifStmt()}
+			return append(out, p.ifStmt())
 		case "while":
-			return []Stmt{p.whileStmt()}
+			return append(out, p.whileStmt())
 		case "for":
-			return []Stmt{p.forStmt(start, false)}
+			return append(out, p.forStmt(start, false))
 		case "try":
-			return []Stmt{p.tryStmt()}
+			return append(out, p.tryStmt())
 		case "with":
-			return []Stmt{p.withStmt(start, false)}
+			return append(out, p.withStmt(start, false))
 		case "async":
 			p.advance()
 			switch {
 			case p.isKw("def"):
-				return []Stmt{p.funcDef(start, true, nil)}
+				return append(out, p.funcDef(start, true, nil))
 			case p.isKw("for"):
-				return []Stmt{p.forStmt(start, true)}
+				return append(out, p.forStmt(start, true))
 			case p.isKw("with"):
-				return []Stmt{p.withStmt(start, true)}
+				return append(out, p.withStmt(start, true))
 			}
 			p.invalid()
 		case "match":
 			if s := p.matchStmt(); s != nil {
-				return []Stmt{s}
+				return append(out, s)
 			}
 		}
 	}
-	return p.simpleStmts()
+	return p.simpleStmts(out)
 }
 
-func (p *parser) simpleStmts() []Stmt {
-	var out []Stmt
+func (p *parser) simpleStmts(out []Stmt) []Stmt {
 	for {
 		out = append(out, p.simpleStmt())
 		if !p.acceptOp(";") {
@@ -296,7 +406,7 @@ func (p *parser) simpleStmts() []Stmt {
 func (p *parser) block() []Stmt {
 	p.expectOp(":")
 	if p.tok().kind != tNewline {
-		return p.simpleStmts()
+		return p.simpleStmts(nil)
 	}
 	p.advance()
 	if p.tok().kind != tIndent {
@@ -306,7 +416,7 @@ func (p *parser) block() []Stmt {
 	p.enter()
 	var body []Stmt
 	for p.tok().kind != tDedent && p.tok().kind != tEnd {
-		body = append(body, p.statement()...)
+		body = p.statement(body)
 	}
 	p.leave()
 	if p.tok().kind == tDedent {
@@ -327,7 +437,7 @@ func (p *parser) simpleStmt() Stmt {
 	t := p.tok()
 	start := int(t.start)
 	if t.kind == tName && !t.raw {
-		switch t.text {
+		switch p.text(t) {
 		case "pass":
 			p.advance()
 			return &Pass{Loc{start, p.prevEnd()}}
@@ -364,7 +474,7 @@ func (p *parser) simpleStmt() Stmt {
 					break
 				}
 			}
-			if t.text == "global" {
+			if p.text(t) == "global" {
 				return &Global{Loc{start, p.prevEnd()}, names}
 			}
 			return &Nonlocal{Loc{start, p.prevEnd()}, names}
@@ -387,7 +497,7 @@ func (p *parser) simpleStmt() Stmt {
 		case "type":
 			// `type X = ...` and `type X[T] = ...`; otherwise `type` is a name.
 			if n := p.peek(1); n.isName() {
-				if nn := p.peek(2); nn.isOp("=") || nn.isOp("[") {
+				if nn := p.peek(2); p.opIs(nn, "=") || p.opIs(nn, "[") {
 					return p.typeAlias()
 				}
 			}
@@ -398,7 +508,7 @@ func (p *parser) simpleStmt() Stmt {
 
 func (p *parser) atStmtEnd() bool {
 	t := p.tok()
-	return t.kind == tNewline || t.kind == tEnd || t.isOp(";")
+	return t.kind == tNewline || t.kind == tEnd || p.opIs(t, ";")
 }
 
 func (p *parser) exprOrAssign() Stmt {
@@ -408,7 +518,7 @@ func (p *parser) exprOrAssign() Stmt {
 	switch {
 	case p.isOp("="):
 		// Room for the usual single target and its value.
-		targets := append(make([]Expr, 0, 2), first)
+		targets := append(p.exprList2(), first)
 		for p.acceptOp("=") {
 			targets = append(targets, p.starExpressionsOrYield())
 		}
@@ -417,9 +527,12 @@ func (p *parser) exprOrAssign() Stmt {
 		for _, t := range targets {
 			p.setContext(t, Store)
 		}
-		return &Assign{Loc{start, p.prevEnd()}, targets, value}
-	case p.tok().kind == tOp && augOps[p.tok().text]:
-		op := p.advance().text
+		a := p.nodes.assigns.new()
+		*a = Assign{Loc{start, p.prevEnd()}, targets, value}
+		return a
+	case p.tok().kind == tOp && augOps[p.text(p.tok())]:
+		opTok := p.advance()
+		op := p.text(&opTok)
 		switch first.(type) {
 		case *Name, *Attribute, *Subscript:
 		default:
@@ -449,7 +562,9 @@ func (p *parser) exprOrAssign() Stmt {
 		a.Loc = Loc{start, p.prevEnd()}
 		return a
 	}
-	return &ExprStmt{Loc{start, p.prevEnd()}, first}
+	s := p.nodes.exprStmts.new()
+	*s = ExprStmt{Loc{start, p.prevEnd()}, first}
+	return s
 }
 
 var augOps = map[string]bool{"+=": true, "-=": true, "*=": true, "/=": true, "//=": true, "%=": true,
@@ -627,7 +742,7 @@ func (p *parser) decorated() Stmt {
 		return p.funcDef(start, false, decos)
 	case p.isKw("class"):
 		return p.classDef(start, decos)
-	case p.isKw("async") && p.peek(1).isKw("def"):
+	case p.isKw("async") && p.kwIs(p.peek(1), "def"):
 		p.advance()
 		return p.funcDef(start, true, decos)
 	}
@@ -691,7 +806,7 @@ func (p *parser) parameters(closer string, annotated bool) *Arguments {
 			p.advance()
 			star = true
 			if p.isOp(",") || p.isOp(closer) {
-				if p.isOp(closer) || p.peek(1).isOp(closer) || p.peek(1).isOp("**") {
+				if p.isOp(closer) || p.opIs(p.peek(1), closer) || p.opIs(p.peek(1), "**") {
 					p.fail("named arguments must follow bare *")
 				}
 			} else {
@@ -954,7 +1069,7 @@ func (p *parser) matchStmt() Stmt {
 	return m
 }
 
-func (p *parser) isKwTok(t *token, s string) bool { return t.isKw(s) }
+func (p *parser) isKwTok(t *token, s string) bool { return p.kwIs(t, s) }
 
 func (p *parser) matchSubject() Expr {
 	start := int(p.tok().start)

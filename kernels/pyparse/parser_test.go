@@ -3,6 +3,7 @@ package pyparse
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,6 +271,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("s = f'{x['k']}' + f'{1 +\n2}'\ntype X = int\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		file, mod, err := Parse("fuzz.py", src)
+		if err != nil {
+			checkStatements(t, src, nil, err)
+		}
 		// The 3.11 grammar is a subset of the latest one.
 		if _, _, err311 := ParseVersion("fuzz.py", src, Python311); err311 == nil && err != nil {
 			t.Fatalf("accepted for 3.11 but not for the latest grammar: %v", err)
@@ -281,6 +285,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
+		checkStatements(t, src, mod, err)
 		// Every node span must lie inside the source.
 		Inspect(mod, func(n Node) bool {
 			s, e := n.Span()
@@ -343,5 +348,73 @@ func TestPositionMatchesCharacterCount(t *testing.T) {
 		if p := f.Position(off); p.Line != line || p.Col != col {
 			t.Fatalf("Position(%d) = %d:%d, want %d:%d", off, p.Line, p.Col, line, col)
 		}
+	}
+}
+
+// checkStatements fails unless ParseStatements of src hands out the
+// statements of mod (what Parse returned), each whole while it is handed
+// out, or fails with Parse's error.
+func checkStatements(t *testing.T, src []byte, mod *Module, err error) {
+	t.Helper()
+	var got []string
+	_, serr := ParseStatements("fuzz.py", string(src), func(_ *File, s Stmt) { got = append(got, Dump(s)) })
+	if fmt.Sprint(serr) != fmt.Sprint(err) {
+		t.Fatalf("ParseStatements error %v, Parse error %v", serr, err)
+	}
+	if err != nil {
+		return
+	}
+	if len(got) != len(mod.Body) {
+		t.Fatalf("ParseStatements handed out %d statements, the module has %d", len(got), len(mod.Body))
+	}
+	for i, s := range mod.Body {
+		if want := Dump(s); got[i] != want {
+			t.Fatalf("statement %d handed out as\n%s\nparsed as\n%s", i, got[i], want)
+		}
+	}
+}
+
+func TestParseStatementsMatchesParse(t *testing.T) {
+	entries, err := os.ReadDir("testdata/syntax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srcs [][]byte
+	for _, e := range entries {
+		src, err := os.ReadFile(filepath.Join("testdata/syntax", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, src)
+	}
+	for _, sh := range pathologicalShapes {
+		srcs = append(srcs, []byte(sh.gen(16<<10)))
+	}
+	// Enough statements that the parser drops tokens and reuses node
+	// memory many times over.
+	srcs = append(srcs, generatedTable(256<<10), []byte(strings.Repeat("def f(a, b=1):\n    return a.b[c](d) + e * 2\nx = f(1)\n", 4000)))
+	for _, src := range srcs {
+		_, mod, err := Parse("t.py", src)
+		checkStatements(t, src, mod, err)
+	}
+}
+
+// A lexical error is reported ahead of a syntax error earlier in the
+// file, as when the whole file is tokenized before it is parsed, however
+// far apart they are.
+func TestLexicalErrorComesFirst(t *testing.T) {
+	ok := strings.Repeat("x = 1\n", 5000)
+	src := []byte(ok + "1 +\n" + ok + "z = 'abc\n")
+	const want = "t.py:10002:5: syntax error: unterminated string literal (detected at line 10002)"
+	if _, _, err := Parse("t.py", src); fmt.Sprint(err) != want {
+		t.Errorf("Parse: %v, want %s", err, want)
+	}
+	if _, err := ParseStatements("t.py", string(src), func(*File, Stmt) {}); fmt.Sprint(err) != want {
+		t.Errorf("ParseStatements: %v, want %s", err, want)
+	}
+	// Without the lexical error, the syntax error is the one.
+	src = []byte(ok + "1 +\n" + ok)
+	if _, _, err := Parse("t.py", src); err == nil || !strings.HasPrefix(err.Error(), "t.py:5001:4: ") {
+		t.Errorf("Parse: %v, want the syntax error at 5001:4", err)
 	}
 }

@@ -70,17 +70,17 @@ func (p *parser) closedPattern() Pattern {
 	t := p.tok()
 	start := int(t.start)
 	switch {
-	case t.isKw("None"), t.isKw("True"), t.isKw("False"):
+	case p.kwIs(t, "None"), p.kwIs(t, "True"), p.kwIs(t, "False"):
 		p.advance()
 		k := ConstNone
-		switch t.text {
+		switch p.text(t) {
 		case "True":
 			k = ConstTrue
 		case "False":
 			k = ConstFalse
 		}
 		return &MatchSingleton{Loc{start, p.prevEnd()}, k}
-	case t.kind == tNumber || t.isOp("-"):
+	case t.kind == tNumber || p.opIs(t, "-"):
 		v := p.signedNumberPattern()
 		return &MatchValue{Loc{start, p.prevEnd()}, v}
 	case t.kind == tString || t.kind == tFStart:
@@ -90,7 +90,7 @@ func (p *parser) closedPattern() Pattern {
 		}
 		_, end := e.Span()
 		return &MatchValue{Loc{start, end}, e}
-	case t.isOp("("):
+	case p.opIs(t, "("):
 		p.advance()
 		if p.acceptOp(")") {
 			return &MatchSequence{Loc: Loc{start, p.prevEnd()}}
@@ -111,7 +111,7 @@ func (p *parser) closedPattern() Pattern {
 		}
 		p.expectOp(")")
 		return &MatchSequence{Loc{start, p.prevEnd()}, pats}
-	case t.isOp("["):
+	case p.opIs(t, "["):
 		p.advance()
 		var pats []Pattern
 		for !p.isOp("]") {
@@ -122,7 +122,7 @@ func (p *parser) closedPattern() Pattern {
 		}
 		p.expectOp("]")
 		return &MatchSequence{Loc{start, p.prevEnd()}, pats}
-	case t.isOp("{"):
+	case p.opIs(t, "{"):
 		return p.mappingPattern()
 	case t.isName():
 		id := p.ident()
@@ -166,7 +166,8 @@ func (p *parser) signedNumberPattern() Expr {
 		e = number()
 	}
 	if p.isOp("+") || p.isOp("-") {
-		op := p.advance().text
+		opTok := p.advance()
+		op := p.text(&opTok)
 		r := number()
 		if c := r.(*Constant); c.Kind != ConstComplex {
 			p.failAt(c.Start, "imaginary number required in complex literal")
@@ -188,11 +189,11 @@ func (p *parser) mappingPattern() Pattern {
 		t := p.tok()
 		var key Expr
 		switch {
-		case t.kind == tNumber || t.isOp("-"):
+		case t.kind == tNumber || p.opIs(t, "-"):
 			key = p.signedNumberPattern()
 		case t.kind == tString:
 			key = p.strings()
-		case t.isKw("None"), t.isKw("True"), t.isKw("False"):
+		case p.kwIs(t, "None"), p.kwIs(t, "True"), p.kwIs(t, "False"):
 			key = p.atom()
 		case t.isName():
 			id := p.ident()
@@ -223,7 +224,7 @@ func (p *parser) classPattern(start int, cls Expr) Pattern {
 	p.expectOp("(")
 	c := &MatchClass{Cls: cls}
 	for !p.isOp(")") {
-		if p.tok().isName() && p.peek(1).isOp("=") {
+		if p.tok().isName() && p.opIs(p.peek(1), "=") {
 			id := p.ident()
 			p.advance()
 			c.KwdAttrs = append(c.KwdAttrs, id)

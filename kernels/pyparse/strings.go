@@ -80,7 +80,7 @@ func (p *parser) strings() Expr {
 		if kind == 1 {
 			k = ConstBytes
 		}
-		return &Constant{Loc: loc, Kind: k, Str: buf.String(), Inexact: inexact}
+		return p.newConstant(Constant{Loc: loc, Kind: k, Str: buf.String(), Inexact: inexact})
 	}
 	endConst()
 	for _, part := range parts {
@@ -148,7 +148,7 @@ func (p *parser) fstring() []Expr {
 			val, inx := p.decodeFText(t, raw, true)
 			parts = append(parts, &Constant{Loc: Loc{int(t.start), int(t.end)}, Kind: ConstStr, Str: val, Inexact: inx})
 			p.advance()
-		case t.isOp("{"):
+		case p.opIs(t, "{"):
 			parts = append(parts, p.fstringField(raw)...)
 		default:
 			p.invalid()
@@ -184,11 +184,11 @@ func (p *parser) fstringField(raw bool) []Expr {
 		if t.kind != tName || t.start != bang.end {
 			p.fail("f-string: conversion type must come right after the exclamation mark")
 		}
-		switch t.text {
+		switch p.text(t) {
 		case "s", "r", "a":
-			fv.Conversion = rune(t.text[0])
+			fv.Conversion = rune(p.text(t)[0])
 		default:
-			p.fail("f-string: invalid conversion character %q: expected 's', 'r', or 'a'", t.text)
+			p.fail("f-string: invalid conversion character %q: expected 's', 'r', or 'a'", p.text(t))
 		}
 		p.advance()
 	}
@@ -202,7 +202,7 @@ func (p *parser) fstringField(raw bool) []Expr {
 				val, inx := p.decodeFText(t, raw, false)
 				spec.Values = append(spec.Values, &Constant{Loc: Loc{int(t.start), int(t.end)}, Kind: ConstStr, Str: val, Inexact: inx})
 				p.advance()
-			case t.isOp("{"):
+			case p.opIs(t, "{"):
 				spec.Values = append(spec.Values, p.fstringField(raw)...)
 			default:
 				p.fail("f-string: expecting '}'")

@@ -37,18 +37,19 @@ type Token struct {
 // The tokens are returned only when the parse succeeds.
 func ParseTokens(name string, src []byte) (*File, *Module, []Token, error) {
 	f := NewFile(name, src)
-	toks, err := tokenize(f, Latest)
+	lx, err := newLexer(f, Latest)
 	if err != nil {
 		return f, nil, nil, err
 	}
-	p := &parser{f: f, toks: toks, version: Latest}
+	p := &parser{f: f, src: f.Src, lx: lx, keep: true, version: Latest}
 	mod, err := p.run()
 	if err != nil {
 		return f, nil, nil, err
 	}
-	out := make([]Token, len(toks))
-	for i, t := range toks {
-		out[i] = Token{Kind: TokenKind(t.kind), Start: int(t.start), End: int(t.end), Text: t.text}
+	out := make([]Token, len(lx.toks))
+	for i := range lx.toks {
+		t := &lx.toks[i]
+		out[i] = Token{Kind: TokenKind(t.kind), Start: int(t.start), End: int(t.end), Text: p.text(t)}
 	}
 	return f, mod, out, nil
 }

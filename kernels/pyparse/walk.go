@@ -1,12 +1,19 @@
 package pyparse
 
+import "sync"
+
 // Inspect walks the tree rooted at n in source order, calling fn for each
 // node; when fn returns false the node's children are skipped. The walk
 // keeps its own stack: left-associative chains such as a+a+...+a or
 // a.b.c... make trees millions of levels deep, which recursion would not
 // survive.
 func Inspect(n Node, fn func(Node) bool) {
-	stack := []Node{n}
+	sp, _ := inspectStacks.Get().(*[]Node)
+	if sp == nil {
+		sp = new([]Node)
+	}
+	stack := append((*sp)[:0], n)
+	high := len(stack)
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -19,8 +26,23 @@ func Inspect(n Node, fn func(Node) bool) {
 		for i, j := base, len(stack)-1; i < j; i, j = i+1, j-1 {
 			stack[i], stack[j] = stack[j], stack[i]
 		}
+		high = max(high, len(stack))
+	}
+	if cap(stack) <= maxPooledStack {
+		clear(stack[:high]) // a pooled stack holds no nodes
+		*sp = stack[:0]
+		inspectStacks.Put(sp)
 	}
 }
+
+// inspectStacks keeps Inspect's stacks between walks. A module's
+// statements are all pushed at once, so walking a file of a hundred
+// thousand statements needs a stack that large; reusing one saves
+// growing (and faulting in) a new one for every walk.
+var inspectStacks sync.Pool
+
+// maxPooledStack bounds the stacks kept (4 MiB of entries).
+const maxPooledStack = 1 << 18
 
 // Children returns the direct children of n in source order.
 func Children(n Node) []Node {
