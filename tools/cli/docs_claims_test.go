@@ -418,25 +418,10 @@ type docArg struct {
 // command line's words.
 func cacheonArgs(root *cobra.Command, fields []string) []docArg {
 	var args []docArg
-	for i := 0; i < len(fields); i++ {
-		tok := strings.Trim(fields[i], `"'(`)
-		if tok != "cacheon" && !strings.HasSuffix(tok, "/cacheon") && tok != "$cacheon" && tok != "${cacheon}" {
-			continue
-		}
-		cmd := root
-		j := i + 1
-		for ; j < len(fields); j++ {
-			next := findSub(cmd, fields[j])
-			if next == nil {
-				break
-			}
-			cmd = next
-		}
-		if cmd == root {
-			continue
-		}
-		for ; j < len(fields) && !isShellWord(fields[j]); j++ {
-			f := fields[j]
+	for _, inv := range cacheonInvocations(root, fields) {
+		cmd := inv.cmd
+		for j := 0; j < len(inv.args); j++ {
+			f := inv.args[j]
 			if !strings.HasPrefix(f, "--") {
 				args = append(args, docArg{value: f})
 				continue
@@ -450,15 +435,14 @@ func cacheonArgs(root *cobra.Command, fields []string) []docArg {
 				continue
 			}
 			if !hasValue {
-				if j+1 >= len(fields) {
+				if j+1 >= len(inv.args) {
 					break
 				}
 				j++
-				value = fields[j]
+				value = inv.args[j]
 			}
 			args = append(args, docArg{value: value, output: outputFlag(name)})
 		}
-		i = j
 	}
 	return args
 }

@@ -121,12 +121,19 @@ func codeLines(page string) []codeLine {
 	return lines
 }
 
-// checkDocCommand resolves a command line's cacheon invocations in the
-// command tree and returns what does not exist: an unknown subcommand
-// under a command that only groups others, or an unknown flag.
-func checkDocCommand(root *cobra.Command, text string) []string {
-	var problems []string
-	fields := strings.Fields(text)
+// invocation is one cacheon command among a command line's words: the
+// command its leading words name, and the words after them up to the end
+// of the shell command (its arguments and flags).
+type invocation struct {
+	cmd  *cobra.Command
+	args []string
+}
+
+// cacheonInvocations finds the cacheon commands among a command line's
+// words. "cacheon" followed by no subcommand is a word of prose or a path
+// inside the image, not an invocation.
+func cacheonInvocations(root *cobra.Command, fields []string) []invocation {
+	var found []invocation
 	for i := 0; i < len(fields); i++ {
 		tok := strings.Trim(fields[i], `"'(`)
 		if tok != "cacheon" && !strings.HasSuffix(tok, "/cacheon") && tok != "$cacheon" && tok != "${cacheon}" {
@@ -142,16 +149,30 @@ func checkDocCommand(root *cobra.Command, text string) []string {
 			cmd = next
 		}
 		if cmd == root {
-			// "cacheon" as a word of prose or a path inside the image.
 			continue
 		}
-		if !cmd.Runnable() && j < len(fields) && !strings.HasPrefix(fields[j], "-") && !isShellWord(fields[j]) {
-			problems = append(problems, "no command "+cmd.CommandPath()+" "+fields[j])
-			i = j
+		end := j
+		for end < len(fields) && !isShellWord(fields[end]) {
+			end++
+		}
+		found = append(found, invocation{cmd: cmd, args: fields[j:end]})
+		i = end
+	}
+	return found
+}
+
+// checkDocCommand resolves a command line's cacheon invocations in the
+// command tree and returns what does not exist: an unknown subcommand
+// under a command that only groups others, or an unknown flag.
+func checkDocCommand(root *cobra.Command, text string) []string {
+	var problems []string
+	for _, inv := range cacheonInvocations(root, strings.Fields(text)) {
+		cmd := inv.cmd
+		if !cmd.Runnable() && len(inv.args) > 0 && !strings.HasPrefix(inv.args[0], "-") {
+			problems = append(problems, "no command "+cmd.CommandPath()+" "+inv.args[0])
 			continue
 		}
-		for ; j < len(fields) && !isShellWord(fields[j]); j++ {
-			f := fields[j]
+		for _, f := range inv.args {
 			if !strings.HasPrefix(f, "--") || f == "--" {
 				continue
 			}
@@ -164,7 +185,6 @@ func checkDocCommand(root *cobra.Command, text string) []string {
 				problems = append(problems, cmd.CommandPath()+" has no flag --"+name)
 			}
 		}
-		i = j
 	}
 	return problems
 }
