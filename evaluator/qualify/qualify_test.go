@@ -26,6 +26,22 @@ import (
 	"github.com/cacheon/engine/stacks/stack"
 )
 
+// interpreter is the test interpreter, checked once for the package (in
+// TestMain) rather than by every test that makes an engine fixture: the
+// check is an interpreter start and a torch import.
+var interpreter enginetest.Interpreter
+
+func TestMain(m *testing.M) {
+	interpreter = enginetest.CheckInterpreter()
+	os.Exit(m.Run())
+}
+
+// newFixture is enginetest.New on the interpreter TestMain checked.
+func newFixture(t *testing.T) enginetest.Fixture {
+	t.Helper()
+	return enginetest.NewWith(t, interpreter)
+}
+
 // qualifyOptions assembles the repository's incumbent (in a copy of the
 // workspace) and qualifies candidate over it on the CPU lane.
 func qualifyOptions(t *testing.T, f enginetest.Fixture, candidate string) Options {
@@ -82,7 +98,7 @@ func qualifyOptionsOver(t *testing.T, f enginetest.Fixture, stackFile, candidate
 // over the repository's incumbent on the CPU lane: every screen, the v8
 // speed stage, the report in the store, and a regrade that agrees.
 func TestQualifyOnTheCPU(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
 	res, err := Run(context.Background(), o)
 	if err != nil {
@@ -202,7 +218,7 @@ func TestQualifyOnTheCPU(t *testing.T) {
 // TestQualifyStopsAtTheFirstFailingScreen: a candidate the static scan
 // refuses never reaches a worker.
 func TestQualifyStopsAtTheFirstFailingScreen(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/fixtures/banned_import")
 	res, err := Run(context.Background(), o)
 	if err != nil {
@@ -236,7 +252,7 @@ func TestDefaultsAreValid(t *testing.T) {
 // every engine load the sealed library, and the qualification runs to its
 // speed stage under v8.
 func TestQualifyPrebuildsACUDASourcesCandidate(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	if err := prebuild.Available(context.Background(), f.Python, "cpu", f.Iso.Unsafe); err != nil {
 		if os.Getenv("CACHEON_REQUIRE_CXX_TORCH") != "" {
 			t.Fatalf("a C++ toolchain for torch extensions is required here: %v", err)

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/quality"
@@ -53,7 +52,7 @@ func referenceTree(t *testing.T, dir string) string {
 // stock candidate passes and its evidence re-grades; trajectories the
 // speed stage did not keep in full decide nothing.
 func TestQualityStageOnTheCPU(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	cpu, err := lanes.Plan(nil, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/evidence"
 )
 
@@ -19,7 +18,7 @@ import (
 // its report from the store, then edits the report and the evidence one
 // way at a time: each edit must be caught.
 func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	ev := runSpeedV8(context.Background(), f.Iso, arms(f), smoke(t), testPolicy(), nil)
 	if ev.Grade == nil {
 		t.Fatalf("no grade: %+v", ev.Outcome)

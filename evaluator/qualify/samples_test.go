@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/speed"
@@ -58,7 +57,7 @@ func smi(t *testing.T, mask string) (lanes.Runner, string) {
 // NO_DECISION, which Regrade recomputes from the retained samples; a lane
 // that disappears is NO_DECISION too.
 func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	for _, c := range []struct {
 		name, mask string
 		lost       bool

@@ -61,7 +61,7 @@ func testPolicy() speed.Policy {
 // grade them, and the same engine cannot prove itself faster than itself
 // by the margin except by noise the grade accounts for.
 func TestSpeedV8OnTheCPU(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	ev := runSpeedV8(context.Background(), f.Iso, arms(f), smoke(t), testPolicy(), nil)
 	if ev.Grade == nil {
 		t.Fatalf("no grade: %+v", ev.Outcome)
@@ -121,7 +121,7 @@ func equalTokens(a, b [][]int) bool {
 // TestSpeedFaultsAreAttributed: the candidate's engine misbehaving is its
 // FAIL; the incumbent's is NO_DECISION.
 func TestSpeedFaultsAreAttributed(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	forged := f.HostileRoot(t, "forged", enginetest.Prelude+enginetest.ReadyFrame+`def d(r):
     time.sleep(3.0)
     send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
@@ -152,7 +152,7 @@ serve(d)
 // swap, C after the "candidate" swap and its restoration, B′ exactly when
 // the two-leg limits were inconclusive, and the evidence says so.
 func TestSpeedV7OnTheCPU(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	a := arms(f)
 	p := testPolicy()
 	p.Version = speed.V7
