@@ -41,6 +41,7 @@ func TestIdleOutcome(t *testing.T) {
 // cannot be accounted for; that is its own engine's fault, a FAIL when it
 // had run the candidate's code and NO_DECISION when it is stock.
 func TestIdleAccountingOfAGoneEngine(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	e, err := engine.Start(context.Background(), f.Iso, arms(f)[1].Spec)
 	if err != nil {

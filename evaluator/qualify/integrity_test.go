@@ -20,6 +20,7 @@ import (
 // whose seed is drawn from the validator secret whatever the caller's
 // verify options say (integrity class 8).
 func TestABIScreenDrawsItsSeedFromTheSecret(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/fixtures/rmsnorm_predicts_rng")
 	o.Verify.Seed = 0 // the seed the fixture predicts; Run must not use it
@@ -82,6 +83,7 @@ func speedWithCandidateOn(t *testing.T, f enginetest.Fixture, candidate string, 
 // same fixture passes verify (evaluator/verify's tests), so the speed
 // stage is the one that catches it.
 func TestSpeedStageRefusesAStoppedClock(t *testing.T) {
+	t.Parallel()
 	ev := speedWithCandidate(t, newFixture(t), "kernels/fixtures/rmsnorm_stops_the_clock")
 	if ev.Decision != Fail || !strings.Contains(ev.Reason, string(speed.C)) || !strings.Contains(ev.Reason, "forged_timing") ||
 		!strings.Contains(ev.Reason, "not a positive time") {
@@ -255,6 +257,7 @@ func TestSpeedV8RefusesANoisyNeighbour(t *testing.T) {
 // to race itself (which the A/A tests of the speed stage show it cannot
 // win by the margin except by noise the grade accounts for).
 func TestQualifyDoesNotPassStockRebundled(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/fixtures/rmsnorm_stock_rebundled")
 	res, err := Run(context.Background(), o)
@@ -285,6 +288,7 @@ func TestQualifyDoesNotPassStockRebundled(t *testing.T) {
 // does read the forgeries, and must refuse the candidate's engine for
 // them rather than take a forged answer or a forged time.
 func TestForgedFramesGainNothing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/fixtures/rmsnorm_forges_frames")
 	req := o.Plan

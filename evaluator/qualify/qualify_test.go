@@ -245,6 +245,7 @@ func TestQualifyOnTheCPU(t *testing.T) {
 // TestQualifyStopsAtTheFirstFailingScreen: a candidate the static scan
 // refuses never reaches a worker.
 func TestQualifyStopsAtTheFirstFailingScreen(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/fixtures/banned_import")
 	res, err := Run(context.Background(), o)

@@ -37,6 +37,7 @@ func TestScreenStatic(t *testing.T) {
 }
 
 func TestScreenServing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := engine.Spec{Python: f.Python, Root: f.Root, Tree: f.Tree, Model: f.Model, Device: "cpu",
 		WorkDir: filepath.Join(f.Run, "serving"), StartTimeout: 3 * time.Minute, BatchTimeout: time.Minute}

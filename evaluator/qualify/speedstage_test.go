@@ -146,6 +146,7 @@ func equalTokens(a, b [][]int) bool {
 // TestSpeedFaultsAreAttributed: the candidate's engine misbehaving is its
 // FAIL; the incumbent's is NO_DECISION.
 func TestSpeedFaultsAreAttributed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	forged := f.HostileRoot(t, "forged", enginetest.Prelude+enginetest.ReadyFrame+`def d(r):
     time.sleep(3.0)
@@ -157,6 +158,7 @@ serve(d)
 		want Decision
 	}{{speed.C, Fail}, {speed.B, NoDecision}} {
 		t.Run(string(c.role), func(t *testing.T) {
+			t.Parallel()
 			arms := arms(f)
 			for i := range arms {
 				arms[i].Spec.WorkDir = filepath.Join(f.Run, string(c.role), string(arms[i].Role))
