@@ -19,6 +19,7 @@ import (
 // nothing (they carry no audit environment); the audit must FAIL it for
 // an audit violation, and its published evidence must regrade.
 func TestAuditStageAfterTheSpeedStage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/fixtures/rmsnorm_wrong_after_n_calls")
 	res, err := Run(context.Background(), o)

@@ -31,6 +31,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestCalibrateOnTheCPU(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var seen []int
 	c, err := Calibrate(context.Background(), RoundsOptions{Isolation: f.Iso, Arms: arms(f), Workload: smoke(t), Policy: testPolicy(),

@@ -280,6 +280,7 @@ func TestDefaultsAreValid(t *testing.T) {
 // every engine load the sealed library, and the qualification runs to its
 // speed stage under v8.
 func TestQualifyPrebuildsACUDASourcesCandidate(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	if err := prebuild.Available(context.Background(), f.Python, "cpu", f.Iso.Unsafe); err != nil {
 		if os.Getenv("CACHEON_REQUIRE_CXX_TORCH") != "" {

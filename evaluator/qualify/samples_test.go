@@ -57,6 +57,7 @@ func smi(t *testing.T, mask string) (lanes.Runner, string) {
 // NO_DECISION, which Regrade recomputes from the retained samples; a lane
 // that disappears is NO_DECISION too.
 func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, c := range []struct {
 		name, mask string
@@ -69,6 +70,7 @@ func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
 		{"lane lost", "0x0000000000000000", true, NoDecision, "GPU is lost"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			r, gone := smi(t, c.mask)
 			if c.lost {
 				if err := os.WriteFile(gone, nil, 0o644); err != nil {

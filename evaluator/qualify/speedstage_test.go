@@ -179,6 +179,7 @@ serve(d)
 // swap, C after the "candidate" swap and its restoration, B′ exactly when
 // the two-leg limits were inconclusive, and the evidence says so.
 func TestSpeedV7OnTheCPU(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a := arms(f)
 	p := testPolicy()
