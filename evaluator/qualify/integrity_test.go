@@ -2,7 +2,6 @@ package qualify
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/workload"
+	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/stacks/plan"
 )
 
@@ -30,7 +30,7 @@ func TestABIScreenDrawsItsSeedFromTheSecret(t *testing.T) {
 	// which leaves every other case as it was (evaluator/verify's tests
 	// show the fixture passes under that bound and seed 0).
 	o.Verify.Catalog = nil
-	declareTokenBound(t, o.Plan.CandidateDir, 512)
+	testtree.DeclareTokenBound(t, o.Plan.CandidateDir, 512)
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -303,34 +303,6 @@ func TestForgedFramesGainNothing(t *testing.T) {
 	t.Logf("serving: %s %s", out.Decision, out.Reason)
 	if out.Decision != Fail || !strings.Contains(out.Reason, "C") {
 		t.Fatalf("serving screen %s %q, want a FAIL of the candidate's engine", out.Decision, out.Reason)
-	}
-}
-
-// declareTokenBound makes every op row of the bundle at dir declare
-// max_num_tokens n in its metadata document: verify's cases above n become
-// N/A, the others run as before.
-func declareTokenBound(t *testing.T, dir string, n int) {
-	t.Helper()
-	docs, err := filepath.Glob(filepath.Join(dir, "metadata", "*.json"))
-	if err != nil || len(docs) == 0 {
-		t.Fatalf("no metadata document in %s to declare a token bound in (%v)", dir, err)
-	}
-	for _, p := range docs {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc map[string]any
-		if err := json.Unmarshal(data, &doc); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		doc["max_num_tokens"] = n
-		if data, err = json.MarshalIndent(doc, "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, append(data, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
