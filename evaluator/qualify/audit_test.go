@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/evaluator/audit"
-	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/stacks/plan"
 )
@@ -20,7 +19,8 @@ import (
 // nothing (they carry no audit environment); the audit must FAIL it for
 // an audit violation, and its published evidence must regrade.
 func TestAuditStageAfterTheSpeedStage(t *testing.T) {
-	f := enginetest.New(t)
+	t.Parallel()
+	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/fixtures/rmsnorm_wrong_after_n_calls")
 	res, err := Run(context.Background(), o)
 	if err != nil {

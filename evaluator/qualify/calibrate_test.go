@@ -6,7 +6,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/speed"
 )
 
@@ -32,7 +31,8 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestCalibrateOnTheCPU(t *testing.T) {
-	f := enginetest.New(t)
+	t.Parallel()
+	f := newFixture(t)
 	var seen []int
 	c, err := Calibrate(context.Background(), RoundsOptions{Isolation: f.Iso, Arms: arms(f), Workload: smoke(t), Policy: testPolicy(),
 		Rounds: 2, Lanes: "cpu", Progress: func(i int, _ CalibrationRound) { seen = append(seen, i) }})

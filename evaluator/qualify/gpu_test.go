@@ -40,7 +40,7 @@ workload "gpu-aa" {
 // sandboxed, over the GPU test workload.
 func gpuArms(t *testing.T) (enginetest.Fixture, *workload.Workload, []Arm) {
 	t.Helper()
-	f := enginetest.New(t)
+	f := newFixture(t)
 	f.Iso.Devices = lanes.DeviceNodes()
 	w, diags := workload.Parse("gpu.hcl", []byte(gpuWorkload))
 	if diags.HasErrors() {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/evaluator/engine"
-	"github.com/cacheon/engine/evaluator/engine/enginetest"
 )
 
 func TestIdleOutcome(t *testing.T) {
@@ -42,7 +41,8 @@ func TestIdleOutcome(t *testing.T) {
 // cannot be accounted for; that is its own engine's fault, a FAIL when it
 // had run the candidate's code and NO_DECISION when it is stock.
 func TestIdleAccountingOfAGoneEngine(t *testing.T) {
-	f := enginetest.New(t)
+	t.Parallel()
+	f := newFixture(t)
 	e, err := engine.Start(context.Background(), f.Iso, arms(f)[1].Spec)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/evidence"
 )
 
@@ -117,7 +116,7 @@ func requireNoStrays(t *testing.T, dirs ...string) {
 // NO_DECISION or with the context's error, never a candidate's FAIL, and
 // leaves no process in the host's process table.
 func TestCancelledQualificationLeavesNoProcess(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	for _, stage := range []string{ScreenABI, ScreenServing, StageSpeed} {
 		t.Run(stage, func(t *testing.T) {
 			o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
@@ -194,7 +193,7 @@ func TestStraysSeesLeftoverProcesses(t *testing.T) {
 // an infrastructure failure and never a verdict, and no process outlives
 // it.
 func TestEvidenceWriteFailureIsAnError(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
 	o.RunDir = filepath.Join(f.Run, "broken-store")
 	if err := os.Mkdir(o.RunDir, 0o755); err != nil {

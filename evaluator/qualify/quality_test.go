@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/catalog"
-	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/quality"
@@ -48,12 +47,13 @@ func referenceTree(t *testing.T, dir string) string {
 	return out
 }
 
-// TestQualityStageOnTheCPU runs the v8 speed stage A/A on the CPU, then T
-// over its retained trajectories with the selection sealed first: the
-// stock candidate passes and its evidence re-grades; trajectories the
-// speed stage did not keep in full decide nothing.
+// TestQualityStageOnTheCPU takes a v8 speed stage A/A on the CPU (the
+// shared stock run) and runs T over its retained trajectories, with the
+// selection sealed before T reads any of them: the stock candidate passes
+// and its evidence re-grades; trajectories the speed stage did not keep in
+// full decide nothing.
 func TestQualityStageOnTheCPU(t *testing.T) {
-	f := enginetest.New(t)
+	f := newFixture(t)
 	cpu, err := lanes.Plan(nil, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,11 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	if _, err := store.Get(sel.Ref); err != nil {
 		t.Fatalf("the commitment is not in the store: %v", err)
 	}
-	ev := runSpeedV8(context.Background(), f.Iso, arms(f), o.Workload, testPolicy(), nil)
+	// The shared stock A/A run (smoke workload, test policy), which may
+	// have run before the selection above was sealed: the selection is
+	// drawn from the workload's prompts and a fresh secret, never from what
+	// an engine returned, and T reads only the retained trajectories.
+	ev := stockAAEvidence(t, f)
 	if ev.Grade == nil {
 		t.Fatalf("speed: %+v", ev.Outcome)
 	}

@@ -1,7 +1,6 @@
 package qualify
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -11,16 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/evidence"
 )
 
-// TestRegradeAgreesAndCatchesEdits publishes a real speed stage, re-grades
-// its report from the store, then edits the report and the evidence one
-// way at a time: each edit must be caught.
+// TestRegradeAgreesAndCatchesEdits publishes a real speed stage (the
+// shared stock A/A run), re-grades its report from the store, then edits
+// the report and the evidence one way at a time: each edit must be caught.
 func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
-	f := enginetest.New(t)
-	ev := runSpeedV8(context.Background(), f.Iso, arms(f), smoke(t), testPolicy(), nil)
+	ev := stockAAEvidence(t, newFixture(t))
 	if ev.Grade == nil {
 		t.Fatalf("no grade: %+v", ev.Outcome)
 	}

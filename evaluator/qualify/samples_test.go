@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/speed"
@@ -58,7 +57,8 @@ func smi(t *testing.T, mask string) (lanes.Runner, string) {
 // NO_DECISION, which Regrade recomputes from the retained samples; a lane
 // that disappears is NO_DECISION too.
 func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
-	f := enginetest.New(t)
+	t.Parallel()
+	f := newFixture(t)
 	for _, c := range []struct {
 		name, mask string
 		lost       bool
@@ -70,6 +70,7 @@ func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
 		{"lane lost", "0x0000000000000000", true, NoDecision, "GPU is lost"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			r, gone := smi(t, c.mask)
 			if c.lost {
 				if err := os.WriteFile(gone, nil, 0o644); err != nil {

@@ -37,7 +37,8 @@ func TestScreenStatic(t *testing.T) {
 }
 
 func TestScreenServing(t *testing.T) {
-	f := enginetest.New(t)
+	t.Parallel()
+	f := newFixture(t)
 	spec := engine.Spec{Python: f.Python, Root: f.Root, Tree: f.Tree, Model: f.Model, Device: "cpu",
 		WorkDir: filepath.Join(f.Run, "serving"), StartTimeout: 3 * time.Minute, BatchTimeout: time.Minute}
 	if o := screenServing(context.Background(), f.Iso, spec, [][]int{{1, 2, 3}}); o.Decision != Pass {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,13 +57,37 @@ func testPolicy() speed.Policy {
 		CalibrationDigest: strings.Repeat("a", 64), CalibrationContextDigest: strings.Repeat("b", 64)}
 }
 
+// stockAA is one A/A run of the v8 speed stage (stock engines on all three
+// arms, the smoke workload, the test policy, no lane samples), made by the
+// first test that asks for it and shared with the others: starting and
+// warming three engines is most of such a test's time.
+// TestSpeedV8OnTheCPU checks the run itself, TestRegradeAgreesAndCatchesEdits
+// regrades what it publishes and TestQualityStageOnTheCPU scores its
+// trajectories; each only reads it (the quality test edits copies).
+var stockAA struct {
+	mu sync.Mutex
+	ev *SpeedEvidence
+}
+
+// stockAAEvidence is the shared A/A run, made on f's engines when no test
+// has made it yet. Whatever it decided is kept: a run without a grade fails
+// every test that needs one, as it did when each made its own.
+func stockAAEvidence(t *testing.T, f enginetest.Fixture) *SpeedEvidence {
+	t.Helper()
+	stockAA.mu.Lock()
+	defer stockAA.mu.Unlock()
+	if stockAA.ev == nil {
+		stockAA.ev = runSpeedV8(context.Background(), f.Iso, arms(f), smoke(t), testPolicy(), nil)
+	}
+	return stockAA.ev
+}
+
 // TestSpeedV8OnTheCPU runs the three-engine schedule with the same stock
 // tree on every arm (an A/A run): it must take three well-formed reads and
 // grade them, and the same engine cannot prove itself faster than itself
 // by the margin except by noise the grade accounts for.
 func TestSpeedV8OnTheCPU(t *testing.T) {
-	f := enginetest.New(t)
-	ev := runSpeedV8(context.Background(), f.Iso, arms(f), smoke(t), testPolicy(), nil)
+	ev := stockAAEvidence(t, newFixture(t))
 	if ev.Grade == nil {
 		t.Fatalf("no grade: %+v", ev.Outcome)
 	}
@@ -121,7 +146,8 @@ func equalTokens(a, b [][]int) bool {
 // TestSpeedFaultsAreAttributed: the candidate's engine misbehaving is its
 // FAIL; the incumbent's is NO_DECISION.
 func TestSpeedFaultsAreAttributed(t *testing.T) {
-	f := enginetest.New(t)
+	t.Parallel()
+	f := newFixture(t)
 	forged := f.HostileRoot(t, "forged", enginetest.Prelude+enginetest.ReadyFrame+`def d(r):
     time.sleep(3.0)
     send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
@@ -132,6 +158,7 @@ serve(d)
 		want Decision
 	}{{speed.C, Fail}, {speed.B, NoDecision}} {
 		t.Run(string(c.role), func(t *testing.T) {
+			t.Parallel()
 			arms := arms(f)
 			for i := range arms {
 				arms[i].Spec.WorkDir = filepath.Join(f.Run, string(c.role), string(arms[i].Role))
@@ -152,7 +179,8 @@ serve(d)
 // swap, C after the "candidate" swap and its restoration, B′ exactly when
 // the two-leg limits were inconclusive, and the evidence says so.
 func TestSpeedV7OnTheCPU(t *testing.T) {
-	f := enginetest.New(t)
+	t.Parallel()
+	f := newFixture(t)
 	a := arms(f)
 	p := testPolicy()
 	p.Version = speed.V7

@@ -1,9 +1,7 @@
 package verify
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,7 +46,7 @@ func TestVerifyCatchesTheIntegrityFixtures(t *testing.T) {
 			if got := scanRules(sr); (c.scanRule == "") != (len(got) == 0) || (c.scanRule != "" && !got[c.scanRule]) {
 				t.Fatalf("class %d: the static scan found %v, want %q", c.class, got, c.scanRule)
 			}
-			declareTokenBound(t, dir, rmsnormTokenBound)
+			testtree.DeclareTokenBound(t, dir, rmsnormTokenBound)
 			rep := run(t, dir, Options{})
 			if rep.Verdict != Fail || len(rep.Rows) != 1 {
 				t.Fatalf("class %d: verdict %s (%s), want FAIL", c.class, rep.Verdict, rep.Reason)
@@ -118,34 +116,6 @@ func TestVerifyPassesTheLaterStagesFixtures(t *testing.T) {
 // with their case indices and seeds unchanged (rmsnorm_predicts_rng
 // predicts them).
 const rmsnormTokenBound = 512
-
-// declareTokenBound makes every op row of the bundle at dir declare
-// max_num_tokens n in its metadata document: the cases above n become
-// N/A, the others run as before.
-func declareTokenBound(t *testing.T, dir string, n int) {
-	t.Helper()
-	docs, err := filepath.Glob(filepath.Join(dir, "metadata", "*.json"))
-	if err != nil || len(docs) == 0 {
-		t.Fatalf("no metadata document in %s to declare a token bound in (%v)", dir, err)
-	}
-	for _, p := range docs {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc map[string]any
-		if err := json.Unmarshal(data, &doc); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		doc["max_num_tokens"] = n
-		if data, err = json.MarshalIndent(doc, "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, append(data, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func scanRules(r *scan.Report) map[scan.Rule]bool {
 	rules := map[scan.Rule]bool{}

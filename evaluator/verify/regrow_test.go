@@ -103,7 +103,8 @@ func checkRegrowPassed(t *testing.T, row RowResult) {
 
 // verifyRepoBundle verifies a copy of a bundle of this repository with the
 // static scan on (the bundles here must scan clean). maxTokens > 0 makes
-// every row of the copy declare that token bound (declareTokenBound); 0
+// every row of the copy declare that token bound
+// (testtree.DeclareTokenBound); 0
 // runs every catalog shape.
 func verifyRepoBundle(t *testing.T, rel string, maxTokens int, o Options) *Report {
 	t.Helper()
@@ -112,7 +113,7 @@ func verifyRepoBundle(t *testing.T, rel string, maxTokens int, o Options) *Repor
 	// A copy: under Bazel the runfiles are links, which a bundle may not hold.
 	testtree.Copy(t, filepath.Join("..", "..", filepath.FromSlash(rel)), dir)
 	if maxTokens > 0 {
-		declareTokenBound(t, dir, maxTokens)
+		testtree.DeclareTokenBound(t, dir, maxTokens)
 	}
 	if o.DType == "" {
 		o.DType = "float32"

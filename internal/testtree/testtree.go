@@ -9,6 +9,8 @@
 package testtree
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -84,4 +86,42 @@ func Workspace(t testing.TB, root string, rels ...string) string {
 		t.Fatal(err)
 	}
 	return ws
+}
+
+// DeclareTokenBound makes every metadata document of the bundle (copy) at
+// dir, metadata/*.json, declare max_num_tokens n, keeping its other
+// fields: verify then runs the catalog cases of at most n tokens, each with
+// the index and seed it has unbounded, and finds the others outside the
+// declared domain. Tests use it to leave out catalog shapes far bigger
+// than what they check needs. It fails the test when the bundle has no
+// metadata document.
+func DeclareTokenBound(t testing.TB, dir string, n int) {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join(dir, "metadata", "*.json"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no metadata document in %s to declare a token bound in (%v)", dir, err)
+	}
+	for _, p := range docs {
+		if err := declareTokenBound(p, n); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+}
+
+func declareTokenBound(path string, n int) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		return err
+	}
+	doc["max_num_tokens"] = n
+	if data, err = json.MarshalIndent(doc, "", "  "); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
 }

@@ -1,8 +1,10 @@
 package testtree
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +41,26 @@ func TestCopyRefusesSpecialFiles(t *testing.T) {
 	os.Symlink("/dev/null", filepath.Join(src, "dev"))
 	if err := copyTree(src, filepath.Join(t.TempDir(), "copy"), true); err == nil {
 		t.Fatal("a link to a device was copied")
+	}
+}
+
+func TestDeclareTokenBound(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "metadata"), 0o755)
+	doc := filepath.Join(dir, "metadata", "k.json")
+	os.WriteFile(doc, []byte(`{"op": "norm.rmsnorm", "max_last_dim": 9007199254740993, "max_num_tokens": 4096}`), 0o644)
+	DeclareTokenBound(t, dir, 512)
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	// The other fields keep their values, integers past float64's exact
+	// range too.
+	if len(got) != 3 || got["op"] != "norm.rmsnorm" || got["max_num_tokens"] != 512.0 || !strings.Contains(string(data), "9007199254740993") {
+		t.Fatalf("metadata after the bound: %s", data)
 	}
 }

@@ -27,17 +27,47 @@ type Fixture struct {
 	Iso    worker.Isolation
 }
 
+// Interpreter is the test interpreter ($CACHEON_TEST_PYTHON, else
+// /usr/bin/python3) and whether it imports torch and numpy. Checking takes
+// an interpreter start and a torch import, seconds on a small machine: a
+// package whose tests each make a fixture can check once, in its
+// TestMain, and make every fixture with NewWith.
+type Interpreter struct {
+	Python string
+	// Missing is the output of the failed import, "" when it succeeded.
+	Missing string
+}
+
+// CheckInterpreter checks the test interpreter.
+func CheckInterpreter() Interpreter {
+	py := os.Getenv("CACHEON_TEST_PYTHON")
+	if py == "" {
+		py = "/usr/bin/python3"
+	}
+	in := Interpreter{Python: py}
+	if out, err := exec.Command(py, "-c", "import torch, numpy").CombinedOutput(); err != nil {
+		in.Missing = strings.TrimSpace(string(out))
+		if in.Missing == "" {
+			in.Missing = err.Error()
+		}
+	}
+	return in
+}
+
 // New makes a fixture, skipping the test where torch is missing. Where no
 // sandbox can be made the engines run unisolated, unless
 // CACHEON_REQUIRE_SANDBOX is set, where that fails the test.
 func New(t testing.TB) Fixture {
 	t.Helper()
-	py := os.Getenv("CACHEON_TEST_PYTHON")
-	if py == "" {
-		py = "/usr/bin/python3"
-	}
-	if out, err := exec.Command(py, "-c", "import torch, numpy").CombinedOutput(); err != nil {
-		t.Skipf("engine tests need torch in %s: %s", py, strings.TrimSpace(string(out)))
+	return NewWith(t, CheckInterpreter())
+}
+
+// NewWith is New with the interpreter checked already.
+func NewWith(t testing.TB, in Interpreter) Fixture {
+	t.Helper()
+	py := in.Python
+	if in.Missing != "" {
+		t.Skipf("engine tests need torch in %s: %s", py, in.Missing)
 	}
 	dir := t.TempDir()
 	for _, d := range []string{filepath.Dir(dir), dir} {
