@@ -289,7 +289,10 @@ func (p *parser) decodeString(t *token) (val string, isBytes, inexact bool) {
 	if len(body) >= 6 && body[1] == body[0] && body[2] == body[0] {
 		n = 3
 	}
-	body = normalizeNewlines(body[n : len(body)-n])
+	body = body[n : len(body)-n]
+	if t.aux&strCR != 0 {
+		body = normalizeNewlines(body)
+	}
 	isBytes = strings.Contains(prefix, "b")
 	if isBytes {
 		for i := 0; i < len(body); i++ {
@@ -298,7 +301,7 @@ func (p *parser) decodeString(t *token) (val string, isBytes, inexact bool) {
 			}
 		}
 	}
-	if strings.Contains(prefix, "r") {
+	if strings.Contains(prefix, "r") || t.aux&strEscape == 0 {
 		return body, isBytes, false
 	}
 	val, inexact = p.unescape(t, body, isBytes)
