@@ -348,7 +348,8 @@ func (p *parser) statement(out []Stmt) []Stmt {
 	if t.kind == tOp && p.text(t) == "@" {
 		return append(out, p.decorated())
 	}
-	if t.kind == tName && !t.raw {
+	// Every statement keyword is a hard keyword but match.
+	if t.kind == tName && (t.kw || p.spelled(t, "match")) {
 		start := int(t.start)
 		switch p.text(t) {
 		case "def":
@@ -436,7 +437,8 @@ func stmtEnd(body []Stmt, fallback int) int {
 func (p *parser) simpleStmt() Stmt {
 	t := p.tok()
 	start := int(t.start)
-	if t.kind == tName && !t.raw {
+	// Every statement keyword is a hard keyword but type.
+	if t.kind == tName && (t.kw || p.spelled(t, "type")) {
 		switch p.text(t) {
 		case "pass":
 			p.advance()
