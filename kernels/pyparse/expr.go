@@ -212,7 +212,8 @@ func (p *parser) compareOp() (string, bool) {
 		p.advance()
 		return "in", true
 	case p.kwIs(t, "not") && p.kwIs(p.peek(1), "in"):
-		p.p += 2
+		p.step()
+		p.step()
 		return "not in", true
 	case p.kwIs(t, "is"):
 		p.advance()
