@@ -679,8 +679,9 @@ func scanString(s string, i int, quote byte) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, bs, nl, cr := ones*uint64(quote), ones*uint64('\\'), ones*uint64('\n'), ones*uint64('\r')
 	for ; i+8 <= len(s); i += 8 {
-		v := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		w := s[i : i+8] // one bounds check; the eight loads below become one
+		v := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 		a, b, c, d := v^q, v^bs, v^nl, v^cr
 		if ((a-ones)&^a|(b-ones)&^b|(c-ones)&^c|(d-ones)&^d)&highs != 0 {
 			break
