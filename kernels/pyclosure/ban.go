@@ -22,6 +22,7 @@ import (
 // binding qualifies.
 type ban struct {
 	visit     func(*pyparse.File, pyparse.Node)
+	walker    pyparse.Walker
 	cute      cuteCount
 	carved    map[*pyparse.Attribute]bool // the functions of the statement's cute.compile(<callable>, ...) calls
 	found     []Problem
@@ -37,7 +38,7 @@ func (b *ban) statement(pf *pyparse.File, st pyparse.Stmt) {
 		b.found = append(b.found, Problem{Line: line, Col: col, Reason: fmt.Sprintf(format, args...)})
 	}
 	clear(b.carved)
-	pyparse.Inspect(st, func(n pyparse.Node) bool {
+	b.walker.Inspect(st, func(n pyparse.Node) bool {
 		if b.visit != nil {
 			b.visit(pf, n)
 		}
