@@ -282,7 +282,10 @@ func normalizeNewlines(s string) string {
 // decodeString returns the value of a plain (non-f) string token.
 func (p *parser) decodeString(t *token) (val string, isBytes, inexact bool) {
 	text := p.f.Src[t.start:t.end]
-	q := strings.IndexAny(text, "'\"")
+	q := 0 // the opening quote, after a prefix of at most two letters
+	for text[q] != '\'' && text[q] != '"' {
+		q++
+	}
 	prefix := strings.ToLower(text[:q])
 	body := text[q:]
 	n := 1
