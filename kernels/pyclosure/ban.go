@@ -22,6 +22,7 @@ import (
 // binding qualifies.
 type ban struct {
 	visit     func(*pyparse.File, pyparse.Node)
+	walker    pyparse.Walker
 	cute      cuteCount
 	carved    map[*pyparse.Attribute]bool // the functions of the statement's cute.compile(<callable>, ...) calls
 	found     []Problem
@@ -37,11 +38,10 @@ func (b *ban) statement(pf *pyparse.File, st pyparse.Stmt) {
 		b.found = append(b.found, Problem{Line: line, Col: col, Reason: fmt.Sprintf(format, args...)})
 	}
 	clear(b.carved)
-	pyparse.Inspect(st, func(n pyparse.Node) bool {
+	b.walker.Inspect(st, func(n pyparse.Node) bool {
 		if b.visit != nil {
 			b.visit(pf, n)
 		}
-		b.cute.add(n)
 		switch x := n.(type) {
 		case *pyparse.Call:
 			if isCuteCompile(x) {
@@ -51,12 +51,14 @@ func (b *ban) statement(pf *pyparse.File, st pyparse.Stmt) {
 				b.carved[x.Func.(*pyparse.Attribute)] = true
 			}
 		case *pyparse.Import:
+			b.cute.add(n)
 			for _, a := range x.Names {
 				if bannedModule(root(a.Name.Name)) {
 					report(a, "dynamic import: module %q is import machinery", a.Name.Name)
 				}
 			}
 		case *pyparse.ImportFrom:
+			b.cute.add(n)
 			if x.Level == 0 && x.Module != nil && bannedModule(root(x.Module.Name)) {
 				report(x, "dynamic import: module %q is import machinery", x.Module.Name)
 				return true
@@ -67,6 +69,7 @@ func (b *ban) statement(pf *pyparse.File, st pyparse.Stmt) {
 				}
 			}
 		case *pyparse.Name:
+			b.cute.add(n)
 			if bannedName(x.ID) {
 				report(x, "dynamic import: name %q", x.ID)
 			}
@@ -80,6 +83,10 @@ func (b *ban) statement(pf *pyparse.File, st pyparse.Stmt) {
 			case loaderAttribute(x.Attr.Name):
 				report(x.Attr, "dynamic import: loader call %q", x.Attr.Name)
 			}
+		case *pyparse.Constant:
+			// Binds nothing and is never banned: the commonest leaf.
+		default:
+			b.cute.add(n)
 		}
 		return true
 	})

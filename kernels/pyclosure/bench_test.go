@@ -60,3 +60,55 @@ func BenchmarkClosureDeepImports(b *testing.B) {
 		})
 	}
 }
+
+// generatedTable is the shape bench/materialize.sh writes: one assignment
+// of a 96-character string literal per line.
+func generatedTable(size int) []byte {
+	var b []byte
+	for i := 0; len(b) < size; i++ {
+		h := fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15)
+		b = fmt.Appendf(b, "T%d = \"%s%s\"\n", i, h, h[:32])
+	}
+	return b
+}
+
+// kernelCode repeats a function of the kind a kernel bundle holds:
+// imports, calls, attributes, subscripts, operators, a comprehension.
+func kernelCode(size int) []byte {
+	b := []byte("import torch\nfrom .util import helper\n")
+	for i := 0; len(b) < size; i++ {
+		b = fmt.Appendf(b, `
+
+def kernel_%d(x, y, *, scale=1.0):
+    """Scale x, add y, reduce."""
+    out = torch.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = helper(x[i] * scale + y[i], dim=-1) if i %% 2 else x[i]
+    return out.sum(dim=0), {"n": len(out), 'k': [a for a in y if a > 0]}
+`, i)
+	}
+	return b
+}
+
+// BenchmarkAnalyze computes the facts of an 8 MiB module (one parse and
+// the ban's walk), of the shape bench/materialize.sh writes and of
+// ordinary code:
+//
+//	go test ./kernels/pyclosure -run '^$' -bench Analyze -benchmem -count 5
+func BenchmarkAnalyze(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		src  []byte
+	}{{"generated-table", generatedTable(8 << 20)}, {"kernel-code", kernelCode(8 << 20)}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.src)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				facts, err := Analyze(c.src)
+				if err != nil || len(facts.Refusals) > 0 {
+					b.Fatalf("Analyze: %v %v", err, facts.Refusals)
+				}
+			}
+		})
+	}
+}

@@ -212,7 +212,8 @@ func (p *parser) compareOp() (string, bool) {
 		p.advance()
 		return "in", true
 	case p.kwIs(t, "not") && p.kwIs(p.peek(1), "in"):
-		p.p += 2
+		p.step()
+		p.step()
 		return "not in", true
 	case p.kwIs(t, "is"):
 		p.advance()
@@ -243,48 +244,69 @@ func (p *parser) comparison() Expr {
 	return &Compare{Loc{start, p.prevEnd()}, left, ops, comps}
 }
 
-// binaryLevel parses a left-associative level of binary operators.
-func (p *parser) binaryLevel(ops []string, next func() Expr) Expr {
+// The six levels of left-associative binary operators, from `|` (level
+// 0) to the `*` level (5), are parsed by precedence climbing: an operand
+// is parsed once, and only an operator that follows it leads into the
+// levels, where recursive descent would call down through all six levels
+// (and back) for every operand. The tree, spans and errors are those of
+// the descent: each operator takes as its right operand everything of
+// higher precedence after it, and an operator of its own level or lower
+// ends that operand, so equal operators group to the left.
+
+// binaryLevel is the level of the binary operator t, or -1 when t is
+// not one of them.
+func (p *parser) binaryLevel(t *token) int {
+	if t.kind != tOp {
+		return -1
+	}
+	op := p.src[t.start:t.end]
+	switch len(op) {
+	case 1:
+		switch op[0] {
+		case '|':
+			return 0
+		case '^':
+			return 1
+		case '&':
+			return 2
+		case '+', '-':
+			return 4
+		case '*', '/', '%', '@':
+			return 5
+		}
+	case 2:
+		switch op {
+		case "<<", ">>":
+			return 3
+		case "//":
+			return 5
+		}
+	}
+	return -1
+}
+
+// binaryOperand parses an expression of the levels from lvl up: a factor
+// and the operators of level lvl and above after it.
+func (p *parser) binaryOperand(lvl int) Expr {
 	start := p.exprStart()
-	left := next()
+	left := p.factor()
 	for {
 		t := p.tok()
-		if t.kind != tOp {
+		l := p.binaryLevel(t)
+		if l < lvl {
 			return left
 		}
-		found := ""
-		for _, op := range ops {
-			if p.text(t) == op {
-				found = op
-				break
-			}
-		}
-		if found == "" {
-			return left
-		}
+		op := p.text(t)
 		p.advance()
-		right := next()
+		right := p.binaryOperand(l + 1)
 		b := p.nodes.binops.new()
-		*b = BinOp{Loc{start, p.prevEnd()}, left, found, right}
+		*b = BinOp{Loc{start, p.prevEnd()}, left, op, right}
 		left = b
 	}
 }
 
-var (
-	opsOr    = []string{"|"}
-	opsXor   = []string{"^"}
-	opsAnd   = []string{"&"}
-	opsShift = []string{"<<", ">>"}
-	opsSum   = []string{"+", "-"}
-	opsTerm  = []string{"*", "/", "//", "%", "@"}
-)
-
-func (p *parser) bitwiseOr() Expr  { return p.binaryLevel(opsOr, p.bitwiseXor) }
-func (p *parser) bitwiseXor() Expr { return p.binaryLevel(opsXor, p.bitwiseAnd) }
-func (p *parser) bitwiseAnd() Expr { return p.binaryLevel(opsAnd, p.shiftExpr) }
-func (p *parser) shiftExpr() Expr  { return p.binaryLevel(opsShift, p.sum) }
-func (p *parser) sum() Expr        { return p.binaryLevel(opsSum, p.term) }
-func (p *parser) term() Expr       { return p.binaryLevel(opsTerm, p.factor) }
+// bitwiseOr is `bitwise_or`, every level of binary operators.
+func (p *parser) bitwiseOr() Expr { return p.binaryOperand(0) }
 
 func (p *parser) factor() Expr {
 	t := p.tok()

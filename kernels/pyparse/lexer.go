@@ -661,6 +661,40 @@ func closerOf(open byte) byte {
 	return '}'
 }
 
+// What a string token's body holds, in token.aux: a backslash (so the
+// value has escapes to decode, unless raw) or a carriage return (so its
+// line endings are normalized).
+const (
+	strEscape = 1 << iota
+	strCR
+)
+
+// scanString returns the offset of the first byte at or after i that can
+// end or escape a string literal quoted with quote (the quote, a
+// backslash or a line break), or len(s). Eight bytes at a time it tests
+// whether any of them is one of those: a word with a zero byte where one
+// of them was has a borrow into that byte's top bit, and the byte loop
+// then finds which.
+func scanString(s string, i int, quote byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs, nl, cr := ones*uint64(quote), ones*uint64('\\'), ones*uint64('\n'), ones*uint64('\r')
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8] // one bounds check; the eight loads below become one
+		v := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		a, b, c, d := v^q, v^bs, v^nl, v^cr
+		if ((a-ones)&^a|(b-ones)&^b|(c-ones)&^c|(d-ones)&^d)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '\\' || c == quote || c == '\n' || c == '\r' {
+			return i
+		}
+	}
+	return i
+}
+
 // lexString scans a string literal whose prefix starts at start and whose
 // opening quote is at q. F-strings are handed to the f-string modes.
 func (l *lexer) lexString(start, q int) {
@@ -681,18 +715,11 @@ func (l *lexer) lexString(start, q int) {
 		l.modes = append(l.modes, modeEntry{mode: mFLiteral, quote: quote, triple: triple, raw: raw, start: start, body: l.pos})
 		return
 	}
-	src := l.src
+	var flags int32 // what the body holds (strEscape, strCR), for the parser's decoding
 	for {
 		// Skip the bytes that cannot end or escape the literal in one
 		// tight loop; the switch below sees only the others.
-		i := l.pos
-		for i < len(src) {
-			if c := src[i]; c == '\\' || c == quote || c == '\n' || c == '\r' {
-				break
-			}
-			i++
-		}
-		l.pos = i
+		l.pos = scanString(l.src, l.pos, quote)
 		if l.pos >= len(l.src) {
 			if triple {
 				l.fail(start, "unterminated triple-quoted string literal (detected at line %d)", l.file.Position(len(l.src)).Line)
@@ -704,9 +731,13 @@ func (l *lexer) lexString(start, q int) {
 		case c == '\\':
 			// A backslash always protects the next character from ending
 			// the literal, raw or not; a backslash-newline continues it.
+			flags |= strEscape
 			l.pos++
 			if l.pos < len(l.src) {
 				if l.src[l.pos] == '\r' || l.src[l.pos] == '\n' {
+					if l.src[l.pos] == '\r' {
+						flags |= strCR
+					}
 					l.skipNewline()
 				} else {
 					l.pos++
@@ -715,16 +746,22 @@ func (l *lexer) lexString(start, q int) {
 		case c == quote:
 			if !triple {
 				l.pos++
-				l.emit(tString, start, l.pos)
+				l.push(token{kind: tString, start: int32(start), end: int32(l.pos), aux: flags})
 				return
 			}
 			if tripleAt(l.src, l.pos, quote) {
 				l.pos += 3
-				l.emit(tString, start, l.pos)
+				l.push(token{kind: tString, start: int32(start), end: int32(l.pos), aux: flags})
 				return
 			}
 			l.pos++
-		case (c == '\n' || c == '\r') && !triple:
+		case c == '\r':
+			if !triple {
+				l.fail(start, "unterminated string literal (detected at line %d)", l.file.Position(start).Line)
+			}
+			flags |= strCR
+			l.pos++
+		case c == '\n' && !triple:
 			l.fail(start, "unterminated string literal (detected at line %d)", l.file.Position(start).Line)
 		default:
 			l.pos++

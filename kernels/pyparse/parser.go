@@ -119,6 +119,7 @@ func (p *parser) run() (mod *Module, err error) {
 		}
 	}()
 	mod = &Module{Loc: Loc{0, len(p.f.Src)}}
+	p.fill(1)
 	for p.tok().kind != tEnd {
 		if !p.keep && p.p > tokenWindow {
 			// Nothing before the last consumed token is read again.
@@ -140,7 +141,10 @@ func (p *parser) run() (mod *Module, err error) {
 }
 
 // fill has the lexer buffer at least n tokens, and some beyond, unless
-// the source ends first (then the last token is the end marker).
+// the source ends first (then the last token is the end marker). It is
+// kept out of line so that tok and peek, on every token, stay inlined.
+//
+//go:noinline
 func (p *parser) fill(n int) {
 	p.lx.more(n + lexAhead)
 	p.toks = p.lx.toks
@@ -189,11 +193,18 @@ func (p *parser) enter() {
 
 func (p *parser) leave() { p.depth-- }
 
-func (p *parser) tok() *token {
-	if p.p >= len(p.toks) {
+// tok is the current token. The current token is always buffered (run
+// fills the first, step the next), so tok is one load, inlined wherever
+// the parser looks at a token.
+func (p *parser) tok() *token { return &p.toks[p.p] }
+
+// step moves to the next token, having the lexer make it if need be.
+// The end marker is the last token, and the parser never steps past it.
+func (p *parser) step() {
+	p.p++
+	if p.p == len(p.toks) {
 		p.fill(p.p + 1)
 	}
-	return &p.toks[p.p]
 }
 
 func (p *parser) peek(n int) *token {
@@ -209,7 +220,7 @@ func (p *parser) peek(n int) *token {
 func (p *parser) advance() token {
 	t := *p.tok()
 	if t.kind != tEnd {
-		p.p++
+		p.step()
 	}
 	return t
 }
@@ -254,7 +265,7 @@ func (p *parser) opIs(t *token, s string) bool { return t.kind == tOp && p.spell
 
 func (p *parser) acceptOp(s string) bool {
 	if p.isOp(s) {
-		p.p++
+		p.step()
 		return true
 	}
 	return false
@@ -262,7 +273,7 @@ func (p *parser) acceptOp(s string) bool {
 
 func (p *parser) acceptKw(s string) bool {
 	if p.isKw(s) {
-		p.p++
+		p.step()
 		return true
 	}
 	return false
@@ -314,7 +325,7 @@ func (p *parser) ident() *Ident {
 	if !t.isName() {
 		p.fail("expected a name")
 	}
-	p.p++
+	p.step()
 	return p.newIdent(Loc{int(t.start), int(t.end)}, p.text(t))
 }
 
@@ -348,7 +359,8 @@ func (p *parser) statement(out []Stmt) []Stmt {
 	if t.kind == tOp && p.text(t) == "@" {
 		return append(out, p.decorated())
 	}
-	if t.kind == tName && !t.raw {
+	// Every statement keyword is a hard keyword but match.
+	if t.kind == tName && (t.kw || p.spelled(t, "match")) {
 		start := int(t.start)
 		switch p.text(t) {
 		case "def":
@@ -436,7 +448,8 @@ func stmtEnd(body []Stmt, fallback int) int {
 func (p *parser) simpleStmt() Stmt {
 	t := p.tok()
 	start := int(t.start)
-	if t.kind == tName && !t.raw {
+	// Every statement keyword is a hard keyword but type.
+	if t.kind == tName && (t.kw || p.spelled(t, "type")) {
 		switch p.text(t) {
 		case "pass":
 			p.advance()

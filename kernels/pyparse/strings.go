@@ -282,14 +282,20 @@ func normalizeNewlines(s string) string {
 // decodeString returns the value of a plain (non-f) string token.
 func (p *parser) decodeString(t *token) (val string, isBytes, inexact bool) {
 	text := p.f.Src[t.start:t.end]
-	q := strings.IndexAny(text, "'\"")
+	q := 0 // the opening quote, after a prefix of at most two letters
+	for text[q] != '\'' && text[q] != '"' {
+		q++
+	}
 	prefix := strings.ToLower(text[:q])
 	body := text[q:]
 	n := 1
 	if len(body) >= 6 && body[1] == body[0] && body[2] == body[0] {
 		n = 3
 	}
-	body = normalizeNewlines(body[n : len(body)-n])
+	body = body[n : len(body)-n]
+	if t.aux&strCR != 0 {
+		body = normalizeNewlines(body)
+	}
 	isBytes = strings.Contains(prefix, "b")
 	if isBytes {
 		for i := 0; i < len(body); i++ {
@@ -298,7 +304,7 @@ func (p *parser) decodeString(t *token) (val string, isBytes, inexact bool) {
 			}
 		}
 	}
-	if strings.Contains(prefix, "r") {
+	if strings.Contains(prefix, "r") || t.aux&strEscape == 0 {
 		return body, isBytes, false
 	}
 	val, inexact = p.unescape(t, body, isBytes)

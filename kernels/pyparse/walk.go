@@ -8,11 +8,28 @@ import "sync"
 // a.b.c... make trees millions of levels deep, which recursion would not
 // survive.
 func Inspect(n Node, fn func(Node) bool) {
-	sp, _ := inspectStacks.Get().(*[]Node)
-	if sp == nil {
-		sp = new([]Node)
+	w, _ := walkers.Get().(*Walker)
+	if w == nil {
+		w = new(Walker)
 	}
-	stack := append((*sp)[:0], n)
+	w.Inspect(n, fn)
+	if cap(w.stack) <= maxPooledStack {
+		walkers.Put(w)
+	}
+}
+
+// A Walker walks trees as Inspect does and keeps its stack from one walk
+// to the next: a reader that walks many small trees (the statements
+// ParseStatements hands out, one at a time) walks them without growing a
+// stack for each. A Walker holds no node between walks. Its zero value
+// is ready to use; it is not safe for concurrent use.
+type Walker struct {
+	stack []Node
+}
+
+// Inspect is Inspect with w's stack.
+func (w *Walker) Inspect(n Node, fn func(Node) bool) {
+	stack := append(w.stack[:0], n)
 	high := len(stack)
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
@@ -28,18 +45,15 @@ func Inspect(n Node, fn func(Node) bool) {
 		}
 		high = max(high, len(stack))
 	}
-	if cap(stack) <= maxPooledStack {
-		clear(stack[:high]) // a pooled stack holds no nodes
-		*sp = stack[:0]
-		inspectStacks.Put(sp)
-	}
+	clear(stack[:high]) // the walker keeps no node alive
+	w.stack = stack[:0]
 }
 
-// inspectStacks keeps Inspect's stacks between walks. A module's
-// statements are all pushed at once, so walking a file of a hundred
-// thousand statements needs a stack that large; reusing one saves
-// growing (and faulting in) a new one for every walk.
-var inspectStacks sync.Pool
+// walkers keeps Inspect's Walkers between walks. A module's statements
+// are all pushed at once, so walking a file of a hundred thousand
+// statements needs a stack that large; reusing one saves growing (and
+// faulting in) a new one for every walk.
+var walkers sync.Pool
 
 // maxPooledStack bounds the stacks kept (4 MiB of entries).
 const maxPooledStack = 1 << 18
