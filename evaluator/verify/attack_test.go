@@ -24,13 +24,16 @@ import (
 // TestVerifyCandidateCannotRewriteTheJudge: the candidate tries to make
 // its validator copy writable and rewrite the reference role's comparison,
 // in its own copy and in every other validator copy of the run directory,
-// then returns zeros. The judge must stay intact: FAIL, not PASS.
+// then returns zeros. The judge must stay intact: FAIL, not PASS. It
+// finds the reference package in sys.modules: scan and intake refuse an
+// import of the validator's packages (the scan, run here past, refuses
+// sys.modules too), and this tests the defence behind them.
 func TestVerifyCandidateCannotRewriteTheJudge(t *testing.T) {
 	t.Parallel()
 	testPython(t)
 	src := siluHeader + `
-import glob, os
-import cacheon_reference
+import glob, os, sys
+cacheon_reference = sys.modules["cacheon_reference"]
 
 FORGED = "def compare(*a, **k):\n    return True\n"
 
@@ -286,6 +289,9 @@ func TestVerifyRefusesWhatIntakeRefuses(t *testing.T) {
 			`kernels/k.py:5:14: dynamic import: attribute "compile"`},
 		{"exec captured by a lambda default, the scan turned off", siluHeader + "_NS = {}\n(lambda exec=exec: exec)()(" + execSrc + ", _NS)\n" + goodSilu,
 			nil, "", true, `kernels/k.py:5:14: dynamic import: name "exec"`},
+		{"the harness imported and its check replaced, the scan turned off", siluHeader +
+			"import cacheon_worker.candidate as _h\n_h.Call.violations = lambda self, snap, pre: ([], dict(pre))\n" + goodSilu,
+			nil, "", true, `kernels/k.py:4:8: harness import: module "cacheon_worker.candidate"`},
 		{"a bundle-local import that ends nowhere", "from kernels.helpers import act\n" + goodSilu,
 			map[string]string{"kernels/__init__.py": ""}, "", false, `kernels/k.py:1:1: import of "kernels.helpers" starts in the bundle but "kernels.helpers" is not a bundle module`},
 		{"a computed CUDA include", goodSilu, map[string]string{"csrc/k.cu": "#include KERNEL_HEADER\n"}, "csrc/k.cu", false,

@@ -157,8 +157,11 @@ def silu_and_mul(x, out):
     out.copy_(_seen[key])
 `, "repeat call on fresh inputs"},
 		{"tampers with the generator", siluHeader + `
-import cacheon_reference.slots.activation as gen
+import sys
 
+# Reached without an import, which scan and intake refuse for the
+# validator's packages.
+gen = sys.modules["cacheon_reference.slots.activation"]
 gen.randn = lambda g, shape, dtype, scale=1.0: torch.zeros(shape, dtype=dtype)
 
 def silu_and_mul(x, out):

@@ -74,6 +74,7 @@ var fixtures = map[string]fixtureExpectation{
 	"lambda_default_exec":             {stage: StagePayload, scanRule: scan.RuleBannedBuiltinBind, contains: `kernels/silu_and_mul.py:7:23: dynamic import: name "exec"`},
 	"for_target_eval":                 {stage: StagePayload, scanRule: scan.RuleBannedBuiltinBind, contains: `kernels/silu_and_mul.py:6:5: dynamic import: name "eval"`},
 	"lambda_exec_called":              {stage: StagePayload, scanRule: scan.RuleBannedBuiltinBind, contains: `kernels/silu_and_mul.py:7:14: dynamic import: name "exec"`},
+	"silu_patches_harness":            {stage: StagePayload, scanRule: scan.RuleHarnessImport, contains: `kernels/silu_and_mul.py:8:8: harness import: module "cacheon_worker.candidate"`}, // verify once PASSed it
 	"timeit_runs_string":              {stage: "scan", scanRule: scan.RuleBannedImport, contains: "timeit"},
 	"operator_methodcaller_system":    {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "methodcaller"},
 	"posixsubprocess_fork_exec":       {stage: "scan", scanRule: scan.RuleBannedImport, contains: "_posixsubprocess"},

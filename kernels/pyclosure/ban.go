@@ -53,14 +53,21 @@ func (b *ban) statement(pf *pyparse.File, st pyparse.Stmt) {
 		case *pyparse.Import:
 			b.cute.add(n)
 			for _, a := range x.Names {
-				if bannedModule(root(a.Name.Name)) {
+				switch r := root(a.Name.Name); {
+				case bannedModule(r):
 					report(a, "dynamic import: module %q is import machinery", a.Name.Name)
+				case harnessModule(r):
+					report(a, "harness import: module %q is the validator's own code", a.Name.Name)
 				}
 			}
 		case *pyparse.ImportFrom:
 			b.cute.add(n)
 			if x.Level == 0 && x.Module != nil && bannedModule(root(x.Module.Name)) {
 				report(x, "dynamic import: module %q is import machinery", x.Module.Name)
+				return true
+			}
+			if x.Level == 0 && x.Module != nil && harnessModule(root(x.Module.Name)) {
+				report(x, "harness import: module %q is the validator's own code", x.Module.Name)
 				return true
 			}
 			for _, a := range x.Names {
@@ -135,6 +142,22 @@ func loaderAttribute(s string) bool {
 func bannedModule(s string) bool {
 	switch s {
 	case "importlib", "builtins", "imp":
+		return true
+	}
+	return false
+}
+
+// harnessModule reports whether a top-level module is one of the
+// validator's own packages, which the worker puts on the candidate's
+// sys.path: its harness, its reference semantics and the serving
+// substrate. Code that imports one can replace the checks made in its
+// own process (what a call changed, the input digests, the graph gate)
+// and so choose its own verdict; no kernel needs them, since a kernel is
+// given everything as its call's arguments. The string forms
+// (__import__, import_module) are refused above whatever they name.
+func harnessModule(s string) bool {
+	switch s {
+	case "cacheon_worker", "cacheon_reference", "cacheon_substrate":
 		return true
 	}
 	return false

@@ -167,6 +167,14 @@ func TestDynamicImportBan(t *testing.T) {
 		{"cute.compile aliased", "import cutlass.cute as cute\nc = cute.compile\n", []string{"2:10: dynamic import: attribute \"compile\""}},
 		{"cute.compile without arguments", "import cutlass.cute as cute\ncute.compile()\n", []string{"2:6: dynamic import: attribute \"compile\""}},
 		{"cute via star import", "from cutlass import *\nfrom cutlass import cute\ncute.compile(k)\n", []string{"3:6: dynamic import: attribute \"compile\""}},
+		// The validator's own packages: importing one lets the kernel
+		// replace the checks its process makes.
+		{"the harness", "import cacheon_worker.candidate as c\nc.Call.violations = f\n", []string{"1:8: harness import: module \"cacheon_worker.candidate\""}},
+		{"the reference", "import torch, cacheon_reference\n", []string{"1:15: harness import: module \"cacheon_reference\""}},
+		{"the substrate from-imported", "def f():\n    from cacheon_substrate.serve import main\n", []string{"2:5: harness import: module \"cacheon_substrate.serve\""}},
+		{"a harness package from-imported", "from cacheon_worker import candidate\n", []string{"1:1: harness import: module \"cacheon_worker\""}},
+		{"the harness by string", "m = __import__('cacheon_worker')\n", []string{"1:5: dynamic import: name \"__import__\""}},
+		{"names that only look like the harness", "import cacheon_workers\nimport kernels_cacheon_reference\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

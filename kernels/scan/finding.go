@@ -45,6 +45,7 @@ const (
 	RulePickleLoad         Rule = "pickle-load"            // .load/.loads on pickle-like modules
 	RuleDunderAttribute    Rule = "dunder-attribute"       // .__globals__, .__class__, ...
 	RuleIntrospection      Rule = "introspection"          // ext: frames, sys.modules, __builtins__ by name
+	RuleHarnessImport      Rule = "harness-import"         // ext: import of the validator's own packages (cacheon_worker, ...)
 	RuleFileTooLarge       Rule = "file-too-large"         // an inspectable file above the intake limit
 	RuleBrokenKernel       Rule = "broken-kernel"          // advisory: host-only call inside a @jit kernel
 )

@@ -139,6 +139,16 @@ var (
 	// loaders in under bare names the attribute rules cannot see.
 	starImportRoots = set("os", "posix", "nt", "sys", "numpy", "typing", "io", "inspect", "gc", "types", "operator", "_operator")
 
+	// ext: the validator's own packages, which the worker puts on the
+	// candidate's sys.path: the harness that runs and checks the call
+	// (cacheon_worker), the slots' generators and comparisons
+	// (cacheon_reference) and the serving substrate (cacheon_substrate).
+	// A kernel that imports one can replace the checks its own process
+	// makes (Call.violations, the input digests, the graph gate) and
+	// forge a clean call; no kernel needs them, since everything a
+	// kernel is given arrives as its call's arguments.
+	harnessRoots = set("cacheon_worker", "cacheon_reference", "cacheon_substrate")
+
 	// ext: builtins whose bare reference (aliasing `e = eval`) is flagged,
 	// and whose name may not be bound: see binding.
 	aliasableBuiltins = set("eval", "exec", "compile", "__import__", "open", "breakpoint",
@@ -299,7 +309,10 @@ func (s *sourceScan) visit(n pyparse.Node) bool {
 	switch x := n.(type) {
 	case *pyparse.Import:
 		for _, a := range x.Names {
-			if fam, ok := bannedModule(a.Name.Name); ok {
+			if harnessRoots[root(a.Name.Name)] {
+				s.add(a, RuleHarnessImport, "import of %q: %s is the validator's harness, which a kernel may not reach",
+					clip(a.Name.Name), root(a.Name.Name))
+			} else if fam, ok := bannedModule(a.Name.Name); ok {
 				s.add(a, RuleBannedImport, "import of %q: module %q is banned", a.Name.Name, fam)
 			}
 			s.importBinding(a, root(a.Name.Name))
@@ -353,6 +366,10 @@ func (s *sourceScan) importFrom(x *pyparse.ImportFrom) {
 		return // relative imports name bundle-local modules
 	}
 	mod := x.Module.Name
+	if r := root(mod); harnessRoots[r] {
+		s.add(x, RuleHarnessImport, "import from %q: %s is the validator's harness, which a kernel may not reach", clip(mod), r)
+		return
+	}
 	if fam, ok := bannedModule(mod); ok {
 		s.add(x, RuleBannedImport, "import from %q: module %q is banned", clip(mod), clip(fam))
 		return

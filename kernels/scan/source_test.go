@@ -297,6 +297,37 @@ func TestSourceRulesCloseModuleFamilies(t *testing.T) {
 	})
 }
 
+// The validator's own packages sit on the candidate's sys.path; a kernel
+// that imports one can replace the checks its process makes (the
+// harness-patching fixture replaced cacheon_worker.candidate.Call.violations
+// and zeroed its input under a PASS). Every spelling of the import is a
+// finding naming the module, as are the routes to a loaded module that
+// need no import statement (sys.modules, the string forms).
+func TestSourceRulesRefuseHarnessImports(t *testing.T) {
+	t.Parallel()
+	runSourceCases(t, []sourceCase{
+		{"import of the harness", "import cacheon_worker\n", []string{"1:8 harness-import"}},
+		{"import of a harness submodule", "import cacheon_worker.candidate as c\nc.Call.violations = f\n", []string{"1:8 harness-import"}},
+		{"the reference package", "import os, cacheon_reference.compare\n", []string{"1:12 harness-import"}},
+		{"the substrate", "import cacheon_substrate\n", []string{"1:8 harness-import"}},
+		{"from-import of a submodule", "from cacheon_worker import candidate\n", []string{"1:1 harness-import"}},
+		{"from-import from a submodule", "from cacheon_reference.slots.activation import randn\n", []string{"1:1 harness-import"}},
+		{"nested in a function", "def f():\n    import cacheon_substrate.serve\n", []string{"2:12 harness-import"}},
+		{"__import__ by string", "m = __import__('cacheon_worker.candidate')\n", []string{"1:5 banned-call"}},
+		{"importlib by string", "import importlib\nimportlib.import_module('cacheon_worker')\n", []string{"1:8 banned-import", "2:1 banned-attribute"}},
+		{"sys.modules", "import sys\nc = sys.modules['cacheon_worker.candidate']\n", []string{"2:5 introspection"}},
+		{"sys.modules aliased", "import sys as s\nm = s.modules\n", []string{"2:5 introspection"}},
+		{"modules from sys", "from sys import modules\n", []string{"1:17 banned-import-name"}},
+		{"a bundle module of a similar name", "import cacheon_worker_notes\nimport kernels.cacheon_worker\n", nil},
+		{"relative import of a bundle module", "from . import cacheon_worker\n", nil},
+	})
+	fs := Source("kernels/k.py", []byte("import cacheon_worker.candidate\n"))
+	want := `kernels/k.py:1:8: harness-import: import of "cacheon_worker.candidate": cacheon_worker is the validator's harness, which a kernel may not reach`
+	if len(fs) != 1 || fs[0].String() != want {
+		t.Errorf("findings = %v, want %q", fs, want)
+	}
+}
+
 // Source the worker's Python 3.11 refuses is refused here too, so that
 // the scan never reads code differently from the interpreter that runs
 // it. Each was checked against CPython 3.11.
@@ -331,7 +362,7 @@ func TestSourceFindingsCarryPathAndMessage(t *testing.T) {
 func TestRuleIDsAreUnique(t *testing.T) {
 	all := []Rule{RuleSyntax, RuleBannedImport, RuleBannedImportName, RuleStarImport, RuleBannedCall,
 		RuleBannedBuiltinRef, RuleBannedBuiltinBind, RuleDynamicAttribute, RuleNamespaceSubscript, RuleBannedAttribute, RulePickleLoad,
-		RuleDunderAttribute, RuleIntrospection, RuleFileTooLarge, RuleBrokenKernel, RuleSymlink, RuleSpecialFile,
+		RuleDunderAttribute, RuleIntrospection, RuleHarnessImport, RuleFileTooLarge, RuleBrokenKernel, RuleSymlink, RuleSpecialFile,
 		RuleBinary, RuleUndeclaredCUDA, RuleUndeclaredPatch, RuleUnexpectedFile, RuleUnreadable, RuleBundleLimit}
 	seen := map[Rule]bool{}
 	var ids []string

@@ -179,3 +179,50 @@ func TestVerifyCommandRejectedBundleExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyCommandRefusesHostileFixturesBeforeAnyWorker: the scan
+// bypasses (a banned builtin bound to another name in
+// every form, (lambda exec=exec: exec)()(src) among them) and the kernel
+// that imports the validator's harness and replaces its check of what the
+// call changed are refused by verify before any process starts: exit 2
+// (a verdict, docs/reference/cli-contract.md) naming the rule. The
+// interpreter given records each start in a marker file, which must never
+// appear.
+func TestVerifyCommandRefusesHostileFixturesBeforeAnyWorker(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		fixture string
+		want    string // in the report
+	}{
+		{"lambda_exec_called", "banned-builtin-binding: a parameter rebinds the name of builtin exec"},
+		{"lambda_default_exec", "banned-builtin-binding"},
+		{"def_default_eval", "banned-builtin-binding"},
+		{"eval_rebound", "banned-builtin-binding"},
+		{"global_exec", "banned-builtin-binding"},
+		{"for_target_eval", "banned-builtin-binding"},
+		{"global_getattr_system", "banned-builtin-binding"},
+		{"silu_patches_harness", `harness-import: import of "cacheon_worker.candidate"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fixture, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			marker := filepath.Join(dir, "started")
+			python := filepath.Join(dir, "python3")
+			if err := os.WriteFile(python, []byte("#!/bin/sh\necho \"$@\" >> "+marker+"\nexit 1\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			bundle := filepath.Join("..", "..", "kernels", "fixtures", tc.fixture)
+			code, out, errOut := run(t, "", "verify", "--quiet", "--python", python, bundle)
+			if code != ExitRejected {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitRejected, out, errOut)
+			}
+			if !strings.Contains(out, "verdict: FAIL") || !strings.Contains(out, tc.want) {
+				t.Errorf("report does not FAIL on %q:\n%s", tc.want, out)
+			}
+			if started, err := os.ReadFile(marker); err == nil {
+				t.Errorf("a process started before the refusal: %q", started)
+			}
+		})
+	}
+}
