@@ -11,7 +11,7 @@
 #   4. the image served tokens with no network: the sandbox it ran in has
 #      loopback only, and under another release key the fail-closed
 #      entrypoint refuses to start (exit 2, nothing served);
-#   5. `cacheon release rebuild --source-repo` rebuilds the release, its
+#   5. `cacheon release rebuild --source-repo --run-source-build-scripts` rebuilds the release, its
 #      entrypoint from the commit it records, byte for byte.
 #
 #   tools/main_job_check.sh
@@ -135,7 +135,15 @@ say "served with loopback only; refused under another key: $(tail -1 "$work/refu
 
 # --- 5. Rebuilt from source, byte for byte ------------------------------------------
 t=$SECONDS
+# The clone is this repository's own commit, so its build steps are run
+# (--run-source-build-scripts) and handed this user's caches and Go
+# settings by name: the rebuild empties their environment otherwise.
+build_env=(--source-build-env "PATH=$PATH" --source-build-env "HOME=$HOME")
+for v in CACHEON_CACHE XDG_CACHE_HOME GOPROXY GOFLAGS GOSUMDB GONOSUMDB GOPRIVATE GOTOOLCHAIN GOMODCACHE; do
+  if [[ -n ${!v:-} ]]; then build_env+=(--source-build-env "$v=${!v}"); fi
+done
 if ! "$cacheon" release rebuild --json --key "$out/keys/release.pub" --source-repo "$clone" \
+  --run-source-build-scripts "${build_env[@]}" \
   --work "$work/rebuild" "$out/release" >"$work/rebuild.json" 2>"$work/rebuild.err"; then
   cat "$work/rebuild.json" "$work/rebuild.err" >&2 || true
   fail "the release did not rebuild"

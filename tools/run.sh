@@ -45,7 +45,8 @@ mkdir -p "$out"
 say() { printf '\n== %s (at %d s)\n' "$*" "$SECONDS" >&2; }
 
 # From a committed tree the release records the commit its entrypoint is
-# built from, so `release rebuild --source-repo .` rebuilds the binary too.
+# built from, so `release rebuild --source-repo . --run-source-build-scripts`
+# rebuilds the binary too.
 source_flags=() entrypoint_source=()
 if git rev-parse -q --verify HEAD >/dev/null 2>&1 && [[ -z $(git status --porcelain --untracked-files=no) ]]; then
   source_flags=(--define=entrypoint_source_repo="$repo" --define=entrypoint_source_commit="$(git rev-parse HEAD)")
@@ -160,6 +161,6 @@ cat >&2 <<EOF
   release public key      $out/keys/release.pub
   release channel         $out/channel (consumers pin $out/channel/1.root.json)
 Rebuild it, the entrypoint from source included, and verify it yourself:
-  $cacheon release rebuild --key $out/keys/release.pub --source-repo $repo $out/release
-  (docs/consumer-guide.md)
+  $cacheon release rebuild --key $out/keys/release.pub --source-repo $repo --run-source-build-scripts $out/release
+  (--run-source-build-scripts runs the clone's tools/bootstrap.sh and bazel build: docs/consumer-guide.md)
 EOF

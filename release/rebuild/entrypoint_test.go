@@ -1,10 +1,13 @@
 package rebuild
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
@@ -70,8 +73,145 @@ func TestRebuildEntrypointSource(t *testing.T) {
 			}
 		})
 	}
-	_, err = Run(l, Options{Policy: pol, SourceRepo: r.Repo})
+	_, err = Run(l, Options{Policy: pol, SourceRepo: r.Repo, RunSourceBuild: true})
 	if err == nil || !strings.Contains(err.Error(), "check out commit "+commit) {
 		t.Fatalf("rebuild from a repository without the commit: %v", err)
 	}
+}
+
+// signedWithSource builds and signs the fixture's release recording that
+// its entrypoint is built from commit of repo.
+func signedWithSource(t *testing.T, r *fixture.Release, repo, commit string) (store.Store, *key.Policy) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "release")
+	in := r.Inputs(out)
+	in.EntrypointSource = &descriptor.EntrypointSource{Repository: repo, Commit: commit, BazelTarget: "//tools/cmd/cacheon:cacheon"}
+	if _, err := build.Build(in, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err := store.OpenLayout(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sign.Release(l, r.Signer); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := key.LoadPolicy(r.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, pol
+}
+
+// hostileSource commits to the git repository repo a tools/bootstrap.sh
+// as a hostile release signer would ship it: it writes its whole
+// environment into the clone it runs in (where the test reads it back)
+// and stops the build, so no Bazel runs. It returns the commit.
+func hostileSource(t *testing.T, repo string) string {
+	t.Helper()
+	script := "#!/bin/sh\nenv > build-env.txt\nexit 3\n"
+	if err := os.MkdirAll(filepath.Join(repo, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "tools", "bootstrap.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=signer", "-c", "user.email=signer@example.com", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("add", "tools/bootstrap.sh")
+	git("commit", "--quiet", "-m", "bootstrap")
+	return git("rev-parse", "HEAD")
+}
+
+// A rebuild from source runs the source's own tools/bootstrap.sh: code
+// the release's signer chose. Without the opt-in it is refused (a
+// rejection naming the flag and the risk) and nothing is cloned or run;
+// with it, the script sees only the allow-listed environment (PATH, a
+// fresh HOME in the work directory, LANG, TZ, and what the caller names
+// on purpose), never the caller's: a canary variable set here must not
+// reach it.
+func TestRebuildFromSourceIsContained(t *testing.T) {
+	const canary = "CACHEON_REBUILD_CANARY"
+	t.Setenv(canary, "the caller's secret")
+	r := fixture.New(t)
+	repo := r.Repo
+	l, pol := signedWithSource(t, r, repo, hostileSource(t, repo))
+
+	work := t.TempDir()
+	_, err := Run(l, Options{Policy: pol, SourceRepo: repo, Work: work})
+	if !reject.Is(err) || !strings.Contains(err.Error(), RunSourceBuildFlag) || !strings.Contains(err.Error(), "tools/bootstrap.sh") ||
+		!strings.Contains(err.Error(), "--entrypoint-from-image") {
+		t.Fatalf("without %s: err = %v, want a rejection naming the flag, the script and the way around it", RunSourceBuildFlag, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(work, "*", "entrypoint-source")); len(left) > 0 {
+		t.Fatalf("the source was cloned without consent: %v", left)
+	}
+
+	_, err = Run(l, Options{Policy: pol, SourceRepo: repo, Work: work, RunSourceBuild: true, SourceBuildEnv: []string{"GOFLAGS=-mod=mod"}})
+	if err == nil || !strings.Contains(err.Error(), "bootstrap: exit status 3") {
+		t.Fatalf("err = %v, want the hostile bootstrap's own failure", err)
+	}
+	found, _ := filepath.Glob(filepath.Join(work, "*", "entrypoint-source", "build-env.txt"))
+	if len(found) != 1 {
+		t.Fatalf("the bootstrap left no record of its environment: %v", found)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(mustReadFile(t, found[0]))), "\n") {
+		name, value, _ := strings.Cut(line, "=")
+		got[name] = value
+	}
+	if _, ok := got[canary]; ok {
+		t.Errorf("the caller's %s reached the source's build script", canary)
+	}
+	home, err := filepath.EvalSymlinks(got["HOME"])
+	if err != nil {
+		t.Fatalf("HOME %q: %v", got["HOME"], err)
+	}
+	root, _ := filepath.EvalSymlinks(work)
+	if !strings.HasPrefix(home, root+string(filepath.Separator)) {
+		t.Errorf("HOME = %q, want a fresh directory in the work directory %s", got["HOME"], work)
+	}
+	for name, want := range map[string]string{"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TZ": "UTC", "GOFLAGS": "-mod=mod"} {
+		if got[name] != want {
+			t.Errorf("%s = %q, want %q", name, got[name], want)
+		}
+	}
+	// What sh itself sets (PWD, SHLVL, _) aside, nothing else.
+	for name := range got {
+		switch name {
+		case "PATH", "HOME", "LANG", "TZ", "GOFLAGS", "PWD", "OLDPWD", "SHLVL", "_":
+		default:
+			t.Errorf("%s reached the source's build script", name)
+		}
+	}
+}
+
+// A variable handed over on purpose must be NAME=VALUE with a variable's
+// name; anything else is refused before any work.
+func TestRebuildRefusesABadSourceBuildEnv(t *testing.T) {
+	t.Parallel()
+	r := fixture.New(t)
+	l, pol := signedWithSource(t, r, r.Repo, strings.Repeat("c", 40))
+	for _, kv := range []string{"NOVALUE", "=x", "1X=y", "A-B=c", "A=b\x00c"} {
+		_, err := Run(l, Options{Policy: pol, SourceRepo: r.Repo, RunSourceBuild: true, SourceBuildEnv: []string{kv}})
+		if !reject.Is(err) || !strings.Contains(err.Error(), SourceBuildEnvFlag) {
+			t.Errorf("%q: err = %v, want a rejection naming %s", kv, err, SourceBuildEnvFlag)
+		}
+	}
+}
+
+func mustReadFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

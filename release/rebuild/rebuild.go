@@ -74,7 +74,19 @@ type Options struct {
 	// its source and SourceRepo is given (a rebuild from source runs the
 	// repository's bootstrap and Bazel).
 	EntrypointFromImage bool
-	Progress            func(string)
+	// RunSourceBuild consents to running the source repository's own
+	// build steps (its tools/bootstrap.sh, then bazel build) when the
+	// release records its entrypoint's source and SourceRepo is given;
+	// without it such a rebuild is refused once the release is verified,
+	// before any of it is rebuilt (the command line's RunSourceBuildFlag).
+	// The steps run with an allow-listed environment and SourceBuildEnv,
+	// nothing else of the caller's (see sourceBuildEnv).
+	RunSourceBuild bool
+	// SourceBuildEnv are NAME=VALUE variables the caller hands to the
+	// source's build steps on purpose, beside PATH, HOME, LANG and TZ
+	// (which they may override).
+	SourceBuildEnv []string
+	Progress       func(string)
 }
 
 // Result is the outcome of a rebuild.
@@ -126,6 +138,17 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	if d.Toolchain.GoVersion != runtime.Version() && !opts.AllowToolchainMismatch {
 		return res, fmt.Errorf("%w: the release was built with %s, this binary with %s; the gzip bytes of its layers depend on the toolchain, so rebuild with a cacheon built by %s (GOTOOLCHAIN=%s), or allow the mismatch to compare layer contents only",
 			ErrToolchain, d.Toolchain.GoVersion, runtime.Version(), d.Toolchain.GoVersion, d.Toolchain.GoVersion)
+	}
+	// Whether the source's own build steps would run is known from the
+	// descriptor: without consent, refuse before any work.
+	buildsSource := d.Entrypoint.Source != nil && opts.SourceRepo != "" && !opts.EntrypointFromImage
+	if buildsSource && !opts.RunSourceBuild {
+		return res, sourceBuildRefusal(d.Entrypoint.Source)
+	}
+	for _, kv := range opts.SourceBuildEnv {
+		if _, _, err := parseEnvPair(kv); err != nil {
+			return res, err
+		}
 	}
 	work := opts.Work
 	if work == "" {
@@ -229,7 +252,11 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	case opts.EntrypointFromImage:
 		res.EntrypointSource = "taken from the image (--entrypoint-from-image)"
 	default:
-		bin, err := buildEntrypoint(src, opts.SourceRepo, work, progress)
+		env, err := sourceBuildEnv(work, opts.SourceBuildEnv)
+		if err != nil {
+			return res, err
+		}
+		bin, err := buildEntrypoint(src, opts.SourceRepo, work, env, progress)
 		if err != nil {
 			return res, fmt.Errorf("rebuild the entrypoint from source: %w", err)
 		}

@@ -17,9 +17,9 @@ import (
 // releaseRebuildOptions are the flags and arguments of release rebuild.
 type releaseRebuildOptions struct {
 	keyPath, sourceRepo, work, catalogPath string
-	sources                                []string
+	sources, sourceBuildEnv                []string
 	insecure, jsonOut, allowToolchain      bool
-	entrypointFromImage                    bool
+	entrypointFromImage, runSourceBuild    bool
 	args                                   []string
 }
 
@@ -41,12 +41,22 @@ its tools/bootstrap.sh, then bazel build of the target, compared byte for
 byte (--entrypoint-from-image skips this and says so). On a mismatch the
 first differing layer and file is printed and the exit code is 2.
 
+Rebuilding the entrypoint runs the source repository's own build steps:
+its tools/bootstrap.sh and its BUILD files are code whoever controls that
+commit (for a consumer, the release's signer) chose, and they run on this
+machine as your user. They run only with --run-source-build-scripts
+(without it such a rebuild is refused, exit 2), and then with an emptied
+environment: PATH=/usr/bin:/bin, HOME a fresh directory in the work
+directory, LANG=C.UTF-8, TZ=UTC, and only the variables you hand over with
+--source-build-env NAME=VALUE (a module proxy, a cache directory; HOME to
+reuse your own caches, for a source you trust as you trust yourself).
+
 The layer bytes depend on the compressor, so the Go toolchain the release
 records is part of its identity: rebuild with a cacheon built by that
 toolchain (GOTOOLCHAIN=<version>). --allow-toolchain-mismatch compares
 anyway and reports layers whose files are equal but whose bytes are not.`,
 		Example: `  cacheon release rebuild --key release.pub release-1.0
-  cacheon release rebuild --key release.pub --source-repo . registry.example.com/cacheon/engine:1.0`,
+  cacheon release rebuild --key release.pub --source-repo . --run-source-build-scripts registry.example.com/cacheon/engine:1.0`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
@@ -60,6 +70,8 @@ anyway and reports layers whose files are equal but whose bytes are not.`,
 	f.StringVar(&o.catalogPath, "catalog", "", "target catalog HCL file for re-materializing (default: the built-in catalog)")
 	f.StringVar(&o.work, "work", "", "scratch directory to keep (default: a temporary one, removed)")
 	f.BoolVar(&o.entrypointFromImage, "entrypoint-from-image", false, "take the entrypoint binary from the image even when the release records its source (skips the Bazel rebuild)")
+	f.BoolVar(&o.runSourceBuild, "run-source-build-scripts", false, "run the source repository's tools/bootstrap.sh and bazel build (code its owner chose) to rebuild the entrypoint, with an emptied environment")
+	f.StringArrayVar(&o.sourceBuildEnv, "source-build-env", nil, "NAME=VALUE: a variable handed to the source's build steps on purpose (with --run-source-build-scripts)")
 	f.BoolVar(&o.allowToolchain, "allow-toolchain-mismatch", false, "rebuild even if this binary's Go toolchain is not the release's")
 	f.BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
 	f.BoolVar(&o.jsonOut, "json", false, "print one JSON document")
@@ -72,7 +84,8 @@ func runReleaseRebuild(ctx context.Context, s Streams, o releaseRebuildOptions) 
 	if err != nil {
 		return err
 	}
-	opts := rebuild.Options{Policy: policy, Work: o.work, SourceRepo: o.sourceRepo, AllowToolchainMismatch: o.allowToolchain, EntrypointFromImage: o.entrypointFromImage, SourcePaths: map[string]string{}}
+	opts := rebuild.Options{Policy: policy, Work: o.work, SourceRepo: o.sourceRepo, AllowToolchainMismatch: o.allowToolchain, EntrypointFromImage: o.entrypointFromImage,
+		RunSourceBuild: o.runSourceBuild, SourceBuildEnv: o.sourceBuildEnv, SourcePaths: map[string]string{}}
 	for _, src := range o.sources {
 		target, p, ok := strings.Cut(src, "=")
 		if !ok {
