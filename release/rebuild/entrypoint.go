@@ -115,7 +115,12 @@ func parseEnvPair(kv string) (string, string, error) {
 // A HOME of their own also means a cold Bazel disk cache and Go module
 // cache unless the caller hands its own over (SourceBuildEnv HOME=...),
 // which it should do only for a source it trusts as much as itself.
-func buildEntrypoint(src *descriptor.EntrypointSource, repo, work string, env []string, progress func(string)) ([]byte, error) {
+//
+// With a user, the steps run as that user (the caller being root), and
+// the directories they write (the clone, their HOME, the output base) are
+// handed to it first: the build then cannot write anything the caller
+// owns, nor read what only the caller may read.
+func buildEntrypoint(src *descriptor.EntrypointSource, repo, work string, env []string, user *BuildUser, progress func(string)) ([]byte, error) {
 	rel, err := binaryPath(src.BazelTarget)
 	if err != nil {
 		return nil, err
@@ -128,6 +133,9 @@ func buildEntrypoint(src *descriptor.EntrypointSource, repo, work string, env []
 		cmd.Dir = dir
 		if env != nil {
 			cmd.Env = env
+			if user != nil {
+				cmd.SysProcAttr = asUser(cmd.SysProcAttr, user)
+			}
 			// Found on the steps' own PATH, not the caller's.
 			if p, err := lookPath(name, env); err == nil {
 				cmd.Path = p
@@ -157,12 +165,22 @@ func buildEntrypoint(src *descriptor.EntrypointSource, repo, work string, env []
 	for i, kv := range env {
 		names[i], _, _ = strings.Cut(kv, "=")
 	}
-	progress("running the source's build steps with only " + strings.Join(names, ", ") + " in their environment")
+	outputBase := filepath.Join(work, "bazel-output-base")
+	who := "as this user"
+	if user != nil {
+		if err := os.MkdirAll(outputBase, 0o700); err != nil {
+			return nil, err
+		}
+		if err := handOver(user, dir, filepath.Join(work, "home"), outputBase); err != nil {
+			return nil, err
+		}
+		who = fmt.Sprintf("as uid %d, gid %d", user.UID, user.GID)
+	}
+	progress("running the source's build steps " + who + ", with only " + strings.Join(names, ", ") + " in their environment")
 	progress("bootstrapping the build (tools/bootstrap.sh build: what bazel build needs, nothing more)")
 	if err := run("bootstrap", env, "bash", "tools/bootstrap.sh", "build"); err != nil {
 		return nil, err
 	}
-	outputBase := filepath.Join(work, "bazel-output-base")
 	progress("bazel build " + src.BazelTarget)
 	buildErr := run("bazel build "+src.BazelTarget, env, "bazel", "--output_base="+outputBase, "build", src.BazelTarget)
 	// The server of this output base is not needed afterwards.

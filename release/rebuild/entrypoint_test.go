@@ -104,12 +104,13 @@ func signedWithSource(t *testing.T, r *fixture.Release, repo, commit string) (st
 }
 
 // hostileSource commits to the git repository repo a tools/bootstrap.sh
-// as a hostile release signer would ship it: it writes its whole
-// environment into the clone it runs in (where the test reads it back)
-// and stops the build, so no Bazel runs. It returns the commit.
-func hostileSource(t *testing.T, repo string) string {
+// as a hostile release signer would ship it: it runs more (shell lines),
+// writes its whole environment into the clone it runs in (where the test
+// reads it back) and stops the build, so no Bazel runs. It returns the
+// commit.
+func hostileSource(t *testing.T, repo, more string) string {
 	t.Helper()
-	script := "#!/bin/sh\nenv > build-env.txt\nexit 3\n"
+	script := "#!/bin/sh\n" + more + "env > build-env.txt\nexit 3\n"
 	if err := os.MkdirAll(filepath.Join(repo, "tools"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestRebuildFromSourceIsContained(t *testing.T) {
 	t.Setenv(canary, "the caller's secret")
 	r := fixture.New(t)
 	repo := r.Repo
-	l, pol := signedWithSource(t, r, repo, hostileSource(t, repo))
+	l, pol := signedWithSource(t, r, repo, hostileSource(t, repo, ""))
 
 	work := t.TempDir()
 	_, err := Run(l, Options{Policy: pol, SourceRepo: repo, Work: work})
@@ -214,4 +215,78 @@ func mustReadFile(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Run as root, the source's build steps can be run as an unprivileged
+// user: the hostile bootstrap then runs as that uid and gid with no other
+// groups, and cannot write a file the caller owns, which as root it could.
+// A work directory the user cannot reach is refused before any build step
+// runs, naming the directory in the way.
+func TestRebuildFromSourceAsAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching the build steps' user needs root")
+	}
+	t.Parallel()
+	victimDir, err := os.MkdirTemp("", "rebuild-victim-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(victimDir) })
+	if err := os.Chmod(victimDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(victimDir, "caller-owned.txt")
+	if err := os.WriteFile(victim, []byte("the caller's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := fixture.New(t)
+	more := "id -u > uid.txt\nid -g > gid.txt\nid -G > groups.txt\necho planted >> " + victim + "\n"
+	l, pol := signedWithSource(t, r, r.Repo, hostileSource(t, r.Repo, more))
+	user := &BuildUser{UID: 65534, GID: 65534}
+
+	unreachable := t.TempDir() // below the test's own 0700 directory
+	_, err = Run(l, Options{Policy: pol, SourceRepo: r.Repo, Work: unreachable, RunSourceBuild: true, BuildUser: user})
+	if !reject.Is(err) || !strings.Contains(err.Error(), "cannot search "+filepath.Dir(unreachable)) {
+		t.Fatalf("err = %v, want a rejection naming %s", err, filepath.Dir(unreachable))
+	}
+	if left, _ := filepath.Glob(filepath.Join(unreachable, "*", "entrypoint-source")); len(left) > 0 {
+		t.Fatalf("the source was cloned for a build its user could not run: %v", left)
+	}
+
+	work, err := os.MkdirTemp("", "rebuild-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	if err := os.Chmod(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(l, Options{Policy: pol, SourceRepo: r.Repo, Work: work, RunSourceBuild: true, BuildUser: user})
+	if err == nil || !strings.Contains(err.Error(), "bootstrap: exit status 3") {
+		t.Fatalf("err = %v, want the hostile bootstrap's own failure", err)
+	}
+	clone, _ := filepath.Glob(filepath.Join(work, "*", "entrypoint-source"))
+	if len(clone) != 1 {
+		t.Fatalf("clones: %v", clone)
+	}
+	for file, want := range map[string]string{"uid.txt": "65534", "gid.txt": "65534", "groups.txt": "65534"} {
+		if got := strings.TrimSpace(string(mustReadFile(t, filepath.Join(clone[0], file)))); got != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+	if got := string(mustReadFile(t, victim)); got != "the caller's\n" {
+		t.Errorf("the build steps wrote the caller's file: %q", got)
+	}
+}
+
+func TestParseBuildUser(t *testing.T) {
+	t.Parallel()
+	if u, err := ParseBuildUser("65534:65533"); err != nil || *u != (BuildUser{UID: 65534, GID: 65533}) {
+		t.Errorf("ParseBuildUser(65534:65533) = %v, %v", u, err)
+	}
+	for _, s := range []string{"", "65534", "nobody:nogroup", "0:65534", "65534:0", "-1:5", "65534:65534:1", "4294967296:1"} {
+		if _, err := ParseBuildUser(s); !reject.Is(err) || !strings.Contains(err.Error(), SourceBuildUserFlag) {
+			t.Errorf("ParseBuildUser(%q) = %v, want a rejection naming %s", s, err, SourceBuildUserFlag)
+		}
+	}
 }

@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
@@ -86,7 +88,34 @@ type Options struct {
 	// source's build steps on purpose, beside PATH, HOME, LANG and TZ
 	// (which they may override).
 	SourceBuildEnv []string
-	Progress       func(string)
+	// BuildUser runs the source's build steps as this user rather than
+	// the caller, who must then be root: the clone, the steps' HOME and
+	// their Bazel output base are handed to it, and every directory above
+	// the work directory must let it search. nil runs them as the caller.
+	BuildUser *BuildUser
+	Progress  func(string)
+}
+
+// BuildUser is the numeric user and group the source's build steps run
+// as (the command line's SourceBuildUserFlag, UID:GID).
+type BuildUser struct{ UID, GID uint32 }
+
+// SourceBuildUserFlag names the user the source's build steps run as.
+const SourceBuildUserFlag = "--source-build-user"
+
+// ParseBuildUser reads UID:GID, both numeric and neither root's: a build
+// step run as root could undo every other bound.
+func ParseBuildUser(s string) (*BuildUser, error) {
+	u, g, ok := strings.Cut(s, ":")
+	uid, uerr := strconv.ParseUint(u, 10, 32)
+	gid, gerr := strconv.ParseUint(g, 10, 32)
+	switch {
+	case !ok || uerr != nil || gerr != nil:
+		return nil, reject.Errorf("%s %q: want UID:GID, both numbers", SourceBuildUserFlag, s)
+	case uid == 0 || gid == 0:
+		return nil, reject.Errorf("%s %q: the build steps must not run as root's user or group", SourceBuildUserFlag, s)
+	}
+	return &BuildUser{UID: uint32(uid), GID: uint32(gid)}, nil
 }
 
 // Result is the outcome of a rebuild.
@@ -150,18 +179,47 @@ func Run(s store.Store, opts Options) (*Result, error) {
 			return res, err
 		}
 	}
+	user := opts.BuildUser
+	if !buildsSource {
+		user = nil
+	}
+	if user != nil {
+		if err := switchable(); err != nil {
+			return res, reject.Errorf("%s %d:%d: %v", SourceBuildUserFlag, user.UID, user.GID, err)
+		}
+	}
+	var made []string // the directories this run creates around the work
 	work := opts.Work
 	if work == "" {
 		if work, err = os.MkdirTemp("", "cacheon-rebuild-"); err != nil {
 			return nil, err
 		}
 		defer os.RemoveAll(work)
+		made = append(made, work)
 	} else if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
 	work, err = os.MkdirTemp(work, "rebuild-")
 	if err != nil {
 		return nil, err
+	}
+	made = append(made, work)
+	if user != nil {
+		// Searchable, not listable, by the build user: it needs to reach
+		// its own directories inside, nothing more.
+		for _, d := range made {
+			if err := os.Chmod(d, 0o711); err != nil {
+				return nil, err
+			}
+		}
+		blocked, err := searchable(user, work)
+		if err != nil {
+			return nil, err
+		}
+		if blocked != "" {
+			return res, reject.Errorf("%s %d:%d: uid %d cannot search %s, above the work directory %s; choose a --work it can reach",
+				SourceBuildUserFlag, user.UID, user.GID, user.UID, blocked, work)
+		}
 	}
 
 	progress("reading the published inputs")
@@ -256,7 +314,7 @@ func Run(s store.Store, opts Options) (*Result, error) {
 		if err != nil {
 			return res, err
 		}
-		bin, err := buildEntrypoint(src, opts.SourceRepo, work, env, progress)
+		bin, err := buildEntrypoint(src, opts.SourceRepo, work, env, user, progress)
 		if err != nil {
 			return res, fmt.Errorf("rebuild the entrypoint from source: %w", err)
 		}

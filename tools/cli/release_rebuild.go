@@ -17,6 +17,7 @@ import (
 // releaseRebuildOptions are the flags and arguments of release rebuild.
 type releaseRebuildOptions struct {
 	keyPath, sourceRepo, work, catalogPath string
+	buildUser                              string
 	sources, sourceBuildEnv                []string
 	insecure, jsonOut, allowToolchain      bool
 	entrypointFromImage, runSourceBuild    bool
@@ -49,7 +50,10 @@ machine as your user. They run only with --run-source-build-scripts
 environment: PATH=/usr/bin:/bin, HOME a fresh directory in the work
 directory, LANG=C.UTF-8, TZ=UTC, and only the variables you hand over with
 --source-build-env NAME=VALUE (a module proxy, a cache directory; HOME to
-reuse your own caches, for a source you trust as you trust yourself).
+reuse your own caches, for a source you trust as you trust yourself). Run
+as root, --source-build-user UID:GID runs them as that unprivileged user
+instead, handing it only the clone, their HOME and their Bazel output base
+(every directory above the work directory must let it search).
 
 The layer bytes depend on the compressor, so the Go toolchain the release
 records is part of its identity: rebuild with a cacheon built by that
@@ -71,6 +75,7 @@ anyway and reports layers whose files are equal but whose bytes are not.`,
 	f.StringVar(&o.work, "work", "", "scratch directory to keep (default: a temporary one, removed)")
 	f.BoolVar(&o.entrypointFromImage, "entrypoint-from-image", false, "take the entrypoint binary from the image even when the release records its source (skips the Bazel rebuild)")
 	f.BoolVar(&o.runSourceBuild, "run-source-build-scripts", false, "run the source repository's tools/bootstrap.sh and bazel build (code its owner chose) to rebuild the entrypoint, with an emptied environment")
+	f.StringVar(&o.buildUser, "source-build-user", "", "UID:GID: run the source's build steps as this unprivileged user (needs root; with --run-source-build-scripts)")
 	f.StringArrayVar(&o.sourceBuildEnv, "source-build-env", nil, "NAME=VALUE: a variable handed to the source's build steps on purpose (with --run-source-build-scripts)")
 	f.BoolVar(&o.allowToolchain, "allow-toolchain-mismatch", false, "rebuild even if this binary's Go toolchain is not the release's")
 	f.BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
@@ -86,6 +91,11 @@ func runReleaseRebuild(ctx context.Context, s Streams, o releaseRebuildOptions) 
 	}
 	opts := rebuild.Options{Policy: policy, Work: o.work, SourceRepo: o.sourceRepo, AllowToolchainMismatch: o.allowToolchain, EntrypointFromImage: o.entrypointFromImage,
 		RunSourceBuild: o.runSourceBuild, SourceBuildEnv: o.sourceBuildEnv, SourcePaths: map[string]string{}}
+	if o.buildUser != "" {
+		if opts.BuildUser, err = rebuild.ParseBuildUser(o.buildUser); err != nil {
+			return err
+		}
+	}
 	for _, src := range o.sources {
 		target, p, ok := strings.Cut(src, "=")
 		if !ok {

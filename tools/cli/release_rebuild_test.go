@@ -17,7 +17,8 @@ import (
 // --source-repo would run that commit's tools/bootstrap.sh and bazel
 // build, code the release's signer chose. Without
 // --run-source-build-scripts the command refuses (exit 2) naming the flag
-// and the risk, and a malformed --source-build-env is refused too; with
+// and the risk, and a malformed --source-build-env or a build user of
+// root is refused too; with
 // --entrypoint-from-image nothing of the source runs and no opt-in is
 // needed.
 func TestReleaseRebuildFromSourceNeedsConsent(t *testing.T) {
@@ -49,6 +50,7 @@ func TestReleaseRebuildFromSourceNeedsConsent(t *testing.T) {
 	}{
 		{"no consent", nil, ExitRejected, []string{"--run-source-build-scripts", "tools/bootstrap.sh", "code the release's signer controls", "--entrypoint-from-image"}},
 		{"a malformed variable", []string{"--run-source-build-scripts", "--source-build-env", "NOT-A-NAME=1"}, ExitRejected, []string{"--source-build-env", "is not a variable name"}},
+		{"the build user root", []string{"--run-source-build-scripts", "--source-build-user", "0:0"}, ExitRejected, []string{"--source-build-user", "must not run as root"}},
 		{"the entrypoint from the image", []string{"--entrypoint-from-image"}, ExitOK, nil},
 	}
 	for _, tc := range tests {
