@@ -18,9 +18,8 @@ import (
 // build, code the release's signer chose. Without
 // --run-source-build-scripts the command refuses (exit 2) naming the flag
 // and the risk, and a malformed --source-build-env or a build user of
-// root is refused too; with
-// --entrypoint-from-image nothing of the source runs and no opt-in is
-// needed.
+// root is refused too; with --entrypoint-from-image nothing of the source
+// runs and no opt-in is needed.
 func TestReleaseRebuildFromSourceNeedsConsent(t *testing.T) {
 	t.Parallel()
 	r := fixture.New(t)
