@@ -110,6 +110,7 @@ func brokenInterpreters(t *testing.T) (notorch, shim string) {
 // exists and the document says why. Either way the calibration file is
 // written and its digest is the document's.
 func TestQualifyCalibratePolicy(t *testing.T) {
+	t.Parallel()
 	py := verifyPython(t)
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/demo.hcl", "stacks/reference.hcl", "stacks/arena.json",
 		"stacks/runtime.json", "stacks/substrate.json", "kernels/contributions", "kernels/demo")
@@ -172,6 +173,7 @@ func TestQualifyCalibratePolicy(t *testing.T) {
 // with --quality-calibration. The CPU lane is deterministic, so every
 // measured stock statistic is 0 and every threshold is its floor.
 func TestQualifyCalibrateQuality(t *testing.T) {
+	t.Parallel()
 	py := verifyPython(t)
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/incumbent.hcl", "stacks/reference.hcl",
 		"stacks/arena.json", "stacks/runtime.json", "stacks/substrate.json", "kernels/contributions")

@@ -45,6 +45,7 @@ func siluBundle(t *testing.T, body string) string {
 }
 
 func TestVerifyCommand(t *testing.T) {
+	t.Parallel()
 	py := verifyPython(t)
 	good := siluBundle(t, "    out.copy_(F.silu(x[:, :d]) * x[:, d:])\n")
 	bad := siluBundle(t, "    out.copy_(x[:, :d] * x[:, d:])\n")
@@ -74,6 +75,7 @@ func TestVerifyCommand(t *testing.T) {
 }
 
 func TestVerifyCommandJSONFields(t *testing.T) {
+	t.Parallel()
 	py := verifyPython(t)
 	code, out, errOut := run(t, "", "verify", siluBundle(t, "    out.copy_(F.silu(x[:, :d]) * x[:, d:])\n"), "--python", py, "--json", "--quiet")
 	if code != 0 {
@@ -119,6 +121,7 @@ func TestVerifyHelpTeaches(t *testing.T) {
 // a kernel computed in bfloat16 fails float32 verification under the
 // default tolerance and passes once a catalog copy loosens it.
 func TestVerifyCatalogFlag(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile(filepath.Join("..", "..", "catalog", "targets.hcl"))
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +156,7 @@ func TestVerifyCatalogFlag(t *testing.T) {
 // TestVerifyCommandRejectedBundleExitCodes: verify refuses a bundle intake
 // would refuse before any worker runs, and that refusal is exit 2.
 func TestVerifyCommandRejectedBundleExitCodes(t *testing.T) {
+	t.Parallel()
 	py := verifyPython(t)
 	base := func(t *testing.T, extra map[string]string) string {
 		dir := siluBundle(t, "    out.copy_(F.silu(x[:, :d]) * x[:, d:])\n")
