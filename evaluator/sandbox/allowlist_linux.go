@@ -316,3 +316,7 @@ func hasNvidia(devices []string) bool {
 	}
 	return false
 }
+
+// Provided reports whether every sandbox's root already holds path (as
+// its symlinks resolve) read-only: a caller need not bind it.
+func Provided(path string) bool { return covered(path) }

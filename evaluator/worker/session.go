@@ -143,6 +143,11 @@ func StartSession(ctx context.Context, iso Isolation, s SessionSpec) (*Session, 
 	if hidden(s.Python, iso.Hide) {
 		spec.ReadOnly = append(spec.ReadOnly, s.Python)
 	}
+	roots, err := iso.Roots.Roots(ctx, s.Python)
+	if err != nil {
+		return nil, err
+	}
+	spec.ReadOnly = dedupe(append(spec.ReadOnly, roots...))
 	spec.Procs = []sandbox.Proc{{Path: argv[0], Args: argv, Env: sandboxEnv(append([]string{sessionEnv}, s.Env...)), Dir: s.WorkDir,
 		Stdout: filepath.Join(s.WorkDir, StdoutFile), Stderr: filepath.Join(s.WorkDir, StderrFile), Control: true, Session: true}}
 	root, err := os.MkdirTemp(filepath.Dir(s.WorkDir), ".sandbox-")
