@@ -23,7 +23,17 @@ const landlockErrataSignal = 0x2
 // ErrUnavailable as a host without user namespaces is: the controller
 // refuses before it makes anything.
 func checkLandlock() error {
-	v, err := ll.LandlockGetABIVersion()
+	v, verr := ll.LandlockGetABIVersion()
+	errata, eerr := ll.LandlockGetErrata()
+	if eerr != nil {
+		errata = 0 // pretend none fixed
+	}
+	return landlockSupport(v, errata, verr)
+}
+
+// landlockSupport judges what the kernel reported: its ABI version (or
+// the error asking for it) and its errata bits.
+func landlockSupport(version, errata int, err error) error {
 	if err != nil {
 		if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP) {
 			return fmt.Errorf("%w: Landlock is not enabled in this kernel (boot with lsm=...,landlock); "+
@@ -31,14 +41,12 @@ func checkLandlock() error {
 		}
 		return fmt.Errorf("%w: Landlock ABI: %v", ErrUnavailable, err)
 	}
-	if v >= landlockABI {
-		if errata, err := ll.LandlockGetErrata(); err != nil || errata&landlockErrataSignal == 0 {
-			v = landlockABI - 1
-		}
+	if version >= landlockABI && errata&landlockErrataSignal == 0 {
+		version = landlockABI - 1
 	}
-	if v < landlockABI {
+	if version < landlockABI {
 		return fmt.Errorf("%w: the kernel's Landlock ABI is %d (with its errata); the sandbox needs %d "+
-			"(Linux 6.12 or later) to refuse abstract unix sockets and signals outside itself", ErrUnavailable, v, landlockABI)
+			"(Linux 6.12 or later) to refuse abstract unix sockets and signals outside itself", ErrUnavailable, version, landlockABI)
 	}
 	return nil
 }
