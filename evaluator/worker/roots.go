@@ -94,13 +94,14 @@ func InterpreterRoots(ctx context.Context, python string) ([]string, error) {
 		return nil, fmt.Errorf("worker interpreter %s: its library directories: %w", python, err)
 	}
 	listed = append(listed, filepath.Dir(python))
-	return outermost(listed), nil
+	return BindDirs(listed...), nil
 }
 
-// outermost keeps the existing absolute directories of paths (and what
-// they resolve to) that the sandbox does not provide, dropping any inside
-// another kept one.
-func outermost(paths []string) []string {
+// BindDirs are the directories among paths (and what they resolve to)
+// that a sandbox must be given for a program to read them: existing,
+// absolute, not "/", not already in every sandbox's root, and only the
+// outermost of those inside one another.
+func BindDirs(paths ...string) []string {
 	var dirs []string
 	add := func(p string) {
 		p = filepath.Clean(p)
