@@ -149,3 +149,30 @@ c = socket.socket(socket.AF_UNIX); c.connect(path); print('CONNECTED-OWN')
 		})
 	}
 }
+
+// TestHiddenInsideAGivenPath: a hidden directory stays hidden when a path
+// given read-only holds it (an interpreter's root holding the checkout
+// the run directory lies in), and what is given inside it is still
+// there.
+func TestHiddenInsideAGivenPath(t *testing.T) {
+	need(t)
+	t.Parallel()
+	b := newBox(t)
+	outer := filepath.Dir(b.run) // holds the run directory
+	if err := os.WriteFile(filepath.Join(outer, "public.txt"), []byte("PUBLIC\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := b.spec(fmt.Sprintf("cat %s/public.txt; cat %s/key && echo SAW-SECRET; cat %s/judge.py; echo ok > $WORK/x && cat $WORK/x",
+		outer, b.secret, b.code))
+	s.ReadOnly = append(s.ReadOnly, outer)
+	runSpec(t, s)
+	out := b.output(t)
+	if strings.Contains(out, "SAW-SECRET") {
+		t.Fatalf("the hidden directory's secret was visible through the path holding it:\n%s", out)
+	}
+	for _, want := range []string{"PUBLIC", "original", "ok"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("want %q in:\n%s", want, out)
+		}
+	}
+}

@@ -116,19 +116,6 @@ func buildRoot(s *Spec) error {
 	if err := buildAllowListRoot(root, s); err != nil {
 		return err
 	}
-	// Hidden directories: an empty tmpfs, made read-only once the given
-	// paths inside it are bound.
-	var hidden []string
-	for _, h := range s.Hide {
-		fi, err := os.Stat(at(h))
-		if err != nil || !fi.IsDir() {
-			continue // already out of sight (under /tmp, say)
-		}
-		if err := unix.Mount("tmpfs", at(h), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,mode=755"); err != nil {
-			return fmt.Errorf("hide %s: %w", h, err)
-		}
-		hidden = append(hidden, at(h))
-	}
 	type bind struct {
 		path     string
 		writable bool
@@ -143,9 +130,42 @@ func buildRoot(s *Spec) error {
 	// Parents before children, so a writable directory inside a read-only
 	// one stays writable.
 	sort.SliceStable(binds, func(i, j int) bool { return len(binds[i].path) < len(binds[j].path) })
+	inHidden := func(p string) bool {
+		for _, h := range s.Hide {
+			if within(p, h) {
+				return true
+			}
+		}
+		return false
+	}
+	// Paths outside the hidden directories first: one of them may hold a
+	// hidden directory (an interpreter's root holding the checkout the
+	// run directory lies in), which must be covered after it is bound.
 	for _, b := range binds {
-		if err := bindPath(b.path, at(b.path), b.writable); err != nil {
-			return err
+		if !inHidden(b.path) {
+			if err := bindPath(b.path, at(b.path), b.writable); err != nil {
+				return err
+			}
+		}
+	}
+	// Hidden directories: an empty tmpfs, made read-only once the given
+	// paths inside it are bound.
+	var hidden []string
+	for _, h := range s.Hide {
+		fi, err := os.Stat(at(h))
+		if err != nil || !fi.IsDir() {
+			continue // out of sight already: the allow-list root lacks it
+		}
+		if err := unix.Mount("tmpfs", at(h), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,mode=755"); err != nil {
+			return fmt.Errorf("hide %s: %w", h, err)
+		}
+		hidden = append(hidden, at(h))
+	}
+	for _, b := range binds {
+		if inHidden(b.path) {
+			if err := bindPath(b.path, at(b.path), b.writable); err != nil {
+				return err
+			}
 		}
 	}
 	// The root tmpfs itself last: nothing may be created beside the
