@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -87,6 +88,14 @@ func InterpreterRoots(ctx context.Context, python string) ([]string, error) {
 	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()
 	if err != nil {
+		// The interpreter's own last words say what is wrong with it (a
+		// broken installation, a stand-in that is no interpreter).
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if msg := lastLine(strings.TrimSpace(string(ee.Stderr))); msg != "" {
+				err = fmt.Errorf("%w: %s", err, bound(msg, 300))
+			}
+		}
 		return nil, fmt.Errorf("worker interpreter %s: asking for its library directories: %w", python, err)
 	}
 	var listed []string

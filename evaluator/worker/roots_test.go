@@ -113,3 +113,14 @@ func TestSandboxBindsTheInterpreterRoots(t *testing.T) {
 		})
 	}
 }
+
+// TestInterpreterRootsSaysWhyAnInterpreterFailed: an interpreter that
+// cannot answer the probe is refused with its own last words.
+func TestInterpreterRootsSaysWhyAnInterpreterFailed(t *testing.T) {
+	t.Parallel()
+	broken := fakePython(t, "echo 'ModuleNotFoundError: No module named encodings' >&2; exit 1")
+	_, err := InterpreterRoots(context.Background(), broken)
+	if err == nil || !strings.Contains(err.Error(), "No module named encodings") || !strings.Contains(err.Error(), broken) {
+		t.Fatalf("err = %v, want the interpreter named with its error", err)
+	}
+}
