@@ -175,7 +175,12 @@ func RunGroup(ctx context.Context, iso Isolation, specs []Spec) ([]Outcome, erro
 	for i, s := range specs {
 		// The progress log is the worker's own words: its error text is
 		// redacted and bounded before any report sees it.
-		roots, _ := iso.Roots.Roots(ctx, s.Python)
+		// Sandboxed, the interpreter's roots are cached by now; unisolated,
+		// nothing more of the interpreter is run for them.
+		var roots []string
+		if !iso.Unsafe {
+			roots, _ = iso.Roots.Roots(ctx, s.Python)
+		}
 		outs[i].redactor = s.redactor(roots)
 		outs[i].Progress = lastProgress(filepath.Join(s.WorkDir, ProgressFile))
 		outs[i].Progress.Error = outs[i].redactor.Redact(outs[i].Progress.Error)
