@@ -175,6 +175,13 @@ type builder struct {
 	python   string
 	deadline time.Time
 	runs     int // child processes run so far (names their logs)
+	// roots are the interpreter's library directories and toolchain the
+	// directories of torch's headers and libraries and of CUDA, bound
+	// read-only into every compiler sandbox: its root holds only /usr of
+	// the host (see worker-sandbox.md), and a virtual environment or a
+	// CUDA under /opt lies elsewhere.
+	roots     *worker.RootCache
+	toolchain []string
 }
 
 // Build compiles every row of the bundle that declares cuda_sources into
@@ -223,7 +230,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err := sandbox.SearchableDir(run); err != nil {
 		return nil, err
 	}
-	b := &builder{o: o, bundle: dir, run: run, python: python, deadline: start.Add(o.Timeout)}
+	b := &builder{o: o, bundle: dir, run: run, python: python, deadline: start.Add(o.Timeout), roots: worker.NewRootCache()}
 	if !o.Unisolated {
 		if err := sandbox.Available(filepath.Join(run, ".probe")); err != nil {
 			return nil, fmt.Errorf("%w; refusing to compile contribution sources uncontained", err)
@@ -234,6 +241,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.toolchain = worker.BindDirs(append(append([]string{tc.CUDAHome}, tc.Include...), tc.Lib...)...)
 	staging := filepath.Join(run, "staging")
 	out := filepath.Join(staging, "out")
 	for _, d := range []string{staging, out, filepath.Join(staging, "tmp")} {
@@ -416,6 +424,11 @@ func (b *builder) execSandboxed(ctx context.Context, argv []string, dir string, 
 	if b.o.Compiler != "" && b.o.Compiler != argv[0] {
 		ro = append(ro, b.o.Compiler)
 	}
+	roots, err := b.roots.Roots(ctx, b.python)
+	if err != nil {
+		return ran{}, err
+	}
+	ro = append(append(ro, roots...), b.toolchain...)
 	s := sandbox.Spec{
 		Procs:    []sandbox.Proc{{Path: argv[0], Args: argv, Env: env, Dir: dir, Stdout: stdout, Stderr: stderr}},
 		Root:     root,

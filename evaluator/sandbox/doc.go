@@ -1,9 +1,12 @@
 // Package sandbox runs untrusted worker processes contained: every group
 // of processes gets its own user, mount, PID, network, IPC, UTS and cgroup
-// namespaces, a read-only view of the host filesystem with only the paths
-// it was given bound in, a private writable /tmp, a minimal /dev (plus the
+// namespaces, a root built from an allow-list (the system trees, a few
+// /etc files, the CPU topology of /sys, and only the paths it was given;
+// not the host tree), a private writable /tmp, a minimal /dev (plus the
 // device nodes it was given, such as a GPU's), no capabilities,
-// no_new_privs, a seccomp filter and resource limits.
+// no_new_privs, a Landlock domain scoping abstract unix sockets and
+// signals, a seccomp filter (socket families included) and resource
+// limits.
 //
 // A sandbox is started by re-executing the running binary (/proc/self/exe)
 // under the name InitName; this package's init function recognises that

@@ -71,7 +71,7 @@ func setup(s *Spec) ([][3]*os.File, error) {
 	if err := loopbackUp(); err != nil {
 		return nil, fmt.Errorf("loopback: %w", err)
 	}
-	_ = unix.Sethostname([]byte("cacheon-worker"))
+	_ = unix.Sethostname([]byte(sandboxHostname))
 	files := make([][3]*os.File, len(s.Procs))
 	for i, p := range s.Procs {
 		var err error
@@ -105,46 +105,16 @@ func openStdio(path string, flag int) (*os.File, error) {
 	return f, nil
 }
 
-// buildRoot assembles the new root on s.Root and pivots into it.
+// buildRoot assembles the new root on s.Root from the allow-list
+// (allowlist_linux.go) and the Spec's paths, and pivots into it.
 func buildRoot(s *Spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
 	root := s.Root
-	if err := unix.Mount("/", root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind /: %w", err)
-	}
-	if err := setattr(root, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID, true); err != nil {
-		return fmt.Errorf("read-only /: %w", err)
-	}
 	at := func(p string) string { return filepath.Join(root, p) }
-	if err := unix.Mount("proc", at("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount /proc: %w", err)
-	}
-	// Private, size-bounded scratch space; the host's copies stay unseen.
-	for _, d := range []string{"/tmp", "/var/tmp"} {
-		if fi, err := os.Stat(at(d)); err == nil && fi.IsDir() {
-			opts := fmt.Sprintf("size=%d,mode=1777", s.Limits.TmpSize)
-			if err := unix.Mount("tmpfs", at(d), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-				return fmt.Errorf("mount %s: %w", d, err)
-			}
-		}
-	}
-	if err := buildDev(root, s); err != nil {
+	if err := buildAllowListRoot(root, s); err != nil {
 		return err
-	}
-	// Hidden directories: an empty tmpfs, made read-only once the given
-	// paths inside it are bound.
-	var hidden []string
-	for _, h := range s.Hide {
-		fi, err := os.Stat(at(h))
-		if err != nil || !fi.IsDir() {
-			continue // already out of sight (under /tmp, say)
-		}
-		if err := unix.Mount("tmpfs", at(h), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,mode=755"); err != nil {
-			return fmt.Errorf("hide %s: %w", h, err)
-		}
-		hidden = append(hidden, at(h))
 	}
 	type bind struct {
 		path     string
@@ -160,19 +130,47 @@ func buildRoot(s *Spec) error {
 	// Parents before children, so a writable directory inside a read-only
 	// one stays writable.
 	sort.SliceStable(binds, func(i, j int) bool { return len(binds[i].path) < len(binds[j].path) })
-	for _, b := range binds {
-		if err := bindPath(b.path, at(b.path), b.writable); err != nil {
-			return err
+	inHidden := func(p string) bool {
+		for _, h := range s.Hide {
+			if within(p, h) {
+				return true
+			}
 		}
+		return false
 	}
-	for _, f := range []string{"/etc/shadow", "/etc/gshadow", "/etc/sudoers"} {
-		if fi, err := os.Lstat(f); err == nil && fi.Mode().IsRegular() {
-			if err := unix.Mount("/dev/null", at(f), "", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("mask %s: %w", f, err)
+	// Paths outside the hidden directories first: one of them may hold a
+	// hidden directory (an interpreter's root holding the checkout the
+	// run directory lies in), which must be covered after it is bound.
+	for _, b := range binds {
+		if !inHidden(b.path) {
+			if err := bindPath(b.path, at(b.path), b.writable); err != nil {
+				return err
 			}
 		}
 	}
-	for _, h := range append(hidden, at("/dev")) {
+	// Hidden directories: an empty tmpfs, made read-only once the given
+	// paths inside it are bound.
+	var hidden []string
+	for _, h := range s.Hide {
+		fi, err := os.Stat(at(h))
+		if err != nil || !fi.IsDir() {
+			continue // out of sight already: the allow-list root lacks it
+		}
+		if err := unix.Mount("tmpfs", at(h), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,mode=755"); err != nil {
+			return fmt.Errorf("hide %s: %w", h, err)
+		}
+		hidden = append(hidden, at(h))
+	}
+	for _, b := range binds {
+		if inHidden(b.path) {
+			if err := bindPath(b.path, at(b.path), b.writable); err != nil {
+				return err
+			}
+		}
+	}
+	// The root tmpfs itself last: nothing may be created beside the
+	// bound paths.
+	for _, h := range append(hidden, at("/dev"), root) {
 		if err := setattr(h, unix.MOUNT_ATTR_RDONLY, false); err != nil {
 			return fmt.Errorf("read-only %s: %w", h, err)
 		}
@@ -237,6 +235,9 @@ func bindPath(src, dst string, writable bool) error {
 // devices, each bound from the host (a user namespace cannot mknod).
 func buildDev(root string, s *Spec) error {
 	dev := filepath.Join(root, "dev")
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		return err
+	}
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID, "size=1m,mode=755"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
@@ -317,7 +318,8 @@ func setLimits(l Limits) error {
 
 // dropPrivileges leaves the calling thread (and so every process it
 // starts) with no capabilities it could regain: the bounding set emptied,
-// root no longer special at exec, no_new_privs, then the seccomp filter.
+// root no longer special at exec, no_new_privs, then the Landlock scopes
+// and the seccomp filter.
 func dropPrivileges() error {
 	// NOROOT and NO_SETUID_FIXUP set, and those two and KEEP_CAPS locked:
 	// uid 0 gains nothing at exec, and nothing can turn that off.
@@ -343,6 +345,9 @@ func dropPrivileges() error {
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := restrictScopes(); err != nil {
+		return err
 	}
 	return loadFilter()
 }

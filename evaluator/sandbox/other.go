@@ -44,3 +44,6 @@ func PrepareWritable(dir string) error { return os.MkdirAll(dir, 0o755) }
 
 // Executable has nothing to check: no sandbox runs here.
 func Executable(path string) error { return nil }
+
+// Provided is false: no sandbox root is built here.
+func Provided(path string) bool { return false }

@@ -208,6 +208,9 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 		return nil, err
 	}
 	s.Limits = s.Limits.withDefaults()
+	if err := checkLandlock(); err != nil {
+		return nil, err
+	}
 	if err := checkReachable(&s); err != nil {
 		return nil, err
 	}

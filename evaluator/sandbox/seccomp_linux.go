@@ -47,6 +47,7 @@ const (
 	offNr   = 0
 	offArch = 4
 	offArg0 = 16 // low 32 bits on little-endian machines
+	offArg2 = 32
 )
 
 func stmt(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
@@ -57,7 +58,8 @@ func jeq(k uint32, jt, jf uint8) unix.SockFilter {
 // filter is the sandbox's seccomp program: a foreign architecture (or the
 // x32 ABI) kills the process; the denied calls, clone with namespace flags
 // and unshare return EPERM; clone3, whose flags a classic filter cannot
-// read, returns ENOSYS so libc falls back to clone.
+// read, returns ENOSYS so libc falls back to clone; socket and socketpair
+// are allowed only for the families a worker needs (socketFilter).
 func filter() ([]unix.SockFilter, error) {
 	arch, err := auditArch()
 	if err != nil {
@@ -85,8 +87,9 @@ func filter() ([]unix.SockFilter, error) {
 	for _, nr := range deniedSyscalls {
 		p = append(p, jeq(uint32(nr), 0, 1), stmt(ret, eperm))
 	}
+	p = append(p, jeq(unix.SYS_CLONE3, 0, 1), stmt(ret, enosys))
+	p = append(p, socketFilter()...)
 	p = append(p,
-		jeq(unix.SYS_CLONE3, 0, 1), stmt(ret, enosys),
 		jeq(unix.SYS_CLONE, 0, 3),
 		stmt(ld, offArg0),
 		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, Jt: 0, Jf: 1, K: namespaceFlags},
@@ -110,4 +113,48 @@ func loadFilter() error {
 		return fmt.Errorf("seccomp: %w", errno)
 	}
 	return nil
+}
+
+// socketFilter allows socket(2) only for the families a worker uses, each
+// of which the sandbox's namespaces confine: AF_UNIX (NCCL and the
+// interpreter's own pipes; the allow-list root and Landlock keep it to
+// the sandbox's own sockets), AF_INET and AF_INET6 (a collective's
+// rendezvous on the empty network namespace's loopback), and AF_NETLINK
+// for NETLINK_ROUTE only (libc's getaddrinfo asks it which address
+// families the namespace has). Every other family fails with
+// EAFNOSUPPORT, as on a kernel built without it: AF_VSOCK, which reaches
+// the hypervisor host and other guests past any network namespace;
+// AF_PACKET, AF_BLUETOOTH, AF_ALG, AF_XDP and the rest, attack surface a
+// kernel does not need. socketpair(2) makes only AF_UNIX pairs. It runs
+// with the system call number loaded; every path ends in a return.
+func socketFilter() []unix.SockFilter {
+	const (
+		ld      = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		ret     = unix.BPF_RET | unix.BPF_K
+		allow   = unix.SECCOMP_RET_ALLOW
+		refused = unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT)
+	)
+	socket := []unix.SockFilter{
+		stmt(ld, offArg0),             // 0: domain
+		jeq(unix.AF_UNIX, 5, 0),       // 1 -> 7
+		jeq(unix.AF_INET, 4, 0),       // 2 -> 7
+		jeq(unix.AF_INET6, 3, 0),      // 3 -> 7
+		jeq(unix.AF_NETLINK, 0, 3),    // 4 -> 5, else 8
+		stmt(ld, offArg2),             // 5: protocol
+		jeq(unix.NETLINK_ROUTE, 0, 1), // 6 -> 7, else 8
+		stmt(ret, allow),              // 7
+		stmt(ret, refused),            // 8
+	}
+	pair := []unix.SockFilter{
+		stmt(ld, offArg0),
+		jeq(unix.AF_UNIX, 0, 1),
+		stmt(ret, allow),
+		stmt(ret, refused),
+	}
+	var p []unix.SockFilter
+	p = append(p, jeq(unix.SYS_SOCKET, 0, uint8(len(socket))))
+	p = append(p, socket...)
+	p = append(p, jeq(unix.SYS_SOCKETPAIR, 0, uint8(len(pair))))
+	p = append(p, pair...)
+	return p
 }

@@ -227,7 +227,7 @@ func Run(ctx context.Context, dir string, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	iso := worker.Isolation{Unsafe: o.Unisolated, Hide: []string{runDir}, Limits: o.Limits}
+	iso := worker.Isolation{Unsafe: o.Unisolated, Hide: []string{runDir}, Limits: o.Limits, Roots: worker.NewRootCache()}
 	if o.Unisolated {
 		rep.Isolation = IsolationNone
 		rep.Notes = append(rep.Notes, "UNSAFE: workers ran without isolation (--unsafe-no-isolation): candidate code "+

@@ -65,6 +65,10 @@ type Isolation struct {
 	// Devices are device nodes passed through (a GPU's).
 	Devices []string
 	Limits  sandbox.Limits
+	// Roots remembers each interpreter's library directories, bound
+	// read-only into its sandboxes (InterpreterRoots). Nil binds none:
+	// only an interpreter the system trees hold runs then.
+	Roots *RootCache
 }
 
 // Outcome is how a worker process ended.
@@ -76,6 +80,8 @@ type Outcome struct {
 	Duration time.Duration // wall time from start to exit
 	WorkDir  string
 	Progress Progress // the last line of the progress log (the worker's own words)
+	// redactor knows the host paths of this worker's spec (Redact).
+	redactor *Redactor
 	// CandidateCode is true once the harness announced, on a control pipe
 	// it closed before importing candidate code, that candidate code was
 	// about to run. The candidate cannot forge or take back this: unlike
@@ -167,11 +173,26 @@ func RunGroup(ctx context.Context, iso Isolation, specs []Spec) ([]Outcome, erro
 		err = runSandboxed(ctx, iso, specs, outs)
 	}
 	for i, s := range specs {
+		// The progress log is the worker's own words: its error text is
+		// redacted and bounded before any report sees it.
+		// Sandboxed, the interpreter's roots are cached by now; unisolated,
+		// nothing more of the interpreter is run for them.
+		var roots []string
+		if !iso.Unsafe {
+			roots, _ = iso.Roots.Roots(ctx, s.Python)
+		}
+		outs[i].redactor = s.redactor(roots)
 		outs[i].Progress = lastProgress(filepath.Join(s.WorkDir, ProgressFile))
+		outs[i].Progress.Error = outs[i].redactor.Redact(outs[i].Progress.Error)
 		capLogs(s.WorkDir)
 	}
 	return outs, err
 }
+
+// Redact replaces the host paths this worker knew (its directories, the
+// paths it was given, its interpreter's, home directories) in text the
+// worker wrote, and bounds it to MaxErrorField bytes.
+func (o Outcome) Redact(s string) string { return o.redactor.Redact(s) }
 
 // prepareWorkDir creates the work directory (writable by the sandbox
 // user) and writes the request, kept beside the result so a failed run
@@ -205,6 +226,11 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 		if hidden(s.Python, iso.Hide) {
 			sb.ReadOnly = append(sb.ReadOnly, s.Python)
 		}
+		roots, err := iso.Roots.Roots(ctx, s.Python)
+		if err != nil {
+			return err
+		}
+		sb.ReadOnly = append(sb.ReadOnly, roots...)
 		sb.Writable = append(sb.Writable, s.WorkDir)
 		sb.Writable = append(sb.Writable, s.Writable...)
 		argv := command(s.Python, s.ValidatorRoot)
@@ -439,6 +465,9 @@ func ReadResult(workDir string, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("worker result %s: %w", path, err)
 	}
+	// Its error texts are the worker's words, a candidate's exception
+	// among them: bounded and without host paths (see redact.go).
+	dirRedactor(workDir).RedactErrors(v)
 	return nil
 }
 
@@ -469,13 +498,16 @@ func readTail(path string, n int64) (string, error) {
 	return string(data), err
 }
 
-// Tail returns up to n bytes from the end of a worker's log file.
+// Tail returns up to n bytes from the end of a worker's log file, with
+// the host paths around its work directory and home directories
+// replaced by placeholders (see redact.go): what the worker printed is
+// the candidate's to choose.
 func Tail(workDir, name string, n int) string {
 	data, err := readTail(filepath.Join(workDir, name), int64(n))
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(data)
+	return strings.TrimSpace(dirRedactor(workDir).paths(data))
 }
 
 // capLogs cuts a worker's logs to MaxLogBytes, so a worker that prints

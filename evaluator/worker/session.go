@@ -143,6 +143,12 @@ func StartSession(ctx context.Context, iso Isolation, s SessionSpec) (*Session, 
 	if hidden(s.Python, iso.Hide) {
 		spec.ReadOnly = append(spec.ReadOnly, s.Python)
 	}
+	roots, err := iso.Roots.Roots(ctx, s.Python)
+	if err != nil {
+		return nil, err
+	}
+	spec.ReadOnly = dedupe(append(spec.ReadOnly, roots...))
+	redactor := Spec{Python: s.Python, ValidatorRoot: s.Root, WorkDir: s.WorkDir, ReadOnly: s.ReadOnly, Writable: s.Writable}.redactor(roots)
 	spec.Procs = []sandbox.Proc{{Path: argv[0], Args: argv, Env: sandboxEnv(append([]string{sessionEnv}, s.Env...)), Dir: s.WorkDir,
 		Stdout: filepath.Join(s.WorkDir, StdoutFile), Stderr: filepath.Join(s.WorkDir, StderrFile), Control: true, Session: true}}
 	root, err := os.MkdirTemp(filepath.Dir(s.WorkDir), ".sandbox-")
@@ -175,7 +181,7 @@ func StartSession(ctx context.Context, iso Isolation, s SessionSpec) (*Session, 
 			res, err := sb.Wait()
 			e := res.Exits[0]
 			out := Outcome{WorkDir: s.WorkDir, Duration: res.Duration, TimedOut: res.TimedOut, Canceled: res.Canceled || res.Killed,
-				ExitCode: e.Code, Signal: e.Signal, CandidateCode: strings.Contains(string(e.Control), controlMark)}
+				ExitCode: e.Code, Signal: e.Signal, CandidateCode: strings.Contains(string(e.Control), controlMark), redactor: redactor}
 			if !e.Started {
 				out.ExitCode = -1
 			}

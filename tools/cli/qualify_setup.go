@@ -144,7 +144,7 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	if err := sandbox.SearchableDir(q.run); err != nil {
 		return nil, err
 	}
-	q.iso = worker.Isolation{Unsafe: o.unisolated, Hide: []string{q.run}}
+	q.iso = worker.Isolation{Unsafe: o.unisolated, Hide: []string{q.run}, Roots: worker.NewRootCache()}
 	if !o.unisolated {
 		if err := sandbox.Available(filepath.Join(q.run, "probe")); err != nil {
 			return nil, fmt.Errorf("%w; pass --unsafe-no-isolation to run engines unisolated (the report says so)", err)
