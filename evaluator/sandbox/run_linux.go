@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/cacheon/engine/evaluator/sandbox/cgroup"
 )
 
 // config is what the controller sends the init on fd 3.
@@ -199,6 +201,7 @@ type Sandbox struct {
 	sessions []*Session
 	closers  []*os.File
 	killed   atomic.Bool
+	group    *cgroup.Group // the sandbox's control group (cgroup_linux.go)
 }
 
 // Start makes the sandbox and starts its processes; it does not wait for
@@ -306,13 +309,26 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 			Setpgid:    true,
 		},
 	}
+	if sb.group, err = newGroup(&s); err != nil {
+		return nil, err
+	}
 	sb.start = time.Now()
 	if err := sb.cmd.Start(); err != nil {
+		sb.group.Remove()
 		return nil, fmt.Errorf("%w: cannot create namespaces (%v); run where user namespaces are allowed "+
 			"(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)", ErrUnavailable, err)
 	}
 	sb.done = make(chan error, 1)
 	go func() { sb.done <- sb.cmd.Wait() }()
+	// The init waits for its config before it does anything: it is in the
+	// group before any process of the sandbox exists.
+	if err := sb.group.Add(sb.cmd.Process.Pid); err != nil {
+		cfgW.Close()
+		_ = sb.cmd.Process.Kill()
+		<-sb.done
+		sb.group.Remove()
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
 
 	cfg, err := json.Marshal(config{Spec: s, ControlFD: controlFD, SessionFD: sessionFD})
 	if err == nil {
@@ -322,6 +338,7 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 	if err != nil {
 		_ = sb.cmd.Process.Kill()
 		<-sb.done
+		sb.group.Remove()
 		return nil, fmt.Errorf("sandbox config: %w", err)
 	}
 
@@ -432,7 +449,21 @@ func (sb *Sandbox) Wait() (Result, error) {
 	}
 	res.Duration = time.Since(sb.start)
 	res.Killed = sb.killed.Load()
-	if res.Killed || res.TimedOut || res.Canceled {
+	// The init has ended, and with it every process of its PID namespace:
+	// the group is empty, and its counters are final.
+	res.Bounds = sb.group.Stats()
+	groupErr := sb.group.Remove()
+	// Pages a worker wrote to a tmpfs belong to no process: when they fill
+	// the group, the kernel's choice of a task to kill can fall on the
+	// init, whose namespace then takes every process with it. That is the
+	// sandbox exceeding its memory bound, not a failed set-up.
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) && res.Bounds.OOMKills > 0 {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			res.OutOfMemory = true
+		}
+	}
+	if res.Killed || res.TimedOut || res.Canceled || res.OutOfMemory {
 		// A process can run (and talk on its session pipes) before the init
 		// reports that it started; killed in that window, it has no record
 		// at all. It was killed with its sandbox like any other.
@@ -450,8 +481,11 @@ func (sb *Sandbox) Wait() (Result, error) {
 	if setupErr != "" {
 		return res, &SetupError{Msg: setupErr}
 	}
-	if waitErr != nil && !res.TimedOut && !res.Canceled && !res.Killed {
-		var ee *exec.ExitError
+	if groupErr != nil {
+		// A task that outlived the init's namespace: nothing may.
+		return res, fmt.Errorf("sandbox group: %w", groupErr)
+	}
+	if waitErr != nil && !res.TimedOut && !res.Canceled && !res.Killed && !res.OutOfMemory {
 		if !errors.As(waitErr, &ee) {
 			return res, fmt.Errorf("wait for sandbox: %w", waitErr)
 		}
