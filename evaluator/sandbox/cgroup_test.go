@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,79 @@ func TestGroupLifecycleInASandbox(t *testing.T) {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("the %s group %s outlived the sandbox (%v)", c, d, err)
 		}
+	}
+}
+
+// TestWorkDirectoryBounds: a worker's writable directory holds a bounded
+// number of bytes and of files, whatever the per-file and memory bounds
+// allow, and what it wrote within them comes back to the host's disk once
+// the sandbox ended, with its links dropped.
+func TestWorkDirectoryBounds(t *testing.T) {
+	need(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the work directory is bounded only under a root controller")
+	}
+	t.Parallel()
+	big := Limits{FileSize: 8 << 30, GroupMemory: 4 << 30}
+	cases := []struct {
+		name   string
+		limits Limits
+		script string
+		forbid string
+		check  func(t *testing.T, work string)
+	}{
+		{"bytes", Limits{WorkSize: 64 << 20}, `head -c 300m /dev/zero > $WORK/big; [ $(stat -c %s $WORK/big) -gt 67108864 ] && echo WROTE-300M; true`, "WROTE-300M",
+			func(t *testing.T, work string) {
+				if fi, err := os.Stat(work + "/big"); err != nil || fi.Size() > 64<<20 {
+					t.Errorf("the host holds %v (%v), want at most 64 MiB", fi, err)
+				}
+			}},
+		{"inodes", Limits{WorkInodes: 500}, `i=0; while [ $i -lt 3000 ]; do : > $WORK/f$i || break; i=$((i+1)); done; echo made $i; [ $i -ge 3000 ] && echo MADE-3000; true`, "MADE-3000",
+			func(t *testing.T, work string) {
+				if entries, _ := os.ReadDir(work); len(entries) > 500 {
+					t.Errorf("the host holds %d files, want at most 500", len(entries))
+				}
+			}},
+		{"results come back", Limits{}, `mkdir $WORK/sub && echo kept > $WORK/sub/result && ln -s /etc/hostname $WORK/link && mkfifo $WORK/fifo; cat $WORK/request`, "",
+			func(t *testing.T, work string) {
+				if data, err := os.ReadFile(work + "/sub/result"); err != nil || string(data) != "kept\n" {
+					t.Errorf("sub/result = %q, %v", data, err)
+				}
+				for _, gone := range []string{"link", "fifo"} {
+					if _, err := os.Lstat(work + "/" + gone); err == nil {
+						t.Errorf("%s came back to the host", gone)
+					}
+				}
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBox(t)
+			if err := os.WriteFile(b.work+"/request", []byte("the request\n"), 0o444); err != nil {
+				t.Fatal(err)
+			}
+			s := b.spec(c.script)
+			s.Limits = big
+			s.Limits.WorkSize, s.Limits.WorkInodes = c.limits.WorkSize, c.limits.WorkInodes
+			res := runSpec(t, s)
+			out := b.output(t)
+			if c.forbid != "" && strings.Contains(out, c.forbid) {
+				t.Fatalf("the bound did not hold:\n%s", out)
+			}
+			if !res.WorkBounded {
+				t.Errorf("the result says the work directory was not bounded")
+			}
+			if !strings.Contains(out, "the request") && c.forbid == "" {
+				t.Errorf("the request did not reach the worker:\n%s", out)
+			}
+			c.check(t, b.work)
+			if data, err := os.ReadFile(b.work + "/request"); err != nil || string(data) != "the request\n" {
+				t.Errorf("the request after the run: %q, %v", data, err)
+			}
+			if stashes, _ := filepath.Glob(b.run + "/.work.stash-*"); len(stashes) > 0 {
+				t.Errorf("stash directories left: %v", stashes)
+			}
+		})
 	}
 }

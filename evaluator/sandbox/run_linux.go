@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -202,6 +203,23 @@ type Sandbox struct {
 	closers  []*os.File
 	killed   atomic.Bool
 	group    *cgroup.Group // the sandbox's control group (cgroup_linux.go)
+	work     []workMount   // its bounded writable directories (workdir_linux.go)
+	released sync.Once
+	relErr   error
+}
+
+// release removes the sandbox's group and brings its work directories
+// back onto the disk, once, after the init has ended.
+func (sb *Sandbox) release() error {
+	sb.released.Do(func() {
+		var errs []error
+		if sb.group != nil {
+			errs = append(errs, sb.group.Remove())
+		}
+		errs = append(errs, unmountWork(sb.work))
+		sb.relErr = errors.Join(errs...)
+	})
+	return sb.relErr
 }
 
 // Start makes the sandbox and starts its processes; it does not wait for
@@ -224,6 +242,9 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 		}
 		if err != nil {
 			sb.closeOurs()
+			// The init is dead by now (every failure after its start
+			// kills and reaps it).
+			_ = sb.release()
 		}
 	}()
 	pipe := func() (r, w *os.File, err error) {
@@ -312,9 +333,11 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 	if sb.group, err = newGroup(&s); err != nil {
 		return nil, err
 	}
+	if sb.work, err = mountWork(s.Writable, s.Limits); err != nil {
+		return nil, err
+	}
 	sb.start = time.Now()
 	if err := sb.cmd.Start(); err != nil {
-		sb.group.Remove()
 		return nil, fmt.Errorf("%w: cannot create namespaces (%v); run where user namespaces are allowed "+
 			"(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)", ErrUnavailable, err)
 	}
@@ -326,7 +349,6 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 		cfgW.Close()
 		_ = sb.cmd.Process.Kill()
 		<-sb.done
-		sb.group.Remove()
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 
@@ -338,7 +360,6 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 	if err != nil {
 		_ = sb.cmd.Process.Kill()
 		<-sb.done
-		sb.group.Remove()
 		return nil, fmt.Errorf("sandbox config: %w", err)
 	}
 
@@ -452,7 +473,9 @@ func (sb *Sandbox) Wait() (Result, error) {
 	// The init has ended, and with it every process of its PID namespace:
 	// the group is empty, and its counters are final.
 	res.Bounds = sb.group.Stats()
-	groupErr := sb.group.Remove()
+	// A root controller bounds every writable directory, or fails Start.
+	res.WorkBounded = os.Geteuid() == 0
+	releaseErr := sb.release()
 	// Pages a worker wrote to a tmpfs belong to no process: when they fill
 	// the group, the kernel's choice of a task to kill can fall on the
 	// init, whose namespace then takes every process with it. That is the
@@ -481,9 +504,10 @@ func (sb *Sandbox) Wait() (Result, error) {
 	if setupErr != "" {
 		return res, &SetupError{Msg: setupErr}
 	}
-	if groupErr != nil {
-		// A task that outlived the init's namespace: nothing may.
-		return res, fmt.Errorf("sandbox group: %w", groupErr)
+	if releaseErr != nil {
+		// A task that outlived the init's namespace (nothing may), or a
+		// work directory whose contents did not come back.
+		return res, fmt.Errorf("sandbox end: %w", releaseErr)
 	}
 	if waitErr != nil && !res.TimedOut && !res.Canceled && !res.Killed && !res.OutOfMemory {
 		if !errors.As(waitErr, &ee) {

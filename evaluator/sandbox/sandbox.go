@@ -100,6 +100,10 @@ type Limits struct {
 	// CPU is the CPU time the sandbox may use per wall second, in CPUs;
 	// 0 = DefaultCPU().
 	CPU float64
+	// WorkSize and WorkInodes bound each writable directory while the
+	// sandbox runs: bytes and files (workdir_linux.go).
+	WorkSize   uint64
+	WorkInodes uint64
 }
 
 // Default limits. RLIMIT_AS is left alone: CUDA reserves far more address
@@ -112,6 +116,10 @@ const (
 	DefaultFileSize  = 4 << 30
 	DefaultTmpSize   = 2 << 30
 	DefaultTasks     = 1024
+	// A work directory holds a request, a result of at most 64 MiB, logs
+	// and a candidate's outputs for the reference to read.
+	DefaultWorkSize   = 4 << 30
+	DefaultWorkInodes = 16384
 )
 
 // DefaultCPU is every CPU this process may run on but one, and at least
@@ -147,6 +155,12 @@ func (l Limits) withDefaults() Limits {
 	if l.CPU == 0 {
 		l.CPU = DefaultCPU()
 	}
+	if l.WorkSize == 0 {
+		l.WorkSize = DefaultWorkSize
+	}
+	if l.WorkInodes == 0 {
+		l.WorkInodes = DefaultWorkInodes
+	}
 	return l
 }
 
@@ -168,6 +182,9 @@ type Result struct {
 	// OutOfMemory: the init was killed for the group's memory bound, and
 	// every process with it.
 	OutOfMemory bool
+	// WorkBounded: the writable directories were bounded tmpfs mounts
+	// (false where the controller is not root).
+	WorkBounded bool
 	Duration    time.Duration
 	// Bounds is what the sandbox's control group counted: its memory
 	// peak and the allocations, forks and CPU time its bounds refused.

@@ -401,9 +401,33 @@ func startTime(pid int) (uint64, error) {
 	return strconv.ParseUint(f[19], 10, 64)
 }
 
-// groupName is "<pid>-<start>-<pidns>-<random>".
-func groupName() (string, error) {
+// Owner names this process as the owner of what it makes on the host
+// (groups, mounts): "<pid>-<start>-<pidns>", so that a later controller
+// can tell, with Ended, whether the maker is gone.
+func Owner() (string, error) {
 	o, err := ownerID(os.Getpid())
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d-%d-%d", o.pid, o.start, o.pidns), nil
+}
+
+// Ended reports whether the owner an Owner string names has ended: its
+// pid is gone or now another process's. An owner in another PID namespace,
+// or a string that is not an Owner, has not ended as far as this process
+// can tell.
+func Ended(ownerTag string) bool {
+	self, err := ownerID(os.Getpid())
+	if err != nil {
+		return false
+	}
+	o, ok := parseName(ownerTag + "-x")
+	return ok && o.pidns == self.pidns && !o.alive()
+}
+
+// groupName is "<owner>-<random>".
+func groupName() (string, error) {
+	o, err := Owner()
 	if err != nil {
 		return "", err
 	}
@@ -411,12 +435,12 @@ func groupName() (string, error) {
 	if _, err := rand.Read(r[:]); err != nil {
 		return "", fmt.Errorf("cgroup: %w", err)
 	}
-	return fmt.Sprintf("%d-%d-%d-%s", o.pid, o.start, o.pidns, hex.EncodeToString(r[:])), nil
+	return o + "-" + hex.EncodeToString(r[:]), nil
 }
 
 func parseName(name string) (owner, bool) {
 	f := strings.Split(name, "-")
-	if len(f) != 4 {
+	if len(f) != 4 || f[3] == "" {
 		return owner{}, false
 	}
 	pid, err1 := strconv.Atoi(f[0])
