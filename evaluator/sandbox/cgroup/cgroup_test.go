@@ -65,6 +65,9 @@ func TestProbe(t *testing.T) {
 			"pids":   "/sys/fs/cgroup/user.slice/run.scope/" + ParentName,
 			"cpu":    "/sys/fs/cgroup/user.slice/run.scope/" + ParentName,
 		}, nil},
+		{"v2, the controller moved into its leaf", unified, "0::/user.slice/run.scope/" + controllerLeaf + "\n", 2, map[string]string{
+			"memory": "/sys/fs/cgroup/user.slice/run.scope/" + ParentName,
+		}, nil},
 		{"v2 without cpu", unified, "0::/system.slice\n", 0, nil,
 			[]string{"/sys/fs/cgroup/system.slice", "not cpu", "subtree_control"}},
 		{"only a controller-less cgroup2", "40 30 0:37 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n", "0::/\n", 0, nil,

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -103,6 +104,11 @@ func probe(mountinfo, cgroupFile []byte, read func(string) ([]byte, error)) (*Ho
 		return h, nil
 	}
 	v1Missing := missing
+	// A v2 controller that moved itself into its leaf (Prepare) makes its
+	// groups where it made them before: beside the leaf.
+	if path.Base(v2Own) == controllerLeaf {
+		v2Own = path.Dir(v2Own)
+	}
 	// v2: the unified mount, and this process's group in it offering every
 	// controller (the parent enabled them in its subtree_control).
 	for _, m := range mounts {
