@@ -184,7 +184,7 @@ func StartSession(ctx context.Context, iso Isolation, s SessionSpec) (*Session, 
 			res, err := sb.Wait()
 			e := res.Exits[0]
 			out := Outcome{WorkDir: s.WorkDir, Duration: res.Duration, TimedOut: res.TimedOut, Canceled: res.Canceled || res.Killed,
-				ExitCode: e.Code, Signal: e.Signal, CandidateCode: strings.Contains(string(e.Control), controlMark)}
+				ExitCode: e.Code, Signal: e.Signal, CandidateCode: strings.Contains(string(e.Control), controlMark), Bounds: res.Bounds}
 			if !e.Started {
 				out.ExitCode = -1
 			}
