@@ -33,7 +33,12 @@ func TestProbe(t *testing.T) {
 	unified := "40 22 0:37 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
 	readOnly := "34 30 0:31 / /sys/fs/cgroup/memory ro,relatime - cgroup cgroup rw,memory\n" +
 		"38 30 0:35 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n31 30 0:28 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+	// A GPU host: cgroup v2 alone; the job's group delegates only memory,
+	// the root all three.
+	gpu := "32 23 0:28 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
 	files := map[string]string{
+		"/sys/fs/cgroup/process_api/4cbd/cgroup.controllers":     "memory\n",
+		"/sys/fs/cgroup/cacheon/cgroup.controllers":              "cpuset cpu io memory hugetlb pids\n",
 		"/sys/fs/cgroup/user.slice/run.scope/cgroup.controllers": "cpuset cpu io memory pids\n",
 		"/sys/fs/cgroup/system.slice/cgroup.controllers":         "memory pids\n",
 		"/sys/fs/cgroup/unified/cgroup.controllers":              "hugetlb\n",
@@ -67,6 +72,11 @@ func TestProbe(t *testing.T) {
 		}, nil},
 		{"v2, the controller moved into its leaf", unified, "0::/user.slice/run.scope/" + controllerLeaf + "\n", 2, map[string]string{
 			"memory": "/sys/fs/cgroup/user.slice/run.scope/" + ParentName,
+		}, nil},
+		{"a GPU host's job group, which delegates only memory", gpu, "0::/process_api/4cbd\n", 0, nil,
+			[]string{"offers only [memory], not pids, cpu", "mkdir /sys/fs/cgroup/cacheon"}},
+		{"the same host, the controller in a group of its own", gpu, "0::/cacheon\n", 2, map[string]string{
+			"cpu": "/sys/fs/cgroup/cacheon/" + ParentName,
 		}, nil},
 		{"v2 without cpu", unified, "0::/system.slice\n", 0, nil,
 			[]string{"/sys/fs/cgroup/system.slice", "not cpu", "subtree_control"}},
