@@ -89,9 +89,16 @@ func (h *Host) leaveOwnGroup(own string) error {
 		return fmt.Errorf("%w: cgroup v2 %s: %v", ErrUnavailable, own, err)
 	}
 	self := os.Getpid()
+	// This process's own children (an interpreter it is checking, say)
+	// move with it; anyone else's processes are not ours to move.
+	var children []int
 	var others []string
 	for _, p := range pids {
-		if p != self {
+		switch {
+		case p == self:
+		case parentOf(p) == self:
+			children = append(children, p)
+		default:
 			others = append(others, strconv.Itoa(p))
 		}
 	}
@@ -105,10 +112,28 @@ func (h *Host) leaveOwnGroup(own string) error {
 	if err := os.MkdirAll(leaf, 0o755); err != nil {
 		return fmt.Errorf("%w: cgroup v2: %v", ErrUnavailable, err)
 	}
-	if err := write(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(self)); err != nil {
-		return fmt.Errorf("%w: cgroup v2: move the controller into %s: %v", ErrUnavailable, leaf, err)
+	for _, p := range append([]int{self}, children...) {
+		err := write(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(p))
+		if err != nil && !(p != self && errors.Is(err, syscall.ESRCH)) { // a child that just ended
+			return fmt.Errorf("%w: cgroup v2: move process %d into %s: %v", ErrUnavailable, p, leaf, err)
+		}
 	}
 	return nil
+}
+
+// parentOf is pid's parent, 0 when it cannot be read.
+func parentOf(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // enable turns on Controllers in dir's cgroup.subtree_control.
