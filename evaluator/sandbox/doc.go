@@ -3,7 +3,10 @@
 // namespaces, a read-only view of the host filesystem with only the paths
 // it was given bound in, a private writable /tmp, a minimal /dev (plus the
 // device nodes it was given, such as a GPU's), no capabilities,
-// no_new_privs, a seccomp filter and resource limits.
+// no_new_privs, a seccomp filter, per-process resource limits, and a
+// control group of its own that bounds its memory (tmpfs and shared pages
+// included), tasks and CPU as a sum (package cgroup), with its writable
+// directories bounded in bytes and inodes.
 //
 // A sandbox is started by re-executing the running binary (/proc/self/exe)
 // under the name InitName; this package's init function recognises that
