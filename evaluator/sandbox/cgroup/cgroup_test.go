@@ -74,7 +74,7 @@ func TestProbe(t *testing.T) {
 			"memory": "/sys/fs/cgroup/user.slice/run.scope/" + ParentName,
 		}, nil},
 		{"a GPU host's job group, which delegates only memory", gpu, "0::/process_api/4cbd\n", 0, nil,
-			[]string{"offers only [memory], not pids, cpu", "mkdir /sys/fs/cgroup/cacheon"}},
+			[]string{"offers only [memory], not pids, cpu", "mkdir -p /sys/fs/cgroup/cacheon/cacheon-controller"}},
 		{"the same host, the controller in a group of its own", gpu, "0::/cacheon\n", 2, map[string]string{
 			"cpu": "/sys/fs/cgroup/cacheon/" + ParentName,
 		}, nil},

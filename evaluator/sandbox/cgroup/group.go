@@ -104,8 +104,9 @@ func (h *Host) leaveOwnGroup(own string) error {
 	}
 	if len(others) > 0 {
 		return fmt.Errorf("%w: cgroup v2 group %s holds other processes (%s), so it cannot delegate %s to sandbox groups "+
-			"(the no-internal-processes rule); start the controller in a group of its own (for example "+
-			"systemd-run --scope -p Delegate=yes, or a fresh group the controller is exec'd in)",
+			"(the no-internal-processes rule); start the controller in a group of its own (systemd-run --scope "+
+			"-p Delegate=yes), or in the leaf of one, as root: mkdir -p /sys/fs/cgroup/cacheon/"+controllerLeaf+
+			" && echo $$ > /sys/fs/cgroup/cacheon/"+controllerLeaf+"/cgroup.procs, then run it from that shell",
 			ErrUnavailable, own, strings.Join(others, " "), strings.Join(Controllers, ", "))
 	}
 	leaf := filepath.Join(own, controllerLeaf)

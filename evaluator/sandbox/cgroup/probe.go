@@ -132,9 +132,9 @@ func probe(mountinfo, cgroupFile []byte, read func(string) ([]byte, error)) (*Ho
 		}
 		if len(lack) > 0 {
 			return nil, fmt.Errorf("%w: cgroup v1 lacks %s and the cgroup v2 group %s offers only [%s], not %s "+
-				"(its parent's cgroup.subtree_control does not delegate them; run the controller alone in a group whose "+
-				"parent does, e.g. as root: mkdir /sys/fs/cgroup/cacheon && echo $$ > /sys/fs/cgroup/cacheon/cgroup.procs, "+
-				"then exec the controller from that shell)",
+				"(its parent's cgroup.subtree_control does not delegate them; start the controller in the leaf of a group "+
+				"whose parent does, e.g. as root: mkdir -p /sys/fs/cgroup/cacheon/"+controllerLeaf+" && echo $$ > "+
+				"/sys/fs/cgroup/cacheon/"+controllerLeaf+"/cgroup.procs, then run it from that shell)",
 				ErrUnavailable, strings.Join(v1Missing, ", "), dir, strings.Join(have, " "), strings.Join(lack, ", "))
 		}
 		h := &Host{Version: 2, Parents: map[string]string{}, own: map[string]string{"": dir}}
