@@ -52,13 +52,22 @@ type Spec struct {
 	// StartTimeout bounds loading (to the ready frame), BatchTimeout each
 	// batch; zero takes the defaults.
 	StartTimeout, BatchTimeout time.Duration
-	Tolerance                  Tolerance
+	// StallWindow ends an engine whose serving thread makes no progress
+	// for that long while a batch's frame is due (worker.ErrStalled), well
+	// before BatchTimeout; 0 takes the default, negative watches nothing.
+	StallWindow time.Duration
+	Tolerance   Tolerance
 }
 
 // Defaults.
 const (
 	DefaultStartTimeout = 10 * time.Minute
 	DefaultBatchTimeout = 5 * time.Minute
+	// DefaultStallWindow is ten seconds: an honest engine's serving thread
+	// runs (or spins on the device) all through a batch, and the longest
+	// honest pause seen, a Triton kernel's first compilation, takes about
+	// a second on an H200.
+	DefaultStallWindow = 10 * time.Second
 )
 
 // Tolerance is how far an engine's own time for a batch may fall short of
@@ -105,6 +114,10 @@ type Window struct {
 	// The same two times of the prefill phase.
 	PrefillHostSeconds   float64
 	PrefillEngineSeconds float64
+	// LeftRunning are the engine's threads that ran between its previous
+	// frame and this batch's request, while it had nothing to do
+	// (threads.go).
+	LeftRunning []LeftRunning
 }
 
 // Fault kinds.
@@ -117,6 +130,11 @@ const (
 	FaultTokens   = "wrong_tokens"  // a frame with the wrong number of tokens
 	FaultTiming   = "forged_timing" // engine time outside the controller's bracket
 	FaultProtocol = "protocol"      // a ready frame of another protocol or substrate
+	// FaultStalled is an engine that stopped making progress while a frame
+	// was due: idle and silent, or its serving thread starved by its own
+	// threads (worker.ErrStalled). An engine the host starved is no fault
+	// of its own: that error is not a *Fault (NO_DECISION).
+	FaultStalled = "stalled"
 )
 
 // Fault is an engine that did not do what the protocol says.
@@ -134,6 +152,7 @@ type Engine struct {
 	frames  *worker.Frames
 	Ready   Ready
 	next    int
+	idle    idleThreads // what ran since the last frame (threads.go)
 }
 
 // Start starts the engine and waits for its ready frame.
@@ -143,6 +162,9 @@ func Start(ctx context.Context, iso worker.Isolation, s Spec) (*Engine, error) {
 	}
 	if s.BatchTimeout == 0 {
 		s.BatchTimeout = DefaultBatchTimeout
+	}
+	if s.StallWindow == 0 {
+		s.StallWindow = DefaultStallWindow
 	}
 	if s.Tolerance == (Tolerance{}) {
 		s.Tolerance = DefaultTolerance
@@ -177,7 +199,7 @@ func Start(ctx context.Context, iso worker.Isolation, s Spec) (*Engine, error) {
 		_, _ = e.session.Close(time.Second)
 		return nil, err
 	}
-	line, err := e.await(ctx, s.StartTimeout, "the ready frame")
+	line, err := e.await(ctx, s.StartTimeout, 0, "the ready frame")
 	if err != nil {
 		var f *Fault
 		if !errors.As(err, &f) || f.Kind == FaultStart {
@@ -223,7 +245,7 @@ func (e *Engine) Batch(ctx context.Context, prompts [][]int, maxNewTokens int) (
 	if maxNewTokens < 2 {
 		return Window{}, fmt.Errorf("batch %d: max_new_tokens %d: a batch needs at least 2 (the prefill's token and one decode step)", id, maxNewTokens)
 	}
-	var w Window
+	w := Window{LeftRunning: e.idle.check()}
 	// Phase one: the prefill.
 	pre, host, err := e.exchange(ctx, map[string]any{"op": "batch", "id": id, "prompts": prompts, "max_new_tokens": maxNewTokens}, id, "prefill")
 	if err != nil {
@@ -306,11 +328,14 @@ func (e *Engine) exchange(ctx context.Context, req map[string]any, id int, phase
 	if err := e.session.Send(data); err != nil {
 		return nil, 0, &Fault{Kind: FaultExited, Detail: err.Error()}
 	}
-	line, err := e.await(ctx, e.spec.BatchTimeout, fmt.Sprintf("the %s frame of batch %d", phase, id))
+	line, err := e.await(ctx, e.spec.BatchTimeout, e.spec.StallWindow, fmt.Sprintf("the %s frame of batch %d", phase, id))
 	host := time.Since(t0).Seconds()
 	if err != nil {
 		return nil, 0, err
 	}
+	// Outside the timed span: what runs from here to the next request
+	// runs while the engine has nothing to do.
+	e.idle.mark(e.session, id)
 	var refusal struct {
 		ID    *int   `json:"id"`
 		Error string `json:"error"`
@@ -343,11 +368,18 @@ func (t Tolerance) check(host, engine float64) error {
 }
 
 // await waits for the next frame, as a Fault when it does not come.
-func (e *Engine) await(ctx context.Context, limit time.Duration, what string) ([]byte, error) {
-	line, err := e.frames.Next(ctx, limit, what)
+func (e *Engine) await(ctx context.Context, limit, stall time.Duration, what string) ([]byte, error) {
+	if stall < 0 {
+		stall = 0
+	}
+	line, err := e.frames.NextWatched(ctx, limit, stall, what)
 	switch {
 	case err == nil:
 		return line, nil
+	case errors.Is(err, worker.ErrStalled):
+		return nil, &Fault{Kind: FaultStalled, Detail: err.Error()}
+	case errors.Is(err, worker.ErrStarved):
+		return nil, fmt.Errorf("engine starved (infrastructure): %w", err)
 	case errors.Is(err, worker.ErrSessionEnded):
 		return nil, &Fault{Kind: FaultExited, Detail: "the engine ended before " + what}
 	case errors.Is(err, worker.ErrFrameTimeout):

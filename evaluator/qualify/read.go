@@ -27,6 +27,9 @@ type Batch struct {
 	// Output is every prompt's generated tokens: the trajectories the
 	// pristine reference later scores.
 	Output [][]int `json:"output"`
+	// LeftRunning names the engine's threads that ran while it waited for
+	// this batch's request (engine.LeftRunning); absent when none did.
+	LeftRunning []engine.LeftRunning `json:"left_running,omitempty"`
 }
 
 // warm runs a workload's warmup batches that come before its conditioning
@@ -67,7 +70,8 @@ func serve(ctx context.Context, e *engine.Engine, w *workload.Workload, from, to
 			return out, fmt.Errorf("%s batch %d: %w", phase, i, err)
 		}
 		out = append(out, Batch{Index: i, Phase: phase, Tokens: w.DecodeTokens(i), Seconds: win.HostSeconds, EngineSeconds: win.EngineSeconds,
-			PrefillSeconds: win.PrefillHostSeconds, PrefillEngineSeconds: win.PrefillEngineSeconds, Output: win.Tokens})
+			PrefillSeconds: win.PrefillHostSeconds, PrefillEngineSeconds: win.PrefillEngineSeconds, Output: win.Tokens,
+			LeftRunning: win.LeftRunning})
 	}
 	return out, nil
 }

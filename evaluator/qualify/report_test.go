@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/evidence"
 )
 
@@ -144,6 +145,11 @@ func TestReportKeys(t *testing.T) {
 		// noisy-neighbour check keeps its canonical bytes and its address.
 		{"speed", Speed{IdleCPU: &evidence.Ref{}}, []string{"batches", "decision", "idle_cpu", "lane_samples", "policy", "policy_version", "reads", "reason", "speedup", "swaps"}},
 		{"speed before the idle check", Speed{}, []string{"batches", "decision", "lane_samples", "policy", "policy_version", "reads", "reason", "speedup", "swaps"}},
+		// left_running is omitted when no thread ran between batches, so a
+		// batch from before the check keeps its canonical bytes.
+		{"batch", Batch{}, []string{"engine_seconds", "index", "output", "phase", "prefill_engine_seconds", "prefill_seconds", "seconds", "tokens"}},
+		{"batch with a thread left running", Batch{LeftRunning: []engine.LeftRunning{{}}},
+			[]string{"engine_seconds", "index", "left_running", "output", "phase", "prefill_engine_seconds", "prefill_seconds", "seconds", "tokens"}},
 	} {
 		if got := keys(c.v); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s keys %v, want %v", c.name, got, c.want)

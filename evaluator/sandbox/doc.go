@@ -5,8 +5,10 @@
 // not the host tree), a private writable /tmp, a minimal /dev (plus the
 // device nodes it was given, such as a GPU's), no capabilities,
 // no_new_privs, a Landlock domain scoping abstract unix sockets and
-// signals, a seccomp filter (socket families included) and resource
-// limits.
+// signals, a seccomp filter (socket families included), per-process
+// resource limits, and a control group of its own that bounds its memory
+// (tmpfs and shared pages included), tasks and CPU as a sum (package
+// cgroup), with its writable directories bounded in bytes and inodes.
 //
 // A sandbox is started by re-executing the running binary (/proc/self/exe)
 // under the name InitName; this package's init function recognises that

@@ -45,6 +45,13 @@ func initMain() int {
 		return 125
 	}
 	s := cfg.Spec
+	// The controller moved the init into the sandbox's control group
+	// before it sent the config: a cgroup namespace rooted there shows the
+	// processes their own group as / and nothing of the host's tree.
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		report(status{Error: "cgroup namespace: " + err.Error()})
+		return 125
+	}
 	// Nothing the init holds (the status pipe above all, and other
 	// processes' control pipes) may leak into a process it starts.
 	if entries, err := os.ReadDir("/proc/self/fd"); err == nil {

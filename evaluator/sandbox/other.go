@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
+
+	"github.com/cacheon/engine/evaluator/sandbox/cgroup"
 )
 
 // Run refuses: sandboxes need Linux namespaces.
@@ -27,6 +30,23 @@ func (sb *Sandbox) Session(i int) *Session { return nil }
 
 // Pid is none: no sandbox starts here.
 func (sb *Sandbox) Pid() int { return 0 }
+
+// Thread is a task inside a sandbox; there are none here.
+type Thread struct {
+	TID, PID    int
+	Name, State string
+	CPU         time.Duration
+	RunDelay    time.Duration
+}
+
+// Threads lists nothing: no sandbox starts here.
+func (sb *Sandbox) Threads() ([]Thread, error) { return nil, ErrUnavailable }
+
+// ReadThread reads nothing: there is no /proc here.
+func ReadThread(tid int) (Thread, bool) { return Thread{}, false }
+
+// Bounds counted nothing: no sandbox starts here.
+func (sb *Sandbox) Bounds() cgroup.Stats { return cgroup.Stats{} }
 
 // Kill does nothing: no sandbox starts here.
 func (sb *Sandbox) Kill() {}

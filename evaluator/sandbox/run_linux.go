@@ -10,9 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/cacheon/engine/evaluator/sandbox/cgroup"
 )
 
 // config is what the controller sends the init on fd 3.
@@ -199,6 +202,24 @@ type Sandbox struct {
 	sessions []*Session
 	closers  []*os.File
 	killed   atomic.Bool
+	group    *cgroup.Group // the sandbox's control group (cgroup_linux.go)
+	work     []workMount   // its bounded writable directories (workdir_linux.go)
+	released sync.Once
+	relErr   error
+}
+
+// release removes the sandbox's group and brings its work directories
+// back onto the disk, once, after the init has ended.
+func (sb *Sandbox) release() error {
+	sb.released.Do(func() {
+		var errs []error
+		if sb.group != nil {
+			errs = append(errs, sb.group.Remove())
+		}
+		errs = append(errs, unmountWork(sb.work))
+		sb.relErr = errors.Join(errs...)
+	})
+	return sb.relErr
 }
 
 // Start makes the sandbox and starts its processes; it does not wait for
@@ -224,6 +245,9 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 		}
 		if err != nil {
 			sb.closeOurs()
+			// The init is dead by now (every failure after its start
+			// kills and reaps it).
+			_ = sb.release()
 		}
 	}()
 	pipe := func() (r, w *os.File, err error) {
@@ -309,6 +333,12 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 			Setpgid:    true,
 		},
 	}
+	if sb.group, err = newGroup(&s); err != nil {
+		return nil, err
+	}
+	if sb.work, err = mountWork(s.Writable, s.Limits); err != nil {
+		return nil, err
+	}
 	sb.start = time.Now()
 	if err := sb.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: cannot create namespaces (%v); run where user namespaces are allowed "+
@@ -316,6 +346,14 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 	}
 	sb.done = make(chan error, 1)
 	go func() { sb.done <- sb.cmd.Wait() }()
+	// The init waits for its config before it does anything: it is in the
+	// group before any process of the sandbox exists.
+	if err := sb.group.Add(sb.cmd.Process.Pid); err != nil {
+		cfgW.Close()
+		_ = sb.cmd.Process.Kill()
+		<-sb.done
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
 
 	cfg, err := json.Marshal(config{Spec: s, ControlFD: controlFD, SessionFD: sessionFD})
 	if err == nil {
@@ -435,7 +473,23 @@ func (sb *Sandbox) Wait() (Result, error) {
 	}
 	res.Duration = time.Since(sb.start)
 	res.Killed = sb.killed.Load()
-	if res.Killed || res.TimedOut || res.Canceled {
+	// The init has ended, and with it every process of its PID namespace:
+	// the group is empty, and its counters are final.
+	res.Bounds = sb.group.Stats()
+	// A root controller bounds every writable directory, or fails Start.
+	res.WorkBounded = os.Geteuid() == 0
+	releaseErr := sb.release()
+	// Pages a worker wrote to a tmpfs belong to no process: when they fill
+	// the group, the kernel's choice of a task to kill can fall on the
+	// init, whose namespace then takes every process with it. That is the
+	// sandbox exceeding its memory bound, not a failed set-up.
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) && res.Bounds.OOMKills > 0 {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			res.OutOfMemory = true
+		}
+	}
+	if res.Killed || res.TimedOut || res.Canceled || res.OutOfMemory {
 		// A process can run (and talk on its session pipes) before the init
 		// reports that it started; killed in that window, it has no record
 		// at all. It was killed with its sandbox like any other.
@@ -453,8 +507,12 @@ func (sb *Sandbox) Wait() (Result, error) {
 	if setupErr != "" {
 		return res, &SetupError{Msg: setupErr}
 	}
-	if waitErr != nil && !res.TimedOut && !res.Canceled && !res.Killed {
-		var ee *exec.ExitError
+	if releaseErr != nil {
+		// A task that outlived the init's namespace (nothing may), or a
+		// work directory whose contents did not come back.
+		return res, fmt.Errorf("sandbox end: %w", releaseErr)
+	}
+	if waitErr != nil && !res.TimedOut && !res.Canceled && !res.Killed && !res.OutOfMemory {
 		if !errors.As(waitErr, &ee) {
 			return res, fmt.Errorf("wait for sandbox: %w", waitErr)
 		}

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
+
+	"github.com/cacheon/engine/evaluator/sandbox/cgroup"
 )
 
 // InitName is argv[0] of a re-executed binary that must act as a sandbox's
@@ -78,14 +81,29 @@ type Session struct {
 // ControlLimit bounds what a process's control pipe returns.
 const ControlLimit = 4096
 
-// Limits are per-process resource limits (setrlimit). Zero fields take the
-// defaults below.
+// Limits are per-process resource limits (setrlimit) and the bounds of
+// the sandbox's control group, which hold for the sum of everything in it
+// (cgroup_linux.go). Zero fields take the defaults below.
 type Limits struct {
 	Memory    uint64 // RLIMIT_DATA: heap and private writable mappings, bytes
 	Processes uint64 // RLIMIT_NPROC: tasks (threads count) of the sandbox user
 	OpenFiles uint64 // RLIMIT_NOFILE
 	FileSize  uint64 // RLIMIT_FSIZE: largest file a process may write, bytes
-	TmpSize   uint64 // size of the private /tmp tmpfs, bytes
+	TmpSize   uint64 // size of each private tmpfs (/tmp, /var/tmp, /dev/shm), bytes
+	// GroupMemory bounds the memory of the whole sandbox, bytes: every
+	// process's private and shared memory, memfd, and the pages written to
+	// its tmpfs mounts. 0 = Memory for each process.
+	GroupMemory uint64
+	// Tasks bounds the processes and threads alive in the sandbox at once,
+	// summed over all of them.
+	Tasks uint64
+	// CPU is the CPU time the sandbox may use per wall second, in CPUs;
+	// 0 = DefaultCPU().
+	CPU float64
+	// WorkSize and WorkInodes bound each writable directory while the
+	// sandbox runs: bytes and files (workdir_linux.go).
+	WorkSize   uint64
+	WorkInodes uint64
 }
 
 // Default limits. RLIMIT_AS is left alone: CUDA reserves far more address
@@ -97,7 +115,23 @@ const (
 	DefaultOpenFiles = 4096
 	DefaultFileSize  = 4 << 30
 	DefaultTmpSize   = 2 << 30
+	DefaultTasks     = 1024
+	// A work directory holds a request, a result of at most 64 MiB, logs
+	// and a candidate's outputs for the reference to read.
+	DefaultWorkSize   = 4 << 30
+	DefaultWorkInodes = 16384
 )
+
+// DefaultCPU is every CPU this process may run on but one, and at least
+// one: a sandbox whose threads burn every CPU they get (a noisy
+// neighbour) leaves the controller and the other lanes a CPU.
+func DefaultCPU() float64 {
+	n := runtime.NumCPU() - 1
+	if n < 1 {
+		n = 1
+	}
+	return float64(n)
+}
 
 func (l Limits) withDefaults() Limits {
 	if l.Memory == 0 {
@@ -114,6 +148,18 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.TmpSize == 0 {
 		l.TmpSize = DefaultTmpSize
+	}
+	if l.Tasks == 0 {
+		l.Tasks = DefaultTasks
+	}
+	if l.CPU == 0 {
+		l.CPU = DefaultCPU()
+	}
+	if l.WorkSize == 0 {
+		l.WorkSize = DefaultWorkSize
+	}
+	if l.WorkInodes == 0 {
+		l.WorkInodes = DefaultWorkInodes
 	}
 	return l
 }
@@ -133,7 +179,16 @@ type Result struct {
 	TimedOut bool   // killed because Timeout passed
 	Canceled bool   // killed because the caller's context ended
 	Killed   bool   // killed by Sandbox.Kill
-	Duration time.Duration
+	// OutOfMemory: the init was killed for the group's memory bound, and
+	// every process with it.
+	OutOfMemory bool
+	// WorkBounded: the writable directories were bounded tmpfs mounts
+	// (false where the controller is not root).
+	WorkBounded bool
+	Duration    time.Duration
+	// Bounds is what the sandbox's control group counted: its memory
+	// peak and the allocations, forks and CPU time its bounds refused.
+	Bounds cgroup.Stats
 }
 
 // ErrUnavailable marks a host where sandboxes cannot be made (no user

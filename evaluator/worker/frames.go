@@ -55,23 +55,52 @@ func ReadFrames(s *Session) *Frames {
 // context's error (killed too), or the frame reader's own error (a line
 // over the limit, garbage on the pipe).
 func (f *Frames) Next(ctx context.Context, limit time.Duration, what string) ([]byte, error) {
+	return f.NextWatched(ctx, limit, 0, what)
+}
+
+// NextWatched is Next that also ends a session which stops making
+// progress for a whole stall window (stall.go): an error wrapping
+// ErrStalled (the session's own doing) or ErrStarved (the host's), the
+// session then killed. A stall window of 0 watches nothing.
+func (f *Frames) NextWatched(ctx context.Context, limit, stall time.Duration, what string) ([]byte, error) {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
-	select {
-	case fr, ok := <-f.ch:
-		switch {
-		case !ok || errors.Is(fr.err, io.EOF):
-			return nil, fmt.Errorf("%w before %s", ErrSessionEnded, what)
-		case fr.err != nil:
-			return nil, fr.err
+	var stalled chan error
+	if stall > 0 {
+		stalled = make(chan error, 1)
+		done := make(chan struct{})
+		go func() { stalled <- f.session.watch(ctx, stall, done) }()
+		// The watcher has ended before this returns, so the next wait's
+		// watcher never runs beside it.
+		defer func() {
+			close(done)
+			if stalled != nil {
+				<-stalled
+			}
+		}()
+	}
+	for {
+		select {
+		case err := <-stalled:
+			stalled = nil // ended: nothing to join
+			if err != nil {
+				return nil, fmt.Errorf("%w (waiting for %s)", err, what)
+			}
+		case fr, ok := <-f.ch:
+			switch {
+			case !ok || errors.Is(fr.err, io.EOF):
+				return nil, fmt.Errorf("%w before %s", ErrSessionEnded, what)
+			case fr.err != nil:
+				return nil, fr.err
+			}
+			return fr.line, nil
+		case <-timer.C:
+			f.session.Kill()
+			return nil, fmt.Errorf("%w: no %s within %s", ErrFrameTimeout, what, limit)
+		case <-ctx.Done():
+			f.session.Kill()
+			return nil, ctx.Err()
 		}
-		return fr.line, nil
-	case <-timer.C:
-		f.session.Kill()
-		return nil, fmt.Errorf("%w: no %s within %s", ErrFrameTimeout, what, limit)
-	case <-ctx.Done():
-		f.session.Kill()
-		return nil, ctx.Err()
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/evaluator/sandbox"
+	"github.com/cacheon/engine/evaluator/sandbox/cgroup"
 	"github.com/cacheon/engine/kernels/bundle"
 )
 
@@ -87,6 +88,9 @@ type Outcome struct {
 	// about to run. The candidate cannot forge or take back this: unlike
 	// the progress log, it cannot write to that pipe.
 	CandidateCode bool
+	// Bounds is what the sandbox's control group counted (zero
+	// unisolated): a kill at its memory bound shows as OOMKills.
+	Bounds cgroup.Stats
 }
 
 // Progress is one line of a worker's progress log.
@@ -134,6 +138,8 @@ func (o Outcome) Describe() string {
 		return fmt.Sprintf("timed out after %s", o.Duration.Round(time.Millisecond))
 	case o.Canceled:
 		return "stopped by the controller"
+	case o.Signal == "SIGKILL" && o.Bounds.OOMKills > 0:
+		return "killed by SIGKILL at the sandbox's memory bound"
 	case o.Signal != "":
 		return "killed by " + o.Signal
 	default:
@@ -261,6 +267,7 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 		outs[i].Canceled = res.Canceled || e.Stopped
 		outs[i].ExitCode, outs[i].Signal = e.Code, e.Signal
 		outs[i].CandidateCode = strings.Contains(string(e.Control), controlMark)
+		outs[i].Bounds = res.Bounds
 		if (res.TimedOut || res.Canceled) && !e.Started {
 			outs[i].ExitCode = -1
 		}

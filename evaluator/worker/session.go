@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/evaluator/sandbox"
+	"github.com/cacheon/engine/evaluator/sandbox/cgroup"
 )
 
 // SessionSpec is a long-lived worker process the controller converses
@@ -54,9 +55,15 @@ type Session struct {
 	wait   func() (Outcome, error)
 	kill   func()
 	pid    int // the session's process, or its sandbox's init, in the controller's PID namespace
-	once   sync.Once
-	out    Outcome
-	err    error
+	// threads and bounds read a sandboxed session's tasks and group
+	// counters (nil unisolated); serving is its process, once found
+	// (stall.go).
+	threads func() ([]sandbox.Thread, error)
+	bounds  func() cgroup.Stats
+	serving int
+	once    sync.Once
+	out     Outcome
+	err     error
 }
 
 // ErrFrame marks a frame the controller refused to read (too long, or the
@@ -171,17 +178,19 @@ func StartSession(ctx context.Context, iso Isolation, s SessionSpec) (*Session, 
 	}
 	ss := sb.Session(0)
 	return &Session{
-		send:   ss.Send,
-		frames: bufio.NewReaderSize(ss.Frames, 1<<16),
-		kill:   sb.Kill,
-		pid:    sb.Pid(),
+		send:    ss.Send,
+		frames:  bufio.NewReaderSize(ss.Frames, 1<<16),
+		kill:    sb.Kill,
+		pid:     sb.Pid(),
+		threads: sb.Threads,
+		bounds:  sb.Bounds,
 		wait: func() (Outcome, error) {
 			defer os.Remove(root)
 			defer os.Remove(spec.Log)
 			res, err := sb.Wait()
 			e := res.Exits[0]
 			out := Outcome{WorkDir: s.WorkDir, Duration: res.Duration, TimedOut: res.TimedOut, Canceled: res.Canceled || res.Killed,
-				ExitCode: e.Code, Signal: e.Signal, CandidateCode: strings.Contains(string(e.Control), controlMark), redactor: redactor}
+				ExitCode: e.Code, Signal: e.Signal, CandidateCode: strings.Contains(string(e.Control), controlMark), Bounds: res.Bounds, redactor: redactor}
 			if !e.Started {
 				out.ExitCode = -1
 			}
