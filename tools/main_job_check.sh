@@ -78,8 +78,9 @@ cacheon=$clone/bazel-bin/tools/cmd/cacheon/cacheon_/cacheon
 
 # The qualification and the ledger's settlement are reported whatever they
 # decided; each left its evidence.
-[[ -f $out/qualification/report.json ]] || fail "no qualification report under $out/qualification"
-"$cacheon" evidence regrade "$out/qualification/report.json" >/dev/null ||
+report=$out/ledger/qualification/proposal-1/report-1.json
+[[ -f $report ]] || fail "no qualification report at $report"
+"$cacheon" evidence regrade "$report" >/dev/null ||
   fail "the qualification report does not re-grade"
 "$cacheon" ledger check --ledger "$out/ledger/ledger.db" >/dev/null || fail "the main job's ledger does not check"
 grep -q '^== done' "$work/run.err" || fail "tools/run.sh did not reach its last step"

@@ -8,19 +8,18 @@
 #      provenance);
 #   2. check a contribution as a miner would: scan it and verify it on the
 #      CPU lane against the validator's fp32 references, in worker processes;
-#   3. qualify a contribution over the incumbent on the CPU lane: every
-#      screen, then B, C and B′ engine processes in the worker sandbox,
-#      graded under speed policy v8, with a report anyone can re-grade;
-#   4. the crown loop's evaluation side on the embedded defaults: a
-#      proposal taken into the SQLite ledger and qualified, its attempt
-#      recorded, then settlement, which says plainly why nothing can be
+#   3. qualify a contribution over the incumbent on the CPU lane as a
+#      proposal in the SQLite ledger: intake, then every screen, B, C and
+#      B′ engine processes in the worker sandbox, the audit and quality,
+#      graded under speed policy v8, with a report anyone can re-grade; the
+#      attempt is recorded and settlement says plainly why nothing can be
 #      crowned: under the uncalibrated default policy a speed verdict, PASS
 #      or FAIL, is noise, so the proposal stays undecided (no_decision);
-#   5. the whole crown loop on the demonstration arena (tools/crown_loop.sh):
+#   4. the whole crown loop on the demonstration arena (tools/crown_loop.sh):
 #      calibrate the CPU lane, qualify, reproduce, settle a crown, build the
 #      new incumbent, review the crown, and build, sign and verify the
 #      release that ships the crowned contribution;
-#   6. build the servable release: the same engine on a base assembled from
+#   5. build the servable release: the same engine on a base assembled from
 #      pinned Debian packages (python3, torch), sign it with a local key
 #      (outside the build graph), verify it offline as a consumer would,
 #      unpack the verified image and serve tokens from it with no network
@@ -66,30 +65,21 @@ say "cacheon scan $bundle"
 say "cacheon verify $bundle --device cpu (worker processes, fp32 references)"
 "$cacheon" verify "$bundle" --device cpu --dtype float32
 
-say "cacheon qualify --candidate kernels/contributions/rmsnorm_torch (CPU lane)"
-rm -rf "$out/qualification"
-# The verdict is the exit status (0 PASS, 2 FAIL, 3 NO_DECISION): on a
-# shared CPU any of the three is an honest outcome, so the main job goes on.
-set +e
-"$cacheon" qualify \
-  --candidate kernels/contributions/rmsnorm_torch --out "$out/qualification"
-verdict=$?
-set -e
-((verdict == 0 || verdict == 2 || verdict == 3)) || exit "$verdict"
-"$cacheon" evidence regrade "$out/qualification/report.json"
-
-say "the ledger on the CPU lane: intake, qualify, settle (nothing to crown under the uncalibrated policy, and why)"
+say "qualify kernels/contributions/rmsnorm_torch over the incumbent in the ledger (CPU lane): intake, qualify, settle (nothing to crown under the uncalibrated policy, and why)"
 rm -rf "$out/ledger"
 mkdir -p "$out/ledger"
 ledger=$out/ledger/ledger.db
 "$cacheon" intake add kernels/contributions/rmsnorm_torch --ledger "$ledger" --hotkey 5DemoMinerHotkey --block 100
 tree=$("$cacheon" stack materialize stacks/incumbent.hcl --out "$out/ledger/incumbent" --json | sed -n 's/.*"tree_digest": *"\([0-9a-f]*\)".*/\1/p')
 "$cacheon" settle --ledger "$ledger" --init stacks/incumbent.hcl --init-tree "$tree"
+# The verdict is the exit status (0 PASS, 2 FAIL, 3 NO_DECISION): on a
+# shared CPU any of the three is an honest outcome, so the main job goes on.
 set +e
 "$cacheon" qualify --ledger "$ledger" --out "$out/ledger/qualification"
 verdict=$?
 set -e
 ((verdict == 0 || verdict == 2 || verdict == 3)) || exit "$verdict"
+"$cacheon" evidence regrade "$out/ledger/qualification/proposal-1/report-1.json"
 # A crown needs two independent passing qualifications (the second a
 # reproduction on exchanged lanes) under a calibrated speed policy. This
 # ledger runs the embedded default policy, which says it is uncalibrated:
@@ -153,8 +143,8 @@ cat >&2 <<EOF
   incumbent engine tree   $bin/stacks/incumbent.tree
   incumbent manifest      $bin/stacks/incumbent.manifest.json
   candidate tree and plan $bin/stacks/candidate_rmsnorm_torch.tree, .plan.json
-  qualification report    $out/qualification/report.json (and report.html)
-  settlement ledger       $out/ledger/ledger.db (reports under $out/ledger/qualification)
+  qualification report    $out/ledger/qualification/proposal-1/report-1.json (and .html)
+  settlement ledger       $out/ledger/ledger.db
   crown loop              $out/crown-loop (calibration, ledger, new incumbent, review, signed release)
   signed release layout   $out/release (servable: Debian base with python3 and torch)
   its root filesystem     $out/rootfs (run it: tools/run_image.sh $out/rootfs $out/trust MODEL /cacheon/model /cacheon/bin/cacheon release serve)
