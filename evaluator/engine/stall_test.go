@@ -20,14 +20,21 @@ func TestStalledEnginesEndWithinTheStallWindow(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name, source string
-		kind         string // "" = served
-		says         string
+		// cpu is the sandbox's CPU quota; 0 = the default.
+		cpu  float64
+		kind string // "" = served
+		says string
 	}{
 		{"sleeps through a batch", enginetest.ReadyFrame + `inp.readline(); time.sleep(600)
-`, FaultStalled, "nothing in it runs"},
+`, 0, FaultStalled, "nothing in it runs"},
 		// The noisy neighbour of the issue: threads a kernel starts burn
 		// the CPU and hold the interpreter lock, and the serving thread,
 		// which gives the lock up at every pause, hardly ever gets it back.
+		// Under a fifth of a CPU the burners exhaust the sandbox's quota
+		// whatever else the host runs, so the reading does not depend on
+		// how loaded the test machine is (on an idle host the default
+		// quota shows the same; on a loaded one the burners alone may not
+		// reach a tenth of the window, and the host is blamed instead).
 		{"its own threads starve its serving thread", enginetest.ReadyFrame + `import threading
 def burn():
     while True:
@@ -37,13 +44,13 @@ for _ in range(3):
     threading.Thread(target=burn, daemon=True).start()
 for _ in range(1000000):
     time.sleep(0.0005)
-`, FaultStalled, "its own threads starve its serving thread"},
+`, 0.2, FaultStalled, "its own threads starve its serving thread"},
 		{"works for longer than the window", enginetest.ReadyFrame + `def d(r):
     t0 = time.monotonic()
     while time.monotonic() - t0 < 3: pass
     send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": time.monotonic() - t0})
 serve(d)
-`, "", ""},
+`, 0, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,7 +61,9 @@ serve(d)
 			s.StartTimeout, s.BatchTimeout, s.StallWindow = time.Minute, 4*time.Minute, time.Second
 			mark := enginetest.Mark(t)
 			s.Env = append(s.Env, mark)
-			e, err := Start(context.Background(), f.Iso, s)
+			iso := f.Iso
+			iso.Limits.CPU = c.cpu
+			e, err := Start(context.Background(), iso, s)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,8 +13,11 @@ import (
 // work the engine's own timing never shows, that slows whatever shares
 // the host. The controller reads the engine's threads from /proc when a
 // frame arrives and again when it sends the next request, and names every
-// thread that ran meanwhile for at least LeftRunningCPU and
-// LeftRunningShare of the gap: the engine had nothing to do then. The
+// thread that ran meanwhile for at least LeftRunningCPU and wanted a CPU
+// (ran, or was runnable and waited for one) for LeftRunningShare of the
+// gap: the engine had nothing to do then. Counting the wait as well as
+// the run makes the reading the same on a loaded host, where a busy
+// thread gets only a slice of a CPU but is runnable all the time. The
 // thresholds leave room for an honest engine's thread pools, which spin
 // for well under a millisecond after their last task (GNU OpenMP's
 // default) before they sleep.
@@ -70,8 +73,10 @@ func (it *idleThreads) check() []LeftRunning {
 	gap := time.Since(it.at)
 	var out []LeftRunning
 	for _, t := range threads {
-		ran := t.CPU - it.threads[t.TID].CPU
-		if ran >= LeftRunningCPU && ran.Seconds() >= LeftRunningShare*gap.Seconds() {
+		before := it.threads[t.TID]
+		ran := t.CPU - before.CPU
+		wanted := ran + t.RunDelay - before.RunDelay
+		if ran >= LeftRunningCPU && wanted.Seconds() >= LeftRunningShare*gap.Seconds() {
 			out = append(out, LeftRunning{After: it.after, TID: t.TID, Name: t.Name, CPUSeconds: ran.Seconds(), WallSeconds: gap.Seconds()})
 		}
 	}
