@@ -230,7 +230,12 @@ exit 3
 			return errors.Is(err, ErrCompile) && strings.Contains(err.Error(), "exited 3")
 		}},
 		{"leave a symlink as the library", `for a; do out=$a; done; ln -s /etc/passwd "$out"; exit 0`,
-			func(err error) bool { return reject.Is(err) && strings.Contains(err.Error(), "not a regular file") }},
+			// Where the sandbox bounds its work directory (a tmpfs copied
+			// back without links) the link never reaches the host and no
+			// library is found; elsewhere the build refuses the link itself.
+			func(err error) bool {
+				return reject.Is(err) && (strings.Contains(err.Error(), "not a regular file") || strings.Contains(err.Error(), "wrote no library"))
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
