@@ -8,11 +8,9 @@ import (
 	"testing"
 
 	"github.com/cacheon/engine/internal/reject"
-	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
 	fixture "github.com/cacheon/engine/release/releasetest"
-	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
 )
 
@@ -37,24 +35,8 @@ func TestBinaryPath(t *testing.T) {
 // rebuild fails naming it instead of passing silently.
 func TestRebuildEntrypointSource(t *testing.T) {
 	r := fixture.New(t)
-	out := filepath.Join(t.TempDir(), "release")
-	in := r.Inputs(out)
 	commit := strings.Repeat("c", 40)
-	in.EntrypointSource = &descriptor.EntrypointSource{Repository: "https://example.com/cacheon.git", Commit: commit, BazelTarget: "//tools/cmd/cacheon:cacheon"}
-	if _, err := build.Build(in, nil); err != nil {
-		t.Fatal(err)
-	}
-	l, err := store.OpenLayout(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sign.Release(l, r.Signer); err != nil {
-		t.Fatal(err)
-	}
-	pol, err := key.LoadPolicy(r.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, pol := signedWithSource(t, r, "https://example.com/cacheon.git", commit)
 	for _, tc := range []struct {
 		name string
 		opts Options
@@ -73,7 +55,7 @@ func TestRebuildEntrypointSource(t *testing.T) {
 			}
 		})
 	}
-	_, err = Run(l, Options{Policy: pol, SourceRepo: r.Repo, RunSourceBuild: true})
+	_, err := Run(l, Options{Policy: pol, SourceRepo: r.Repo, RunSourceBuild: true})
 	if err == nil || !strings.Contains(err.Error(), "check out commit "+commit) {
 		t.Fatalf("rebuild from a repository without the commit: %v", err)
 	}
@@ -83,17 +65,9 @@ func TestRebuildEntrypointSource(t *testing.T) {
 // its entrypoint is built from commit of repo.
 func signedWithSource(t *testing.T, r *fixture.Release, repo, commit string) (store.Store, *key.Policy) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "release")
-	in := r.Inputs(out)
-	in.EntrypointSource = &descriptor.EntrypointSource{Repository: repo, Commit: commit, BazelTarget: "//tools/cmd/cacheon:cacheon"}
-	if _, err := build.Build(in, nil); err != nil {
-		t.Fatal(err)
-	}
+	out := r.SignedFrom(t, &descriptor.EntrypointSource{Repository: repo, Commit: commit, BazelTarget: "//tools/cmd/cacheon:cacheon"})
 	l, err := store.OpenLayout(out)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sign.Release(l, r.Signer); err != nil {
 		t.Fatal(err)
 	}
 	pol, err := key.LoadPolicy(r.PublicKey)

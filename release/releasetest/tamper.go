@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/release/build"
+	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/provenance"
 	"github.com/cacheon/engine/release/sbom"
@@ -43,7 +45,19 @@ type Tamper struct {
 // Signed builds r and signs it with r.Signer.
 func (r *Release) Signed(t testing.TB) string {
 	t.Helper()
-	dir, _ := r.Build(t)
+	return r.SignedFrom(t, nil)
+}
+
+// SignedFrom builds r, its descriptor recording that the entrypoint is
+// built from src (nil: nothing recorded), and signs it with r.Signer.
+func (r *Release) SignedFrom(t testing.TB, src *descriptor.EntrypointSource) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "release")
+	in := r.Inputs(dir)
+	in.EntrypointSource = src
+	if _, err := build.Build(in, nil); err != nil {
+		t.Fatalf("build release: %v", err)
+	}
 	l, err := store.OpenLayout(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -2,15 +2,11 @@ package cli
 
 import (
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/descriptor"
 	fixture "github.com/cacheon/engine/release/releasetest"
-	"github.com/cacheon/engine/release/sign"
-	"github.com/cacheon/engine/release/store"
 )
 
 // A release that records its entrypoint's source: rebuilding it from
@@ -27,19 +23,7 @@ func TestReleaseRebuildFromSourceNeedsConsent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "release")
-	in := r.Inputs(out)
-	in.EntrypointSource = &descriptor.EntrypointSource{Repository: r.Repo, Commit: strings.TrimSpace(string(head)), BazelTarget: "//tools/cmd/cacheon:cacheon"}
-	if _, err := build.Build(in, nil); err != nil {
-		t.Fatal(err)
-	}
-	l, err := store.OpenLayout(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sign.Release(l, r.Signer); err != nil {
-		t.Fatal(err)
-	}
+	out := r.SignedFrom(t, &descriptor.EntrypointSource{Repository: r.Repo, Commit: strings.TrimSpace(string(head)), BazelTarget: "//tools/cmd/cacheon:cacheon"})
 	rebuild := []string{"release", "rebuild", "--key", r.PublicKey, "--source-repo", r.Repo}
 	tests := []struct {
 		name     string
