@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -44,8 +45,10 @@ aggregate decision over the stages. It needs no GPU.
 Exit status: 0 the evidence reproduces every decision; 2 it does not (the
 first disagreement is named), or the report or an artifact was refused;
 1 a file that cannot be read. The store defaults to the evidence directory
-beside REPORT.`,
+beside REPORT, or, for the reports "qualify --ledger" writes under
+OUT/proposal-N/, to OUT/evidence.`,
 		Example: `  cacheon evidence regrade qualification/report.json
+  cacheon evidence regrade out/proposal-1/report-1.json
   cacheon evidence regrade report.json --evidence /srv/evidence --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,7 +56,7 @@ beside REPORT.`,
 			return runEvidenceRegrade(cmd.Context(), s, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.store, "evidence", "", "evidence store directory (default: DIR/evidence beside REPORT)")
+	cmd.Flags().StringVar(&o.store, "evidence", "", "evidence store directory (default: evidence/ beside REPORT, else beside its directory)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON document")
 	return cmd
 }
@@ -69,7 +72,7 @@ func runEvidenceRegrade(_ context.Context, s Streams, o evidenceRegradeOptions) 
 	}
 	dir := o.store
 	if dir == "" {
-		dir = filepath.Join(filepath.Dir(o.report), "evidence")
+		dir = defaultEvidenceStore(o.report)
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		return err
@@ -90,4 +93,21 @@ func runEvidenceRegrade(_ context.Context, s Streams, o evidenceRegradeOptions) 
 	}
 	fmt.Fprintf(s.Out, "agrees: %s %s (speedup %s)\n", r.Decision, r.Reason, speedup)
 	return nil
+}
+
+// defaultEvidenceStore is the store a report names by where it lies:
+// "qualify" writes OUT/report.json beside OUT/evidence, and
+// "qualify --ledger" writes OUT/proposal-N/report-K.json with one store,
+// OUT/evidence, shared by every proposal it qualifies. The directory
+// beside the report wins when both exist.
+func defaultEvidenceStore(report string) string {
+	beside := filepath.Join(filepath.Dir(report), "evidence")
+	if _, err := os.Stat(beside); err == nil {
+		return beside
+	}
+	above := filepath.Join(filepath.Dir(filepath.Dir(report)), "evidence")
+	if fi, err := os.Stat(above); err == nil && fi.IsDir() {
+		return above
+	}
+	return beside
 }
