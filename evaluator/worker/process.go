@@ -48,6 +48,10 @@ type Spec struct {
 	// else of the run directory is visible.
 	ReadOnly []string
 	Writable []string
+	// Witness, when set, copies the worker's checked calls while its
+	// group is stopped (see Witness); its arena directory is bound
+	// writable. The caller makes it and reads Err after the run.
+	Witness *Witness
 }
 
 // Isolation says how worker processes are contained. The zero value is a
@@ -178,6 +182,11 @@ func RunGroup(ctx context.Context, iso Isolation, specs []Spec) ([]Outcome, erro
 	} else {
 		err = runSandboxed(ctx, iso, specs, outs)
 	}
+	for _, s := range specs {
+		if s.Witness != nil {
+			s.Witness.finish()
+		}
+	}
 	for i, s := range specs {
 		// The progress log is the worker's own words: its error text is
 		// redacted and bounded before any report sees it.
@@ -239,6 +248,9 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 		sb.ReadOnly = append(sb.ReadOnly, roots...)
 		sb.Writable = append(sb.Writable, s.WorkDir)
 		sb.Writable = append(sb.Writable, s.Writable...)
+		if s.Witness != nil {
+			sb.Writable = append(sb.Writable, s.Witness.Dir())
+		}
 		argv := command(s.Python, s.ValidatorRoot)
 		sb.Procs = append(sb.Procs, sandbox.Proc{Path: argv[0], Args: argv, Env: sandboxEnv(s.Env), Dir: s.WorkDir,
 			Stdin: filepath.Join(s.WorkDir, requestFile), Stdout: filepath.Join(s.WorkDir, StdoutFile),
@@ -259,7 +271,21 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 	sb.Root = root
 	sb.Log = root + ".log"
 	defer os.Remove(sb.Log)
-	res, err := sandbox.Run(ctx, sb)
+	var res sandbox.Result
+	box, err := sandbox.Start(ctx, sb)
+	if err != nil {
+		res = sandbox.Result{Exits: make([]sandbox.Exit, len(specs))}
+	} else {
+		// One stopper for the group: the ranks share the sandbox, and a
+		// copy is taken with all of them stopped.
+		st := namespaceStopper(box.Pid())
+		for _, s := range specs {
+			if s.Witness != nil {
+				s.Witness.start(st)
+			}
+		}
+		res, err = box.Wait()
+	}
 	for i := range specs {
 		e := res.Exits[i]
 		outs[i].Duration = res.Duration
@@ -375,6 +401,9 @@ func runProcess(ctx context.Context, s Spec, out *Outcome) error {
 		_, _ = io.Copy(io.Discard, controlR)
 	}()
 	pgid := cmd.Process.Pid
+	if s.Witness != nil {
+		s.Witness.start(groupStopper(pgid))
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
