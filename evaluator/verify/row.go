@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/evaluator/sandbox"
@@ -256,6 +257,9 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 		if err := w.Err(); err != nil {
 			return nil, nil, nil, Error, fmt.Sprintf("rank %d: %v", rank, err)
 		}
+		n, spent := w.Calls()
+		fmt.Fprintf(r.o.Progress, "%s [%s]: rank %d: the controller witnessed %d call(s), the worker stopped %s in all\n",
+			op.Slot, Printable(op.Variant), rank, n, spent.Round(time.Millisecond))
 	}
 	records = make([]worker.CandidateRecord, world)
 	for rank := 0; rank < world; rank++ {

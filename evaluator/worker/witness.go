@@ -44,6 +44,7 @@ type Witness struct {
 	mu     sync.Mutex
 	err    error
 	calls  int
+	spent  time.Duration // with the group stopped: stopping, copying, resuming
 	served bool
 }
 
@@ -153,11 +154,12 @@ func NewWitness(arenaDir, snapDir string, cases []CaseRef, sandboxed bool) (_ *W
 // Dir is the arena directory the worker is told about.
 func (w *Witness) Dir() string { return w.arenaDir }
 
-// Calls is how many calls the controller copied.
-func (w *Witness) Calls() int {
+// Calls is how many calls the controller copied, and the time it held
+// the group stopped to do so.
+func (w *Witness) Calls() (int, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.calls
+	return w.calls, w.spent
 }
 
 // Err is the infrastructure failure that made the witness stop (the
@@ -238,6 +240,7 @@ func (w *Witness) witness(st *stopper, index int, phase string) error {
 		return nil
 	}
 	w.taken[snap] = true
+	t0 := time.Now()
 	resume, err := st.stop()
 	if err != nil {
 		return fmt.Errorf("witness of case %d %s call: %w", index, phase, err)
@@ -251,6 +254,7 @@ func (w *Witness) witness(st *stopper, index int, phase string) error {
 	}
 	w.mu.Lock()
 	w.calls++
+	w.spent += time.Since(t0)
 	w.mu.Unlock()
 	return nil
 }
