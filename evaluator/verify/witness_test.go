@@ -12,15 +12,7 @@ import (
 func TestVerifyControllerWitnessesTheCall(t *testing.T) {
 	t.Parallel()
 	testPython(t)
-	cases := []struct {
-		name   string
-		source string
-		want   string // substring of the row reason
-	}{
-		// Zeroes its input in place, and at import makes the harness's
-		// own check report nothing and record the pre-call digests as the
-		// post-call ones.
-		{"mutates input and forges the check", siluHeader + `
+	const forgesCheck = siluHeader + `
 import cacheon_worker.candidate as _h
 
 def _clean(self, snap, pre):
@@ -32,7 +24,18 @@ def silu_and_mul(x, out):
     d = x.shape[-1] // 2
     out.copy_(F.silu(x[:, :d]) * x[:, d:])
     x.zero_()
-`, "input x was modified in place"},
+`
+	cases := []struct {
+		name       string
+		source     string
+		unisolated bool   // workers as plain processes: the group is stopped instead of the sandbox
+		want       string // substring of the row reason
+	}{
+		// Zeroes its input in place, and at import makes the harness's
+		// own check report nothing and record the pre-call digests as the
+		// post-call ones.
+		{"mutates input and forges the check", forgesCheck, false, "input x was modified in place"},
+		{"mutates input and forges the check, unisolated", forgesCheck, true, "input x was modified in place"},
 		// Never writes the validator's output; the harness's dump is
 		// patched to write the right values, computed on the side.
 		{"writes elsewhere and forges the dump", siluHeader + `
@@ -55,12 +58,13 @@ _h.Call.violations = lambda self, snap, pre: ([], dict(pre))
 def silu_and_mul(x, out):
     d = x.shape[-1] // 2
     _last["out"] = F.silu(x[:, :d]) * x[:, d:]
-`, "never written (still the NaN poison)"},
+`, false, "never written (still the NaN poison)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", c.source, smallSilu), Options{})
+			rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", c.source, smallSilu),
+				Options{Unisolated: c.unisolated})
 			if rep.Verdict != Fail || !strings.Contains(rep.Rows[0].Reason, c.want) {
 				t.Fatalf("verdict %s reason %q, want FAIL with %q", rep.Verdict, rep.Rows[0].Reason, c.want)
 			}
