@@ -8,12 +8,17 @@ import (
 // Kernels that forge the harness in their own process. The candidate
 // process's checks (input digests, violations, the output dump) are its
 // to rewrite; the verdict must come from what the controller itself read
-// from validator memory while the candidate was stopped.
+// from validator memory while the candidate was stopped. The kernels find
+// the harness in sys.modules: scan and intake refuse an import of the
+// validator's packages (the scan, run here past, refuses sys.modules too),
+// and this tests the wall behind them, for what still runs in the
+// candidate's process.
 func TestVerifyControllerWitnessesTheCall(t *testing.T) {
 	t.Parallel()
 	testPython(t)
 	const forgesCheck = siluHeader + `
-import cacheon_worker.candidate as _h
+import sys
+_h = sys.modules["cacheon_worker.candidate"]
 
 def _clean(self, snap, pre):
     return [], dict(pre)
@@ -39,9 +44,9 @@ def silu_and_mul(x, out):
 		// Never writes the validator's output; the harness's dump is
 		// patched to write the right values, computed on the side.
 		{"writes elsewhere and forges the dump", siluHeader + `
-import os
-import cacheon_worker.candidate as _h
-from cacheon_reference import tensorio
+import os, sys
+_h = sys.modules["cacheon_worker.candidate"]
+tensorio = sys.modules["cacheon_reference.tensorio"]
 
 _last = {}
 
