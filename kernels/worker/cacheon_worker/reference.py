@@ -2,13 +2,19 @@
 
 This process never imports candidate code. It regenerates every call's
 inputs from the case seeds, computes the fp32 truth, and compares it with
-the raw outputs the candidate process wrote, under the correctness policy
-and the tolerance for the run's dtype that the request's catalog contract
-states. It also checks the candidate's account of its inputs against its
-own: the digest the candidate recorded before each call must equal the
-digest of the regenerated inputs (so a candidate that tampers with the
-generator at import time is caught), and the digest after the call must
-be unchanged (inputs are read-only).
+the call's outputs under the correctness policy and the tolerance for the
+run's dtype that the request's catalog contract states.
+
+With witness_dirs (the CPU), every fact comes from the controller's copy
+of the call's memory, taken while the candidate's sandbox was stopped
+right after the call (Witnessed, cacheon_reference.arena): the inputs must
+be bit-identical to the regenerated ones, the row padding still the
+poison, and the outputs are read at the validator's strides. The
+candidate's own record then only adds reasons to fail. Without them (the
+CUDA lane, until a checker process shares device memory) the outputs are
+the raw bytes the candidate process wrote, and its account of its inputs
+is checked against the reference's own: the digest before each call must
+equal that of the regenerated inputs, and the digest after it unchanged.
 """
 
 import json
