@@ -180,7 +180,7 @@ func TestVerifyPassesTheAuditFixtures(t *testing.T) {
 	f := newFixture(t)
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "kernels/fixtures")
 	for _, name := range []string{"rmsnorm_wrong_after_n_calls", "rmsnorm_lower_precision", "rmsnorm_mutates_input", "rmsnorm_wrong_unless_audited",
-		"decode_attention_wrong_after_n_calls"} {
+		"rmsnorm_honest_when_sampled", "decode_attention_wrong_after_n_calls"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			if strings.HasPrefix(name, "rmsnorm_") {
