@@ -170,6 +170,15 @@ func Run(ctx context.Context, iso Isolation, s Spec) (Outcome, error) {
 // Outcome.
 func RunGroup(ctx context.Context, iso Isolation, specs []Spec) ([]Outcome, error) {
 	outs := make([]Outcome, len(specs))
+	// Every copy is complete, and the witness's files closed, before the
+	// caller reads them; also when the workers never started.
+	defer func() {
+		for _, s := range specs {
+			if s.Witness != nil {
+				s.Witness.finish()
+			}
+		}
+	}()
 	for i, s := range specs {
 		outs[i].WorkDir = s.WorkDir
 		if err := prepareWorkDir(iso, s); err != nil {
@@ -181,11 +190,6 @@ func RunGroup(ctx context.Context, iso Isolation, specs []Spec) ([]Outcome, erro
 		err = runUnisolated(ctx, specs, outs)
 	} else {
 		err = runSandboxed(ctx, iso, specs, outs)
-	}
-	for _, s := range specs {
-		if s.Witness != nil {
-			s.Witness.finish()
-		}
 	}
 	for i, s := range specs {
 		// The progress log is the worker's own words: its error text is
