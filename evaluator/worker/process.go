@@ -256,9 +256,11 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 			sb.Writable = append(sb.Writable, s.Witness.Dir())
 		}
 		argv := command(s.Python, s.ValidatorRoot)
+		// A witnessed worker talks to its witness on the session pipes:
+		// announcements on fd 5, answers on fd 4.
 		sb.Procs = append(sb.Procs, sandbox.Proc{Path: argv[0], Args: argv, Env: sandboxEnv(s.Env), Dir: s.WorkDir,
 			Stdin: filepath.Join(s.WorkDir, requestFile), Stdout: filepath.Join(s.WorkDir, StdoutFile),
-			Stderr: filepath.Join(s.WorkDir, StderrFile), Control: true})
+			Stderr: filepath.Join(s.WorkDir, StderrFile), Control: true, Session: s.Witness != nil})
 	}
 	sb.ReadOnly, sb.Writable = dedupe(sb.ReadOnly), dedupe(sb.Writable)
 	// The new root's mount point and the init's log sit beside the first
@@ -283,10 +285,17 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 		// One stopper for the group: the ranks share the sandbox, and a
 		// copy is taken with all of them stopped.
 		st := namespaceStopper(box.Pid())
-		for _, s := range specs {
-			if s.Witness != nil {
-				s.Witness.start(st)
+		for i, s := range specs {
+			if s.Witness == nil {
+				continue
 			}
+			// The writable directories are the sandbox's own tmpfs now:
+			// the witness copies the files the worker will map.
+			if err := s.Witness.adopt(); err != nil {
+				s.Witness.fail(err)
+			}
+			ss := box.Session(i)
+			s.Witness.start(st, ss.Frames, ss.Send)
 		}
 		res, err = box.Wait()
 	}
@@ -381,6 +390,21 @@ func runProcess(ctx context.Context, s Spec, out *Outcome) error {
 		return err
 	}
 	defer controlR.Close()
+	// The witness's pipes, on fds 4 (answers) and 5 (announcements) as in
+	// a sandbox; without a witness they are closed at once.
+	ansR, ansW, err := os.Pipe()
+	if err != nil {
+		controlW.Close()
+		return err
+	}
+	defer ansW.Close()
+	annR, annW, err := os.Pipe()
+	if err != nil {
+		controlW.Close()
+		ansR.Close()
+		return err
+	}
+	defer annR.Close()
 
 	argv := command(s.Python, s.ValidatorRoot)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -390,14 +414,19 @@ func runProcess(ctx context.Context, s Spec, out *Outcome) error {
 	// Files, not pipes: Wait must not depend on a grandchild closing them.
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.ExtraFiles = []*os.File{controlW}
+	if s.Witness != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ansR, annW)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		controlW.Close()
+	err = cmd.Start()
+	controlW.Close()
+	ansR.Close()
+	annW.Close()
+	if err != nil {
 		return fmt.Errorf("start worker %s: %w", s.Python, err)
 	}
-	controlW.Close()
 	control := make(chan []byte, 1)
 	go func() {
 		data, _ := io.ReadAll(io.LimitReader(controlR, sandbox.ControlLimit))
@@ -406,7 +435,7 @@ func runProcess(ctx context.Context, s Spec, out *Outcome) error {
 	}()
 	pgid := cmd.Process.Pid
 	if s.Witness != nil {
-		s.Witness.start(groupStopper(pgid))
+		s.Witness.start(groupStopper(pgid), annR, ansW)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

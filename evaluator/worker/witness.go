@@ -23,10 +23,11 @@ import (
 // check it makes on itself (input digests, output identity, padding) and
 // every byte it writes afterwards is the candidate's to forge. Instead,
 // the harness places each call's tensors in an arena file the controller
-// made and holds open (cacheon_reference/arena.py); after each call it
-// says so on a pipe and waits, and the controller stops the whole sandbox,
-// copies the call's file into a directory the candidate cannot reach, and
-// lets it go on. The reference role judges those copies.
+// made (cacheon_reference/arena.py); after each call it says so on its
+// witness pipes (fds 4 and 5, the session pipes of the sandbox) and waits,
+// and the controller stops the whole sandbox, copies the call's file into
+// a directory the candidate cannot reach, and lets it go on. The reference
+// role judges those copies.
 //
 // What the candidate can still do is choose what the memory holds at the
 // moment it says the call returned: to pass, the validator's inputs must
@@ -35,10 +36,8 @@ type Witness struct {
 	arenaDir string
 	snapDir  string
 	cases    map[int]witnessCase
-	files    map[string]*os.File // arena file name -> the controller's fd
-	announce *os.File            // witness.fifo, read here
-	ack      *os.File            // ack.fifo, written here
-	taken    map[string]bool     // snapshot names already copied
+	files    map[string]fileID // arena file name -> the file the controller copies
+	taken    map[string]bool   // snapshot names already copied
 	done     chan struct{}
 
 	mu     sync.Mutex
@@ -47,6 +46,9 @@ type Witness struct {
 	spent  time.Duration // with the group stopped: stopping, copying, resuming
 	served bool
 }
+
+// fileID names one file: a replaced file has another.
+type fileID struct{ dev, ino uint64 }
 
 type witnessCase struct {
 	phases map[string]string // phase -> arena file name
@@ -71,18 +73,13 @@ var casePhases = []string{"eager", "repeat", "nudged", "replay0", "replay1", "re
 var phaseName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
 // NewWitness makes the arena directory (the worker maps its files; it can
-// write them but not add, rename or remove any) with one file per call
-// holder of cases and the two pipes, and the snapshot directory the
-// copies go to. sandboxed says the worker runs as the sandbox user, who
-// must own what it writes.
-func NewWitness(arenaDir, snapDir string, cases []CaseRef, sandboxed bool) (_ *Witness, err error) {
-	w := &Witness{arenaDir: arenaDir, snapDir: snapDir, cases: map[int]witnessCase{}, files: map[string]*os.File{},
+// write them but not add, rename or remove any: the directory is the
+// controller's) with one file per call holder of cases, and the snapshot
+// directory the copies go to. sandboxed says the worker runs as the
+// sandbox user, who must own what it writes.
+func NewWitness(arenaDir, snapDir string, cases []CaseRef, sandboxed bool) (*Witness, error) {
+	w := &Witness{arenaDir: arenaDir, snapDir: snapDir, cases: map[int]witnessCase{}, files: map[string]fileID{},
 		taken: map[string]bool{}, done: make(chan struct{})}
-	defer func() {
-		if err != nil {
-			w.closeFiles()
-		}
-	}()
 	for _, d := range []string{arenaDir, snapDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("witness directory: %w", err)
@@ -90,13 +87,6 @@ func NewWitness(arenaDir, snapDir string, cases []CaseRef, sandboxed bool) (_ *W
 		if err := os.Chmod(d, 0o755); err != nil {
 			return nil, fmt.Errorf("witness directory: %w", err)
 		}
-	}
-	own := func(path string) error {
-		if !sandboxed || os.Geteuid() != 0 {
-			return nil
-		}
-		uid, gid := sandbox.HostUser()
-		return os.Chown(path, uid, gid)
 	}
 	for _, c := range cases {
 		wc := witnessCase{phases: map[string]string{}}
@@ -114,7 +104,7 @@ func NewWitness(arenaDir, snapDir string, cases []CaseRef, sandboxed bool) (_ *W
 		}
 		w.cases[c.Index] = wc
 		for _, name := range wc.phases {
-			if w.files[name] != nil {
+			if _, ok := w.files[name]; ok {
 				continue
 			}
 			path := filepath.Join(arenaDir, name)
@@ -122,33 +112,40 @@ func NewWitness(arenaDir, snapDir string, cases []CaseRef, sandboxed bool) (_ *W
 			if err != nil {
 				return nil, fmt.Errorf("witness arena: %w", err)
 			}
-			w.files[name] = f
-			if err := own(path); err != nil {
-				return nil, fmt.Errorf("witness arena: %w", err)
+			f.Close()
+			if sandboxed && os.Geteuid() == 0 {
+				uid, gid := sandbox.HostUser()
+				if err := os.Chown(path, uid, gid); err != nil {
+					return nil, fmt.Errorf("witness arena: %w", err)
+				}
 			}
+			w.files[name] = fileID{}
 		}
 	}
-	for _, name := range []string{"witness.fifo", "ack.fifo"} {
-		path := filepath.Join(arenaDir, name)
-		if err := syscall.Mkfifo(path, 0o600); err != nil {
-			return nil, fmt.Errorf("witness pipe %s: %w", path, err)
-		}
-		if err := own(path); err != nil {
-			return nil, fmt.Errorf("witness pipe: %w", err)
-		}
-		// Read and write: the open does not wait for the worker, and the
-		// pipe stays usable whoever opens or closes the other end.
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err != nil {
-			return nil, fmt.Errorf("witness pipe %s: %w", path, err)
-		}
-		if name == "witness.fifo" {
-			w.announce = f
-		} else {
-			w.ack = f
-		}
+	if err := w.adopt(); err != nil {
+		return nil, err
 	}
 	return w, nil
+}
+
+// adopt records which file each arena name is, as the worker will see it.
+// A sandbox puts its writable directories on a bounded tmpfs of their
+// own, with copies of what they held: it is called again once the sandbox
+// is made, before the worker can have run any candidate code, and from
+// then on a file that is not the adopted one is not copied.
+func (w *Witness) adopt() error {
+	for name := range w.files {
+		fi, err := os.Lstat(filepath.Join(w.arenaDir, name))
+		if err != nil {
+			return fmt.Errorf("witness arena: %w", err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || !fi.Mode().IsRegular() {
+			return fmt.Errorf("witness arena: %s is not a regular file", name)
+		}
+		w.files[name] = fileID{dev: uint64(st.Dev), ino: st.Ino}
+	}
+	return nil
 }
 
 // Dir is the arena directory the worker is told about.
@@ -179,18 +176,19 @@ func (w *Witness) fail(err error) {
 	}
 }
 
-// start serves the worker's announcements until finish.
-func (w *Witness) start(st *stopper) {
+// start serves the worker's announcements, read from frames, answered on
+// answers, until frames ends (the worker's end closed, or finish).
+func (w *Witness) start(st *stopper, frames io.Reader, answers io.Writer) {
 	w.mu.Lock()
 	w.served = true
 	w.mu.Unlock()
-	go w.serve(st)
+	go w.serve(st, frames, answers)
 }
 
-// serve answers the worker's announcements until the pipes are closed.
-func (w *Witness) serve(st *stopper) {
+// serve answers the worker's announcements until its pipe ends.
+func (w *Witness) serve(st *stopper, frames io.Reader, answers io.Writer) {
 	defer close(w.done)
-	r := bufio.NewReaderSize(w.announce, witnessLineMax)
+	r := bufio.NewReaderSize(frames, witnessLineMax)
 	for {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -217,7 +215,7 @@ func (w *Witness) serve(st *stopper) {
 		// Every line is answered, even one that names no call: only the
 		// first copy of a call counts, and a forged line costs the
 		// candidate nothing but its own time.
-		if _, err := w.ack.Write([]byte("k\n")); err != nil {
+		if _, err := answers.Write([]byte("k\n")); err != nil {
 			return
 		}
 	}
@@ -245,7 +243,7 @@ func (w *Witness) witness(st *stopper, index int, phase string) error {
 	if err != nil {
 		return fmt.Errorf("witness of case %d %s call: %w", index, phase, err)
 	}
-	err = w.copy(w.files[name], filepath.Join(w.snapDir, snap))
+	err = w.copy(name, filepath.Join(w.snapDir, snap))
 	if rerr := resume(); err == nil {
 		err = rerr
 	}
@@ -259,18 +257,22 @@ func (w *Witness) witness(st *stopper, index int, phase string) error {
 	return nil
 }
 
-// copy writes the whole arena file to dst; a file larger than
-// MaxWitnessBytes leaves no copy.
-func (w *Witness) copy(src *os.File, dst string) error {
+// copy writes the whole arena file name to dst. A file that is not the
+// adopted one (replaced, or a link), or larger than MaxWitnessBytes,
+// leaves no copy: the call fails for want of one.
+func (w *Witness) copy(name, dst string) error {
+	src, err := os.OpenFile(filepath.Join(w.arenaDir, name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer src.Close()
 	fi, err := src.Stat()
 	if err != nil {
 		return err
 	}
-	if fi.Size() > MaxWitnessBytes {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.Mode().IsRegular() || (fileID{dev: uint64(st.Dev), ino: st.Ino}) != w.files[name] || fi.Size() > MaxWitnessBytes {
 		return nil
-	}
-	if _, err := src.Seek(0, io.SeekStart); err != nil {
-		return err
 	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -283,29 +285,14 @@ func (w *Witness) copy(src *os.File, dst string) error {
 	return err
 }
 
-// finish closes the pipes and the arena files and waits for serve; a
-// witness is used for one run.
+// finish waits for serve, once the worker's pipes have ended; a witness
+// is used for one run.
 func (w *Witness) finish() {
 	w.mu.Lock()
 	served := w.served
 	w.mu.Unlock()
-	// Closing the pipe ends serve's read; serve may be in a copy, which
-	// finishes on the arena file it already holds.
-	w.announce.Close()
 	if served {
 		<-w.done
-	}
-	w.closeFiles()
-}
-
-func (w *Witness) closeFiles() {
-	for _, f := range []*os.File{w.announce, w.ack} {
-		if f != nil {
-			f.Close()
-		}
-	}
-	for _, f := range w.files {
-		f.Close()
 	}
 }
 

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"bufio"
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,18 +24,17 @@ func TestWitnessCopiesEachCallOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	nobody := &stopper{members: func() ([]int, error) { return nil, nil }}
-	w.start(nobody)
-
-	out, err := os.OpenFile(filepath.Join(arenaDir, "witness.fifo"), os.O_WRONLY, 0)
+	annR, out, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	in, err := os.Open(filepath.Join(arenaDir, "ack.fifo"))
+	in, ansW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.Close()
+	w.start(nobody, annR, ansW)
 	acks := bufio.NewReader(in)
 	say := func(arena, content, line string) {
 		t.Helper()
@@ -60,7 +58,10 @@ func TestWitnessCopiesEachCallOnce(t *testing.T) {
 	say("", "", `{"case": 3, "phase": "eager"}`)
 	say("c3_small.arena", "small step", `{"case": 3, "phase": "small"}`)
 	say("", "", `not json`)
+	out.Close()
 	w.finish()
+	annR.Close()
+	ansW.Close()
 
 	if err := w.Err(); err != nil {
 		t.Fatal(err)
@@ -87,34 +88,41 @@ func TestWitnessCopiesEachCallOnce(t *testing.T) {
 	}
 }
 
-// TestWitnessReadsTheFileItMade: a file put in place of an arena file
-// after the controller made it is not what the controller copies; it
-// reads the file it holds open.
-func TestWitnessReadsTheFileItMade(t *testing.T) {
+// TestWitnessCopiesOnlyTheFileItMade: a file put in place of an arena
+// file after the controller adopted it, or a link there, is not copied:
+// the call is left without a copy, and fails.
+func TestWitnessCopiesOnlyTheFileItMade(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	arenaDir := filepath.Join(dir, "arena")
-	w, err := NewWitness(arenaDir, filepath.Join(dir, "snap"), []CaseRef{{Index: 0}}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(arenaDir, "c0.arena")
-	if err := os.WriteFile(path, []byte("validator memory"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path, path+".old"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte("pristine forgery"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.witness(&stopper{members: func() ([]int, error) { return nil, nil }}, 0, "eager"); err != nil {
-		t.Fatal(err)
-	}
-	w.finish()
-	data, err := os.ReadFile(filepath.Join(dir, "snap", "c0_eager.bin"))
-	if err != nil || !bytes.Equal(data, []byte("validator memory")) {
-		t.Fatalf("copy %q, %v; want the bytes of the file the controller made", data, err)
+	nobody := &stopper{members: func() ([]int, error) { return nil, nil }}
+	for _, replace := range []func(path string) error{
+		func(path string) error { return os.WriteFile(path+".new", []byte("pristine forgery"), 0o600) },
+		func(path string) error { return os.Symlink(path+".old", path+".new") },
+	} {
+		dir := t.TempDir()
+		arenaDir := filepath.Join(dir, "arena")
+		w, err := NewWitness(arenaDir, filepath.Join(dir, "snap"), []CaseRef{{Index: 0}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(arenaDir, "c0.arena")
+		if err := os.WriteFile(path, []byte("validator memory"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path, path+".old"); err != nil {
+			t.Fatal(err)
+		}
+		if err := replace(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.witness(nobody, 0, "eager"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "snap", "c0_eager.bin")); !os.IsNotExist(err) {
+			t.Errorf("a copy of a file the controller did not make: %v", err)
+		}
 	}
 }
 

@@ -189,25 +189,25 @@ def _map_arena(path, nbytes):
 
 
 class Witness:
-    """The harness's end of the witness pipes the controller made in its
-    arena directory: a line saying which call returned, then a wait for the
-    controller's reply, which comes once it has copied the call's memory
-    with the whole sandbox stopped."""
+    """The harness's end of the controller's witness: a line on fd 5 saying
+    which call returned, then a wait on fd 4 for the controller's answer,
+    which comes once it has copied the call's memory (the arena file of
+    the directory it names) with the whole sandbox stopped."""
+
+    ANSWERS_FD, ANNOUNCE_FD = 4, 5
 
     def __init__(self, directory):
         self.directory = directory
-        # The controller holds both pipes open for reading and writing, so
-        # neither open blocks.
-        self._out = os.open(os.path.join(directory, "witness.fifo"), os.O_WRONLY)
-        self._in = os.open(os.path.join(directory, "ack.fifo"), os.O_RDONLY)
+        for fd in (self.ANSWERS_FD, self.ANNOUNCE_FD):
+            os.fstat(fd)  # the controller passed both; fail now, not at the first call
 
     def file(self, case_index, step=""):
         return os.path.join(self.directory, arena.file_name(case_index, step))
 
     def returned(self, case_index, phase):
         line = json.dumps({"case": case_index, "phase": phase}) + "\n"
-        os.write(self._out, line.encode())
-        if os.read(self._in, 2) != b"k\n":
+        os.write(self.ANNOUNCE_FD, line.encode())
+        if os.read(self.ANSWERS_FD, 2) != b"k\n":
             raise RuntimeError("the controller did not confirm the witnessed call")
 
 
@@ -373,7 +373,7 @@ def run(req, progress):
         progress("distributed_init", rank=rank, world=world)
         group = distributed.init(req["rendezvous"], rank, world, req["device"], float(req.get("timeout_s", 300)))
 
-    # The witness pipes are opened before candidate code runs; what the
+    # The witness pipes are checked before candidate code runs; what the
     # candidate does with them later can only cost it its own calls.
     witness = Witness(req["witness"]) if req.get("witness") else None
 
