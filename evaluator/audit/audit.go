@@ -12,6 +12,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -30,8 +31,6 @@ import (
 // Only an audit session is started with these; timed sessions never are.
 const (
 	EnvDir   = "CACHEON_SLOT_AUDIT_DIR"
-	EnvRate  = "CACHEON_SLOT_AUDIT_RATE"
-	EnvSeed  = "CACHEON_SLOT_AUDIT_SEED"
 	EnvSlots = "CACHEON_SLOT_AUDIT_SLOTS"
 	EnvRank  = "CACHEON_SLOT_AUDIT_RANK"
 	// EnvOutputs names each expected slot's output argument positions,
@@ -142,8 +141,7 @@ func Run(ctx context.Context, o Options) (*Evidence, error) {
 	recDir := filepath.Join(engineDir, "audit")
 	spec := engine.Spec{Python: o.Python, Root: o.Root, Tree: o.Tree, Model: o.Model, Native: o.Native, Device: o.Device, Graph: false,
 		WorkDir: engineDir, StartTimeout: o.StartTimeout, BatchTimeout: o.BatchTimeout,
-		Env: []string{EnvDir + "=" + recDir, fmt.Sprintf("%s=%d", EnvRate, p.RatePPM), EnvSeed + "=" + seed,
-			EnvSlots + "=" + strings.Join(slots, ","), EnvOutputs + "=" + outputs, EnvRank + "=0"}}
+		Env: sessionEnv(recDir, slots, outputs), Preamble: secretLine(seed, p.RatePPM)}
 	progress("audit: candidate engine, %d × 1 prompt of %d tokens, %d new tokens", ev.Repetitions, len(prompt.Tokens), NewTokens)
 	te := time.Now()
 	by, decision, reason := serve(ctx, o.Isolation, spec, prompt.Tokens, ev.Repetitions)
@@ -177,6 +175,25 @@ func Run(ctx context.Context, o Options) (*Evidence, error) {
 	}
 	decision, reason = Gate(p, ev.Receipts)
 	return finish(ByGate, decision, reason)
+}
+
+// sessionEnv is the audit session's environment: where the records go,
+// which slots are expected and their outputs. The sample's seed and rate
+// are not in it: the environment is the candidate's to read, and a kernel
+// that knows them can compute which calls are recorded (secretLine).
+func sessionEnv(recDir string, slots []string, outputs string) []string {
+	return []string{EnvDir + "=" + recDir, EnvSlots + "=" + strings.Join(slots, ","), EnvOutputs + "=" + outputs, EnvRank + "=0"}
+}
+
+// secretLine is the audit session's first request line, which the
+// session reads before it imports the engine tree: the sample's seed and
+// rate (cacheon_substrate/audit.py read_secret).
+func secretLine(seed string, ratePPM int) []byte {
+	line, _ := json.Marshal(struct {
+		Seed string `json:"audit_seed"`
+		Rate int    `json:"audit_rate_ppm"`
+	}{seed, ratePPM})
+	return line
 }
 
 // Who decided: the engine run, the records, the judge or the gate.

@@ -124,6 +124,10 @@ func TestAuditOnTheCPU(t *testing.T) {
 		// The reverse fixture: honest exactly when audited. The audit passes
 		// it (the kernel can tell it is audited); T must catch it.
 		{"kernels/fixtures/rmsnorm_wrong_unless_audited", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
+		// Honest on exactly the sampled calls where it finds the sample's
+		// seed and rate in its environment; they are not there (they come
+		// on the request pipe), so it cheats from call 40 and is recorded.
+		{"kernels/fixtures/rmsnorm_honest_when_sampled", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}},
 		// Attention decode: the judge recomputes it from the recorded q, KV
 		// cache and sequence lengths; calls 0–39 are honest and pass it, the
 		// first wrong one is the violation.
@@ -176,7 +180,7 @@ func TestVerifyPassesTheAuditFixtures(t *testing.T) {
 	f := newFixture(t)
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "kernels/fixtures")
 	for _, name := range []string{"rmsnorm_wrong_after_n_calls", "rmsnorm_lower_precision", "rmsnorm_mutates_input", "rmsnorm_wrong_unless_audited",
-		"decode_attention_wrong_after_n_calls"} {
+		"rmsnorm_honest_when_sampled", "decode_attention_wrong_after_n_calls"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			if strings.HasPrefix(name, "rmsnorm_") {

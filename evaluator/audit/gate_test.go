@@ -3,6 +3,7 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -224,5 +225,26 @@ func TestRegradeRecomputesTheGate(t *testing.T) {
 	}
 	if _, err := Regrade(store, evidence.Ref{Domain: "cacheon.qualification.report", Schema: Schema}); err == nil {
 		t.Fatal("regraded a reference to another kind of artifact")
+	}
+}
+
+// TestTheSampleIsNotInTheEnvironment: the audit session's environment
+// (what its os.environ and /proc/self/environ hold, which the candidate's
+// code can read) names no seed or rate; they are the first request line.
+func TestTheSampleIsNotInTheEnvironment(t *testing.T) {
+	t.Parallel()
+	seed := strings.Repeat("ab", 16)
+	env := sessionEnv("/records", []string{"norm.rmsnorm"}, "norm.rmsnorm=2")
+	for _, kv := range env {
+		if strings.Contains(kv, seed) || strings.Contains(kv, "RATE") || strings.Contains(kv, "SEED") {
+			t.Errorf("the session environment carries %q", kv)
+		}
+	}
+	var secret struct {
+		Seed string `json:"audit_seed"`
+		Rate int    `json:"audit_rate_ppm"`
+	}
+	if err := json.Unmarshal(secretLine(seed, 250_000), &secret); err != nil || secret.Seed != seed || secret.Rate != 250_000 {
+		t.Fatalf("secret line %+v, %v", secret, err)
 	}
 }

@@ -49,6 +49,11 @@ type Spec struct {
 	SwapTrees []string
 	WorkDir   string
 	Env       []string
+	// Preamble is a line sent on the request pipe before anything else,
+	// which the session reads before it imports the engine tree: how the
+	// audit's sample secret reaches the recorder without being in the
+	// environment the candidate's code can read. nil sends none.
+	Preamble []byte
 	// StartTimeout bounds loading (to the ready frame), BatchTimeout each
 	// batch; zero takes the defaults.
 	StartTimeout, BatchTimeout time.Duration
@@ -198,6 +203,11 @@ func Start(ctx context.Context, iso worker.Isolation, s Spec) (*Engine, error) {
 		e.Kill()
 		_, _ = e.session.Close(time.Second)
 		return nil, err
+	}
+	if s.Preamble != nil {
+		if err := sess.Send(s.Preamble); err != nil {
+			return fail(&Fault{Kind: FaultStart, Detail: err.Error()})
+		}
 	}
 	line, err := e.await(ctx, s.StartTimeout, 0, "the ready frame")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/evaluator/sandbox"
@@ -97,14 +98,15 @@ func (r *runner) verifyRow(index int, op *bundle.Op, contract worker.SlotContrac
 
 	rowDir := filepath.Join(r.runDir, "rows", fmt.Sprintf("%02d-%s-%s", index, safeName(op.Slot), safeName(op.Variant)))
 	graph := row.Graph == GraphRequired
-	records, dirs, verdict, reason := r.runCandidates(op, contract, rowDir, world, cases, graph, env, row)
+	records, dirs, witnessed, verdict, reason := r.runCandidates(op, contract, rowDir, world, cases, graph, env, row)
 	if verdict != "" {
 		row.Verdict, row.Reason = verdict, reason
 		return
 	}
 	refDir := filepath.Join(rowDir, "reference")
 	req := worker.ReferenceRequest{Protocol: worker.Protocol, Role: worker.RoleReference, WorkDir: refDir,
-		Contract: contract, Variant: op.Variant, DType: r.o.DType, WorldSize: world, Graph: graph, Cases: cases, CandidateDirs: dirs}
+		Contract: contract, Variant: op.Variant, DType: r.o.DType, WorldSize: world, Graph: graph, Cases: cases, CandidateDirs: dirs,
+		WitnessDirs: witnessed}
 	fmt.Fprintf(r.o.Progress, "%s [%s]: judging %d case(s) against the fp32 truth\n", op.Slot, Printable(op.Variant), len(cases))
 	// The reference reads the candidates' outputs, never their code: its
 	// sandbox holds its own validator copy and the candidate directories,
@@ -115,7 +117,7 @@ func (r *runner) verifyRow(index int, op *bundle.Op, contract worker.SlotContrac
 		return
 	}
 	out, err := worker.Run(r.ctx, r.iso, worker.Spec{Python: r.python, ValidatorRoot: root, WorkDir: refDir, Request: req,
-		Timeout: r.validatorTimeout(), ReadOnly: dirs})
+		Timeout: r.validatorTimeout(), ReadOnly: append(append([]string{}, dirs...), witnessed...)})
 	row.Workers = append(row.Workers, workerRun(worker.RoleReference, 0, out))
 	if err != nil {
 		row.Verdict, row.Reason = Error, err.Error()
@@ -185,14 +187,28 @@ func regrowCase(elig *bundle.Eligibility, seqs []worker.PlannedSequence, index i
 
 // runCandidates runs one candidate process per rank. A non-empty verdict
 // means the row is decided without a reference run (a crash, a timeout, or
-// an infrastructure failure).
+// an infrastructure failure). witnessed are the ranks' directories of the
+// controller's copies of their calls (nil where calls are not witnessed:
+// on CUDA, whose device memory the arena files cannot hold).
 func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowDir string, world int, cases []worker.CaseRef,
-	graph bool, env worker.Env, row *RowResult) ([]worker.CandidateRecord, []string, string, string) {
+	graph bool, env worker.Env, row *RowResult) (records []worker.CandidateRecord, dirs, witnessed []string, verdict, reason string) {
 	rendezvous := ""
 	if world > 1 {
 		rendezvous = filepath.Join(rowDir, "rendezvous")
 		if err := sandboxWritable(r.iso, rendezvous); err != nil {
-			return nil, nil, Error, err.Error()
+			return nil, nil, nil, Error, err.Error()
+		}
+	}
+	var witnesses []*worker.Witness
+	if r.o.Device == "cpu" {
+		for rank := 0; rank < world; rank++ {
+			snaps := filepath.Join(rowDir, fmt.Sprintf("witness%d", rank))
+			w, err := worker.NewWitness(filepath.Join(rowDir, fmt.Sprintf("arena%d", rank)), snaps, cases, !r.iso.Unsafe)
+			if err != nil {
+				return nil, nil, nil, Error, err.Error()
+			}
+			witnesses = append(witnesses, w)
+			witnessed = append(witnessed, snaps)
 		}
 	}
 	fmt.Fprintf(r.o.Progress, "%s [%s]: running %d case(s) in %d fresh worker process(es)\n", op.Slot, Printable(op.Variant), len(cases), world)
@@ -200,13 +216,13 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 	// needs their shared loopback), and nothing of the reference's.
 	root, err := r.validatorRoot()
 	if err != nil {
-		return nil, nil, Error, err.Error()
+		return nil, nil, nil, Error, err.Error()
 	}
 	native, err := r.nativeLibrary(op)
 	if err != nil {
-		return nil, nil, Error, err.Error()
+		return nil, nil, nil, Error, err.Error()
 	}
-	dirs := make([]string, world)
+	dirs = make([]string, world)
 	specs := make([]worker.Spec, world)
 	for rank := 0; rank < world; rank++ {
 		dirs[rank] = filepath.Join(rowDir, fmt.Sprintf("rank%d", rank))
@@ -222,15 +238,30 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 		if rendezvous != "" {
 			specs[rank].Writable = []string{rendezvous}
 		}
+		if witnesses != nil {
+			specs[rank].Witness = witnesses[rank]
+			req.Witness = witnesses[rank].Dir()
+			specs[rank].Request = req
+		}
 	}
 	outs, runErr := worker.RunGroup(r.ctx, r.iso, specs)
 	for rank := 0; rank < world; rank++ {
 		row.Workers = append(row.Workers, workerRun(worker.RoleCandidate, rank, outs[rank]))
 	}
 	if runErr != nil {
-		return nil, nil, Error, runErr.Error()
+		return nil, nil, nil, Error, runErr.Error()
 	}
-	records := make([]worker.CandidateRecord, world)
+	// A call the controller could not witness has no decision, whatever
+	// the candidate did: the failure is the machine's.
+	for rank, w := range witnesses {
+		if err := w.Err(); err != nil {
+			return nil, nil, nil, Error, fmt.Sprintf("rank %d: %v", rank, err)
+		}
+		n, spent := w.Calls()
+		fmt.Fprintf(r.o.Progress, "%s [%s]: rank %d: the controller witnessed %d call(s), the worker stopped %s in all\n",
+			op.Slot, Printable(op.Variant), rank, n, spent.Round(time.Millisecond))
+	}
+	records = make([]worker.CandidateRecord, world)
 	for rank := 0; rank < world; rank++ {
 		_ = worker.ReadResult(dirs[rank], &records[rank])
 	}
@@ -252,7 +283,7 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 		// the progress log is the candidate's to rewrite.
 		if !o.CandidateCode {
 			detail := Printable(lastLine(worker.Tail(dirs[rank], worker.StderrFile, 4000)))
-			return nil, nil, Error, fmt.Sprintf("candidate worker %s%s before loading the candidate: %s", where, o.Describe(), detail)
+			return nil, nil, nil, Error, fmt.Sprintf("candidate worker %s%s before loading the candidate: %s", where, o.Describe(), detail)
 		}
 		reason := fmt.Sprintf("candidate worker %s%s during %s", where, o.Describe(), o.Progress.Where())
 		switch {
@@ -261,10 +292,10 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 		case o.ExitCode == worker.ExitHarnessError:
 			reason = fmt.Sprintf("candidate code broke the harness %sduring %s: %s", where, o.Progress.Where(), Printable(o.Progress.Error))
 		}
-		return nil, nil, Fail, reason
+		return nil, nil, nil, Fail, reason
 	}
 	if r.ctx.Err() != nil {
-		return nil, nil, Error, r.ctx.Err().Error()
+		return nil, nil, nil, Error, r.ctx.Err().Error()
 	}
 	for _, rec := range records {
 		if rec.Load == nil || rec.Load.MissingModule == "" {
@@ -275,13 +306,13 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 		// worker saw that dependency missing too; otherwise it is the
 		// kernel's own failure to load.
 		if rec.Load.MissingModule == "triton" && (env.Triton == nil || *env.Triton == "") {
-			return nil, nil, Error, fmt.Sprintf("the worker interpreter %s cannot import %q, which the kernel needs "+
+			return nil, nil, nil, Error, fmt.Sprintf("the worker interpreter %s cannot import %q, which the kernel needs "+
 				"(%s); install it there or verify where it is available", r.python, rec.Load.MissingModule, Printable(rec.Load.Error))
 		}
-		return nil, nil, Fail, fmt.Sprintf("the candidate module failed to load: it imports %q, which the worker "+
+		return nil, nil, nil, Fail, fmt.Sprintf("the candidate module failed to load: it imports %q, which the worker "+
 			"interpreter does not provide", Printable(rec.Load.MissingModule))
 	}
-	return records, dirs, "", ""
+	return records, dirs, witnessed, "", ""
 }
 
 // mergeVerdict copies the reference verdict into row.

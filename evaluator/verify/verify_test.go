@@ -534,7 +534,7 @@ func TestVerifyKeepWorkLeavesARemovableRecord(t *testing.T) {
 		t.Fatalf("run directories %v, %v", runs, err)
 	}
 	for _, rel := range []string{"plan/result.json", "rows/00-activation.silu_and_mul-default/rank0/request.json",
-		"rows/00-activation.silu_and_mul-default/rank0/c0_eager_out.bin", "rows/00-activation.silu_and_mul-default/reference/result.json",
+		"rows/00-activation.silu_and_mul-default/witness0/c0_eager.bin", "rows/00-activation.silu_and_mul-default/reference/result.json",
 		"validator-1/cacheon_worker/__main__.py", "validator-2/cacheon_worker/__main__.py", "bundle/manifest.toml"} {
 		if _, err := os.Stat(filepath.Join(runs[0], rel)); err != nil {
 			t.Errorf("kept run lacks %s: %v", rel, err)

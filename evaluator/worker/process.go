@@ -48,6 +48,10 @@ type Spec struct {
 	// else of the run directory is visible.
 	ReadOnly []string
 	Writable []string
+	// Witness, when set, copies the worker's checked calls while its
+	// group is stopped (see Witness); its arena directory is bound
+	// writable. The caller makes it and reads Err after the run.
+	Witness *Witness
 }
 
 // Isolation says how worker processes are contained. The zero value is a
@@ -166,6 +170,15 @@ func Run(ctx context.Context, iso Isolation, s Spec) (Outcome, error) {
 // Outcome.
 func RunGroup(ctx context.Context, iso Isolation, specs []Spec) ([]Outcome, error) {
 	outs := make([]Outcome, len(specs))
+	// Every copy is complete, and the witness's files closed, before the
+	// caller reads them; also when the workers never started.
+	defer func() {
+		for _, s := range specs {
+			if s.Witness != nil {
+				s.Witness.finish()
+			}
+		}
+	}()
 	for i, s := range specs {
 		outs[i].WorkDir = s.WorkDir
 		if err := prepareWorkDir(iso, s); err != nil {
@@ -239,10 +252,15 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 		sb.ReadOnly = append(sb.ReadOnly, roots...)
 		sb.Writable = append(sb.Writable, s.WorkDir)
 		sb.Writable = append(sb.Writable, s.Writable...)
+		if s.Witness != nil {
+			sb.Writable = append(sb.Writable, s.Witness.Dir())
+		}
 		argv := command(s.Python, s.ValidatorRoot)
+		// A witnessed worker talks to its witness on the session pipes:
+		// announcements on fd 5, answers on fd 4.
 		sb.Procs = append(sb.Procs, sandbox.Proc{Path: argv[0], Args: argv, Env: sandboxEnv(s.Env), Dir: s.WorkDir,
 			Stdin: filepath.Join(s.WorkDir, requestFile), Stdout: filepath.Join(s.WorkDir, StdoutFile),
-			Stderr: filepath.Join(s.WorkDir, StderrFile), Control: true})
+			Stderr: filepath.Join(s.WorkDir, StderrFile), Control: true, Session: s.Witness != nil})
 	}
 	sb.ReadOnly, sb.Writable = dedupe(sb.ReadOnly), dedupe(sb.Writable)
 	// The new root's mount point and the init's log sit beside the first
@@ -259,7 +277,28 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 	sb.Root = root
 	sb.Log = root + ".log"
 	defer os.Remove(sb.Log)
-	res, err := sandbox.Run(ctx, sb)
+	var res sandbox.Result
+	box, err := sandbox.Start(ctx, sb)
+	if err != nil {
+		res = sandbox.Result{Exits: make([]sandbox.Exit, len(specs))}
+	} else {
+		// One stopper for the group: the ranks share the sandbox, and a
+		// copy is taken with all of them stopped.
+		st := namespaceStopper(box.Pid())
+		for i, s := range specs {
+			if s.Witness == nil {
+				continue
+			}
+			// The writable directories are the sandbox's own tmpfs now:
+			// the witness copies the files the worker will map.
+			if err := s.Witness.adopt(); err != nil {
+				s.Witness.fail(err)
+			}
+			ss := box.Session(i)
+			s.Witness.start(st, ss.Frames, ss.Send)
+		}
+		res, err = box.Wait()
+	}
 	for i := range specs {
 		e := res.Exits[i]
 		outs[i].Duration = res.Duration
@@ -351,6 +390,21 @@ func runProcess(ctx context.Context, s Spec, out *Outcome) error {
 		return err
 	}
 	defer controlR.Close()
+	// The witness's pipes, on fds 4 (answers) and 5 (announcements) as in
+	// a sandbox; without a witness they are closed at once.
+	ansR, ansW, err := os.Pipe()
+	if err != nil {
+		controlW.Close()
+		return err
+	}
+	defer ansW.Close()
+	annR, annW, err := os.Pipe()
+	if err != nil {
+		controlW.Close()
+		ansR.Close()
+		return err
+	}
+	defer annR.Close()
 
 	argv := command(s.Python, s.ValidatorRoot)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -360,14 +414,19 @@ func runProcess(ctx context.Context, s Spec, out *Outcome) error {
 	// Files, not pipes: Wait must not depend on a grandchild closing them.
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.ExtraFiles = []*os.File{controlW}
+	if s.Witness != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ansR, annW)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		controlW.Close()
+	err = cmd.Start()
+	controlW.Close()
+	ansR.Close()
+	annW.Close()
+	if err != nil {
 		return fmt.Errorf("start worker %s: %w", s.Python, err)
 	}
-	controlW.Close()
 	control := make(chan []byte, 1)
 	go func() {
 		data, _ := io.ReadAll(io.LimitReader(controlR, sandbox.ControlLimit))
@@ -375,6 +434,9 @@ func runProcess(ctx context.Context, s Spec, out *Outcome) error {
 		_, _ = io.Copy(io.Discard, controlR)
 	}()
 	pgid := cmd.Process.Pid
+	if s.Witness != nil {
+		s.Witness.start(groupStopper(pgid), annR, ansW)
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 

@@ -142,6 +142,10 @@ type CandidateRequest struct {
 	// Native is the row's library in a sealed prebuild artifact, which
 	// the controller reopened and verified and binds read-only.
 	Native *NativeLibrary `json:"native,omitempty"`
+	// Witness is the arena directory of the controller's Witness: the
+	// harness places every checked call's tensors in its files and
+	// announces each call's return on its pipe.
+	Witness string `json:"witness,omitempty"`
 }
 
 // NativeLibrary is one prebuilt library a worker loads
@@ -198,6 +202,10 @@ type ReferenceRequest struct {
 	Graph         bool         `json:"graph"`
 	Cases         []CaseRef    `json:"cases"`
 	CandidateDirs []string     `json:"candidate_dirs"`
+	// WitnessDirs hold, per rank, the controller's copies of the calls'
+	// memory (Witness); when set, they and not the candidate's records
+	// decide inputs, outputs and padding.
+	WitnessDirs []string `json:"witness_dirs,omitempty"`
 }
 
 // Verdict is the reference role's judgement of one op row.

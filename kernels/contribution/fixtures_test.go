@@ -35,6 +35,7 @@ var fixtures = map[string]fixtureExpectation{
 	"decode_attention_wrong_after_n_calls": {stage: "audit"},
 	"rmsnorm_lower_precision":              {stage: "audit"},
 	"rmsnorm_mutates_input":                {stage: "audit"},
+	"rmsnorm_honest_when_sampled":          {stage: "audit"},
 	"rmsnorm_wrong_unless_audited":         {stage: "quality"},
 	// The cheating classes of docs/reference/integrity.md, each with the
 	// stage that catches it first. The two the scan refuses are also

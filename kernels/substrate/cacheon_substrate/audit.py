@@ -35,8 +35,13 @@ import struct
 import torch
 
 ENV_DIR = "CACHEON_SLOT_AUDIT_DIR"
-ENV_RATE = "CACHEON_SLOT_AUDIT_RATE"  # parts per million of the calls recorded
-ENV_SEED = "CACHEON_SLOT_AUDIT_SEED"  # 32 hex, the same on every rank
+# The sample's seed and rate were once these variables. They are refused
+# there now: the environment is the candidate's to read (os.environ,
+# /proc/self/environ), and a kernel that knows the seed knows which calls
+# are recorded. They come as the first line of the request pipe instead
+# (read_secret), read before the engine tree is imported.
+ENV_RATE = "CACHEON_SLOT_AUDIT_RATE"
+ENV_SEED = "CACHEON_SLOT_AUDIT_SEED"
 ENV_SLOTS = "CACHEON_SLOT_AUDIT_SLOTS"  # comma-separated expected slots
 ENV_RANK = "CACHEON_SLOT_AUDIT_RANK"
 # Each expected slot's output argument positions in its call, from the
@@ -226,23 +231,49 @@ def _clone(a):
     return a
 
 
-def from_env(env):
-    """The recorder the environment asks for, or None outside an audit."""
+def audited(env):
+    """Whether the environment starts an audit session (whose first request
+    line is then the secret)."""
+    return bool(env.get(ENV_DIR))
+
+
+def read_secret(line):
+    """The sample's (seed, rate in ppm) from the audit session's first
+    request line: {"audit_seed": "<32 hex>", "audit_rate_ppm": N}."""
+    if line is None:
+        raise AuditError("the audit session's request pipe closed before the audit secret")
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        raise AuditError("the audit session's first request line is not the audit secret (not JSON)") from None
+    if not isinstance(doc, dict):
+        raise AuditError("the audit secret line is not a JSON object")
+    rate, seed = doc.get("audit_rate_ppm"), doc.get("audit_seed")
+    if not isinstance(rate, int) or isinstance(rate, bool):
+        raise AuditError("audit_rate_ppm must be an integer number of parts per million")
+    if not 1 <= rate <= PPM:
+        raise AuditError(f"audit_rate_ppm {rate} is outside [1, {PPM}]")
+    if not isinstance(seed, str) or len(seed) != 32 or any(c not in "0123456789abcdef" for c in seed):
+        raise AuditError("audit_seed must be 32 lowercase hex digits")
+    return seed, rate
+
+
+def from_env(env, secret=None):
+    """The recorder the environment asks for, or None outside an audit.
+    secret is read_secret's (seed, rate): never from the environment."""
+    for k in (ENV_RATE, ENV_SEED):
+        if k in env:
+            raise AuditError(f"{k} is in the environment, which the candidate's code can read; "
+                             f"the sample's seed and rate come on the request pipe")
     if not env.get(ENV_DIR):
-        for k in (ENV_RATE, ENV_SEED, ENV_SLOTS, ENV_OUTPUTS):
+        for k in (ENV_SLOTS, ENV_OUTPUTS):
             if env.get(k):
                 raise AuditError(f"{k} is set without {ENV_DIR}")
         return None
     directory = env[ENV_DIR]
-    try:
-        rate = int(env.get(ENV_RATE, ""))
-    except ValueError:
-        raise AuditError(f"{ENV_RATE} must be an integer number of parts per million") from None
-    if not 1 <= rate <= PPM:
-        raise AuditError(f"{ENV_RATE} {rate} is outside [1, {PPM}]")
-    seed = env.get(ENV_SEED, "")
-    if len(seed) != 32 or any(c not in "0123456789abcdef" for c in seed):
-        raise AuditError(f"{ENV_SEED} must be 32 lowercase hex digits")
+    if secret is None:
+        raise AuditError("an audit session needs the audit secret from its request pipe")
+    seed, rate = secret
     slots = [s for s in env.get(ENV_SLOTS, "").split(",") if s]
     if not slots:
         raise AuditError(f"{ENV_SLOTS} names no slot")

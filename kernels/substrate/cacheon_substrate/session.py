@@ -102,6 +102,13 @@ def main(argv=None) -> int:
         frames.write(json.dumps(obj, separators=(",", ":")) + "\n")
         frames.flush()
 
+    reader = _Lines(requests)
+    # Audit mode (docs/reference/audit.md): the sample's seed and rate are
+    # the first request line, read here before the engine tree (candidate
+    # code) is imported, so they are in no variable of the environment.
+    from . import audit
+    secret = audit.read_secret(reader.next()) if audit.audited(os.environ) else None
+
     from .identity import substrate_digest
     from .runtime import Options, build
 
@@ -109,8 +116,8 @@ def main(argv=None) -> int:
     # Audit mode (docs/reference/audit.md): only the audit session gets
     # the variables; it runs eagerly and never swaps, so every slot call
     # goes through the recorder on the seam it was installed on.
-    from . import audit
-    recorder = audit.from_env(os.environ)
+    recorder = audit.from_env(os.environ, secret)
+    secret = None
     if recorder is not None:
         if a.graph or a.swap_tree:
             raise audit.AuditError("an audit session runs eagerly on one tree: --graph and --swap-tree are refused")
@@ -119,7 +126,6 @@ def main(argv=None) -> int:
           "slots": {k: v["status"] for k, v in m.seam.report().items()}})
     engines = {}
     graph = a.graph and m.device.type == "cuda"
-    reader = _Lines(requests)
     pending = None  # (id, engine, k) of a prefilled batch awaiting its decode
     while True:
         line = reader.next()

@@ -38,18 +38,36 @@ class FromEnvTest(unittest.TestCase):
         self.assertIsNone(audit.from_env({}))
 
     def test_refuses_partial_or_malformed_settings(self):
-        base = {audit.ENV_DIR: "/nonexistent", audit.ENV_RATE: "1000000", audit.ENV_SEED: SEED, audit.ENV_SLOTS: "norm.rmsnorm",
-                audit.ENV_OUTPUTS: "norm.rmsnorm=2"}
+        base = {audit.ENV_DIR: "/nonexistent", audit.ENV_SLOTS: "norm.rmsnorm", audit.ENV_OUTPUTS: "norm.rmsnorm=2"}
         no_outputs = dict(base)
         del no_outputs[audit.ENV_OUTPUTS]
-        for env, why in [({audit.ENV_SEED: SEED}, "without"), (dict(base, **{audit.ENV_RATE: "0"}), "outside"),
-                         (dict(base, **{audit.ENV_RATE: "x"}), "integer"), (dict(base, **{audit.ENV_SEED: "ABC"}), "hex"),
+        secret = (SEED, audit.PPM)
+        for env, why in [({audit.ENV_SLOTS: "norm.rmsnorm"}, "without"),
                          (dict(base, **{audit.ENV_SLOTS: ""}), "no slot"), (no_outputs, "outputs to poison"),
                          (dict(base, **{audit.ENV_OUTPUTS: "norm.rmsnorm"}), "malformed"),
                          (dict(base, **{audit.ENV_OUTPUTS: "norm.rmsnorm=x"}), "not an integer"),
                          (dict(base, **{audit.ENV_OUTPUTS: "activation.silu_and_mul=1"}), "no output positions")]:
             with self.assertRaisesRegex(audit.AuditError, why):
-                audit.from_env(env)
+                audit.from_env(env, secret)
+        with self.assertRaisesRegex(audit.AuditError, "audit secret"):
+            audit.from_env(base)
+
+    def test_the_sample_is_never_in_the_environment(self):
+        # The environment is the candidate's to read: a seed or rate there
+        # would tell a kernel which calls are recorded.
+        base = {audit.ENV_DIR: "/nonexistent", audit.ENV_SLOTS: "norm.rmsnorm", audit.ENV_OUTPUTS: "norm.rmsnorm=2"}
+        for extra in ({audit.ENV_SEED: SEED}, {audit.ENV_RATE: "1000000"}):
+            with self.assertRaisesRegex(audit.AuditError, "in the environment"):
+                audit.from_env(dict(base, **extra), (SEED, audit.PPM))
+
+    def test_reads_the_secret_line(self):
+        self.assertEqual(audit.read_secret('{"audit_seed": "%s", "audit_rate_ppm": 250000}' % SEED), (SEED, 250000))
+        for line, why in [(None, "closed"), ("x", "not JSON"), ("[]", "object"),
+                          ('{"audit_seed": "%s", "audit_rate_ppm": 0}' % SEED, "outside"),
+                          ('{"audit_seed": "%s", "audit_rate_ppm": "9"}' % SEED, "integer"),
+                          ('{"audit_seed": "ABC", "audit_rate_ppm": 9}', "hex")]:
+            with self.assertRaisesRegex(audit.AuditError, why):
+                audit.read_secret(line)
 
 
 class ScheduleTest(unittest.TestCase):

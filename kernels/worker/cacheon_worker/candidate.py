@@ -20,15 +20,24 @@ fingerprint of the inputs), and on CUDA when the graph gate applies, a capture
 followed by three replays on fresh dynamic inputs with poisoned outputs.
 A sequence case (the regrow case of collective slots: big, small, big
 again) makes one eager call per step instead, each at its own shape.
+
+On the CPU every checked call's tensors live in a file the controller made
+(cacheon_reference.arena), mapped shared. After each call the harness says
+so on the witness pipe and waits: the controller stops the whole sandbox,
+copies the file, and lets it go on. That copy, not anything this process
+records, is what the reference judges: this process runs candidate code,
+which can rewrite every check made here (the violations below stay as an
+early, advisory account). The output dump is then not written at all.
 """
 
+import json
 import os
 import traceback
 
 import torch
 
 import cacheon_reference as ref
-from cacheon_reference import tensorio
+from cacheon_reference import arena, tensorio
 from cacheon_reference.plan import call_inputs, phase_inputs, phase_seeds, sequence_seeds
 from cacheon_reference.slots.base import bind_generators
 
@@ -70,18 +79,36 @@ def _error_text(exc):
 class Call:
     """One case's tensors: inputs, outputs, the prepared state and the call."""
 
-    def __init__(self, slot, params, dtype, device, case_seed, rank, world, group, entry):
+    def __init__(self, slot, params, dtype, device, case_seed, rank, world, group, entry, arena_file=None):
         self.slot, self.params, self.dtype, self.device = slot, params, dtype, device
         self.case_seed, self.rank, self.world, self.group = case_seed, rank, world, group
         self.entry = entry
         cpu = phase_inputs(slot, params, dtype, case_seed, case_seed, rank, world)
-        # Private copies: the candidate gets tensors no other call shares.
-        self.inputs = {k: (v.to(device, copy=True) if isinstance(v, torch.Tensor) else v) for k, v in cpu.items()}
         self.specs = slot.output_specs(params, dtype)
         self.outputs, self.backing = {}, {}
-        for name, spec in self.specs.items():
-            view, backing = spec.allocate(device)
-            self.outputs[name], self.backing[name] = view, backing
+        self.witnessed = arena_file is not None
+        if self.witnessed:
+            # Every tensor in the controller's file, where the controller
+            # reads it while this process is stopped.
+            regions, total = arena.layout(cpu, self.specs)
+            buf = _map_arena(arena_file, total)
+            placed = {r.name if r.kind == "input" else ("out", r.name): arena.view(buf, r) for r in regions}
+            self.inputs = {}
+            for k, v in cpu.items():
+                if isinstance(v, torch.Tensor):
+                    placed[k].copy_(v)
+                    self.inputs[k] = placed[k]
+                else:
+                    self.inputs[k] = v
+            for name, spec in self.specs.items():
+                backing = placed[("out", name)]
+                self.outputs[name], self.backing[name] = arena.output_view(backing, spec), backing
+        else:
+            # Private copies: the candidate gets tensors no other call shares.
+            self.inputs = {k: (v.to(device, copy=True) if isinstance(v, torch.Tensor) else v) for k, v in cpu.items()}
+            for name, spec in self.specs.items():
+                view, backing = spec.allocate(device)
+                self.outputs[name], self.backing[name] = view, backing
         self.prepared = None
         self.calls = 0
 
@@ -149,13 +176,49 @@ class Call:
         return files
 
 
+def _map_arena(path, nbytes):
+    """The controller's file at path, sized to nbytes and mapped shared as
+    a flat uint8 tensor. The file must exist: the controller made it and
+    holds it open, so a file made here would be one it never reads."""
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    try:
+        os.ftruncate(fd, nbytes)
+    finally:
+        os.close(fd)
+    return torch.from_file(path, shared=True, size=nbytes, dtype=torch.uint8)
+
+
+class Witness:
+    """The harness's end of the controller's witness: a line on fd 5 saying
+    which call returned, then a wait on fd 4 for the controller's answer,
+    which comes once it has copied the call's memory (the arena file of
+    the directory it names) with the whole sandbox stopped."""
+
+    ANSWERS_FD, ANNOUNCE_FD = 4, 5
+
+    def __init__(self, directory):
+        self.directory = directory
+        for fd in (self.ANSWERS_FD, self.ANNOUNCE_FD):
+            os.fstat(fd)  # the controller passed both; fail now, not at the first call
+
+    def file(self, case_index, step=""):
+        return os.path.join(self.directory, arena.file_name(case_index, step))
+
+    def returned(self, case_index, phase):
+        line = json.dumps({"case": case_index, "phase": phase}) + "\n"
+        os.write(self.ANNOUNCE_FD, line.encode())
+        if os.read(self.ANSWERS_FD, 2) != b"k\n":
+            raise RuntimeError("the controller did not confirm the witnessed call")
+
+
 def _sync(device):
     if str(device).startswith("cuda"):
         torch.cuda.synchronize(device)
 
 
-def run_phase(call, work_dir, case_index, phase, seed, fn, progress):
-    """Run fn() as one checked call and return its record."""
+def run_phase(call, work_dir, case_index, phase, seed, fn, progress, witness=None):
+    """Run fn() as one checked call and return its record. With a witness,
+    the controller copies the call's memory before anything here reads it."""
     rec = {"phase": phase, "seed": seed}
     if phase != "eager" and not phase.startswith("replay"):
         call.load_fresh(phase, seed)
@@ -170,10 +233,14 @@ def run_phase(call, work_dir, case_index, phase, seed, fn, progress):
     except Exception as e:  # the candidate raised: a verdict, not a crash
         rec.update(status="raised", **_error_text(e))
         return rec
+    if witness is not None and call.witnessed:
+        witness.returned(case_index, phase)
+        rec["witnessed"] = True
     found, post = call.violations(snap, pre)
     rec["inputs_post"] = post
     rec["violations"] = found
-    rec["outputs"] = call.dump(work_dir, case_index, phase)
+    if not rec.get("witnessed"):
+        rec["outputs"] = call.dump(work_dir, case_index, phase)
     rec["status"] = "violated" if found else "ok"
     return rec
 
@@ -224,7 +291,7 @@ def run_prepare(call, prepare, crec, case_index, progress):
     return not changed
 
 
-def run_sequence(slot, case, crec, dtype, device, rank, world, group, entry, prepare, work_dir, save, progress):
+def run_sequence(slot, case, crec, dtype, device, rank, world, group, entry, prepare, work_dir, save, progress, witness):
     """The calls of a sequence case (the regrow case of collective slots):
     one eager call per step, in order, each on fresh validator tensors of
     the step's shape. They all run in this process after the case before
@@ -242,7 +309,8 @@ def run_sequence(slot, case, crec, dtype, device, rank, world, group, entry, pre
         return
     prepared, prepared_from = None, None
     for phase, seed, params in seeds:
-        call = Call(slot, params, dtype, device, case.seed, rank, world, group, entry)
+        call = Call(slot, params, dtype, device, case.seed, rank, world, group, entry,
+                    witness.file(case.index, phase) if witness else None)
         if prepare is not None:
             digests = tensorio.digests({n: call.inputs[n] for n in slot.prepare_args})
             if digests != prepared_from:
@@ -250,7 +318,7 @@ def run_sequence(slot, case, crec, dtype, device, rank, world, group, entry, pre
                     return
                 prepared, prepared_from = call.prepared, digests
             call.prepared = prepared
-        rec = run_phase(call, work_dir, case.index, phase, seed, lambda: entry(*call.args()), progress)
+        rec = run_phase(call, work_dir, case.index, phase, seed, lambda: entry(*call.args()), progress, witness)
         rec["params"] = dict(params)
         crec["phases"].append(rec)
         save()
@@ -305,6 +373,10 @@ def run(req, progress):
         progress("distributed_init", rank=rank, world=world)
         group = distributed.init(req["rendezvous"], rank, world, req["device"], float(req.get("timeout_s", 300)))
 
+    # The witness pipes are checked before candidate code runs; what the
+    # candidate does with them later can only cost it its own calls.
+    witness = Witness(req["witness"]) if req.get("witness") else None
+
     # Bind the input generators before any candidate code can rebind torch.
     bind_generators()
     announce_candidate_code()
@@ -341,10 +413,11 @@ def run(req, progress):
         progress("case", case=case.index)
         if case.steps:
             run_sequence(slot, case, crec, dtype, device, rank, world, group, entry, prepare, work_dir,
-                         lambda: write_json_atomic(path, result), progress)
+                         lambda: write_json_atomic(path, result), progress, witness)
             write_json_atomic(path, result)
             continue
-        call = Call(slot, case.params, dtype, device, case.seed, rank, world, group, entry)
+        call = Call(slot, case.params, dtype, device, case.seed, rank, world, group, entry,
+                    witness.file(case.index) if witness else None)
         if prepare is not None and not run_prepare(call, prepare, crec, case.index, progress):
             write_json_atomic(path, result)
             continue
@@ -357,7 +430,7 @@ def run(req, progress):
             seeds = [("eager", case.seed)]
         eager = [s for s in seeds if not s[0].startswith("replay")]
         for phase, seed in eager:
-            rec = run_phase(call, work_dir, case.index, phase, seed, lambda: entry(*call.args()), progress)
+            rec = run_phase(call, work_dir, case.index, phase, seed, lambda: entry(*call.args()), progress, witness)
             crec["phases"].append(rec)
             write_json_atomic(path, result)
             if rec["status"] == "raised":

@@ -2,13 +2,19 @@
 
 This process never imports candidate code. It regenerates every call's
 inputs from the case seeds, computes the fp32 truth, and compares it with
-the raw outputs the candidate process wrote, under the correctness policy
-and the tolerance for the run's dtype that the request's catalog contract
-states. It also checks the candidate's account of its inputs against its
-own: the digest the candidate recorded before each call must equal the
-digest of the regenerated inputs (so a candidate that tampers with the
-generator at import time is caught), and the digest after the call must
-be unchanged (inputs are read-only).
+the call's outputs under the correctness policy and the tolerance for the
+run's dtype that the request's catalog contract states.
+
+With witness_dirs (the CPU), every fact comes from the controller's copy
+of the call's memory, taken while the candidate's sandbox was stopped
+right after the call (Witnessed, cacheon_reference.arena): the inputs must
+be bit-identical to the regenerated ones, the row padding still the
+poison, and the outputs are read at the validator's strides. The
+candidate's own record then only adds reasons to fail. Without them (the
+CUDA lane, until a checker process shares device memory) the outputs are
+the raw bytes the candidate process wrote, and its account of its inputs
+is checked against the reference's own: the digest before each call must
+equal that of the regenerated inputs, and the digest after it unchanged.
 """
 
 import json
@@ -17,7 +23,7 @@ import os
 import torch
 
 import cacheon_reference as ref
-from cacheon_reference import tensorio
+from cacheon_reference import arena, tensorio
 from cacheon_reference.plan import NUDGED, call_inputs, phase_seeds, sequence_seeds
 
 from .protocol import PROTOCOL, RESULT_FILE
@@ -26,6 +32,50 @@ from .protocol import PROTOCOL, RESULT_FILE
 # A candidate record larger than this is refused unread (the controller's
 # own limit on result files is the same).
 RECORD_LIMIT = 64 << 20
+
+
+class Witnessed:
+    """One call's memory as the controller copied it, with the candidate's
+    whole sandbox stopped, right after the call returned (see
+    cacheon_reference.arena). None of it passed through the candidate's
+    process after that moment."""
+
+    def __init__(self, path, inputs, specs):
+        self.regions, self.total = arena.layout(inputs, specs)
+        data = tensorio.read_regular(path, self.total)
+        if len(data) != self.total:
+            raise ValueError(f"the call's memory is {len(data)} bytes, its layout {self.total}")
+        import numpy as np
+
+        self.buf = torch.from_numpy(np.frombuffer(bytearray(data), dtype=np.uint8))
+
+    def region(self, kind, name):
+        r = next(x for x in self.regions if x.kind == kind and x.name == name)
+        return arena.view(self.buf, r)
+
+
+def witnessed_facts(w, inputs, specs, call_index):
+    """The reason the witnessed memory fails the call's rules, or "": every
+    input bit-identical to the validator's regenerated one, every output's
+    row padding still the poison of this call."""
+    for name, t in inputs.items():
+        if isinstance(t, torch.Tensor) and tensorio.tensor_bytes(w.region("input", name)) != tensorio.tensor_bytes(t):
+            return f"input {name} was modified in place"
+    for name, spec in specs.items():
+        mask = spec.padding_mask("cpu")
+        if mask is None:
+            continue
+        backing = w.region("output", name)
+        expect = torch.empty_like(backing)
+        tensorio.poison(expect, call_index)
+        got, want = backing[mask], expect[mask]
+        if got.dtype.is_floating_point:
+            ok = bool(torch.isnan(got).all())
+        else:
+            ok = bool(torch.equal(got, want))
+        if not ok:
+            return f"output {name}: row padding outside the logical view was written"
+    return ""
 
 
 def _load_record(d):
@@ -64,14 +114,35 @@ def case_calls(slot, case, dtype, world, graph):
     return [(phase, seed, case.params) for phase, seed in phase_seeds(slot, case.params, dtype, case.seed, world, graph)]
 
 
-def judge_phase(slot, params, dtype, tol, rec, own_pre, expected, rank_dir, world):
-    """Verdict of one rank's record of one call: (passed, reason, comparison)."""
+def judge_phase(slot, params, dtype, tol, rec, own_pre, expected, rank_dir, world, witness=None):
+    """Verdict of one rank's record of one call: (passed, reason, comparison).
+    witness is (snapshot path, regenerated inputs, call index) when the
+    controller witnessed the call: its copy then decides every fact, and
+    the candidate's own record only adds reasons to fail."""
     status = rec.get("status")
     if status == "raised":
         return False, f"entry raised {rec.get('error', 'an exception')}", None
     violations = rec.get("violations") or []
     if status not in ("ok", "violated"):
         return False, f"unknown call status {status!r}", None
+    specs = slot.output_specs(params, dtype)
+    w = None
+    if witness is not None:
+        path, inputs, call_index = witness
+        if not os.path.exists(path):
+            return False, "the controller holds no copy of the call's memory (the harness never said it returned)", None
+        try:
+            w = Witnessed(path, inputs, specs)
+        except (OSError, ValueError) as e:
+            return False, f"the call's memory as the controller copied it is unusable: {e}", None
+        wrong = witnessed_facts(w, inputs, specs, call_index)
+        if wrong:
+            pre = rec.get("inputs_pre") or {}
+            if wrong.startswith("input ") and any(pre.get(n) != d for n, d in own_pre.items()):
+                name = wrong.split()[1]
+                wrong = (f"input {name} seen by the candidate differs from the validator's regenerated input "
+                         f"(inputs were tampered with before the call)")
+            return False, wrong, None
     pre = rec.get("inputs_pre") or {}
     for name, d in own_pre.items():
         if pre.get(name) != d:
@@ -83,11 +154,13 @@ def judge_phase(slot, params, dtype, tol, rec, own_pre, expected, rank_dir, worl
             violations = violations + [f"input {name} was modified in place"]
     if violations:
         return False, "; ".join(dict.fromkeys(violations)), None
-    specs = slot.output_specs(params, dtype)
     atol, rtol = tol
     actual = {}
     files = rec.get("outputs") or {}
     for name, spec in specs.items():
+        if w is not None:
+            actual[name] = arena.output_view(w.region("output", name), spec).contiguous().clone()
+            continue
         f = files.get(name)
         if not f:
             return False, f"output {name} was not recorded", None
@@ -112,6 +185,9 @@ def run(req, progress):
     dirs = req["candidate_dirs"]
     if len(dirs) != world:
         raise ValueError(f"{len(dirs)} candidate directories for world size {world}")
+    witness_dirs = req.get("witness_dirs") or None
+    if witness_dirs is not None and len(witness_dirs) != world:
+        raise ValueError(f"{len(witness_dirs)} witness directories for world size {world}")
     records = [_load_record(d) for d in dirs]
     verdict = {"protocol": PROTOCOL, "role": "reference", "slot": slot.name, "variant": req.get("variant"),
                "correctness": slot.correctness.describe(), "cases": [], "passed": False, "reason": ""}
@@ -156,7 +232,10 @@ def run(req, progress):
             all_passed = False
             continue
         case_ok = True
-        for phase, seed, params in case_calls(slot, case, dtype, world, graph):
+        for call_index, (phase, seed, params) in enumerate(case_calls(slot, case, dtype, world, graph)):
+            # The poison of a call's outputs counts the calls made on the
+            # same tensors before it; every step of a sequence case has its own.
+            poison_index = 0 if case.steps else call_index
             inputs = [call_inputs(slot, params, dtype, case.seed, phase, seed, r, world) for r in range(world)]
             expected = slot.truth(params, inputs, dtype)
             prow = {"phase": phase, "passed": True, "reason": ""}
@@ -176,7 +255,12 @@ def run(req, progress):
                         passed, reason, comp = False, f"recorded seed {rec.get('seed')} for {phase}, expected {seed}", None
                     else:
                         own = tensorio.digests(inputs[r])
-                        passed, reason, comp = judge_phase(slot, params, dtype, (atol, rtol), rec, own, expected, dirs[r], world)
+                        witness = None
+                        if witness_dirs is not None:
+                            witness = (os.path.join(witness_dirs[r], arena.snapshot_name(case.index, phase)), inputs[r],
+                                       poison_index)
+                        passed, reason, comp = judge_phase(slot, params, dtype, (atol, rtol), rec, own, expected, dirs[r],
+                                                           world, witness)
                 if comp is not None:
                     prow.setdefault("comparisons", []).append(dict(comp.to_json(), rank=r))
                 if not passed:

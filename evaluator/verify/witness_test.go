@@ -1,0 +1,78 @@
+package verify
+
+import (
+	"strings"
+	"testing"
+)
+
+// Kernels that forge the harness in their own process. The candidate
+// process's checks (input digests, violations, the output dump) are its
+// to rewrite; the verdict must come from what the controller itself read
+// from validator memory while the candidate was stopped. The kernels find
+// the harness in sys.modules: scan and intake refuse an import of the
+// validator's packages (the scan, run here past, refuses sys.modules too),
+// and this tests the wall behind them, for what still runs in the
+// candidate's process.
+func TestVerifyControllerWitnessesTheCall(t *testing.T) {
+	t.Parallel()
+	testPython(t)
+	const forgesCheck = siluHeader + `
+import sys
+_h = sys.modules["cacheon_worker.candidate"]
+
+def _clean(self, snap, pre):
+    return [], dict(pre)
+
+_h.Call.violations = _clean
+
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    out.copy_(F.silu(x[:, :d]) * x[:, d:])
+    x.zero_()
+`
+	cases := []struct {
+		name       string
+		source     string
+		unisolated bool   // workers as plain processes: the group is stopped instead of the sandbox
+		want       string // substring of the row reason
+	}{
+		// Zeroes its input in place, and at import makes the harness's
+		// own check report nothing and record the pre-call digests as the
+		// post-call ones.
+		{"mutates input and forges the check", forgesCheck, false, "input x was modified in place"},
+		{"mutates input and forges the check, unisolated", forgesCheck, true, "input x was modified in place"},
+		// Never writes the validator's output; the harness's dump is
+		// patched to write the right values, computed on the side.
+		{"writes elsewhere and forges the dump", siluHeader + `
+import os, sys
+_h = sys.modules["cacheon_worker.candidate"]
+tensorio = sys.modules["cacheon_reference.tensorio"]
+
+_last = {}
+
+def _dump(self, work_dir, case, phase):
+    files = {}
+    for name in self.outputs:
+        path = os.path.join(work_dir, f"c{case}_{phase}_{name}.bin")
+        files[name] = tensorio.write_tensor(path, _last["out"])
+    return files
+
+_h.Call.dump = _dump
+_h.Call.violations = lambda self, snap, pre: ([], dict(pre))
+
+def silu_and_mul(x, out):
+    d = x.shape[-1] // 2
+    _last["out"] = F.silu(x[:, :d]) * x[:, d:]
+`, false, "never written (still the NaN poison)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", c.source, smallSilu),
+				Options{Unisolated: c.unisolated})
+			if rep.Verdict != Fail || !strings.Contains(rep.Rows[0].Reason, c.want) {
+				t.Fatalf("verdict %s reason %q, want FAIL with %q", rep.Verdict, rep.Rows[0].Reason, c.want)
+			}
+		})
+	}
+}
