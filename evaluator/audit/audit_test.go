@@ -317,6 +317,8 @@ func TestEngineFaultsAreTheCandidates(t *testing.T) {
 	serveTokens := `batch = None
 for line in inp:
     r = json.loads(line)
+    if "id" not in r:
+        continue  # the session's first line: the sample's seed and rate
     time.sleep(0.01)
     if r.get("op") == "batch":
         batch = r

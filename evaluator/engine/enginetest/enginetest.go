@@ -125,10 +125,13 @@ def send(o):
     out.write(json.dumps(o) + "\n"); out.flush()
 def serve(decode):
     """Answers every prefill at once and honestly, and every decode with
-    decode(the batch request)."""
+    decode(the batch request). A line that is no request (an audit
+    session's first line, its sample's seed and rate) is read and left."""
     batch = None
     for line in inp:
         r = json.loads(line)
+        if "id" not in r:
+            continue
         if r.get("op") == "batch":
             batch = r
             send({"id": r["id"], "phase": "prefill", "seconds": 0.0001})
