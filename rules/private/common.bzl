@@ -1,13 +1,20 @@
 """Attributes and helpers shared by the private rule implementations."""
 
-# Every action runs the one cacheon binary, built for the execution
-# platform; Starlark only wires files (as rules_go's builder does).
+# Every action runs the one cacheon binary; Starlark only wires files (as
+# rules_go's builder does). It is built for the target platform, not the
+# execution platform: the release image's entrypoint is the same binary
+# (cacheon_release's entrypoint), so one build serves both, and a cold
+# build compiles the command line and its ~520 Go packages once instead of
+# twice (docs/results/front-door.md measures it). The cost is that the
+# execution platform must run target binaries: releases are linux/amd64
+# images built on linux/amd64 hosts. A cross build would set this back to
+# "exec" (docs/reference/bazel-rules.md).
 CACHEON_TOOL_ATTRS = {
     "_cacheon": attr.label(
         default = Label("//tools/cmd/cacheon"),
         executable = True,
-        cfg = "exec",
-        doc = "The cacheon command line the actions run.",
+        cfg = "target",
+        doc = "The cacheon command line the actions run (the release entrypoint's build).",
     ),
 }
 
