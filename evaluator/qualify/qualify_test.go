@@ -87,7 +87,7 @@ func qualifyOptionsOver(t *testing.T, f enginetest.Fixture, stackFile, candidate
 	return Options{
 		Quality: QualityInputs{ReferenceTree: referenceTree(t, t.TempDir()), Calibration: qcal},
 		Plan:    plan.Request{Incumbent: a, IncumbentPath: path, CandidateDir: filepath.Join(ws, filepath.FromSlash(candidate)), Materialize: materialize.Options{Catalog: cat, Payload: payload}},
-		Model:   f.Model, ModelDigest: "model", Workload: smoke(t), Policy: testPolicy(), Store: store,
+		Model:   f.Model, ModelDigest: f.ModelDigest, Workload: smoke(t), Policy: testPolicy(), Store: store,
 		RunDir: f.Run, Python: f.Python, Lanes: cpu, Isolation: f.Iso,
 		Verify:   verify.Options{Device: "cpu", DType: "float32", Python: f.Python, Timeout: 5 * time.Minute, Catalog: abiCatalog(t)},
 		Progress: func(format string, args ...any) { t.Logf(format, args...) },

@@ -136,7 +136,7 @@ func runQualityStage(ctx context.Context, o Options, in QualityInputs, sel *Sele
 		Teacher: quality.TeacherSpec{Python: o.Python, Root: root, Tree: in.ReferenceTree, Model: o.Model,
 			Device: o.Lanes[0].Device, WorkDir: filepath.Join(dir, "work")},
 		Isolation: o.Isolation, Sealed: sel.Sealed, Pool: pool, TokensPerRollout: o.Workload.MaxNewTokens,
-		Calibration: in.Calibration, Store: o.Store,
+		ModelDigest: o.ModelDigest, Calibration: in.Calibration, Store: o.Store,
 		// The speed stage closes and reaps its B, C and B′ engines before
 		// it returns, and the serving screen its engine; T starts after.
 		Teardown: quality.Teardown{CandidateGone: true, Detail: "the serving screen's and the speed stage's engines were closed and reaped before T"},

@@ -241,6 +241,9 @@ func Regrade(store *evidence.Store, r *Report) error {
 		if Decision(ev.Verdict.Decision) != q.Decision {
 			return fmt.Errorf("%w: quality grades %s, the report says %s", ErrRegrade, ev.Verdict.Decision, q.Decision)
 		}
+		if ev.Calibration.Model != r.Inputs.Model {
+			return fmt.Errorf("%w: quality: T's calibration was measured on model %s, the report's model is %s", ErrRegrade, ev.Calibration.Model, r.Inputs.Model)
+		}
 		if ev.CommitmentDigest != "" && q.Commitment.SHA256 != "" {
 			data, err := store.Get(q.Commitment)
 			if err != nil {

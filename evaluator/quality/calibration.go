@@ -126,6 +126,27 @@ func (c *Calibration) TailThreshold() (float64, error) {
 	return th.tail, nil
 }
 
+// Fits says whether the calibration was measured for these inputs: the
+// model every engine serves, the workload whose prompts T scores and the
+// reference tree that scores them. Thresholds measured on one model's
+// stock drift say nothing about another's (a larger model's token NLLs
+// spread differently), so a calibration applies only where it was made.
+// The error names the field, what the calibration holds and what the
+// qualification runs.
+func (c *Calibration) Fits(model, workload, referenceTree string) error {
+	for _, f := range []struct{ field, have, want string }{
+		{"model", c.Model, model},
+		{"workload", c.Workload, workload},
+		{"reference_tree", c.ReferenceTree, referenceTree},
+	} {
+		if f.have != f.want {
+			return reject.Errorf("field %s: the calibration was measured with %s %s, this qualification runs %s %s: calibrate T for these inputs (cacheon qualify calibrate --quality)",
+				f.field, f.field, short(f.have), f.field, short(f.want))
+		}
+	}
+	return nil
+}
+
 // Digest is H(cacheon.qualification.quality-calibration, c).
 func (c *Calibration) Digest() (string, error) {
 	data, err := json.Marshal(c)

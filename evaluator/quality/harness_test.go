@@ -152,7 +152,8 @@ func (b *bench) options(t *testing.T, pool map[string]Prompt, armPlan string, ca
 			WorkDir: filepath.Join(b.f.Run, "teacher-"+filepath.Base(t.Name())), StartTimeout: 3 * time.Minute, ScoreTimeout: time.Minute},
 		// Fixed entropy: the same selection every run (the qualification's
 		// test draws it from the random source).
-		Isolation: b.f.Iso, Sealed: sealed, Entropy: []byte("bench entropy " + t.Name()), Pool: pool, TokensPerRollout: b.tokens, Calibration: cal,
+		Isolation: b.f.Iso, Sealed: sealed, Entropy: []byte("bench entropy " + t.Name()), Pool: pool, TokensPerRollout: b.tokens,
+		ModelDigest: b.modelDigest(t), Calibration: cal,
 		Teardown: Teardown{CandidateGone: true, Detail: "every serving engine closed and reaped"}, Store: store,
 	}
 }
@@ -161,6 +162,19 @@ func (b *bench) options(t *testing.T, pool map[string]Prompt, armPlan string, ca
 func benchWorkload() string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("quality bench: %d prompts of %d tokens (seed 7, vocabulary 256), %d greedy tokens each", benchPrompts, benchPromptLen, benchTokens)))
 	return hex.EncodeToString(sum[:])
+}
+
+// calibration is the embedded CPU calibration's thresholds, relabelled
+// for the bench's own inputs (its model, prompts and reference): T applies
+// a calibration only to the inputs it names.
+func (b *bench) calibration(t *testing.T) *Calibration {
+	t.Helper()
+	cal, err := DefaultCalibration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal.Model, cal.Workload, cal.ReferenceTree = b.modelDigest(t), benchWorkload(), b.refDigest
+	return cal
 }
 
 // modelDigest is the SHA-256 of the test model's files.

@@ -20,10 +20,7 @@ func TestPristineReferenceSeparatesCorrectFromBroken(t *testing.T) {
 		t.Skip("starts five engines and three references")
 	}
 	b := newBench(t)
-	cal, err := DefaultCalibration()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cal := b.calibration(t)
 	incTree, _, _ := b.trees(t, "kernels/contributions/rmsnorm_torch")
 	bt, bpt := b.serve(t, incTree, "B"), b.serve(t, incTree, "B_prime")
 	type result struct {
@@ -94,7 +91,7 @@ func TestRegradeRefusesTamperedEvidence(t *testing.T) {
 		t.Skip("starts a reference")
 	}
 	b := newBench(t)
-	cal, _ := DefaultCalibration()
+	cal := b.calibration(t)
 	pool := b.fakePool(b.tokens)
 	o := b.options(t, pool, strings.Repeat("ab", 32), cal, 3)
 	res, err := Run(context.Background(), o)
@@ -180,12 +177,13 @@ send({"ready": True, "protocol": "cacheon-teacher-v1", "substrate": "0"*64, "dev
 
 // TestBadInputDecidesNothingAndPublishesNothing: missing or truncated
 // trajectories, a pool that is not the committed one, no teardown
-// receipt, a provisional calibration, a reference tree with a
+// receipt, a provisional calibration, one measured for another model,
+// workload or reference, a reference tree with a
 // contribution, and a reference engine that crashes, hangs, or answers
 // garbage. Each is NO_DECISION with its reason, and the store stays empty.
 func TestBadInputDecidesNothingAndPublishesNothing(t *testing.T) {
 	b := newBench(t)
-	cal, _ := DefaultCalibration()
+	cal := b.calibration(t)
 	_, cTree, _ := b.trees(t, "kernels/contributions/rmsnorm_torch")
 	first := PromptDigest(b.prompts[0])
 	for _, c := range []struct {
@@ -218,6 +216,21 @@ func TestBadInputDecidesNothingAndPublishesNothing(t *testing.T) {
 			o.Calibration = &p
 		}, "a provisional calibration decides nothing"},
 		{"absent calibration", func(o *Options) { o.Calibration = nil }, "quality calibration: none"},
+		{"a calibration measured on another model", func(o *Options) {
+			p := *cal
+			p.Model = strings.Repeat("1", 64)
+			o.Calibration = &p
+		}, "field model: the calibration was measured with model 111111111111"},
+		{"a calibration measured on another workload", func(o *Options) {
+			p := *cal
+			p.Workload = strings.Repeat("2", 64)
+			o.Calibration = &p
+		}, "field workload"},
+		{"a calibration measured under another reference", func(o *Options) {
+			p := *cal
+			p.ReferenceTree = strings.Repeat("3", 64)
+			o.Calibration = &p
+		}, "field reference_tree"},
 		{"a reference with a contribution", func(o *Options) { o.Teacher.Tree = cTree }, "holds 2 contributions (activation.silu_and_mul first)"},
 		{"a reference other than the committed", func(o *Options) { o.Sealed.Commitment.ReferenceManifest = strings.Repeat("0", 64) }, "is not the one committed"},
 		{"teacher crashes", func(o *Options) {

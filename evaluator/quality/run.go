@@ -48,9 +48,13 @@ type Options struct {
 	// TokensPerRollout is how many tokens every trajectory holds (the
 	// workload's max_new_tokens): a shorter one is truncated.
 	TokensPerRollout int
-	Calibration      *Calibration
-	Teardown         Teardown
-	Store            *evidence.Store
+	// ModelDigest is the digest of the model every engine served: the
+	// calibration applies only to the model it was measured on
+	// (Calibration.Fits).
+	ModelDigest string
+	Calibration *Calibration
+	Teardown    Teardown
+	Store       *evidence.Store
 }
 
 // Result is T's outcome. Ref is the published evidence; it is the zero
@@ -133,6 +137,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	c := &o.Sealed.Commitment
 	if tree.TreeDigest.String() != c.ReferenceManifest {
 		return undecided("reference tree %s is not the one committed (%s)", tree.TreeDigest, c.ReferenceManifest), nil
+	}
+	if err := o.Calibration.Fits(o.ModelDigest, c.Workload, c.ReferenceManifest); err != nil {
+		return undecided("quality calibration: %v", err), nil
 	}
 	entropy := o.Entropy
 	if entropy == nil {
@@ -335,6 +342,11 @@ func Regrade(store *evidence.Store, ref evidence.Ref) (*Evidence, error) {
 	}
 	if d, err := ev.Calibration.Digest(); err != nil || d != ev.CalibrationDigest {
 		return nil, fmt.Errorf("%w: the calibration's digest is %s, the record names %s", ErrRegrade, d, ev.CalibrationDigest)
+	}
+	// T publishes evidence only under a calibration made for its inputs;
+	// the model is the report's to check (its inputs name it).
+	if err := ev.Calibration.Fits(ev.Calibration.Model, ev.Commitment.Workload, ev.Commitment.ReferenceManifest); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRegrade, err)
 	}
 	var got []string
 	for _, p := range ev.Prompts {

@@ -99,12 +99,15 @@ func (p Policy) ReadOrder() []string {
 }
 
 // BorderlineBand names how a speedup between the limits is resolved:
-// v7 reads B′ and grades invariantly; v8 always grades over three reads.
+// v7 reads B′ and grades invariantly over the bookends; v8 grades once,
+// invariantly, over every read taken. The labels are upstream's own, so
+// the policy digest equals upstream's for the same policy
+// (docs/reference/compatibility.md).
 func (p Policy) BorderlineBand() string {
 	if p.Version == V8 {
-		return "three-read-concluding-grade"
+		return "invariant_over_reads_taken"
 	}
-	return "two-leg-invariant-b-prime"
+	return "pod_bookend_invariant"
 }
 
 // Projection is the policy as its identity and its JSON file carry it:

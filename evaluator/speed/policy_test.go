@@ -65,8 +65,8 @@ func TestPolicyDigestIsPinned(t *testing.T) {
 	// Pinned so that a change to the projection is a deliberate identity
 	// change, never an accident.
 	want := map[int]string{
-		V7: "19e754386560b8bb0a3331a040f0109d97c7b19a4ee8c4474d9d574fcdd24e2e",
-		V8: "fe4b6068ee3161792583c3d2ce715decdef9c1806ab03181019ab69016a07aa3",
+		V7: "0e6cc961067df054cbab48aefa39aa3d22cf590154ad23349dd71ca1fe3d028c",
+		V8: "5469f44e2df8e394fa03a769f235e008035888bf952b652facef656614eb466b",
 	}
 	for v := range want {
 		got, err := testPolicy(v).Digest()

@@ -132,7 +132,7 @@ func TestRealQualificationsCrown(t *testing.T) {
 			return nil, nil, err
 		}
 		res, err := qualify.Run(ctx, qualify.Options{
-			Plan: r, Model: f.Model, ModelDigest: "model", Workload: w, Policy: policy, Store: store,
+			Plan: r, Model: f.Model, ModelDigest: f.ModelDigest, Workload: w, Policy: policy, Store: store,
 			RunDir: runDir, Python: f.Python, Lanes: cpu, Isolation: f.Iso,
 			Verify:     verify.Options{Device: "cpu", DType: "float32", Python: f.Python, Timeout: 5 * time.Minute},
 			Quality:    qualify.QualityInputs{ReferenceTree: refTree, Calibration: qcal},

@@ -156,6 +156,9 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	if q.quality, err = qualityInputs(s, o, q.run); err != nil {
 		return nil, err
 	}
+	if err := qualityCalibrationFits(o.qualityCal, q); err != nil {
+		return nil, err
+	}
 	// Without --audit-secret every qualification draws its own
 	// (qualify.Run): the secret is its authority's (docs/reference/
 	// settlement.md), so a reproduction never shares the first attempt's
@@ -390,4 +393,27 @@ func qualityInputs(s Streams, o qualificationFlags, run string) (qualify.Quality
 		return in, reject.Wrap(err)
 	}
 	return in, nil
+}
+
+// qualityCalibrationFits refuses, before any engine starts, a calibration
+// file given with --quality-calibration that was measured for other
+// inputs: T would only end NO_DECISION with it after the whole run. The
+// embedded default is left to T, which says the same in its reason.
+func qualityCalibrationFits(file string, q *qualification) error {
+	cal := q.quality.Calibration
+	if file == "" || cal == nil || cal.Status != quality.Calibrated {
+		return nil
+	}
+	wd, err := q.workload.Digest()
+	if err != nil {
+		return err
+	}
+	tree, err := materialize.Verify(q.quality.ReferenceTree)
+	if err != nil {
+		return fmt.Errorf("reference tree: %w", err)
+	}
+	if err := cal.Fits(q.modelDigest, wd, tree.TreeDigest.String()); err != nil {
+		return reject.Wrap(fmt.Errorf("%s: %w", file, err))
+	}
+	return nil
 }

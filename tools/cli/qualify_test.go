@@ -23,6 +23,17 @@ func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
 	badPolicy := filepath.Join(dir, "p.hcl")
 	os.WriteFile(badPolicy, []byte("speed_policy \"x\" {\n  version = 5\n}\n"), 0o644)
 	notorch, shim := brokenInterpreters(t)
+	otherModel := filepath.Join(dir, "other-model.quality-calibration.json")
+	cal, err := quality.DefaultCalibration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal.Model = strings.Repeat("1", 64)
+	data, err := quality.MarshalCalibration(cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(otherModel, data, 0o644)
 	cases := []struct {
 		name string
 		args []string
@@ -35,6 +46,9 @@ func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
 		{"an interpreter the sandbox user cannot reach", append(qualifyRepo("--python", shim), "--out", dir), 1, "the sandbox user cannot reach it"},
 		{"calibrate with an interpreter without torch", []string{"qualify", "calibrate", "--incumbent", repoDir("stacks/incumbent.hcl"),
 			"--reference", repoDir("stacks/reference.hcl"), "--out", filepath.Join(dir, "c.json"), "--python", notorch}, 1, "CACHEON_PYTHON=/usr/bin/python3"},
+		// Refused before any engine starts, naming the file and field.
+		{"a quality calibration measured on another model", append(qualifyRepo("--quality-calibration", otherModel), "--out", dir, "--json"), 2,
+			"other-model.quality-calibration.json: field model: the calibration was measured with model 111111111111"},
 		{"no candidate", []string{"qualify", "--out", dir}, 1, "--candidate"},
 		{"missing workload file", []string{"qualify", "--candidate", dir, "--out", dir, "--workload", filepath.Join(dir, "absent.hcl")}, 1, "absent.hcl"},
 		{"bad workload", []string{"qualify", "--candidate", dir, "--out", dir, "--workload", badWorkload, "--json"}, 2, "w.hcl:1"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/worker"
+	"github.com/cacheon/engine/models"
 	"github.com/cacheon/engine/models/testmodel"
 )
 
@@ -22,9 +23,12 @@ type Fixture struct {
 	Python string // interpreter with torch ($CACHEON_TEST_PYTHON, else /usr/bin/python3)
 	Root   string // from worker.EngineRoot
 	Model  string // a sealed test model
-	Tree   string // an empty engine tree: the stock engine
-	Run    string // a run directory, hidden from every engine
-	Iso    worker.Isolation
+	// ModelDigest is Model's content digest, as qualify names it (the
+	// embedded quality calibration was measured on this model).
+	ModelDigest string
+	Tree        string // an empty engine tree: the stock engine
+	Run         string // a run directory, hidden from every engine
+	Iso         worker.Isolation
 }
 
 // Interpreter is the test interpreter ($CACHEON_TEST_PYTHON, else
@@ -86,6 +90,11 @@ func NewWith(t testing.TB, in Interpreter) Fixture {
 	if _, err := testmodel.Write(f.Model, testmodel.DefaultShape(false), 3); err != nil {
 		t.Fatal(err)
 	}
+	rc, err := models.Provision(f.Model, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ModelDigest = rc.ContentDigest
 	for _, d := range []string{f.Tree, f.Run} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
