@@ -34,12 +34,21 @@ start=$SECONDS
 work=$(mktemp -d "${TMPDIR:-/tmp}/cacheon-main-job.XXXXXX")
 clone=$work/clone
 cleanup() {
+  # The clone's Bazel output base lies outside $work (under the user's
+  # Bazel root, named for the clone's path): 2.4 GB a run that no later
+  # run reuses, so it goes with the clone.
+  local output_base=
   if [[ -d $clone ]]; then
+    output_base=$(cd "$clone" && bazel info output_base 2>/dev/null) || true
     (cd "$clone" && bazel shutdown >/dev/null 2>&1) || true
   fi
   if [[ -n ${CACHEON_KEEP_WORK:-} ]]; then
-    say "kept $work"
+    say "kept $work${output_base:+ and its Bazel output base $output_base}"
     return
+  fi
+  if [[ -n $output_base && -d $output_base ]]; then
+    chmod -R u+w "$output_base" 2>/dev/null
+    rm -rf "$output_base"
   fi
   chmod -R u+w "$work" 2>/dev/null
   rm -rf "$work"
