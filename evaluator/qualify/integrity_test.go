@@ -133,8 +133,12 @@ func TestSpeedStageGradesOnlyTheControllersClock(t *testing.T) {
 			t.Fatalf("C window %d graded %g s, the controller measured %g s (the engine said %g s)", i, w.Seconds, timed[i].Seconds, timed[i].EngineSeconds)
 		}
 	}
-	// Stock against stock in all but the clock: far from a thousandfold.
-	if ev.Grade.Speedup > 3 {
+	// Stock against stock in all but the clock: far from the thousandfold
+	// the engine's own times would give. Not a closer bound: on a loaded
+	// host one stock read alone can run at a third of another's (B and B′
+	// were measured 0.47 apart), which the stage reports as drift; the
+	// windows above are what show the engine's clock was not graded.
+	if ev.Grade.Speedup > 100 {
 		t.Fatalf("C graded %gx B", ev.Grade.Speedup)
 	}
 }

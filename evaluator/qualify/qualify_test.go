@@ -17,7 +17,6 @@ import (
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/prebuild"
-	"github.com/cacheon/engine/evaluator/quality"
 	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/contribution"
@@ -80,12 +79,9 @@ func qualifyOptionsOver(t *testing.T, f enginetest.Fixture, stackFile, candidate
 	if err != nil {
 		t.Fatal(err)
 	}
-	qcal, err := quality.DefaultCalibration()
-	if err != nil {
-		t.Fatal(err)
-	}
+	refTree := referenceTree(t, t.TempDir())
 	return Options{
-		Quality: QualityInputs{ReferenceTree: referenceTree(t, t.TempDir()), Calibration: qcal},
+		Quality: QualityInputs{ReferenceTree: refTree, Calibration: smokeCalibration(t, f.ModelDigest, refTree)},
 		Plan:    plan.Request{Incumbent: a, IncumbentPath: path, CandidateDir: filepath.Join(ws, filepath.FromSlash(candidate)), Materialize: materialize.Options{Catalog: cat, Payload: payload}},
 		Model:   f.Model, ModelDigest: f.ModelDigest, Workload: smoke(t), Policy: testPolicy(), Store: store,
 		RunDir: f.Run, Python: f.Python, Lanes: cpu, Isolation: f.Iso,

@@ -23,6 +23,28 @@ import (
 
 // referenceTree materializes the repository's reference stack (in a
 // copy of the workspace) under dir.
+// smokeCalibration is the embedded CPU calibration's thresholds for the
+// smoke workload: T applies a calibration only to the model, workload and
+// reference tree it names, and the embedded one names the default
+// workload.
+func smokeCalibration(t *testing.T, modelDigest, refTree string) *quality.Calibration {
+	t.Helper()
+	cal, err := quality.DefaultCalibration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, err := smoke(t).Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := materialize.Verify(refTree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal.Model, cal.Workload, cal.ReferenceTree = modelDigest, wd, tree.TreeDigest.String()
+	return cal
+}
+
 func referenceTree(t *testing.T, dir string) string {
 	t.Helper()
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/reference.hcl", "stacks/arena.json",
@@ -62,12 +84,9 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := quality.DefaultCalibration()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := Options{Model: f.Model, Workload: smoke(t), Store: store, RunDir: f.Run, Python: f.Python, Lanes: cpu, Isolation: f.Iso}
-	in := QualityInputs{ReferenceTree: referenceTree(t, t.TempDir()), Calibration: cal}
+	o := Options{Model: f.Model, ModelDigest: f.ModelDigest, Workload: smoke(t), Store: store, RunDir: f.Run, Python: f.Python, Lanes: cpu, Isolation: f.Iso}
+	refTree := referenceTree(t, t.TempDir())
+	in := QualityInputs{ReferenceTree: refTree, Calibration: smokeCalibration(t, f.ModelDigest, refTree)}
 	planned := &plan.Result{Digest: identity.MustParse(strings.Repeat("ab", 32))}
 	sel := sealSelection(o, planned, in)
 	if sel.Err != nil {
@@ -105,7 +124,7 @@ func TestQualityStageOnTheCPU(t *testing.T) {
 	// claims another decision, another reveal or another commitment does
 	// not.
 	report := func() *Report {
-		r := &Report{Schema: ReportSchema, Decision: Pass, Started: "2026-01-02T03:04:05Z", Inputs: Inputs{Controller: "controller"}, Stages: []Stage{{Name: StageQuality, Decision: out.Decision, Reason: out.Reason}},
+		r := &Report{Schema: ReportSchema, Decision: Pass, Started: "2026-01-02T03:04:05Z", Inputs: Inputs{Controller: "controller", Model: f.ModelDigest}, Stages: []Stage{{Name: StageQuality, Decision: out.Decision, Reason: out.Reason}},
 			Lanes:   []Lane{{Name: "baseline", Device: "cpu", GPUs: []string{}}, {Name: "candidate", Device: "cpu", GPUs: []string{}, SharedDevice: true}},
 			Quality: qualityRecord(out, ref, sel, receipt)}
 		a, err := newAttempt(r, "controller", strings.Repeat("c", 64), sel)

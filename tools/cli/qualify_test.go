@@ -192,7 +192,7 @@ func TestQualifyCalibrateQuality(t *testing.T) {
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "stacks/incumbent.hcl", "stacks/reference.hcl",
 		"stacks/arena.json", "stacks/runtime.json", "stacks/substrate.json", "kernels/contributions")
 	out := filepath.Join(t.TempDir(), "quality-calibration.json")
-	code, stdout, stderr := run(t, "", "qualify", "calibrate", "--quality", "--rounds", "2", "--workspace", ws,
+	code, stdout, stderr := run(t, "", "qualify", "calibrate", "--quality", "--rounds", "3", "--workspace", ws,
 		"--incumbent", filepath.Join(ws, "stacks", "incumbent.hcl"), "--reference", filepath.Join(ws, "stacks", "reference.hcl"),
 		"--python", py, "--out", out, "--json")
 	if code != 0 {
@@ -219,13 +219,27 @@ func TestQualifyCalibrateQuality(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.Kind != "quality-calibration" || doc.Digest != digest || doc.Lanes != "cpu" || len(doc.Rounds) != 2 {
+	if doc.Kind != "quality-calibration" || doc.Digest != digest || doc.Lanes != "cpu" || len(doc.Rounds) != 3 {
 		t.Fatalf("document %+v, file digest %s", doc, digest)
 	}
 	for name, m := range c.Metrics {
 		if m.MeasuredDrift != "0" || m.StockEnvelope != m.EnvelopeFloor || m.CandidateDelta != m.DeltaFloor {
 			t.Errorf("%s on the deterministic CPU lane: %+v", name, m)
 		}
+	}
+	// The embedded default is this run: the default model, workload and
+	// reference on the CPU lane, which is deterministic. Rewrite it with
+	//   CACHEON_QUALITY_CALIBRATE=1 go test ./tools/cli -run TestQualifyCalibrateQuality -count=1
+	const embedded = "../../evaluator/quality/defaults/cpu.quality-calibration.json"
+	if os.Getenv("CACHEON_QUALITY_CALIBRATE") != "" {
+		if err := os.WriteFile(embedded, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", embedded)
+	} else if def, err := quality.DefaultCalibration(); err != nil {
+		t.Fatal(err)
+	} else if want, _ := def.Digest(); want != digest {
+		t.Errorf("the embedded quality calibration (%s) is not what the CPU run computes (%s); rerun with CACHEON_QUALITY_CALIBRATE=1:\n%s", want, digest, data)
 	}
 	// A speed candidate has no place in a quality calibration.
 	if code, _, stderr := run(t, "", "qualify", "calibrate", "--quality", "--candidate", ws, "--out", out); code != 1 || !strings.Contains(stderr, "no --candidate") {
