@@ -25,5 +25,6 @@
 //	files          = [{"path", "size", "sha256"}] sorted by path
 //
 // The receipt is published outside the model root, by default beside it as
-// model-provision-sha256-<content digest>.json, read-only and atomically.
+// model-provision-sha256-<receipt digest>.json (upstream's name: it reopens a
+// receipt only under the name of its own digest), read-only and atomically.
 package models

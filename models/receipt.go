@@ -79,22 +79,39 @@ func (r *Receipt) Marshal() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// FileName is the published name of a receipt for content digest d.
-func FileName(contentDigest string) string {
-	return "model-provision-sha256-" + contentDigest + ".json"
+// Published receipt file names are FileNamePrefix + the receipt's own
+// digest + FileNameSuffix, as upstream names them.
+const (
+	FileNamePrefix = "model-provision-sha256-"
+	FileNameSuffix = ".json"
+)
+
+// FileName is the published name of the receipt whose digest
+// (Receipt.Digest) is receiptDigest. Upstream names a receipt by its own
+// canonical digest and refuses to reopen one whose name says another, so
+// a receipt published here opens there.
+func FileName(receiptDigest string) string {
+	return FileNamePrefix + receiptDigest + FileNameSuffix
 }
 
-// DefaultReceiptPath is where a receipt for root is published by default:
-// beside the root, never inside it.
-func DefaultReceiptPath(root, contentDigest string) (string, error) {
+// DefaultReceiptPath is where r is published by default for root: beside
+// the root, never inside it, named by r's digest.
+func DefaultReceiptPath(root string, r *Receipt) (string, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return "", fmt.Errorf("resolving %s: %w", root, err)
 	}
-	return filepath.Join(filepath.Dir(abs), FileName(contentDigest)), nil
+	d, err := r.Digest()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(abs), FileName(d)), nil
 }
 
-// ReadReceipt reads and validates the receipt file at path.
+// ReadReceipt reads and validates the receipt file at path. A file named
+// as a published receipt (FileName) must hold the receipt of that digest;
+// a receipt under another name (a build's own output, say) is read as it
+// is.
 func ReadReceipt(path string) (*Receipt, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -104,7 +121,28 @@ func ReadReceipt(path string) (*Receipt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := CheckReceiptName(path, r); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// CheckReceiptName refuses r read from a file named as a published
+// receipt (FileName) of another digest.
+func CheckReceiptName(path string, r *Receipt) error {
+	base := filepath.Base(path)
+	if !strings.HasPrefix(base, FileNamePrefix) || !strings.HasSuffix(base, FileNameSuffix) {
+		return nil
+	}
+	named := strings.TrimSuffix(strings.TrimPrefix(base, FileNamePrefix), FileNameSuffix)
+	d, err := r.Digest()
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if named != d {
+		return fmt.Errorf("%s: %w: the file name does not match the receipt's canonical digest %s", path, ErrInvalidReceipt, d)
+	}
+	return nil
 }
 
 // ParseReceipt parses a receipt and checks all of it: the closed schema,

@@ -97,11 +97,15 @@ func TestParseReceiptRejects(t *testing.T) {
 func TestWriteReceiptPublishesBesideTheRootOnly(t *testing.T) {
 	root := makeTree(t, map[string]string{"config.json": "{}"})
 	r := provision(t, root)
-	def, err := DefaultReceiptPath(root, r.ContentDigest)
+	def, err := DefaultReceiptPath(root, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(filepath.Dir(root), "model-provision-sha256-"+r.ContentDigest+".json"); def != want {
+	d, err := r.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(filepath.Dir(root), "model-provision-sha256-"+d+".json"); def != want {
 		t.Fatalf("default path %s, want %s", def, want)
 	}
 	if err := WriteReceipt(def, root, r); err != nil {
@@ -196,4 +200,44 @@ func FuzzParseReceipt(f *testing.F) {
 			t.Fatalf("accepted receipt does not round-trip: %v", err)
 		}
 	})
+}
+
+// TestReadReceiptChecksAPublishedName: a file named as a published receipt
+// opens only if it holds the receipt of that digest, as upstream reopens
+// it; under any other name the receipt is read as it is.
+func TestReadReceiptChecksAPublishedName(t *testing.T) {
+	root := makeTree(t, map[string]string{"config.json": "{}"})
+	r := provision(t, root)
+	d, err := r.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tests := []struct {
+		name, file, want string
+	}{
+		{"named by its receipt digest", FileName(d), ""},
+		{"a build's own name", "tiny_llama.receipt.json", ""},
+		{"named by its content digest (this project's old name)", FileName(r.ContentDigest), "does not match the receipt's canonical digest " + d},
+		{"named by another receipt's digest", FileName(strings.Repeat("0", 64)), "does not match"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, tt.file)
+			if err := os.WriteFile(path, data, 0o444); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadReceipt(path)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !errors.Is(err, ErrInvalidReceipt) || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
 }

@@ -324,6 +324,9 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model receipt %s: %w", in.ModelReceipt, err)
 	}
+	if err := models.CheckReceiptName(in.ModelReceipt, receipt); err != nil {
+		return nil, fmt.Errorf("model receipt: %w", err)
+	}
 	receiptDigest, err := receipt.Digest()
 	if err != nil {
 		return nil, err

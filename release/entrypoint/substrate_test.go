@@ -55,7 +55,11 @@ func TestServeRunsTheProjectSubstrateOnCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	receiptPath := filepath.Join(dir, models.FileName(receipt.ContentDigest))
+	rd, err := receipt.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	receiptPath := filepath.Join(dir, models.FileName(rd))
 	if err := models.WriteReceipt(receiptPath, modelDir, receipt); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ it is hashed (each file's status is compared before and after reading,
 through its path and its open descriptor, and the tree is walked twice).
 
 The receipt is written outside the model, by default beside DIR as
-model-provision-sha256-<content digest>.json; a destination inside DIR is
+model-provision-sha256-<receipt digest>.json; a destination inside DIR is
 refused. It is written atomically and read-only (0444). An identical
 receipt already there is accepted; a different file is never replaced.
 
@@ -86,7 +86,7 @@ func runModelProvision(_ context.Context, s Streams, o modelProvisionOptions) er
 	}
 	dest := o.out
 	if dest == "" {
-		if dest, err = models.DefaultReceiptPath(root, r.ContentDigest); err != nil {
+		if dest, err = models.DefaultReceiptPath(root, r); err != nil {
 			return err
 		}
 	}

@@ -61,11 +61,12 @@ func TestModelMakeTestProvisionCheck(t *testing.T) {
 	}
 	var prov struct {
 		ContentDigest string `json:"content_digest"`
+		ReceiptDigest string `json:"receipt_digest"`
 		Receipt       string `json:"receipt"`
 		FileCount     int    `json:"file_count"`
 	}
 	json.Unmarshal([]byte(out), &prov)
-	if prov.Receipt != filepath.Join(dir, "model-provision-sha256-"+prov.ContentDigest+".json") || prov.FileCount != 2 {
+	if prov.Receipt != filepath.Join(dir, "model-provision-sha256-"+prov.ReceiptDigest+".json") || prov.FileCount != 2 {
 		t.Errorf("provision result %+v", prov)
 	}
 
