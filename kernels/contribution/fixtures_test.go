@@ -83,7 +83,7 @@ var fixtures = map[string]fixtureExpectation{
 	"numpy_ctypeslib_libc":            {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "numpy.ctypeslib"},
 	"pickle_twin_unpickler":           {stage: "scan", scanRule: scan.RuleBannedImport, contains: "_pickle"},
 	"io_open_write":                   {stage: "scan", scanRule: scan.RuleBannedAttribute, contains: "io.open"},
-	"python312_syntax":                {stage: "scan", scanRule: scan.RuleSyntax, contains: "requires Python 3.12"},
+	"python312_syntax":                {stage: StagePayload, scanRule: scan.RuleSyntax, contains: "kernels/silu_and_mul.py:6:1: syntax error: the type statement (PEP 695) requires Python 3.12; the target is Python 3.11"},
 	"undeclared_cu":                   {stage: StageTree, contains: "kernels/silu.cu: CUDA source not declared"},
 	"binary_object":                   {stage: StageTree, contains: "kernels/_ext.so: compiled objects"},
 	"path_traversal_source":           {stage: StageLoad, class: bundle.ErrPath, contains: `manifest.toml: ops[0].source: path "../kernels/silu_and_mul.py" escapes the bundle root`},

@@ -21,11 +21,20 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/kernels/bundle"
+	"github.com/cacheon/engine/kernels/pyparse"
 )
 
 // MaxFileBytes bounds each Python file read (the intake limit for
 // inspectable text).
 const MaxFileBytes = 8 << 20
+
+// TargetPython is the grammar the closure reads a contribution's Python
+// in: the worker's interpreter, 3.11, as the static scan does
+// (scan.TargetPython). A construct 3.11 cannot parse (PEP 695 type
+// parameters, 3.12 f-strings) is a syntax error here too, so inspection
+// never derives a selected delta from source the worker could not import,
+// as upstream's inspection refuses it.
+const TargetPython = pyparse.Python311
 
 // Options tune closure resolution.
 type Options struct {

@@ -117,6 +117,12 @@ func TestClosureRefusals(t *testing.T) {
 			[]string{"k.py"}, nil, []string{"star import from bundle package \"lib\""}},
 		{"syntax error in an imported file", map[string]string{"k.py": "import helpers\n", "helpers.py": "def (:\n"},
 			[]string{"k.py"}, nil, []string{"helpers.py:1:"}},
+		// The worker runs 3.11: what its grammar rejects is refused here
+		// as the scan refuses it, never a selected delta.
+		{"PEP 695 type parameters (Python 3.12)", map[string]string{"k.py": "def first[T](xs: list[T]) -> T:\n    return xs[0]\n"},
+			[]string{"k.py"}, nil, []string{"k.py:1:10: syntax error: a type parameter list (PEP 695) requires Python 3.12; the target is Python 3.11"}},
+		{"a 3.12 f-string", map[string]string{"k.py": "x = f\"{'a' + \"b\"}\"\n"},
+			[]string{"k.py"}, nil, []string{"k.py:1:14: syntax error: f-string: the enclosing quote reused inside a replacement field requires Python 3.12"}},
 		{"missing op source", map[string]string{}, []string{"kernels/k.py"}, nil, []string{"kernels/k.py: cannot be read"}},
 	}
 	for _, tt := range tests {

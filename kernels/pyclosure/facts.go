@@ -96,7 +96,7 @@ func Analyze(src []byte) (*Facts, error) {
 	// than reading it. No node outlives its statement's walk, and every
 	// string of the facts is copied out of the source (moduleRef; the
 	// refusals are formatted anew).
-	_, err := pyparse.ParseStatements("", unsafe.String(unsafe.SliceData(src), len(src)), b.statement)
+	_, err := pyparse.ParseStatementsVersion("", unsafe.String(unsafe.SliceData(src), len(src)), TargetPython, b.statement)
 	if err != nil {
 		var se *pyparse.SyntaxError
 		if errors.As(err, &se) {

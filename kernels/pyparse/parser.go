@@ -64,12 +64,18 @@ func parseFile(f *File, v Version) (*File, *Module, error) {
 // of its whole tree. The error is the one Parse returns; when there is
 // one, the statements already handed out are not a module.
 func ParseStatements(name, src string, each func(*File, Stmt)) (*File, error) {
+	return ParseStatementsVersion(name, src, Latest, each)
+}
+
+// ParseStatementsVersion is ParseStatements for the grammar of Python 3.v,
+// refusing newer constructs as ParseVersion does.
+func ParseStatementsVersion(name, src string, v Version, each func(*File, Stmt)) (*File, error) {
 	f := &File{Name: name, Src: src}
-	lx, err := newLexer(f, Latest)
+	lx, err := newLexer(f, v)
 	if err != nil {
 		return f, err
 	}
-	p := &parser{f: f, src: f.Src, lx: lx, version: Latest, each: each}
+	p := &parser{f: f, src: f.Src, lx: lx, version: v, each: each}
 	_, err = p.run()
 	return f, err
 }
