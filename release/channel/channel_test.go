@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -547,5 +548,67 @@ func TestHTTPSource(t *testing.T) {
 	}
 	if _, err := channel.NewHTTP(context.Background(), "ftp://example.com/"); err == nil {
 		t.Error("an ftp URL was accepted")
+	}
+}
+
+// TestOneWriterAtATime: while one publisher holds the channel (from
+// OpenWriter to Close), every other write — publish, init, another
+// writer — is refused at once naming the holder, and nothing is written;
+// after Close the next writer goes on from what the first committed.
+func TestOneWriterAtATime(t *testing.T) {
+	f := newChannel(t)
+	first, err := channel.OpenWriter(f.dir, t0, channel.DefaultExpiry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(f.dir, "targets.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		write func() error
+	}{
+		{"a second writer", func() error {
+			r, err := channel.OpenWriter(f.dir, t0, channel.DefaultExpiry)
+			if err == nil {
+				r.Close()
+			}
+			return err
+		}},
+		{"init over it", func() error { return channel.Init(f.dir, f.keys, t0, channel.DefaultExpiry) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.write()
+			if !errors.Is(err, channel.ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d holds %s", os.Getpid(), channel.LockPath(f.dir))) {
+				t.Fatalf("error %v, want ErrLocked naming this process", err)
+			}
+			if reject.Is(err) {
+				t.Errorf("a held lock is not a rejected input: %v", err)
+			}
+		})
+	}
+	if after, _ := os.ReadFile(filepath.Join(f.dir, "targets.json")); string(after) != string(before) {
+		t.Fatal("a refused writer changed targets.json")
+	}
+	rec := channel.Record{Name: "cacheon-engine", Version: "0.1.0", ImageDigest: digest('a'), DescriptorDigest: hexOf('b'), KeyID: "key-1", PublishedAt: t0}
+	if err := first.Publish(rec, f.keys); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := channel.OpenWriter(f.dir, t0.Add(time.Minute), channel.DefaultExpiry)
+	if err != nil {
+		t.Fatalf("after Close: %v", err)
+	}
+	defer second.Close()
+	rec.Version, rec.ImageDigest, rec.DescriptorDigest = "0.2.0", digest('c'), hexOf('d')
+	if err := second.Publish(rec, f.keys); err != nil {
+		t.Fatal(err)
+	}
+	got, err := second.Releases()
+	if err != nil || len(got) != 2 {
+		t.Fatalf("releases %+v, %v; want both", got, err)
 	}
 }

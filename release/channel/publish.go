@@ -16,6 +16,7 @@ import (
 
 	"github.com/cacheon/engine/internal/atomicwrite"
 	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/internal/writerlock"
 )
 
 // Roles a key can hold. The online key signs both snapshot and timestamp.
@@ -62,7 +63,53 @@ type Repo struct {
 	timestamp *metadata.Metadata[metadata.TimestampType]
 	// files to write, in order, when the operation commits
 	pending []pendingFile
+	// lock is the channel's writer lock, held from OpenWriter to Close.
+	lock *writerlock.Lock
 }
+
+// ErrLocked is the error of a publisher that finds another writer at the
+// channel: every write (init, publish, withdraw, refresh, rotate) holds
+// the channel's writer lock, so two of them never interleave and one's
+// release is never lost to the other's.
+var ErrLocked = errors.New("release channel is locked by another writer")
+
+// LockPath is the writer lock of the channel in dir: a file beside the
+// directory, never in it, so nothing of it is served with the channel.
+func LockPath(dir string) string { return filepath.Clean(dir) + ".lock" }
+
+// lockChannel takes the writer lock of the channel in dir.
+func lockChannel(dir string) (*writerlock.Lock, error) {
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := writerlock.Acquire(LockPath(dir))
+	var held *writerlock.HeldError
+	if errors.As(err, &held) {
+		return nil, fmt.Errorf("%s: %w: %s", dir, ErrLocked, held)
+	}
+	return lock, err
+}
+
+// OpenWriter is Open for a publisher: it takes the channel's writer lock
+// first and holds it until Close, so what the operation read is still the
+// channel when it commits.
+func OpenWriter(dir string, now time.Time, expiry Expiry) (*Repo, error) {
+	lock, err := lockChannel(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := Open(dir, now, expiry)
+	if err != nil {
+		lock.Release()
+		return nil, err
+	}
+	r.lock = lock
+	return r, nil
+}
+
+// Close releases the writer lock of a Repo from OpenWriter; it is a no-op
+// for one from Open.
+func (r *Repo) Close() error { return r.lock.Release() }
 
 type pendingFile struct {
 	rel  string
@@ -94,6 +141,11 @@ func Init(dir string, keys Keys, now time.Time, expiry Expiry) error {
 	if keys.Root == nil || keys.Targets == nil || keys.Online == nil {
 		return reject.New("channel init needs the root, targets and online keys")
 	}
+	lock, err := lockChannel(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	if _, err := os.Stat(filepath.Join(dir, "root.json")); err == nil {
 		return reject.Errorf("%s already holds a channel (root.json exists)", dir)
 	} else if !errors.Is(err, fs.ErrNotExist) {

@@ -14,6 +14,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/internal/writerlock"
 )
 
 var (
@@ -44,7 +45,7 @@ type Options struct {
 type Ledger struct {
 	path string
 	db   *sql.DB
-	lock *writerLock
+	lock *writerlock.Lock
 
 	// fault, when set, is called at each named step of Commit and Intake.
 	// Only this package's tests set it (to kill the process there).
@@ -69,7 +70,11 @@ func Open(ctx context.Context, path string, o Options) (*Ledger, error) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
-	lock, err := lockWriter(abs + ".lock")
+	lock, err := writerlock.Acquire(abs + ".lock")
+	var held *writerlock.HeldError
+	if errors.As(err, &held) {
+		return nil, fmt.Errorf("open ledger %s: %w: %s", path, ErrLocked, held)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
@@ -135,7 +140,7 @@ func (l *Ledger) Close() error {
 		err = l.db.Close()
 		l.db = nil
 	}
-	if e := l.lock.release(); err == nil {
+	if e := l.lock.Release(); err == nil {
 		err = e
 	}
 	return err

@@ -136,7 +136,8 @@ func openChannelRepo(dir string, o channelKeyOptions) (*channel.Repo, channel.Ke
 	if err != nil {
 		return nil, keys, err
 	}
-	r, err := channel.Open(dir, now, o.expires)
+	// The writer lock is held until the caller closes the repo.
+	r, err := channel.OpenWriter(dir, now, o.expires)
 	return r, keys, err
 }
 
@@ -256,6 +257,7 @@ func runReleaseChannelPublish(ctx context.Context, s Streams, o releaseChannelPu
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	now := r.Now()
 	policy, err := key.LoadPolicy(o.keyPath)
 	if err != nil {
@@ -322,6 +324,7 @@ func runReleaseChannelWithdraw(_ context.Context, s Streams, o releaseChannelWit
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	if err := r.Withdraw(o.name, o.version, o.reason, keys); err != nil {
 		return err
 	}
@@ -365,6 +368,7 @@ func runReleaseChannelRefresh(_ context.Context, s Streams, o releaseChannelRefr
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	if err := r.Refresh(keys); err != nil {
 		return err
 	}
@@ -418,6 +422,7 @@ func runReleaseChannelRotate(_ context.Context, s Streams, o releaseChannelRotat
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	if err := r.Rotate(o.role, newKey, keys); err != nil {
 		return err
 	}

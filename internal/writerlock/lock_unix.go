@@ -1,6 +1,6 @@
 //go:build unix
 
-package ledger
+package writerlock
 
 import (
 	"errors"
@@ -12,21 +12,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// writerLock is the exclusive flock on DB+".lock" that makes one process the
-// ledger's only writer. The kernel drops it when the process dies, so a
-// killed writer never leaves a stale lock behind.
-type writerLock struct{ f *os.File }
-
-func lockWriter(path string) (*writerLock, error) {
+// Acquire takes the exclusive flock on the file at path (created if
+// missing) without waiting. When another process holds it, the error is
+// a *HeldError naming the holder.
+func Acquire(path string) (*Lock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger lock: %w", err)
+		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			who := holder(path)
-			return nil, fmt.Errorf("%w: %s holds %s", ErrLocked, who, path)
+			return nil, &HeldError{Path: path, Holder: holder(path)}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -35,13 +32,13 @@ func lockWriter(path string) (*writerLock, error) {
 	if err := f.Truncate(0); err == nil {
 		fmt.Fprintf(f, "pid %d\n", os.Getpid())
 	}
-	return &writerLock{f: f}, nil
+	return &Lock{f: f}, nil
 }
 
 // holder says who holds the lock. The winner writes its pid just after
 // taking the lock, so a loser that lost by a hair waits a moment for it.
-// A pid left by a writer that was killed (Close empties the file) names a
-// process that no longer exists: then the holder is some other process
+// A pid left by a writer that was killed (Release empties the file) names
+// a process that no longer exists: then the holder is some other process
 // that did not record itself (flock(1), say), and the message says so.
 func holder(path string) string {
 	for range 20 {
@@ -60,7 +57,8 @@ func holder(path string) string {
 	return "a process that did not record its pid"
 }
 
-func (l *writerLock) release() error {
+// Release gives the lock up. It is safe on a nil or released Lock.
+func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
