@@ -171,6 +171,7 @@ func TestPublishRefusals(t *testing.T) {
 		want string
 	}{
 		{"another image under a published version", channel.Record{Name: "cacheon-engine", Version: "1.0.0", ImageDigest: digest('c'), DescriptorDigest: hexOf('d'), KeyID: "key-1"}, f.keys, "names one image forever"},
+		{"the published image under another version", channel.Record{Name: "cacheon-engine", Version: "1.1.0", ImageDigest: digest('a'), DescriptorDigest: hexOf('b'), KeyID: "key-1"}, f.keys, "is already published as cacheon-engine 1.0.0"},
 		{"bad name", channel.Record{Name: "Cacheon", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: hexOf('d'), KeyID: "key-1"}, f.keys, "lower-case"},
 		{"bad digest", channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: "sha256:ab", DescriptorDigest: hexOf('d'), KeyID: "key-1"}, f.keys, "image_digest"},
 		{"no key id", channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: hexOf('d')}, f.keys, "key_id"},

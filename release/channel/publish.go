@@ -373,6 +373,17 @@ func (r *Repo) Publish(rec Record, keys Keys) error {
 		}
 		return reject.Errorf("%s %s is already published with another image: a version names one image forever, publish a new version", rec.Name, rec.Version)
 	}
+	// One image, one version: the same image under a second version would
+	// stay current as the first when the second is withdrawn.
+	published, err := r.Releases()
+	if err != nil {
+		return err
+	}
+	for _, e := range published {
+		if e.Record.Name == rec.Name && e.Record.ImageDigest == rec.ImageDigest {
+			return reject.Errorf("%s %s: image %s is already published as %s %s: an image has one version; withdrawing one of two would leave it current as the other", rec.Name, rec.Version, rec.ImageDigest, e.Record.Name, e.Record.Version)
+		}
+	}
 	tf, err := metadata.TargetFile().FromBytes(path, data, "sha256")
 	if err != nil {
 		return err
