@@ -65,11 +65,19 @@ func Open(ctx context.Context, path string, o Options) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) && !o.Create {
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !o.Create:
 		return nil, fmt.Errorf("open ledger %s: %w", path, fs.ErrNotExist)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	case err == nil && fi.Size() == 0:
+		// SQLite would take an empty file for a new database and write a
+		// fresh ledger into it: a ledger lost to a truncation would come
+		// back empty and "ok". A ledger is made only where no file is.
+		return nil, fmt.Errorf("open ledger %s: %w: an empty file is not a ledger (a new ledger is made only where no file is; restore a backup once `cacheon ledger check --ledger BACKUP` accepts it)", path, ErrRefused)
 	}
+	existed := err == nil
 	lock, err := writerlock.Acquire(abs + ".lock")
 	var held *writerlock.HeldError
 	if errors.As(err, &held) {
@@ -79,14 +87,22 @@ func Open(ctx context.Context, path string, o Options) (*Ledger, error) {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
 	l := &Ledger{path: abs, lock: lock, fault: o.Fault}
-	if err := l.open(ctx); err != nil {
+	if err := l.open(ctx, existed); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
 	return l, nil
 }
 
-func (l *Ledger) open(ctx context.Context) error {
+// open opens the database; existed says a file was there before, which
+// must then already be a ledger: its schema is never written into a
+// foreign database.
+func (l *Ledger) open(ctx context.Context, existed bool) error {
+	if existed {
+		if err := isLedger(ctx, l.path); err != nil {
+			return err
+		}
+	}
 	q := url.Values{}
 	// busy_timeout first: a write that cannot take the database lock fails
 	// at once rather than waiting behind a writer that bypassed the flock.
@@ -182,6 +198,26 @@ func (l *Ledger) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	if err := t.Commit(); err != nil {
 		return classify(err)
+	}
+	return nil
+}
+
+// isLedger checks, read-only, that the database at path holds the
+// ledger's schema before anything opens it for writing: the writer's
+// connection switches the journal to WAL and migrates, which would write
+// into a foreign database.
+func isLedger(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(0)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").Scan(&n); err != nil {
+		return classify(err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: a SQLite database without the ledger's schema (no schema_version table): not a ledger, or one whose creation was interrupted before it held anything", ErrRefused)
 	}
 	return nil
 }

@@ -672,3 +672,54 @@ func TestCheckoutOfAProposal(t *testing.T) {
 		t.Errorf("checkout of a proposal never published: %v", err)
 	}
 }
+
+// TestAFileThatIsNoLedgerIsRefusedUntouched: an empty file (a truncated
+// ledger), a SQLite database of another program and bytes that are no
+// database at all are refused, with Create too, and left byte for byte
+// as they were: a ledger is never made over a file that is there.
+func TestAFileThatIsNoLedgerIsRefusedUntouched(t *testing.T) {
+	dir := t.TempDir()
+	foreign := filepath.Join(dir, "foreign.db")
+	db, err := sql.Open("sqlite", "file:"+foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine')"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	foreignBytes, err := os.ReadFile(foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"an empty file", nil, "an empty file is not a ledger"},
+		{"another program's SQLite database", foreignBytes, "without the ledger's schema"},
+		{"no database at all", []byte(strings.Repeat("not a database\n", 300)), "ledger"},
+	}
+	for _, tt := range tests {
+		for _, create := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/create=%v", tt.name, create), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "ledger.db")
+				if err := os.WriteFile(path, tt.data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				l, err := Open(context.Background(), path, Options{Create: create})
+				if err == nil {
+					l.Close()
+					t.Fatal("opened")
+				}
+				if !reject.Is(err) || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("error %v, want a rejection containing %q", err, tt.want)
+				}
+				if after, _ := os.ReadFile(path); string(after) != string(tt.data) {
+					t.Fatalf("the refused file changed: %d bytes, was %d", len(after), len(tt.data))
+				}
+			})
+		}
+	}
+}
