@@ -75,6 +75,17 @@ func TestIntakeAddAndLedgerCheck(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ok (schema 3, integrity ok)") {
 		t.Errorf("text check: exit %d\n%s", code, out)
 	}
+	// A backup is a ledger that checks; one over an existing file is refused.
+	backup := filepath.Join(dir, "ledger.bak")
+	if code, out, errOut := run(t, "", "ledger", "backup", "--ledger", db, backup); code != 0 || !strings.Contains(out, "ok (schema 3, chain head 0, 3 proposals") {
+		t.Fatalf("backup: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, "", "ledger", "check", "--ledger", backup, "--json"); code != 0 || !strings.Contains(out, `"proposals": 3`) {
+		t.Fatalf("check of the backup: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := run(t, "", "ledger", "backup", "--ledger", db, backup); code != 1 || !strings.Contains(errOut, "file already exists") {
+		t.Fatalf("backup over a file: exit %d %s", code, errOut)
+	}
 }
 
 func TestLedgerCheckRefusals(t *testing.T) {
