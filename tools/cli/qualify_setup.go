@@ -24,6 +24,7 @@ import (
 	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/evaluator/workload"
+	"github.com/cacheon/engine/internal/atomicwrite"
 	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/models"
 	"github.com/cacheon/engine/models/testmodel"
@@ -68,6 +69,7 @@ func (o *qualificationFlags) addFlags(f *pflag.FlagSet) {
 // isolation, the sealed model, the lanes and their sampler.
 type qualification struct {
 	run         string
+	runDir      *atomicwrite.Scratch // run's lock: a killed run's directory is swept by the next
 	iso         worker.Isolation
 	workload    *workload.Workload
 	policy      speed.Policy
@@ -105,6 +107,33 @@ func (q *qualification) close() {
 		_ = q.gpus.Close()
 	}
 	worker.RemoveAll(q.run)
+	if q.runDir != nil {
+		q.runDir.Unlock()
+	}
+}
+
+// qualificationRunBase names the work directories of qualifications:
+// each is a locked scratch directory beside it in the temporary directory,
+// .cacheon-qualify.work-PID-N, held by its run.
+func qualificationRunBase() string { return filepath.Join(os.TempDir(), "cacheon-qualify") }
+
+// qualificationRunDir makes this qualification's work directory, after
+// removing those that killed qualifications left behind (3 to 107 MB
+// each): unlocked, older than a minute. A live run's directory is locked
+// and stays.
+func qualificationRunDir(s Streams, quiet bool) (*atomicwrite.Scratch, error) {
+	removed, err := atomicwrite.RemoveStale(qualificationRunBase())
+	if err != nil && !quiet {
+		// Another user's directory, say: sweeping is housekeeping, never
+		// a reason not to qualify.
+		fmt.Fprintf(s.Err, "cacheon: left the work directories of earlier qualifications: %v\n", err)
+	}
+	if !quiet {
+		for _, p := range removed {
+			fmt.Fprintf(s.Err, "cacheon: removed %s, the work directory of a qualification that was killed\n", p)
+		}
+	}
+	return atomicwrite.MkdirScratch(qualificationRunBase(), atomicwrite.KindWork)
 }
 
 // setUpQualification reads the inputs and prepares the machine. Its
@@ -130,9 +159,10 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	if q.materialize, err = materializeOptions(s, q.stack, o.deps, true); err != nil {
 		return nil, err
 	}
-	if q.run, err = os.MkdirTemp("", "cacheon-qualify-"); err != nil {
+	if q.runDir, err = qualificationRunDir(s, o.quiet); err != nil {
 		return nil, err
 	}
+	q.run = q.runDir.Path
 	// The named result q is nil once an error is returned, so the clean-up
 	// holds its own reference to what was set up.
 	made := q
