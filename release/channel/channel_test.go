@@ -292,16 +292,22 @@ func TestFreshness(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Refreshing the timestamp does not extend the release list: after 90
-	// days without a targets signature the channel is refused.
+	// days without a targets signature the channel is refused, and a
+	// refresh says so instead of "ok", writing nothing.
 	r, err = channel.Open(f.dir, t0.Add(91*24*time.Hour), channel.DefaultExpiry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Refresh(f.keys); err != nil {
-		t.Fatal(err)
+	before := snapshotDir(t, f.dir)
+	err = r.Refresh(f.keys)
+	if err == nil || !reject.Is(err) || !strings.Contains(err.Error(), "consumers would refuse the channel this leaves") || !strings.Contains(err.Error(), "targets is expired") {
+		t.Fatalf("refresh over an expired release list: %v", err)
+	}
+	if snapshotDir(t, f.dir) != before {
+		t.Error("a refused refresh wrote to the channel")
 	}
 	_, err = f.load(t, t0.Add(91*24*time.Hour+time.Hour), "")
-	mustRefuse(t, err, "targets is expired")
+	mustRefuse(t, err, "expired")
 }
 
 func copyDir(t *testing.T, from, to string) {
@@ -611,5 +617,30 @@ func TestOneWriterAtATime(t *testing.T) {
 	got, err := second.Releases()
 	if err != nil || len(got) != 2 {
 		t.Fatalf("releases %+v, %v; want both", got, err)
+	}
+}
+
+// TestRotateRootWithAKeyTheRootDoesNotName: a root rotation signed with a
+// key the current root does not name would leave a root no consumer can
+// reach from the first one; it is refused before anything is written.
+func TestRotateRootWithAKeyTheRootDoesNotName(t *testing.T) {
+	f := newChannel(t)
+	f.publish(t, "1.0.0", 'a', t0)
+	r, err := channel.Open(f.dir, t0.Add(time.Hour), channel.DefaultExpiry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotDir(t, f.dir)
+	wrong := f.keys
+	wrong.Root = genKey(t, key.Ed25519)
+	err = r.Rotate(channel.RoleRoot, genKey(t, key.ECDSAP256), wrong)
+	if err == nil || !reject.Is(err) {
+		t.Fatalf("rotate with a root key the root does not name: %v", err)
+	}
+	if snapshotDir(t, f.dir) != before {
+		t.Fatal("a refused rotation wrote to the channel")
+	}
+	if _, err := f.load(t, t0.Add(2*time.Hour), ""); err != nil {
+		t.Fatalf("the channel after the refused rotation: %v", err)
 	}
 }

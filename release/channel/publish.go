@@ -328,6 +328,9 @@ func (r *Repo) signSnapshotAndTimestamp(key crypto.Signer, bump bool) error {
 // records first, then root, targets, snapshot and the timestamp last, so a
 // reader sees either the old channel or one whose every file is in place.
 func (r *Repo) commit() error {
+	if err := r.checkAsConsumer(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return err
 	}
@@ -341,6 +344,43 @@ func (r *Repo) commit() error {
 		}
 	}
 	r.pending = nil
+	return nil
+}
+
+// pendingSource is the channel as commit would leave it: the pending
+// files over the directory's.
+type pendingSource struct {
+	dir     Dir
+	pending map[string][]byte
+}
+
+func (p pendingSource) Read(name string) ([]byte, error) {
+	if b, ok := p.pending[name]; ok {
+		return b, nil
+	}
+	return p.dir.Read(name)
+}
+
+func (p pendingSource) String() string { return string(p.dir) }
+
+// checkAsConsumer runs the consumer's check (Load, from the channel's
+// first root, at the operation's time) over the channel as the pending
+// writes would leave it, and refuses the operation before anything is
+// written when a consumer would refuse the result: a publisher never
+// exits 0 onto a channel its consumers refuse (a root signed by a key the
+// previous root does not name, say).
+func (r *Repo) checkAsConsumer() error {
+	src := pendingSource{dir: Dir(r.dir), pending: map[string][]byte{}}
+	for _, f := range r.pending {
+		src.pending[f.rel] = f.data
+	}
+	first, err := src.Read("1.root.json")
+	if err != nil {
+		return fmt.Errorf("%s: the channel's first root: %w", r.dir, err)
+	}
+	if _, err := Load(Options{Source: src, TrustedRoot: first, Now: r.now}); err != nil {
+		return reject.Errorf("%s: nothing written: consumers would refuse the channel this leaves: %w", r.dir, err)
+	}
 	return nil
 }
 
