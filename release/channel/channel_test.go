@@ -644,3 +644,56 @@ func TestRotateRootWithAKeyTheRootDoesNotName(t *testing.T) {
 		t.Fatalf("the channel after the refused rotation: %v", err)
 	}
 }
+
+// TestAPublishKilledPartWayIsFinished: a publish killed after writing the
+// release record and targets.json, before snapshot.json and
+// timestamp.json, leaves a channel consumers refuse. Publishing the same
+// release again finishes it, and so does a refresh.
+func TestAPublishKilledPartWayIsFinished(t *testing.T) {
+	for _, finish := range []string{"publish again", "refresh"} {
+		t.Run(finish, func(t *testing.T) {
+			f := newChannel(t)
+			f.publish(t, "1.0.0", 'a', t0)
+			// What the killed publish wrote: the same publish run in a copy,
+			// and its record and targets.json put back alone.
+			cp := filepath.Join(t.TempDir(), "copy")
+			copyDir(t, f.dir, cp)
+			(&fixture{dir: cp, keys: f.keys, root: f.root}).publish(t, "1.0.1", 'c', t0.Add(time.Hour))
+			rel := filepath.Join("targets", "cacheon-engine", "1.0.1.json")
+			for _, name := range []string{rel, "targets.json"} {
+				data, err := os.ReadFile(filepath.Join(cp, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(f.dir, name), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := f.load(t, t0.Add(2*time.Hour), "")
+			mustRefuse(t, err, "targets.json")
+			r, err := channel.OpenWriter(f.dir, t0.Add(2*time.Hour), channel.DefaultExpiry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			switch finish {
+			case "publish again":
+				rec := channel.Record{Name: "cacheon-engine", Version: "1.0.1", ImageDigest: digest('c'), DescriptorDigest: hexOf('d'), KeyID: "key-1", PublishedAt: t0.Add(time.Hour)}
+				err = r.Publish(rec, f.keys)
+			case "refresh":
+				err = r.Refresh(f.keys)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := f.load(t, t0.Add(2*time.Hour), "")
+			if err != nil {
+				t.Fatalf("after %s: %v", finish, err)
+			}
+			sel, err := c.Select(channel.Query{Name: "cacheon-engine"})
+			if err != nil || sel.Record.Version != "1.0.1" {
+				t.Fatalf("the current release after %s: %+v, %v", finish, sel, err)
+			}
+		})
+	}
+}

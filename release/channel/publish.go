@@ -302,6 +302,11 @@ func (r *Repo) signSnapshotAndTimestamp(key crypto.Signer, bump bool) error {
 		r.snapshot.Signed.Version++
 		r.timestamp.Signed.Version++
 	}
+	// The snapshot names the release list the repo holds: the one on disk,
+	// which Open checked against the root, or the one just signed. A
+	// publish killed after writing targets.json and before snapshot.json
+	// left a snapshot naming the previous list; this repairs it.
+	r.snapshot.Signed.Meta["targets.json"] = metadata.MetaFile(r.targets.Signed.Version)
 	r.snapshot.Signed.Expires = r.now.Add(r.expiry.Snapshot)
 	snap, err := signAs(r, r.snapshot, key, metadata.SNAPSHOT, RoleOnline)
 	if err != nil {
@@ -409,6 +414,13 @@ func (r *Repo) Publish(rec Record, keys Keys) error {
 			return fmt.Errorf("read the published record of %s %s: %w", rec.Name, rec.Version, err)
 		}
 		if prevRec, perr := parseRecord(prev); perr == nil && prevRec.ImageDigest == rec.ImageDigest && prevRec.DescriptorDigest == rec.DescriptorDigest && prevRec.KeyID == rec.KeyID {
+			// Published already. A publish killed part-way leaves the
+			// record and the release list written and the snapshot or
+			// timestamp not: consumers refuse that channel, and the same
+			// publish again finishes it.
+			if r.checkAsConsumer() != nil {
+				return r.Refresh(keys)
+			}
 			return nil
 		}
 		return reject.Errorf("%s %s is already published with another image: a version names one image forever, publish a new version", rec.Name, rec.Version)
