@@ -697,3 +697,29 @@ func TestAPublishKilledPartWayIsFinished(t *testing.T) {
 		})
 	}
 }
+
+// TestAnInitKilledPartWayIsStartedAgain: an init killed before its last
+// file (timestamp.json) left no channel, and init starts again over it;
+// over a whole channel init is refused.
+func TestAnInitKilledPartWayIsStartedAgain(t *testing.T) {
+	f := newChannel(t)
+	if err := os.Remove(filepath.Join(f.dir, "timestamp.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "snapshot.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := channel.Init(f.dir, f.keys, t0, channel.DefaultExpiry); err != nil {
+		t.Fatalf("init over a killed init: %v", err)
+	}
+	var err error
+	if f.root, err = os.ReadFile(filepath.Join(f.dir, "1.root.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.load(t, t0, ""); err != nil {
+		t.Fatalf("the channel the second init made: %v", err)
+	}
+	if err := channel.Init(f.dir, f.keys, t0, channel.DefaultExpiry); err == nil || !strings.Contains(err.Error(), "already holds a channel") {
+		t.Fatalf("init over a whole channel: %v", err)
+	}
+}

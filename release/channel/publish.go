@@ -146,8 +146,12 @@ func Init(dir string, keys Keys, now time.Time, expiry Expiry) error {
 		return err
 	}
 	defer lock.Release()
-	if _, err := os.Stat(filepath.Join(dir, "root.json")); err == nil {
-		return reject.Errorf("%s already holds a channel (root.json exists)", dir)
+	// timestamp.json is written last: a directory with it holds a channel
+	// consumers may have seen, and init never replaces one. Without it,
+	// whatever is there is an init that was killed part-way (never a
+	// channel), and init starts again over it.
+	if _, err := os.Stat(filepath.Join(dir, "timestamp.json")); err == nil {
+		return reject.Errorf("%s already holds a channel (timestamp.json exists)", dir)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
