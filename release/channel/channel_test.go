@@ -723,3 +723,46 @@ func TestAnInitKilledPartWayIsStartedAgain(t *testing.T) {
 		t.Fatalf("init over a whole channel: %v", err)
 	}
 }
+
+// TestAWithdrawalKilledPartWayIsFinished: a withdrawal killed after
+// writing targets.json is finished by the same withdrawal again.
+func TestAWithdrawalKilledPartWayIsFinished(t *testing.T) {
+	f := newChannel(t)
+	f.publish(t, "1.0.0", 'a', t0)
+	f.publish(t, "1.0.1", 'c', t0.Add(time.Minute))
+	cp := filepath.Join(t.TempDir(), "copy")
+	copyDir(t, f.dir, cp)
+	withdraw := func(dir string) error {
+		r, err := channel.OpenWriter(dir, t0.Add(time.Hour), channel.DefaultExpiry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		return r.Withdraw("cacheon-engine", "1.0.1", "CVE-2026-0001", f.keys)
+	}
+	if err := withdraw(cp); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(cp, "targets.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "targets.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.load(t, t0.Add(2*time.Hour), "")
+	mustRefuse(t, err, "targets.json")
+	if err := withdraw(f.dir); err != nil {
+		t.Fatalf("the same withdrawal again: %v", err)
+	}
+	c, err := f.load(t, t0.Add(2*time.Hour), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel, err := c.Select(channel.Query{Name: "cacheon-engine"}); err != nil || sel.Record.Version != "1.0.0" {
+		t.Fatalf("the current release after the withdrawal: %+v, %v", sel, err)
+	}
+	if err := withdraw(f.dir); err == nil || !strings.Contains(err.Error(), "already withdrawn") {
+		t.Fatalf("withdrawing a finished withdrawal again: %v", err)
+	}
+}

@@ -466,6 +466,11 @@ func (r *Repo) Withdraw(name, version, reason string, keys Keys) error {
 		return reject.Errorf("%s %s is not published in this channel", name, version)
 	}
 	if w := withdrawalOf(tf); w != nil {
+		// A withdrawal killed after writing targets.json left the channel
+		// refused by consumers: the same withdrawal again finishes it.
+		if w.Reason == reason && r.checkAsConsumer() != nil {
+			return r.Refresh(keys)
+		}
 		return reject.Errorf("%s %s was already withdrawn on %s", name, version, w.WithdrawnAt.Format(time.RFC3339))
 	}
 	c, err := json.Marshal(targetCustom{Withdrawn: &Withdrawal{WithdrawnAt: r.now, Reason: reason}})
