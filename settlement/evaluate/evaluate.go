@@ -86,8 +86,63 @@ func Next(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) {
 }
 
 // Evaluate takes proposal id (published) through its screens,
-// qualification and reproduction.
+// qualification and reproduction. When the run fails (an infrastructure
+// error, a full disk, Ctrl-C) with the proposal in flight, the proposal
+// ends no_decision with the error as its reason: a machine's trouble is
+// never a verdict, and never leaves the proposal stranded.
 func Evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Result, error) {
+	res, err := evaluate(ctx, l, id, o)
+	if err != nil {
+		// Without the caller's cancellation: an interrupted run records
+		// why it ended too. If even this fails (the disk is full), the
+		// next run's RecoverStranded records it.
+		_ = recordInfrastructure(context.WithoutCancel(ctx), l, id, "infrastructure: the evaluation ended without a verdict: "+err.Error())
+	}
+	return res, err
+}
+
+// inFlight are the statuses of a proposal while a run is evaluating it.
+var inFlight = []ledger.Status{ledger.Screening, ledger.Promoted, ledger.Qualifying}
+
+// recordInfrastructure moves proposal id, if it is in flight, to
+// no_decision with reason.
+func recordInfrastructure(ctx context.Context, l *ledger.Ledger, id int64, reason string) error {
+	p, err := l.Proposal(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, s := range inFlight {
+		if p.Status == s {
+			return l.Transition(ctx, id, ledger.NoDecision, reason)
+		}
+	}
+	return nil
+}
+
+// RecoverStranded records an infrastructure outcome (no_decision) for
+// every proposal left in flight by a run that died (SIGKILL, a power
+// loss). Every evaluation holds the ledger's writer lock for its whole
+// run, so while the caller holds it no other run is alive: a proposal in
+// flight now is stranded. It returns the proposals it moved.
+func RecoverStranded(ctx context.Context, l *ledger.Ledger) ([]ledger.Proposal, error) {
+	var moved []ledger.Proposal
+	for _, s := range inFlight {
+		ps, err := l.Proposals(ctx, s)
+		if err != nil {
+			return moved, err
+		}
+		for _, p := range ps {
+			reason := fmt.Sprintf("infrastructure: the run evaluating it ended without a verdict (killed while %s); no attempt of it was lost", p.Status)
+			if err := l.Transition(ctx, p.ID, ledger.NoDecision, reason); err != nil {
+				return moved, err
+			}
+			moved = append(moved, p)
+		}
+	}
+	return moved, nil
+}
+
+func evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Result, error) {
 	progress := o.Progress
 	if progress == nil {
 		progress = func(string, ...any) {}

@@ -216,3 +216,62 @@ func TestEvaluate(t *testing.T) {
 		})
 	}
 }
+
+// TestNoProposalIsStranded: a run that fails with the proposal in flight
+// (an infrastructure error: here the disk filling up at the
+// qualification) records no_decision with the error, and a proposal left
+// in flight by a run that was killed gets its infrastructure outcome from
+// the next run, which holds the writer lock. The ledger checks either way.
+func TestNoProposalIsStranded(t *testing.T) {
+	ctx := context.Background()
+	t.Run("a failed run", func(t *testing.T) {
+		l, id := intake(t)
+		diskFull := errors.New("write report: no space left on device")
+		_, err := Next(ctx, l, Options{WorkDir: t.TempDir(), Qualify: func(context.Context, string, *qualify.Report) (*qualify.Report, []byte, error) {
+			return nil, nil, diskFull
+		}})
+		if !errors.Is(err, diskFull) {
+			t.Fatalf("Next: %v, want the run's error", err)
+		}
+		p, err := l.Proposal(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status != ledger.NoDecision || !strings.Contains(p.Reason, "infrastructure: the evaluation ended without a verdict: write report: no space left on device") {
+			t.Fatalf("proposal %s %q", p.Status, p.Reason)
+		}
+		if _, err := l.Check(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, at := range []ledger.Status{ledger.Screening, ledger.Promoted, ledger.Qualifying} {
+		t.Run("killed while "+string(at), func(t *testing.T) {
+			l, id := intake(t)
+			for _, s := range []ledger.Status{ledger.Screening, ledger.Promoted, ledger.Qualifying} {
+				if err := l.Transition(ctx, id, s, ""); err != nil {
+					t.Fatal(err)
+				}
+				if s == at {
+					break
+				}
+			}
+			moved, err := RecoverStranded(ctx, l)
+			if err != nil || len(moved) != 1 || moved[0].ID != id {
+				t.Fatalf("recovered %+v, %v", moved, err)
+			}
+			p, err := l.Proposal(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Status != ledger.NoDecision || !strings.Contains(p.Reason, "killed while "+string(at)) {
+				t.Fatalf("proposal %s %q", p.Status, p.Reason)
+			}
+			if moved, err := RecoverStranded(ctx, l); err != nil || len(moved) != 0 {
+				t.Fatalf("a second recovery moved %+v, %v", moved, err)
+			}
+			if _, err := l.Check(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

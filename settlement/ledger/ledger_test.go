@@ -148,6 +148,7 @@ func TestStatusTransitions(t *testing.T) {
 		{Published, Qualifying, false},
 		{Screening, Promoted, true},
 		{Promoted, Qualifying, true},
+		{Promoted, NoDecision, true}, // the run died between the screens and the qualification
 		{Qualifying, ReproductionPending, true},
 		{Qualifying, NoDecision, true}, // an uncalibrated speed verdict
 		{NoDecision, Screening, true},

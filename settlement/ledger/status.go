@@ -39,7 +39,7 @@ var transitions = map[Status][]Status{
 	TransportRetry:      {Fetching, Held},
 	Published:           {Screening},
 	Screening:           {Promoted, Held, NoDecision},
-	Promoted:            {Qualifying},
+	Promoted:            {Qualifying, NoDecision}, // no_decision: the run died between the screens and the qualification
 	Qualifying:          {ReproductionPending, Qualified, Held, NoDecision},
 	ReproductionPending: {Screening, Qualifying},
 	Held:                {Fetching, Screening, Qualifying},

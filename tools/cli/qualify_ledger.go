@@ -58,6 +58,15 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 		return err
 	}
 	defer l.Close()
+	// This run holds the ledger's writer lock: a proposal in flight now was
+	// left by a run that died, and gets its infrastructure outcome.
+	stranded, err := evaluate.RecoverStranded(ctx, l)
+	if err != nil {
+		return err
+	}
+	for _, p := range stranded {
+		progress("proposal %d: no_decision: the run evaluating it died while it was %s", p.ID, p.Status)
+	}
 	if o.env.auditKey != "" {
 		// One secret is one authority: settlement pairs only two
 		// independent qualifications (docs/reference/settlement.md).
