@@ -255,6 +255,10 @@ func TestNoProposalIsStranded(t *testing.T) {
 					break
 				}
 			}
+			rep, err := l.Check(ctx)
+			if err != nil || len(rep.Stranded) != 1 || rep.Stranded[0].Proposal != id || rep.Stranded[0].Status != at {
+				t.Fatalf("check names stranded %+v, %v", rep.Stranded, err)
+			}
 			moved, err := RecoverStranded(ctx, l)
 			if err != nil || len(moved) != 1 || moved[0].ID != id {
 				t.Fatalf("recovered %+v, %v", moved, err)
@@ -269,8 +273,8 @@ func TestNoProposalIsStranded(t *testing.T) {
 			if moved, err := RecoverStranded(ctx, l); err != nil || len(moved) != 0 {
 				t.Fatalf("a second recovery moved %+v, %v", moved, err)
 			}
-			if _, err := l.Check(ctx); err != nil {
-				t.Fatal(err)
+			if rep, err := l.Check(ctx); err != nil || len(rep.Stranded) != 0 {
+				t.Fatalf("after the recovery: stranded %+v, %v", rep.Stranded, err)
 			}
 		})
 	}

@@ -14,6 +14,17 @@ type Report struct {
 	CurrentStack  string   `json:"current_stack"` // digest; empty before the first stack
 	Counts        Counts   `json:"counts"`
 	Problems      []string `json:"problems"`
+	// Stranded are proposals in flight (screening, promoted, qualifying)
+	// while the checker holds the writer lock, so no run is evaluating
+	// them: a run died. Not damage: the next qualify --ledger records
+	// their infrastructure outcome.
+	Stranded []Stranded `json:"stranded"`
+}
+
+// Stranded is a proposal left in flight by a run that died.
+type Stranded struct {
+	Proposal int64  `json:"proposal"`
+	Status   Status `json:"status"`
 }
 
 // Counts are the rows of each table.
@@ -40,7 +51,7 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // standing copy verdict's proposal failed by it. It returns the report and, when
 // anything is wrong, an error under ErrRefused naming the first problem.
 func (l *Ledger) Check(ctx context.Context) (*Report, error) {
-	r := &Report{}
+	r := &Report{Stranded: []Stranded{}}
 	rows, err := l.db.QueryContext(ctx, `PRAGMA integrity_check`)
 	if err != nil {
 		return r, classify(err)
@@ -132,6 +143,10 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 		if err := bad.Scan(&id, &status, &last); err != nil {
 			bad.Close()
 			return r, classify(err)
+		}
+		switch Status(status) {
+		case Screening, Promoted, Qualifying:
+			r.Stranded = append(r.Stranded, Stranded{Proposal: id, Status: Status(status)})
 		}
 		if !Status(status).Known() {
 			r.Problems = append(r.Problems, fmt.Sprintf("proposal %d: unknown status %q", id, status))

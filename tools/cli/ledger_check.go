@@ -28,7 +28,10 @@ columns, every previous_event_digest and every digest recomputed), the
 intake chain (the corrections of intake verdicts) the same way, exactly
 one current evaluation stack once any exists, every proposal's status,
 and that every standing copy verdict's proposal is failed by it. It
-prints the head of the chain, the current stack and the row counts.
+prints the head of the chain, the current stack and the row counts, and
+names every proposal a dead run left in flight (screening, promoted,
+qualifying while no run holds the ledger): not damage, and the next
+"qualify --ledger" records its infrastructure outcome.
 
 Exit status: 0 when everything holds; 2 when the ledger is refused (damaged
 or not a ledger, a newer schema, a tampered event, a broken invariant: the
@@ -89,5 +92,8 @@ func runLedgerCheck(ctx context.Context, s Streams, o ledgerCheckOptions) error 
 	fmt.Fprintf(s.Out, "  proposals %d, attempts %d, events %d, stacks %d, crowns %d, standing claims %d, discovery claims %d, settlement outcomes %d\n",
 		c.Proposals, c.Attempts, c.Events, c.Stacks, c.Crowns, c.StandingClaims, c.DiscoveryClaims, c.Outcomes)
 	fmt.Fprintf(s.Out, "  copy verdicts %d, intake events %d\n", c.CopyVerdicts, c.IntakeEvents)
+	for _, st := range r.Stranded {
+		fmt.Fprintf(s.Out, "  stranded: proposal %d is %s with no run evaluating it (a run died); the next qualify --ledger records no_decision for it\n", st.Proposal, st.Status)
+	}
 	return nil
 }
