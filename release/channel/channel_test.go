@@ -766,3 +766,17 @@ func TestAWithdrawalKilledPartWayIsFinished(t *testing.T) {
 		t.Fatalf("withdrawing a finished withdrawal again: %v", err)
 	}
 }
+
+// TestAClockFarBehindIsRefused: a consumer whose clock is far behind the
+// channel's signing (where nothing has expired yet) is refused and told
+// to set its clock; a few minutes of skew is accepted.
+func TestAClockFarBehindIsRefused(t *testing.T) {
+	f := newChannel(t)
+	f.publish(t, "1.0.0", 'a', t0.Add(24*time.Hour))
+	if _, err := f.load(t, t0.Add(24*time.Hour-5*time.Minute), ""); err != nil {
+		t.Fatalf("five minutes behind: %v", err)
+	}
+	_, err := f.load(t, t0.Add(24*time.Hour-2*time.Hour), "")
+	mustRefuse(t, err, "2h0m0s after this machine's clock")
+	mustRefuse(t, err, "the clock is behind")
+}

@@ -72,6 +72,11 @@ func readLimited(r io.Reader, name string) ([]byte, error) {
 	return b, nil
 }
 
+// MaxClockBehind is how far a consumer's clock may be behind the
+// publisher's: a timestamp signed later than this after the consumer's
+// now is refused (clock skew between hosts is seconds to minutes).
+const MaxClockBehind = time.Hour
+
 // Options say how to check a channel.
 type Options struct {
 	Source Source
@@ -212,6 +217,12 @@ func Load(opts Options) (*Channel, error) {
 		if t, err := time.Parse(time.RFC3339, s); err == nil {
 			st.TimestampSigned = t.UTC()
 			st.Age = age(now, t)
+			// A clock far behind accepts metadata long expired (nothing
+			// expires in its past): a timestamp signed well after "now"
+			// says the clock is wrong, not the channel.
+			if t.Sub(now) > MaxClockBehind {
+				return nil, refuse("%s: timestamp.json was signed at %s, %s after this machine's clock (%s): the clock is behind, and a clock behind accepts expired metadata; set the clock", src, t.UTC().Format(time.RFC3339), t.Sub(now).Truncate(time.Second), now.UTC().Format(time.RFC3339))
+			}
 		}
 	}
 	if err := state.save(map[string][]byte{
