@@ -141,6 +141,17 @@ func TestLedgerCheckRefusals(t *testing.T) {
 				if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.OK == nil || *doc.OK {
 					t.Errorf("--json refusal document %q (%v)", out, err)
 				}
+				// What the check refuses, weights and settle refuse too:
+				// no weights from it, no settlement onto it.
+				for _, args := range [][]string{
+					{"weights", "--ledger", db, "--block", "100", "--metagraph", repoDir("docs/examples/weights/members.json"),
+						"--validator", "5Fvalidator", "--policy", repoDir("docs/examples/weights/policy.json")},
+					{"settle", "--ledger", db},
+				} {
+					if code, out, errOut := run(t, "", args...); code != 2 || !strings.Contains(errOut, tc.stderr) {
+						t.Errorf("%s on it: exit %d\n%s\n%s", args[0], code, out, errOut)
+					}
+				}
 			}
 		})
 	}

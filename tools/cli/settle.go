@@ -121,6 +121,11 @@ func runSettle(ctx context.Context, s Streams, o settleOptions) error {
 		return err
 	}
 	defer l.Close()
+	// Settlement writes crowns and claims: never onto a ledger that
+	// "ledger check" refuses.
+	if _, err := l.Check(ctx); err != nil {
+		return fmt.Errorf("%s: no settlement on a ledger that fails its check: %w", o.ledger, err)
+	}
 	doc := settleJSON{Ledger: o.ledger}
 	if o.init != "" {
 		if doc.Initialized, err = initStack(ctx, l, o, payload); err != nil {

@@ -37,8 +37,10 @@ weights project does from a claims file: POLICY.json, MEMBERS.json and
 HOTKEY as there. The active entries the standing claims are checked
 against are derived from the claims themselves. --json prints the same
 weight-vector document, {"policy_digest", "weights": [{"hotkey", "ppm"}]}
-sorted by hotkey. Exit 2 when the policy refuses the inputs, with the
-reason; 1 when a file is missing or the ledger is being written.`
+sorted by hotkey. The ledger is checked first as "ledger check" checks
+it, and no weights come from one that fails. Exit 2 when the policy
+refuses the inputs or the ledger fails its check, with the reason; 1
+when a file is missing or the ledger is being written.`
 	cmd.Example = `  cacheon weights --ledger ledger.db --block 4200000 --metagraph members.json \
       --validator 5Fvalidator --policy policy.json
   cacheon weights --ledger ledger.db --block 4200000 --metagraph members.json \
@@ -62,6 +64,12 @@ func runWeightsLedger(ctx context.Context, s Streams, o weightsLedgerOptions) er
 	l, err := ledger.Open(ctx, o.ledger, ledger.Options{})
 	if err != nil {
 		return err
+	}
+	// Weights are money: never computed from a ledger that "ledger check"
+	// refuses (a damaged page, a status its transitions disagree with).
+	if _, err := l.Check(ctx); err != nil {
+		l.Close()
+		return fmt.Errorf("%s: no weights from a ledger that fails its check: %w", o.ledger, err)
 	}
 	standing, discovery, err := ledgerClaims(ctx, l)
 	l.Close()
