@@ -98,7 +98,10 @@ const (
 	DomainSettlementReservation          Domain = "cacheon.settlement.reservation.v1"
 	// An operator's correction of an intake verdict (a copy verdict
 	// cleared before settlement), chained apart from settlement events.
-	DomainIntakeEvent     Domain = "cacheon.intake.event"
+	DomainIntakeEvent Domain = "cacheon.intake.event"
+	// One write's bound ledger rows (the bytes of every row that decides a
+	// payout), in the ledger's row record chain.
+	DomainLedgerRecord    Domain = "cacheon.ledger.record"
 	DomainEconomicsPolicy Domain = "cacheon.economics.policy"
 	DomainStandingFamily  Domain = "cacheon.economics.standing-family"
 	DomainStandingClaim   Domain = "cacheon.economics.standing-claim"
@@ -165,6 +168,7 @@ func Domains() []DomainInfo {
 		{DomainSettlementEvidence, "DomainSettlementEvidence", "settlement/apply", "the two attempts a crown settled on, retained with its standing claim"},
 		{DomainSettlementReservation, "DomainSettlementReservation", "settlement/evaluate", "a ledger proposal's reservation: arena, finalized position, hotkey and committed content hash"},
 		{DomainIntakeEvent, "DomainIntakeEvent", "settlement/ledger", "one operator correction of an intake verdict, in the intake hash chain"},
+		{DomainLedgerRecord, "DomainLedgerRecord", "settlement/ledger", "the bound rows one ledger write left, in the row record chain"},
 		{DomainEconomicsPolicy, "DomainEconomicsPolicy", "settlement/weights", "an emissions policy (V1)"},
 		{DomainStandingFamily, "DomainStandingFamily", "settlement/weights", "the (arena, target, target spec) family of a standing claim"},
 		{DomainStandingClaim, "DomainStandingClaim", "settlement/weights", "a standing claim of a crown"},

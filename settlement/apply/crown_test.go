@@ -107,8 +107,10 @@ func TestCrownAtRefuses(t *testing.T) {
 				return applytest.OpenLedger(t, f.Path)
 			}},
 		// The crowned entry's attribution no longer re-derives the crowned
-		// proposal: the crown is refused, never bound to a stand-in.
-		{name: "a stack whose entry is not the crowned proposal", reason: "crown_inconsistent:",
+		// proposal: the crown is refused, never bound to a stand-in. A
+		// hand edit of the stored stack is caught first, by the row record
+		// chain (crown_inconsistent stays as the check behind it).
+		{name: "a stack whose entry is not the crowned proposal", reason: "evaluation_stacks row 2: column hcl differs from row record",
 			spoil: func(t *testing.T, f *applytest.Fixture, in applytest.Intaken) *ledger.Ledger {
 				if err := f.L.Close(); err != nil {
 					t.Fatal(err)

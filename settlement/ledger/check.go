@@ -8,12 +8,15 @@ import (
 
 // Report is what Check found.
 type Report struct {
-	SchemaVersion int      `json:"schema_version"`
-	Integrity     string   `json:"integrity"` // "ok", or SQLite's first complaint
-	Head          Head     `json:"head"`
-	CurrentStack  string   `json:"current_stack"` // digest; empty before the first stack
-	Counts        Counts   `json:"counts"`
-	Problems      []string `json:"problems"`
+	SchemaVersion int    `json:"schema_version"`
+	Integrity     string `json:"integrity"` // "ok", or SQLite's first complaint
+	Head          Head   `json:"head"`
+	// RecordHead is the end of the row record chain, which binds every
+	// row that decides a payout: pin it with the settlement head.
+	RecordHead   Head     `json:"record_head"`
+	CurrentStack string   `json:"current_stack"` // digest; empty before the first stack
+	Counts       Counts   `json:"counts"`
+	Problems     []string `json:"problems"`
 	// Stranded are proposals in flight (screening, promoted, qualifying)
 	// while the checker holds the writer lock, so no run is evaluating
 	// them: a run died. Not damage: the next qualify --ledger records
@@ -39,6 +42,7 @@ type Counts struct {
 	Outcomes        int `json:"settlement_outcomes"`
 	CopyVerdicts    int `json:"copy_verdicts"`
 	IntakeEvents    int `json:"intake_events"`
+	RowRecords      int `json:"row_records"`
 }
 
 // OK reports whether the check found nothing wrong.
@@ -46,7 +50,8 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 // Check runs SQLite's integrity_check and foreign_key_check, then the
 // ledger's own invariants: the schema version, the whole settlement chain
-// and intake chain, exactly one current stack once any exists, every
+// and intake chain, every bound row exactly as the row record chain
+// records it (record.go), exactly one current stack once any exists, every
 // proposal's status known and equal to its last transition, and every
 // standing copy verdict's proposal failed by it. It returns the report and, when
 // anything is wrong, an error under ErrRefused naming the first problem.
@@ -103,6 +108,9 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 	if _, err := verifyChainOf(ctx, l.db, intakeChain); err != nil {
 		r.Problems = append(r.Problems, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
 	}
+	if r.RecordHead, err = l.checkRows(ctx, r); err != nil {
+		return r, err
+	}
 	for _, c := range []struct {
 		dst   *int
 		table string
@@ -110,6 +118,7 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 		{&r.Counts.Proposals, "proposals"}, {&r.Counts.Attempts, "attempts"}, {&r.Counts.Events, "settlement_events"}, {&r.Counts.Outcomes, "settlement_outcomes"},
 		{&r.Counts.Stacks, "evaluation_stacks"}, {&r.Counts.Crowns, "crowns"}, {&r.Counts.StandingClaims, "standing_claims"},
 		{&r.Counts.DiscoveryClaims, "discovery_claims"}, {&r.Counts.CopyVerdicts, "copy_verdicts"}, {&r.Counts.IntakeEvents, "intake_events"},
+		{&r.Counts.RowRecords, "row_records"},
 	} {
 		if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM `+c.table).Scan(c.dst); err != nil {
 			return r, classify(err)

@@ -138,9 +138,11 @@ func (l *Ledger) InitStack(ctx context.Context, s Stack) (*Stack, error) {
 		if err != nil {
 			return err
 		}
-		s.ID, err = out.LastInsertId()
+		if s.ID, err = out.LastInsertId(); err != nil {
+			return err
+		}
 		s.Current, s.EventSequence = true, 0
-		return err
+		return bindRows(ctx, t, RecordStackInit, selection{"evaluation_stacks", "id = ?", []any{s.ID}})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("initial stack: %w", err)
@@ -168,6 +170,10 @@ func (l *Ledger) Commit(ctx context.Context, s Settlement) (*Receipt, error) {
 		if err != nil {
 			return err
 		}
+		// The bound rows this settlement writes, recorded in the row
+		// record chain before the readback.
+		first := prev.Sequence + 1
+		bound := []selection{}
 		seqs := map[int64]bool{}
 		for _, e := range s.Events {
 			if err := verifyStored(prev, e, e.Body); err != nil {
@@ -195,10 +201,16 @@ func (l *Ledger) Commit(ctx context.Context, s Settlement) (*Receipt, error) {
 			if _, err := t.ExecContext(ctx, `UPDATE evaluation_stacks SET current = NULL WHERE id = ?`, cur.ID); err != nil {
 				return err
 			}
-			if _, err := t.ExecContext(ctx, `INSERT INTO evaluation_stacks (stack_digest, tree_digest, hcl, event_sequence, current) VALUES (?, ?, ?, ?, 1)`,
-				s.NewStack.StackDigest, s.NewStack.TreeDigest, s.NewStack.HCL, prev.Sequence); err != nil {
+			out, err := t.ExecContext(ctx, `INSERT INTO evaluation_stacks (stack_digest, tree_digest, hcl, event_sequence, current) VALUES (?, ?, ?, ?, 1)`,
+				s.NewStack.StackDigest, s.NewStack.TreeDigest, s.NewStack.HCL, prev.Sequence)
+			if err != nil {
 				return fmt.Errorf("insert stack %s: %w", s.NewStack.StackDigest, err)
 			}
+			id, err := out.LastInsertId()
+			if err != nil {
+				return err
+			}
+			bound = append(bound, selection{"evaluation_stacks", "id IN (?, ?)", []any{cur.ID, id}})
 		} else if s.FromStack != "" {
 			return fmt.Errorf("%w: from_stack %s given without a new stack", ErrIllegal, s.FromStack)
 		}
@@ -241,11 +253,20 @@ func (l *Ledger) Commit(ctx context.Context, s Settlement) (*Receipt, error) {
 		}
 		l.at("claims")
 		for _, o := range s.Outcomes {
-			if err := l.recordOutcome(ctx, t, o, seqs); err != nil {
+			seq, err := l.recordOutcome(ctx, t, o, seqs)
+			if err != nil {
 				return err
 			}
+			bound = append(bound, selection{"settlement_outcomes", "proposal_id = ? AND seq = ?", []any{o.ProposalID, seq}})
 		}
 		l.at("outcomes")
+		// Crowns and claims name events of this settlement (checked above).
+		for _, table := range []string{"crowns", "standing_claims", "discovery_claims"} {
+			bound = append(bound, selection{table, "event_sequence BETWEEN ? AND ?", []any{first, prev.Sequence}})
+		}
+		if err := bindRows(ctx, t, RecordSettlement, bound...); err != nil {
+			return err
+		}
 		// Read back what the transaction wrote before letting it commit.
 		got, err := head(ctx, t)
 		if err != nil {
@@ -272,19 +293,21 @@ func (l *Ledger) Commit(ctx context.Context, s Settlement) (*Receipt, error) {
 	return &rec, nil
 }
 
-func (l *Ledger) recordOutcome(ctx context.Context, t *sql.Tx, o Outcome, seqs map[int64]bool) error {
+// recordOutcome inserts o (and moves a held proposal) and returns the
+// outcome's sequence number.
+func (l *Ledger) recordOutcome(ctx context.Context, t *sql.Tx, o Outcome, seqs map[int64]bool) (int, error) {
 	p, err := l.proposal(ctx, t, o.ProposalID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if p.Status != Qualified {
-		return fmt.Errorf("%w: settlement outcome for proposal %d, which is %s, not qualified", ErrIllegal, o.ProposalID, p.Status)
+		return 0, fmt.Errorf("%w: settlement outcome for proposal %d, which is %s, not qualified", ErrIllegal, o.ProposalID, p.Status)
 	}
 	var ev any
 	switch o.Outcome {
 	case OutcomeHold:
 		if o.EventSequence != 0 {
-			return fmt.Errorf("%w: a HOLD of proposal %d names event %d", ErrIllegal, o.ProposalID, o.EventSequence)
+			return 0, fmt.Errorf("%w: a HOLD of proposal %d names event %d", ErrIllegal, o.ProposalID, o.EventSequence)
 		}
 	case OutcomeCrown, OutcomeDiscoveryBounty:
 		// A crown names its CROWN event; a bounty names its event when the
@@ -293,36 +316,36 @@ func (l *Ledger) recordOutcome(ctx context.Context, t *sql.Tx, o Outcome, seqs m
 			break
 		}
 		if !seqs[o.EventSequence] {
-			return fmt.Errorf("%w: %s of proposal %d names event %d, not one of this settlement", ErrIllegal, o.Outcome, o.ProposalID, o.EventSequence)
+			return 0, fmt.Errorf("%w: %s of proposal %d names event %d, not one of this settlement", ErrIllegal, o.Outcome, o.ProposalID, o.EventSequence)
 		}
 		ev = o.EventSequence
 	default:
-		return fmt.Errorf("%w: settlement outcome %q of proposal %d is not CROWN, HOLD or DISCOVERY_BOUNTY", ErrIllegal, o.Outcome, o.ProposalID)
+		return 0, fmt.Errorf("%w: settlement outcome %q of proposal %d is not CROWN, HOLD or DISCOVERY_BOUNTY", ErrIllegal, o.Outcome, o.ProposalID)
 	}
 	var seq int
 	if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM settlement_outcomes WHERE proposal_id = ?`, o.ProposalID).Scan(&seq); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := t.ExecContext(ctx, `INSERT INTO settlement_outcomes (proposal_id, seq, plan_digest, candidate_digest, outcome, reason, event_sequence) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		o.ProposalID, seq, o.PlanDigest, o.CandidateDigest, o.Outcome, o.Reason, ev); err != nil {
-		return fmt.Errorf("insert outcome of proposal %d: %w", o.ProposalID, err)
+		return 0, fmt.Errorf("insert outcome of proposal %d: %w", o.ProposalID, err)
 	}
 	if o.Outcome != OutcomeHold {
-		return nil
+		return seq, nil
 	}
 	if err := checkTransition(o.ProposalID, Qualified, Held); err != nil {
-		return err
+		return 0, err
 	}
 	var tseq int
 	if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM proposal_transitions WHERE proposal_id = ?`, o.ProposalID).Scan(&tseq); err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := t.ExecContext(ctx, `INSERT INTO proposal_transitions (proposal_id, seq, from_status, to_status, reason) VALUES (?, ?, ?, ?, ?)`,
 		o.ProposalID, tseq, string(Qualified), string(Held), o.Reason); err != nil {
-		return err
+		return 0, err
 	}
 	_, err = t.ExecContext(ctx, `UPDATE proposals SET status = ?, reason = ? WHERE id = ?`, string(Held), o.Reason, o.ProposalID)
-	return err
+	return seq, err
 }
 
 // Queued is a qualified proposal waiting for settlement, with its

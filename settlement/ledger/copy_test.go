@@ -354,6 +354,10 @@ func TestASchema2LedgerMigratesToAntiCopy(t *testing.T) {
 	if err != nil || !rep.OK() || rep.SchemaVersion != SchemaVersion() || SchemaVersion() < 3 || rep.Counts.Proposals != 1 {
 		t.Fatalf("after the migration: %+v (%v)", rep, err)
 	}
+	// Schema 4 bound the rows it found in one schema_upgrade record.
+	if recs, err := eventsOf(ctx, l.db, recordChain, 1, 0); err != nil || len(recs) != 1 || recs[0].EventType != RecordSchemaUpgrade {
+		t.Fatalf("row records after the migration: %v (%v)", recs, err)
+	}
 	old, err := l.Proposal(ctx, 1)
 	if err != nil || old.Fingerprinted || old.Status != Published || old.Hotkey != "hkA" {
 		t.Fatalf("the schema 2 proposal reads %+v (%v)", old, err)

@@ -105,6 +105,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			t.Rollback()
 			return fmt.Errorf("apply migration %s: %w", m.name, classify(err))
 		}
+		// Schema 4 makes the row record chain: the rows a ledger already
+		// holds are bound as they stand, in the migration's transaction.
+		if m.version == rowRecordsSchema {
+			if err := bindAll(ctx, t); err != nil {
+				t.Rollback()
+				return fmt.Errorf("apply migration %s: %w", m.name, classify(err))
+			}
+		}
 		if _, err := t.ExecContext(ctx, `INSERT INTO schema_version (version, name, sha256) VALUES (?, ?, ?)`, m.version, m.name, m.sha256); err != nil {
 			t.Rollback()
 			return fmt.Errorf("record migration %s: %w", m.name, classify(err))

@@ -261,6 +261,9 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 				return err
 			}
 		}
+		if err := bindRows(ctx, t, RecordIntake, selection{"proposals", "id = ?", []any{p.ID}}); err != nil {
+			return err
+		}
 		p.Status, p.Reason = last.to, last.reason
 		l.at("intake-inserted")
 		return nil
@@ -437,9 +440,11 @@ func (l *Ledger) RecordAttempt(ctx context.Context, id int64, a Attempt) (int, e
 		if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM attempts WHERE proposal_id = ?`, id).Scan(&seq); err != nil {
 			return err
 		}
-		_, err = t.ExecContext(ctx, `INSERT INTO attempts (proposal_id, seq, stage, report_digest, evidence_address, decision, reason, settlement) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, seq, a.Stage, a.ReportDigest, a.EvidenceAddress, a.Decision, a.Reason, string(a.Settlement))
-		return err
+		if _, err := t.ExecContext(ctx, `INSERT INTO attempts (proposal_id, seq, stage, report_digest, evidence_address, decision, reason, settlement) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, seq, a.Stage, a.ReportDigest, a.EvidenceAddress, a.Decision, a.Reason, string(a.Settlement)); err != nil {
+			return err
+		}
+		return bindRows(ctx, t, RecordAttempt, selection{"attempts", "proposal_id = ? AND seq = ?", []any{id, seq}})
 	})
 	return seq, err
 }

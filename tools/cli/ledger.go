@@ -1,6 +1,13 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/settlement/ledger"
+)
 
 func newLedgerCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
@@ -13,4 +20,21 @@ stacks with exactly one current. See docs/operator-guide/ledger.md.`,
 	}
 	cmd.AddCommand(newLedgerCheckCommand(s), newLedgerBackupCommand(s))
 	return cmd
+}
+
+// openCheckedLedger opens the ledger at path and runs its check: a command
+// that reads what decides a payout (settle, weights, stack export, crown
+// review, qualify --ledger) never acts on a ledger "ledger check" refuses,
+// such as one whose rows were edited past the row record chain. what says
+// what the command would have done, for the error.
+func openCheckedLedger(ctx context.Context, path, what string) (*ledger.Ledger, error) {
+	l, err := ledger.Open(ctx, path, ledger.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.Check(ctx); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("%s: no %s from a ledger that fails its check: %w", path, what, err)
+	}
+	return l, nil
 }

@@ -87,6 +87,11 @@ func runLedgerCheck(ctx context.Context, s Streams, o ledgerCheckOptions) error 
 	} else {
 		fmt.Fprintf(s.Out, "  chain head      %d %s\n", r.Head.Sequence, r.Head.Digest)
 	}
+	if r.RecordHead.Sequence == 0 {
+		fmt.Fprintf(s.Out, "  record head     (no bound rows yet)\n")
+	} else {
+		fmt.Fprintf(s.Out, "  record head     %d %s\n", r.RecordHead.Sequence, r.RecordHead.Digest)
+	}
 	fmt.Fprintf(s.Out, "  current stack   %s\n", cur)
 	c := r.Counts
 	fmt.Fprintf(s.Out, "  proposals %d, attempts %d, events %d, stacks %d, crowns %d, standing claims %d, discovery claims %d, settlement outcomes %d\n",

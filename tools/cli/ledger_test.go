@@ -63,7 +63,7 @@ func TestIntakeAddAndLedgerCheck(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"format_version", "ok", "ledger", "schema_version", "integrity", "head", "current_stack", "counts", "problems"} {
+	for _, k := range []string{"format_version", "ok", "ledger", "schema_version", "integrity", "head", "record_head", "current_stack", "counts", "problems"} {
 		if _, ok := rep[k]; !ok {
 			t.Errorf("ledger check --json lacks %q: %s", k, out)
 		}
@@ -72,12 +72,12 @@ func TestIntakeAddAndLedgerCheck(t *testing.T) {
 		t.Errorf("report %s", out)
 	}
 	code, out, _ = run(t, "", "ledger", "check", "--ledger", db)
-	if code != 0 || !strings.Contains(out, "ok (schema 3, integrity ok)") {
+	if code != 0 || !strings.Contains(out, "ok (schema 4, integrity ok)") {
 		t.Errorf("text check: exit %d\n%s", code, out)
 	}
 	// A backup is a ledger that checks; one over an existing file is refused.
 	backup := filepath.Join(dir, "ledger.bak")
-	if code, out, errOut := run(t, "", "ledger", "backup", "--ledger", db, backup); code != 0 || !strings.Contains(out, "ok (schema 3, chain head 0, 3 proposals") {
+	if code, out, errOut := run(t, "", "ledger", "backup", "--ledger", db, backup); code != 0 || !strings.Contains(out, "ok (schema 4, chain head 0, 3 proposals") {
 		t.Fatalf("backup: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, out, errOut := run(t, "", "ledger", "check", "--ledger", backup, "--json"); code != 0 || !strings.Contains(out, `"proposals": 3`) {
@@ -123,6 +123,8 @@ func TestLedgerCheckRefusals(t *testing.T) {
 		{"a forged event", func(t *testing.T, db string) {
 			exec(t, db, `INSERT INTO settlement_events (sequence, event_type, previous_event_digest, body, digest) VALUES (1, 'CROWN', '', '{"event_type":"CROWN","previous_event_digest":"","sequence":1}', '`+strings.Repeat("cd", 32)+`')`)
 		}, 2, "does not match its body"},
+		// The row record chain binds the hotkey a crown would pay.
+		{"a hotkey edited by hand", func(t *testing.T, db string) { exec(t, db, `UPDATE proposals SET hotkey = 'thief'`) }, 2, "proposals row 1: column hotkey differs from row record 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := newLedger(t)
@@ -147,6 +149,7 @@ func TestLedgerCheckRefusals(t *testing.T) {
 					{"weights", "--ledger", db, "--block", "100", "--metagraph", repoDir("docs/examples/weights/members.json"),
 						"--validator", "5Fvalidator", "--policy", repoDir("docs/examples/weights/policy.json")},
 					{"settle", "--ledger", db},
+					{"stack", "export", "--ledger", db, "--out", filepath.Join(t.TempDir(), "stack.hcl")},
 				} {
 					if code, out, errOut := run(t, "", args...); code != 2 || !strings.Contains(errOut, tc.stderr) {
 						t.Errorf("%s on it: exit %d\n%s\n%s", args[0], code, out, errOut)

@@ -53,7 +53,7 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 	if err != nil {
 		return err
 	}
-	l, err := ledger.Open(ctx, o.ledger, ledger.Options{})
+	l, err := openCheckedLedger(ctx, o.ledger, "qualification")
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/review/ledgercrown"
 	"github.com/cacheon/engine/settlement/apply"
-	"github.com/cacheon/engine/settlement/ledger"
 )
 
 // releaseReviewOptions are the flags and arguments of release review.
@@ -126,7 +125,7 @@ func runReleaseReview(ctx context.Context, s Streams, o releaseReviewOptions) er
 	var rec *review.Record
 	var crownEvent int64
 	if o.ledger != "" {
-		l, err := ledger.Open(ctx, o.ledger, ledger.Options{})
+		l, err := openCheckedLedger(ctx, o.ledger, "crown review")
 		if err != nil {
 			return err
 		}

@@ -116,16 +116,13 @@ func runSettle(ctx context.Context, s Streams, o settleOptions) error {
 		return err
 	}
 	payload := contribution.PayloadOptions{Closure: o.deps.closure, CUDACheck: o.deps.cudaCheck, PatcherDigests: digests}
-	l, err := ledger.Open(ctx, o.ledger, ledger.Options{})
+	// Settlement writes crowns and claims: never onto a ledger that
+	// "ledger check" refuses.
+	l, err := openCheckedLedger(ctx, o.ledger, "settlement")
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	// Settlement writes crowns and claims: never onto a ledger that
-	// "ledger check" refuses.
-	if _, err := l.Check(ctx); err != nil {
-		return fmt.Errorf("%s: no settlement on a ledger that fails its check: %w", o.ledger, err)
-	}
 	doc := settleJSON{Ledger: o.ledger}
 	if o.init != "" {
 		if doc.Initialized, err = initStack(ctx, l, o, payload); err != nil {

@@ -83,7 +83,7 @@ type stackExportJSON struct {
 }
 
 func runStackExport(ctx context.Context, s Streams, o stackExportOptions) error {
-	l, err := ledger.Open(ctx, o.ledger, ledger.Options{})
+	l, err := openCheckedLedger(ctx, o.ledger, "stack export")
 	if err != nil {
 		return err
 	}

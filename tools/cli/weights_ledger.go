@@ -61,15 +61,11 @@ when a file is missing or the ledger is being written.`
 }
 
 func runWeightsLedger(ctx context.Context, s Streams, o weightsLedgerOptions) error {
-	l, err := ledger.Open(ctx, o.ledger, ledger.Options{})
+	// Weights are money: never computed from a ledger that "ledger check"
+	// refuses (a damaged page, a row edited past the row record chain).
+	l, err := openCheckedLedger(ctx, o.ledger, "weights")
 	if err != nil {
 		return err
-	}
-	// Weights are money: never computed from a ledger that "ledger check"
-	// refuses (a damaged page, a status its transitions disagree with).
-	if _, err := l.Check(ctx); err != nil {
-		l.Close()
-		return fmt.Errorf("%s: no weights from a ledger that fails its check: %w", o.ledger, err)
 	}
 	standing, discovery, err := ledgerClaims(ctx, l)
 	l.Close()
