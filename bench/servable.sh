@@ -91,7 +91,7 @@ blobs=$(find "$work/release/blobs/sha256" -type f -printf '%s\n' | awk '{s+=$1} 
   echo "|---|---|---|---|"
   row "release base (assemble 394 packages, 8 layers)" 0 "rm -rf '$work/base'" \
     "$cacheon" release base --lock "$lock" --out "$work/base"
-  row "servable release: base + release build" 0 "chmod -R u+w '$work/rel2' 2>/dev/null; rm -rf '$work/rel2'" \
+  row "servable release: release build (base cached)" 0 "chmod -R u+w '$work/rel2' 2>/dev/null; rm -rf '$work/rel2'" \
     bash tools/servable_release.sh "$cacheon" "$work/rel2"
   row "release sign" 0 "chmod -R u+w '$work/rel3' 2>/dev/null; rm -rf '$work/rel3'; cp -R '$work/release' '$work/rel3'" \
     "$cacheon" release sign --key "$work/key.key" "$work/rel3"

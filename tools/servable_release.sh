@@ -18,9 +18,37 @@ lock=deploy/base/debian-bookworm-python3-torch.lock.json
 
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
-"$cacheon" release base --json --lock "$lock" --out "$work/base" >"$work/base.json"
-base_digest=$(jq -r .digest "$work/base.json")
-base_name=$(jq -r .name "$work/base.json")
+
+# The base is a function of the lock file and of the assembler (this
+# cacheon binary): assembled once per pair and kept in the cache, so a
+# warm run skips the minute of unpacking and compressing 394 packages.
+# release build re-hashes every blob of it against --base-digest, so a
+# damaged cache entry fails the build; only the newest entry is kept.
+# CACHEON_CACHE=off assembles it every time.
+base_cache=$cache/servable-base
+base=$base_cache/$(cat "$lock" "$cacheon" | sha256sum | cut -c1-64)
+if [[ $cache != off && -f $base/base.json && -d $base/layout ]]; then
+  echo "servable base: reusing $base (same lock and assembler)" >&2
+else
+  mkdir -p "$work/base"
+  "$cacheon" release base --json --lock "$lock" --out "$work/base/layout" >"$work/base/base.json"
+  if [[ $cache == off ]]; then
+    base=$work/base
+  else
+    # Into the cache directory under a temporary name, then renamed: a
+    # run killed half-way leaves no entry that looks whole.
+    mkdir -p "$base_cache"
+    tmp=$base_cache/.tmp-$$
+    rm -rf "$tmp"
+    mv "$work/base" "$tmp"
+    for old in "$base_cache"/*; do
+      [[ ! -e $old || $old == "$base" ]] || { chmod -R u+w "$old" 2>/dev/null || true; rm -rf "$old"; }
+    done
+    mv -T "$tmp" "$base" 2>/dev/null || { chmod -R u+w "$tmp"; rm -rf "$tmp"; }
+  fi
+fi
+base_digest=$(jq -r .digest "$base/base.json")
+base_name=$(jq -r .name "$base/base.json")
 
 # The engine tree and substrate in the form the release build checks (and
 # the Bazel rule stages): files 0444, directories 0755, times at the epoch.
@@ -41,6 +69,6 @@ stage kernels/substrate/cacheon_substrate "$work/substrate/cacheon_substrate"
   --substrate "$work/substrate" \
   --model-receipt bazel-bin/release/tiny_llama.receipt.json \
   --entrypoint bazel-bin/tools/cmd/cacheon/cacheon_/cacheon \
-  --base-layout "$work/base" --base-digest "$base_digest" --base-name "$base_name" \
+  --base-layout "$base/layout" --base-digest "$base_digest" --base-name "$base_name" \
   --name cacheon-engine:0.1.0 --source-date-epoch 0 \
   --out "$out" "$@"

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -585,7 +586,7 @@ func (p *Plan) Write(out string, progress Progress) (*Result, error) {
 	}
 
 	progress("writing the OCI layout")
-	if _, err := w.AddImage(img, p.Name); err != nil {
+	if _, err := w.AddImage(img, LayoutRefName(p.Name)); err != nil {
 		return nil, err
 	}
 	if _, err := w.AddBase(p.Base); err != nil {
@@ -616,4 +617,20 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// LayoutRefName is the name index.json lists the release image under
+// (org.opencontainers.image.ref.name): the tag of the image name
+// ("0.1.0" for cacheon-engine:0.1.0), as the OCI layout's stock clients
+// address it (oras --oci-layout DIR:0.1.0, skopeo oci:DIR:0.1.0). A name
+// without a tag is listed whole.
+func LayoutRefName(imageName string) string {
+	repo := imageName
+	if i := strings.LastIndex(repo, "/"); i >= 0 {
+		repo = repo[i+1:]
+	}
+	if i := strings.LastIndex(repo, ":"); i >= 0 && i+1 < len(repo) {
+		return repo[i+1:]
+	}
+	return imageName
 }

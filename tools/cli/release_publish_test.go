@@ -156,3 +156,33 @@ func stockTool(t *testing.T, name string) string {
 	}
 	return p
 }
+
+// oras, where it is installed, addresses the release in its OCI layout by
+// the image's tag, as it does any layout: index.json lists the image under
+// "test" for cacheon-engine:test, not under the whole name.
+func TestOrasAddressesTheLayoutByTag(t *testing.T) {
+	stockTool(t, "oras")
+	r := fixture.New(t)
+	dir := r.Signed(t)
+	l, err := store.OpenLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := l.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := img.Digest
+	cmd := exec.Command("oras", "manifest", "fetch", "--descriptor", "--oci-layout", dir+":test")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("oras manifest fetch --oci-layout %s:test: %v\n%s", dir, err, b)
+	}
+	var d struct {
+		Digest string `json:"digest"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil || d.Digest != want.String() {
+		t.Errorf("oras fetched %s (%v), the release image is %s", b, err, want)
+	}
+}
