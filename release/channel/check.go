@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -119,6 +120,21 @@ type Entry struct {
 	Withdrawn *Withdrawal `json:"withdrawn,omitempty"`
 }
 
+// sourceError classifies a failed read of the channel's file name. A
+// channel that cannot be reached (a network error) or is not there at all
+// (its first file missing: a wrong path or URL) gave nothing to judge: an
+// error of the run (exit 1), never a verdict. A file missing from a
+// channel that is there (snapshot.json withheld by a mirror), or anything
+// else the source refused (an oversized file, an HTTP error status), is a
+// refusal.
+func sourceError(src Source, name string, err error, reached bool) error {
+	var ue *url.Error
+	if errors.As(err, &ue) || (!reached && errors.Is(err, fs.ErrNotExist)) {
+		return fmt.Errorf("release channel %s: %s: %w", src, name, err)
+	}
+	return refuse("%s: %s: %v", src, name, err)
+}
+
 // Load runs TUF's client workflow over the channel: walk the root chain
 // from the trusted root, then timestamp, snapshot and targets, each signed
 // by its role's keys under the newest root, none expired at opts.Now, no
@@ -130,11 +146,13 @@ func Load(opts Options) (*Channel, error) {
 	}
 	now = now.UTC()
 	src := opts.Source
+	reached := false // a file of the channel was read: it is there
 	read := func(name string) ([]byte, error) {
 		b, err := src.Read(name)
 		if err != nil {
-			return nil, refuse("%s: %s: %v", src, name, err)
+			return nil, sourceError(src, name, err, reached)
 		}
+		reached = true
 		return b, nil
 	}
 	state := stateDir(opts.State)
@@ -159,8 +177,9 @@ func Load(opts Options) (*Channel, error) {
 			break
 		}
 		if err != nil {
-			return nil, refuse("%s: %s: %v", src, name, err)
+			return nil, sourceError(src, name, err, reached)
 		}
+		reached = true
 		if _, err := trusted.UpdateRoot(b); err != nil {
 			return nil, refuse("%s: %s: %v", src, name, err)
 		}

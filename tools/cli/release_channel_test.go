@@ -222,9 +222,13 @@ func TestReleaseChannelCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("verify 1.2.0: %d", code)
 	}
-	args = []string{"release", "verify", "--json", "--key", r.PublicKey, "--channel", filepath.Join(work, "nowhere"), "--channel-root", root, "--name", "cacheon-engine", v3}
-	code, out, _ = run(t, "", args...)
-	if code != ExitRejected || !strings.Contains(out, `"name": "channel"`) {
-		t.Fatalf("verify against a missing channel: %d %s", code, out)
+	// A channel that is not there or cannot be reached gave nothing to
+	// judge: exit 1 (the contract's no verdict), naming where it looked.
+	for _, where := range []string{filepath.Join(work, "nowhere"), "http://127.0.0.1:1/channel/"} {
+		args = []string{"release", "verify", "--json", "--key", r.PublicKey, "--channel", where, "--channel-root", root, "--name", "cacheon-engine", v3}
+		code, out, errOut = run(t, "", args...)
+		if code != ExitError || !strings.Contains(errOut, strings.TrimSuffix(where, "channel/")) {
+			t.Fatalf("verify against a missing channel %s: %d %s %s", where, code, out, errOut)
+		}
 	}
 }
