@@ -189,11 +189,26 @@ func stageOf(r *Report, name string) *Stage {
 // arms' trajectories, and the candidate's are wrong: T FAILs it, and the
 // qualification with it (integrity class 9, honest only while watched).
 func TestQualityCatchesAKernelHonestOnlyWhileAudited(t *testing.T) {
-	r := qualifyOverDemo(t, "kernels/fixtures/rmsnorm_wrong_unless_audited")
-	for _, name := range []string{StageSpeed, StageAudit} {
-		if s := stageOf(r, name); s == nil || s.Decision != Pass {
-			t.Fatalf("stage %s: %+v, want a PASS (the cheat is for T to catch)", name, s)
+	// The speed stage comes before T and ends the qualification when it
+	// does not PASS. The candidate is several times faster than the slow
+	// incumbent, but a CPU read is noise on a loaded machine (one CI run
+	// with a second beside it read 0.82 and FAILed speed), so a speed
+	// stage that did not PASS is measured again, up to three times: what
+	// this test judges is T, and T only runs after a speed PASS.
+	var r *Report
+	for try := 1; ; try++ {
+		r = qualifyOverDemo(t, "kernels/fixtures/rmsnorm_wrong_unless_audited")
+		s := stageOf(r, StageSpeed)
+		if s != nil && s.Decision == Pass {
+			break
 		}
+		if try == 3 {
+			t.Fatalf("speed stage %+v in %d qualifications, want a PASS to reach T (the candidate is several times faster than the slow incumbent)", s, try)
+		}
+		t.Logf("qualification %d: speed stage %+v; measuring again", try, s)
+	}
+	if s := stageOf(r, StageAudit); s == nil || s.Decision != Pass {
+		t.Fatalf("stage %s: %+v, want a PASS (the cheat is for T to catch)", StageAudit, s)
 	}
 	// T FAILs when any metric's regression interval clears its delta; the
 	// reason names each metric that did (on the CPU test model, argmax_rate
