@@ -36,6 +36,43 @@ class CompareTest(unittest.TestCase):
             with self.subTest(name):
                 self.assertEqual(ref.compare(a, e, ALLCLOSE, 0.01, 0.01).passed, want)
 
+    def test_the_fast_path_keeps_the_rule(self):
+        """compare takes fewer passes when every element is finite; its
+        verdict, score, max abs error and reason must be those of the plain
+        rule on every mix of finite, infinite, NaN and overflowing values."""
+
+        def plain(a, e, policy, atol, rtol):
+            fa, fe = torch.isfinite(a), torch.isfinite(e)
+            diff = (a - e).abs()
+            ok = torch.where(fe, (diff <= atol + rtol * e.abs()) & fa, a == e)
+            both = fa & fe
+            mae = float(diff.masked_fill_(~both, 0.0).max()) if bool(both.any()) else 0.0
+            n = ok.numel()
+            return float(ok.sum()) / n if n else 1.0, mae
+
+        big = torch.finfo(torch.float32).max
+        specials = [float("nan"), float("inf"), float("-inf"), big, -big, 0.0]
+        g = torch.Generator().manual_seed(7)
+        policies = [ALLCLOSE, Correctness("matched_ratio", min_ratio=0.5)]
+        for trial in range(300):
+            n = int(torch.randint(0, 40, (1,), generator=g))
+            e = torch.randn(n, generator=g)
+            a = e + torch.randn(n, generator=g) * 0.02
+            for t in (a, e):
+                for i in torch.randint(0, max(n, 1), (int(torch.randint(0, 4, (1,), generator=g)),), generator=g).tolist():
+                    if i < n:
+                        t[i] = specials[int(torch.randint(0, len(specials), (1,), generator=g))]
+            for policy in policies:
+                with self.subTest(trial=trial, mode=policy.mode):
+                    frac, mae = plain(a, e, policy, 0.01, 0.01)
+                    c = ref.compare(a, e, policy, 0.01, 0.01)
+                    self.assertEqual(c.score, frac)
+                    self.assertEqual(c.max_abs_err, mae)
+                    want = frac == 1.0 if policy.mode == "allclose" else frac >= policy.min_ratio
+                    self.assertEqual(c.passed, want)
+                    nonfinite = int((~torch.isfinite(a) & torch.isfinite(e)).sum())
+                    self.assertEqual(f"{nonfinite} non-finite where finite expected" in c.reason, bool(nonfinite) and not want)
+
     def test_nan_never_matches_nan(self):
         e = torch.tensor([float("nan"), 1.0])
         a = torch.tensor([float("nan"), 1.0])
