@@ -151,7 +151,7 @@ func stableRead(full string, walked fs.FileInfo) ([]byte, error) {
 		return nil, fmt.Errorf("%w: replaced or modified between the walk and the read", ErrUnstable)
 	}
 	size := walked.Size()
-	data := make([]byte, size, size+1)
+	data := readBuffer(size)
 	if _, err := io.ReadFull(f, data); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: shrank while read (walked %d bytes)", ErrUnstable, size)

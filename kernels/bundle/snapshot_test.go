@@ -1,9 +1,11 @@
 package bundle
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -424,6 +426,68 @@ func TestSnapshotWriteToSetsModes(t *testing.T) {
 		}
 		if _, err := os.Lstat(out); !os.IsNotExist(err) {
 			t.Errorf("WriteTo with modes %+v left %s behind: %v", bad, out, err)
+		}
+	}
+}
+
+// The snapshot's buffers for large files are carved out of larger
+// allocations on Linux (see readBuffer): every size around the huge-page
+// boundary must read back exactly, with nothing of one file in another.
+func TestSnapshotReadsFilesAroundTheHugePageSizeExactly(t *testing.T) {
+	const huge = 2 << 20
+	sizes := []int{0, 1, 4095, huge - 1, huge, huge + 1, 3*huge + 4097}
+	d := t.TempDir()
+	want := map[string][]byte{}
+	for i, n := range sizes {
+		data := make([]byte, n)
+		for j := range data {
+			data[j] = byte(j*31 + i*7 + j>>12)
+		}
+		name := fmt.Sprintf("f%d.bin", i)
+		want[name] = data
+		if err := os.WriteFile(filepath.Join(d, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := OpenHashed(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range want {
+		got, ok := s.ReadFile(name)
+		if !ok || !bytes.Equal(got, data) {
+			t.Fatalf("%s: read %d bytes, want the %d written", name, len(got), len(data))
+		}
+		if cap(got) != len(data)+1 {
+			t.Errorf("%s: capacity %d, want %d", name, cap(got), len(data)+1)
+		}
+		sum := sha256.Sum256(data)
+		if h, _ := s.SHA256(name); h != hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: sha256 %s, want %x", name, h, sum)
+		}
+	}
+}
+
+func TestReadBufferIsZeroedAndPrivate(t *testing.T) {
+	const huge = 2 << 20
+	for _, n := range []int64{0, 1, huge - 1, huge, 5*huge + 123} {
+		a, b := readBuffer(n), readBuffer(n)
+		if int64(len(a)) != n || int64(cap(a)) != n+1 {
+			t.Fatalf("readBuffer(%d): len %d cap %d", n, len(a), cap(a))
+		}
+		for i, c := range a[:cap(a)] {
+			if c != 0 {
+				t.Fatalf("readBuffer(%d): byte %d is %d, want 0", n, i, c)
+			}
+		}
+		full := a[:cap(a)]
+		for i := range full {
+			full[i] = 0xff
+		}
+		for i, c := range b[:cap(b)] {
+			if c != 0 {
+				t.Fatalf("readBuffer(%d): writing one buffer changed byte %d of another", n, i)
+			}
 		}
 	}
 }
