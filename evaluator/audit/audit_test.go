@@ -224,7 +224,7 @@ func TestRecordsAreHostileInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := Policy{MinCalls: DefaultMinCalls, RatePPM: DefaultRatePPM, ExpectedSlots: []string{"norm.rmsnorm"}, WorldSize: 1}
+	pol := Policy{MinCalls: DefaultMinCalls, RatePPM: DefaultRatePPM, ExpectedSlots: []string{"norm.rmsnorm"}, WorldSize: 1, BudgetBytes: DefaultBudgetBytes}
 	rec := filepath.Join(recDir, "norm.rmsnorm.0000003.rec")
 	orig, err := os.ReadFile(rec)
 	if err != nil {

@@ -241,10 +241,11 @@ func TestTheSampleIsNotInTheEnvironment(t *testing.T) {
 		}
 	}
 	var secret struct {
-		Seed string `json:"audit_seed"`
-		Rate int    `json:"audit_rate_ppm"`
+		Seed   string `json:"audit_seed"`
+		Rate   int    `json:"audit_rate_ppm"`
+		Budget int64  `json:"audit_budget_bytes"`
 	}
-	if err := json.Unmarshal(secretLine(seed, 250_000), &secret); err != nil || secret.Seed != seed || secret.Rate != 250_000 {
+	if err := json.Unmarshal(secretLine(seed, 250_000, 1<<20), &secret); err != nil || secret.Seed != seed || secret.Rate != 250_000 || secret.Budget != 1<<20 {
 		t.Fatalf("secret line %+v, %v", secret, err)
 	}
 }

@@ -50,9 +50,11 @@ ENV_OUTPUTS = "CACHEON_SLOT_AUDIT_OUTPUTS"
 
 INDEX = "index.json"
 SUFFIX = ".rec"
-# Bounds the controller's judge enforces too: one record, all records.
+# Bounds the controller's judge enforces too: one record, and the most a
+# policy's budget (all records) may be. The budget itself comes on the
+# request pipe with the seed (read_secret).
 RECORD_LIMIT = 64 << 20
-TOTAL_LIMIT = 1 << 30
+MAX_BUDGET = 1 << 34
 PPM = 1_000_000
 
 
@@ -88,8 +90,9 @@ def _dtype(t: torch.Tensor) -> str:
 class Recorder:
     """Wraps one seam's call for the expected slots."""
 
-    def __init__(self, directory, rate_ppm, seed, slots, outputs, rank=0):
+    def __init__(self, directory, rate_ppm, seed, slots, outputs, rank=0, budget=1 << 30):
         self.dir, self.rate, self.seed, self.slots, self.rank = directory, rate_ppm, seed, frozenset(slots), rank
+        self.budget = budget
         missing = sorted(self.slots - set(outputs))
         if missing:
             raise AuditError(f"no output positions for expected slot(s) {', '.join(missing)}")
@@ -155,7 +158,7 @@ class Recorder:
         header = json.dumps({"slot": slot, "call": i, "origin": origin, "args": entries},
                             separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
         size = 8 + len(header) + offset
-        if size > RECORD_LIMIT or self.bytes + size > TOTAL_LIMIT:
+        if size > RECORD_LIMIT or self.bytes + size > self.budget:
             # Over budget: the record is left out and the index says so,
             # which the judge reads as the validator's own shortfall.
             self.overflow = True
@@ -238,8 +241,9 @@ def audited(env):
 
 
 def read_secret(line):
-    """The sample's (seed, rate in ppm) from the audit session's first
-    request line: {"audit_seed": "<32 hex>", "audit_rate_ppm": N}."""
+    """The sample's (seed, rate in ppm, budget in bytes) from the audit
+    session's first request line: {"audit_seed": "<32 hex>",
+    "audit_rate_ppm": N, "audit_budget_bytes": B}."""
     if line is None:
         raise AuditError("the audit session's request pipe closed before the audit secret")
     try:
@@ -255,12 +259,16 @@ def read_secret(line):
         raise AuditError(f"audit_rate_ppm {rate} is outside [1, {PPM}]")
     if not isinstance(seed, str) or len(seed) != 32 or any(c not in "0123456789abcdef" for c in seed):
         raise AuditError("audit_seed must be 32 lowercase hex digits")
-    return seed, rate
+    budget = doc.get("audit_budget_bytes")
+    if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= MAX_BUDGET:
+        raise AuditError(f"audit_budget_bytes {budget!r} must be an integer number of bytes in [1, {MAX_BUDGET}]")
+    return seed, rate, budget
 
 
 def from_env(env, secret=None):
     """The recorder the environment asks for, or None outside an audit.
-    secret is read_secret's (seed, rate): never from the environment."""
+    secret is read_secret's (seed, rate, budget): never from the
+    environment."""
     for k in (ENV_RATE, ENV_SEED):
         if k in env:
             raise AuditError(f"{k} is in the environment, which the candidate's code can read; "
@@ -273,7 +281,7 @@ def from_env(env, secret=None):
     directory = env[ENV_DIR]
     if secret is None:
         raise AuditError("an audit session needs the audit secret from its request pipe")
-    seed, rate = secret
+    seed, rate, budget = secret
     slots = [s for s in env.get(ENV_SLOTS, "").split(",") if s]
     if not slots:
         raise AuditError(f"{ENV_SLOTS} names no slot")
@@ -281,4 +289,4 @@ def from_env(env, secret=None):
         raise AuditError(f"{ENV_OUTPUTS} is not set: the outputs to poison are unknown")
     outputs = parse_outputs(env[ENV_OUTPUTS])
     rank = int(env.get(ENV_RANK, "0") or 0)
-    return Recorder(directory, rate, seed, slots, outputs, rank)
+    return Recorder(directory, rate, seed, slots, outputs, rank, budget)

@@ -41,7 +41,7 @@ class FromEnvTest(unittest.TestCase):
         base = {audit.ENV_DIR: "/nonexistent", audit.ENV_SLOTS: "norm.rmsnorm", audit.ENV_OUTPUTS: "norm.rmsnorm=2"}
         no_outputs = dict(base)
         del no_outputs[audit.ENV_OUTPUTS]
-        secret = (SEED, audit.PPM)
+        secret = (SEED, audit.PPM, 1 << 30)
         for env, why in [({audit.ENV_SLOTS: "norm.rmsnorm"}, "without"),
                          (dict(base, **{audit.ENV_SLOTS: ""}), "no slot"), (no_outputs, "outputs to poison"),
                          (dict(base, **{audit.ENV_OUTPUTS: "norm.rmsnorm"}), "malformed"),
@@ -58,14 +58,17 @@ class FromEnvTest(unittest.TestCase):
         base = {audit.ENV_DIR: "/nonexistent", audit.ENV_SLOTS: "norm.rmsnorm", audit.ENV_OUTPUTS: "norm.rmsnorm=2"}
         for extra in ({audit.ENV_SEED: SEED}, {audit.ENV_RATE: "1000000"}):
             with self.assertRaisesRegex(audit.AuditError, "in the environment"):
-                audit.from_env(dict(base, **extra), (SEED, audit.PPM))
+                audit.from_env(dict(base, **extra), (SEED, audit.PPM, 1 << 30))
 
     def test_reads_the_secret_line(self):
-        self.assertEqual(audit.read_secret('{"audit_seed": "%s", "audit_rate_ppm": 250000}' % SEED), (SEED, 250000))
+        line = '{"audit_seed": "%s", "audit_rate_ppm": 250000, "audit_budget_bytes": 4096}' % SEED
+        self.assertEqual(audit.read_secret(line), (SEED, 250000, 4096))
         for line, why in [(None, "closed"), ("x", "not JSON"), ("[]", "object"),
-                          ('{"audit_seed": "%s", "audit_rate_ppm": 0}' % SEED, "outside"),
-                          ('{"audit_seed": "%s", "audit_rate_ppm": "9"}' % SEED, "integer"),
-                          ('{"audit_seed": "ABC", "audit_rate_ppm": 9}', "hex")]:
+                          ('{"audit_seed": "%s", "audit_rate_ppm": 0, "audit_budget_bytes": 1}' % SEED, "outside"),
+                          ('{"audit_seed": "%s", "audit_rate_ppm": "9", "audit_budget_bytes": 1}' % SEED, "integer"),
+                          ('{"audit_seed": "ABC", "audit_rate_ppm": 9, "audit_budget_bytes": 1}', "hex"),
+                          ('{"audit_seed": "%s", "audit_rate_ppm": 9}' % SEED, "audit_budget_bytes"),
+                          ('{"audit_seed": "%s", "audit_rate_ppm": 9, "audit_budget_bytes": 0}' % SEED, "audit_budget_bytes")]:
             with self.assertRaisesRegex(audit.AuditError, why):
                 audit.read_secret(line)
 

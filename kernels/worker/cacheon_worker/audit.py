@@ -35,7 +35,6 @@ SUFFIX = ".rec"
 INDEX_LIMIT = 1 << 20
 HEADER_LIMIT = 1 << 20
 RECORD_LIMIT = 64 << 20
-TOTAL_LIMIT = 1 << 30
 MAX_RECORDS = 1 << 16
 PPM = 1_000_000
 
@@ -197,7 +196,7 @@ def judge_call(bound, head, body, name):
     return score, passed, reason, threshold
 
 
-def judge_rank(d, rank, bounds, seed, rate):
+def judge_rank(d, rank, bounds, seed, rate, budget):
     """Receipts of one rank's directory, or a record error."""
     slots = sorted(bounds)
     idx = read_index(d, slots)
@@ -236,8 +235,8 @@ def judge_rank(d, rank, bounds, seed, rate):
         for n in have:
             data = tensorio.read_regular(os.path.join(d, n), RECORD_LIMIT)
             total += len(data)
-            if total > TOTAL_LIMIT:
-                raise RecordError(f"the records hold more than {TOTAL_LIMIT} bytes")
+            if total > budget:
+                raise RecordError(f"the records hold more than the recorder's budget of {budget} bytes")
             head, body = parse_record(data, n)
             call = int(n[len(slot) + 1:-len(SUFFIX)])
             if head["slot"] != slot or head["call"] != call or not isinstance(head["origin"], str):
@@ -269,9 +268,10 @@ def judge_rank(d, rank, bounds, seed, rate):
 def run(req, progress):
     contracts = req.get("contracts")
     dirs = req.get("record_dirs")
-    seed, rate = req.get("seed"), req.get("rate_ppm")
-    if not isinstance(contracts, list) or not isinstance(dirs, list) or not isinstance(seed, str) or not isinstance(rate, int):
-        raise ValueError("an audit request needs contracts, record_dirs, seed and rate_ppm")
+    seed, rate, budget = req.get("seed"), req.get("rate_ppm"), req.get("budget_bytes")
+    if not isinstance(contracts, list) or not isinstance(dirs, list) or not isinstance(seed, str) or not isinstance(rate, int) \
+            or not isinstance(budget, int) or budget < 1:
+        raise ValueError("an audit request needs contracts, record_dirs, seed, rate_ppm and a positive budget_bytes")
     bounds, unsupported = {}, []
     for c in contracts:
         b = ref.bind(c)
@@ -285,7 +285,7 @@ def run(req, progress):
     for rank, d in enumerate(dirs):
         progress("audit_rank", case=rank)
         try:
-            receipts, overflow = judge_rank(d, rank, bounds, seed, rate)
+            receipts, overflow = judge_rank(d, rank, bounds, seed, rate, budget)
         except (RecordError, OSError, ValueError) as e:
             out["record_errors"].append({"rank": rank, "reason": str(e)[:1000]})
             continue
