@@ -178,8 +178,17 @@ func Run(ctx context.Context, o Options) (*Evidence, error) {
 		ev.RecordErrors = parts
 		return finish(ByRecords, Fail, "the candidate's engine left forged or truncated audit records: "+strings.Join(parts, "; "))
 	}
-	if res.Overflow {
-		return finish(ByRecords, NoDecision, "the audit records outgrew the recorder's budget; calls were left unrecorded")
+	if len(res.Overflow) > 0 {
+		// A slot that outgrew its share stopped recording, so its sample
+		// is not the whole run's and cannot pass; but what it kept is a
+		// sample of real calls, and a wrong output there is the
+		// candidate's FAIL (the gate's, so a regrade recomputes it). A
+		// kernel that inflated a record to stop the recording gains no
+		// PASS from it.
+		if d, r := Gate(p, ev.Receipts); d == Fail {
+			return finish(ByGate, d, r)
+		}
+		return finish(ByRecords, NoDecision, "the audit records outgrew the recorder's budget: "+strings.Join(res.Overflow, "; "))
 	}
 	decision, reason = Gate(p, ev.Receipts)
 	return finish(ByGate, decision, reason)
@@ -280,9 +289,11 @@ type Result struct {
 	Receipts     []Receipt     `json:"receipts"`
 	RecordErrors []RecordError `json:"record_errors"`
 	Unsupported  []string      `json:"unsupported"`
-	Overflow     bool          `json:"overflow"`
-	HarnessError string        `json:"harness_error,omitempty"`
-	Traceback    string        `json:"traceback,omitempty"`
+	// Overflow says, per slot that outgrew its share of the budget,
+	// where it stopped recording and by how much (the judge's words).
+	Overflow     []string `json:"overflow"`
+	HarnessError string   `json:"harness_error,omitempty"`
+	Traceback    string   `json:"traceback,omitempty"`
 }
 
 // RecordError is a record the judge refused: the candidate's engine wrote it.
