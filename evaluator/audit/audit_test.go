@@ -177,9 +177,10 @@ func TestAuditOnTheCPU(t *testing.T) {
 
 // smallBudget is a recorder budget that holds far fewer records than
 // the calls the CPU audit makes: a norm.rmsnorm prefill record of the
-// test model is about 2.4 KiB (with the header's room, see HEADER_SLACK
-// in cacheon_substrate/audit.py) and the audit makes 330 norm.rmsnorm
-// calls (five a forward pass, 66 passes), so about 40 records fit, as a
+// test model is about 2.4 KiB, the capacity counts 256 bytes more for a
+// later header (HEADER_SLACK in cacheon_substrate/audit.py), and the
+// audit makes 330 norm.rmsnorm
+// calls (five a forward pass, 66 passes), so about 36 records fit, as a
 // real model's calls outgrow the default 1 GiB (the MLP slot of an
 // 8-layer model on an H200). The tests assert that the sample is smaller
 // than the calls and at least min_calls, so a change in record size
