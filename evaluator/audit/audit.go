@@ -76,6 +76,11 @@ type Options struct {
 	SelectedDelta string
 	// MinCalls and RatePPM; zero takes the defaults.
 	MinCalls, RatePPM int
+	// BudgetBytes is the recorder's byte budget (zero: DefaultBudgetBytes).
+	// It reaches the recorder on the request pipe with the seed, so a
+	// test can make it small without a variable the candidate could set
+	// or read.
+	BudgetBytes int64
 	// StartTimeout, BatchTimeout bound the engine (zero: the engine's
 	// defaults); JudgeTimeout the reference worker (zero: 10 minutes).
 	StartTimeout, BatchTimeout, JudgeTimeout time.Duration
@@ -97,6 +102,9 @@ func Run(ctx context.Context, o Options) (*Evidence, error) {
 	if o.RatePPM == 0 {
 		o.RatePPM = DefaultRatePPM
 	}
+	if o.BudgetBytes == 0 {
+		o.BudgetBytes = DefaultBudgetBytes
+	}
 	if o.JudgeTimeout == 0 {
 		o.JudgeTimeout = 10 * time.Minute
 	}
@@ -108,7 +116,7 @@ func Run(ctx context.Context, o Options) (*Evidence, error) {
 		slots = append(slots, c.Slot)
 	}
 	slices.Sort(slots)
-	p := Policy{MinCalls: o.MinCalls, RatePPM: o.RatePPM, ExpectedSlots: slots, WorldSize: 1}
+	p := Policy{MinCalls: o.MinCalls, RatePPM: o.RatePPM, ExpectedSlots: slots, WorldSize: 1, BudgetBytes: o.BudgetBytes}
 	if err := p.Validate(); err != nil {
 		return nil, reject.Wrap(err)
 	}
@@ -141,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Evidence, error) {
 	recDir := filepath.Join(engineDir, "audit")
 	spec := engine.Spec{Python: o.Python, Root: o.Root, Tree: o.Tree, Model: o.Model, Native: o.Native, Device: o.Device, Graph: false,
 		WorkDir: engineDir, StartTimeout: o.StartTimeout, BatchTimeout: o.BatchTimeout,
-		Env: sessionEnv(recDir, slots, outputs), Preamble: secretLine(seed, p.RatePPM)}
+		Env: sessionEnv(recDir, slots, outputs), Preamble: secretLine(seed, p.RatePPM, p.BudgetBytes)}
 	progress("audit: candidate engine, %d × 1 prompt of %d tokens, %d new tokens", ev.Repetitions, len(prompt.Tokens), NewTokens)
 	te := time.Now()
 	by, decision, reason := serve(ctx, o.Isolation, spec, prompt.Tokens, ev.Repetitions)
@@ -170,8 +178,17 @@ func Run(ctx context.Context, o Options) (*Evidence, error) {
 		ev.RecordErrors = parts
 		return finish(ByRecords, Fail, "the candidate's engine left forged or truncated audit records: "+strings.Join(parts, "; "))
 	}
-	if res.Overflow {
-		return finish(ByRecords, NoDecision, "the audit records outgrew the recorder's budget; calls were left unrecorded")
+	if len(res.Overflow) > 0 {
+		// A slot that outgrew its share stopped recording, so its sample
+		// is not the whole run's and cannot pass; but what it kept is a
+		// sample of real calls, and a wrong output there is the
+		// candidate's FAIL (the gate's, so a regrade recomputes it). A
+		// kernel that inflated a record to stop the recording gains no
+		// PASS from it.
+		if d, r := Gate(p, ev.Receipts); d == Fail {
+			return finish(ByGate, d, r)
+		}
+		return finish(ByRecords, NoDecision, "the audit records outgrew the recorder's budget: "+strings.Join(res.Overflow, "; "))
 	}
 	decision, reason = Gate(p, ev.Receipts)
 	return finish(ByGate, decision, reason)
@@ -187,12 +204,15 @@ func sessionEnv(recDir string, slots []string, outputs string) []string {
 
 // secretLine is the audit session's first request line, which the
 // session reads before it imports the engine tree: the sample's seed and
-// rate (cacheon_substrate/audit.py read_secret).
-func secretLine(seed string, ratePPM int) []byte {
+// rate, and the recorder's byte budget (cacheon_substrate/audit.py
+// read_secret). The budget is no secret (the evidence keeps it), but it
+// travels here so that nothing in the environment steers the recorder.
+func secretLine(seed string, ratePPM int, budget int64) []byte {
 	line, _ := json.Marshal(struct {
-		Seed string `json:"audit_seed"`
-		Rate int    `json:"audit_rate_ppm"`
-	}{seed, ratePPM})
+		Seed   string `json:"audit_seed"`
+		Rate   int    `json:"audit_rate_ppm"`
+		Budget int64  `json:"audit_budget_bytes"`
+	}{seed, ratePPM, budget})
 	return line
 }
 
@@ -258,6 +278,8 @@ type Request struct {
 	RecordDirs []string              `json:"record_dirs"`
 	Seed       string                `json:"seed"`
 	RatePPM    int                   `json:"rate_ppm"`
+	// BudgetBytes is the recorder's budget: the judge reads no more.
+	BudgetBytes int64 `json:"budget_bytes"`
 }
 
 // Result is the audit role's result file.
@@ -267,9 +289,11 @@ type Result struct {
 	Receipts     []Receipt     `json:"receipts"`
 	RecordErrors []RecordError `json:"record_errors"`
 	Unsupported  []string      `json:"unsupported"`
-	Overflow     bool          `json:"overflow"`
-	HarnessError string        `json:"harness_error,omitempty"`
-	Traceback    string        `json:"traceback,omitempty"`
+	// Overflow says, per slot that outgrew its share of the budget,
+	// where it stopped recording and by how much (the judge's words).
+	Overflow     []string `json:"overflow"`
+	HarnessError string   `json:"harness_error,omitempty"`
+	Traceback    string   `json:"traceback,omitempty"`
 }
 
 // RecordError is a record the judge refused: the candidate's engine wrote it.
@@ -291,7 +315,7 @@ func judge(ctx context.Context, o Options, seed string, p Policy, recDir string)
 	}
 	dir := filepath.Join(o.WorkDir, "judge")
 	req := Request{Protocol: worker.Protocol, Role: RoleAudit, WorkDir: dir, Contracts: o.Contracts,
-		RecordDirs: []string{recDir}, Seed: seed, RatePPM: p.RatePPM}
+		RecordDirs: []string{recDir}, Seed: seed, RatePPM: p.RatePPM, BudgetBytes: p.BudgetBytes}
 	out, err := worker.Run(ctx, o.Isolation, worker.Spec{Python: o.Python, ValidatorRoot: root, WorkDir: dir, Request: req,
 		Timeout: o.JudgeTimeout, ReadOnly: []string{recDir}})
 	if err != nil {

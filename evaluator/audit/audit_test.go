@@ -2,8 +2,11 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +175,218 @@ func TestAuditOnTheCPU(t *testing.T) {
 	}
 }
 
+// smallBudget is a recorder budget that holds far fewer records than
+// the calls the CPU audit makes: a norm.rmsnorm prefill record of the
+// test model is about 2.4 KiB, the capacity counts 256 bytes more for a
+// later header (HEADER_SLACK in cacheon_substrate/audit.py), and the
+// audit makes 330 norm.rmsnorm
+// calls (five a forward pass, 66 passes), so about 36 records fit, as a
+// real model's calls outgrow the default 1 GiB (the MLP slot of an
+// 8-layer model on an H200). The tests assert that the sample is smaller
+// than the calls and at least min_calls, so a change in record size
+// shows.
+const smallBudget = 96 << 10
+
+// TestAuditUnderASmallBudget: a budget far below what every call would
+// take is no NO_DECISION; the recorder keeps a uniform sample of the
+// calls, drawn from the secret seed, and the judge requires exactly that
+// sample. An honest kernel passes; a kernel honest for its first 40
+// calls, and one honest for its first 200 (more calls than the budget
+// holds, so records kept in call order would all be honest), fail.
+func TestAuditUnderASmallBudget(t *testing.T) {
+	cases := []struct {
+		candidate string
+		decision  string
+		reason    []string
+	}{
+		{"kernels/contributions/rmsnorm_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
+		{"kernels/fixtures/rmsnorm_wrong_after_n_calls", Fail, []string{"audit violation: norm.rmsnorm rank 0 call ", "bar 0.995"}},
+		{"kernels/fixtures/rmsnorm_wrong_after_the_budget", Fail, []string{"audit violation: norm.rmsnorm rank 0 call ", "bar 0.995"}},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.candidate), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			o := options(t, f, c.candidate)
+			o.BudgetBytes = smallBudget
+			ev, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s by %s: %s (engine %s s, judge %s s)", ev.Decision, ev.DecidedBy, ev.Reason, ev.EngineSeconds, ev.JudgeSeconds)
+			if ev.Decision != c.decision || ev.DecidedBy != ByGate {
+				t.Fatalf("decision %s by %s (%s), want %s by the gate", ev.Decision, ev.DecidedBy, ev.Reason, c.decision)
+			}
+			for _, want := range c.reason {
+				if !strings.Contains(ev.Reason, want) {
+					t.Errorf("reason %q lacks %q", ev.Reason, want)
+				}
+			}
+			if ev.Policy.BudgetBytes != smallBudget {
+				t.Errorf("the evidence's policy has budget %d, the audit ran under %d", ev.Policy.BudgetBytes, smallBudget)
+			}
+			if c.decision == Pass {
+				r := ev.Receipts[0]
+				if r.N < DefaultMinCalls || r.N >= r.Calls {
+					t.Fatalf("judged %d of %d calls: the budget should keep fewer than all and at least %d", r.N, r.Calls, DefaultMinCalls)
+				}
+			}
+		})
+	}
+}
+
+// TestARecordOverItsShareIsNoDecision: a budget that cannot hold one
+// record of the slot is the validator's shortfall, NO_DECISION by the
+// records, and the reason names the slot, the call and the sizes.
+func TestARecordOverItsShareIsNoDecision(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	o := options(t, f, "kernels/contributions/rmsnorm_torch")
+	o.BudgetBytes = 512
+	ev, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "the audit records outgrew the recorder's budget: rank 0: norm.rmsnorm stopped recording at call 0: its record of "
+	if ev.Decision != NoDecision || ev.DecidedBy != ByRecords || !strings.Contains(ev.Reason, want) ||
+		!strings.Contains(ev.Reason, "is over its share of 512 bytes (a budget of 512 bytes over 1 slot(s))") {
+		t.Fatalf("%s by %s: %s", ev.Decision, ev.DecidedBy, ev.Reason)
+	}
+}
+
+// TestTheJudgeRecomputesTheSample: under a budget that keeps a sample,
+// the judge recomputes which calls the sample keeps from the seed, the
+// rate, the budget, the call count and the first record, and refuses
+// records or an index that differ: a kept record removed, a record the
+// sample does not keep, a kept call exchanged for another, an index that
+// shrinks the sample or its capacity, or claims an overflow that is none.
+func TestTheJudgeRecomputesTheSample(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	o := options(t, f, "kernels/contributions/rmsnorm_torch")
+	o.BudgetBytes = smallBudget
+	ev, err := Run(context.Background(), o)
+	if err != nil || ev.Decision != Pass {
+		t.Fatalf("honest run: %v %+v", err, ev)
+	}
+	recDir := filepath.Join(o.WorkDir, "engine", "audit")
+	seed, err := Seed(o.Secret, o.SelectedDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := Policy{MinCalls: DefaultMinCalls, RatePPM: DefaultRatePPM, ExpectedSlots: []string{"norm.rmsnorm"}, WorldSize: 1, BudgetBytes: smallBudget}
+	indexPath := filepath.Join(recDir, "index.json")
+	index, err := os.ReadFile(indexPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx map[string]any
+	if err := json.Unmarshal(index, &idx); err != nil {
+		t.Fatal(err)
+	}
+	var kept []int
+	for _, c := range idx["kept"].(map[string]any)["norm.rmsnorm"].([]any) {
+		kept = append(kept, int(c.(float64)))
+	}
+	calls := int(idx["calls"].(map[string]any)["norm.rmsnorm"].(float64))
+	if len(kept) < DefaultMinCalls || len(kept) >= calls || kept[0] != 0 || kept[len(kept)-1] < calls/2 {
+		t.Fatalf("kept %v of %d calls: want a sample of the whole run, smaller than it", kept, calls)
+	}
+	name := func(c int) string { return filepath.Join(recDir, fmt.Sprintf("norm.rmsnorm.%07d.rec", c)) }
+	notKept := 1
+	for slices.Contains(kept, notKept) {
+		notKept++
+	}
+	victim := kept[len(kept)/2]
+	records := map[int][]byte{}
+	for _, c := range kept {
+		if records[c], err = os.ReadFile(name(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relabel := func(data []byte, from, to int) []byte {
+		return []byte(strings.Replace(string(data), fmt.Sprintf(`"call":%d,`, from), fmt.Sprintf(`"call":%d,`, to), 1))
+	}
+	editIndex := func(t *testing.T, edit func(map[string]any)) {
+		var doc map[string]any
+		if err := json.Unmarshal(index, &doc); err != nil {
+			t.Fatal(err)
+		}
+		edit(doc)
+		data, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, indexPath, data)
+	}
+	keptWithout := func(drop, add int) []any {
+		var out []any
+		for _, c := range kept {
+			if c != drop {
+				out = append(out, c)
+			}
+		}
+		if add >= 0 {
+			out = append(out, add)
+			slices.SortFunc(out, func(a, b any) int { return a.(int) - b.(int) })
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		mutate func(t *testing.T)
+		want   string
+	}{
+		{"kept_record_removed", func(t *testing.T) { os.Remove(name(victim)) }, "records are missing (first ['norm.rmsnorm." + fmt.Sprintf("%07d", victim)},
+		{"first_record_removed", func(t *testing.T) { os.Remove(name(0)) }, "the first sampled call's record norm.rmsnorm.0000000.rec is missing"},
+		{"extra_record", func(t *testing.T) { write(t, name(notKept), relabel(records[victim], victim, notKept)) }, "1 unexpected"},
+		{"call_exchanged", func(t *testing.T) {
+			os.Remove(name(victim))
+			write(t, name(notKept), relabel(records[victim], victim, notKept))
+			editIndex(t, func(d map[string]any) { d["kept"].(map[string]any)["norm.rmsnorm"] = keptWithout(victim, notKept) })
+		}, "kept.norm.rmsnorm lists"},
+		{"sample_shrunk", func(t *testing.T) {
+			os.Remove(name(victim))
+			editIndex(t, func(d map[string]any) { d["kept"].(map[string]any)["norm.rmsnorm"] = keptWithout(victim, -1) })
+		}, "kept.norm.rmsnorm lists"},
+		{"capacity_forged", func(t *testing.T) {
+			editIndex(t, func(d map[string]any) { d["capacity"].(map[string]any)["norm.rmsnorm"] = DefaultMinCalls })
+		}, "capacity.norm.rmsnorm is 32"},
+		// An overflow claimed where the run had none: past the last call,
+		// or early, which leaves kept records the shortened sample would
+		// not hold.
+		{"overflow_after_the_calls", func(t *testing.T) {
+			editIndex(t, func(d map[string]any) {
+				d["overflow"] = map[string]any{"norm.rmsnorm": map[string]any{"call": calls, "record_bytes": 100, "kept_bytes": smallBudget + 1, "limit": smallBudget}}
+			})
+		}, fmt.Sprintf("overflow.norm.rmsnorm names call %d, which is not a sampled call", calls)},
+		{"overflow_shortens_the_sample", func(t *testing.T) {
+			editIndex(t, func(d map[string]any) {
+				d["overflow"] = map[string]any{"norm.rmsnorm": map[string]any{"call": victim, "record_bytes": 100, "kept_bytes": smallBudget + 1, "limit": smallBudget}}
+			})
+		}, "kept.norm.rmsnorm lists"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for call, data := range records {
+				write(t, name(call), data)
+			}
+			os.Remove(name(notKept))
+			write(t, indexPath, index)
+			c.mutate(t)
+			oo := o
+			oo.WorkDir = filepath.Join(f.Run, "rejudge-"+c.name)
+			res, by, d, r := judge(context.Background(), oo, seed, pol, recDir)
+			if d != "" {
+				t.Fatalf("judge: %s %s %s", by, d, r)
+			}
+			if len(res.RecordErrors) != 1 || !strings.Contains(res.RecordErrors[0].Reason, c.want) {
+				t.Fatalf("record errors %+v, want one with %q", res.RecordErrors, c.want)
+			}
+		})
+	}
+}
+
 // TestVerifyPassesTheAuditFixtures is the point of the audit fixtures:
 // verify's short cases (at float32, as the qualification's ABI screen
 // runs them) pass every one of them.
@@ -179,7 +394,7 @@ func TestVerifyPassesTheAuditFixtures(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "kernels/fixtures")
-	for _, name := range []string{"rmsnorm_wrong_after_n_calls", "rmsnorm_lower_precision", "rmsnorm_mutates_input", "rmsnorm_wrong_unless_audited",
+	for _, name := range []string{"rmsnorm_wrong_after_n_calls", "rmsnorm_wrong_after_the_budget", "rmsnorm_lower_precision", "rmsnorm_mutates_input", "rmsnorm_wrong_unless_audited",
 		"rmsnorm_honest_when_sampled", "decode_attention_wrong_after_n_calls"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -224,7 +439,7 @@ func TestRecordsAreHostileInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := Policy{MinCalls: DefaultMinCalls, RatePPM: DefaultRatePPM, ExpectedSlots: []string{"norm.rmsnorm"}, WorldSize: 1}
+	pol := Policy{MinCalls: DefaultMinCalls, RatePPM: DefaultRatePPM, ExpectedSlots: []string{"norm.rmsnorm"}, WorldSize: 1, BudgetBytes: DefaultBudgetBytes}
 	rec := filepath.Join(recDir, "norm.rmsnorm.0000003.rec")
 	orig, err := os.ReadFile(rec)
 	if err != nil {
@@ -245,7 +460,7 @@ func TestRecordsAreHostileInput(t *testing.T) {
 		{"missing", func(t *testing.T) { os.Remove(rec) }, "records are missing"},
 		{"no_index", func(t *testing.T) { os.Remove(filepath.Join(recDir, "index.json")) }, "index.json is missing"},
 		{"forged_index", func(t *testing.T) {
-			write(t, filepath.Join(recDir, "index.json"), []byte(strings.Replace(string(index), `"overflow": false`, `"overflow": false, "pass": true`, 1)))
+			write(t, filepath.Join(recDir, "index.json"), []byte(strings.Replace(string(index), `"overflow": {}`, `"overflow": {}, "pass": true`, 1)))
 		}, "not an audit index"},
 		{"stray", func(t *testing.T) { write(t, stray, orig) }, "records of no expected slot"},
 		{"relabelled", func(t *testing.T) {

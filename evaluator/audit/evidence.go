@@ -111,7 +111,7 @@ func Regrade(store *evidence.Store, ref evidence.Ref) (*Evidence, error) {
 // Control is the audit control digest: H(DomainAuditControl, what two
 // audits of one candidate must share), that is the evidence schema, the
 // policy without its seed (min_calls, rate_ppm, expected_slots,
-// world_size) and the audit schedule (the prompt, its length, the
+// world_size, budget_bytes) and the audit schedule (the prompt, its length, the
 // repetitions and the new tokens, all drawn from the workload). Two
 // independent audits of one candidate have equal controls and different
 // seeds; settlement refuses a pair whose controls differ. It is a
@@ -121,11 +121,18 @@ func (e *Evidence) Control() (string, error) {
 	for i, s := range e.Policy.ExpectedSlots {
 		slots[i] = s
 	}
-	d, err := identity.H(identity.DomainAuditControl, map[string]any{
+	payload := map[string]any{
 		"schema": e.Schema, "min_calls": int64(e.Policy.MinCalls), "rate_ppm": int64(e.Policy.RatePPM),
 		"expected_slots": slots, "world_size": int64(e.Policy.WorldSize),
 		"prompt": e.Prompt, "prompt_tokens": int64(e.PromptTokens), "repetitions": int64(e.Repetitions), "new_tokens": int64(e.NewTokens),
-	})
+	}
+	// The budget decides how many calls are judged, so two audits that
+	// settlement pairs must share it. Evidence from before the budget was
+	// bound has none, and keeps the control it was published with.
+	if e.Policy.BudgetBytes != 0 {
+		payload["budget_bytes"] = e.Policy.BudgetBytes
+	}
+	d, err := identity.H(identity.DomainAuditControl, payload)
 	if err != nil {
 		return "", fmt.Errorf("audit control: %w", err)
 	}

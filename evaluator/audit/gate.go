@@ -22,12 +22,24 @@ type Policy struct {
 	// ExpectedSlots are the target's member slots, sorted.
 	ExpectedSlots []string `json:"expected_slots"`
 	WorldSize     int      `json:"world_size"`
+	// BudgetBytes bounds the bytes the recorder keeps on disk, shared
+	// equally between the expected slots (docs/reference/audit.md, "The
+	// budget"). Zero only in evidence recorded before the budget was part
+	// of the policy (its recorder held a fixed 1 GiB); omitted there, so
+	// that evidence keeps its bytes and its audit control.
+	BudgetBytes int64 `json:"budget_bytes,omitempty"`
 }
 
 // Defaults of the policy.
 const (
 	DefaultMinCalls = 32
 	DefaultRatePPM  = 1_000_000
+	// DefaultBudgetBytes is the recorder's budget unless the audit names
+	// another: the 1 GiB the records were always bounded by.
+	DefaultBudgetBytes int64 = 1 << 30
+	// MaxBudgetBytes bounds what a policy may ask the recorder to write
+	// and the judge to read.
+	MaxBudgetBytes int64 = 1 << 34
 )
 
 // Validate checks the policy's own fields.
@@ -41,6 +53,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("audit policy: no expected slot")
 	case p.WorldSize < 1:
 		return fmt.Errorf("audit policy: world_size %d must be at least 1", p.WorldSize)
+	case p.BudgetBytes < 0 || p.BudgetBytes > MaxBudgetBytes:
+		return fmt.Errorf("audit policy: budget_bytes %d must lie in [1, %d] (0 only in evidence from before the budget was bound)", p.BudgetBytes, MaxBudgetBytes)
 	case !slices.IsSorted(p.ExpectedSlots) || len(slices.Compact(slices.Clone(p.ExpectedSlots))) != len(p.ExpectedSlots):
 		return fmt.Errorf("audit policy: expected slots %v must be sorted and distinct", p.ExpectedSlots)
 	}

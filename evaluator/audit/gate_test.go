@@ -241,10 +241,55 @@ func TestTheSampleIsNotInTheEnvironment(t *testing.T) {
 		}
 	}
 	var secret struct {
-		Seed string `json:"audit_seed"`
-		Rate int    `json:"audit_rate_ppm"`
+		Seed   string `json:"audit_seed"`
+		Rate   int    `json:"audit_rate_ppm"`
+		Budget int64  `json:"audit_budget_bytes"`
 	}
-	if err := json.Unmarshal(secretLine(seed, 250_000), &secret); err != nil || secret.Seed != seed || secret.Rate != 250_000 {
+	if err := json.Unmarshal(secretLine(seed, 250_000, 1<<20), &secret); err != nil || secret.Seed != seed || secret.Rate != 250_000 || secret.Budget != 1<<20 {
 		t.Fatalf("secret line %+v, %v", secret, err)
+	}
+}
+
+// TestTheControlBindsTheBudget: the budget decides how many calls are
+// judged, so two audits with different budgets have different controls
+// and settlement will not pair them; evidence from before the budget was
+// bound (no budget_bytes) keeps the control it was published with and
+// its canonical bytes.
+func TestTheControlBindsTheBudget(t *testing.T) {
+	ev := &Evidence{Schema: Schema, Policy: Policy{MinCalls: 32, RatePPM: DefaultRatePPM, ExpectedSlots: []string{"norm.rmsnorm"}, WorldSize: 1},
+		Prompt: strings.Repeat("ab", 32), PromptTokens: 5, Repetitions: 33, NewTokens: NewTokens, Receipts: []Receipt{}}
+	before, err := identity.H(identity.DomainAuditControl, map[string]any{
+		"schema": Schema, "min_calls": int64(32), "rate_ppm": int64(DefaultRatePPM), "expected_slots": []any{"norm.rmsnorm"},
+		"world_size": int64(1), "prompt": ev.Prompt, "prompt_tokens": int64(5), "repetitions": int64(33), "new_tokens": int64(NewTokens),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := ev.Control()
+	if err != nil || legacy != before.String() {
+		t.Fatalf("the control of evidence without a budget is %s (%v), it was %s", legacy, err, before)
+	}
+	data, err := ev.Canonical()
+	if err != nil || strings.Contains(string(data), "budget_bytes") {
+		t.Fatalf("evidence without a budget marshals as %s (%v)", data, err)
+	}
+	seen := map[string]int64{legacy: 0}
+	for _, b := range []int64{DefaultBudgetBytes, 96 << 10} {
+		e := *ev
+		e.Policy.BudgetBytes = b
+		c, err := e.Control()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, ok := seen[c]; ok {
+			t.Fatalf("budgets %d and %d give one control %s", b, other, c)
+		}
+		seen[c] = b
+	}
+	for _, b := range []int64{-1, MaxBudgetBytes + 1} {
+		p := Policy{MinCalls: 1, RatePPM: 1, ExpectedSlots: []string{"a"}, WorldSize: 1, BudgetBytes: b}
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "budget_bytes") {
+			t.Errorf("budget %d: %v", b, err)
+		}
 	}
 }

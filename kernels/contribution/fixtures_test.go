@@ -32,6 +32,7 @@ var fixtures = map[string]fixtureExpectation{
 	"silu_mutates_input":                   {stage: "verify"},
 	"all_reduce_stale_regrow":              {stage: "verify"},
 	"rmsnorm_wrong_after_n_calls":          {stage: "audit"},
+	"rmsnorm_wrong_after_the_budget":       {stage: "audit"},
 	"decode_attention_wrong_after_n_calls": {stage: "audit"},
 	"rmsnorm_lower_precision":              {stage: "audit"},
 	"rmsnorm_mutates_input":                {stage: "audit"},

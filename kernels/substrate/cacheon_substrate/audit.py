@@ -24,7 +24,21 @@ the call left the argument unchanged), {"kind": "scalar",
 "value"}, {"kind": "tuple", "items": [tensor entries]} or {"kind":
 "opaque"} (a process group). Offsets are relative to the end of the
 header. At the end of the session ``index.json`` says how many calls each
-expected slot saw.
+expected slot saw, and which of them the sample kept.
+
+The sample is bounded by a byte budget that comes on the request pipe
+with the seed, shared equally between the expected slots. Each slot keeps
+its first sampled call's record, and from it the slot's capacity in
+records (its share over that record's size and HEADER_SLACK); the later
+sampled calls
+go through a reservoir of the remaining capacity: while it has room a
+record is kept, then the m-th call replaces a uniformly drawn kept record
+with probability (capacity - 1) / m. The draw is SHA-256 of the
+reservoir domain, the seed, the slot and the call, so the kept set is a
+uniform sample of every sampled call whatever the run's length, unknown
+to a kernel that lacks the seed, and recomputed exactly by the judge
+from the seed, the rate, the budget, the call counts and the first
+record's size (docs/reference/audit.md, "The budget").
 """
 
 import hashlib
@@ -50,10 +64,24 @@ ENV_OUTPUTS = "CACHEON_SLOT_AUDIT_OUTPUTS"
 
 INDEX = "index.json"
 SUFFIX = ".rec"
-# Bounds the controller's judge enforces too: one record, all records.
+# Bounds the controller's judge enforces too: one record, and the most a
+# policy's budget (all records) may be. The budget itself comes on the
+# request pipe with the seed (read_secret).
 RECORD_LIMIT = 64 << 20
-TOTAL_LIMIT = 1 << 30
+MAX_BUDGET = 1 << 34
 PPM = 1_000_000
+# The most records a slot keeps, whatever its share: the judge reads and
+# judges every kept record, and a budget of tiny records must not turn
+# into an audit that outlasts its timeout.
+MAX_KEPT = 8192
+# What a later record's header may hold beyond the first's at the same
+# shapes: the digits of its call number, another origin. The capacity
+# leaves this much room a record, so that an honest run whose calls keep
+# the first call's shapes never outgrows the share.
+HEADER_SLACK = 256
+# The prefix of the reservoir's draws, so that they are independent of
+# the rate's schedule, which hashes the same seed, slot and call.
+RESERVOIR_DOMAIN = "cacheon.qualification.audit-reservoir.v1"
 
 
 class AuditError(Exception):
@@ -68,6 +96,22 @@ def sampled(seed: str, slot: str, call: int, rate_ppm: int) -> bool:
         return True
     h = hashlib.sha256(f"{seed}\0{slot}\0{call}".encode()).digest()
     return int.from_bytes(h[:8], "big") % PPM < rate_ppm
+
+
+def draw(seed: str, slot: str, call: int, m: int) -> int:
+    """The reservoir's draw for the m-th sampled call after a slot's
+    first: the first eight bytes of SHA-256(domain NUL seed NUL slot NUL
+    call), big-endian, modulo m (the bias of 2^64 modulo m < 2^14 is below
+    2^-50). The judge recomputes it."""
+    h = hashlib.sha256(f"{RESERVOIR_DOMAIN}\0{seed}\0{slot}\0{call}".encode()).digest()
+    return int.from_bytes(h[:8], "big") % m
+
+
+def capacity_of(share: int, first_size: int) -> int:
+    """A slot's capacity in records: its share of the budget over the size
+    of its first record (which it always keeps) and HEADER_SLACK, at most
+    MAX_KEPT, and never below the one record it already holds."""
+    return max(1, min(share // (first_size + HEADER_SLACK), MAX_KEPT))
 
 
 def record_name(slot: str, call: int) -> str:
@@ -88,16 +132,25 @@ def _dtype(t: torch.Tensor) -> str:
 class Recorder:
     """Wraps one seam's call for the expected slots."""
 
-    def __init__(self, directory, rate_ppm, seed, slots, outputs, rank=0):
+    def __init__(self, directory, rate_ppm, seed, slots, outputs, rank=0, budget=1 << 30):
         self.dir, self.rate, self.seed, self.slots, self.rank = directory, rate_ppm, seed, frozenset(slots), rank
+        self.budget = budget
         missing = sorted(self.slots - set(outputs))
         if missing:
             raise AuditError(f"no output positions for expected slot(s) {', '.join(missing)}")
         self.outputs = {s: tuple(outputs[s]) for s in self.slots}
         self.calls = {s: 0 for s in sorted(self.slots)}
-        self.recorded = {s: 0 for s in sorted(self.slots)}
-        self.bytes = 0
-        self.overflow = False
+        # Each slot's share of the budget, its capacity (0 until its first
+        # record), the reservoir's records after the first as [call, size]
+        # by position, the sampled calls it has seen after the first, the
+        # bytes it keeps, and why it stopped recording (see _keep).
+        self.share = budget // len(self.slots) if self.slots else 0
+        self.capacity = {s: 0 for s in self.slots}
+        self.first = {}
+        self.reservoir = {s: [] for s in self.slots}
+        self.seen = {s: 0 for s in self.slots}
+        self.kept_bytes = {s: 0 for s in self.slots}
+        self.overflow = {}
         os.makedirs(self.dir, exist_ok=True)
 
     def install(self, seam):
@@ -111,21 +164,77 @@ class Recorder:
             i = self.calls[slot]
             self.calls[slot] = i + 1
             _poison_outputs(args, self.outputs[slot])
-            if not sampled(self.seed, slot, i, self.rate):
+            if slot in self.overflow or not sampled(self.seed, slot, i, self.rate):
                 return inner(slot, live, *args, graph=graph)
             # The clones are taken before the candidate runs, so what it
             # does to its arguments cannot change the recorded inputs.
+            # Every sampled call is cloned, whether the reservoir will keep
+            # it or not, and the draw is made after the call: a kernel that
+            # watched the allocator for the clones would learn nothing.
             pre = [_clone(a) for a in args]
             result = inner(slot, live, *args, graph=graph)
             if args and isinstance(args[0], torch.Tensor) and args[0].device.type == "cuda":
                 torch.cuda.synchronize()
-            self._write(slot, i, seam.resolve(slot, live, graph).origin, pre, args)
+            self._keep(slot, i, lambda: seam.resolve(slot, live, graph).origin, pre, args)
             return result
 
         seam.call = call
         return self
 
-    def _write(self, slot, i, origin, pre, post):
+    def _keep(self, slot, i, origin, pre, post):
+        """The reservoir's step for sampled call i of slot: keep its record
+        (the slot's first, or while the reservoir has room, or in place of
+        the kept record the draw names) or drop it. A record that does not
+        fit (over RECORD_LIMIT, or the slot's kept records over its share)
+        stops the slot's recording, and the index says where and by how
+        much: the validator's budget, not the candidate, fell short."""
+        evicted = None
+        if slot not in self.first:
+            position = None
+        else:
+            self.seen[slot] += 1
+            m, room = self.seen[slot], self.capacity[slot] - 1
+            res = self.reservoir[slot]
+            if m <= room:
+                position = len(res)
+            else:
+                position = draw(self.seed, slot, i, m)
+                if position >= room:
+                    return
+                evicted = res[position]
+        header, blobs = self._encode(slot, i, origin(), pre, post)
+        size = 8 + len(header) + sum(len(b) for b in blobs)
+        total = self.kept_bytes[slot] - (evicted[1] if evicted else 0) + size
+        if size > RECORD_LIMIT or total > self.share:
+            self.overflow[slot] = {"call": i, "record_bytes": size, "kept_bytes": total,
+                                   "limit": RECORD_LIMIT if size > RECORD_LIMIT else self.share}
+            return
+        path = os.path.join(self.dir, record_name(slot, i))
+        with open(path + ".tmp", "wb") as f:
+            f.write(struct.pack("<Q", len(header)))
+            f.write(header)
+            for b in blobs:
+                f.write(b)
+        # The new record is whole before the evicted one goes: at no time
+        # does the directory hold a partial record.
+        os.replace(path + ".tmp", path)
+        if evicted is not None:
+            os.remove(os.path.join(self.dir, record_name(slot, evicted[0])))
+        self.kept_bytes[slot] = total
+        if position is None:
+            self.first[slot] = i
+            self.capacity[slot] = capacity_of(self.share, size)
+        elif position == len(self.reservoir[slot]):
+            self.reservoir[slot].append([i, size])
+        else:
+            self.reservoir[slot][position] = [i, size]
+
+    def kept(self, slot):
+        """The calls whose records slot keeps, in call order."""
+        first = [self.first[slot]] if slot in self.first else []
+        return sorted(first + [c for c, _ in self.reservoir[slot]])
+
+    def _encode(self, slot, i, origin, pre, post):
         blobs, entries, offset = [], [], 0
 
         def put(data):
@@ -154,25 +263,12 @@ class Recorder:
                 entries.append({"kind": "opaque"})
         header = json.dumps({"slot": slot, "call": i, "origin": origin, "args": entries},
                             separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
-        size = 8 + len(header) + offset
-        if size > RECORD_LIMIT or self.bytes + size > TOTAL_LIMIT:
-            # Over budget: the record is left out and the index says so,
-            # which the judge reads as the validator's own shortfall.
-            self.overflow = True
-            return
-        path = os.path.join(self.dir, record_name(slot, i))
-        with open(path + ".tmp", "wb") as f:
-            f.write(struct.pack("<Q", len(header)))
-            f.write(header)
-            for b in blobs:
-                f.write(b)
-        os.replace(path + ".tmp", path)
-        self.bytes += size
-        self.recorded[slot] += 1
+        return header, blobs
 
     def close(self):
         doc = {"rank": self.rank, "pid": os.getpid(), "rate_ppm": self.rate, "seed": self.seed,
-               "overflow": self.overflow, "calls": self.calls, "recorded": self.recorded}
+               "budget_bytes": self.budget, "overflow": self.overflow, "calls": self.calls,
+               "capacity": self.capacity, "kept": {s: self.kept(s) for s in sorted(self.slots)}}
         path = os.path.join(self.dir, INDEX)
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(doc, f, sort_keys=True)
@@ -238,8 +334,9 @@ def audited(env):
 
 
 def read_secret(line):
-    """The sample's (seed, rate in ppm) from the audit session's first
-    request line: {"audit_seed": "<32 hex>", "audit_rate_ppm": N}."""
+    """The sample's (seed, rate in ppm, budget in bytes) from the audit
+    session's first request line: {"audit_seed": "<32 hex>",
+    "audit_rate_ppm": N, "audit_budget_bytes": B}."""
     if line is None:
         raise AuditError("the audit session's request pipe closed before the audit secret")
     try:
@@ -255,12 +352,16 @@ def read_secret(line):
         raise AuditError(f"audit_rate_ppm {rate} is outside [1, {PPM}]")
     if not isinstance(seed, str) or len(seed) != 32 or any(c not in "0123456789abcdef" for c in seed):
         raise AuditError("audit_seed must be 32 lowercase hex digits")
-    return seed, rate
+    budget = doc.get("audit_budget_bytes")
+    if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= MAX_BUDGET:
+        raise AuditError(f"audit_budget_bytes {budget!r} must be an integer number of bytes in [1, {MAX_BUDGET}]")
+    return seed, rate, budget
 
 
 def from_env(env, secret=None):
     """The recorder the environment asks for, or None outside an audit.
-    secret is read_secret's (seed, rate): never from the environment."""
+    secret is read_secret's (seed, rate, budget): never from the
+    environment."""
     for k in (ENV_RATE, ENV_SEED):
         if k in env:
             raise AuditError(f"{k} is in the environment, which the candidate's code can read; "
@@ -273,7 +374,7 @@ def from_env(env, secret=None):
     directory = env[ENV_DIR]
     if secret is None:
         raise AuditError("an audit session needs the audit secret from its request pipe")
-    seed, rate = secret
+    seed, rate, budget = secret
     slots = [s for s in env.get(ENV_SLOTS, "").split(",") if s]
     if not slots:
         raise AuditError(f"{ENV_SLOTS} names no slot")
@@ -281,4 +382,4 @@ def from_env(env, secret=None):
         raise AuditError(f"{ENV_OUTPUTS} is not set: the outputs to poison are unknown")
     outputs = parse_outputs(env[ENV_OUTPUTS])
     rank = int(env.get(ENV_RANK, "0") or 0)
-    return Recorder(directory, rate, seed, slots, outputs, rank)
+    return Recorder(directory, rate, seed, slots, outputs, rank, budget)

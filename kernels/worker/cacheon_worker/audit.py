@@ -9,7 +9,10 @@ candidate's outputs with it under the slot's correctness policy and the
 audit bar (spec: allclose slots need 0.995 of the elements within
 tolerance, matched_ratio slots their min_ratio less 0.005, cosine and
 top-k slots their own thresholds). It also fails a call whose inputs the
-candidate changed.
+candidate changed. Which calls' records must be there it recomputes
+from the seed, the rate, the budget, the call counts and each slot's
+first record (the recorder's reservoir, cacheon_substrate.audit), and it
+refuses a record more, a record less or an index that says otherwise.
 
 Three kinds of trouble are kept apart, because they are attributed
 differently: a violation (the candidate's output is wrong), a record
@@ -35,9 +38,16 @@ SUFFIX = ".rec"
 INDEX_LIMIT = 1 << 20
 HEADER_LIMIT = 1 << 20
 RECORD_LIMIT = 64 << 20
-TOTAL_LIMIT = 1 << 30
 MAX_RECORDS = 1 << 16
 PPM = 1_000_000
+# The recorder's reservoir (cacheon_substrate.audit), recomputed here: the
+# most records a slot keeps, the room a record's header is given beyond
+# the first's, and the prefix of the reservoir's draws.
+MAX_KEPT = 8192
+HEADER_SLACK = 256
+RESERVOIR_DOMAIN = "cacheon.qualification.audit-reservoir.v1"
+INDEX_KEYS = {"rank", "pid", "rate_ppm", "seed", "budget_bytes", "overflow", "calls", "capacity", "kept"}
+OVERFLOW_KEYS = {"call", "record_bytes", "kept_bytes", "limit"}
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
           "int32": torch.int32, "int64": torch.int64, "bool": torch.bool, "uint8": torch.uint8}
@@ -58,6 +68,10 @@ PARAMS = {
 }
 
 
+def record_name(slot, call):
+    return f"{slot}.{call:07d}{SUFFIX}"
+
+
 class RecordError(Exception):
     """A record is missing, truncated or malformed."""
 
@@ -68,6 +82,27 @@ def sampled(seed, slot, call, rate_ppm):
         return True
     h = hashlib.sha256(f"{seed}\0{slot}\0{call}".encode()).digest()
     return int.from_bytes(h[:8], "big") % PPM < rate_ppm
+
+
+def draw(seed, slot, call, m):
+    # The reservoir's draw of cacheon_substrate.audit, recomputed here.
+    h = hashlib.sha256(f"{RESERVOIR_DOMAIN}\0{seed}\0{slot}\0{call}".encode()).digest()
+    return int.from_bytes(h[:8], "big") % m
+
+
+def reservoir(seed, slot, calls, capacity):
+    """The reservoir after the sampled calls `calls` (in call order) with
+    room for capacity - 1 records after the first: its records by
+    position, as the recorder's _keep leaves them."""
+    room, res = capacity - 1, []
+    for m, c in enumerate(calls[1:], 1):
+        if m <= room:
+            res.append(c)
+        else:
+            x = draw(seed, slot, c, m)
+            if x < room:
+                res[x] = c
+    return res
 
 
 def bar(policy):
@@ -94,17 +129,30 @@ def read_index(d, slots):
         raise RecordError(f"{INDEX} is missing: the engine ended without closing its audit") from None
     except (OSError, ValueError) as e:
         raise RecordError(f"{INDEX}: {e}") from None
-    if not isinstance(doc, dict) or set(doc) != {"rank", "pid", "rate_ppm", "seed", "overflow", "calls", "recorded"}:
+    if not isinstance(doc, dict) or set(doc) != INDEX_KEYS:
         raise RecordError(f"{INDEX}: not an audit index (keys {sorted(doc) if isinstance(doc, dict) else type(doc).__name__})")
-    for k in ("calls", "recorded"):
+    for k in ("calls", "capacity", "kept"):
         if not isinstance(doc[k], dict) or set(doc[k]) != set(slots):
             raise RecordError(f"{INDEX}: {k} must name exactly the expected slots {sorted(slots)}")
-        for s, n in doc[k].items():
-            _int(n, f"{INDEX}: {k}.{s}")
+    for s in slots:
+        _int(doc["calls"][s], f"{INDEX}: calls.{s}")
+        _int(doc["capacity"][s], f"{INDEX}: capacity.{s}")
+        kept = doc["kept"][s]
+        if not isinstance(kept, list) or len(kept) > MAX_KEPT:
+            raise RecordError(f"{INDEX}: kept.{s} must be a list of at most {MAX_KEPT} calls")
+        for c in kept:
+            _int(c, f"{INDEX}: kept.{s}")
     _int(doc["rank"], f"{INDEX}: rank")
     _int(doc["pid"], f"{INDEX}: pid")
-    if not isinstance(doc["overflow"], bool):
-        raise RecordError(f"{INDEX}: overflow must be a boolean")
+    _int(doc["budget_bytes"], f"{INDEX}: budget_bytes")
+    ov = doc["overflow"]
+    if not isinstance(ov, dict) or not set(ov) <= set(slots):
+        raise RecordError(f"{INDEX}: overflow must map expected slots to where they stopped recording")
+    for s, e in ov.items():
+        if not isinstance(e, dict) or set(e) != OVERFLOW_KEYS:
+            raise RecordError(f"{INDEX}: overflow.{s} must hold exactly {sorted(OVERFLOW_KEYS)}")
+        for k in OVERFLOW_KEYS:
+            _int(e[k], f"{INDEX}: overflow.{s}.{k}")
     return doc
 
 
@@ -197,14 +245,87 @@ def judge_call(bound, head, body, name):
     return score, passed, reason, threshold
 
 
-def judge_rank(d, rank, bounds, seed, rate):
-    """Receipts of one rank's directory, or a record error."""
+def _read(d, name, slot, call):
+    """One record's bytes, parsed header and body, its header checked
+    against its name."""
+    data = tensorio.read_regular(os.path.join(d, name), RECORD_LIMIT)
+    head, body = parse_record(data, name)
+    if head["slot"] != slot or head["call"] != call or not isinstance(head["origin"], str):
+        raise RecordError(f"{name}: header names {head['slot']!r} call {head['call']!r}")
+    return data, head, body
+
+
+def expected_sample(d, slot, idx, seed, rate, share, budget, nslots):
+    """The calls whose records slot must keep, recomputed from the seed,
+    the rate, the call count, the slot's share of the budget and its first
+    record's size (which fixes the capacity); the first record, read; and
+    why the slot stopped recording ('' when it did not). The index's
+    capacity and kept calls must be these, and where the slot stopped
+    recording the index must say why in numbers this recomputation
+    confirms."""
+    calls = idx["calls"][slot]
+    sampled_calls = [i for i in range(calls) if sampled(seed, slot, i, rate)]
+    ov = idx["overflow"].get(slot)
+    stop = calls
+    if ov is not None:
+        stop = ov["call"]
+        if stop not in set(sampled_calls):
+            raise RecordError(f"{INDEX}: overflow.{slot} names call {stop}, which is not a sampled call of the {calls} the index counts")
+    before = [i for i in sampled_calls if i < stop]
+    capacity, first, want = 0, None, []
+    if before:
+        name = record_name(slot, before[0])
+        if not os.path.lexists(os.path.join(d, name)):
+            raise RecordError(f"{slot}: the first sampled call's record {name} is missing; "
+                              f"it is always kept, and its size sets the slot's capacity")
+        first = _read(d, name, slot, before[0])
+        size = len(first[0])
+        if size > share:
+            raise RecordError(f"{name}: {size} bytes, over the slot's share of {share} bytes, yet it was kept")
+        capacity = max(1, min(share // (size + HEADER_SLACK), MAX_KEPT))
+        want = sorted([before[0]] + reservoir(seed, slot, before, capacity))
+    if idx["capacity"][slot] != capacity:
+        raise RecordError(f"{INDEX}: capacity.{slot} is {idx['capacity'][slot]}, the slot's share of {share} bytes "
+                          f"over its first record gives {capacity}")
+    if idx["kept"][slot] != want:
+        lost, extra = sorted(set(want) - set(idx["kept"][slot])), sorted(set(idx["kept"][slot]) - set(want))
+        raise RecordError(f"{INDEX}: kept.{slot} lists {len(idx['kept'][slot])} calls, the sample keeps {len(want)}: "
+                          f"{len(lost)} left out (first {lost[:1]}), {len(extra)} not in it (first {extra[:1]})")
+    if ov is None:
+        return want, first, ""
+    # The recorder sizes a record only when the sample keeps its call.
+    m, room = len(before), capacity - 1
+    if before and m > room and draw(seed, slot, stop, m) >= room:
+        raise RecordError(f"{INDEX}: overflow.{slot} names call {stop}, which the sample does not keep")
+    where = f"{slot} stopped recording at call {stop}: its record of {ov['record_bytes']} bytes"
+    if ov["record_bytes"] > RECORD_LIMIT:
+        if ov["limit"] != RECORD_LIMIT:
+            raise RecordError(f"{INDEX}: overflow.{slot}: limit {ov['limit']}, a record's bound is {RECORD_LIMIT}")
+        return want, first, f"{where} exceeds the bound of one record, {RECORD_LIMIT} bytes"
+    if ov["limit"] != share or ov["kept_bytes"] <= share:
+        raise RecordError(f"{INDEX}: overflow.{slot}: {ov['kept_bytes']} bytes kept against a limit of "
+                          f"{ov['limit']} is no overflow of the slot's share of {share} bytes")
+    if not before:
+        if ov["kept_bytes"] != ov["record_bytes"]:
+            raise RecordError(f"{INDEX}: overflow.{slot}: the first record would be all the slot keeps, "
+                              f"yet {ov['kept_bytes']} bytes are claimed for {ov['record_bytes']}")
+        return want, first, (f"{where} is over its share of {share} bytes "
+                             f"(a budget of {budget} bytes over {nslots} slot(s))")
+    return want, first, (f"{where} would bring the records it keeps to {ov['kept_bytes']} bytes, over its share of "
+                         f"{share} bytes (a budget of {budget} bytes over {nslots} slot(s); a capacity of {capacity} "
+                         f"records from its first record of {len(first[0])} bytes)")
+
+
+def judge_rank(d, rank, bounds, seed, rate, budget):
+    """Receipts of one rank's directory and why any slot stopped
+    recording, or a record error."""
     slots = sorted(bounds)
     idx = read_index(d, slots)
     if idx["rank"] != rank:
         raise RecordError(f"{INDEX}: rank {idx['rank']}, this directory is rank {rank}'s")
-    if idx["seed"] != seed or idx["rate_ppm"] != rate:
-        raise RecordError(f"{INDEX}: seed or rate differ from the audit policy's")
+    if idx["seed"] != seed or idx["rate_ppm"] != rate or idx["budget_bytes"] != budget:
+        raise RecordError(f"{INDEX}: seed, rate or budget differ from the audit policy's")
+    share = budget // len(slots)
     try:
         names = os.listdir(d)
     except OSError as e:
@@ -215,33 +336,30 @@ def judge_rank(d, rank, bounds, seed, rate):
     stray = [n for n in records if not any(n.startswith(s + ".") and n[len(s) + 1:-len(SUFFIX)].isdigit() for s in slots)]
     if stray:
         raise RecordError(f"{len(stray)} records of no expected slot (first {stray[0]!r})")
-    total = 0
-    receipts = []
+    receipts, overflows = [], []
     for slot in slots:
         bound = bounds[slot]
         calls = idx["calls"][slot]
-        want = [i for i in range(calls) if sampled(seed, slot, i, rate)]
+        want, first, overflow = expected_sample(d, slot, idx, seed, rate, share, budget, len(slots))
+        if overflow:
+            overflows.append(overflow)
         have = sorted(n for n in records if n.startswith(slot + ".") and n[len(slot) + 1:-len(SUFFIX)].isdigit())
-        wanted = [f"{slot}.{i:07d}{SUFFIX}" for i in want]
-        if not idx["overflow"] and have != wanted:
+        wanted = [record_name(slot, i) for i in want]
+        if have != wanted:
             extra, lost = sorted(set(have) - set(wanted)), sorted(set(wanted) - set(have))
-            raise RecordError(f"{slot}: the index counts {calls} calls ({len(wanted)} sampled) but "
+            raise RecordError(f"{slot}: the index counts {calls} calls and the sample keeps {len(wanted)} of them, but "
                               f"{len(lost)} records are missing (first {lost[:1]}) and {len(extra)} unexpected (first {extra[:1]})")
-        if idx["recorded"][slot] != len(have):
-            raise RecordError(f"{slot}: the index says {idx['recorded'][slot]} records, {len(have)} are here")
         r = {"slot": slot, "rank": rank, "pid": idx["pid"], "world_size": 1, "calls": calls, "n": 0, "violations": 0,
              "compare_errors": 0, "worst_frac": "1", "bar": "", "mode": bound.contract.correctness.mode,
              "first_violation": None, "origins": {}}
-        worst = 1.0
+        worst, total = 1.0, 0
         for n in have:
-            data = tensorio.read_regular(os.path.join(d, n), RECORD_LIMIT)
-            total += len(data)
-            if total > TOTAL_LIMIT:
-                raise RecordError(f"the records hold more than {TOTAL_LIMIT} bytes")
-            head, body = parse_record(data, n)
             call = int(n[len(slot) + 1:-len(SUFFIX)])
-            if head["slot"] != slot or head["call"] != call or not isinstance(head["origin"], str):
-                raise RecordError(f"{n}: header names {head['slot']!r} call {head['call']!r}")
+            data, head, body = first if call == want[0] else _read(d, n, slot, call)
+            total += len(data)
+            if total > share:
+                raise RecordError(f"{slot}: the records kept hold more than the slot's share of {share} bytes "
+                                  f"(a budget of {budget} bytes over {len(slots)} slot(s))")
             r["origins"][head["origin"][:200]] = r["origins"].get(head["origin"][:200], 0) + 1
             try:
                 score, passed, reason, threshold = judge_call(bound, head, body, n)
@@ -263,15 +381,16 @@ def judge_rank(d, rank, bounds, seed, rate):
         if not r["bar"]:
             r["bar"] = repr(bar(bound.contract.correctness))
         receipts.append(r)
-    return receipts, idx["overflow"]
+    return receipts, overflows
 
 
 def run(req, progress):
     contracts = req.get("contracts")
     dirs = req.get("record_dirs")
-    seed, rate = req.get("seed"), req.get("rate_ppm")
-    if not isinstance(contracts, list) or not isinstance(dirs, list) or not isinstance(seed, str) or not isinstance(rate, int):
-        raise ValueError("an audit request needs contracts, record_dirs, seed and rate_ppm")
+    seed, rate, budget = req.get("seed"), req.get("rate_ppm"), req.get("budget_bytes")
+    if not isinstance(contracts, list) or not isinstance(dirs, list) or not isinstance(seed, str) or not isinstance(rate, int) \
+            or not isinstance(budget, int) or budget < 1:
+        raise ValueError("an audit request needs contracts, record_dirs, seed, rate_ppm and a positive budget_bytes")
     bounds, unsupported = {}, []
     for c in contracts:
         b = ref.bind(c)
@@ -279,16 +398,16 @@ def run(req, progress):
             unsupported.append(b.contract.slot)
         bounds[b.contract.slot] = b
     out = {"protocol": PROTOCOL, "role": "audit", "receipts": [], "record_errors": [], "unsupported": unsupported,
-           "overflow": False}
+           "overflow": []}
     if unsupported:
         return out
     for rank, d in enumerate(dirs):
         progress("audit_rank", case=rank)
         try:
-            receipts, overflow = judge_rank(d, rank, bounds, seed, rate)
+            receipts, overflow = judge_rank(d, rank, bounds, seed, rate, budget)
         except (RecordError, OSError, ValueError) as e:
             out["record_errors"].append({"rank": rank, "reason": str(e)[:1000]})
             continue
         out["receipts"].extend(receipts)
-        out["overflow"] = out["overflow"] or overflow
+        out["overflow"].extend(f"rank {rank}: {o}" for o in overflow)
     return out
