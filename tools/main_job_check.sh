@@ -97,6 +97,9 @@ grep -q '^== done' "$work/run.err" || fail "tools/run.sh did not reach its last 
 # --- 2. The signed release, offline and against the channel ---------------------------
 "$cacheon" release verify --key "$out/keys/release.pub" "$out/release" >/dev/null ||
   fail "out/release does not verify offline"
+# With no state flag, as a consumer runs it: the channel's state goes to the
+# user's cache directory, made where it is not there yet (the clone's
+# channel keys are new, so its state file is too).
 "$cacheon" release verify --key "$out/keys/release.pub" --channel "$out/channel" \
   --channel-root "$out/channel/1.root.json" --name cacheon-engine "$out/release" >/dev/null ||
   fail "out/release does not verify against the channel"

@@ -129,14 +129,20 @@ say "publish the release into a signed release channel and verify it against the
 for role in channel-root channel-targets channel-online; do
   [[ -f $out/keys/$role.key ]] || "$cacheon" release keygen --out "$out/keys/$role"
 done
-rm -rf "$out/channel"
+# The channel is made again each run under the same keys, which a
+# consumer that kept state refuses (its versions start again): the job's
+# own consumer state lives beside the channel and starts again with it, so
+# no run leaves state in the user's cache that the next run's channel
+# contradicts.
+rm -rf "$out/channel" "$out/channel-state"
 "$cacheon" release channel init "$out/channel" --root-key "$out/keys/channel-root.key" \
   --targets-key "$out/keys/channel-targets.key" --online-key "$out/keys/channel-online.key"
 "$cacheon" release channel publish "$out/channel" --name cacheon-engine --version 0.1.0 \
   --key "$out/keys/release.pub" --targets-key "$out/keys/channel-targets.key" \
   --online-key "$out/keys/channel-online.key" "$out/release"
 "$cacheon" release verify --key "$out/keys/release.pub" --channel "$out/channel" \
-  --channel-root "$out/channel/1.root.json" --name cacheon-engine "$out/release"
+  --channel-root "$out/channel/1.root.json" --name cacheon-engine \
+  --channel-state "$out/channel-state" "$out/release"
 
 say "done"
 cat >&2 <<EOF

@@ -9,9 +9,10 @@
 //     is refused once it expires;
 //   - rollback: a consumer's check asks for the name's current release (or
 //     a pinned version), so an older signed release re-tagged as the latest
-//     is refused; with a state directory the consumer also keeps the
-//     metadata it trusted last, and a channel rolled back to older metadata
-//     is refused;
+//     is refused; with state (one file per trusted root key) the consumer
+//     also keeps the newest root and the highest versions it accepted, and
+//     a channel rolled back to older metadata, or one withholding a root
+//     rotation, is refused;
 //   - revocation: a withdrawn release stays listed, marked withdrawn with
 //     its reason, and is refused by name;
 //   - key retirement: the record says when the release was published, and

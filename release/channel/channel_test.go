@@ -317,38 +317,6 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-func TestRollbackRefusedWithState(t *testing.T) {
-	f := newChannel(t)
-	f.publish(t, "1.0.0", 'a', t0)
-	old := filepath.Join(t.TempDir(), "old")
-	copyDir(t, f.dir, old)
-	r, err := channel.Open(f.dir, t0.Add(time.Hour), channel.DefaultExpiry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Withdraw("cacheon-engine", "1.0.0", "broken", f.keys); err != nil {
-		t.Fatal(err)
-	}
-	f.publish(t, "1.0.1", 'c', t0.Add(2*time.Hour))
-
-	state := filepath.Join(t.TempDir(), "state")
-	if _, err := f.load(t, t0.Add(3*time.Hour), state); err != nil {
-		t.Fatal(err)
-	}
-	// A mirror serving the older channel (1.0.0 not yet withdrawn),
-	// still within its expiry.
-	oldCh := &fixture{dir: old, root: f.root}
-	if _, err := oldCh.load(t, t0.Add(3*time.Hour), ""); err != nil {
-		t.Fatalf("a client with no state accepts the old channel: %v", err)
-	}
-	_, err = oldCh.load(t, t0.Add(3*time.Hour), state)
-	mustRefuse(t, err, "must be >=")
-	// The state still accepts the genuine channel.
-	if _, err := f.load(t, t0.Add(4*time.Hour), state); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestKeyRotation(t *testing.T) {
 	f := newChannel(t)
 	f.publish(t, "1.0.0", 'a', t0)

@@ -15,8 +15,6 @@ import (
 
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
-
-	"github.com/cacheon/engine/internal/atomicwrite"
 )
 
 // MaxFileBytes bounds every file read from a channel: metadata and release
@@ -87,9 +85,12 @@ type Options struct {
 	TrustedRoot []byte
 	// Now is when expiry is judged; zero means now.
 	Now time.Time
-	// State, when set, is a directory where the metadata trusted last is
-	// kept: a later check refuses a channel whose metadata is older
-	// (rollback), and starts from the newest root it trusted.
+	// State, when set, is a directory of channel states: the check keeps
+	// this channel's in StatePath(State, TrustedRoot), reads it under a
+	// lock, refuses a channel older than it (rollback), starts from the
+	// newest root it trusted (a withheld rotation), and writes it back
+	// atomically. Empty keeps none: any copy of the channel that has not
+	// expired is then accepted.
 	State string
 }
 
@@ -104,6 +105,10 @@ type Status struct {
 	TimestampExpires time.Time `json:"timestamp_expires"`
 	// Age is how long ago the timestamp was signed, as of the check.
 	Age string `json:"age"`
+	// State is the state file the check read and wrote ("" with none);
+	// StateCreated says it had none before this check.
+	State        string `json:"state,omitempty"`
+	StateCreated bool   `json:"state_created,omitempty"`
 }
 
 // Channel is a channel whose metadata verified.
@@ -155,13 +160,35 @@ func Load(opts Options) (*Channel, error) {
 		reached = true
 		return b, nil
 	}
-	state := stateDir(opts.State)
-	rootData := opts.TrustedRoot
-	if b, ok := state.read("root.json"); ok {
-		rootData = b
-	}
-	if len(rootData) == 0 {
+	if len(opts.TrustedRoot) == 0 {
 		return nil, refuse("no trusted root metadata given (the channel's 1.root.json, obtained with the release key)")
+	}
+	rootData := opts.TrustedRoot
+	var sf *stateFile
+	var prev *state
+	if opts.State != "" {
+		path, err := StatePath(opts.State, opts.TrustedRoot)
+		if err != nil {
+			return nil, err
+		}
+		// Held from reading the state to writing it: two checks of one
+		// channel at once must not write back an older state over a
+		// newer one.
+		if sf, prev, err = openState(path); err != nil {
+			return nil, err
+		}
+		defer sf.close()
+		// Start from the newest root trusted so far: the one pinned, or
+		// a later one a previous check walked to.
+		if prev != nil {
+			pinned, err := metadata.Root().FromBytes(opts.TrustedRoot)
+			if err != nil {
+				return nil, refuse("trusted root: %v", err)
+			}
+			if prev.RootVersion > pinned.Signed.Version {
+				rootData = prev.Root
+			}
+		}
 	}
 	trusted, err := trustedmetadata.New(rootData)
 	if err != nil {
@@ -188,28 +215,12 @@ func Load(opts Options) (*Channel, error) {
 	if trusted.Root.Signed.IsExpired(now) {
 		return nil, refuse("%s: root version %d expired on %s (%s); the channel's root keys must sign a new root", src, rootVersion, trusted.Root.Signed.Expires.Format(time.RFC3339), age(now, trusted.Root.Signed.Expires))
 	}
-	// The metadata trusted last, loaded first so the channel's may not be
-	// older. It may have expired since, or have been signed by a key that
-	// was rotated out: then it is no reference and is skipped.
-	if b, ok := state.read("timestamp.json"); ok {
-		_, _ = trusted.UpdateTimestamp(b)
-	}
 	tsData, err := read("timestamp.json")
 	if err != nil {
 		return nil, err
 	}
 	if _, err := trusted.UpdateTimestamp(tsData); err != nil {
-		var equal *metadata.ErrEqualVersionNumber
-		if !errors.As(err, &equal) {
-			return nil, refuse("%s: timestamp.json: %v%s", src, err, expiredTimestampDetail(trusted, now))
-		}
-		// The same version as trusted last: keep that one.
-		if trusted.Timestamp.Signed.IsExpired(now) {
-			return nil, refuse("%s: timestamp.json: %v%s", src, &metadata.ErrExpiredMetadata{Msg: "timestamp.json is expired"}, expiredTimestampDetail(trusted, now))
-		}
-	}
-	if b, ok := state.read("snapshot.json"); ok {
-		_, _ = trusted.UpdateSnapshot(b, true)
+		return nil, refuse("%s: timestamp.json: %v%s%s", src, err, expiredTimestampDetail(trusted, now), withheldRootDetail(src, err, prev, sf, rootVersion, opts.TrustedRoot))
 	}
 	snapData, err := read("snapshot.json")
 	if err != nil {
@@ -244,13 +255,77 @@ func Load(opts Options) (*Channel, error) {
 			}
 		}
 	}
-	if err := state.save(map[string][]byte{
-		"root.json": mustBytes(trusted.Root.ToBytes(true)), "timestamp.json": tsData,
-		"snapshot.json": snapData, "targets.json": targetsData,
-	}); err != nil {
-		return nil, fmt.Errorf("save channel state: %w", err)
+	if sf != nil {
+		if err := checkNotOlder(sf, prev, trusted, st); err != nil {
+			return nil, err
+		}
+		st.State, st.StateCreated = sf.path, prev == nil
+		next := &state{
+			Type: StateType, Channel: src.String(), CheckedAt: now,
+			RootVersion: rootVersion, TimestampVersion: st.TimestampVersion,
+			SnapshotVersion: st.SnapshotVersion, TargetsVersion: st.TargetsVersion,
+			Root: mustBytes(trusted.Root.ToBytes(false)), Timestamp: tsData,
+		}
+		if err := sf.write(next); err != nil {
+			return nil, err
+		}
 	}
 	return &Channel{Status: st, targets: targets, src: src, now: now}, nil
+}
+
+// checkNotOlder refuses a channel older than the state: any of its
+// timestamp, snapshot or release list at a lower version than the one
+// accepted last (a mirror serving an old copy, or a rolled-back channel),
+// or a timestamp of the same version that says something else (a channel
+// re-created or forked under the same keys). A role whose key was rotated
+// since starts again: its old versions are no floor for the new key.
+func checkNotOlder(sf *stateFile, prev *state, trusted *trustedmetadata.TrustedMetadata, st Status) error {
+	if prev == nil {
+		return nil
+	}
+	root := trusted.Root
+	since := ""
+	if !prev.CheckedAt.IsZero() {
+		since = " on " + prev.CheckedAt.UTC().Format(time.RFC3339)
+	}
+	older := func(file string, offered, stored int64) error {
+		return refuse("%s: an older copy of the channel: %s is version %d, but this machine accepted version %d%s (state %s); a mirror serving an old copy, or a channel rolled back, is refused", st.Source, file, offered, stored, since, sf.path)
+	}
+	if sameKeys(prev.root, root, metadata.TIMESTAMP) {
+		if st.TimestampVersion < prev.TimestampVersion {
+			return older("timestamp.json", st.TimestampVersion, prev.TimestampVersion)
+		}
+		if st.TimestampVersion == prev.TimestampVersion && !sameSigned(trusted.Timestamp, prev.timestamp) {
+			return refuse("%s: timestamp.json version %d is not the version %d this machine accepted%s (state %s): the channel was re-created or forked under the same keys", st.Source, st.TimestampVersion, prev.TimestampVersion, since, sf.path)
+		}
+	}
+	if sameKeys(prev.root, root, metadata.SNAPSHOT) && st.SnapshotVersion < prev.SnapshotVersion {
+		return older("snapshot.json", st.SnapshotVersion, prev.SnapshotVersion)
+	}
+	if sameKeys(prev.root, root, metadata.TARGETS) && st.TargetsVersion < prev.TargetsVersion {
+		return older("targets.json", st.TargetsVersion, prev.TargetsVersion)
+	}
+	return nil
+}
+
+// withheldRootDetail explains a timestamp whose signature does not verify
+// under a root newer than the one pinned, which the state brought, when
+// the channel does not hold that root: a mirror that withholds the
+// rotation and serves what the retired key signed.
+func withheldRootDetail(src Source, err error, prev *state, sf *stateFile, rootVersion int64, pinned []byte) string {
+	var unsigned *metadata.ErrUnsignedMetadata
+	if prev == nil || prev.RootVersion != rootVersion || !errors.As(err, &unsigned) {
+		return ""
+	}
+	p, perr := metadata.Root().FromBytes(pinned)
+	if perr != nil || p.Signed.Version >= rootVersion {
+		return ""
+	}
+	name := itoa(rootVersion) + ".root.json"
+	if _, rerr := src.Read(name); !errors.Is(rerr, fs.ErrNotExist) {
+		return ""
+	}
+	return fmt.Sprintf(" (this machine accepted root version %d before (state %s), and the channel does not hold %s: it withholds a key rotation and serves metadata signed by a key that root retired)", rootVersion, sf.path, name)
 }
 
 func expiredTimestampDetail(trusted *trustedmetadata.TrustedMetadata, now time.Time) string {
@@ -411,40 +486,6 @@ func (s *Selection) staleHint() string {
 		return " (an older or other release under this name is not the current one)"
 	}
 	return ""
-}
-
-// state is the directory of metadata trusted last ("" keeps none).
-type stateDir string
-
-func (d stateDir) read(name string) ([]byte, bool) {
-	if d == "" {
-		return nil, false
-	}
-	b, err := Dir(d).Read(name)
-	return b, err == nil
-}
-
-func (d stateDir) save(files map[string][]byte) error {
-	if d == "" {
-		return nil
-	}
-	if err := os.MkdirAll(string(d), 0o700); err != nil {
-		return err
-	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if files[n] == nil {
-			continue
-		}
-		if err := atomicwrite.WriteFile(filepath.Join(string(d), n), files[n], 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func sha256Sum(b []byte) []byte {

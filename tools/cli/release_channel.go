@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,8 +35,11 @@ refuses:
     under a new tag), unless a --version pins it;
   - a withdrawn release, naming the reason;
   - a channel whose timestamp has expired (frozen, or a stale mirror);
-  - with --channel-state, a channel older than the one trusted last;
-  - metadata not signed by the keys the channel's root names.
+  - a channel older than the one it accepted last (it keeps state per
+    trusted root key, in the cache directory unless --channel-state names
+    another; --no-channel-state turns this off);
+  - metadata not signed by the keys the channel's root names, or by a key a
+    root it accepted before retired.
 
 The release signature's key validity is judged at the publication time the
 channel recorded, so retiring a release key does not break older releases.
@@ -434,12 +439,14 @@ func runReleaseChannelRotate(_ context.Context, s Streams, o releaseChannelRotat
 // against a channel.
 type channelCheckOptions struct {
 	dir, root, state, name, version, minVersion string
+	noState                                     bool
 }
 
 func (o *channelCheckOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.dir, "channel", "", "release channel to check the release against: a directory (the publisher's or a mirror) or an http(s) URL")
-	f.StringVar(&o.root, "channel-root", "", "the channel's root metadata you trust, obtained with the release key (e.g. 1.root.json)")
-	f.StringVar(&o.state, "channel-state", "", "directory keeping the channel metadata trusted last; a rolled-back channel is then refused")
+	f.StringVar(&o.root, "channel-root", "", "the channel's root metadata you trust, obtained with the release key: the newest root you hold (e.g. 1.root.json)")
+	f.StringVar(&o.state, "channel-state", "", "writable directory keeping what the channel check accepted, one file per trusted root key (default $CACHEON_CACHE/channel-state, else ~/.cache/cacheon/channel-state)")
+	f.BoolVar(&o.noState, "no-channel-state", false, "check the channel without state: rollback protection is off (an older copy of the channel that has not expired is accepted)")
 	f.StringVar(&o.name, "name", "", "release name in the channel")
 	f.StringVar(&o.version, "version", "", "accept this exact version (listed and not withdrawn) instead of the current one")
 	f.StringVar(&o.minVersion, "min-version", "", "refuse a current release below this version")
@@ -447,9 +454,45 @@ func (o *channelCheckOptions) addFlags(f *pflag.FlagSet) {
 
 func (o *channelCheckOptions) enabled() bool { return o.dir != "" }
 
+// validate refuses state flags that would do nothing, or contradict each
+// other, before anything is read.
+func (o *channelCheckOptions) validate() error {
+	if o.dir == "" && (o.state != "" || o.noState) {
+		return errors.New("--channel-state and --no-channel-state need --channel")
+	}
+	if o.state != "" && o.noState {
+		return errors.New("give --channel-state or --no-channel-state, not both")
+	}
+	return nil
+}
+
+// stateDir is the directory the channel check keeps its state in: the
+// --channel-state given, else channel-state under the cache directory,
+// made if it is not there ("" with --no-channel-state). State is the
+// default because without it any older copy of the channel that has not
+// expired is accepted.
+func (o *channelCheckOptions) stateDir() (string, error) {
+	if o.noState {
+		return "", nil
+	}
+	dir, flag := o.state, "--channel-state "+o.state
+	if dir == "" {
+		root, ok := cacheRoot()
+		if !ok {
+			return "", fmt.Errorf("release channel: no directory to keep the channel's state in (%s=off, or no user cache directory: HOME is unset); give --channel-state DIR, a writable directory, or --no-channel-state to check without rollback protection", CacheEnv)
+		}
+		dir, flag = filepath.Join(root, "channel-state"), "the default channel state directory "+filepath.Join(root, "channel-state")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("release channel: %s: %w; give --channel-state DIR, a writable directory, or --no-channel-state to check without rollback protection", flag, err)
+	}
+	return dir, nil
+}
+
 // selectRelease checks the channel at now and selects the release the
-// flags accept.
-func (o *channelCheckOptions) selectRelease(ctx context.Context, now time.Time) (*channel.Selection, error) {
+// flags accept. Without state it warns on w that rollback protection is
+// off.
+func (o *channelCheckOptions) selectRelease(ctx context.Context, w io.Writer, cmd string, now time.Time) (*channel.Selection, error) {
 	if o.root == "" || o.name == "" {
 		return nil, errors.New("--channel needs --channel-root (the root metadata you trust) and --name")
 	}
@@ -457,15 +500,34 @@ func (o *channelCheckOptions) selectRelease(ctx context.Context, now time.Time) 
 	if err != nil {
 		return nil, fmt.Errorf("--channel-root: %w", err)
 	}
+	state, err := o.stateDir()
+	if err != nil {
+		return nil, err
+	}
+	if state == "" {
+		fmt.Fprintf(w, "cacheon %s: warning: --no-channel-state: rollback protection is off: an older copy of the channel that has not expired is accepted, and so are a retired key's timestamps where a mirror withholds the root rotation\n", cmd)
+	}
 	src, err := channel.OpenSource(ctx, o.dir)
 	if err != nil {
 		return nil, err
 	}
-	ch, err := channel.Load(channel.Options{Source: src, TrustedRoot: root, Now: now, State: o.state})
+	ch, err := channel.Load(channel.Options{Source: src, TrustedRoot: root, Now: now, State: state})
 	if err != nil {
 		return nil, err
 	}
 	return ch.Select(channel.Query{Name: o.name, Version: o.version, MinVersion: o.minVersion})
+}
+
+// describeState says which state a channel check kept, for its report
+// and log lines.
+func describeState(st channel.Status) string {
+	switch {
+	case st.State == "":
+		return "no state kept (--no-channel-state)"
+	case st.StateCreated:
+		return "state " + st.State + " (new)"
+	}
+	return "state " + st.State
 }
 
 // describeSelection is the channel check's detail line.
@@ -479,7 +541,7 @@ func describeSelection(sel *channel.Selection) string {
 	if sel.Status.Age != "" {
 		signed += " signed " + sel.Status.Age
 	}
-	return fmt.Sprintf("%s %s (%s), published %s; %s, expires %s", r.Name, r.Version, what, r.PublishedAt.UTC().Format(time.RFC3339), signed, sel.Status.TimestampExpires.Format(time.RFC3339))
+	return fmt.Sprintf("%s %s (%s), published %s; %s, expires %s; %s", r.Name, r.Version, what, r.PublishedAt.UTC().Format(time.RFC3339), signed, sel.Status.TimestampExpires.Format(time.RFC3339), describeState(sel.Status))
 }
 
 type releaseChannelShowOptions struct {
@@ -506,7 +568,7 @@ releases it holds, withdrawn ones with their reason.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.check.root, "channel-root", "", "the channel's root metadata you trust (required)")
-	cmd.Flags().StringVar(&o.check.state, "channel-state", "", "directory keeping the channel metadata trusted last")
+	cmd.Flags().StringVar(&o.check.state, "channel-state", "", "writable directory keeping what the check accepted, one file per trusted root key; an older copy of the channel is then refused (show keeps no state unless given one)")
 	cmd.Flags().StringVar(&o.check.name, "name", "", "list only this release name")
 	cmd.Flags().StringVar(&o.now, "now", "", "judge expiry at this RFC 3339 time instead of now")
 	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print one JSON document")

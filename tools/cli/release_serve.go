@@ -46,7 +46,13 @@ see "cacheon release channel") it also refuses to start a release that is
 not the channel's current release of --name (or the --version pinned), or
 that was withdrawn, or when the channel's timestamp has expired; the key's
 validity is then judged at the release's recorded publication time, so a
-release key retired since does not stop a release it signed from serving.`,
+release key retired since does not stop a release it signed from serving.
+The channel check keeps its state as "release verify" does (--channel-state,
+default channel-state in the cache directory). A container's file system is
+read-only and the trust mount too: mount a writable directory for the state
+and pass it as --channel-state, or pass --no-channel-state to start without
+rollback protection (a warning says so). Its log says which channel, release
+and state it checked, or, on a line of its own, that it checked no channel.`,
 		Example: `  docker run --gpus all \
     -v $PWD/trust:/cacheon/trust:ro -v /models/llama:/cacheon/model:ro \
     registry.example.com/cacheon/engine@sha256:<digest>
@@ -55,9 +61,14 @@ release key retired since does not stop a release it signed from serving.`,
   cacheon release serve --dry-run --root rootfs --key release.pub \
     --bundle release.sigstore.json --model /models/llama
 
-  # only while it is the channel's current, unwithdrawn release
-  cacheon release serve --channel /cacheon/trust/channel \
-    --channel-root /cacheon/trust/1.root.json --name cacheon-engine`,
+  # only while it is the channel's current, unwithdrawn release, keeping
+  # the channel's state in a writable mount
+  docker run --gpus all --read-only \
+    -v $PWD/trust:/cacheon/trust:ro -v /models/llama:/cacheon/model:ro \
+    -v $PWD/channel-state:/cacheon/state \
+    registry.example.com/cacheon/engine@sha256:<digest> \
+    --channel /cacheon/trust/channel --channel-root /cacheon/trust/1.root.json \
+    --name cacheon-engine --channel-state /cacheon/state`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
@@ -88,10 +99,18 @@ func runReleaseServe(ctx context.Context, s Streams, o releaseServeOptions) erro
 	if err != nil {
 		return err
 	}
+	if err := o.channel.validate(); err != nil {
+		return err
+	}
 	keyTime := now
 	var sel *channel.Selection
 	if o.channel.enabled() {
-		if sel, err = o.channel.selectRelease(ctx, now); err != nil {
+		if sel, err = o.channel.selectRelease(ctx, s.Err, "release serve", now); err != nil {
+			if !reject.Is(err) {
+				// An unreachable channel or a state directory that
+				// cannot be written gave no verdict (exit 1).
+				return fmt.Errorf("cannot start: %w", err)
+			}
 			return reject.Errorf("%w: %v", entrypoint.ErrRefused, err)
 		}
 		keyTime = sel.Record.PublishedAt
@@ -107,6 +126,10 @@ func runReleaseServe(ctx context.Context, s Streams, o releaseServeOptions) erro
 			return reject.Errorf("%w: %v", entrypoint.ErrRefused, err)
 		}
 	}
+	// Say what was checked before anything runs: an operator reading the
+	// log must tell a release checked against a channel from one that
+	// was not.
+	fmt.Fprintln(s.Err, serveChannelLine(o.channel, sel))
 	if o.dryRun {
 		doc := map[string]any{
 			"format_version": 1, "verified": true, "descriptor_digest": v.DescriptorDigest,
@@ -119,4 +142,31 @@ func runReleaseServe(ctx context.Context, s Streams, o releaseServeOptions) erro
 	}
 	fmt.Fprintf(s.Err, "cacheon release serve: release %s verified (key %s); starting %s\n", v.DescriptorDigest, v.KeyID, v.Argv[0])
 	return reject.Wrap(entrypoint.Exec(v))
+}
+
+// serveChannelLine is serve's log line about the channel: which channel,
+// release and state it checked, or that it checked none.
+func serveChannelLine(o channelCheckOptions, sel *channel.Selection) string {
+	if sel == nil {
+		return "cacheon release serve: no release channel checked (no --channel): a withdrawn or superseded release would start as well"
+	}
+	r, st := sel.Record, sel.Status
+	return fmt.Sprintf("cacheon release serve: channel %s: %s %s is %s (root v%d, timestamp v%d signed %s); %s",
+		st.Source, r.Name, r.Version, selectionRole(sel), st.RootVersion, st.TimestampVersion, orUnknown(st.Age), describeState(st))
+}
+
+// selectionRole says whether the selected release is the current one or
+// a pinned older one.
+func selectionRole(sel *channel.Selection) string {
+	if sel.Record.Version == sel.Current {
+		return "the current release"
+	}
+	return "pinned (current is " + sel.Current + ")"
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "at an unrecorded time"
+	}
+	return s
 }

@@ -82,14 +82,22 @@ With --channel the release is also checked against a signed release channel
 --now), and the release must be the current release of --name (or the
 --version you pin, or the current one at or above --min-version), not
 withdrawn, and signed by the key the channel recorded (check channel).
---channel-state keeps the metadata trusted last, so a channel rolled back to
-an older view is refused too. The report's "channel" object holds the
-selected record and the channel's versions and age.`,
+Pin the newest channel root you hold as --channel-root.
+
+The check keeps what it accepted (the newest root and the highest versions)
+in a state file per trusted root key, under --channel-state DIR or, by
+default, channel-state in the cache directory ($CACHEON_CACHE, else
+~/.cache/cacheon). A later check then refuses an older copy of the channel
+(a stale mirror, a rolled-back channel), naming both versions and the file,
+and a mirror that withholds a root rotation cannot bring a retired key's
+timestamps back. --no-channel-state checks without state and warns that
+rollback protection is off. The report's "channel" object holds the
+selected record and the channel's versions, age and state file.`,
 		Example: `  cacheon release verify --key release.pub release-1.0
   cacheon release verify --key release.pub --layout root.layout --layout-key owner.pub --links links release-1.0
   cacheon release verify --key release.pub --json registry.example.com/cacheon/engine:1.0
-  cacheon release verify --key release.pub --channel mirror/channel --channel-root 1.root.json \
-    --name cacheon-engine --channel-state ~/.cache/cacheon/channel registry.example.com/cacheon/engine:1.0`,
+  cacheon release verify --key release.pub --channel https://example.com/channel --channel-root 2.root.json \
+    --name cacheon-engine registry.example.com/cacheon/engine:1.0`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
@@ -143,13 +151,16 @@ func verifyRelease(ctx context.Context, s Streams, o releaseVerifyOptions) (*ver
 			return nil, reject.Errorf("--now: %w", err)
 		}
 	}
+	if err := o.channel.validate(); err != nil {
+		return nil, err
+	}
 	var sel *channel.Selection
 	if o.channel.enabled() {
 		checkNow := opts.Now
 		if checkNow.IsZero() {
 			checkNow = time.Now()
 		}
-		if sel, err = o.channel.selectRelease(ctx, checkNow); err != nil {
+		if sel, err = o.channel.selectRelease(ctx, s.Err, "release verify", checkNow); err != nil {
 			if !reject.Is(err) {
 				return nil, err
 			}
