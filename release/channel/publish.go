@@ -65,7 +65,17 @@ type Repo struct {
 	pending []pendingFile
 	// lock is the channel's writer lock, held from OpenWriter to Close.
 	lock *writerlock.Lock
+	// fault, when set, is called at each step of each file write (see
+	// WriteSteps). Only the crash tests set it, to kill the writer there.
+	fault func(step string)
 }
+
+// WriteSteps are the steps of writing one channel file, in order. A
+// writer reaches FILE:STEP for each file it writes (FILE its name in the
+// channel, as 2.root.json or targets/NAME/VERSION.json): before anything
+// of the file is written, once its temporary file is written and synced,
+// once it is renamed into place, and once the directory is synced.
+var WriteSteps = append([]string{"before"}, atomicwrite.FileSteps...)
 
 // ErrLocked is the error of a publisher that finds another writer at the
 // channel: every write (init, publish, withdraw, refresh, rotate) holds
@@ -138,6 +148,11 @@ func tufKey(s crypto.Signer) (*metadata.Key, string, error) {
 // Init creates a channel in dir (which must not hold one): root version 1
 // naming the three keys, an empty release list, snapshot and timestamp.
 func Init(dir string, keys Keys, now time.Time, expiry Expiry) error {
+	return initChannel(dir, keys, now, expiry, nil)
+}
+
+// initChannel is Init with the crash tests' fault hook.
+func initChannel(dir string, keys Keys, now time.Time, expiry Expiry, fault func(string)) error {
 	if keys.Root == nil || keys.Targets == nil || keys.Online == nil {
 		return reject.New("channel init needs the root, targets and online keys")
 	}
@@ -181,6 +196,7 @@ func Init(dir string, keys Keys, now time.Time, expiry Expiry) error {
 		targets:   metadata.Targets(now.Add(expiry.Targets)),
 		snapshot:  metadata.Snapshot(now.Add(expiry.Snapshot)),
 		timestamp: metadata.Timestamp(now.Add(expiry.Timestamp)),
+		fault:     fault,
 	}
 	if err := r.signRoot(keys.Root); err != nil {
 		return err
@@ -348,12 +364,19 @@ func (r *Repo) commit() error {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := atomicwrite.WriteFile(p, f.data, 0o644); err != nil {
+		r.step(f.rel + ":before")
+		if err := atomicwrite.WriteFileWith(p, f.data, 0o644, atomicwrite.Steps(func(s string) { r.step(f.rel + ":" + s) })); err != nil {
 			return fmt.Errorf("write channel file %s: %w", f.rel, err)
 		}
 	}
 	r.pending = nil
 	return nil
+}
+
+func (r *Repo) step(s string) {
+	if r.fault != nil {
+		r.fault(s)
+	}
 }
 
 // pendingSource is the channel as commit would leave it: the pending
