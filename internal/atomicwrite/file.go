@@ -14,7 +14,12 @@ import (
 // the old file or the new one, never a mixture, and a failure leaves no
 // temporary file behind.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	return publishFile(path, data, perm, func(tmp string) error {
+	return WriteFileWith(path, data, perm)
+}
+
+// WriteFileWith is WriteFile with options; of them only Steps applies.
+func WriteFileWith(path string, data []byte, perm fs.FileMode, opts ...Option) error {
+	return publishFile(path, data, perm, opts, func(tmp string) error {
 		if info, err := os.Lstat(path); err == nil && info.IsDir() {
 			return fmt.Errorf("write %s: %w", path, errors.New("a directory exists at that path"))
 		}
@@ -29,7 +34,7 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 // does, but never replaces: when anything exists at path it fails with an
 // error that wraps fs.ErrExist and leaves the existing file untouched.
 func CreateFile(path string, data []byte, perm fs.FileMode) error {
-	return publishFile(path, data, perm, func(tmp string) error {
+	return publishFile(path, data, perm, nil, func(tmp string) error {
 		if err := renameNoReplace(tmp, path); err != nil {
 			return fmt.Errorf("publish %s: %w", path, err)
 		}
@@ -40,7 +45,16 @@ func CreateFile(path string, data []byte, perm fs.FileMode) error {
 // publishFile writes data to a synced temporary file beside path with
 // mode perm, lets publish move it into place, and syncs the directory.
 // On any failure the temporary file is removed.
-func publishFile(path string, data []byte, perm fs.FileMode, publish func(tmp string) error) (err error) {
+func publishFile(path string, data []byte, perm fs.FileMode, opts []Option, publish func(tmp string) error) (err error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	step := func(s string) {
+		if o.step != nil {
+			o.step(s)
+		}
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -67,11 +81,31 @@ func publishFile(path string, data []byte, perm fs.FileMode, publish func(tmp st
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp.Name(), err)
 	}
+	step(StepTempWritten)
 	if err := publish(tmp.Name()); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	step(StepRenamed)
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	step(StepDirSynced)
+	return nil
 }
+
+// The steps of WriteFile, in order, that Steps reports.
+const (
+	// StepTempWritten: the temporary file is written, synced and closed;
+	// nothing at the destination has changed.
+	StepTempWritten = "temp-written"
+	// StepRenamed: the new file is in place; its directory is not synced.
+	StepRenamed = "renamed"
+	// StepDirSynced: the directory is synced; the write is done.
+	StepDirSynced = "dir-synced"
+)
+
+// FileSteps lists WriteFile's steps in the order they happen.
+var FileSteps = []string{StepTempWritten, StepRenamed, StepDirSynced}
 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

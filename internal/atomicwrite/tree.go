@@ -57,6 +57,7 @@ type Option func(*options)
 type options struct {
 	afterFile     func(n int, path string)
 	beforePublish func(tmp string)
+	step          func(step string)
 }
 
 // AfterFile calls fn each time a file has been written and synced inside
@@ -72,6 +73,13 @@ func AfterFile(fn func(n int, path string)) Option {
 // fault-injection tests change the tree in that window.
 func BeforePublish(fn func(tmp string)) Option {
 	return func(o *options) { o.beforePublish = fn }
+}
+
+// Steps calls fn at each step of WriteFileWith (FileSteps, in order). It lets
+// crash tests kill a writer between a file's temporary write, its rename
+// and its directory sync; WriteTree ignores it.
+func Steps(fn func(step string)) Option {
+	return func(o *options) { o.step = fn }
 }
 
 // WriteTree publishes files as a new directory dest, which must not exist.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -65,7 +66,30 @@ type Repo struct {
 	pending []pendingFile
 	// lock is the channel's writer lock, held from OpenWriter to Close.
 	lock *writerlock.Lock
+	// rootBehind: root.json is older than the newest N.root.json, which
+	// Open walked to (a rotation killed between the two); rootBytes is
+	// that root's file, which the next commit writes to root.json.
+	rootBehind bool
+	rootBytes  []byte
+	// prevRoot is the root before r.root, read when a role's metadata
+	// does not verify against r.root.
+	prevRoot *metadata.Metadata[metadata.RootType]
+	// staleSigned names the roles whose metadata is still signed by the
+	// key the previous root named: a rotation of that role killed before
+	// it re-signed them. Consumers refuse the channel until a write signs
+	// them with the new key.
+	staleSigned map[string]bool
+	// fault, when set, is called at each step of each file write (see
+	// WriteSteps). Only the crash tests set it, to kill the writer there.
+	fault func(step string)
 }
+
+// WriteSteps are the steps of writing one channel file, in order. A
+// writer reaches FILE:STEP for each file it writes (FILE its name in the
+// channel, as 2.root.json or targets/NAME/VERSION.json): before anything
+// of the file is written, once its temporary file is written and synced,
+// once it is renamed into place, and once the directory is synced.
+var WriteSteps = append([]string{"before"}, atomicwrite.FileSteps...)
 
 // ErrLocked is the error of a publisher that finds another writer at the
 // channel: every write (init, publish, withdraw, refresh, rotate) holds
@@ -138,6 +162,11 @@ func tufKey(s crypto.Signer) (*metadata.Key, string, error) {
 // Init creates a channel in dir (which must not hold one): root version 1
 // naming the three keys, an empty release list, snapshot and timestamp.
 func Init(dir string, keys Keys, now time.Time, expiry Expiry) error {
+	return initChannel(dir, keys, now, expiry, nil)
+}
+
+// initChannel is Init with the crash tests' fault hook.
+func initChannel(dir string, keys Keys, now time.Time, expiry Expiry, fault func(string)) error {
 	if keys.Root == nil || keys.Targets == nil || keys.Online == nil {
 		return reject.New("channel init needs the root, targets and online keys")
 	}
@@ -181,6 +210,7 @@ func Init(dir string, keys Keys, now time.Time, expiry Expiry) error {
 		targets:   metadata.Targets(now.Add(expiry.Targets)),
 		snapshot:  metadata.Snapshot(now.Add(expiry.Snapshot)),
 		timestamp: metadata.Timestamp(now.Add(expiry.Timestamp)),
+		fault:     fault,
 	}
 	if err := r.signRoot(keys.Root); err != nil {
 		return err
@@ -214,6 +244,9 @@ func Open(dir string, now time.Time, expiry Expiry) (*Repo, error) {
 	if r.root, err = metadata.Root().FromBytes(b); err != nil {
 		return nil, reject.Errorf("%s: root.json: %w", dir, err)
 	}
+	if err := r.walkRoots(); err != nil {
+		return nil, err
+	}
 	if b, err = read("targets.json"); err != nil {
 		return nil, err
 	}
@@ -232,12 +265,81 @@ func Open(dir string, now time.Time, expiry Expiry) (*Repo, error) {
 	if r.timestamp, err = metadata.Timestamp().FromBytes(b); err != nil {
 		return nil, reject.Errorf("%s: timestamp.json: %w", dir, err)
 	}
-	for role, md := range map[string]any{metadata.ROOT: r.root, metadata.TARGETS: r.targets, metadata.SNAPSHOT: r.snapshot, metadata.TIMESTAMP: r.timestamp} {
-		if err := r.root.VerifyDelegate(role, md); err != nil {
-			return nil, reject.Errorf("%s: %s.json does not verify against root.json: %w", dir, role, err)
+	if err := r.root.VerifyDelegate(metadata.ROOT, r.root); err != nil {
+		return nil, reject.Errorf("%s: root version %d is not signed by its own root keys: %w", dir, r.root.Signed.Version, err)
+	}
+	r.staleSigned = map[string]bool{}
+	for role, md := range map[string]any{metadata.TARGETS: r.targets, metadata.SNAPSHOT: r.snapshot, metadata.TIMESTAMP: r.timestamp} {
+		err := r.root.VerifyDelegate(role, md)
+		if err == nil {
+			continue
 		}
+		// A rotation of this role's key, killed after it wrote the new
+		// root and before it re-signed the role's metadata, leaves the
+		// metadata signed by the key the previous root named: authentic,
+		// and what the next write re-signs with the new key. Refusing it
+		// would leave a channel no writer can open, so no writer could
+		// ever finish the rotation.
+		if prev, perr := r.previousRoot(); perr == nil && prev != nil && prev.VerifyDelegate(role, md) == nil {
+			r.staleSigned[role] = true
+			continue
+		}
+		return nil, reject.Errorf("%s: %s.json does not verify against root version %d: %w", dir, role, r.root.Signed.Version, err)
 	}
 	return r, nil
+}
+
+// walkRoots moves r.root on from root.json to the newest N.root.json
+// that chains from it (signed by the previous root's keys and its own),
+// as a consumer walks: a rotation killed after writing N.root.json and
+// before root.json has shown consumers root N already, so every writer
+// goes on from it, never from the root it replaced.
+func (r *Repo) walkRoots() error {
+	for {
+		name := itoa(r.root.Signed.Version+1) + ".root.json"
+		b, err := os.ReadFile(filepath.Join(r.dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		next, err := metadata.Root().FromBytes(b)
+		if err != nil {
+			return reject.Errorf("%s: %s: %w", r.dir, name, err)
+		}
+		if next.Signed.Version != r.root.Signed.Version+1 {
+			return reject.Errorf("%s: %s holds root version %d", r.dir, name, next.Signed.Version)
+		}
+		if err := r.root.VerifyDelegate(metadata.ROOT, next); err != nil {
+			return reject.Errorf("%s: %s is not signed by root version %d's keys: %w", r.dir, name, r.root.Signed.Version, err)
+		}
+		if err := next.VerifyDelegate(metadata.ROOT, next); err != nil {
+			return reject.Errorf("%s: %s is not signed by its own root keys: %w", r.dir, name, err)
+		}
+		r.prevRoot, r.root, r.rootBytes, r.rootBehind = r.root, next, b, true
+	}
+}
+
+// previousRoot is the root before r.root (nil for the first), checked to
+// chain to it.
+func (r *Repo) previousRoot() (*metadata.Metadata[metadata.RootType], error) {
+	if r.prevRoot != nil || r.root.Signed.Version <= 1 {
+		return r.prevRoot, nil
+	}
+	b, err := os.ReadFile(filepath.Join(r.dir, itoa(r.root.Signed.Version-1)+".root.json"))
+	if err != nil {
+		return nil, err
+	}
+	prev, err := metadata.Root().FromBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := prev.VerifyDelegate(metadata.ROOT, r.root); err != nil {
+		return nil, err
+	}
+	r.prevRoot = prev
+	return prev, nil
 }
 
 // signAs signs md (the metadata of role) with key, checks that the
@@ -343,17 +445,39 @@ func (r *Repo) commit() error {
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return err
 	}
+	if r.rootBehind && !r.pendingHas("root.json") {
+		// root.json, the publisher's copy of the newest root (consumers
+		// walk N.root.json), catches up with a rotation killed before it.
+		r.pending = append([]pendingFile{{"root.json", r.rootBytes}}, r.pending...)
+	}
 	for _, f := range r.pending {
 		p := filepath.Join(r.dir, filepath.FromSlash(f.rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := atomicwrite.WriteFile(p, f.data, 0o644); err != nil {
+		r.step(f.rel + ":before")
+		if err := atomicwrite.WriteFileWith(p, f.data, 0o644, atomicwrite.Steps(func(s string) { r.step(f.rel + ":" + s) })); err != nil {
 			return fmt.Errorf("write channel file %s: %w", f.rel, err)
 		}
 	}
 	r.pending = nil
+	r.rootBehind = false
 	return nil
+}
+
+func (r *Repo) pendingHas(rel string) bool {
+	for _, f := range r.pending {
+		if f.rel == rel {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Repo) step(s string) {
+	if r.fault != nil {
+		r.fault(s)
+	}
 }
 
 // pendingSource is the channel as commit would leave it: the pending
@@ -495,6 +619,9 @@ func (r *Repo) commitTargets(keys Keys) error {
 // Refresh signs a new snapshot and timestamp with fresh expiries: the
 // scheduled job that keeps consumers accepting the channel.
 func (r *Repo) Refresh(keys Keys) error {
+	if r.staleSigned[metadata.TARGETS] {
+		return reject.Errorf("%s: a rotation of the targets key was killed part-way: targets.json is still signed by the retired key, and refresh signs only the snapshot and timestamp; run the same rotation again (channel rotate --role targets with the same new key), or publish with the new targets key", r.dir)
+	}
 	if err := r.signSnapshotAndTimestamp(keys.Online, true); err != nil {
 		return err
 	}
@@ -534,12 +661,28 @@ func (r *Repo) Rotate(role string, newKey crypto.Signer, keys Keys) error {
 	if err := r.root.VerifyDelegate(metadata.ROOT, r.root); err != nil {
 		return err
 	}
+	if slices.Contains(r.root.Signed.Roles[tufRoles[0]].KeyIDs, id) {
+		// The same rotation again. When the first was killed after it
+		// wrote the new root and before the new snapshot and timestamp,
+		// consumers refuse the channel: finish it by signing what is not
+		// yet signed with the role's key now, then the snapshot and
+		// timestamp. Otherwise it is done.
+		if r.checkAsConsumer() == nil {
+			return reject.Errorf("the new key %s already holds the %s role", id, role)
+		}
+		if r.staleSigned[metadata.TARGETS] {
+			if err := r.signTargets(keys.Targets, true); err != nil {
+				return err
+			}
+		}
+		if err := r.signSnapshotAndTimestamp(keys.Online, true); err != nil {
+			return err
+		}
+		return r.commit()
+	}
 	oldRoot := keys.Root
 	for _, tr := range tufRoles {
 		for _, old := range append([]string(nil), r.root.Signed.Roles[tr].KeyIDs...) {
-			if old == id {
-				return reject.Errorf("the new key %s already holds the %s role", id, role)
-			}
 			if err := r.root.Signed.RevokeKey(old, tr); err != nil {
 				return err
 			}
@@ -558,6 +701,14 @@ func (r *Repo) Rotate(role string, newKey crypto.Signer, keys Keys) error {
 	// it against the root it trusts) and by its own.
 	if err := r.signRoot(signers...); err != nil {
 		return err
+	}
+	if role == RoleRoot {
+		// Only the root's own keys changed: targets, snapshot and
+		// timestamp stay as they are, valid under the new root. The new
+		// N.root.json is then the one file of the rotation a consumer
+		// reads, so a crash leaves it the old root or the new, never a
+		// refused channel (and the rotation needs no other key).
+		return r.commit()
 	}
 	if err := r.signTargets(keys.Targets, true); err != nil {
 		return err

@@ -397,8 +397,9 @@ current root key (and, when the root key itself rotates, by the new one),
 then re-sign what the role signs with the new key and bump the snapshot and
 timestamp. Consumers pinned to any older root walk the chain version by
 version, so nobody needs a new root file. Give the keys that must sign:
---targets-key when the online key rotates, --online-key always except when
-the online key itself rotates.`,
+--targets-key when the online key rotates, --online-key when the targets key
+rotates; a root rotation writes the new root alone and needs only the root
+keys. A rotation killed part-way is finished by the same command again.`,
 		Example: `  cacheon release keygen --out targets-2027
   cacheon release channel rotate channel --role targets --new-key targets-2027.key \
     --root-key root.key --online-key online.key`,
