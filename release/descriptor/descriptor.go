@@ -110,7 +110,7 @@ type Entrypoint struct {
 // tools/bootstrap.sh build, then `bazel build <BazelTarget>` (with the
 // repository's own .bazelrc), in a clone of Repository at Commit.
 type EntrypointSource struct {
-	Repository  string `json:"repository"`   // where to clone it from (a URL, or a path for a local rebuild)
+	Repository  string `json:"repository"`   // where to clone it from: a URL (ClassifyRepository), or UnpublishedRepository
 	Commit      string `json:"commit"`       // full git commit id
 	BazelTarget string `json:"bazel_target"` // e.g. //tools/cmd/cacheon
 }
