@@ -102,10 +102,17 @@ func ForRelease(in ReleaseInput) *Provenance {
 	if src := d.Entrypoint.Source; src != nil {
 		// The entrypoint's source: the repository at the commit it is
 		// built from, and the recipe that builds it there.
-		p.Dependencies = append(p.Dependencies, Resource{
+		dep := Resource{
 			Name: DepEntrypointSrc, URI: "git+" + src.Repository, Digest: map[string]string{"gitCommit": src.Commit},
 			Annotations: map[string]string{"bazel_target": src.BazelTarget, "recipe": "bash tools/bootstrap.sh build && bazel build " + src.BazelTarget},
-		})
+		}
+		if src.Repository == descriptor.UnpublishedRepository {
+			// No URI to fetch from: say so rather than write one that
+			// is not a URI. The commit still pins what was built.
+			dep.URI = ""
+			dep.Annotations["repository"] = src.Repository
+		}
+		p.Dependencies = append(p.Dependencies, dep)
 	}
 	for _, c := range d.Integrations {
 		p.Dependencies = append(p.Dependencies,

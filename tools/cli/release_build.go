@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,7 @@ type releaseBuildOptions struct {
 	in                                     build.Inputs
 	compression                            string
 	sourceRepo, sourceCommit, sourceTarget string
+	allowLocalSource                       bool
 	jsonOut                                bool
 	args                                   []string
 }
@@ -43,7 +45,17 @@ Every input is a flag; nothing depends on the working directory, umask,
 timezone, locale or clock, so a build action gets byte-identical output
 wherever it runs. Dates are --source-date-epoch. The Go toolchain of this
 binary is part of the release identity (it decides the gzip bytes), and is
-recorded in the descriptor and provenance.`,
+recorded in the descriptor and provenance.
+
+With --entrypoint-source-repo URL and --entrypoint-source-commit, the
+descriptor, provenance and SBOM record where the entrypoint's source is
+fetched from, so consumers can clone it and rebuild the binary (release
+rebuild --source-repo). The URL must be one a consumer can fetch
+(https://, ssh://, git://, or user@host:path): a local path or file:// URL
+is refused, since it names a directory on the builder's machine only and
+would publish its layout. --allow-local-source accepts one anyway, with a
+warning, and records the source as an unpublished local checkout (the
+commit, not the path).`,
 		Example: `  cacheon release build \
     --engine-tree bazel-bin/stacks/release_tree \
     --release-manifest bazel-bin/stacks/release_manifest.json \
@@ -53,6 +65,8 @@ recorded in the descriptor and provenance.`,
     --entrypoint bazel-bin/tools/cmd/cacheon/cacheon_/cacheon \
     --base-layout base-layout --base-digest sha256:<digest> --base-name scratch \
     --name cacheon-engine:1.0 --source-date-epoch 1767225600 \
+    --entrypoint-source-repo https://example.com/cacheon/engine.git \
+    --entrypoint-source-commit $(git rev-parse HEAD) \
     --out release-1.0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,7 +81,8 @@ recorded in the descriptor and provenance.`,
 	f.StringVar(&o.in.Substrate, "substrate", "", "substrate directory (required)")
 	f.StringVar(&o.in.ModelReceipt, "model-receipt", "", "provision receipt of the sealed model (required)")
 	f.StringVar(&o.in.Entrypoint, "entrypoint", "", "static cacheon binary to ship as the entrypoint (required)")
-	f.StringVar(&o.sourceRepo, "entrypoint-source-repo", "", "record the repository the entrypoint is built from (URL, or a path for local rebuilds), with --entrypoint-source-commit, so consumers rebuild it")
+	f.StringVar(&o.sourceRepo, "entrypoint-source-repo", "", "record the repository the entrypoint is built from, a URL consumers clone (https://, ssh://, git://, or user@host:path), with --entrypoint-source-commit, so they rebuild it; a local path or file:// URL is refused without --allow-local-source")
+	f.BoolVar(&o.allowLocalSource, strings.TrimPrefix(allowLocalSourceFlag, "--"), false, "accept a local path as --entrypoint-source-repo: the release records only that the source is an unpublished local checkout (not the path), so consumers need the commit from elsewhere")
 	f.StringVar(&o.sourceCommit, "entrypoint-source-commit", "", "the full git commit the entrypoint is built from")
 	f.StringVar(&o.sourceTarget, "entrypoint-bazel-target", "//tools/cmd/cacheon", "the Bazel target that builds the entrypoint at that commit")
 	f.StringVar(&o.in.BaseLayout, "base-layout", "", "OCI layout holding the base image (default: the scratch base)")
@@ -93,13 +108,19 @@ func runReleaseBuild(_ context.Context, s Streams, o releaseBuildOptions) error 
 	o.in.Compression = layer.Compression(o.compression)
 	switch {
 	case o.sourceRepo != "" && o.sourceCommit != "":
-		src := &descriptor.EntrypointSource{Repository: o.sourceRepo, Commit: o.sourceCommit, BazelTarget: o.sourceTarget}
+		repo, err := sourceRepository(s, o.sourceRepo, o.sourceCommit, o.allowLocalSource)
+		if err != nil {
+			return err
+		}
+		src := &descriptor.EntrypointSource{Repository: repo, Commit: o.sourceCommit, BazelTarget: o.sourceTarget}
 		if err := src.Validate(); err != nil {
 			return reject.Errorf("--entrypoint-source-*: %w", err)
 		}
 		o.in.EntrypointSource = src
 	case o.sourceRepo != "" || o.sourceCommit != "":
 		return reject.New("--entrypoint-source-repo and --entrypoint-source-commit go together")
+	case o.allowLocalSource:
+		return reject.Errorf("%s goes with --entrypoint-source-repo", allowLocalSourceFlag)
 	}
 	var progress build.Progress
 	if !o.jsonOut {
@@ -118,4 +139,40 @@ func runReleaseBuild(_ context.Context, s Streams, o releaseBuildOptions) error 
 	fmt.Fprintf(s.Out, "layout       %s\nimage        %s@%s\nengine tree  %s\ndescriptor   %s\nintegrations %d\ngo           %s\n",
 		res.Layout, res.Image, res.ImageDigest, res.EngineTreeDigest, res.DescriptorDigest, res.Contributions, res.GoVersion)
 	return nil
+}
+
+// allowLocalSourceFlag is the builder's explicit consent to a release
+// whose entrypoint source no consumer can fetch.
+const allowLocalSourceFlag = "--allow-local-source"
+
+// sourceRepository is the repository the release records for its
+// entrypoint's source. The release is published and signed: what it
+// names must be something a consumer can clone, so a URL is recorded in
+// its normalized form, and a local path or file:// URL (which names a
+// directory on this machine only, and would publish its layout) is
+// refused unless allowed. An allowed local source is recorded as
+// descriptor.UnpublishedRepository, never as the path: a rebuild takes
+// its checkout from release rebuild --source-repo, so the path would
+// add nothing but the leak, and the release bytes stay independent of
+// where the checkout lies. The warning goes to stderr, loudly, because
+// the release it makes cannot be rebuilt from its own documents.
+func sourceRepository(s Streams, repo, commit string, allowLocal bool) (string, error) {
+	recorded, kind, err := descriptor.ClassifyRepository(repo)
+	if err != nil {
+		return "", reject.Errorf("--entrypoint-source-repo: %w", err)
+	}
+	if kind == descriptor.Fetchable {
+		return recorded, nil
+	}
+	if !allowLocal {
+		return "", reject.Errorf("--entrypoint-source-repo %q is a local path: a consumer cannot fetch it, and the signed provenance and SBOM "+
+			"would publish this machine's file-system layout; give the URL consumers clone the repository from "+
+			"(https://..., ssh://..., or user@host:path; for a checkout, its `git remote get-url origin`), or pass %s "+
+			"to record the source as an unpublished local checkout", repo, allowLocalSourceFlag)
+	}
+	fmt.Fprintf(s.Err, "cacheon release build: WARNING: %s: the entrypoint's source %q is a local path that no consumer can fetch; "+
+		"the release records it as %q with commit %s, so a consumer can rebuild the entrypoint only from a copy of that commit "+
+		"obtained elsewhere (release rebuild --source-repo DIR). Publish the repository and pass its URL for a release others rebuild.\n",
+		allowLocalSourceFlag, repo, descriptor.UnpublishedRepository, commit)
+	return descriptor.UnpublishedRepository, nil
 }
