@@ -19,6 +19,18 @@ func entrypointMismatch(src *descriptor.EntrypointSource, want, got string) *Mis
 	return &Mismatch{What: fmt.Sprintf("the entrypoint built by bazel build %s at commit %s is sha256:%s, the release's is sha256:%s (compare `go version -m` of both; a release built from a working tree with uncommitted changes records a commit it was not built from)", src.BazelTarget, src.Commit, got, want)}
 }
 
+// fetchHint says where a consumer gets the commit a release's entrypoint
+// is built from, for a rebuild that was given no --source-repo: the
+// recorded URL when a consumer can fetch it. A rebuild never clones the
+// recorded repository itself; the caller chooses what to clone and what
+// to trust, and passes the checkout as --source-repo.
+func fetchHint(src *descriptor.EntrypointSource) string {
+	if url, kind, err := descriptor.ClassifyRepository(src.Repository); err == nil && kind == descriptor.Fetchable {
+		return "git clone " + url + " and pass the clone as --source-repo"
+	}
+	return "the release names no public repository holding it"
+}
+
 // binaryPath is where a rules_go go_binary's executable lands under
 // bazel-bin: //pkg:name -> pkg/name_/name.
 func binaryPath(target string) (string, error) {

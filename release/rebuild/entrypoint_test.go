@@ -42,7 +42,7 @@ func TestRebuildEntrypointSource(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"no source repository", Options{Policy: pol}, "no --source-repo to rebuild " + commit},
+		{"no source repository", Options{Policy: pol}, "no --source-repo to rebuild " + commit + " from; git clone https://example.com/cacheon.git"},
 		{"from the image on request", Options{Policy: pol, SourceRepo: r.Repo, EntrypointFromImage: true}, "--entrypoint-from-image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,6 +58,30 @@ func TestRebuildEntrypointSource(t *testing.T) {
 	_, err := Run(l, Options{Policy: pol, SourceRepo: r.Repo, RunSourceBuild: true})
 	if err == nil || !strings.Contains(err.Error(), "check out commit "+commit) {
 		t.Fatalf("rebuild from a repository without the commit: %v", err)
+	}
+}
+
+// A release built from an unpublished local checkout records no path,
+// only the commit: it still verifies and rebuilds byte for byte (the
+// recorded repository is copied, not fetched), and a rebuild from source
+// clones what --source-repo names, at the recorded commit.
+func TestRebuildUnpublishedSource(t *testing.T) {
+	r := fixture.New(t)
+	commit := hostileSource(t, r.Repo, "")
+	l, pol := signedWithSource(t, r, descriptor.UnpublishedRepository, commit)
+	res, err := Run(l, Options{Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Match || !res.ProvenanceMatch || !res.SBOMMatch || !strings.Contains(res.EntrypointSource, "names no public repository") {
+		t.Fatalf("match %v, provenance %v, SBOM %v, entrypoint %q; want a byte-for-byte match saying no repository is named",
+			res.Match, res.ProvenanceMatch, res.SBOMMatch, res.EntrypointSource)
+	}
+	// The bootstrap of that commit stops the build (exit 3): reaching it
+	// shows the clone came from --source-repo at the recorded commit.
+	_, err = Run(l, Options{Policy: pol, SourceRepo: r.Repo, RunSourceBuild: true})
+	if err == nil || !strings.Contains(err.Error(), "bootstrap: exit status 3") {
+		t.Fatalf("rebuild from --source-repo: %v; want the commit's own bootstrap to have run", err)
 	}
 }
 

@@ -306,7 +306,7 @@ func Run(s store.Store, opts Options) (*Result, error) {
 	switch src := d.Entrypoint.Source; {
 	case src == nil:
 	case opts.SourceRepo == "":
-		res.EntrypointSource = "taken from the image (no --source-repo to rebuild " + src.Commit + " from)"
+		res.EntrypointSource = "taken from the image (no --source-repo to rebuild " + src.Commit + " from; " + fetchHint(src) + ")"
 	case opts.EntrypointFromImage:
 		res.EntrypointSource = "taken from the image (--entrypoint-from-image)"
 	default:
