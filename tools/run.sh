@@ -45,11 +45,26 @@ say() { printf '\n== %s (at %d s)\n' "$*" "$SECONDS" >&2; }
 
 # From a committed tree the release records the commit its entrypoint is
 # built from, so `release rebuild --source-repo . --run-source-build-scripts`
-# rebuilds the binary too.
+# rebuilds the binary too, and where consumers fetch that commit: the
+# checkout's origin when it is a URL they can clone. A checkout without
+# one (a clone of a local directory, as tools/main_job_check.sh makes)
+# records an unpublished local checkout instead, asked for by name
+# (--allow-local-source), since release build refuses a local path; the
+# path passed is "." because nothing but its being local is recorded.
 source_flags=() entrypoint_source=()
 if git rev-parse -q --verify HEAD >/dev/null 2>&1 && [[ -z $(git status --porcelain --untracked-files=no) ]]; then
-  source_flags=(--define=entrypoint_source_repo="$repo" --define=entrypoint_source_commit="$(git rev-parse HEAD)")
-  entrypoint_source=(--entrypoint-source-repo "$repo" --entrypoint-source-commit "$(git rev-parse HEAD)" --entrypoint-bazel-target //tools/cmd/cacheon)
+  source_repo=$(entrypoint_source_url "$repo")
+  commit=$(git rev-parse HEAD)
+  source_flags=(--define=entrypoint_source_repo="${source_repo:-.}" --define=entrypoint_source_commit="$commit")
+  entrypoint_source=(--entrypoint-source-repo "${source_repo:-.}" --entrypoint-source-commit "$commit" --entrypoint-bazel-target //tools/cmd/cacheon)
+  if [[ -z $source_repo ]]; then
+    origin=$(git -C "$repo" remote get-url origin 2>/dev/null) || origin="(none)"
+    echo "run: origin $origin is not a URL consumers can fetch: the release records its entrypoint's source as an unpublished local checkout at $commit (--allow-local-source); rebuild it with --source-repo $repo" >&2
+    source_flags+=(--define=entrypoint_allow_local_source=1)
+    entrypoint_source+=(--allow-local-source)
+  else
+    echo "run: the release records its entrypoint's source as $source_repo at $commit" >&2
+  fi
 else
   echo "run: uncommitted changes, so the release does not record a source commit for its entrypoint" >&2
 fi

@@ -28,6 +28,11 @@ def _cacheon_release_impl(ctx):
         args.add("--entrypoint-source-repo", source_repo)
         args.add("--entrypoint-source-commit", source_commit)
         args.add("--entrypoint-bazel-target", str(ctx.attr.entrypoint.label).replace("@//", "//"))
+
+        # A local path is refused unless asked for by name: the release
+        # then records an unpublished checkout, which consumers cannot fetch.
+        if ctx.var.get("entrypoint_allow_local_source", "") == "1":
+            args.add("--allow-local-source")
     args.add("--name", ctx.attr.image_name)
     args.add("--source-date-epoch", str(ctx.attr.source_date_epoch))
     args.add("--out", layout.path)
@@ -64,10 +69,12 @@ cacheon_release = rule(
 
 Runs `cacheon release build` over the materialized release stack, the
 substrate, the sealed model's receipt and the static `cacheon` entrypoint:
-(with --define=entrypoint_source_repo=URL and
+(with --define=entrypoint_source_repo=URL, a URL consumers clone, and
 --define=entrypoint_source_commit=$(git rev-parse HEAD) the descriptor,
 provenance and SBOM record what the entrypoint is built from, so
-`cacheon release rebuild --source-repo` rebuilds it);
+`cacheon release rebuild --source-repo` rebuilds it; a local path needs
+--define=entrypoint_allow_local_source=1 and is recorded as an unpublished
+local checkout);
 layers from sorted tars with fixed times, owners and modes, explicit OCI
 media types, an SPDX 2.3 SBOM and an in-toto SLSA provenance statement.
 Signing happens outside the build graph (`cacheon release sign`): no key
