@@ -20,8 +20,8 @@
 #          Chromium (the HTML report tests), libtorch-dev and g++ (the
 #          prebuild tests compile torch extensions), the tr_TR locale (the
 #          reproducibility check), buildifier (lint), cosign and oras (the
-#          consumer guide's commands), and skopeo (Debian's, addressing the
-#          layout by tag as the consumer guide says).
+#          consumer guide's commands), and Debian's skopeo, umoci and runc
+#          (the consumer guide's layout and run commands).
 #
 # Environment:
 #   CACHEON_CACHE   cache directory (default ${XDG_CACHE_HOME:-$HOME/.cache}/cacheon)
@@ -79,8 +79,10 @@ if wants test; then
   # compiler. chromium: the HTML report tests render pages in a real
   # browser. locales: the reproducibility check builds under tr_TR.UTF-8.
   # skopeo: the release tests address the layout by tag with the
-  # distribution's own client, as a consumer would.
-  apt_packages+=(libtorch-dev g++ docker-registry locales nginx chromium skopeo)
+  # distribution's own client, as a consumer would. umoci and runc: the
+  # main job check runs the release with the consumer guide's commands,
+  # the distribution's packages being what a consumer without Docker has.
+  apt_packages+=(libtorch-dev g++ docker-registry locales nginx chromium skopeo umoci runc)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do

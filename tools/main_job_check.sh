@@ -11,6 +11,10 @@
 #   4. the image served tokens with no network: the sandbox it ran in has
 #      loopback only, and under another release key the fail-closed
 #      entrypoint refuses to start (exit 2, nothing served);
+#   4b. the consumer guide's umoci and runc commands, run as written there,
+#      serve tokens from the same release, with no network but loopback,
+#      the root, trust and model read-only, and the channel's state
+#      written to the writable state mount;
 #   5. `cacheon release rebuild --source-repo --run-source-build-scripts` rebuilds the release, its
 #      entrypoint from the commit it records, byte for byte.
 #
@@ -145,6 +149,96 @@ if ((status != 2)) || [[ -s $work/refused.out ]]; then
   fail "under another key the entrypoint exited $status (want 2, with nothing served)"
 fi
 say "served with loopback only; refused under another key: $(tail -1 "$work/refused.err")"
+
+# --- 4b. With umoci and runc, as the consumer guide says ------------------------------
+# The guide's blocks are run, not a copy of them, so the documented recipe
+# cannot drift from what is tested. They reuse the release the main job
+# signed; the extra cost is one unpack and three container starts.
+# guide_block MARKER prints the first sh block of the consumer guide that
+# holds MARKER, and fails where none does.
+guide_block() {
+  awk -v m="$1" '
+    /^```sh$/ { inb = 1; body = ""; next }
+    inb && /^```$/ { inb = 0; if (index(body, m)) { printf "%s", body; found = 1; exit } next }
+    inb { body = body $0 "\n" }
+    END { exit !found }' "$clone/docs/consumer-guide.md"
+}
+# answered FILE ID N: whether FILE holds exactly one answer to request ID,
+# of N tokens (run.sh's check of its own request, above).
+answered() {
+  jq -e -R -s --argjson id "$2" --argjson n "$3" '[split("\n")[] | fromjson? | select(type == "object" and .id == $id)] |
+    length == 1 and (.[0].tokens | length == 1 and (.[0] | length == $n))' "$1" >/dev/null
+}
+if command -v runc >/dev/null && command -v umoci >/dev/null; then
+  t=$SECONDS
+  r=$work/runc
+  # What the guide's commands start from: the layout as out/release (a
+  # link: umoci only reads it), the release key, the model as
+  # models/llama-tiny, and the channel as out/channel (a copy: the guide
+  # copies it into trust/, and cp -r would copy a link as a link);
+  # cacheon is the clone's.
+  mkdir -p "$r/out" "$r/models"
+  ln -s "$out/release" "$r/out/release"
+  cp -r "$out/channel" "$r/out/channel"
+  cp "$out/keys/release.pub" "$r/release.pub"
+  cp -rL "$model" "$r/models/llama-tiny"
+  run_guide() {
+    local block
+    block=$(guide_block "$1") || fail "the consumer guide has no sh block with '$1'"
+    (cd "$r" && PATH="$(dirname "$cacheon"):$PATH" bash -euo pipefail -c "$block") >"$2.out" 2>"$2.err" || {
+      cat "$2.out" "$2.err" >&2
+      fail "the consumer guide's block with '$1' failed"
+    }
+  }
+  run_guide "umoci unpack" "$work/runc-serve"
+  answered "$work/runc-serve.out" 1 5 || {
+    cat "$work/runc-serve.out" "$work/runc-serve.err" >&2
+    fail "under runc the image did not answer the guide's prompt with 5 tokens"
+  }
+  # The configuration the guide made, with a probe for the command: the
+  # network and the mounts are what the guide says.
+  probe='import os, socket
+print(" ".join(n for _, n in socket.if_nameindex()))
+for d in ["/", "/cacheon/trust", "/cacheon/model", "/cacheon/state", "/tmp"]:
+    print(d, "ro" if os.statvfs(d).f_flag & os.ST_RDONLY else "rw")'
+  mkdir -p "$work/probe"
+  jq --arg probe "$probe" --arg rootfs "$r/bundle/rootfs" '.process.args = ["/usr/bin/python3", "-c", $probe] | .root.path = $rootfs' \
+    "$r/bundle/config.json" >"$work/probe/config.json"
+  # Its own container name: runc run as root names the container's
+  # cgroups after it, which a concurrent check would share (runc then only
+  # warns, on standard error, kept apart from the probe's answer).
+  got=$(cd "$r" && runc --root "$r/runc" run --bundle "$work/probe" "cacheon-probe-$$" 2>"$work/probe.err") || {
+    cat "$work/probe.err" >&2
+    fail "the probe did not run under runc: $got"
+  }
+  want='lo
+/ ro
+/cacheon/trust ro
+/cacheon/model ro
+/cacheon/state rw
+/tmp rw'
+  [[ $got == "$want" ]] || fail "under runc the container is not as the guide says: got
+$got
+want
+$want"
+  run_guide ".process.args += [\"--channel\"" "$work/runc-channel"
+  answered "$work/runc-channel.out" 2 3 || {
+    cat "$work/runc-channel.out" "$work/runc-channel.err" >&2
+    fail "under runc with the channel the image did not answer the guide's second prompt with 3 tokens"
+  }
+  grep -q 'is the current release' "$work/runc-channel.err" || {
+    cat "$work/runc-channel.err" >&2
+    fail "under runc the entrypoint did not check the channel"
+  }
+  [[ -n $(ls -A "$r/state") ]] || fail "under runc the channel's state was not written to the state mount"
+  # The unpacked bundle is a gigabyte the rebuild below would sit beside.
+  chmod -R u+w "$r" && rm -rf "$r"
+  say "the consumer guide's umoci and runc commands served with loopback only, read-only mounts and the channel checked ($((SECONDS - t)) s)"
+elif [[ ${CACHEON_REQUIRE_STOCK_TOOLS:-0} == 1 ]]; then
+  fail "runc or umoci is not installed (tools/bootstrap.sh test installs both)"
+else
+  say "runc or umoci is not installed: skipping the consumer guide's runc commands (tools/bootstrap.sh test installs both)"
+fi
 
 # --- 5. Rebuilt from source, byte for byte ------------------------------------------
 t=$SECONDS
