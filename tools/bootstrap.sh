@@ -19,8 +19,9 @@
 #          release tests, nginx (the remote-cache check's HTTP cache),
 #          Chromium (the HTML report tests), libtorch-dev and g++ (the
 #          prebuild tests compile torch extensions), the tr_TR locale (the
-#          reproducibility check), buildifier (lint), and cosign and oras
-#          (the consumer guide's commands).
+#          reproducibility check), buildifier (lint), cosign and oras (the
+#          consumer guide's commands), and Debian's skopeo, umoci and runc
+#          (the consumer guide's layout and run commands).
 #
 # Environment:
 #   CACHEON_CACHE   cache directory (default ${XDG_CACHE_HOME:-$HOME/.cache}/cacheon)
@@ -77,7 +78,11 @@ if wants test; then
   # headers (python3-torch ships only symbolic links to them) and a C++
   # compiler. chromium: the HTML report tests render pages in a real
   # browser. locales: the reproducibility check builds under tr_TR.UTF-8.
-  apt_packages+=(libtorch-dev g++ docker-registry locales nginx chromium)
+  # skopeo: the release tests address the layout by tag with the
+  # distribution's own client, as a consumer would. umoci and runc: the
+  # main job check runs the release with the consumer guide's commands,
+  # the distribution's packages being what a consumer without Docker has.
+  apt_packages+=(libtorch-dev g++ docker-registry locales nginx chromium skopeo umoci runc)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do

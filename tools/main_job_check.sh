@@ -11,6 +11,10 @@
 #   4. the image served tokens with no network: the sandbox it ran in has
 #      loopback only, and under another release key the fail-closed
 #      entrypoint refuses to start (exit 2, nothing served);
+#   4b. the consumer guide's umoci and runc commands, run as written there,
+#      serve tokens from the same release, with no network but loopback,
+#      the root, trust and model read-only, and the channel's state
+#      written to the writable state mount;
 #   5. `cacheon release rebuild --source-repo --run-source-build-scripts` rebuilds the release, its
 #      entrypoint from the commit it records, byte for byte.
 #
@@ -145,6 +149,10 @@ if ((status != 2)) || [[ -s $work/refused.out ]]; then
   fail "under another key the entrypoint exited $status (want 2, with nothing served)"
 fi
 say "served with loopback only; refused under another key: $(tail -1 "$work/refused.err")"
+
+# --- 4b. With umoci and runc, as the consumer guide says ------------------------------
+# The clone's own guide and script: what is checked is the snapshot.
+bash "$clone/tools/runc_guide_check.sh" "$out" "$model" "$cacheon" || fail "the consumer guide's umoci and runc commands did not serve as it says"
 
 # --- 5. Rebuilt from source, byte for byte ------------------------------------------
 t=$SECONDS

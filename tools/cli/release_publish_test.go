@@ -142,15 +142,16 @@ func TestOrasPullsThePublishedFiles(t *testing.T) {
 	}
 }
 
-// stockTool skips a test that needs a consumer's tool (cosign, oras) where
-// it is not installed, and fails it where tools/test.sh requires it (the
-// bootstrap builds them into .cache/tools/bin).
+// stockTool skips a test that needs a consumer's tool (cosign, oras,
+// skopeo) where it is not installed, and fails it where tools/test.sh
+// requires it (the bootstrap builds cosign and oras into .cache/tools/bin
+// and installs Debian's skopeo).
 func stockTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CACHEON_REQUIRE_STOCK_TOOLS") != "" {
-			t.Fatalf("%s is not on PATH and CACHEON_REQUIRE_STOCK_TOOLS is set (tools/bootstrap.sh builds it into .cache/tools/bin)", name)
+			t.Fatalf("%s is not on PATH and CACHEON_REQUIRE_STOCK_TOOLS is set (tools/bootstrap.sh test installs it)", name)
 		}
 		t.Skipf("%s is not installed: %v", name, err)
 	}
@@ -184,5 +185,41 @@ func TestOrasAddressesTheLayoutByTag(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &d); err != nil || d.Digest != want.String() {
 		t.Errorf("oras fetched %s (%v), the release image is %s", b, err, want)
+	}
+}
+
+// skopeo, where it is installed, addresses the layout by the image's tag
+// too: its oci: transport looks the tag up in the same annotation, so
+// `skopeo inspect oci:DIR:TAG` (and skopeo copy from there) finds the
+// release image.
+func TestSkopeoAddressesTheLayoutByTag(t *testing.T) {
+	stockTool(t, "skopeo")
+	r := fixture.New(t)
+	dir := r.Signed(t)
+	l, err := store.OpenLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := l.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("skopeo", "inspect", "oci:"+dir+":test")
+	// skopeo reads its registries and policy configuration from HOME;
+	// the test's is empty.
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	b, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if e, ok := err.(*exec.ExitError); ok {
+			stderr = e.Stderr
+		}
+		t.Fatalf("skopeo inspect oci:%s:test: %v\n%s", dir, err, stderr)
+	}
+	var got struct {
+		Digest string `json:"Digest"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || got.Digest != img.Digest.String() {
+		t.Errorf("skopeo inspected %s (%v), the release image is %s", b, err, img.Digest)
 	}
 }
