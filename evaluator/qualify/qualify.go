@@ -188,7 +188,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return Outcome{NoDecision, err.Error()}
 		}
 		r.Notes = append(r.Notes, notes...)
-		return Outcome{Pass, fmt.Sprintf("target %s: B tree %s, C tree %s", res.Candidate.Transition.TargetID, short(treeOf(res.Arms, "B")), short(treeOf(res.Arms, "C")))}
+		return Outcome{Pass, fmt.Sprintf("target %s: B tree %s, C tree %s", res.Candidate.Transition.TargetID, short(res.Arms.BaselineBefore.TreeDigest.String()), short(res.Arms.Challenger.TreeDigest.String()))}
 	}).Decision != Pass {
 		return finish()
 	}
@@ -196,7 +196,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.Inputs.TargetID = planned.Candidate.Transition.TargetID
 	r.Inputs.MarginalArmPlan = planned.Digest.String()
 	r.Inputs.IncumbentStack, r.Inputs.CandidateStack = planned.Arms.IncumbentStackDigest.String(), planned.Arms.CandidateStackDigest.String()
-	r.Inputs.IncumbentTree, r.Inputs.CandidateTree = treeOf(planned.Arms, "B"), treeOf(planned.Arms, "C")
+	r.Inputs.IncumbentTree, r.Inputs.CandidateTree = planned.Arms.BaselineBefore.TreeDigest.String(), planned.Arms.Challenger.TreeDigest.String()
 	r.Inputs.SelectedDelta = planned.Inspection.SelectedDeltaDigest.String()
 	// The schedule follows the candidate (spec §1.4): a hot-swappable one
 	// is read under v7 in resident engines, any other under v8 in engines
@@ -367,16 +367,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.Quality = qualityRecord(qout, qref, sel, receipt)
 	}
 	return finish()
-}
-
-// treeOf is the tree digest of the arm with role.
-func treeOf(p *plan.MarginalArmPlan, role string) string {
-	for _, a := range p.Arms {
-		if a.Role == role {
-			return a.TreeDigest.String()
-		}
-	}
-	return ""
 }
 
 func short(d string) string {

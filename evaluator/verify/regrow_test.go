@@ -184,20 +184,86 @@ func TestVerifyRegrowCatchesStaleState(t *testing.T) {
 
 // TestVerifyRegrowHonestCollectivesPass: the honest MoE epilogue
 // contribution keeps no state between calls and passes both rows, the
-// regrow case included.
+// regrow case included, in bfloat16 (the MoE finalize row's only live
+// dtype). Its MoE finalize cases grow the expert-token count to the token
+// count, as upstream's do: at seed 0 the (64, 64) shape jitters to T = 84
+// and runs as (84, 84), not clipped back to 64 tokens.
 func TestVerifyRegrowHonestCollectivesPass(t *testing.T) {
 	t.Parallel()
-	// Up to 64 tokens: each row keeps its catalog shapes but the largest
-	// (256 tokens of hidden size 6144 for the all-reduce epilogue, 224 for
-	// the MoE finalize), which cost more than half of this run's CPU time
-	// (40 CPU-seconds in all, 19 without them); the regrow case still grows
-	// back, after shrinking, to the largest admitted count (64), which is
-	// all it needs to show that the kernel keeps no state between calls.
-	rep := verifyRepoBundle(t, "kernels/contributions/moe_epilogue_atomic_torch", 64, Options{})
+	// Up to 96 tokens: each row keeps its catalog shapes but the largest
+	// (256 tokens of hidden size 6144 for the all-reduce epilogue, 224 and
+	// more for the MoE finalize), which cost most of this run's CPU time;
+	// the regrow case still grows back, after shrinking, to the largest
+	// admitted count, which is all it needs to show that the kernel keeps
+	// no state between calls, and the grown (84, 84) case is admitted.
+	rep := verifyRepoBundle(t, "kernels/contributions/moe_epilogue_atomic_torch", 96, Options{DType: "bfloat16"})
 	if rep.Verdict != Pass || len(rep.Rows) != 2 {
 		t.Fatalf("verdict %s: %s, want PASS on two rows", rep.Verdict, rep.Reason)
 	}
 	for _, row := range rep.Rows {
 		checkRegrowPassed(t, row)
+		if row.Slot != "collective.moe_finalize_ar_rmsnorm" {
+			continue
+		}
+		grown := false
+		for _, c := range row.Cases {
+			if c.Verdict != Pass {
+				continue
+			}
+			if c.Params["T_exp"] < c.Params["T"] {
+				t.Errorf("case %d %v: fewer expert tokens than tokens", c.Index, c.Params)
+			}
+			grown = grown || (c.Index == 1 && c.Params["T"] == 84 && c.Params["T_exp"] == 84)
+		}
+		if !grown {
+			t.Errorf("no passed case ran the grown shape T = T_exp = 84: %+v", row.Cases)
+		}
+	}
+}
+
+// TestVerifyMoEFinalizeNotApplicableAtFloat32: float32 is outside the MoE
+// finalize slot's live dtypes, so its row is N/A with upstream's reason and
+// runs nothing, while the plain all-reduce epilogue row of the same bundle
+// is verified; one passed row makes the run PASS.
+func TestVerifyMoEFinalizeNotApplicableAtFloat32(t *testing.T) {
+	t.Parallel()
+	rep := verifyRepoBundle(t, "kernels/contributions/moe_epilogue_atomic_torch", 16, Options{DType: "float32"})
+	want := map[string]struct{ verdict, reason string }{
+		"collective.ar_residual_rmsnorm":     {Pass, ""},
+		"collective.moe_finalize_ar_rmsnorm": {NotApplicable, "outside live deep-export dtype domain: requires bfloat16"},
+	}
+	if len(rep.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(rep.Rows), len(want))
+	}
+	for _, row := range rep.Rows {
+		w := want[row.Slot]
+		if row.Verdict != w.verdict || (w.reason != "" && row.Reason != w.reason) {
+			t.Errorf("%s: %s (%s), want %s %q", row.Slot, row.Verdict, row.Reason, w.verdict, w.reason)
+		}
+		if row.Verdict == NotApplicable && (len(row.Cases) != 0 || len(row.Workers) != 0) {
+			t.Errorf("%s: an N/A row ran %d cases in %d workers", row.Slot, len(row.Cases), len(row.Workers))
+		}
+	}
+	if rep.Verdict != Pass {
+		t.Errorf("verdict %s (%s), want PASS: the other row passed", rep.Verdict, rep.Reason)
+	}
+}
+
+func TestOutsideLiveDTypes(t *testing.T) {
+	tests := []struct {
+		live  []string
+		dtype string
+		want  string
+	}{
+		{nil, "float32", ""},
+		{[]string{}, "bfloat16", ""},
+		{[]string{"bfloat16"}, "bfloat16", ""},
+		{[]string{"bfloat16"}, "float32", "outside live deep-export dtype domain: requires bfloat16"},
+		{[]string{"bfloat16", "float16"}, "float32", "outside live deep-export dtype domain: requires bfloat16 or float16"},
+	}
+	for _, tt := range tests {
+		if got := outsideLiveDTypes(tt.live, tt.dtype); got != tt.want {
+			t.Errorf("outsideLiveDTypes(%v, %s) = %q, want %q", tt.live, tt.dtype, got, tt.want)
+		}
 	}
 }

@@ -34,6 +34,13 @@ func (r *runner) verifyRow(index int, op *bundle.Op, contract worker.SlotContrac
 			strings.Join(contract.DTypes(), ", "))
 		return
 	}
+	// The semantics name the dtypes the slot is live in (the MoE
+	// finalize epilogue is bfloat16 only): another is N/A, as upstream
+	// reports it, rather than cases judged at a dtype no engine calls.
+	if why := outsideLiveDTypes(ps.LiveDTypes, r.o.DType); why != "" {
+		row.Verdict, row.Reason = NotApplicable, why
+		return
+	}
 	elig, err := bundle.OpEligibility(op)
 	if err != nil {
 		row.Verdict, row.Reason = Fail, err.Error()
@@ -415,3 +422,17 @@ func describeParams(params map[string]int64, fallback string) string {
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
+
+// outsideLiveDTypes is why dtype is outside a slot's live dtypes, "" when
+// it is inside (or the slot names none: every dtype is live).
+func outsideLiveDTypes(live []string, dtype string) string {
+	if len(live) == 0 {
+		return ""
+	}
+	for _, d := range live {
+		if d == dtype {
+			return ""
+		}
+	}
+	return "outside live deep-export dtype domain: requires " + strings.Join(live, " or ")
+}

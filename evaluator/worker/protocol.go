@@ -74,10 +74,15 @@ type PlanResult struct {
 // validator cannot verify the slot under the contract it was given (a call
 // argument it does not generate, a correctness mode it does not implement).
 type PlanSlot struct {
-	Known         bool          `json:"known"`
-	ContractError string        `json:"contract_error,omitempty"`
-	WorldSize     int           `json:"world_size"`
-	Cases         []PlannedCase `json:"cases"`
+	Known         bool   `json:"known"`
+	ContractError string `json:"contract_error,omitempty"`
+	WorldSize     int    `json:"world_size"`
+	// LiveDTypes are the activation dtypes the slot's live call sites
+	// see in the engine it is exported into; empty when every dtype the
+	// catalog states a tolerance for is live. Verifying another dtype
+	// would judge a call the engine never makes, so a row there is N/A.
+	LiveDTypes []string      `json:"live_dtypes"`
+	Cases      []PlannedCase `json:"cases"`
 	// Sequences are the candidate shape sequences of the regrow case
 	// (collective slots only), most preferred first: the controller runs
 	// the first whose every step the op row's domain admits.

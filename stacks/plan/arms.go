@@ -16,21 +16,53 @@ const (
 	RoleBaselineRepeat = "B_prime"
 )
 
+// PolicyVersion names the planning rules a MarginalArmPlan was made
+// under. It is hashed with the plan, so a plan made under other rules can
+// never share its digest. The string is upstream's, which makes the plan
+// digest comparable with the upstream toolchain's.
+const PolicyVersion = "stack-plan.v1"
+
+// ArmPlanSchemaVersion is the MarginalArmPlan payload's schema version.
+const ArmPlanSchemaVersion = 1
+
 // Arm is one measured engine: a stack and the tree it materializes to.
+// Its role is the plan field that holds it.
 type Arm struct {
-	Role        string          `json:"role"`
 	StackDigest identity.Digest `json:"stack_digest"`
 	TreeDigest  identity.Digest `json:"tree_digest"`
 }
 
+// RoleArm is an arm with its role, for callers that walk the arms in read
+// order (RoleArms).
+type RoleArm struct {
+	Role string
+	Arm
+}
+
 // MarginalArmPlan binds one marginal qualification: the incumbent and
-// candidate stacks, the transition between them and the three arms.
+// candidate stacks, the transition between them and the three arms. Its
+// JSON form is exactly the payload its digest hashes, with upstream's
+// keys: each arm is a named field (baseline_before, challenger,
+// baseline_after) rather than an element of a list, so a payload can only
+// name the three arms once each and in their roles.
 type MarginalArmPlan struct {
+	SchemaVersion        int             `json:"schema_version"`
+	PolicyVersion        string          `json:"policy_version"`
 	IncumbentStackDigest identity.Digest `json:"incumbent_stack_digest"`
 	CandidateStackDigest identity.Digest `json:"candidate_stack_digest"`
 	Transition           Transition      `json:"transition"`
-	Arms                 []Arm           `json:"arms"`
-	SchemaVersion        int             `json:"schema_version"`
+	BaselineBefore       Arm             `json:"baseline_before"` // B
+	Challenger           Arm             `json:"challenger"`      // C
+	BaselineAfter        Arm             `json:"baseline_after"`  // B′
+}
+
+// RoleArms returns the arms in read order, B, C, B′, each with its role.
+func (p *MarginalArmPlan) RoleArms() []RoleArm {
+	return []RoleArm{
+		{RoleBaseline, p.BaselineBefore},
+		{RoleCandidate, p.Challenger},
+		{RoleBaselineRepeat, p.BaselineAfter},
+	}
 }
 
 // Arms binds the candidate to the trees its two stacks materialize to.
@@ -56,16 +88,16 @@ func (c *Candidate) Arms(incumbentTreeDigest, candidateTreeDigest identity.Diges
 	if err != nil {
 		return nil, fmt.Errorf("arm plan: candidate: %w", err)
 	}
+	baseline := Arm{StackDigest: b, TreeDigest: incumbentTreeDigest}
 	p := &MarginalArmPlan{
+		SchemaVersion:        ArmPlanSchemaVersion,
+		PolicyVersion:        PolicyVersion,
 		IncumbentStackDigest: b,
 		CandidateStackDigest: cs,
 		Transition:           c.Transition,
-		Arms: []Arm{
-			{Role: RoleBaseline, StackDigest: b, TreeDigest: incumbentTreeDigest},
-			{Role: RoleCandidate, StackDigest: cs, TreeDigest: candidateTreeDigest},
-			{Role: RoleBaselineRepeat, StackDigest: b, TreeDigest: incumbentTreeDigest},
-		},
-		SchemaVersion: 1,
+		BaselineBefore:       baseline,
+		Challenger:           Arm{StackDigest: cs, TreeDigest: candidateTreeDigest},
+		BaselineAfter:        baseline,
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -73,17 +105,18 @@ func (c *Candidate) Arms(incumbentTreeDigest, candidateTreeDigest identity.Diges
 	return p, nil
 }
 
-// Validate checks the plan's invariants: arms in order B, C, B′; B and B′
+// Validate checks the plan's invariants: this schema and policy; B and B′
 // identical and bound to the incumbent; C bound to the candidate with a
 // tree other than B's.
 func (p *MarginalArmPlan) Validate() error {
-	if len(p.Arms) != 3 || p.Arms[0].Role != RoleBaseline || p.Arms[1].Role != RoleCandidate || p.Arms[2].Role != RoleBaselineRepeat {
-		return errors.New("arm plan: arms must be B, C, B_prime in that order")
-	}
-	b, c, b2 := p.Arms[0], p.Arms[1], p.Arms[2]
+	b, c, b2 := p.BaselineBefore, p.Challenger, p.BaselineAfter
 	switch {
-	case b.StackDigest != b2.StackDigest || b.TreeDigest != b2.TreeDigest:
-		return errors.New("arm plan: B and B_prime must be the same engine")
+	case p.SchemaVersion != ArmPlanSchemaVersion:
+		return fmt.Errorf("arm plan: schema version %d, this tool reads %d", p.SchemaVersion, ArmPlanSchemaVersion)
+	case p.PolicyVersion != PolicyVersion:
+		return fmt.Errorf("arm plan: policy version %q, this tool plans under %q", p.PolicyVersion, PolicyVersion)
+	case b != b2:
+		return errors.New("arm plan: baseline_before (B) and baseline_after (B_prime) must be the same engine")
 	case b.StackDigest != p.IncumbentStackDigest || c.StackDigest != p.CandidateStackDigest:
 		return errors.New("arm plan: arms must be bound to the incumbent and candidate stacks")
 	case b.StackDigest == c.StackDigest:
@@ -96,10 +129,15 @@ func (p *MarginalArmPlan) Validate() error {
 	return nil
 }
 
-// Digest is H(cacheon.stack.marginal-arm-plan, plan).
+// Digest is H(cacheon.stack.marginal-arm-plan, plan): the plan's JSON
+// form, which has upstream's keys, is the payload.
 func (p *MarginalArmPlan) Digest() (identity.Digest, error) {
 	if err := p.Validate(); err != nil {
 		return identity.Digest{}, err
 	}
-	return identity.H(identity.DomainMarginalArmPlan, p)
+	d, err := identity.H(identity.DomainMarginalArmPlan, p)
+	if err != nil {
+		return identity.Digest{}, fmt.Errorf("arm plan: %w", err)
+	}
+	return d, nil
 }

@@ -197,8 +197,11 @@ func TestArmPlan(t *testing.T) {
 	}
 	bd, _ := b.Digest()
 	cd, _ := c.Stack.Digest()
-	if p.Arms[0] != (Arm{RoleBaseline, bd, d64("a")}) || p.Arms[1] != (Arm{RoleCandidate, cd, d64("b")}) || p.Arms[2] != (Arm{RoleBaselineRepeat, bd, d64("a")}) {
-		t.Errorf("arms = %+v", p.Arms)
+	if p.BaselineBefore != (Arm{bd, d64("a")}) || p.Challenger != (Arm{cd, d64("b")}) || p.BaselineAfter != (Arm{bd, d64("a")}) {
+		t.Errorf("arms = %+v", p.RoleArms())
+	}
+	if p.SchemaVersion != 1 || p.PolicyVersion != "stack-plan.v1" {
+		t.Errorf("schema %d, policy %q", p.SchemaVersion, p.PolicyVersion)
 	}
 	d1, err := p.Digest()
 	if err != nil {
@@ -212,8 +215,24 @@ func TestArmPlan(t *testing.T) {
 	if _, err := c.Arms(d64("a"), d64("a")); !IsRejection(err) {
 		t.Errorf("C tree equal to B tree = %v, want a no-op rejection", err)
 	}
-	p.Arms[2].TreeDigest = d64("c")
-	if _, err := p.Digest(); err == nil || !strings.Contains(err.Error(), "B and B_prime") {
-		t.Errorf("B != B' = %v", err)
+	// A plan that breaks an invariant has no digest.
+	broken := []struct {
+		name, want string
+		edit       func(*MarginalArmPlan)
+	}{
+		{"B != B'", "must be the same engine", func(q *MarginalArmPlan) { q.BaselineAfter.TreeDigest = d64("c") }},
+		{"other policy", "policy version", func(q *MarginalArmPlan) { q.PolicyVersion = "stack-plan.v2" }},
+		{"other schema", "schema version", func(q *MarginalArmPlan) { q.SchemaVersion = 2 }},
+		{"C is B", "candidate stack equals", func(q *MarginalArmPlan) {
+			q.Challenger, q.CandidateStackDigest = q.BaselineBefore, q.IncumbentStackDigest
+		}},
+		{"unbound arms", "bound to the incumbent", func(q *MarginalArmPlan) { q.CandidateStackDigest = d64("d") }},
+	}
+	for _, tt := range broken {
+		q := *p
+		tt.edit(&q)
+		if _, err := q.Digest(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Digest = %v, want an error mentioning %q", tt.name, err, tt.want)
+		}
 	}
 }

@@ -52,7 +52,9 @@ bundle's. The validator supplies every other entry.
 Both stacks are then materialized into temporary directories and the
 marginal arm plan binds the three arms B (incumbent), C (candidate) and
 B' (incumbent again) to their stack and tree digests; C's tree must differ
-from B's. The plan's digest is H(cacheon.stack.marginal-arm-plan, plan).
+from B's. The plan's digest is H(cacheon.stack.marginal-arm-plan, plan),
+and the --json document's "plan" object is that payload, with upstream's
+keys: baseline_before (B), challenger (C), baseline_after (B').
 
 --attribution is the digest of the candidate's intake attribution; without
 it a local attribution derived from the bundle's content hash is used,
@@ -93,6 +95,12 @@ rule); 1 a usage or I/O error.`,
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
 	return cmd
 }
+
+// planFormatVersion is the stack plan document's format. Version 2 writes
+// the plan with upstream's keys (baseline_before, challenger,
+// baseline_after, policy_version) where version 1 had an "arms" list, so
+// the plan object is exactly the payload plan_digest hashes.
+const planFormatVersion = 2
 
 type planJSON struct {
 	FormatVersion int                   `json:"format_version"`
@@ -183,7 +191,7 @@ func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) (err error
 	}
 	if o.json {
 		return writeJSON(s.Out, planJSON{
-			FormatVersion: 1, PlanDigest: res.Digest, Plan: res.Arms, Attribution: res.Attribution, LocalAttrib: res.Local, CandidateOut: outPtr,
+			FormatVersion: planFormatVersion, PlanDigest: res.Digest, Plan: res.Arms, Attribution: res.Attribution, LocalAttrib: res.Local, CandidateOut: outPtr,
 		})
 	}
 	writePlanText(s.Out, res.Arms, res.Digest, o.out)
@@ -194,7 +202,7 @@ func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) (err error
 // document's "rejected" object, otherwise as the error message.
 func planRejected(s Streams, jsonOut bool, r *plan.Rejection) error {
 	if jsonOut {
-		if err := writeJSON(s.Out, map[string]any{"format_version": 1, "rejected": planRejectionJSON{Reason: string(r.Reason), Detail: r.Detail}}); err != nil {
+		if err := writeJSON(s.Out, map[string]any{"format_version": planFormatVersion, "rejected": planRejectionJSON{Reason: string(r.Reason), Detail: r.Detail}}); err != nil {
 			return err
 		}
 		return alreadyReported(r)
@@ -214,7 +222,7 @@ func writePlanText(w io.Writer, p *plan.MarginalArmPlan, digest identity.Digest,
 	if len(t.Displaced) > 0 {
 		fmt.Fprintf(w, "  displaces  %s\n", strings.Join(t.Displaced, ", "))
 	}
-	for _, a := range p.Arms {
+	for _, a := range p.RoleArms() {
 		fmt.Fprintf(w, "arm %-8s stack %s tree %s\n", a.Role, a.StackDigest, a.TreeDigest)
 	}
 	fmt.Fprintf(w, "plan %s\n", digest)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/internal/canonjson"
+	"github.com/cacheon/engine/internal/identity"
 )
 
 // mainEnv makes the test binary run the command line instead of the
@@ -474,23 +476,43 @@ func TestStackPlanCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("plan exit %d: %s", code, stderr)
 	}
+	type arm struct {
+		StackDigest string `json:"stack_digest"`
+		TreeDigest  string `json:"tree_digest"`
+	}
 	var doc struct {
-		PlanDigest string `json:"plan_digest"`
-		Plan       struct {
+		PlanDigest string          `json:"plan_digest"`
+		RawPlan    json.RawMessage `json:"plan"`
+		Plan       struct {        // decoded from RawPlan
+			PolicyVersion        string `json:"policy_version"`
+			IncumbentStackDigest string `json:"incumbent_stack_digest"`
 			CandidateStackDigest string `json:"candidate_stack_digest"`
 			Transition           struct {
 				TargetID  string          `json:"target_id"`
 				Prior     json.RawMessage `json:"prior"`
 				Displaced []string        `json:"displaced"`
 			} `json:"transition"`
-			Arms []struct {
-				Role, StackDigest, TreeDigest string
-			} `json:"arms"`
-		} `json:"plan"`
+			BaselineBefore arm `json:"baseline_before"`
+			Challenger     arm `json:"challenger"`
+			BaselineAfter  arm `json:"baseline_after"`
+		} `json:"-"`
 	}
 	must(t, json.Unmarshal([]byte(stdout), &doc))
+	must(t, json.Unmarshal(doc.RawPlan, &doc.Plan))
 	if doc.Plan.Transition.TargetID != "activation.silu_and_mul" || string(doc.Plan.Transition.Prior) == "null" || len(doc.Plan.Transition.Displaced) != 0 {
 		t.Errorf("transition %+v", doc.Plan.Transition)
+	}
+	p := doc.Plan
+	if p.PolicyVersion != "stack-plan.v1" || p.BaselineBefore != p.BaselineAfter || p.BaselineBefore.StackDigest != p.IncumbentStackDigest ||
+		p.Challenger.StackDigest != p.CandidateStackDigest || p.Challenger.TreeDigest == p.BaselineBefore.TreeDigest {
+		t.Errorf("arms %+v", p)
+	}
+	// The plan object as written is the payload its digest hashes: a
+	// reader recomputes plan_digest from the file alone.
+	payload, err := canonjson.Parse(doc.RawPlan)
+	must(t, err)
+	if d, err := identity.H(identity.DomainMarginalArmPlan, payload); err != nil || d.String() != doc.PlanDigest {
+		t.Errorf("the plan object hashes to %s (%v), the document says %s", d, err, doc.PlanDigest)
 	}
 	// The written candidate stack is the planned one.
 	code, digest, stderr := subprocess{dir: ws, args: []string{"stack", "digest", candOut}}.run(t)

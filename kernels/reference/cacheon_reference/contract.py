@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-from .spec import Correctness
+from .spec import COMPUTE_DTYPES, Correctness
 
 KINDS = ("op", "block", "collective")
 MODES = ("allclose", "matched_ratio", "cosine", "topk_overlap")
@@ -210,6 +210,12 @@ class BoundSlot:
         """The generated inputs prepare consumes; empty without a prepare step."""
         return self.semantics.prepare_args if self.prepare else ()
 
+    @property
+    def live_dtypes(self) -> Tuple[str, ...]:
+        """The dtypes the slot's live call sites see; empty: any the catalog
+        states a tolerance for. The controller reports any other N/A."""
+        return tuple(self.semantics.live_dtypes)
+
     def tolerance(self, dtype_name: str) -> Tuple[float, float]:
         """(atol, rtol) the catalog states for dtype_name."""
         try:
@@ -300,6 +306,9 @@ def check(semantics, c: Contract):
                         f"{list(semantics.shape_params)}")
     if not c.shapes:
         problems.append("shapes: the catalog lists no shape")
+    for d in getattr(semantics, "live_dtypes", ()):
+        if d not in COMPUTE_DTYPES:
+            problems.append(f"live_dtypes: {d!r} is not one of {', '.join(COMPUTE_DTYPES)}")
     for s in c.shapes:
         if len(s) != len(c.shape_params):
             problems.append(f"shapes: {list(s)} has {len(s)} values for {len(c.shape_params)} shape parameters")

@@ -323,6 +323,65 @@ class TruthTest(unittest.TestCase):
         self.assertClose(t["out_residual"], acc + r[0]["residual"].double())
 
 
+class MoEFinalizeDomainTest(unittest.TestCase):
+    """collective.moe_finalize_ar_rmsnorm as upstream plans it: the
+    expert-token count grows to the token count, and only bfloat16 is a
+    live dtype."""
+
+    def test_expert_tokens_grow_to_the_token_count(self):
+        fin = ref.get("collective.moe_finalize_ar_rmsnorm")
+        cases = [
+            # (T, T_exp) drawn -> T_exp planned; T is never clipped.
+            ((84, 64), 84),
+            ((301, 256), 301),
+            ((64, 64), 64),
+            ((8, 16), 16),
+            ((1, 256), 256),
+        ]
+        for (t, t_exp), want in cases:
+            with self.subTest(T=t, T_exp=t_exp):
+                p = fin.normalize({"T": t, "T_exp": t_exp, "K": 5, "H": 6144})
+                self.assertEqual((p["T"], p["T_exp"]), (t, want))
+
+    def test_grown_cases_generate_and_judge(self):
+        """A grown case is a valid call: gemm_out has T_exp*K rows and the
+        truth trims to T."""
+        slot = ref.get("collective.moe_finalize_ar_rmsnorm")
+        p = slot.normalize(slot.params((12, 8, 3, 16)))
+        r = [slot.generate(p, torch.bfloat16, 0, rank, 2) for rank in range(2)]
+        t = slot.truth(p, r, torch.bfloat16)
+        self.assertEqual((p["T"], p["T_exp"]), (12, 12))
+        self.assertEqual(tuple(r[0]["gemm_out"].shape), (12 * 3, 16))
+        self.assertEqual(tuple(t["out_norm"].shape), (12, 16))
+
+    def test_only_bfloat16_is_live(self):
+        self.assertEqual(ref.get("collective.moe_finalize_ar_rmsnorm").live_dtypes, ("bfloat16",))
+        self.assertEqual(ref.get("collective.ar_residual_rmsnorm").live_dtypes, ())
+
+    def test_an_unknown_live_dtype_is_a_contract_problem(self):
+        from cacheon_reference.contract import check
+        slot = ref.get("collective.moe_finalize_ar_rmsnorm")
+
+        class Misdeclared(type(slot.semantics)):
+            live_dtypes = ("float8",)
+
+        self.assertEqual(check(slot.semantics, slot.contract), [])
+        self.assertTrue(any("live_dtypes" in p for p in check(Misdeclared(), slot.contract)))
+
+    def test_the_plan_role_reports_live_dtypes(self):
+        try:
+            from cacheon_worker import plan as plan_role
+        except ImportError:
+            self.skipTest("cacheon_worker is not importable (run with PYTHONPATH=.:../worker)")
+        names = ("collective.moe_finalize_ar_rmsnorm", "collective.ar_residual_rmsnorm")
+        contracts = [ref.default_contracts()[n] for n in names]
+        out = plan_role.run({"seed": 3, "world_size": 2, "device": "cpu", "contracts": contracts}, lambda *a: None)
+        self.assertEqual(out["slots"][names[0]]["live_dtypes"], ["bfloat16"])
+        self.assertEqual(out["slots"][names[1]]["live_dtypes"], [])
+        for c in out["slots"][names[0]]["cases"]:
+            self.assertEqual(c["live"]["exp_tokens"], max(c["params"]["T"], c["catalog_params"]["T_exp"]))
+
+
 class PlanTest(unittest.TestCase):
     def test_jitter_is_seeded(self):
         slot = ref.get("activation.silu_and_mul")
@@ -347,6 +406,8 @@ class PlanTest(unittest.TestCase):
         for seed in range(10):
             for c in plan_cases(fin, seed, 2):
                 self.assertLessEqual(c["params"]["T"], c["params"]["T_exp"])
+                # T_exp grows to T; it never shrinks below the catalog's.
+                self.assertEqual(c["params"]["T_exp"], max(c["catalog_params"]["T_exp"], c["params"]["T"]))
         dec = ref.get("attention.decode")
         for seed in range(10):
             for c in plan_cases(dec, seed, 1):

@@ -44,6 +44,11 @@ class Slot:
     # counts with every other dim fixed; "" when the slot has none. The
     # regrow case of collective slots varies this param alone.
     token_key: str = ""
+    # The activation dtypes the slot's live call sites ever see in the
+    # engine this validator exports into; empty when any dtype the catalog
+    # states a tolerance for is live. A dtype outside is N/A for the slot:
+    # verifying it would judge a kernel on a call the engine never makes.
+    live_dtypes: Tuple[str, ...] = ()
 
     def jitter_keys(self, p: Dict[str, int]) -> Dict[str, int]:
         """The count params that jitter for this shape (name -> floor)."""

@@ -82,10 +82,16 @@ class MoEFinalizeARRMSNorm(Slot):
     outputs = ("out_norm", "out_residual")
     count_keys = {"T": 1}
     token_key = "T"
+    # The engine's deep-export MoE epilogue runs in bfloat16 only.
+    live_dtypes = ("bfloat16",)
 
     def normalize(self, p):
+        # The head trim needs at least T expert rows, so when jitter (or
+        # the regrow case) raises T past T_exp, the expert-token count grows
+        # with it: T is the count the engine serves and stays what the plan
+        # drew, as upstream's cases do ([84, 64] -> T_exp 84).
         p = dict(p)
-        p["T"] = min(p["T"], p["T_exp"])  # the head trim never grows past the expert rows
+        p["T_exp"] = max(p["T_exp"], p["T"])
         return p
 
     def generate(self, p, dtype, seed, rank=0, world=1):
