@@ -105,7 +105,7 @@ func classifyURL(repo string) (string, RepositoryKind, error) {
 		return "", 0, fmt.Errorf("%w: %q has no host", ErrRepository, repo)
 	}
 	if _, has := u.User.Password(); has {
-		return "", 0, fmt.Errorf("%w: %q holds a password or token, which the signed provenance would publish; give the URL without it", ErrRepository, redact(u))
+		return "", 0, fmt.Errorf("%w: %q holds a password or token, which the signed provenance would publish; give the URL without it", ErrRepository, u.Redacted())
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return "", 0, fmt.Errorf("%w: %q has a query or fragment; give the plain repository URL", ErrRepository, repo)
@@ -117,11 +117,4 @@ func classifyURL(repo string) (string, RepositoryKind, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	return u.String(), Fetchable, nil
-}
-
-// redact is u with its password replaced, for an error message.
-func redact(u *url.URL) string {
-	c := *u
-	c.User = url.UserPassword(u.User.Username(), "xxxxx")
-	return c.String()
 }
