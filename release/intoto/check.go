@@ -35,7 +35,8 @@ func LoadCheck(path string, ownerKeyPaths []string, linkDir string) (verify.Layo
 	}
 	return func(rel *verify.Release) error {
 		if err := Check(mb, owners, linkDir, rel); err != nil {
-			return err
+			// The refusal names the layout and the links it read.
+			return fmt.Errorf("layout %s, links %s: %w", path, linkDir, err)
 		}
 		rel.Report.Checks = append(rel.Report.Checks, verify.CheckResult{Name: verify.CheckLayout, OK: true,
 			Detail: fmt.Sprintf("layout %s: qualify, review, materialize, build and sign links verified", path)})

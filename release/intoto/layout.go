@@ -5,9 +5,11 @@
 // public keys the layout lists:
 //
 //	qualify      two validators (threshold 2, distinct keys) attest the
-//	             crowned selected payload of every integrated target
-//	review       the integration reviewer turns each payload into reviewed
-//	             source and a review record
+//	             crowned selected payload of every integrated target and
+//	             the qualification reports (with the evidence they
+//	             reference) the crown rests on
+//	review       the integration reviewer turns each payload, on those
+//	             reports, into reviewed source and a review record
 //	materialize  the builder materializes the release stack from that
 //	             source into the engine tree
 //	build        the builder builds the image and its provenance from the
@@ -15,7 +17,10 @@
 //	sign         the release key signs the provenance
 //
 // Artifact rules chain the steps: what review consumes must be what
-// qualify produced, and so on down to the bundle. Links are in-toto link
+// qualify produced, and so on down to the bundle. The reports are records
+// (records.go): the release does not hold them, so the rules alone bind
+// them, and Check requires the qualify links to name at least two and the
+// review link to consume exactly those. Links are in-toto link
 // metadata signed by each functionary (Link creates them from a release);
 // Check runs in-toto's verification (layout signature and expiry, link
 // signatures and thresholds, artifact rules) and then binds the final
@@ -131,9 +136,12 @@ func New(ownerPEM []byte, f Functionaries, expires time.Time) (*toto.Metablock, 
 		Inspect: []toto.Inspection{},
 		Steps: []toto.Step{
 			step(StepQualify, 2, [][]string{rule("DISALLOW", "*")},
-				[][]string{rule("CREATE", prefPayload+"*"), rule("DISALLOW", "*")}, []string{"cacheon", "qualify"}),
+				[][]string{rule("CREATE", prefPayload+"*"), rule("CREATE", prefQualification+"*"), rule("CREATE", prefEvidence+"*"),
+					rule("DISALLOW", "*")}, []string{"cacheon", "qualify"}),
 			step(StepReview, 1,
-				[][]string{rule("MATCH", prefPayload+"*", "WITH", "PRODUCTS", "FROM", StepQualify), rule("DISALLOW", "*")},
+				[][]string{rule("MATCH", prefPayload+"*", "WITH", "PRODUCTS", "FROM", StepQualify),
+					rule("MATCH", prefQualification+"*", "WITH", "PRODUCTS", "FROM", StepQualify),
+					rule("MATCH", prefEvidence+"*", "WITH", "PRODUCTS", "FROM", StepQualify), rule("DISALLOW", "*")},
 				[][]string{rule("CREATE", prefSource+"*"), rule("CREATE", prefReview+"*"), rule("DISALLOW", "*")},
 				[]string{"cacheon", "release", "review"}),
 			step(StepMaterialize, 1,
@@ -215,8 +223,10 @@ func StepArtifacts(step string, rel *verify.Release) (*Artifacts, error) {
 
 // Link signs the link of step for rel with the functionary's PKCS#8 PEM
 // key, and returns it with its conventional file name
-// (<step>.<keyid prefix>.link).
-func Link(step string, rel *verify.Release, functionaryPEM []byte) (*toto.Metablock, string, error) {
+// (<step>.<keyid prefix>.link). The qualify link produces records (the
+// qualification reports, QualificationRecords) and the review link
+// consumes them; the other steps take none.
+func Link(step string, rel *verify.Release, functionaryPEM []byte, records Records) (*toto.Metablock, string, error) {
 	k, err := inTotoKey(functionaryPEM)
 	if err != nil {
 		return nil, "", err
@@ -227,6 +237,24 @@ func Link(step string, rel *verify.Release, functionaryPEM []byte) (*toto.Metabl
 	a, err := StepArtifacts(step, rel)
 	if err != nil {
 		return nil, "", err
+	}
+	switch {
+	case step == StepQualify || step == StepReview:
+		if n := records.reports(); n < minQualifications {
+			return nil, "", fmt.Errorf("step %s: %d qualification report(s): the link names the %d independent qualifications the crown rests on", step, n, minQualifications)
+		}
+		side := a.Products
+		if step == StepReview {
+			side = a.Materials
+		}
+		for n, h := range records {
+			if !isRecord(n) {
+				return nil, "", fmt.Errorf("step %s: record %s is neither a qualification report nor evidence", step, n)
+			}
+			side[n] = h
+		}
+	case len(records) > 0:
+		return nil, "", fmt.Errorf("step %s takes no qualification reports (only %s and %s do)", step, StepQualify, StepReview)
 	}
 	cmd := map[string][]string{
 		StepQualify: {"cacheon", "qualify"}, StepReview: {"cacheon", "release", "review"},
@@ -271,7 +299,8 @@ func Check(mb *toto.Metablock, ownerPEMs [][]byte, linkDir string, rel *verify.R
 		return fmt.Errorf("in-toto verification: %w", err)
 	}
 	// The links verified among themselves; now they must describe this
-	// release.
+	// release, and rest on two qualifications the review consumed.
+	var produced, consumed Records
 	for _, step := range Steps {
 		want, err := StepArtifacts(step, rel)
 		if err != nil {
@@ -281,14 +310,28 @@ func Check(mb *toto.Metablock, ownerPEMs [][]byte, linkDir string, rel *verify.R
 		if err != nil {
 			return err
 		}
+		materials, inputs := split(got.Materials)
+		products, outputs := split(got.Products)
+		switch step {
+		case StepQualify:
+			produced = outputs
+		case StepReview:
+			consumed = inputs
+		}
 		for _, side := range []struct {
 			name      string
 			want, got map[string]toto.HashObj
-		}{{"materials", want.Materials, got.Materials}, {"products", want.Products, got.Products}} {
-			if err := sameArtifacts(side.want, side.got); err != nil {
+		}{{"materials", want.Materials, materials}, {"products", want.Products, products}} {
+			if err := sameArtifacts(side.want, side.got, "the release", "the link"); err != nil {
 				return fmt.Errorf("step %s %s do not describe this release: %w", step, side.name, err)
 			}
 		}
+	}
+	if n := produced.reports(); n < minQualifications {
+		return fmt.Errorf("step %s: the links name %d qualification report(s); a crown rests on %d independent qualifications", StepQualify, n, minQualifications)
+	}
+	if err := sameArtifacts(produced, consumed, "the qualify links' products", "the review link's materials"); err != nil {
+		return fmt.Errorf("step %s materials are not the reports step %s produced: %w", StepReview, StepQualify, err)
 	}
 	// The key that signed the release must be a sign-step functionary.
 	pem, err := key.MarshalPublic(rel.SignerPublic)
@@ -337,7 +380,9 @@ func readStep(mb *toto.Metablock, linkDir, step string) (*Artifacts, error) {
 	return nil, fmt.Errorf("no link for step %s", step)
 }
 
-func sameArtifacts(want, got map[string]toto.HashObj) error {
+// sameArtifacts compares two artifact sets; wantIn and gotIn name where
+// each comes from in the message.
+func sameArtifacts(want, got map[string]toto.HashObj, wantIn, gotIn string) error {
 	var names []string
 	for n := range want {
 		names = append(names, n)
@@ -350,7 +395,7 @@ func sameArtifacts(want, got map[string]toto.HashObj) error {
 	sort.Strings(names)
 	for _, n := range names {
 		if want[n]["sha256"] != got[n]["sha256"] {
-			return fmt.Errorf("%s is sha256:%s in the release, sha256:%s in the link", n, orNone(want[n]["sha256"]), orNone(got[n]["sha256"]))
+			return fmt.Errorf("%s is sha256:%s in %s, sha256:%s in %s", n, orNone(want[n]["sha256"]), wantIn, orNone(got[n]["sha256"]), gotIn)
 		}
 	}
 	return nil

@@ -38,6 +38,20 @@ type chain struct {
 	r                                                        *fixture.Release
 	rel                                                      *verify.Release
 	owner, validatorA, validatorB, reviewer, builder, signer party
+	records                                                  intoto.Records
+}
+
+// writeReport writes a passing qualification report that references one
+// evidence artifact (digest evidence) and returns its path.
+func writeReport(t *testing.T, dir, name, decision, evidence string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	doc := `{"schema":"cacheon.qualification-report.v2","decision":"` + decision + `",` +
+		`"speed":{"reads":{"domain":"cacheon.qualification.speed-reads","sha256":"` + evidence + `","size":3}}}` + "\n"
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func newChain(t *testing.T) *chain {
@@ -62,6 +76,14 @@ func newChain(t *testing.T) *chain {
 		t.Fatal(err)
 	}
 	c.rel = rel
+	rdir := t.TempDir()
+	c.records, err = intoto.QualificationRecords([]string{
+		writeReport(t, rdir, "report-1.json", "PASS", strings.Repeat("a", 64)),
+		writeReport(t, rdir, "report-2.json", "PASS", strings.Repeat("b", 64)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -77,13 +99,27 @@ func (c *chain) functionaries() intoto.Functionaries {
 
 func (c *chain) links(t *testing.T, rel *verify.Release, skip string) string {
 	t.Helper()
+	return c.linksWith(t, rel, skip, c.records, c.records)
+}
+
+// linksWith writes every link but skip (step/public key), the qualify
+// links naming qualified and the review link consuming reviewed.
+func (c *chain) linksWith(t *testing.T, rel *verify.Release, skip string, qualified, reviewed intoto.Records) string {
+	t.Helper()
 	dir := t.TempDir()
 	for _, l := range []struct {
 		step string
 		p    party
 	}{{intoto.StepQualify, c.validatorA}, {intoto.StepQualify, c.validatorB}, {intoto.StepReview, c.reviewer},
 		{intoto.StepMaterialize, c.builder}, {intoto.StepBuild, c.builder}, {intoto.StepSign, c.signer}} {
-		mb, name, err := intoto.Link(l.step, rel, l.p.priv)
+		var records intoto.Records
+		switch l.step {
+		case intoto.StepQualify:
+			records = qualified
+		case intoto.StepReview:
+			records = reviewed
+		}
+		mb, name, err := intoto.Link(l.step, rel, l.p.priv, records)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +179,7 @@ func TestLayoutRejects(t *testing.T) {
 		}, "expired"},
 		{"review by a non-functionary", func(t *testing.T) error {
 			dir := c.links(t, c.rel, intoto.StepReview+"/"+string(c.reviewer.pub))
-			mb, _, _ := intoto.Link(intoto.StepReview, c.rel, stranger.priv)
+			mb, _, _ := intoto.Link(intoto.StepReview, c.rel, stranger.priv, c.records)
 			reviewerID, _ := intoto.KeyID(c.reviewer.pub)
 			mb.Dump(filepath.Join(dir, "review."+reviewerID[:8]+".link"))
 			return intoto.Check(good, [][]byte{c.owner.pub}, dir, c.rel)
@@ -174,10 +210,27 @@ func TestLayoutRejects(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := c.links(t, c.rel, intoto.StepSign+"/"+string(c.signer.pub))
-			mb, name, _ := intoto.Link(intoto.StepSign, c.rel, stranger.priv)
+			mb, name, _ := intoto.Link(intoto.StepSign, c.rel, stranger.priv, nil)
 			mb.Dump(filepath.Join(dir, name))
 			return intoto.Check(lay, [][]byte{c.owner.pub}, dir, c.rel)
 		}, "does not allow to perform step sign"},
+		{"review of other qualification reports", func(t *testing.T) error {
+			other := intoto.Records{}
+			for n, h := range c.records {
+				other[n] = h
+			}
+			other["qualification/report-2.json"] = map[string]string{"sha256": strings.Repeat("c", 64)}
+			return intoto.Check(good, [][]byte{c.owner.pub}, c.linksWith(t, c.rel, "", c.records, other), c.rel)
+		}, "artifact verification failed for Step 'review', materials [qualification/report-2.json] disallowed"},
+		{"review of a part of the qualification reports", func(t *testing.T) error {
+			part := intoto.Records{}
+			for n, h := range c.records {
+				if n != "evidence/"+strings.Repeat("b", 64) {
+					part[n] = h
+				}
+			}
+			return intoto.Check(good, [][]byte{c.owner.pub}, c.linksWith(t, c.rel, "", c.records, part), c.rel)
+		}, "step review materials are not the reports step qualify produced: evidence/bbbb"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,4 +249,53 @@ func TestLayoutRejects(t *testing.T) {
 		t.Errorf("a layout with one validator: %v", err)
 	}
 	var _ toto.Metablock
+	for _, step := range []string{intoto.StepMaterialize, intoto.StepBuild, intoto.StepSign} {
+		if _, _, err := intoto.Link(step, c.rel, c.builder.priv, c.records); err == nil || !strings.Contains(err.Error(), "takes no qualification reports") {
+			t.Errorf("a %s link with reports: %v", step, err)
+		}
+	}
+	if _, _, err := intoto.Link(intoto.StepQualify, c.rel, c.validatorA.priv, nil); err == nil || !strings.Contains(err.Error(), "0 qualification report(s)") {
+		t.Errorf("a qualify link without reports: %v", err)
+	}
+}
+
+func TestQualificationRecords(t *testing.T) {
+	dir := t.TempDir()
+	ev := strings.Repeat("d", 64)
+	pass1 := writeReport(t, dir, "report-1.json", "PASS", ev)
+	pass2 := writeReport(t, dir, "report-2.json", "PASS", strings.Repeat("e", 64))
+	fail := writeReport(t, dir, "report-3.json", "FAIL", ev)
+	sub := filepath.Join(dir, "other")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sameName := writeReport(t, sub, "report-1.json", "PASS", strings.Repeat("f", 64))
+	notReport := filepath.Join(dir, "review.json")
+	if err := os.WriteFile(notReport, []byte(`{"schema":"cacheon.integration-record.v1","decision":"PASS"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := intoto.QualificationRecords([]string{pass1, pass2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || got["evidence/"+ev]["sha256"] != ev || len(got["qualification/report-1.json"]["sha256"]) != 64 {
+		t.Errorf("records %v, want two reports and their two evidence digests", got)
+	}
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		want  string
+	}{
+		{"one report", []string{pass1}, "1 qualification report(s) given"},
+		{"a failed qualification", []string{pass1, fail}, fail + `: decision "FAIL"`},
+		{"not a qualification report", []string{pass1, notReport}, notReport + `: schema "cacheon.integration-record.v1"`},
+		{"one report twice", []string{pass1, pass2, pass1}, pass1 + ": the same bytes as " + pass1},
+		{"two reports of one name", []string{pass1, sameName}, "a second report named report-1.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := intoto.QualificationRecords(tc.paths); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cacheon/engine/internal/atomicwrite"
 	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/intoto"
 )
@@ -85,9 +86,9 @@ func runReleaseLayout(_ context.Context, s Streams, o releaseLayoutOptions) erro
 	if _, err := os.Lstat(o.out); err == nil {
 		return fmt.Errorf("%s already exists", o.out)
 	}
-	if err := mb.Dump(o.out); err != nil {
+	if err := writeMetablock(o.out, mb, atomicwrite.CreateFile); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.Out, "layout %s (o.expires %s)\n", o.out, exp.UTC().Format(time.RFC3339))
+	fmt.Fprintf(s.Out, "layout %s (expires %s)\n", o.out, exp.UTC().Format(time.RFC3339))
 	return nil
 }
