@@ -11,7 +11,10 @@
 #   4. export the new evaluation incumbent and materialize it;
 #   5. integration review of the crown at this repository's HEAD commit,
 #      the release stack gains the reviewed contribution;
-#   6. build, sign and verify the release that ships it.
+#   6. build, sign and verify the release that ships it;
+#   7. its chain of custody: the owner's in-toto layout and each step's
+#      signed link (two validators, reviewer, builder, release key), made
+#      from what the loop ran, in OUT/in-toto, verified with the release.
 #
 # The demonstration incumbent's norm.rmsnorm is correct and deliberately
 # slow (kernels/demo/rmsnorm_slow): a shared CPU cannot resolve the small
@@ -39,7 +42,7 @@ mkdir -p "$ws"
 cp -R "$repo/MODULE.bazel" "$repo/catalog" "$repo/stacks" "$repo/kernels" "$ws/"
 find "$ws" -name __pycache__ -prune -exec rm -rf {} +
 
-say "1/6 calibrate the CPU lane: 3 stock-versus-stock rounds of the demonstration incumbent"
+say "1/7 calibrate the CPU lane: 3 stock-versus-stock rounds of the demonstration incumbent"
 "$cacheon" qualify calibrate --rounds 3 --workspace "$ws" --incumbent "$ws/stacks/demo.hcl" \
   --reference "$ws/stacks/reference.hcl" --out "$out/calibration.json" --policy-out "$out/policy.hcl"
 if [[ ! -f $out/policy.hcl ]]; then
@@ -55,7 +58,7 @@ EOF
   exit 0
 fi
 
-say "2/6 intake, then qualify and reproduce under the calibrated policy"
+say "2/7 intake, then qualify and reproduce under the calibrated policy"
 ledger=$out/ledger.db
 # The proposal competes in the stack's arena (settlement pairs within one).
 arena=$("$cacheon" digest --domain cacheon.arena.descriptor "$ws/stacks/arena.json")
@@ -70,7 +73,7 @@ verdict=$?
 set -e
 ((verdict == 0 || verdict == 2 || verdict == 3)) || exit "$verdict"
 
-say "3/6 settle"
+say "3/7 settle"
 "$cacheon" settle --ledger "$ledger" --workspace "$ws" --json >"$out/settle.json"
 # Each event's type appears twice in the document (the event and its body).
 events=$(sed -n 's/.*"event_type": *"\([A-Z_]*\)".*/\1/p' "$out/settle.json" | uniq | tr '\n' ' ')
@@ -86,11 +89,11 @@ EOF
   exit 0
 fi
 
-say "4/6 the new evaluation incumbent"
+say "4/7 the new evaluation incumbent"
 "$cacheon" stack export --ledger "$ledger" --workspace "$ws"
 "$cacheon" stack materialize "$ws/stacks/incumbent.hcl" --workspace "$ws" --out "$out/new-incumbent"
 
-say "5/6 integration review of the crown, and the release stack that ships it"
+say "5/7 integration review of the crown, and the release stack that ships it"
 commit=$(git -C "$repo" rev-parse HEAD)
 mkdir -p "$out/review-evidence"
 ev=$out/review-evidence
@@ -122,7 +125,7 @@ cat >>"$ws/stacks/release.hcl.new" <<EOF
 EOF
 mv "$ws/stacks/release.hcl.new" "$ws/stacks/release.hcl"
 
-say "6/6 build, sign and verify the release that ships it"
+say "6/7 build, sign and verify the release that ships it"
 "$cacheon" stack materialize "$ws/stacks/release.hcl" --workspace "$ws" --out "$out/release-tree" \
   --manifest-out "$out/release-manifest.json" --integration-record "$out/review.json"
 "$cacheon" release build --engine-tree "$out/release-tree" --release-manifest "$out/release-manifest.json" \
@@ -132,3 +135,34 @@ mkdir -p "$out/keys"
 "$cacheon" release keygen --out "$out/keys/release"
 "$cacheon" release sign --key "$out/keys/release.key" "$out/release"
 "$cacheon" release verify --key "$out/keys/release.pub" "$out/release"
+
+say "7/7 the chain of custody: the owner's in-toto layout and each step's signed link"
+# Each functionary has its own key, as in a deployment: the owner signs
+# the layout; validators a and b sign the qualify links; the reviewer the
+# review link; the builder the materialize and build links; the release
+# key the sign link. The qualify and review links name the passing
+# reports of the two qualifications the crown rests on.
+t=$SECONDS
+for role in owner validator-a validator-b reviewer builder; do
+  "$cacheon" release keygen --out "$out/keys/$role" >/dev/null
+done
+reports=()
+for r in "$out"/qualification/proposal-*/report-*.json; do
+  if [[ $(jq -r .decision "$r") == PASS ]]; then reports+=(--report "$r"); fi
+done
+chain=$out/in-toto
+mkdir -p "$chain/links"
+"$cacheon" release layout --owner-key "$out/keys/owner.key" \
+  --qualify "$out/keys/validator-a.pub" --qualify "$out/keys/validator-b.pub" --review "$out/keys/reviewer.pub" \
+  --materialize "$out/keys/builder.pub" --build "$out/keys/builder.pub" --sign "$out/keys/release.pub" \
+  --expires "$(date -u -d '+365 days' +%Y-%m-%dT%H:%M:%SZ)" --out "$chain/root.layout"
+link() { "$cacheon" release link --trust "$out/keys/release.pub" --out "$chain/links" "$@" "$out/release" >/dev/null; }
+link --step qualify --key "$out/keys/validator-a.key" "${reports[@]}"
+link --step qualify --key "$out/keys/validator-b.key" "${reports[@]}"
+link --step review --key "$out/keys/reviewer.key" "${reports[@]}"
+link --step materialize --key "$out/keys/builder.key"
+link --step build --key "$out/keys/builder.key"
+link --step sign --key "$out/keys/release.key"
+"$cacheon" release verify --key "$out/keys/release.pub" --layout "$chain/root.layout" \
+  --layout-key "$out/keys/owner.pub" --links "$chain/links" "$out/release" | grep in-toto-layout
+echo "chain of custody: $chain ($((${#reports[@]} / 2)) qualification reports, $(ls "$chain/links" | wc -l) links) in $((SECONDS - t)) s" >&2

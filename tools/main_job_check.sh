@@ -7,6 +7,10 @@
 #      NO_DECISION is a result the job reports, never an exit that ends it);
 #   2. the servable release it signed verifies offline and against the
 #      release channel it published, with the cacheon binary the clone built;
+#   2b. the crown loop's release carries its chain of custody: release
+#      verify --layout checks the owner's in-toto layout and every step's
+#      link (two qualifications, review, materialization, build,
+#      signature) against it;
 #   3. cosign (the stock tool) verifies the release's SLSA provenance;
 #   4. the image served tokens with no network: the sandbox it ran in has
 #      loopback only, and under another release key the fail-closed
@@ -108,6 +112,22 @@ grep -q '^== done' "$work/run.err" || fail "tools/run.sh did not reach its last 
   --channel-root "$out/channel/1.root.json" --name cacheon-engine "$out/release" >/dev/null ||
   fail "out/release does not verify against the channel"
 say "out/release verifies offline and against out/channel"
+
+# --- 2b. The crowned release's chain of custody -------------------------------------
+# The crown loop ends without a release when the CPU is too noisy to
+# calibrate or nothing was crowned (an honest outcome it reports); a
+# release it signed must carry its layout and links.
+crown=$out/crown-loop
+if [[ -d $crown/release ]]; then
+  "$cacheon" release verify --key "$crown/keys/release.pub" --layout "$crown/in-toto/root.layout" \
+    --layout-key "$crown/keys/owner.pub" --links "$crown/in-toto/links" "$crown/release" >"$work/custody.out" 2>&1 || {
+    cat "$work/custody.out" >&2
+    fail "the crown loop's release does not verify against its in-toto layout and links"
+  }
+  say "the crown loop's release verifies against its chain of custody: $(grep in-toto-layout "$work/custody.out")"
+else
+  say "the crown loop signed no release this run (its output says why): no chain of custody to check"
+fi
 
 # --- 3. The stock tool on the provenance --------------------------------------------
 if command -v cosign >/dev/null; then

@@ -166,7 +166,7 @@ cat >&2 <<EOF
   candidate tree and plan $bin/stacks/candidate_rmsnorm_torch.tree, .plan.json
   qualification report    $out/ledger/qualification/proposal-1/report-1.json (and .html)
   settlement ledger       $out/ledger/ledger.db
-  crown loop              $out/crown-loop (calibration, ledger, new incumbent, review, signed release)
+  crown loop              $out/crown-loop (calibration, ledger, new incumbent, review, signed release, its in-toto layout and links in in-toto/)
   signed release layout   $out/release (servable: Debian base with python3 and torch)
   its root filesystem     $out/rootfs (run it: tools/run_image.sh $out/rootfs $out/trust MODEL /cacheon/model /cacheon/bin/cacheon release serve)
   release public key      $out/keys/release.pub
