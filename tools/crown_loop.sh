@@ -137,32 +137,4 @@ mkdir -p "$out/keys"
 "$cacheon" release verify --key "$out/keys/release.pub" "$out/release"
 
 say "7/7 the chain of custody: the owner's in-toto layout and each step's signed link"
-# Each functionary has its own key, as in a deployment: the owner signs
-# the layout; validators a and b sign the qualify links; the reviewer the
-# review link; the builder the materialize and build links; the release
-# key the sign link. The qualify and review links name the passing
-# reports of the two qualifications the crown rests on.
-t=$SECONDS
-for role in owner validator-a validator-b reviewer builder; do
-  "$cacheon" release keygen --out "$out/keys/$role" >/dev/null
-done
-reports=()
-for r in "$out"/qualification/proposal-*/report-*.json; do
-  if [[ $(jq -r .decision "$r") == PASS ]]; then reports+=(--report "$r"); fi
-done
-chain=$out/in-toto
-mkdir -p "$chain/links"
-"$cacheon" release layout --owner-key "$out/keys/owner.key" \
-  --qualify "$out/keys/validator-a.pub" --qualify "$out/keys/validator-b.pub" --review "$out/keys/reviewer.pub" \
-  --materialize "$out/keys/builder.pub" --build "$out/keys/builder.pub" --sign "$out/keys/release.pub" \
-  --expires "$(date -u -d '+365 days' +%Y-%m-%dT%H:%M:%SZ)" --out "$chain/root.layout"
-link() { "$cacheon" release link --trust "$out/keys/release.pub" --out "$chain/links" "$@" "$out/release" >/dev/null; }
-link --step qualify --key "$out/keys/validator-a.key" "${reports[@]}"
-link --step qualify --key "$out/keys/validator-b.key" "${reports[@]}"
-link --step review --key "$out/keys/reviewer.key" "${reports[@]}"
-link --step materialize --key "$out/keys/builder.key"
-link --step build --key "$out/keys/builder.key"
-link --step sign --key "$out/keys/release.key"
-"$cacheon" release verify --key "$out/keys/release.pub" --layout "$chain/root.layout" \
-  --layout-key "$out/keys/owner.pub" --links "$chain/links" "$out/release" | grep in-toto-layout
-echo "chain of custody: $chain ($((${#reports[@]} / 2)) qualification reports, $(ls "$chain/links" | wc -l) links) in $((SECONDS - t)) s" >&2
+bash "$repo/tools/custody_chain.sh" "$cacheon" "$out"
