@@ -30,7 +30,9 @@ project owner's key: two qualifications by distinct validator keys
 (threshold 2), the integration review, the materialization of the release
 stack, the build and the signature, each by the functionaries whose public
 keys are given, with artifact rules chaining each step's materials to the
-previous step's products. Consumers check releases against it with
+previous step's products. The qualify links name the qualification
+reports the crown rests on and the evidence they reference, and the review
+must consume exactly those (see "cacheon release link --report"). Consumers check releases against it with
 "cacheon release verify --layout".`,
 		Example: `  cacheon release layout --owner-key owner.key \
     --qualify validator-a.pub --qualify validator-b.pub --review reviewer.pub \
