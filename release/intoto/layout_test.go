@@ -11,6 +11,7 @@ import (
 	toto "github.com/in-toto/in-toto-golang/in_toto"
 
 	"github.com/cacheon/engine/release/build"
+	"github.com/cacheon/engine/release/descriptor"
 	"github.com/cacheon/engine/release/intoto"
 	"github.com/cacheon/engine/release/key"
 	fixture "github.com/cacheon/engine/release/releasetest"
@@ -41,17 +42,32 @@ type chain struct {
 	records                                                  intoto.Records
 }
 
-// writeReport writes a passing qualification report that references one
-// evidence artifact (digest evidence) and returns its path.
-func writeReport(t *testing.T, dir, name, decision, evidence string) string {
+// writeReport writes a qualification report that references one
+// evidence artifact (digest evidence) and, unless reproduces is "",
+// reproduces the report of that canonical digest on exchanged lanes. It
+// returns the path and the report's canonical digest (its keys are
+// written sorted and compact, so the canonical form is the bytes).
+func writeReport(t *testing.T, dir, name, decision, evidence, reproduces string) (string, string) {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	doc := `{"schema":"cacheon.qualification-report.v2","decision":"` + decision + `",` +
-		`"speed":{"reads":{"domain":"cacheon.qualification.speed-reads","sha256":"` + evidence + `","size":3}}}` + "\n"
-	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+	doc := `{"decision":"` + decision + `",`
+	if reproduces != "" {
+		doc += `"lanes_exchanged":true,"reproduces":"` + reproduces + `",`
+	}
+	doc += `"schema":"cacheon.qualification-report.v2",` +
+		`"speed":{"reads":{"domain":"cacheon.qualification.speed-reads","sha256":"` + evidence + `","size":3}}}`
+	if err := os.WriteFile(p, []byte(doc+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return p, descriptor.SHA256([]byte(doc))
+}
+
+// reportPair writes a passing qualification and its reproduction.
+func reportPair(t *testing.T, dir, evidenceA, evidenceB string) (string, string) {
+	t.Helper()
+	first, digest := writeReport(t, dir, "report-1.json", "PASS", evidenceA, "")
+	second, _ := writeReport(t, dir, "report-2.json", "PASS", evidenceB, digest)
+	return first, second
 }
 
 func newChain(t *testing.T) *chain {
@@ -77,10 +93,8 @@ func newChain(t *testing.T) *chain {
 	}
 	c.rel = rel
 	rdir := t.TempDir()
-	c.records, err = intoto.QualificationRecords([]string{
-		writeReport(t, rdir, "report-1.json", "PASS", strings.Repeat("a", 64)),
-		writeReport(t, rdir, "report-2.json", "PASS", strings.Repeat("b", 64)),
-	})
+	first, second := reportPair(t, rdir, strings.Repeat("a", 64), strings.Repeat("b", 64))
+	c.records, err = intoto.QualificationRecords([]string{first, second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,14 +276,15 @@ func TestLayoutRejects(t *testing.T) {
 func TestQualificationRecords(t *testing.T) {
 	dir := t.TempDir()
 	ev := strings.Repeat("d", 64)
-	pass1 := writeReport(t, dir, "report-1.json", "PASS", ev)
-	pass2 := writeReport(t, dir, "report-2.json", "PASS", strings.Repeat("e", 64))
-	fail := writeReport(t, dir, "report-3.json", "FAIL", ev)
+	pass1, pass2 := reportPair(t, dir, ev, strings.Repeat("e", 64))
+	fail, _ := writeReport(t, dir, "report-3.json", "FAIL", ev, "")
+	unrelated, _ := writeReport(t, dir, "report-4.json", "PASS", ev, strings.Repeat("0", 64))
+	lone, _ := writeReport(t, dir, "report-5.json", "PASS", strings.Repeat("c", 64), "")
 	sub := filepath.Join(dir, "other")
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sameName := writeReport(t, sub, "report-1.json", "PASS", strings.Repeat("f", 64))
+	sameName, _ := writeReport(t, sub, "report-1.json", "PASS", strings.Repeat("f", 64), "")
 	notReport := filepath.Join(dir, "review.json")
 	if err := os.WriteFile(notReport, []byte(`{"schema":"cacheon.integration-record.v1","decision":"PASS"}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -291,6 +306,8 @@ func TestQualificationRecords(t *testing.T) {
 		{"not a qualification report", []string{pass1, notReport}, notReport + `: schema "cacheon.integration-record.v1"`},
 		{"one report twice", []string{pass1, pass2, pass1}, pass1 + ": the same bytes as " + pass1},
 		{"two reports of one name", []string{pass1, sameName}, "a second report named report-1.json"},
+		{"two first qualifications", []string{pass1, lone}, "reproduces another on exchanged lanes"},
+		{"a reproduction of another qualification", []string{pass1, unrelated}, "reproduces another on exchanged lanes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := intoto.QualificationRecords(tc.paths); err == nil || !strings.Contains(err.Error(), tc.want) {

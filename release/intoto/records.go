@@ -11,6 +11,7 @@ import (
 
 	toto "github.com/in-toto/in-toto-golang/in_toto"
 
+	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/release/descriptor"
 )
 
@@ -41,24 +42,31 @@ var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // returns them as records: each report as qualification/<file name> with
 // the SHA-256 of its bytes, and every evidence artifact it references
 // (an object with a domain and a sha256) as evidence/<sha256>. A crown
-// rests on at least two passing qualifications, so fewer reports, a
-// report that is not a qualification report, one that did not pass, two
-// with one file name or two with the same bytes are refused, naming the
-// file.
+// rests on two passing qualifications, the second reproducing the first
+// on exchanged lanes, so fewer reports, a report that is not a
+// qualification report, one that did not pass, two with one file name or
+// two with the same bytes are refused, naming the file, and so is a set in
+// which no report reproduces another.
 func QualificationRecords(paths []string) (Records, error) {
 	if len(paths) < minQualifications {
 		return nil, fmt.Errorf("%d qualification report(s) given: a crown rests on %d independent qualifications (a qualification and its reproduction)", len(paths), minQualifications)
 	}
 	r := Records{}
 	seen := map[string]string{}
+	// canonical maps each report's canonical digest (what a reproduction
+	// names) to its path; reproduces lists the digests reproductions name.
+	canonical := map[string]string{}
+	var reproduces []string
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
 		var doc struct {
-			Schema   string `json:"schema"`
-			Decision string `json:"decision"`
+			Schema         string `json:"schema"`
+			Decision       string `json:"decision"`
+			Reproduces     string `json:"reproduces"`
+			LanesExchanged bool   `json:"lanes_exchanged"`
 		}
 		if err := json.Unmarshal(data, &doc); err != nil {
 			return nil, fmt.Errorf("qualification report %s: %w", p, err)
@@ -79,15 +87,28 @@ func QualificationRecords(paths []string) (Records, error) {
 			return nil, fmt.Errorf("qualification report %s: a second report named %s (links name reports by file name)", p, filepath.Base(p))
 		}
 		r[name] = sha(sum)
-		var tree interface{}
-		if err := json.Unmarshal(data, &tree); err != nil {
+		tree, err := canonjson.Parse(data)
+		if err != nil {
 			return nil, fmt.Errorf("qualification report %s: %w", p, err)
+		}
+		canon, err := canonjson.Marshal(tree)
+		if err != nil {
+			return nil, fmt.Errorf("qualification report %s: %w", p, err)
+		}
+		canonical[descriptor.SHA256(canon)] = p
+		if doc.Reproduces != "" && doc.LanesExchanged {
+			reproduces = append(reproduces, doc.Reproduces)
 		}
 		for _, d := range evidenceDigests(tree) {
 			r[prefEvidence+d] = sha(d)
 		}
 	}
-	return r, nil
+	for _, d := range reproduces {
+		if _, ok := canonical[d]; ok {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("no report among %s reproduces another on exchanged lanes: a crown rests on a qualification and its independent reproduction", strings.Join(paths, ", "))
 }
 
 // evidenceDigests returns the sha256 of every evidence reference (an

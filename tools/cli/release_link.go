@@ -41,8 +41,8 @@ reports in, reviewed source and records out), materialize and build (the
 builder), sign (the release key).
 
 The qualify and review links name the qualification reports (--report,
-at least two: a qualification and its independent reproduction, each a
-passing cacheon qualify report) by file name and SHA-256, and the
+at least two passing cacheon qualify reports, one the reproduction of
+another on exchanged lanes) by file name and SHA-256, and the
 evidence artifacts each references by digest; the layout requires the
 review to consume exactly what the qualify links produced. Both
 validators' qualify links name the same reports (in-toto's threshold
