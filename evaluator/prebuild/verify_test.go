@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/catalog/catalogtest"
 	"github.com/cacheon/engine/evaluator/prebuild"
 	"github.com/cacheon/engine/evaluator/sandbox"
 	"github.com/cacheon/engine/evaluator/verify"
@@ -20,7 +21,7 @@ func TestCPUContributionPassesVerify(t *testing.T) {
 	prebuild.NeedToolchain(t, python())
 	dir := filepath.Join(searchable(t), "rmsnorm_cpp")
 	testtree.Copy(t, filepath.Join("testdata", "rmsnorm_cpp"), dir)
-	rep, err := verify.Run(context.Background(), dir, verify.Options{Device: "cpu", DType: "bfloat16", Python: python(), WorkDir: searchable(t)})
+	rep, err := verify.Run(context.Background(), dir, verify.Options{Device: "cpu", DType: "bfloat16", Python: python(), WorkDir: searchable(t), Catalog: catalogtest.Small(t)})
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
@@ -43,7 +44,8 @@ func TestVerifyBindsAGivenArtifactToTheBundlesBytes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("prebuild: %v", err)
 	}
-	o := verify.Options{Device: "cpu", DType: "float32", Python: python(), WorkDir: searchable(t), NativeArtifact: res.Sealed.Dir}
+	o := verify.Options{Device: "cpu", DType: "float32", Python: python(), WorkDir: searchable(t), NativeArtifact: res.Sealed.Dir,
+		Catalog: catalogtest.Small(t)}
 	rep, err := verify.Run(context.Background(), dir, o)
 	if err != nil || rep.Verdict != verify.Pass || rep.NativeArtifact != res.Sealed.Digest.Hex || rep.Prebuild != nil {
 		t.Fatalf("verify with the artifact: %v, %+v", err, rep)

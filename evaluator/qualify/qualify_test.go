@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/catalog/catalogtest"
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
@@ -85,36 +86,13 @@ func qualifyOptionsOver(t *testing.T, f enginetest.Fixture, stackFile, candidate
 		Plan:    plan.Request{Incumbent: a, IncumbentPath: path, CandidateDir: filepath.Join(ws, filepath.FromSlash(candidate)), Materialize: materialize.Options{Catalog: cat, Payload: payload}},
 		Model:   f.Model, ModelDigest: f.ModelDigest, Workload: smoke(t), Policy: testPolicy(), Store: store,
 		RunDir: f.Run, Python: f.Python, Lanes: cpu, Isolation: f.Iso,
-		Verify:   verify.Options{Device: "cpu", DType: "float32", Python: f.Python, Timeout: 5 * time.Minute, Catalog: abiCatalog(t)},
+		// The ABI screen verifies under the small test catalog (package
+		// catalogtest): the default's largest rmsnorm case was most of a
+		// CPU qualification's time. The build screen, the engines and the
+		// audit keep the default catalog.
+		Verify:   verify.Options{Device: "cpu", DType: "float32", Python: f.Python, Timeout: 5 * time.Minute, Catalog: catalogtest.Small(t)},
 		Progress: func(format string, args ...any) { t.Logf(format, args...) },
 	}
-}
-
-// rmsnormShapes are norm.rmsnorm's catalog shapes in catalog/targets.hcl.
-const rmsnormShapes = "shapes       = [[1, 2880], [8, 2880], [128, 2880], [64, 6144], [4096, 4096], [333, 1536]]"
-
-// abiCatalog is the catalog the ABI screen verifies under in these tests:
-// the default one with norm.rmsnorm's catalog shape of 4096 tokens left
-// out. Every candidate qualified here is an rmsnorm row, and that one case
-// (16M elements a tensor, three checked calls, every output written out
-// and judged) made the ABI screen most of a qualification's time: 50 s of
-// 134 s on a busy two-core machine, against 8 s without it. What the
-// screen is for here (the candidate runs on its slot contract in worker
-// processes before any engine starts, and a candidate it fails stops
-// there) holds on the five other shapes; the build screen, the engines
-// and the audit keep the default catalog.
-func abiCatalog(t *testing.T) *catalog.Catalog {
-	t.Helper()
-	src := string(catalog.DefaultSource())
-	if n := strings.Count(src, rmsnormShapes); n != 1 {
-		t.Fatalf("norm.rmsnorm's shapes occur %d times in %s, want once", n, catalog.DefaultFile)
-	}
-	src = strings.Replace(src, rmsnormShapes, strings.Replace(rmsnormShapes, "[4096, 4096], ", "", 1), 1)
-	c, diags := catalog.Parse([]byte(src), "abi-targets.hcl")
-	if diags.HasErrors() {
-		t.Fatalf("ABI catalog: %v", diags)
-	}
-	return c
 }
 
 // TestQualifyOnTheCPU runs the whole qualification of a real contribution

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/catalog/catalogtest"
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
@@ -134,7 +135,7 @@ func TestRealQualificationsCrown(t *testing.T) {
 		res, err := qualify.Run(ctx, qualify.Options{
 			Plan: r, Model: f.Model, ModelDigest: f.ModelDigest, Workload: w, Policy: policy, Store: store,
 			RunDir: runDir, Python: f.Python, Lanes: cpu, Isolation: f.Iso,
-			Verify:     verify.Options{Device: "cpu", DType: "float32", Python: f.Python, Timeout: 5 * time.Minute},
+			Verify:     verify.Options{Device: "cpu", DType: "float32", Python: f.Python, Timeout: 5 * time.Minute, Catalog: catalogtest.Small(t)},
 			Quality:    qualify.QualityInputs{ReferenceTree: refTree, Calibration: qcal},
 			Controller: "controller", Reproduces: prior,
 			Progress: func(format string, args ...any) { t.Logf(format, args...) },
