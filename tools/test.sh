@@ -84,8 +84,8 @@ bazel_build() {
 # for minutes at the end while the other core idles. The rest follow in
 # go list's order (a new slow package only costs that tail until it is
 # added here).
-slow_first=(evaluator/verify tools/cli settlement/evaluate evaluator/prebuild evaluator/qualify
-  kernels/substrate evaluator/quality evaluator/audit evaluator/engine)
+slow_first=(evaluator/qualify evaluator/audit evaluator/verify evaluator/prebuild settlement/evaluate
+  tools/cli evaluator/quality evaluator/engine kernels/substrate)
 go_test() {
   local module pkgs p
   module=$(go list -m) || return 1
