@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Report is what Check found.
@@ -17,17 +18,14 @@ type Report struct {
 	CurrentStack string   `json:"current_stack"` // digest; empty before the first stack
 	Counts       Counts   `json:"counts"`
 	Problems     []string `json:"problems"`
-	// Stranded are proposals in flight (screening, promoted, qualifying)
-	// while the checker holds the writer lock, so no run is evaluating
-	// them: a run died. Not damage: the next qualify --ledger records
-	// their infrastructure outcome.
-	Stranded []Stranded `json:"stranded"`
-}
-
-// Stranded is a proposal left in flight by a run that died.
-type Stranded struct {
-	Proposal int64  `json:"proposal"`
-	Status   Status `json:"status"`
+	// Stranded are proposals in flight whose run is gone: past their
+	// lease, leased by a run on this host (the checker holds the writer
+	// lock such a run would hold), or with no lease at all. Not damage:
+	// the next qualify --ledger reclaims them.
+	Stranded []InFlight `json:"stranded"`
+	// Leased are proposals in flight under a live lease of a run on
+	// another host.
+	Leased []InFlight `json:"leased"`
 }
 
 // Counts are the rows of each table.
@@ -43,6 +41,7 @@ type Counts struct {
 	CopyVerdicts    int `json:"copy_verdicts"`
 	IntakeEvents    int `json:"intake_events"`
 	RowRecords      int `json:"row_records"`
+	LeaseEvents     int `json:"lease_events"`
 }
 
 // OK reports whether the check found nothing wrong.
@@ -56,7 +55,7 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // standing copy verdict's proposal failed by it. It returns the report and, when
 // anything is wrong, an error under ErrRefused naming the first problem.
 func (l *Ledger) Check(ctx context.Context) (*Report, error) {
-	r := &Report{Stranded: []Stranded{}}
+	r := &Report{Stranded: []InFlight{}, Leased: []InFlight{}}
 	rows, err := l.db.QueryContext(ctx, `PRAGMA integrity_check`)
 	if err != nil {
 		return r, classify(err)
@@ -108,6 +107,11 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 	if _, err := verifyChainOf(ctx, l.db, intakeChain); err != nil {
 		r.Problems = append(r.Problems, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
 	}
+	if _, err := verifyChainOf(ctx, l.db, leaseChain); err != nil {
+		r.Problems = append(r.Problems, strings.TrimPrefix(err.Error(), ErrRefused.Error()+": "))
+	} else if err := l.checkLeases(ctx, r); err != nil {
+		return r, err
+	}
 	if r.RecordHead, err = l.checkRows(ctx, r); err != nil {
 		return r, err
 	}
@@ -118,7 +122,7 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 		{&r.Counts.Proposals, "proposals"}, {&r.Counts.Attempts, "attempts"}, {&r.Counts.Events, "settlement_events"}, {&r.Counts.Outcomes, "settlement_outcomes"},
 		{&r.Counts.Stacks, "evaluation_stacks"}, {&r.Counts.Crowns, "crowns"}, {&r.Counts.StandingClaims, "standing_claims"},
 		{&r.Counts.DiscoveryClaims, "discovery_claims"}, {&r.Counts.CopyVerdicts, "copy_verdicts"}, {&r.Counts.IntakeEvents, "intake_events"},
-		{&r.Counts.RowRecords, "row_records"},
+		{&r.Counts.RowRecords, "row_records"}, {&r.Counts.LeaseEvents, "lease_events"},
 	} {
 		if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM `+c.table).Scan(c.dst); err != nil {
 			return r, classify(err)
@@ -153,10 +157,6 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 			bad.Close()
 			return r, classify(err)
 		}
-		switch Status(status) {
-		case Screening, Promoted, Qualifying:
-			r.Stranded = append(r.Stranded, Stranded{Proposal: id, Status: Status(status)})
-		}
 		if !Status(status).Known() {
 			r.Problems = append(r.Problems, fmt.Sprintf("proposal %d: unknown status %q", id, status))
 		} else if status != last {
@@ -169,6 +169,19 @@ func (l *Ledger) Check(ctx context.Context) (*Report, error) {
 	}
 	if err := l.checkCopyVerdicts(ctx, r); err != nil {
 		return r, err
+	}
+	if r.OK() {
+		fl, err := l.Stale(ctx, time.Now())
+		if err != nil {
+			return r, err
+		}
+		for _, f := range fl {
+			if f.Cause == "" {
+				r.Leased = append(r.Leased, f)
+			} else {
+				r.Stranded = append(r.Stranded, f)
+			}
+		}
 	}
 	if !r.OK() {
 		return r, fmt.Errorf("%w: %s: %s", ErrRefused, l.path, r.Problems[0])

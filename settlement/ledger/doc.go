@@ -39,4 +39,10 @@
 // corrects a wrong verdict before settlement, chaining the correction in
 // a second hash chain, the intake chain (H(cacheon.intake.event, body)),
 // kept apart from the settlement events.
+//
+// Evaluation holds a lease on a proposal while it is in flight (schema
+// 5, lease.go): taken, released and reclaimed as events of a third chain,
+// the lease chain (H(cacheon.ledger.lease, body)); a reclaimed attempt
+// returns the proposal to the queue with a back-off, or ends it
+// no_decision after LeasePolicy.MaxAttempts.
 package ledger

@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,6 +40,10 @@ type Options struct {
 	// (CommitSteps) and Intake as it is reached. It exists for crash
 	// tests, which kill the process there; nothing else sets it.
 	Fault func(step string)
+	// Host is the name this writer's leases give its host (Self); empty
+	// is os.Hostname. Writers on several machines that share a ledger
+	// need names that tell the machines apart.
+	Host string
 }
 
 // Ledger is an open ledger and its writer lock. It is not safe for use by
@@ -46,6 +52,8 @@ type Ledger struct {
 	path string
 	db   *sql.DB
 	lock *writerlock.Lock
+	// self is this writer as a lease holder.
+	self Holder
 
 	// fault, when set, is called at each named step of Commit and Intake.
 	// Only this package's tests set it (to kill the process there).
@@ -86,7 +94,12 @@ func Open(ctx context.Context, path string, o Options) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
-	l := &Ledger{path: abs, lock: lock, fault: o.Fault}
+	self, err := newHolder(o.Host)
+	if err != nil {
+		lock.Release()
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	l := &Ledger{path: abs, lock: lock, fault: o.Fault, self: self}
 	if err := l.open(ctx, existed); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
@@ -146,7 +159,29 @@ func (l *Ledger) open(ctx context.Context, existed bool) error {
 	if _, err := verifyChainOf(ctx, db, intakeChain); err != nil {
 		return err
 	}
+	if _, err := verifyChainOf(ctx, db, leaseChain); err != nil {
+		return err
+	}
 	return nil
+}
+
+// Self is this writer as a lease holder: its host, its pid and a run
+// identity of its own.
+func (l *Ledger) Self() Holder { return l.self }
+
+func newHolder(host string) (Holder, error) {
+	if host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return Holder{}, fmt.Errorf("host name for leases: %w", err)
+		}
+		host = h
+	}
+	var run [8]byte
+	if _, err := rand.Read(run[:]); err != nil {
+		return Holder{}, err
+	}
+	return Holder{Host: host, PID: os.Getpid(), Run: hex.EncodeToString(run[:])}, nil
 }
 
 // Close releases the database and the writer lock.

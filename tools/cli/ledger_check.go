@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,13 +26,16 @@ checks, in order: SQLite's integrity_check and foreign_key_check, the
 schema version against this build's, the whole settlement hash chain
 (sequences contiguous from 1, every body canonical JSON agreeing with its
 columns, every previous_event_digest and every digest recomputed), the
-intake chain (the corrections of intake verdicts) the same way, exactly
-one current evaluation stack once any exists, every proposal's status,
-and that every standing copy verdict's proposal is failed by it. It
-prints the head of the chain, the current stack and the row counts, and
-names every proposal a dead run left in flight (screening, promoted,
-qualifying while no run holds the ledger): not damage, and the next
-"qualify --ledger" records its infrastructure outcome.
+intake chain (the corrections of intake verdicts) and the lease chain
+(who evaluates which proposal until when) the same way, exactly one
+current evaluation stack once any exists, every proposal's status and
+lease, and that every standing copy verdict's proposal is failed by it.
+It prints the head of the chain, the current stack and the row counts,
+names every proposal stranded in flight (its lease expired, or held by a
+run on this host, which is dead since this check holds the ledger, or no
+lease at all), and every proposal under the live lease of a run on
+another host, with the holder and expiry. Stranded is not damage: the
+next "qualify --ledger" reclaims it (docs/reference/ledger.md).
 
 Exit status: 0 when everything holds; 2 when the ledger is refused (damaged
 or not a ledger, a newer schema, a tampered event, a broken invariant: the
@@ -96,9 +100,23 @@ func runLedgerCheck(ctx context.Context, s Streams, o ledgerCheckOptions) error 
 	c := r.Counts
 	fmt.Fprintf(s.Out, "  proposals %d, attempts %d, events %d, stacks %d, crowns %d, standing claims %d, discovery claims %d, settlement outcomes %d\n",
 		c.Proposals, c.Attempts, c.Events, c.Stacks, c.Crowns, c.StandingClaims, c.DiscoveryClaims, c.Outcomes)
-	fmt.Fprintf(s.Out, "  copy verdicts %d, intake events %d\n", c.CopyVerdicts, c.IntakeEvents)
+	fmt.Fprintf(s.Out, "  copy verdicts %d, intake events %d, lease events %d\n", c.CopyVerdicts, c.IntakeEvents, c.LeaseEvents)
 	for _, st := range r.Stranded {
-		fmt.Fprintf(s.Out, "  stranded: proposal %d is %s with no run evaluating it (a run died); the next qualify --ledger records no_decision for it\n", st.Proposal, st.Status)
+		fmt.Fprintf(s.Out, "  stranded: proposal %d is %s with no run evaluating it (%s); the next qualify --ledger reclaims it\n", st.Proposal, st.Status, strandedWhy(st))
+	}
+	for _, st := range r.Leased {
+		fmt.Fprintf(s.Out, "  leased: proposal %d is %s, leased by %s until %s (attempt %d)\n", st.Proposal, st.Status, st.Lease.Holder, st.Lease.ExpiresAt.Format(time.RFC3339), st.Lease.Attempts)
 	}
 	return nil
+}
+
+// strandedWhy says why a proposal in flight has no live run.
+func strandedWhy(f ledger.InFlight) string {
+	switch f.Cause {
+	case ledger.CauseExpired:
+		return fmt.Sprintf("stuck past its lease: %s's lease expired at %s", f.Lease.Holder, f.Lease.ExpiresAt.Format(time.RFC3339))
+	case ledger.CauseHolderGone:
+		return fmt.Sprintf("%s, which held its lease until %s, is gone: a run died", f.Lease.Holder, f.Lease.ExpiresAt.Format(time.RFC3339))
+	}
+	return "no lease: a run died"
 }

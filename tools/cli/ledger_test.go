@@ -72,12 +72,12 @@ func TestIntakeAddAndLedgerCheck(t *testing.T) {
 		t.Errorf("report %s", out)
 	}
 	code, out, _ = run(t, "", "ledger", "check", "--ledger", db)
-	if code != 0 || !strings.Contains(out, "ok (schema 4, integrity ok)") {
+	if code != 0 || !strings.Contains(out, "ok (schema 5, integrity ok)") {
 		t.Errorf("text check: exit %d\n%s", code, out)
 	}
 	// A backup is a ledger that checks; one over an existing file is refused.
 	backup := filepath.Join(dir, "ledger.bak")
-	if code, out, errOut := run(t, "", "ledger", "backup", "--ledger", db, backup); code != 0 || !strings.Contains(out, "ok (schema 4, chain head 0, 3 proposals") {
+	if code, out, errOut := run(t, "", "ledger", "backup", "--ledger", db, backup); code != 0 || !strings.Contains(out, "ok (schema 5, chain head 0, 3 proposals") {
 		t.Fatalf("backup: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, out, errOut := run(t, "", "ledger", "check", "--ledger", backup, "--json"); code != 0 || !strings.Contains(out, `"proposals": 3`) {
