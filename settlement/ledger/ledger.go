@@ -153,14 +153,16 @@ func (l *Ledger) open(ctx context.Context, existed bool) error {
 	if err := migrate(ctx, db); err != nil {
 		return err
 	}
-	if _, err := l.verifyChain(ctx, db); err != nil {
+	// The chains are verified from the latest checkpoint: what came
+	// before it was verified by the full check that wrote it.
+	cp, err := latestCheckpoint(ctx, db)
+	if err != nil {
 		return err
 	}
-	if _, err := verifyChainOf(ctx, db, intakeChain); err != nil {
-		return err
-	}
-	if _, err := verifyChainOf(ctx, db, leaseChain); err != nil {
-		return err
+	for _, c := range []chain{settlementChain, intakeChain, leaseChain} {
+		if _, err := verifyChainFrom(ctx, db, c, cp.from(c)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
