@@ -210,7 +210,8 @@ func verifyChainFrom(ctx context.Context, q querier, c chain, from Head) (Head, 
 // checkLiveRows is the quick check's row comparison: the records from
 // the checkpoint on, folded, against every live row. A live row that no
 // record since the checkpoint binds is refused: the checkpoint rebound
-// every live row, and no finished proposal becomes live again.
+// every live row, and a finished proposal becomes live again only by a
+// cleared copy verdict, which rebinds its rows.
 func (l *Ledger) checkLiveRows(ctx context.Context, r *Report, cp checkpoint) (Head, error) {
 	h, err := verifyChainFrom(ctx, l.db, recordChain, cp.record)
 	if err != nil {

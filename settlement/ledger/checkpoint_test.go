@@ -171,3 +171,33 @@ func TestCheckpointLeavesAnUneditedLedgerClean(t *testing.T) {
 		t.Fatalf("quick check after the second checkpoint: %+v, %v", r, err)
 	}
 }
+
+// TestClearCopyAfterACheckpoint: clearing a copy verdict is the one way a
+// finished (failed) proposal becomes live again, so the clearing rebinds
+// its rows: the quick check from an earlier checkpoint accepts it.
+func TestClearCopyAfterACheckpoint(t *testing.T) {
+	ctx := context.Background()
+	l := openNew(t, ledgerPath(t))
+	for i, hk := range []string{"hkA", "hkB"} {
+		readme := ""
+		if i == 1 {
+			readme = "copy\n"
+		}
+		snap, r := inspected(t, kernelBundle(t, rmsKernel, readme), hk, int64(10+i))
+		if _, err := l.Intake(ctx, snap, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := l.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.ClearCopy(ctx, 2, "the authors are one team"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := l.Check(ctx); err != nil || r.Full {
+		t.Fatalf("quick check after clearing: %+v, %v", r, err)
+	}
+	if _, err := l.CheckFull(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

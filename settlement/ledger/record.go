@@ -37,6 +37,7 @@ const (
 	RecordAttempt       = "attempt"
 	RecordStackInit     = "stack_init"
 	RecordSettlement    = "settlement"
+	RecordCopyCleared   = "copy_cleared"
 	RecordSchemaUpgrade = "schema_upgrade"
 )
 
