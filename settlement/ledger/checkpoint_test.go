@@ -201,3 +201,25 @@ func TestClearCopyAfterACheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBackupReplaysTheWholeHistory: a backup is what a damaged ledger is
+// restored from, so its copy gets the full check even after a
+// checkpoint: an edit of history the quick check skips is refused.
+func TestBackupReplaysTheWholeHistory(t *testing.T) {
+	ctx := context.Background()
+	path, _, _, _ := checkpointed(t)
+	if _, err := rawDB(t, path).Exec(`UPDATE crowns SET hotkey = 'thief' WHERE event_sequence = 1`); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Check(ctx); err != nil {
+		t.Fatalf("quick check: %v", err)
+	}
+	if _, err := l.Backup(ctx, path+".bak"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "crowns row 1: column hotkey differs") {
+		t.Fatalf("backup of an edited history: %v", err)
+	}
+}

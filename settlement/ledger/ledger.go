@@ -83,7 +83,7 @@ func Open(ctx context.Context, path string, o Options) (*Ledger, error) {
 		// SQLite would take an empty file for a new database and write a
 		// fresh ledger into it: a ledger lost to a truncation would come
 		// back empty and "ok". A ledger is made only where no file is.
-		return nil, fmt.Errorf("open ledger %s: %w: an empty file is not a ledger (a new ledger is made only where no file is; restore a backup once `cacheon ledger check --ledger BACKUP` accepts it)", path, ErrRefused)
+		return nil, fmt.Errorf("open ledger %s: %w: an empty file is not a ledger (a new ledger is made only where no file is; restore a backup once `cacheon ledger check --full --ledger BACKUP` accepts it)", path, ErrRefused)
 	}
 	existed := err == nil
 	lock, err := writerlock.Acquire(abs + ".lock")
