@@ -146,10 +146,12 @@ func crownHistory(b *testing.B, n int) string {
 // --ledger, stack export). Each runs on the ledger as built (no
 // checkpoint: Check replays everything), then after a checkpoint ("cp/"),
 // where "cp/open+full" is Open and CheckFull, what `ledger check --full`
-// replays.
+// replays. "noop-settle" is open+check and the ledger reads of a settle
+// with nothing queued (apply.Settle: SettlementQueue, CurrentStack,
+// Undecided), which settlement/apply cannot be imported here to run.
 func BenchmarkHistory(b *testing.B) {
 	ctx := context.Background()
-	open := func(path string, check func(*Ledger, context.Context) (*Report, error)) func(*testing.B) {
+	run := func(path string, check func(*Ledger, context.Context) (*Report, error), settle bool) func(*testing.B) {
 		return func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				l, err := Open(ctx, path, Options{})
@@ -161,6 +163,17 @@ func BenchmarkHistory(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+				if settle {
+					if _, err := l.SettlementQueue(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := l.CurrentStack(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := l.Undecided(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
 				l.Close()
 			}
 		}
@@ -168,8 +181,9 @@ func BenchmarkHistory(b *testing.B) {
 	for _, n := range []int{250, 1000, 2000} {
 		b.Run(fmt.Sprintf("crowns=%d", n), func(b *testing.B) {
 			path := crownHistory(b, n)
-			b.Run("open", open(path, nil))
-			b.Run("open+check", open(path, (*Ledger).Check))
+			b.Run("open", run(path, nil, false))
+			b.Run("open+check", run(path, (*Ledger).Check, false))
+			b.Run("noop-settle", run(path, (*Ledger).Check, true))
 			l, err := Open(ctx, path, Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -178,9 +192,10 @@ func BenchmarkHistory(b *testing.B) {
 				b.Fatal(err)
 			}
 			l.Close()
-			b.Run("cp/open", open(path, nil))
-			b.Run("cp/open+check", open(path, (*Ledger).Check))
-			b.Run("cp/open+full", open(path, (*Ledger).CheckFull))
+			b.Run("cp/open", run(path, nil, false))
+			b.Run("cp/open+check", run(path, (*Ledger).Check, false))
+			b.Run("cp/noop-settle", run(path, (*Ledger).Check, true))
+			b.Run("cp/open+full", run(path, (*Ledger).CheckFull, false))
 		})
 	}
 }
