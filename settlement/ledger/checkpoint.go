@@ -16,8 +16,9 @@ import (
 // written by Checkpoint only after CheckFull found nothing wrong, holding
 //
 //	{"event_type": "checkpoint", "sequence": …, "previous_event_digest": …,
-//	 "heads": {"settlement": {…}, "intake": {…}, "lease": {…}},
-//	 "rows": {<every live row, rebound as it stands>}}
+//	 "heads": {"settlement_events": {…}, "intake_events": {…}, "lease_events": {…}},
+//	 "rows": {<every live row, rebound as it stands>},
+//	 "leases": {"<proposal>": <its lease state, for a live proposal with any>}}
 //
 // The invariant the quick path keeps: every row a decision reads (a live
 // row, liveSelections) is bound by a record at or after the latest
@@ -34,7 +35,10 @@ const RecordCheckpoint = "checkpoint"
 // "no checkpoint": verify everything.
 type checkpoint struct {
 	record Head
-	heads  map[string]Head // chain name → head
+	heads  map[string]Head // chain table → head
+	// leases are the lease states of the live proposals with any lease
+	// event, folded up to the lease head.
+	leases map[int64]Lease
 }
 
 // from is where chain c is verified from.
@@ -96,11 +100,25 @@ func (l *Ledger) Checkpoint(ctx context.Context) (*Report, Head, error) {
 				return err
 			}
 		}
+		leases := map[string]any{}
+		for k := range rows["proposals"] {
+			var id int64
+			if _, err := fmt.Sscan(k, &id); err != nil {
+				return err
+			}
+			ls, err := foldLease(ctx, t, Lease{Proposal: id}, 0)
+			if err != nil {
+				return err
+			}
+			if ls.Attempts > 0 || ls.Lost > 0 {
+				leases[k] = leaseFields(ls)
+			}
+		}
 		prev, err := headOf(ctx, t, recordChain)
 		if err != nil {
 			return err
 		}
-		ev, err := nextEvent(recordChain.domain, prev, RecordCheckpoint, map[string]any{"rows": rows, "heads": heads})
+		ev, err := nextEvent(recordChain.domain, prev, RecordCheckpoint, map[string]any{"rows": rows, "heads": heads, "leases": leases})
 		if err != nil {
 			return err
 		}
@@ -116,6 +134,9 @@ func (l *Ledger) Checkpoint(ctx context.Context) (*Report, Head, error) {
 	})
 	if err != nil {
 		return r, Head{}, fmt.Errorf("record checkpoint: %w", err)
+	}
+	if l.cp, err = latestCheckpoint(ctx, l.db); err != nil {
+		return r, h, err
 	}
 	r.Checkpoint = h
 	return r, h, nil
@@ -163,6 +184,19 @@ func latestCheckpoint(ctx context.Context, q querier) (checkpoint, error) {
 			return checkpoint{}, fmt.Errorf("%w: checkpoint record %d names no head of the %s", ErrRefused, stored.Sequence, c.name)
 		}
 		cp.heads[c.table] = Head{Sequence: n.Int64(), Digest: d}
+	}
+	leases, _ := v.(map[string]any)["leases"].(map[string]any)
+	cp.leases = map[int64]Lease{}
+	for k, lv := range leases {
+		var id int64
+		if _, err := fmt.Sscan(k, &id); err != nil {
+			return checkpoint{}, fmt.Errorf("%w: checkpoint record %d: lease of %q", ErrRefused, stored.Sequence, k)
+		}
+		ls, err := parseLeaseFields(id, lv)
+		if err != nil {
+			return checkpoint{}, fmt.Errorf("%w: checkpoint record %d: lease of proposal %d: %v", ErrRefused, stored.Sequence, id, err)
+		}
+		cp.leases[id] = ls
 	}
 	return cp, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // checkpointed returns a ledger with three crowns, a live proposal and a
@@ -221,5 +222,53 @@ func TestBackupReplaysTheWholeHistory(t *testing.T) {
 	}
 	if _, err := l.Backup(ctx, path+".bak"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "crowns row 1: column hotkey differs") {
 		t.Fatalf("backup of an edited history: %v", err)
+	}
+}
+
+// TestCheckpointHoldsLiveLeases: a checkpoint records the lease state of
+// every live proposal, and after it a lease is folded from that state and
+// the events since, so a lease event before the checkpoint (not verified
+// on the quick path) never feeds a reclaim or a back-off: here an edited
+// back-off is still enforced, and CheckFull names the edit.
+func TestCheckpointHoldsLiveLeases(t *testing.T) {
+	ctx := context.Background()
+	path, backingOff := leasedLedger(t)
+	l := reopen(t, path, "gpu-7")
+	res, err := l.Intake(ctx, snapshot(t, writeBundle(t, "second")), request("hk2", 11))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leasedID := res.Proposal.ID
+	if _, err := l.TakeLease(ctx, backingOff, "", leaseT0, leasePolicy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Reclaim(ctx, backingOff, CauseExpired, "", leaseT0.Add(time.Hour), leasePolicy); err != nil {
+		t.Fatal(err)
+	}
+	held, err := l.TakeLease(ctx, leasedID, "/work/run", leaseT0, leasePolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	// The reclaim's back-off ends at 04:05; the edit ends it at 03:05.
+	if _, err := rawDB(t, path).Exec(`UPDATE lease_events SET body = replace(body, '"not_before":"2026-12-06T04:05:00Z"', '"not_before":"2026-12-06T03:05:00Z"') WHERE sequence = 2`); err != nil {
+		t.Fatal(err)
+	}
+	l = reopen(t, path, "")
+	if ls, err := l.LeaseOf(ctx, leasedID); err != nil || !ls.Live || ls.Holder != held.Holder || !ls.ExpiresAt.Equal(held.ExpiresAt) || ls.Attempts != 1 {
+		t.Fatalf("the live lease after the checkpoint: %+v, %v; want %+v", ls, err, held)
+	}
+	ls, err := l.LeaseOf(ctx, backingOff)
+	if err != nil || ls.Live || ls.Lost != 1 || !ls.NotBefore.Equal(leaseT0.Add(65*time.Minute)) {
+		t.Fatalf("the reclaimed lease after the checkpoint: %+v, %v", ls, err)
+	}
+	if _, err := l.TakeLease(ctx, backingOff, "", leaseT0.Add(time.Hour), leasePolicy); !errors.Is(err, ErrBackingOff) {
+		t.Fatalf("a lease during the recorded back-off: %v", err)
+	}
+	if _, err := l.CheckFull(ctx); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "lease chain: event 2: digest") {
+		t.Fatalf("CheckFull: %v", err)
 	}
 }

@@ -146,16 +146,29 @@ func leased(s Status) bool {
 
 // LeaseOf folds proposal id's lease events.
 func (l *Ledger) LeaseOf(ctx context.Context, id int64) (Lease, error) {
-	return leaseOf(ctx, l.db, id)
+	return l.leaseOf(ctx, l.db, id)
 }
 
-func leaseOf(ctx context.Context, q querier, id int64) (Lease, error) {
-	rows, err := q.QueryContext(ctx, `SELECT sequence, body FROM lease_events WHERE proposal_id = ? ORDER BY sequence`, id)
+// leaseOf folds proposal id's lease state. After a checkpoint it starts
+// from the state the checkpoint recorded for a live proposal and folds
+// only the events after the checkpoint's lease head, so no lease event the
+// quick path did not verify feeds a decision; without one it folds every
+// event.
+func (l *Ledger) leaseOf(ctx context.Context, q querier, id int64) (Lease, error) {
+	if base, ok := l.cp.leases[id]; ok {
+		return foldLease(ctx, q, base, l.cp.heads[leaseChain.table].Sequence)
+	}
+	return foldLease(ctx, q, Lease{Proposal: id}, 0)
+}
+
+// foldLease folds the lease events of ls.Proposal after sequence after
+// into ls.
+func foldLease(ctx context.Context, q querier, ls Lease, after int64) (Lease, error) {
+	rows, err := q.QueryContext(ctx, `SELECT sequence, body FROM lease_events WHERE proposal_id = ? AND sequence > ? ORDER BY sequence`, ls.Proposal, after)
 	if err != nil {
 		return Lease{}, classify(err)
 	}
 	defer rows.Close()
-	ls := Lease{Proposal: id}
 	for rows.Next() {
 		var seq int64
 		var body string
@@ -167,6 +180,55 @@ func leaseOf(ctx context.Context, q querier, id int64) (Lease, error) {
 		}
 	}
 	return ls, classify(rows.Err())
+}
+
+// leaseFields is a lease state as a checkpoint records it.
+func leaseFields(ls Lease) map[string]any {
+	m := map[string]any{"live": ls.Live, "holder": holderFields(ls.Holder), "attempts": ls.Attempts, "lost": ls.Lost,
+		"taken_at": "", "expires_at": "", "not_before": ""}
+	if !ls.TakenAt.IsZero() {
+		m["taken_at"], m["expires_at"] = stamp(ls.TakenAt), stamp(ls.ExpiresAt)
+	}
+	if !ls.NotBefore.IsZero() {
+		m["not_before"] = stamp(ls.NotBefore)
+	}
+	return m
+}
+
+// parseLeaseFields reads a lease state a checkpoint recorded.
+func parseLeaseFields(id int64, v any) (Lease, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Lease{}, errors.New("not an object")
+	}
+	ls := Lease{Proposal: id}
+	num := func(m map[string]any, k string) int64 {
+		if n, ok := m[k].(*big.Int); ok && n.IsInt64() {
+			return n.Int64()
+		}
+		return 0
+	}
+	ls.Live, _ = m["live"].(bool)
+	ls.Attempts, ls.Lost = int(num(m, "attempts")), int(num(m, "lost"))
+	if h, ok := m["holder"].(map[string]any); ok {
+		ls.Holder.Host, _ = h["host"].(string)
+		ls.Holder.Run, _ = h["run"].(string)
+		ls.Holder.WorkDir, _ = h["work_dir"].(string)
+		ls.Holder.PID = int(num(h, "pid"))
+	}
+	for _, f := range []struct {
+		key string
+		dst *time.Time
+	}{{"taken_at", &ls.TakenAt}, {"expires_at", &ls.ExpiresAt}, {"not_before", &ls.NotBefore}} {
+		if s, _ := m[f.key].(string); s != "" {
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return Lease{}, fmt.Errorf("%s %q: %v", f.key, s, err)
+			}
+			*f.dst = t
+		}
+	}
+	return ls, nil
 }
 
 // leaseBody is what every lease event body holds besides the chain fields.
@@ -302,7 +364,7 @@ func (l *Ledger) TakeLease(ctx context.Context, id int64, workDir string, now ti
 	now = now.UTC().Truncate(time.Second)
 	var out Lease
 	err := l.tx(ctx, func(t *sql.Tx) error {
-		ls, err := leaseOf(ctx, t, id)
+		ls, err := l.leaseOf(ctx, t, id)
 		if err != nil {
 			return err
 		}
@@ -325,7 +387,7 @@ func (l *Ledger) TakeLease(ctx context.Context, id int64, workDir string, now ti
 		}); err != nil {
 			return err
 		}
-		if err := transition(ctx, t, pr, Screening, ""); err != nil {
+		if err := l.transition(ctx, t, pr, Screening, ""); err != nil {
 			return err
 		}
 		out = ls
@@ -373,7 +435,7 @@ func (l *Ledger) Reclaim(ctx context.Context, id int64, cause, detail string, no
 		if !leased(pr.Status) {
 			return fmt.Errorf("%w: proposal %d is %s, not in flight: nothing to reclaim", ErrIllegal, id, pr.Status)
 		}
-		ls, err := leaseOf(ctx, t, id)
+		ls, err := l.leaseOf(ctx, t, id)
 		if err != nil {
 			return err
 		}
@@ -401,7 +463,7 @@ func (l *Ledger) Reclaim(ctx context.Context, id int64, cause, detail string, no
 		if err := appendLease(ctx, t, id, EventLeaseReclaimed, fields); err != nil {
 			return err
 		}
-		if err := transition(ctx, t, pr, r.Status, r.Reason); err != nil {
+		if err := l.transition(ctx, t, pr, r.Status, r.Reason); err != nil {
 			return err
 		}
 		out = r
@@ -453,7 +515,7 @@ func (l *Ledger) Stale(ctx context.Context, now time.Time) ([]InFlight, error) {
 	}
 	for i := range out {
 		f := &out[i]
-		if f.Lease, err = leaseOf(ctx, l.db, f.Proposal); err != nil {
+		if f.Lease, err = l.leaseOf(ctx, l.db, f.Proposal); err != nil {
 			return nil, err
 		}
 		switch {
@@ -470,11 +532,11 @@ func (l *Ledger) Stale(ctx context.Context, now time.Time) ([]InFlight, error) {
 
 // releaseIfLeaving releases the live lease on pr in t when pr leaves
 // flight for to by its run's own transition (a verdict, a hold).
-func releaseIfLeaving(ctx context.Context, t *sql.Tx, pr *Proposal, to Status) error {
+func (l *Ledger) releaseIfLeaving(ctx context.Context, t *sql.Tx, pr *Proposal, to Status) error {
 	if !leased(pr.Status) || leased(to) {
 		return nil
 	}
-	ls, err := leaseOf(ctx, t, pr.ID)
+	ls, err := l.leaseOf(ctx, t, pr.ID)
 	if err != nil || !ls.Live {
 		return err
 	}
@@ -513,7 +575,7 @@ func (l *Ledger) checkLeases(ctx context.Context, r *Report) error {
 		return classify(err)
 	}
 	for _, id := range order {
-		ls, err := leaseOf(ctx, l.db, id)
+		ls, err := foldLease(ctx, l.db, Lease{Proposal: id}, 0)
 		if err != nil {
 			r.Problems = append(r.Problems, fmt.Sprintf("proposal %d: %v", id, err))
 			continue

@@ -54,6 +54,9 @@ type Ledger struct {
 	lock *writerlock.Lock
 	// self is this writer as a lease holder.
 	self Holder
+	// cp is the latest checkpoint, read at Open and replaced by
+	// Checkpoint: the one writer is the only one to write one.
+	cp checkpoint
 
 	// fault, when set, is called at each named step of Commit and Intake.
 	// Only this package's tests set it (to kill the process there).
@@ -159,6 +162,7 @@ func (l *Ledger) open(ctx context.Context, existed bool) error {
 	if err != nil {
 		return err
 	}
+	l.cp = cp
 	for _, c := range []chain{settlementChain, intakeChain, leaseChain} {
 		if _, err := verifyChainFrom(ctx, db, c, cp.from(c)); err != nil {
 			return err

@@ -357,14 +357,14 @@ func (l *Ledger) Transition(ctx context.Context, id int64, to Status, reason str
 		if to == Published && leased(p.Status) {
 			return fmt.Errorf("%w: proposal %d: only a lease reclaim returns a proposal in flight to the queue", ErrIllegal, id)
 		}
-		return transition(ctx, t, p, to, reason)
+		return l.transition(ctx, t, p, to, reason)
 	})
 }
 
 // transition moves p to status to in t, checking the state machine and
 // the evidence the status needs, and releases p's lease when it leaves
 // flight.
-func transition(ctx context.Context, t *sql.Tx, p *Proposal, to Status, reason string) error {
+func (l *Ledger) transition(ctx context.Context, t *sql.Tx, p *Proposal, to Status, reason string) error {
 	id := p.ID
 	if err := checkTransition(id, p.Status, to); err != nil {
 		return err
@@ -385,7 +385,7 @@ func transition(ctx context.Context, t *sql.Tx, p *Proposal, to Status, reason s
 		return fmt.Errorf("%w: proposal %d: bytes were never published", ErrIllegal, id)
 	}
 	if to != Published {
-		if err := releaseIfLeaving(ctx, t, p, to); err != nil {
+		if err := l.releaseIfLeaving(ctx, t, p, to); err != nil {
 			return err
 		}
 	}
