@@ -55,7 +55,7 @@ func (cp checkpoint) from(c chain) Head {
 // attempts and settlement outcomes (intake's later steps, qualify and the
 // settlement queue). A finished proposal is failed, expired, or qualified
 // and settled by a crown or bounty; none of them is read again but by a
-// full check and by review, which runs one.
+// full check and by apply.CrownAt (crown review), which runs one.
 func liveSelections() []selection {
 	const live = liveProposals
 	return []selection{

@@ -29,22 +29,14 @@ stacks with exactly one current. See docs/operator-guide/ledger.md.`,
 // what the command would have done, for the error.
 //
 // The check is the quick one from the latest checkpoint, which covers
-// every row these commands decide on; openFullyCheckedLedger replays the
-// whole history for a command that reads history (crown review).
+// every row these commands decide on; a crown review reads history, and
+// apply.CrownAt runs the full check itself.
 func openCheckedLedger(ctx context.Context, path, what string) (*ledger.Ledger, error) {
-	return openLedgerChecked(ctx, path, what, (*ledger.Ledger).Check)
-}
-
-func openFullyCheckedLedger(ctx context.Context, path, what string) (*ledger.Ledger, error) {
-	return openLedgerChecked(ctx, path, what, (*ledger.Ledger).CheckFull)
-}
-
-func openLedgerChecked(ctx context.Context, path, what string, check func(*ledger.Ledger, context.Context) (*ledger.Report, error)) (*ledger.Ledger, error) {
 	l, err := ledger.Open(ctx, path, ledger.Options{})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := check(l, ctx); err != nil {
+	if _, err := l.Check(ctx); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("%s: no %s from a ledger that fails its check: %w", path, what, err)
 	}

@@ -125,7 +125,7 @@ func runReleaseReview(ctx context.Context, s Streams, o releaseReviewOptions) er
 	var rec *review.Record
 	var crownEvent int64
 	if o.ledger != "" {
-		l, err := openFullyCheckedLedger(ctx, o.ledger, "crown review")
+		l, err := openCheckedLedger(ctx, o.ledger, "crown review")
 		if err != nil {
 			return err
 		}
