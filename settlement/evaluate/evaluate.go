@@ -286,6 +286,11 @@ func evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Resu
 	if err := move(ledger.Qualifying, ""); err != nil {
 		return nil, err
 	}
+	// A fresh term for the reproduction: the first qualification may
+	// have used most of the one taken with the lease.
+	if _, err := l.RenewLease(ctx, id, o.now(), o.policy()); err != nil {
+		return nil, err
+	}
 	progress("proposal %d: reproducing on exchanged lanes", id)
 	second, data, err := o.Qualify(ctx, bundleDir, first)
 	if err != nil {

@@ -26,6 +26,7 @@ var leaseChain = chain{"lease_events", identity.DomainLeaseEvent, "lease chain"}
 // Lease event types.
 const (
 	EventLeaseTaken     = "lease_taken"
+	EventLeaseRenewed   = "lease_renewed"
 	EventLeaseReleased  = "lease_released"
 	EventLeaseReclaimed = "lease_reclaimed"
 )
@@ -302,6 +303,15 @@ func (ls *Lease) apply(body []byte) error {
 			return fmt.Errorf("attempt %d, want %d", b.Attempt, ls.Attempts+1)
 		}
 		ls.Live, ls.Holder, ls.TakenAt, ls.ExpiresAt, ls.Attempts = true, b.Holder, at, exp, b.Attempt
+	case EventLeaseRenewed:
+		if !ls.Live || b.Holder != ls.Holder {
+			return errors.New("renews no live lease of its holder")
+		}
+		exp, err := time.Parse(time.RFC3339, b.ExpiresAt)
+		if err != nil || !exp.After(at) {
+			return fmt.Errorf("expires_at %q is not a time after %q", b.ExpiresAt, b.At)
+		}
+		ls.ExpiresAt = exp
 	case EventLeaseReleased:
 		if !ls.Live || b.Holder != ls.Holder {
 			return errors.New("releases no live lease of its holder")
@@ -392,6 +402,40 @@ func (l *Ledger) TakeLease(ctx context.Context, id int64, workDir string, now ti
 		}
 		out = ls
 		out.Live, out.Holder, out.TakenAt, out.ExpiresAt, out.Attempts = true, h, now, exp, ls.Attempts+1
+		return nil
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	return out, nil
+}
+
+// RenewLease extends this writer's live lease on proposal id to
+// now+p.Term, so a run longer than one term keeps its proposal. It is
+// refused when the lease is not live or not this writer's (a run on
+// another host reclaimed it after it expired).
+func (l *Ledger) RenewLease(ctx context.Context, id int64, now time.Time, p LeasePolicy) (Lease, error) {
+	if err := p.validate(); err != nil {
+		return Lease{}, err
+	}
+	now = now.UTC().Truncate(time.Second)
+	var out Lease
+	err := l.tx(ctx, func(t *sql.Tx) error {
+		ls, err := l.leaseOf(ctx, t, id)
+		if err != nil {
+			return err
+		}
+		if !ls.Live || ls.Holder.Host != l.self.Host || ls.Holder.PID != l.self.PID || ls.Holder.Run != l.self.Run {
+			return fmt.Errorf("%w: proposal %d: no live lease of %s to renew (live %v, holder %s)", ErrIllegal, id, l.self, ls.Live, ls.Holder)
+		}
+		exp := now.Add(p.Term)
+		if err := appendLease(ctx, t, id, EventLeaseRenewed, map[string]any{
+			"holder": holderFields(ls.Holder), "at": stamp(now), "expires_at": stamp(exp),
+		}); err != nil {
+			return err
+		}
+		out = ls
+		out.ExpiresAt = exp
 		return nil
 	})
 	if err != nil {

@@ -168,3 +168,44 @@ func TestLeaseChainIsTamperEvident(t *testing.T) {
 		})
 	}
 }
+
+// TestRenewLease: the holder renews its live lease to a fresh term, which
+// a run on another host then respects; a lease that is not the writer's,
+// or not live, is not renewed, and an edited renewal is caught.
+func TestRenewLease(t *testing.T) {
+	ctx := context.Background()
+	path, id := leasedLedger(t)
+	l := reopen(t, path, "gpu-7")
+	if _, err := l.TakeLease(ctx, id, "", leaseT0, leasePolicy); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := l.RenewLease(ctx, id, leaseT0.Add(50*time.Minute), leasePolicy)
+	if err != nil || !ls.ExpiresAt.Equal(leaseT0.Add(110*time.Minute)) {
+		t.Fatalf("renewed: %+v, %v", ls, err)
+	}
+	l.Close()
+	other := reopen(t, path, "")
+	if _, err := other.RenewLease(ctx, id, leaseT0.Add(time.Hour), leasePolicy); !errors.Is(err, ErrIllegal) || !strings.Contains(err.Error(), "no live lease of") {
+		t.Fatalf("another writer's renewal: %v", err)
+	}
+	fl, err := other.Stale(ctx, leaseT0.Add(109*time.Minute))
+	if err != nil || len(fl) != 1 || fl[0].Cause != "" {
+		t.Fatalf("in flight under the renewed lease: %+v, %v", fl, err)
+	}
+	if fl, err = other.Stale(ctx, leaseT0.Add(110*time.Minute)); err != nil || len(fl) != 1 || fl[0].Cause != CauseExpired {
+		t.Fatalf("past the renewed lease: %+v, %v", fl, err)
+	}
+	if _, err := other.Reclaim(ctx, id, CauseExpired, "", leaseT0.Add(110*time.Minute), leasePolicy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CheckFull(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	if _, err := rawDB(t, path).Exec(`UPDATE lease_events SET body = replace(body, '04:50:00Z', '09:50:00Z') WHERE event_type = 'lease_renewed'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, path, Options{}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "lease chain: event 2: digest") {
+		t.Fatalf("Open after an edited renewal: %v", err)
+	}
+}
