@@ -101,7 +101,10 @@ const (
 	DomainIntakeEvent Domain = "cacheon.intake.event"
 	// One write's bound ledger rows (the bytes of every row that decides a
 	// payout), in the ledger's row record chain.
-	DomainLedgerRecord    Domain = "cacheon.ledger.record"
+	DomainLedgerRecord Domain = "cacheon.ledger.record"
+	// One step of an evaluation lease on a proposal (taken, released,
+	// reclaimed), in the ledger's lease hash chain.
+	DomainLeaseEvent      Domain = "cacheon.ledger.lease"
 	DomainEconomicsPolicy Domain = "cacheon.economics.policy"
 	DomainStandingFamily  Domain = "cacheon.economics.standing-family"
 	DomainStandingClaim   Domain = "cacheon.economics.standing-claim"
@@ -169,6 +172,7 @@ func Domains() []DomainInfo {
 		{DomainSettlementReservation, "DomainSettlementReservation", "settlement/evaluate", "a ledger proposal's reservation: arena, finalized position, hotkey and committed content hash"},
 		{DomainIntakeEvent, "DomainIntakeEvent", "settlement/ledger", "one operator correction of an intake verdict, in the intake hash chain"},
 		{DomainLedgerRecord, "DomainLedgerRecord", "settlement/ledger", "the bound rows one ledger write left, in the row record chain"},
+		{DomainLeaseEvent, "DomainLeaseEvent", "settlement/ledger", "one step of an evaluation lease on a proposal (taken, released, reclaimed), in the lease hash chain"},
 		{DomainEconomicsPolicy, "DomainEconomicsPolicy", "settlement/weights", "an emissions policy (V1)"},
 		{DomainStandingFamily, "DomainStandingFamily", "settlement/weights", "the (arena, target, target spec) family of a standing claim"},
 		{DomainStandingClaim, "DomainStandingClaim", "settlement/weights", "a standing claim of a crown"},

@@ -72,11 +72,12 @@ type Crowned struct {
 
 // CrownAt reads the current crown of target from l: the last crown
 // settled at target, refused when a later event retired or neutralized
-// it. The ledger must pass its check first, and every digest is
-// recomputed and cross-checked against the rows that recorded it, so a
-// caller never binds a value the ledger merely asserts.
+// it. The ledger must pass its full check first (a crown is history the
+// quick check from a checkpoint skips), and every digest is recomputed
+// and cross-checked against the rows that recorded it, so a caller never
+// binds a value the ledger merely asserts.
 func CrownAt(ctx context.Context, l *ledger.Ledger, target string) (*Crowned, error) {
-	if _, err := l.Check(ctx); err != nil {
+	if _, err := l.CheckFull(ctx); err != nil {
 		return nil, fmt.Errorf("ledger check: %w", err)
 	}
 	crowns, err := l.Crowns(ctx)

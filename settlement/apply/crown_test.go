@@ -130,6 +130,30 @@ func TestCrownAtRefuses(t *testing.T) {
 				}
 				return applytest.OpenLedger(t, f.Path)
 			}},
+		// A crown is history no decision after it reads, so a checkpoint's
+		// quick check skips it; CrownAt reads it, and replays everything.
+		{name: "a crown edited before a checkpoint", reason: "column hotkey differs from row record",
+			spoil: func(t *testing.T, f *applytest.Fixture, in applytest.Intaken) *ledger.Ledger {
+				if _, _, err := f.L.Checkpoint(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.L.Close(); err != nil {
+					t.Fatal(err)
+				}
+				raw, err := sql.Open("sqlite", "file:"+f.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer raw.Close()
+				if _, err := raw.Exec(`UPDATE crowns SET hotkey = 'thief'`); err != nil {
+					t.Fatal(err)
+				}
+				l := applytest.OpenLedger(t, f.Path)
+				if _, err := l.Check(ctx); err != nil {
+					t.Fatalf("the quick check reads no crown: %v", err)
+				}
+				return l
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/internal/canonjson"
@@ -48,6 +50,24 @@ type Options struct {
 	// WorkDir holds each proposal's checkout; removed afterwards.
 	WorkDir  string
 	Progress func(format string, args ...any)
+	// Lease is the lease policy (zero: ledger.DefaultLeasePolicy); Now the
+	// clock leases are taken and reclaimed by (nil: time.Now).
+	Lease ledger.LeasePolicy
+	Now   func() time.Time
+}
+
+func (o Options) policy() ledger.LeasePolicy {
+	if o.Lease == (ledger.LeasePolicy{}) {
+		return ledger.DefaultLeasePolicy
+	}
+	return o.Lease
+}
+
+func (o Options) now() time.Time {
+	if o.Now == nil {
+		return time.Now()
+	}
+	return o.Now()
 }
 
 // Step is one recorded attempt.
@@ -73,73 +93,108 @@ type Result struct {
 // ErrNothingPublished is a ledger with no proposal waiting.
 var ErrNothingPublished = errors.New("no published proposal waits for evaluation")
 
-// Next evaluates the first published proposal in finalized order.
+// Next evaluates the first published proposal in finalized order whose
+// back-off (after a lost attempt) has ended.
 func Next(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) {
-	waiting, err := l.Proposals(ctx, ledger.Published)
+	id, err := Queued(ctx, l, o.now())
 	if err != nil {
 		return nil, err
 	}
-	if len(waiting) == 0 {
-		return nil, ErrNothingPublished
+	return Evaluate(ctx, l, id, o)
+}
+
+// Queued returns the first published proposal in finalized order whose
+// back-off has ended by now; ErrNothingPublished, naming the proposals
+// still backing off, when there is none.
+func Queued(ctx context.Context, l *ledger.Ledger, now time.Time) (int64, error) {
+	waiting, err := l.Proposals(ctx, ledger.Published)
+	if err != nil {
+		return 0, err
 	}
-	return Evaluate(ctx, l, waiting[0].ID, o)
+	var later []string
+	for _, p := range waiting {
+		ls, err := l.LeaseOf(ctx, p.ID)
+		if err != nil {
+			return 0, err
+		}
+		if now.Before(ls.NotBefore) {
+			later = append(later, fmt.Sprintf("proposal %d backs off until %s", p.ID, ls.NotBefore.Format(time.RFC3339)))
+			continue
+		}
+		return p.ID, nil
+	}
+	if len(later) > 0 {
+		return 0, fmt.Errorf("%w (%s)", ErrNothingPublished, strings.Join(later, "; "))
+	}
+	return 0, ErrNothingPublished
 }
 
 // Evaluate takes proposal id (published) through its screens,
-// qualification and reproduction. When the run fails (an infrastructure
-// error, a full disk, Ctrl-C) with the proposal in flight, the proposal
-// ends no_decision with the error as its reason: a machine's trouble is
-// never a verdict, and never leaves the proposal stranded.
+// qualification and reproduction under a lease. When the run fails (an
+// infrastructure error, a full disk, Ctrl-C) with the proposal in flight,
+// the run gives its lease up as a lost attempt (ledger.Reclaim): the
+// proposal goes back to the queue with a back-off, or after the policy's
+// last attempt ends no_decision with the error as its reason. A machine's
+// trouble is never a verdict, and never leaves the proposal stranded.
 func Evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Result, error) {
 	res, err := evaluate(ctx, l, id, o)
 	if err != nil {
 		// Without the caller's cancellation: an interrupted run records
 		// why it ended too. If even this fails (the disk is full), the
-		// next run's RecoverStranded records it.
-		_ = recordInfrastructure(context.WithoutCancel(ctx), l, id, "infrastructure: the evaluation ended without a verdict: "+err.Error())
+		// next run's Reclaim records it.
+		_ = giveUp(context.WithoutCancel(ctx), l, id, o, err)
 	}
 	return res, err
 }
 
-// inFlight are the statuses of a proposal while a run is evaluating it.
-var inFlight = []ledger.Status{ledger.Screening, ledger.Promoted, ledger.Qualifying}
-
-// recordInfrastructure moves proposal id, if it is in flight, to
-// no_decision with reason.
-func recordInfrastructure(ctx context.Context, l *ledger.Ledger, id int64, reason string) error {
-	p, err := l.Proposal(ctx, id)
+// giveUp reclaims this run's lease on proposal id, if the proposal is
+// still in flight under it, as a lost attempt.
+func giveUp(ctx context.Context, l *ledger.Ledger, id int64, o Options, cause error) error {
+	ls, err := l.LeaseOf(ctx, id)
 	if err != nil {
 		return err
 	}
-	for _, s := range inFlight {
-		if p.Status == s {
-			return l.Transition(ctx, id, ledger.NoDecision, reason)
-		}
+	self := l.Self()
+	if !ls.Live || ls.Holder.Host != self.Host || ls.Holder.PID != self.PID || ls.Holder.Run != self.Run {
+		return nil
 	}
-	return nil
+	_, err = l.Reclaim(ctx, id, ledger.CauseRunFailed, "the evaluation ended without a verdict: "+cause.Error(), o.now(), o.policy())
+	return err
 }
 
-// RecoverStranded records an infrastructure outcome (no_decision) for
-// every proposal left in flight by a run that died (SIGKILL, a power
-// loss). Every evaluation holds the ledger's writer lock for its whole
-// run, so while the caller holds it no other run is alive: a proposal in
-// flight now is stranded. It returns the proposals it moved.
-func RecoverStranded(ctx context.Context, l *ledger.Ledger) ([]ledger.Proposal, error) {
-	var moved []ledger.Proposal
-	for _, s := range inFlight {
-		ps, err := l.Proposals(ctx, s)
-		if err != nil {
-			return moved, err
-		}
-		for _, p := range ps {
-			reason := fmt.Sprintf("infrastructure: the run evaluating it ended without a verdict (killed while %s); no attempt of it was lost", p.Status)
-			if err := l.Transition(ctx, p.ID, ledger.NoDecision, reason); err != nil {
-				return moved, err
-			}
-			moved = append(moved, p)
-		}
+// Reclaim reclaims every proposal in flight whose run is gone
+// (ledger.Stale): past its lease, leased by a run on this host that is no
+// longer alive (the caller holds the writer lock), or with no lease. Each
+// goes back to the queue with a back-off, or, after the policy's last
+// attempt, ends no_decision (infrastructure). It returns what it did and
+// the proposals still leased by live runs elsewhere.
+func Reclaim(ctx context.Context, l *ledger.Ledger, o Options) (reclaimed []ledger.Reclaimed, leased []ledger.InFlight, err error) {
+	now := o.now()
+	fl, err := l.Stale(ctx, now)
+	if err != nil {
+		return nil, nil, err
 	}
-	return moved, nil
+	for _, f := range fl {
+		if f.Cause == "" {
+			leased = append(leased, f)
+			continue
+		}
+		detail := ""
+		switch f.Cause {
+		case ledger.CauseExpired:
+			detail = fmt.Sprintf("the lease of %s expired at %s", f.Lease.Holder, f.Lease.ExpiresAt.Format(time.RFC3339))
+		case ledger.CauseHolderGone:
+			detail = fmt.Sprintf("the run holding it, %s, is gone", f.Lease.Holder)
+		case ledger.CauseNoLease:
+			detail = "no run holds a lease on it"
+		}
+		r, err := l.Reclaim(ctx, f.Proposal, f.Cause, detail, now, o.policy())
+		if err != nil {
+			return reclaimed, leased, err
+		}
+		reclaimed = append(reclaimed, *r)
+	}
+	return reclaimed, leased, nil
 }
 
 func evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Result, error) {
@@ -169,9 +224,11 @@ func evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Resu
 		progress("proposal %d: %s %s", id, to, reason)
 		return nil
 	}
-	if err := move(ledger.Screening, ""); err != nil {
+	if _, err := l.TakeLease(ctx, id, dir, o.now(), o.policy()); err != nil {
 		return nil, err
 	}
+	res.Status = ledger.Screening
+	progress("proposal %d: %s under a lease of %s", id, ledger.Screening, l.Self())
 	in := o.Intake
 	in.Hotkey = p.Hotkey
 	in.Finalized = settle.Position{Block: uint64(p.Position.Block), EventIndex: uint32(p.Position.Event), SubeventIndex: uint32(p.Position.Subevent)}
@@ -227,6 +284,11 @@ func evaluate(ctx context.Context, l *ledger.Ledger, id int64, o Options) (*Resu
 		return nil, err
 	}
 	if err := move(ledger.Qualifying, ""); err != nil {
+		return nil, err
+	}
+	// A fresh term for the reproduction: the first qualification may
+	// have used most of the one taken with the lease.
+	if _, err := l.RenewLease(ctx, id, o.now(), o.policy()); err != nil {
 		return nil, err
 	}
 	progress("proposal %d: reproducing on exchanged lanes", id)

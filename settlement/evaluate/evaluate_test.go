@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/internal/testtree"
@@ -219,62 +220,143 @@ func TestEvaluate(t *testing.T) {
 
 // TestNoProposalIsStranded: a run that fails with the proposal in flight
 // (an infrastructure error: here the disk filling up at the
-// qualification) records no_decision with the error, and a proposal left
-// in flight by a run that was killed gets its infrastructure outcome from
-// the next run, which holds the writer lock. The ledger checks either way.
+// qualification) gives its lease up as a lost attempt: the proposal goes
+// back to the queue with a back-off that doubles, and after the policy's
+// last attempt ends no_decision (infrastructure). The ledger checks at
+// every step.
 func TestNoProposalIsStranded(t *testing.T) {
 	ctx := context.Background()
-	t.Run("a failed run", func(t *testing.T) {
-		l, id := intake(t)
-		diskFull := errors.New("write report: no space left on device")
-		_, err := Next(ctx, l, Options{WorkDir: t.TempDir(), Qualify: func(context.Context, string, *qualify.Report) (*qualify.Report, []byte, error) {
+	l, id := intake(t)
+	clock := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	policy := ledger.LeasePolicy{Term: time.Hour, MaxAttempts: 3, Backoff: 10 * time.Minute}
+	diskFull := errors.New("write report: no space left on device")
+	o := Options{WorkDir: t.TempDir(), Lease: policy, Now: func() time.Time { return clock },
+		Qualify: func(context.Context, string, *qualify.Report) (*qualify.Report, []byte, error) {
 			return nil, nil, diskFull
-		}})
-		if !errors.Is(err, diskFull) {
+		}}
+	for _, c := range []struct {
+		status  ledger.Status
+		reason  string
+		backoff time.Duration
+	}{
+		{ledger.Published, "lease_reclaimed: attempt 1 of 3 ended without a verdict while screening (run_failed: the evaluation ended without a verdict: write report: no space left on device); back in the queue from 2026-12-06T03:10:00Z", 10 * time.Minute},
+		{ledger.Published, "lease_reclaimed: attempt 2 of 3", 20 * time.Minute},
+		{ledger.NoDecision, "infrastructure: 3 evaluation attempts ended without a verdict (the last while screening: run_failed: the evaluation ended without a verdict: write report: no space left on device)", 0},
+	} {
+		if _, err := Next(ctx, l, o); !errors.Is(err, diskFull) {
 			t.Fatalf("Next: %v, want the run's error", err)
 		}
 		p, err := l.Proposal(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Status != ledger.NoDecision || !strings.Contains(p.Reason, "infrastructure: the evaluation ended without a verdict: write report: no space left on device") {
-			t.Fatalf("proposal %s %q", p.Status, p.Reason)
+		if p.Status != c.status || !strings.HasPrefix(p.Reason, c.reason) {
+			t.Fatalf("proposal %s %q, want %s %q", p.Status, p.Reason, c.status, c.reason)
 		}
-		if _, err := l.Check(ctx); err != nil {
-			t.Fatal(err)
+		if rep, err := l.Check(ctx); err != nil || len(rep.Stranded) != 0 {
+			t.Fatalf("check: stranded %+v, %v", rep.Stranded, err)
 		}
-	})
-	for _, at := range []ledger.Status{ledger.Screening, ledger.Promoted, ledger.Qualifying} {
-		t.Run("killed while "+string(at), func(t *testing.T) {
+		if c.status != ledger.Published {
+			continue
+		}
+		// Not before the back-off ends.
+		clock = clock.Add(c.backoff - time.Second)
+		if _, err := Next(ctx, l, o); !errors.Is(err, ErrNothingPublished) || !strings.Contains(err.Error(), fmt.Sprintf("proposal %d backs off until", id)) {
+			t.Fatalf("Next during the back-off: %v", err)
+		}
+		clock = clock.Add(time.Second)
+	}
+	ls, err := l.LeaseOf(ctx, id)
+	if err != nil || ls.Live || ls.Attempts != 3 || ls.Lost != 3 {
+		t.Fatalf("lease %+v, %v", ls, err)
+	}
+}
+
+// TestReclaim: a proposal in flight whose run is gone is reclaimed by the
+// next run, which holds the writer lock: a lease of another run on this
+// host at once (that run is dead), a lease held on another host only once
+// it expires, a proposal in flight with no lease at once. Each is back in
+// the queue with its lost attempt counted, and the ledger checks clean.
+func TestReclaim(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	policy := ledger.LeasePolicy{Term: time.Hour, MaxAttempts: 3, Backoff: time.Minute}
+	for _, c := range []struct {
+		name    string
+		host    string        // the dead run's host; "" this one
+		at      ledger.Status // where the run died
+		noLease bool
+		after   time.Duration // when the next run looks
+		cause   string        // "" still leased
+	}{
+		{"this host, screening", "", ledger.Screening, false, 0, ledger.CauseHolderGone},
+		{"this host, promoted", "", ledger.Promoted, false, 0, ledger.CauseHolderGone},
+		{"this host, qualifying", "", ledger.Qualifying, false, 0, ledger.CauseHolderGone},
+		{"another host, live", "gpu-7", ledger.Qualifying, false, 59 * time.Minute, ""},
+		{"another host, expired", "gpu-7", ledger.Qualifying, false, time.Hour, ledger.CauseExpired},
+		{"no lease", "", ledger.Qualifying, true, 0, ledger.CauseNoLease},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			l, id := intake(t)
-			for _, s := range []ledger.Status{ledger.Screening, ledger.Promoted, ledger.Qualifying} {
-				if err := l.Transition(ctx, id, s, ""); err != nil {
-					t.Fatal(err)
-				}
-				if s == at {
-					break
-				}
-			}
-			rep, err := l.Check(ctx)
-			if err != nil || len(rep.Stranded) != 1 || rep.Stranded[0].Proposal != id || rep.Stranded[0].Status != at {
-				t.Fatalf("check names stranded %+v, %v", rep.Stranded, err)
-			}
-			moved, err := RecoverStranded(ctx, l)
-			if err != nil || len(moved) != 1 || moved[0].ID != id {
-				t.Fatalf("recovered %+v, %v", moved, err)
-			}
-			p, err := l.Proposal(ctx, id)
+			path := l.Path()
+			l.Close()
+			dead, err := ledger.Open(ctx, path, ledger.Options{Host: c.host})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Status != ledger.NoDecision || !strings.Contains(p.Reason, "killed while "+string(at)) {
+			if c.noLease {
+				err = dead.Transition(ctx, id, ledger.Screening, "")
+			} else {
+				_, err = dead.TakeLease(ctx, id, "", now, policy)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []ledger.Status{ledger.Promoted, ledger.Qualifying} {
+				if c.at == ledger.Screening || (c.at == ledger.Promoted && s == ledger.Qualifying) {
+					break
+				}
+				if err := dead.Transition(ctx, id, s, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dead.Close()
+
+			next, err := ledger.Open(ctx, path, ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer next.Close()
+			o := Options{Lease: policy, Now: func() time.Time { return now.Add(c.after) }}
+			reclaimed, leased, err := Reclaim(ctx, next, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := next.Proposal(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.cause == "" {
+				if len(reclaimed) != 0 || len(leased) != 1 || leased[0].Lease.Holder.Host != c.host || p.Status != c.at {
+					t.Fatalf("reclaimed %+v, leased %+v, proposal %s", reclaimed, leased, p.Status)
+				}
+				if _, err := next.TakeLease(ctx, id, "", now.Add(c.after), policy); !errors.Is(err, ledger.ErrLeased) ||
+					!strings.Contains(err.Error(), "leased by gpu-7 pid") || !strings.Contains(err.Error(), "until 2026-12-06T04:00:00Z") {
+					t.Fatalf("a second lease: %v", err)
+				}
+				return
+			}
+			if len(reclaimed) != 1 || reclaimed[0].Cause != c.cause || reclaimed[0].Was != c.at || reclaimed[0].Lost != 1 || len(leased) != 0 {
+				t.Fatalf("reclaimed %+v, leased %+v", reclaimed, leased)
+			}
+			if p.Status != ledger.Published || !strings.Contains(p.Reason, "lease_reclaimed: attempt 1 of 3") || !strings.Contains(p.Reason, c.cause) {
 				t.Fatalf("proposal %s %q", p.Status, p.Reason)
 			}
-			if moved, err := RecoverStranded(ctx, l); err != nil || len(moved) != 0 {
-				t.Fatalf("a second recovery moved %+v, %v", moved, err)
+			if again, _, err := Reclaim(ctx, next, o); err != nil || len(again) != 0 {
+				t.Fatalf("a second reclaim: %+v, %v", again, err)
 			}
-			if rep, err := l.Check(ctx); err != nil || len(rep.Stranded) != 0 {
-				t.Fatalf("after the recovery: stranded %+v, %v", rep.Stranded, err)
+			if rep, err := next.Check(ctx); err != nil || len(rep.Stranded) != 0 {
+				t.Fatalf("after the reclaim: stranded %+v, %v", rep.Stranded, err)
 			}
 		})
 	}

@@ -15,8 +15,10 @@ import (
 // exist, and returns the copy's check. A plain copy of the database file
 // misses what is still in the write-ahead log (a committed settlement
 // included); SQLite's VACUUM INTO copies the database as one transaction
-// sees it, log included. The copy is checked as `ledger check` checks a
-// ledger (ledger.Open and Check, under its own lock) before it is
+// sees it, log included. The copy is checked as `ledger check --full`
+// checks a ledger (ledger.Open and CheckFull, under its own lock: a
+// backup is what a damaged ledger is restored from, so its whole history
+// is replayed, checkpoint or not) before it is
 // published at out atomically (mode 0600), so a backup that exists is
 // one that opens.
 func (l *Ledger) Backup(ctx context.Context, out string) (*Report, error) {
@@ -38,7 +40,7 @@ func (l *Ledger) Backup(ctx context.Context, out string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: the copy does not open: %w", out, err)
 	}
-	report, err := copied.Check(ctx)
+	report, err := copied.CheckFull(ctx)
 	// Closing the last connection checkpoints the copy's log into its
 	// database file, which then holds the whole ledger on its own.
 	if cerr := copied.Close(); err == nil && cerr != nil {

@@ -116,3 +116,86 @@ func BenchmarkCheck1000Crowns(b *testing.B) {
 		}
 	}
 }
+
+// crownHistory builds a ledger of n crowns (3n events, n+1 stacks, n
+// crowns, one standing claim replaced n times) and returns its path.
+func crownHistory(b *testing.B, n int) string {
+	b.Helper()
+	ctx := context.Background()
+	path := ledgerPath(b)
+	l := openNew(b, path)
+	if _, err := l.InitStack(ctx, stack(0)); err != nil {
+		b.Fatal(err)
+	}
+	var h Head
+	for i := 1; i <= n; i++ {
+		rec, err := l.Commit(ctx, crownSettlement(b, h, i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		h = rec.Head
+	}
+	l.Close()
+	return path
+}
+
+// BenchmarkHistory measures what a command pays on each open as the
+// ledger's history grows: "open" is Open (the writer lock, migrations,
+// the chains' verification), "open+check" is Open and the Check every
+// command that acts on the ledger runs first (settle, weights, qualify
+// --ledger, stack export). Each runs on the ledger as built (no
+// checkpoint: Check replays everything), then after a checkpoint ("cp/"),
+// where "cp/open+full" is Open and CheckFull, what `ledger check --full`
+// replays. "noop-settle" is open+check and the ledger reads of a settle
+// with nothing queued (apply.Settle: SettlementQueue, CurrentStack,
+// Undecided), which settlement/apply cannot be imported here to run.
+func BenchmarkHistory(b *testing.B) {
+	ctx := context.Background()
+	run := func(path string, check func(*Ledger, context.Context) (*Report, error), settle bool) func(*testing.B) {
+		return func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				l, err := Open(ctx, path, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if check != nil {
+					if _, err := check(l, ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if settle {
+					if _, err := l.SettlementQueue(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := l.CurrentStack(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := l.Undecided(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				l.Close()
+			}
+		}
+	}
+	for _, n := range []int{250, 1000, 2000} {
+		b.Run(fmt.Sprintf("crowns=%d", n), func(b *testing.B) {
+			path := crownHistory(b, n)
+			b.Run("open", run(path, nil, false))
+			b.Run("open+check", run(path, (*Ledger).Check, false))
+			b.Run("noop-settle", run(path, (*Ledger).Check, true))
+			l, err := Open(ctx, path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := l.Checkpoint(ctx); err != nil {
+				b.Fatal(err)
+			}
+			l.Close()
+			b.Run("cp/open", run(path, nil, false))
+			b.Run("cp/open+check", run(path, (*Ledger).Check, false))
+			b.Run("cp/noop-settle", run(path, (*Ledger).Check, true))
+			b.Run("cp/open+full", run(path, (*Ledger).CheckFull, false))
+		})
+	}
+}

@@ -199,6 +199,13 @@ func (l *Ledger) ClearCopy(ctx context.Context, id int64, reason string) (*Propo
 		if _, err := t.ExecContext(ctx, `UPDATE proposals SET status = ?, reason = ? WHERE id = ?`, string(Published), why, id); err != nil {
 			return err
 		}
+		// The proposal is live again: its rows are rebound, so that a
+		// quick check from a checkpoint taken while it was finished finds
+		// them bound since (checkpoint.go).
+		if err := bindRows(ctx, t, RecordCopyCleared, selection{"proposals", "id = ?", []any{id}},
+			selection{"attempts", "proposal_id = ?", []any{id}}, selection{"settlement_outcomes", "proposal_id = ?", []any{id}}); err != nil {
+			return err
+		}
 		p.Status, p.Reason = Published, why
 		l.at("clear-copy-written")
 		return nil

@@ -17,7 +17,7 @@
 // elsewhere (package settlement/settle defines the typed event); the ledger
 // keeps each event body as the canonical JSON its digest
 // H(cacheon.settlement.event, body) is computed over, and checks the chain
-// on every Open and Check: sequences contiguous from 1, each body canonical,
+// on every Open and Check (from the latest checkpoint, see below): sequences contiguous from 1, each body canonical,
 // its event_type, sequence and previous_event_digest equal to the columns,
 // each previous_event_digest the digest of the event before ("" for the
 // first), and every digest recomputed.
@@ -39,4 +39,15 @@
 // corrects a wrong verdict before settlement, chaining the correction in
 // a second hash chain, the intake chain (H(cacheon.intake.event, body)),
 // kept apart from the settlement events.
+//
+// Evaluation holds a lease on a proposal while it is in flight (schema
+// 5, lease.go): taken, released and reclaimed as events of a third chain,
+// the lease chain (H(cacheon.ledger.lease, body)); a reclaimed attempt
+// returns the proposal to the queue with a back-off, or ends it
+// no_decision after LeasePolicy.MaxAttempts.
+//
+// Open and Check verify from the latest checkpoint (schema 6,
+// checkpoint.go), a row record that rebinds every live row and names the
+// other chains' heads, written only after CheckFull found nothing wrong;
+// CheckFull still replays everything.
 package ledger

@@ -155,12 +155,8 @@ var (
 	intakeChain     = chain{"intake_events", identity.DomainIntakeEvent, "intake chain"}
 )
 
-// verifyChain reads every settlement event in sequence order and checks
+// verifyChainOf reads every event of chain c in sequence order and checks
 // the whole chain; it returns its head.
-func (l *Ledger) verifyChain(ctx context.Context, q querier) (Head, error) {
-	return verifyChainOf(ctx, q, settlementChain)
-}
-
 func verifyChainOf(ctx context.Context, q querier, c chain) (Head, error) {
 	rows, err := q.QueryContext(ctx, `SELECT sequence, event_type, previous_event_digest, body, digest FROM `+c.table+` ORDER BY sequence`)
 	if err != nil {

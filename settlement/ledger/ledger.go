@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,6 +40,10 @@ type Options struct {
 	// (CommitSteps) and Intake as it is reached. It exists for crash
 	// tests, which kill the process there; nothing else sets it.
 	Fault func(step string)
+	// Host is the name this writer's leases give its host (Self); empty
+	// is os.Hostname. Writers on several machines that share a ledger
+	// need names that tell the machines apart.
+	Host string
 }
 
 // Ledger is an open ledger and its writer lock. It is not safe for use by
@@ -46,6 +52,11 @@ type Ledger struct {
 	path string
 	db   *sql.DB
 	lock *writerlock.Lock
+	// self is this writer as a lease holder.
+	self Holder
+	// cp is the latest checkpoint, read at Open and replaced by
+	// Checkpoint: the one writer is the only one to write one.
+	cp checkpoint
 
 	// fault, when set, is called at each named step of Commit and Intake.
 	// Only this package's tests set it (to kill the process there).
@@ -75,7 +86,7 @@ func Open(ctx context.Context, path string, o Options) (*Ledger, error) {
 		// SQLite would take an empty file for a new database and write a
 		// fresh ledger into it: a ledger lost to a truncation would come
 		// back empty and "ok". A ledger is made only where no file is.
-		return nil, fmt.Errorf("open ledger %s: %w: an empty file is not a ledger (a new ledger is made only where no file is; restore a backup once `cacheon ledger check --ledger BACKUP` accepts it)", path, ErrRefused)
+		return nil, fmt.Errorf("open ledger %s: %w: an empty file is not a ledger (a new ledger is made only where no file is; restore a backup once `cacheon ledger check --full --ledger BACKUP` accepts it)", path, ErrRefused)
 	}
 	existed := err == nil
 	lock, err := writerlock.Acquire(abs + ".lock")
@@ -86,7 +97,12 @@ func Open(ctx context.Context, path string, o Options) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
 	}
-	l := &Ledger{path: abs, lock: lock, fault: o.Fault}
+	self, err := newHolder(o.Host)
+	if err != nil {
+		lock.Release()
+		return nil, fmt.Errorf("open ledger %s: %w", path, err)
+	}
+	l := &Ledger{path: abs, lock: lock, fault: o.Fault, self: self}
 	if err := l.open(ctx, existed); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", path, err)
@@ -140,13 +156,38 @@ func (l *Ledger) open(ctx context.Context, existed bool) error {
 	if err := migrate(ctx, db); err != nil {
 		return err
 	}
-	if _, err := l.verifyChain(ctx, db); err != nil {
+	// The chains are verified from the latest checkpoint: what came
+	// before it was verified by the full check that wrote it.
+	cp, err := latestCheckpoint(ctx, db)
+	if err != nil {
 		return err
 	}
-	if _, err := verifyChainOf(ctx, db, intakeChain); err != nil {
-		return err
+	l.cp = cp
+	for _, c := range []chain{settlementChain, intakeChain, leaseChain} {
+		if _, err := verifyChainFrom(ctx, db, c, cp.from(c)); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// Self is this writer as a lease holder: its host, its pid and a run
+// identity of its own.
+func (l *Ledger) Self() Holder { return l.self }
+
+func newHolder(host string) (Holder, error) {
+	if host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return Holder{}, fmt.Errorf("host name for leases: %w", err)
+		}
+		host = h
+	}
+	var run [8]byte
+	if _, err := rand.Read(run[:]); err != nil {
+		return Holder{}, err
+	}
+	return Holder{Host: host, PID: os.Getpid(), Run: hex.EncodeToString(run[:])}, nil
 }
 
 // Close releases the database and the writer lock.

@@ -152,7 +152,10 @@ func TestStatusTransitions(t *testing.T) {
 		{Qualifying, ReproductionPending, true},
 		{Qualifying, NoDecision, true}, // an uncalibrated speed verdict
 		{NoDecision, Screening, true},
-		{ReproductionPending, NoDecision, false},
+		{ReproductionPending, NoDecision, true}, // a lease reclaimed after its last attempt
+		{Qualifying, Published, true},           // a lease reclaimed: back in the queue
+		{ReproductionPending, Published, true},
+		{Held, Published, false},
 		{ReproductionPending, Screening, true},
 		{Qualifying, Qualified, true},
 		{Screening, Qualified, false},

@@ -344,41 +344,61 @@ func (l *Ledger) proposal(ctx context.Context, q querier, id int64) (*Proposal, 
 // failed, expired, held and no_decision). The state machine is enforced,
 // and so is the evidence a status needs: reproduction_pending needs a
 // PASS qualification, qualified two of them.
+//
+// A proposal enters flight under a lease (TakeLease) and goes back to the
+// queue only by Reclaim; Transition moving it out of flight releases its
+// lease in the same transaction.
 func (l *Ledger) Transition(ctx context.Context, id int64, to Status, reason string) error {
 	return l.tx(ctx, func(t *sql.Tx) error {
 		p, err := l.proposal(ctx, t, id)
 		if err != nil {
 			return err
 		}
-		if err := checkTransition(id, p.Status, to); err != nil {
-			return err
+		if to == Published && leased(p.Status) {
+			return fmt.Errorf("%w: proposal %d: only a lease reclaim returns a proposal in flight to the queue", ErrIllegal, id)
 		}
-		if reason == "" && (to == Failed || to == Expired || to == Held || to == NoDecision) {
-			return fmt.Errorf("%w: proposal %d: a transition to %s needs a reason", ErrIllegal, id, to)
-		}
-		if need := map[Status]int{ReproductionPending: 1, Qualified: 2}[to]; need > 0 {
-			var passes int
-			if err := t.QueryRowContext(ctx, `SELECT count(*) FROM attempts WHERE proposal_id = ? AND stage = 'qualification' AND decision = 'PASS'`, id).Scan(&passes); err != nil {
-				return err
-			}
-			if passes < need {
-				return fmt.Errorf("%w: proposal %d: %s needs %d passing qualifications, it has %d", ErrIllegal, id, to, need, passes)
-			}
-		}
-		if to == Screening && !p.Published {
-			return fmt.Errorf("%w: proposal %d: bytes were never published", ErrIllegal, id)
-		}
-		var seq int
-		if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM proposal_transitions WHERE proposal_id = ?`, id).Scan(&seq); err != nil {
-			return err
-		}
-		if _, err := t.ExecContext(ctx, `INSERT INTO proposal_transitions (proposal_id, seq, from_status, to_status, reason) VALUES (?, ?, ?, ?, ?)`,
-			id, seq, string(p.Status), string(to), reason); err != nil {
-			return err
-		}
-		_, err = t.ExecContext(ctx, `UPDATE proposals SET status = ?, reason = ? WHERE id = ?`, string(to), reason, id)
-		return err
+		return l.transition(ctx, t, p, to, reason)
 	})
+}
+
+// transition moves p to status to in t, checking the state machine and
+// the evidence the status needs, and releases p's lease when it leaves
+// flight.
+func (l *Ledger) transition(ctx context.Context, t *sql.Tx, p *Proposal, to Status, reason string) error {
+	id := p.ID
+	if err := checkTransition(id, p.Status, to); err != nil {
+		return err
+	}
+	if reason == "" && (to == Failed || to == Expired || to == Held || to == NoDecision) {
+		return fmt.Errorf("%w: proposal %d: a transition to %s needs a reason", ErrIllegal, id, to)
+	}
+	if need := map[Status]int{ReproductionPending: 1, Qualified: 2}[to]; need > 0 {
+		var passes int
+		if err := t.QueryRowContext(ctx, `SELECT count(*) FROM attempts WHERE proposal_id = ? AND stage = 'qualification' AND decision = 'PASS'`, id).Scan(&passes); err != nil {
+			return err
+		}
+		if passes < need {
+			return fmt.Errorf("%w: proposal %d: %s needs %d passing qualifications, it has %d", ErrIllegal, id, to, need, passes)
+		}
+	}
+	if to == Screening && !p.Published {
+		return fmt.Errorf("%w: proposal %d: bytes were never published", ErrIllegal, id)
+	}
+	if to != Published {
+		if err := l.releaseIfLeaving(ctx, t, p, to); err != nil {
+			return err
+		}
+	}
+	var seq int
+	if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM proposal_transitions WHERE proposal_id = ?`, id).Scan(&seq); err != nil {
+		return err
+	}
+	if _, err := t.ExecContext(ctx, `INSERT INTO proposal_transitions (proposal_id, seq, from_status, to_status, reason) VALUES (?, ?, ?, ?, ?)`,
+		id, seq, string(p.Status), string(to), reason); err != nil {
+		return err
+	}
+	_, err := t.ExecContext(ctx, `UPDATE proposals SET status = ?, reason = ? WHERE id = ?`, string(to), reason, id)
+	return err
 }
 
 // Attempt is one screen or qualification run on a proposal, with where its

@@ -37,6 +37,7 @@ const (
 	RecordAttempt       = "attempt"
 	RecordStackInit     = "stack_init"
 	RecordSettlement    = "settlement"
+	RecordCopyCleared   = "copy_cleared"
 	RecordSchemaUpgrade = "schema_upgrade"
 )
 
@@ -176,32 +177,8 @@ func (l *Ledger) checkRows(ctx context.Context, r *Report) (Head, error) {
 	if err != nil {
 		return h, err
 	}
-	want := boundRows{}
-	bound := map[string]map[string]int64{} // table → key → the record that last bound it
-	for _, e := range recs {
-		v, err := canonjson.Parse(e.Body)
-		if err != nil {
-			return h, err
-		}
-		tables, ok := v.(map[string]any)["rows"].(map[string]any)
-		if !ok {
-			r.Problems = append(r.Problems, fmt.Sprintf("row record %d: no rows object", e.Sequence))
-			continue
-		}
-		for table, keyed := range tables {
-			m, ok := keyed.(map[string]any)
-			if !ok {
-				r.Problems = append(r.Problems, fmt.Sprintf("row record %d: %s is not an object", e.Sequence, table))
-				continue
-			}
-			if want[table] == nil {
-				want[table], bound[table] = map[string]any{}, map[string]int64{}
-			}
-			for k, row := range m {
-				want[table][k], bound[table][k] = row, e.Sequence
-			}
-		}
-	}
+	want, bound, problems := foldRecords(recs)
+	r.Problems = append(r.Problems, problems...)
 	have := boundRows{}
 	for _, b := range boundTables {
 		if err := readBound(ctx, l.db, selection{table: b.name}, have); err != nil {
@@ -216,12 +193,7 @@ func (l *Ledger) checkRows(ctx context.Context, r *Report) (Head, error) {
 		for k := range have[b.name] {
 			keys[k] = true
 		}
-		sorted := make([]string, 0, len(keys))
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		for _, k := range sorted {
+		for _, k := range sortedKeys(keys) {
 			w, inChain := want[b.name][k]
 			g, inTable := have[b.name][k]
 			switch {
@@ -230,9 +202,7 @@ func (l *Ledger) checkRows(ctx context.Context, r *Report) (Head, error) {
 			case !inTable:
 				r.Problems = append(r.Problems, fmt.Sprintf("%s row %s: missing, bound by row record %d", b.name, k, bound[b.name][k]))
 			default:
-				wb, err1 := canonjson.Marshal(w)
-				gb, err2 := canonjson.Marshal(g)
-				if err1 != nil || err2 != nil || string(wb) != string(gb) {
+				if !sameJSON(w, g) {
 					r.Problems = append(r.Problems, fmt.Sprintf("%s row %s: %s differs from row record %d", b.name, k, differingColumns(w, g), bound[b.name][k]))
 				}
 			}
@@ -245,6 +215,58 @@ func (l *Ledger) checkRows(ctx context.Context, r *Report) (Head, error) {
 	}
 	return h, nil
 }
+
+// foldRecords folds row records in order: table → key → the row the last
+// record binding it holds, and the record that bound it.
+func foldRecords(recs []Event) (boundRows, map[string]map[string]int64, []string) {
+	want := boundRows{}
+	bound := map[string]map[string]int64{}
+	var problems []string
+	for _, e := range recs {
+		v, err := canonjson.Parse(e.Body)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("row record %d: %v", e.Sequence, err))
+			continue
+		}
+		tables, ok := v.(map[string]any)["rows"].(map[string]any)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("row record %d: no rows object", e.Sequence))
+			continue
+		}
+		for table, keyed := range tables {
+			m, ok := keyed.(map[string]any)
+			if !ok {
+				problems = append(problems, fmt.Sprintf("row record %d: %s is not an object", e.Sequence, table))
+				continue
+			}
+			if want[table] == nil {
+				want[table], bound[table] = map[string]any{}, map[string]int64{}
+			}
+			for k, row := range m {
+				want[table][k], bound[table][k] = row, e.Sequence
+			}
+		}
+	}
+	return want, bound, problems
+}
+
+func sortedKeys(keys map[string]bool) []string {
+	out := make([]string, 0, len(keys))
+	for k := range keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sameJSON reports whether two parsed JSON values encode alike.
+func sameJSON(a, b any) bool {
+	ab, err1 := canonjson.Marshal(a)
+	bb, err2 := canonjson.Marshal(b)
+	return err1 == nil && err2 == nil && string(ab) == string(bb)
+}
+
+func trimRefused(err error) string { return strings.TrimPrefix(err.Error(), ErrRefused.Error()+": ") }
 
 func isBoundTable(name string) bool {
 	for _, b := range boundTables {

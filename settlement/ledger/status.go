@@ -32,16 +32,18 @@ const start Status = ""
 // Any non-terminal status may fail or expire (an operator's refusal, the
 // finalized-block SLA), so those are added below rather than repeated.
 var transitions = map[Status][]Status{
-	start:               {Reserved, Deferred, Failed},
-	Deferred:            {Reserved},
-	Reserved:            {Fetching},
-	Fetching:            {Published, TransportRetry},
-	TransportRetry:      {Fetching, Held},
-	Published:           {Screening},
-	Screening:           {Promoted, Held, NoDecision},
-	Promoted:            {Qualifying, NoDecision}, // no_decision: the run died between the screens and the qualification
-	Qualifying:          {ReproductionPending, Qualified, Held, NoDecision},
-	ReproductionPending: {Screening, Qualifying},
+	start:          {Reserved, Deferred, Failed},
+	Deferred:       {Reserved},
+	Reserved:       {Fetching},
+	Fetching:       {Published, TransportRetry},
+	TransportRetry: {Fetching, Held},
+	Published:      {Screening},
+	// published from flight: a lease reclaimed, the proposal back in the
+	// queue (Reclaim is the only way).
+	Screening:           {Promoted, Held, NoDecision, Published},
+	Promoted:            {Qualifying, NoDecision, Published}, // no_decision: the run died between the screens and the qualification
+	Qualifying:          {ReproductionPending, Qualified, Held, NoDecision, Published},
+	ReproductionPending: {Screening, Qualifying, NoDecision, Published},
 	Held:                {Fetching, Screening, Qualifying},
 	NoDecision:          {Screening, Qualifying, Held},
 	Failed:              nil,

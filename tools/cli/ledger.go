@@ -27,6 +27,10 @@ stacks with exactly one current. See docs/operator-guide/ledger.md.`,
 // review, qualify --ledger) never acts on a ledger "ledger check" refuses,
 // such as one whose rows were edited past the row record chain. what says
 // what the command would have done, for the error.
+//
+// The check is the quick one from the latest checkpoint, which covers
+// every row these commands decide on; a crown review reads history, and
+// apply.CrownAt runs the full check itself.
 func openCheckedLedger(ctx context.Context, path, what string) (*ledger.Ledger, error) {
 	l, err := ledger.Open(ctx, path, ledger.Options{})
 	if err != nil {

@@ -25,11 +25,13 @@ func newLedgerBackupCommand(s Streams) *cobra.Command {
 with SQLite's VACUUM INTO: the database as one transaction sees it,
 including what is still in the write-ahead log, which a plain cp of the
 file misses (a committed settlement among it). The copy is then checked
-as "ledger check" checks a ledger, and only a copy that passes is
+as "ledger check --full" checks a ledger (its whole history, whatever
+checkpoint it holds), and only a copy that passes is
 published at OUT (atomically, mode 0600). OUT must not exist.
 
 To restore, stop every writer, check the backup with
-"cacheon ledger check --ledger OUT", and put it in the ledger's place.
+"cacheon ledger check --full --ledger OUT", and put it in the ledger's
+place.
 
 Exit status: 0 the backup is written and checks; 2 the ledger or the copy
 is refused (the reason is printed) and nothing is written; 1 when DB is

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 // ledgerCheckOptions are the flags of ledger check.
 type ledgerCheckOptions struct {
 	ledger string
+	full   bool
 	json   bool
 }
 
@@ -25,13 +27,25 @@ checks, in order: SQLite's integrity_check and foreign_key_check, the
 schema version against this build's, the whole settlement hash chain
 (sequences contiguous from 1, every body canonical JSON agreeing with its
 columns, every previous_event_digest and every digest recomputed), the
-intake chain (the corrections of intake verdicts) the same way, exactly
-one current evaluation stack once any exists, every proposal's status,
-and that every standing copy verdict's proposal is failed by it. It
-prints the head of the chain, the current stack and the row counts, and
-names every proposal a dead run left in flight (screening, promoted,
-qualifying while no run holds the ledger): not damage, and the next
-"qualify --ledger" records its infrastructure outcome.
+intake chain (the corrections of intake verdicts) and the lease chain
+(who evaluates which proposal until when) the same way, exactly one
+current evaluation stack once any exists, every proposal's status and
+lease, and that every standing copy verdict's proposal is failed by it.
+It prints the head of the chain, the current stack and the row counts,
+names every proposal stranded in flight (its lease expired, or held by a
+run on this host, which is dead since this check holds the ledger, or no
+lease at all), and every proposal under the live lease of a run on
+another host, with the holder and expiry. Stranded is not damage: the
+next "qualify --ledger" reclaims it (docs/reference/ledger.md).
+
+With a checkpoint the check is quick: it verifies each chain from the
+heads the latest checkpoint names, and every row a decision reads against
+the row records from the checkpoint on, so it costs what happened since
+rather than the whole history; SQLite's page checks and history no
+decision reads are left out. --full replays everything, as a ledger with
+no checkpoint always gets, and when everything holds records a new
+checkpoint (a hashed row record rebinding every live row). Run it
+regularly, and pin the record head it prints.
 
 Exit status: 0 when everything holds; 2 when the ledger is refused (damaged
 or not a ledger, a newer schema, a tampered event, a broken invariant: the
@@ -44,6 +58,7 @@ reason is printed); 1 when DB is missing or another process is writing it.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.ledger, "ledger", "", "ledger database file (required)")
+	cmd.Flags().BoolVar(&o.full, "full", false, "replay the whole history and, when it holds, record a checkpoint")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON document")
 	_ = cmd.MarkFlagRequired("ledger")
 	return cmd
@@ -62,7 +77,12 @@ func runLedgerCheck(ctx context.Context, s Streams, o ledgerCheckOptions) error 
 		return err
 	}
 	defer l.Close()
-	r, err := l.Check(ctx)
+	var r *ledger.Report
+	if o.full {
+		r, _, err = l.Checkpoint(ctx)
+	} else {
+		r, err = l.Check(ctx)
+	}
 	if err != nil {
 		for _, p := range r.Problems {
 			fmt.Fprintf(s.Err, "problem: %s\n", p)
@@ -82,6 +102,14 @@ func runLedgerCheck(ctx context.Context, s Streams, o ledgerCheckOptions) error 
 		cur = "(none yet)"
 	}
 	fmt.Fprintf(s.Out, "ledger %s: ok (schema %d, integrity %s)\n", o.ledger, r.SchemaVersion, r.Integrity)
+	switch {
+	case o.full:
+		fmt.Fprintf(s.Out, "  full check      every event and row replayed; checkpoint recorded at row record %d\n", r.Checkpoint.Sequence)
+	case r.Full:
+		fmt.Fprintf(s.Out, "  full check      every event and row replayed (no checkpoint yet: ledger check --full records one)\n")
+	default:
+		fmt.Fprintf(s.Out, "  quick check     from the checkpoint at row record %d; ledger check --full replays everything\n", r.Checkpoint.Sequence)
+	}
 	if r.Head.Sequence == 0 {
 		fmt.Fprintf(s.Out, "  chain head      (no events yet)\n")
 	} else {
@@ -96,9 +124,23 @@ func runLedgerCheck(ctx context.Context, s Streams, o ledgerCheckOptions) error 
 	c := r.Counts
 	fmt.Fprintf(s.Out, "  proposals %d, attempts %d, events %d, stacks %d, crowns %d, standing claims %d, discovery claims %d, settlement outcomes %d\n",
 		c.Proposals, c.Attempts, c.Events, c.Stacks, c.Crowns, c.StandingClaims, c.DiscoveryClaims, c.Outcomes)
-	fmt.Fprintf(s.Out, "  copy verdicts %d, intake events %d\n", c.CopyVerdicts, c.IntakeEvents)
+	fmt.Fprintf(s.Out, "  copy verdicts %d, intake events %d, lease events %d\n", c.CopyVerdicts, c.IntakeEvents, c.LeaseEvents)
 	for _, st := range r.Stranded {
-		fmt.Fprintf(s.Out, "  stranded: proposal %d is %s with no run evaluating it (a run died); the next qualify --ledger records no_decision for it\n", st.Proposal, st.Status)
+		fmt.Fprintf(s.Out, "  stranded: proposal %d is %s with no run evaluating it (%s); the next qualify --ledger reclaims it\n", st.Proposal, st.Status, strandedWhy(st))
+	}
+	for _, st := range r.Leased {
+		fmt.Fprintf(s.Out, "  leased: proposal %d is %s, leased by %s until %s (attempt %d)\n", st.Proposal, st.Status, st.Lease.Holder, st.Lease.ExpiresAt.Format(time.RFC3339), st.Lease.Attempts)
 	}
 	return nil
+}
+
+// strandedWhy says why a proposal in flight has no live run.
+func strandedWhy(f ledger.InFlight) string {
+	switch f.Cause {
+	case ledger.CauseExpired:
+		return fmt.Sprintf("stuck past its lease: %s's lease expired at %s", f.Lease.Holder, f.Lease.ExpiresAt.Format(time.RFC3339))
+	case ledger.CauseHolderGone:
+		return fmt.Sprintf("%s, which held its lease until %s, is gone: a run died", f.Lease.Holder, f.Lease.ExpiresAt.Format(time.RFC3339))
+	}
+	return "no lease: a run died"
 }

@@ -72,12 +72,23 @@ func TestIntakeAddAndLedgerCheck(t *testing.T) {
 		t.Errorf("report %s", out)
 	}
 	code, out, _ = run(t, "", "ledger", "check", "--ledger", db)
-	if code != 0 || !strings.Contains(out, "ok (schema 4, integrity ok)") {
+	if code != 0 || !strings.Contains(out, "ok (schema 6, integrity ok)") {
 		t.Errorf("text check: exit %d\n%s", code, out)
+	}
+	// --full replays everything and records a checkpoint; the next check
+	// is the quick one from it.
+	code, out, _ = run(t, "", "ledger", "check", "--ledger", db, "--full")
+	if code != 0 || !strings.Contains(out, "every event and row replayed; checkpoint recorded at row record 4") {
+		t.Errorf("full check: exit %d\n%s", code, out)
+	}
+	code, out, _ = run(t, "", "ledger", "check", "--ledger", db, "--json")
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || rep["full"] != false ||
+		rep["checkpoint"].(map[string]any)["sequence"] != 4.0 || !strings.HasPrefix(rep["integrity"].(string), "not checked") {
+		t.Errorf("quick check: exit %d\n%s", code, out)
 	}
 	// A backup is a ledger that checks; one over an existing file is refused.
 	backup := filepath.Join(dir, "ledger.bak")
-	if code, out, errOut := run(t, "", "ledger", "backup", "--ledger", db, backup); code != 0 || !strings.Contains(out, "ok (schema 4, chain head 0, 3 proposals") {
+	if code, out, errOut := run(t, "", "ledger", "backup", "--ledger", db, backup); code != 0 || !strings.Contains(out, "ok (schema 6, chain head 0, 3 proposals") {
 		t.Fatalf("backup: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, out, errOut := run(t, "", "ledger", "check", "--ledger", backup, "--json"); code != 0 || !strings.Contains(out, `"proposals": 3`) {

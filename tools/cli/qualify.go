@@ -21,6 +21,7 @@ type qualifyOptions struct {
 	out       string
 	reproduce string
 	ledger    string
+	proposal  int64
 	json      bool
 }
 
@@ -72,7 +73,16 @@ verdict under the embedded uncalibrated policy (its PASS, or a FAIL the
 speed stage decided) is noise, not evidence: the proposal is left
 no_decision (uncalibrated_policy, exit 3) and no reproduction runs.
 Calibrate the lanes (cacheon qualify calibrate) and qualify under the
-policy that calibration supports.
+policy that calibration supports. --proposal N qualifies that published
+proposal instead of the first.
+
+The run holds a lease on the proposal while it is in flight (a hashed
+event of the ledger). First it reclaims the proposals whose run is gone
+(past the lease, or leased by a dead run on this host): each goes back to
+the queue with an attempt count and a back-off, or after the last attempt
+ends no_decision (docs/reference/ledger.md). A proposal whose lease is
+live, or that is backing off, is refused (exit 1, naming the holder and
+expiry, or the end of the back-off).
 
 Exit codes: 0 PASS, 2 FAIL, 3 NO_DECISION (infrastructure: never a loss),
 1 a usage or I/O error. --json prints one document with decision, reason
@@ -92,6 +102,7 @@ and report (the report's path).`,
 	f.StringVar(&o.out, "out", "qualification", "directory for report.json and report.html")
 	f.StringVar(&o.reproduce, "reproduce", "", "reproduce the qualification of this report.json: same candidate and incumbent, lane roles exchanged")
 	f.StringVar(&o.ledger, "ledger", "", "take the ledger's first published proposal instead of --candidate: qualify it, reproduce it on exchanged lanes, record both attempts")
+	f.Int64Var(&o.proposal, "proposal", 0, "with --ledger: qualify this published proposal instead of the first")
 	f.BoolVar(&o.json, "json", false, "print one JSON document")
 	cmd.AddCommand(newQualifyCalibrateCommand(s))
 	return cmd
@@ -111,6 +122,9 @@ type qualifyJSON struct {
 func runQualify(ctx context.Context, s Streams, o qualifyOptions) error {
 	if o.ledger != "" {
 		return runQualifyLedger(ctx, s, o)
+	}
+	if o.proposal != 0 {
+		return fmt.Errorf("--proposal takes a proposal of the ledger: add --ledger")
 	}
 	if o.candidate == "" {
 		return fmt.Errorf("--candidate BUNDLE is required")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/qualify"
@@ -33,6 +34,9 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 	if o.candidate != "" || o.reproduce != "" {
 		return fmt.Errorf("--ledger takes the candidate from the ledger: drop --candidate and --reproduce")
 	}
+	if o.proposal < 0 {
+		return fmt.Errorf("--proposal %d: a proposal id is >= 1", o.proposal)
+	}
 	progress := func(format string, args ...any) {
 		if !o.json {
 			fmt.Fprintf(s.Err, "cacheon: "+format+"\n", args...)
@@ -53,19 +57,24 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 	if err != nil {
 		return err
 	}
+	doc := qualifyLedgerJSON{Steps: []evaluate.Step{}, Reports: []string{}}
 	l, err := openCheckedLedger(ctx, o.ledger, "qualification")
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	// This run holds the ledger's writer lock: a proposal in flight now was
-	// left by a run that died, and gets its infrastructure outcome.
-	stranded, err := evaluate.RecoverStranded(ctx, l)
+	// This run holds the ledger's writer lock: a proposal in flight under
+	// the lease of a run on this host was left by a run that died, and
+	// one past its lease by a run that died anywhere. Each is reclaimed.
+	reclaimed, leased, err := evaluate.Reclaim(ctx, l, evaluate.Options{})
 	if err != nil {
 		return err
 	}
-	for _, p := range stranded {
-		progress("proposal %d: no_decision: the run evaluating it died while it was %s", p.ID, p.Status)
+	for _, r := range reclaimed {
+		progress("proposal %d: %s: %s", r.Proposal, r.Status, r.Reason)
+	}
+	for _, f := range leased {
+		progress("proposal %d: %s, leased by %s until %s", f.Proposal, f.Status, f.Lease.Holder, f.Lease.ExpiresAt.Format(time.RFC3339))
 	}
 	if o.env.auditKey != "" {
 		// One secret is one authority: settlement pairs only two
@@ -83,8 +92,10 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 	if err := sameAsLedgerIncumbent(ctx, l, o.ledger, o.env.incumbent, env.stack.assembled); err != nil {
 		return err
 	}
+	if doc.Proposal, err = chooseProposal(ctx, l, o); err != nil {
+		return err
+	}
 	runs := 0
-	doc := qualifyLedgerJSON{Steps: []evaluate.Step{}, Reports: []string{}}
 	qualifier := func(ctx context.Context, dir string, prior *qualify.Report) (*qualify.Report, []byte, error) {
 		runs++
 		runDir := filepath.Join(env.run, fmt.Sprintf("run%d", runs))
@@ -116,16 +127,12 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 		doc.Reports = append(doc.Reports, path)
 		return res.Report, data, nil
 	}
-	waiting, err := l.Proposals(ctx, ledger.Published)
+	chosen, err := l.Proposal(ctx, doc.Proposal)
 	if err != nil {
 		return err
 	}
-	if len(waiting) == 0 {
-		return fmt.Errorf("%s: %w", o.ledger, evaluate.ErrNothingPublished)
-	}
-	doc.Proposal = waiting[0].ID
 	res, err := evaluate.Evaluate(ctx, l, doc.Proposal, evaluate.Options{
-		Qualify: qualifier, Intake: settle.Intake{Lane: settle.LaneRegistered, Arena: waiting[0].ArenaDigest},
+		Qualify: qualifier, Intake: settle.Intake{Lane: settle.LaneRegistered, Arena: chosen.ArenaDigest},
 		WorkDir: env.run, Progress: progress,
 	})
 	if err != nil {
@@ -160,6 +167,35 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 		return alreadyReported(exitWith(qualify.NoDecision.ExitCode(), errors.New(res.Reason)))
 	}
 	return nil
+}
+
+// chooseProposal is --proposal, which must be published, not leased and
+// not backing off, or else the first queued proposal.
+func chooseProposal(ctx context.Context, l *ledger.Ledger, o qualifyOptions) (int64, error) {
+	if o.proposal == 0 {
+		id, err := evaluate.Queued(ctx, l, time.Now())
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", o.ledger, err)
+		}
+		return id, nil
+	}
+	p, err := l.Proposal(ctx, o.proposal)
+	if err != nil {
+		return 0, err
+	}
+	ls, err := l.LeaseOf(ctx, p.ID)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case ls.Live:
+		return 0, fmt.Errorf("%s: %w", o.ledger, &ledger.LeasedError{Lease: ls})
+	case p.Status != ledger.Published:
+		return 0, reject.Wrap(fmt.Errorf("%s: proposal %d is %s (%s); qualify takes a published proposal", o.ledger, p.ID, p.Status, p.Reason))
+	case time.Now().Before(ls.NotBefore):
+		return 0, fmt.Errorf("%s: proposal %d: %w until %s (%d attempts lost)", o.ledger, p.ID, ledger.ErrBackingOff, ls.NotBefore.Format(time.RFC3339), ls.Lost)
+	}
+	return p.ID, nil
 }
 
 // sameAsLedgerIncumbent refuses an incumbent file that does not assemble
