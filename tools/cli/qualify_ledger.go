@@ -15,6 +15,7 @@ import (
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // qualifyLedgerJSON is qualify --ledger's --json document.
@@ -80,7 +81,7 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 	defer env.close()
 	// The proposal is measured over the ledger's own incumbent: a report
 	// over any other stack is a measurement settlement could never use.
-	if err := sameAsLedgerIncumbent(ctx, l, o.ledger, o.env.incumbent, env.stack.assembled); err != nil {
+	if err := sameAsLedgerIncumbent(ctx, l, o.ledger, o.env.incumbent, env.stack.Assembled); err != nil {
 		return err
 	}
 	runs := 0
@@ -133,7 +134,7 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 	}
 	doc.Status, doc.Reason, doc.Steps = string(res.Status), res.Reason, res.Steps
 	if o.json {
-		if err := writeJSON(s.Out, doc); err != nil {
+		if err := enginecli.WriteJSON(s.Out, doc); err != nil {
 			return err
 		}
 	} else {
@@ -155,9 +156,9 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 	}
 	switch res.Status {
 	case ledger.Failed:
-		return alreadyReported(exitWith(qualify.Fail.ExitCode(), errors.New(res.Reason)))
+		return enginecli.AlreadyReported(enginecli.ExitWith(qualify.Fail.ExitCode(), errors.New(res.Reason)))
 	case ledger.NoDecision:
-		return alreadyReported(exitWith(qualify.NoDecision.ExitCode(), errors.New(res.Reason)))
+		return enginecli.AlreadyReported(enginecli.ExitWith(qualify.NoDecision.ExitCode(), errors.New(res.Reason)))
 	}
 	return nil
 }

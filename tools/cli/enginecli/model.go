@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/cacheon/engine/models"
 )
 
-func newModelCommand(s Streams) *cobra.Command {
+func NewModelCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "model",
 		Short: "Seal model directories and make deterministic test models",
@@ -27,15 +27,14 @@ lanes. Models are never downloaded by these commands.`,
 	}
 	cmd.AddCommand(
 		newModelProvisionCommand(s),
-		newModelCheckCommand(s),
 		newModelMakeTestCommand(s),
 	)
 	return cmd
 }
 
-// modelProgress returns a progress printer for a terminal on w, or nil:
+// ModelProgress returns a progress printer for a terminal on w, or nil:
 // piped output stays free of progress lines.
-func modelProgress(w io.Writer) func(done, total int, f models.File) {
+func ModelProgress(w io.Writer) func(done, total int, f models.File) {
 	f, ok := w.(*os.File)
 	if !ok {
 		return nil
@@ -49,8 +48,8 @@ func modelProgress(w io.Writer) func(done, total int, f models.File) {
 	}
 }
 
-// modelReceiptView is the --json document of provision and check.
-type modelReceiptView struct {
+// ModelReceiptView is the --json document of provision and check.
+type ModelReceiptView struct {
 	FormatVersion int                 `json:"format_version"`
 	Root          string              `json:"root"`
 	Receipt       string              `json:"receipt"`
@@ -63,7 +62,7 @@ type modelReceiptView struct {
 	Differences   []models.Difference `json:"differences,omitempty"`
 }
 
-func newModelReceiptView(root, receiptPath string, r *models.Receipt) (*modelReceiptView, error) {
+func NewModelReceiptView(root, receiptPath string, r *models.Receipt) (*ModelReceiptView, error) {
 	rd, err := r.Digest()
 	if err != nil {
 		return nil, err
@@ -72,7 +71,7 @@ func newModelReceiptView(root, receiptPath string, r *models.Receipt) (*modelRec
 	if err != nil {
 		return nil, err
 	}
-	return &modelReceiptView{
+	return &ModelReceiptView{
 		FormatVersion: 1,
 		Root:          abs,
 		Receipt:       receiptPath,

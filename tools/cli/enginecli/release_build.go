@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"context"
@@ -124,14 +124,14 @@ func runReleaseBuild(_ context.Context, s Streams, o releaseBuildOptions) error 
 	}
 	var progress build.Progress
 	if !o.jsonOut {
-		progress = releaseProgress(s, "build")
+		progress = ReleaseProgress(s, "build")
 	}
 	res, err := build.Build(o.in, progress)
 	if err != nil {
 		return buildError(err)
 	}
 	if o.jsonOut {
-		return writeJSON(s.Out, struct {
+		return WriteJSON(s.Out, struct {
 			FormatVersion int `json:"format_version"`
 			*build.Result
 		}{1, res})
