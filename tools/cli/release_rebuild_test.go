@@ -24,7 +24,7 @@ func TestReleaseRebuildFromSourceNeedsConsent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := r.SignedFrom(t, &descriptor.EntrypointSource{Repository: r.Repo, Commit: strings.TrimSpace(string(head)), BazelTarget: "//tools/cmd/cacheon:cacheon"})
+	out := r.SignedFrom(t, &descriptor.EntrypointSource{Repository: r.Repo, Commit: strings.TrimSpace(string(head)), BazelTarget: "//tools/cmd/cacheon-engine:cacheon-engine"})
 	rebuild := []string{"release", "rebuild", "--key", r.PublicKey, "--source-repo", r.Repo}
 	tests := []struct {
 		name     string
