@@ -25,6 +25,8 @@ type BundleDeps struct {
 	CUDACheck contribution.CUDACheckFunc
 }
 
+// NewBundleCommand is the bundle group with inspect, which cacheon_contribution
+// runs; the full command line adds fingerprint and compare.
 func NewBundleCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bundle",

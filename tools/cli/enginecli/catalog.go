@@ -12,6 +12,8 @@ import (
 	"github.com/cacheon/engine/internal/reject"
 )
 
+// NewCatalogCommand is the catalog group with check and digest, which
+// cacheon_catalog runs; the full command line adds show and snapshot.
 func NewCatalogCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "catalog",

@@ -11,6 +11,8 @@ import (
 	"github.com/cacheon/engine/models"
 )
 
+// NewModelCommand is the model group with provision and make-test, which
+// cacheon_test_model runs; the full command line adds check.
 func NewModelCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "model",

@@ -27,6 +27,7 @@ type StackDeps struct {
 	Bundle BundleDeps
 }
 
+// DefaultStackDeps are the validator's own components.
 func DefaultStackDeps() StackDeps { return StackDeps{Bundle: DefaultBundleDeps()} }
 
 // FaultPauseEnv names the fault-injection hook of stack materialize: set
@@ -35,6 +36,9 @@ func DefaultStackDeps() StackDeps { return StackDeps{Bundle: DefaultBundleDeps()
 // that a writer killed mid-write leaves nothing at the destination.
 const FaultPauseEnv = "CACHEON_FAULT_PAUSE_AFTER_FILES"
 
+// NewStackCommand is the stack group with materialize and plan, which
+// cacheon_stack and cacheon_candidate run; the full command line adds
+// digest, verify and export.
 func NewStackCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stack",

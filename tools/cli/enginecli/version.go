@@ -13,6 +13,8 @@ import (
 // versionOptions are the flags of version.
 type versionOptions struct{ jsonOut bool }
 
+// NewVersionCommand is version, in both command lines: it reports the
+// modules of the binary it runs in.
 func NewVersionCommand(s Streams) *cobra.Command {
 	var o versionOptions
 	cmd := &cobra.Command{
