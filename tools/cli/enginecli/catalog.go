@@ -66,12 +66,12 @@ func LoadCatalogArg(args []string) (*LoadedCatalog, error) {
 	return l, nil
 }
 
-// writeDiagnostics renders the diagnostics as every HCL file's are.
+// WriteDiagnostics renders the diagnostics as every HCL file's are.
 func (l *LoadedCatalog) WriteDiagnostics(w io.Writer) error {
 	return hclload.WriteText(w, map[string][]byte{l.Name: l.src}, l.Diags)
 }
 
-// rejection prints the diagnostics to w and returns the exit-2 error.
+// Rejection prints the diagnostics to w and returns the exit-2 error.
 func (l *LoadedCatalog) Rejection(w io.Writer) error {
 	if err := l.WriteDiagnostics(w); err != nil {
 		return err

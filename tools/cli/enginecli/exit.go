@@ -55,7 +55,7 @@ func ExitCode(err error) int {
 }
 
 // reported is an error whose result the command already wrote (a JSON
-// refusal document, a scan's violations): Main maps it to its exit code
+// refusal document, a scan's violations): Execute maps it to its exit code
 // but prints nothing more.
 type reported struct{ err error }
 
