@@ -16,18 +16,23 @@ cd "$repo"
   -repo_config=.cache/godeps/WORKSPACE.gazelle \
   "$@" "$repo"
 # Keep MODULE.bazel's go_deps repositories equal to what the BUILD files name,
-# and the cacheon binary's Go module information equal to go.mod and go.sum.
+# and each released binary's Go module information equal to go.mod and go.sum.
+binaries=(tools/cmd/cacheon tools/cmd/cacheon-engine)
 if [[ " $* " != *" -mode=diff "* ]]; then
   go run ./tools/cmd/bazeldeps -module MODULE.bazel
-  go run ./tools/cmd/bazeldeps -modinfo tools/cmd/cacheon/modinfo.bzl
+  for bin in "${binaries[@]}"; do
+    go run ./tools/cmd/bazeldeps -modinfo "$bin/modinfo.bzl" -main "github.com/cacheon/engine/$bin"
+  done
 else
-  go run ./tools/cmd/bazeldeps -modinfo "${TMPDIR:-/tmp}/modinfo.bzl.$$"
-  if ! diff -u tools/cmd/cacheon/modinfo.bzl "${TMPDIR:-/tmp}/modinfo.bzl.$$"; then
+  for bin in "${binaries[@]}"; do
+    go run ./tools/cmd/bazeldeps -modinfo "${TMPDIR:-/tmp}/modinfo.bzl.$$" -main "github.com/cacheon/engine/$bin"
+    if ! diff -u "$bin/modinfo.bzl" "${TMPDIR:-/tmp}/modinfo.bzl.$$"; then
+      rm -f "${TMPDIR:-/tmp}/modinfo.bzl.$$"
+      echo "gazelle: $bin/modinfo.bzl is stale; run tools/gazelle.sh" >&2
+      exit 1
+    fi
     rm -f "${TMPDIR:-/tmp}/modinfo.bzl.$$"
-    echo "gazelle: tools/cmd/cacheon/modinfo.bzl is stale; run tools/gazelle.sh" >&2
-    exit 1
-  fi
-  rm -f "${TMPDIR:-/tmp}/modinfo.bzl.$$"
+  done
   cp MODULE.bazel "${TMPDIR:-/tmp}/MODULE.bazel.$$"
   go run ./tools/cmd/bazeldeps -module "${TMPDIR:-/tmp}/MODULE.bazel.$$"
   if ! diff -u MODULE.bazel "${TMPDIR:-/tmp}/MODULE.bazel.$$"; then

@@ -56,7 +56,7 @@ if git rev-parse -q --verify HEAD >/dev/null 2>&1 && [[ -z $(git status --porcel
   source_repo=$(entrypoint_source_url "$repo")
   commit=$(git rev-parse HEAD)
   source_flags=(--define=entrypoint_source_repo="${source_repo:-.}" --define=entrypoint_source_commit="$commit")
-  entrypoint_source=(--entrypoint-source-repo "${source_repo:-.}" --entrypoint-source-commit "$commit" --entrypoint-bazel-target //tools/cmd/cacheon)
+  entrypoint_source=(--entrypoint-source-repo "${source_repo:-.}" --entrypoint-source-commit "$commit" --entrypoint-bazel-target //tools/cmd/cacheon-engine)
   if [[ -z $source_repo ]]; then
     origin=$(git -C "$repo" remote get-url origin 2>/dev/null) || origin="(none)"
     echo "run: origin $origin is not a URL consumers can fetch: the release records its entrypoint's source as an unpublished local checkout at $commit (--allow-local-source); rebuild it with --source-repo $repo" >&2
@@ -69,7 +69,7 @@ else
   echo "run: uncommitted changes, so the release does not record a source commit for its entrypoint" >&2
 fi
 say "bazel build //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine"
-bazel build //tools/cmd/cacheon //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine ${source_flags[@]+"${source_flags[@]}"}
+bazel build //tools/cmd/cacheon //tools/cmd/cacheon-engine //stacks:incumbent //stacks:candidate_rmsnorm_torch //release:engine ${source_flags[@]+"${source_flags[@]}"}
 cacheon=$repo/bazel-bin/tools/cmd/cacheon/cacheon_/cacheon
 bin=$repo/bazel-bin
 

@@ -5,7 +5,8 @@
 # stack's engine tree, the substrate and the sealed test model of
 # //release:engine, on the Debian base of deploy/base (python3, torch and
 # their closure, each .deb pinned by sha256), so the image serves on the
-# CPU. Needs the Bazel outputs of //stacks:release and //release:tiny_llama
+# CPU. Needs the Bazel outputs of //stacks:release, //release:tiny_llama and
+# //tools/cmd/cacheon-engine, the image's entrypoint
 # (bazel build //release:engine makes them). Packages are fetched once into
 # the cache (cacheon release base --help); the rest is offline.
 set -euo pipefail
@@ -68,7 +69,7 @@ stage kernels/substrate/cacheon_substrate "$work/substrate/cacheon_substrate"
   --release-manifest bazel-bin/stacks/release.manifest.json \
   --substrate "$work/substrate" \
   --model-receipt bazel-bin/release/tiny_llama.receipt.json \
-  --entrypoint bazel-bin/tools/cmd/cacheon/cacheon_/cacheon \
+  --entrypoint bazel-bin/tools/cmd/cacheon-engine/cacheon-engine_/cacheon-engine \
   --base-layout "$base/layout" --base-digest "$base_digest" --base-name "$base_name" \
   --name cacheon-engine:0.1.0 --source-date-epoch 0 \
   --out "$out" "$@"

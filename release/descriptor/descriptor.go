@@ -112,7 +112,7 @@ type Entrypoint struct {
 type EntrypointSource struct {
 	Repository  string `json:"repository"`   // where to clone it from: a URL (ClassifyRepository), or UnpublishedRepository
 	Commit      string `json:"commit"`       // full git commit id
-	BazelTarget string `json:"bazel_target"` // e.g. //tools/cmd/cacheon
+	BazelTarget string `json:"bazel_target"` // e.g. //tools/cmd/cacheon-engine
 }
 
 var (
@@ -129,7 +129,7 @@ func (s *EntrypointSource) Validate() error {
 		return fmt.Errorf("entrypoint.source.commit %q: want a full git commit id (40 or 64 hex)", s.Commit)
 	}
 	if !bazelTargetRE.MatchString(s.BazelTarget) {
-		return fmt.Errorf("entrypoint.source.bazel_target %q: want a label of this repository, e.g. //tools/cmd/cacheon", s.BazelTarget)
+		return fmt.Errorf("entrypoint.source.bazel_target %q: want a label of this repository, e.g. //tools/cmd/cacheon-engine", s.BazelTarget)
 	}
 	return nil
 }

@@ -16,9 +16,11 @@ import (
 
 func TestBinaryPath(t *testing.T) {
 	for target, want := range map[string]string{
-		"//tools/cmd/cacheon:cacheon": "tools/cmd/cacheon/cacheon_/cacheon",
-		"//tools/cmd/cacheon":         "tools/cmd/cacheon/cacheon_/cacheon",
-		"//a/b:tool":                  "a/b/tool_/tool",
+		"//tools/cmd/cacheon-engine:cacheon-engine": "tools/cmd/cacheon-engine/cacheon-engine_/cacheon-engine",
+		"//tools/cmd/cacheon-engine":                "tools/cmd/cacheon-engine/cacheon-engine_/cacheon-engine",
+		"//tools/cmd/cacheon:cacheon":               "tools/cmd/cacheon/cacheon_/cacheon",
+		"//tools/cmd/cacheon":                       "tools/cmd/cacheon/cacheon_/cacheon",
+		"//a/b:tool":                                "a/b/tool_/tool",
 	} {
 		if got, err := binaryPath(target); err != nil || got != filepath.FromSlash(want) {
 			t.Errorf("binaryPath(%q) = %q, %v; want %q", target, got, err, want)
@@ -89,7 +91,7 @@ func TestRebuildUnpublishedSource(t *testing.T) {
 // its entrypoint is built from commit of repo.
 func signedWithSource(t *testing.T, r *fixture.Release, repo, commit string) (store.Store, *key.Policy) {
 	t.Helper()
-	out := r.SignedFrom(t, &descriptor.EntrypointSource{Repository: repo, Commit: commit, BazelTarget: "//tools/cmd/cacheon:cacheon"})
+	out := r.SignedFrom(t, &descriptor.EntrypointSource{Repository: repo, Commit: commit, BazelTarget: "//tools/cmd/cacheon-engine:cacheon-engine"})
 	l, err := store.OpenLayout(out)
 	if err != nil {
 		t.Fatal(err)

@@ -1,20 +1,23 @@
 """Attributes and helpers shared by the private rule implementations."""
 
-# Every action runs the one cacheon binary; Starlark only wires files (as
-# rules_go's builder does). It is built for the target platform, not the
-# execution platform: the release image's entrypoint is the same binary
-# (cacheon_release's entrypoint), so one build serves both, and a cold
-# build compiles the command line and its ~520 Go packages once instead of
-# twice (docs/results/front-door.md measures it). The cost is that the
-# execution platform must run target binaries: releases are linux/amd64
-# images built on linux/amd64 hosts. A cross build would set this back to
-# "exec" (docs/reference/bazel-rules.md).
+# Every action runs the one cacheon-engine binary, the engine build of the
+# command line (tools/cli/enginecli): the commands the rules and the image
+# run, without the ledger, signing and registry code of the full cacheon,
+# which roughly halves what a cold build compiles (docs/results/front-door.md
+# measures it); Starlark only wires files (as rules_go's builder does). It
+# is built for the target platform, not the execution platform: the
+# release image's entrypoint is the same binary (cacheon_release's
+# entrypoint), so one build serves both and a cold build compiles it once
+# instead of twice. The cost is that the execution platform must run
+# target binaries: releases are linux/amd64 images built on linux/amd64
+# hosts. A cross build would set this back to "exec"
+# (docs/reference/bazel-rules.md).
 CACHEON_TOOL_ATTRS = {
     "_cacheon": attr.label(
-        default = Label("//tools/cmd/cacheon"),
+        default = Label("//tools/cmd/cacheon-engine"),
         executable = True,
         cfg = "target",
-        doc = "The cacheon command line the actions run (the release entrypoint's build).",
+        doc = "The cacheon-engine command line the actions run (the release entrypoint's build).",
     ),
 }
 

@@ -105,10 +105,10 @@ ever enters an action.
             doc = "The sealed model the release serves.",
         ),
         "entrypoint": attr.label(
-            default = Label("//tools/cmd/cacheon"),
+            default = Label("//tools/cmd/cacheon-engine"),
             executable = True,
             cfg = "target",
-            doc = "The cacheon binary the image runs (static: .bazelrc builds pure Go); it verifies the signed release before serving.",
+            doc = "The cacheon binary the image runs as /cacheon/bin/cacheon (static: .bazelrc builds pure Go); it verifies the signed release before serving. The default, cacheon-engine, is the engine build of the command line, also the rules' tool.",
         ),
         "image_name": attr.string(mandatory = True, doc = "The image name, e.g. cacheon-engine:0.1.0."),
         "source_date_epoch": attr.int(

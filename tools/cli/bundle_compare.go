@@ -9,18 +9,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/kernels/fingerprint"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // bundleCompareOptions are the flags and arguments of bundle compare.
 type bundleCompareOptions struct {
 	earlier, later string
-	deps           bundleDeps
+	deps           enginecli.BundleDeps
 	jsonOut        bool
 	catalog        string
 	patchers       string
 }
 
-func newBundleCompareCommand(s Streams, deps bundleDeps) *cobra.Command {
+func newBundleCompareCommand(s Streams, deps enginecli.BundleDeps) *cobra.Command {
 	var o bundleCompareOptions
 	cmd := &cobra.Command{
 		Use:   "compare EARLIER LATER [--json]",
@@ -99,11 +100,11 @@ func runBundleCompare(_ context.Context, s Streams, o bundleCompareOptions) erro
 			doc.Containment = append(doc.Containment, compareJSONPair{Side: p.Side, Path: p.Path, Partner: p.Partner,
 				Shared: p.Shared, Total: p.Total, Contained: p.Contained()})
 		}
-		if err := writeJSON(s.Out, doc); err != nil {
+		if err := enginecli.WriteJSON(s.Out, doc); err != nil {
 			return err
 		}
 		if v.Copy {
-			return alreadyReported(copyVerdict(o, v))
+			return enginecli.AlreadyReported(copyVerdict(o, v))
 		}
 		return nil
 	}
@@ -116,7 +117,7 @@ func runBundleCompare(_ context.Context, s Streams, o bundleCompareOptions) erro
 
 // copyVerdict ends the command with exit 2: the later bundle is a copy.
 func copyVerdict(o bundleCompareOptions, v fingerprint.Verdict) error {
-	return exitWith(ExitRejected, errors.New(o.later+" copies "+o.earlier+": "+v.Reason))
+	return enginecli.ExitWith(enginecli.ExitRejected, errors.New(o.later+" copies "+o.earlier+": "+v.Reason))
 }
 
 func writeCompareText(w io.Writer, o bundleCompareOptions, v fingerprint.Verdict) {

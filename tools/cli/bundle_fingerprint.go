@@ -13,18 +13,19 @@ import (
 	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/kernels/fingerprint"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // bundleFingerprintOptions are the flags and argument of bundle fingerprint.
 type bundleFingerprintOptions struct {
 	dir      string
-	deps     bundleDeps
+	deps     enginecli.BundleDeps
 	jsonOut  bool
 	catalog  string
 	patchers string
 }
 
-func newBundleFingerprintCommand(s Streams, deps bundleDeps) *cobra.Command {
+func newBundleFingerprintCommand(s Streams, deps enginecli.BundleDeps) *cobra.Command {
 	var o bundleFingerprintOptions
 	cmd := &cobra.Command{
 		Use:   "fingerprint BUNDLE [--json]",
@@ -91,7 +92,7 @@ func runBundleFingerprint(_ context.Context, s Streams, o bundleFingerprintOptio
 	}
 	doc := fingerprintDoc(o.dir, fp)
 	if o.jsonOut {
-		return writeJSON(s.Out, struct {
+		return enginecli.WriteJSON(s.Out, struct {
 			FormatVersion int `json:"format_version"`
 			fingerprintJSON
 		}{1, doc})
@@ -102,7 +103,7 @@ func runBundleFingerprint(_ context.Context, s Streams, o bundleFingerprintOptio
 
 // fingerprintBundle inspects dir as a validator does and fingerprints
 // it. A bundle the inspection refuses is a rejection naming the stage.
-func fingerprintBundle(dir string, deps bundleDeps, catalogPath, patchers string) (*fingerprint.Fingerprint, error) {
+func fingerprintBundle(dir string, deps enginecli.BundleDeps, catalogPath, patchers string) (*fingerprint.Fingerprint, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -110,17 +111,17 @@ func fingerprintBundle(dir string, deps bundleDeps, catalogPath, patchers string
 	if !info.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
-	cat, err := bundleCatalog(catalogPath)
+	cat, err := enginecli.BundleCatalog(catalogPath)
 	if err != nil {
 		return nil, err
 	}
-	digests, err := patcherDigests(patchers)
+	digests, err := enginecli.PatcherDigests(patchers)
 	if err != nil {
 		return nil, err
 	}
 	in, err := contribution.Inspect(dir, contribution.Options{
 		Catalog: cat,
-		Payload: contribution.PayloadOptions{Closure: deps.closure, CUDACheck: deps.cudaCheck, PatcherDigests: digests},
+		Payload: contribution.PayloadOptions{Closure: deps.Closure, CUDACheck: deps.CUDACheck, PatcherDigests: digests},
 	})
 	var rejected *contribution.RejectedError
 	switch {

@@ -2,13 +2,16 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // catalogShowOptions are the flags and arguments of catalog show.
@@ -49,17 +52,17 @@ func runCatalogShow(_ context.Context, s Streams, o catalogShowOptions) error {
 	if o.file != "" {
 		fileArgs = []string{o.file}
 	}
-	l, err := loadCatalogArg(fileArgs)
+	l, err := enginecli.LoadCatalogArg(fileArgs)
 	if err != nil {
 		return err
 	}
-	if l.catalog == nil {
-		return l.rejection(s.Err)
+	if l.Catalog == nil {
+		return l.Rejection(s.Err)
 	}
-	c := l.catalog
+	c := l.Catalog
 	t, ok := c.Target(o.args[0])
 	if !ok {
-		return reject.Errorf("%s: no target %q; registered targets: %s", l.name, o.args[0], strings.Join(c.TargetIDs(), ", "))
+		return reject.Errorf("%s: no target %q; registered targets: %s", l.Name, o.args[0], strings.Join(c.TargetIDs(), ", "))
 	}
 	spec, _ := c.TargetSpec(t.ID)
 	specDigest, _ := c.TargetSpecDigest(t.ID)
@@ -75,7 +78,7 @@ func runCatalogShow(_ context.Context, s Streams, o catalogShowOptions) error {
 		for _, slot := range slots {
 			view.Slots = append(view.Slots, newSlotView(slot))
 		}
-		return writeJSON(s.Out, view)
+		return enginecli.WriteJSON(s.Out, view)
 	}
 	w := s.Out
 	fmt.Fprintf(w, "target %s (%s)\n", t.ID, t.Kind)
@@ -94,4 +97,71 @@ func runCatalogShow(_ context.Context, s Streams, o catalogShowOptions) error {
 		writeSlotDetail(w, slot)
 	}
 	return nil
+}
+
+// catalogShowView is the --json document of catalog show.
+type catalogShowView struct {
+	FormatVersion    int             `json:"format_version"`
+	TargetID         string          `json:"target_id"`
+	TargetSpecDigest string          `json:"target_spec_digest"`
+	TargetSpec       json.RawMessage `json:"target_spec"`
+	Slots            []slotView      `json:"slots"`
+}
+
+func listOrDash(xs []string) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	return strings.Join(xs, ", ")
+}
+
+func writeSlotDetail(w io.Writer, s catalog.Slot) {
+	fmt.Fprintf(w, "slot %s (%s)\n", s.ID, s.Kind)
+	fmt.Fprintf(w, "  %s\n", s.Summary)
+	call := s.Entry + "(" + strings.Join(s.Call, ", ") + ")"
+	fmt.Fprintf(w, "  call                %s\n", call)
+	if s.Prepare != "" {
+		fmt.Fprintf(w, "  prepare             %s\n", s.Prepare)
+	}
+	fmt.Fprintf(w, "  outputs             %s\n", strings.Join(s.Outputs, ", "))
+	fmt.Fprintf(w, "  graph-dynamic       %s\n", strings.Join(s.GraphDynamicInputs, ", "))
+	fmt.Fprintf(w, "  correctness         %s\n", describeCorrectness(s.Correctness))
+	var tols []string
+	for _, t := range s.Tolerances {
+		tols = append(tols, fmt.Sprintf("%s atol %s rtol %s", t.DType, t.ATol, t.RTol))
+	}
+	fmt.Fprintf(w, "  tolerances          %s\n", strings.Join(tols, "; "))
+	if s.KLThreshold != nil {
+		fmt.Fprintf(w, "  KL threshold        %s\n", s.KLThreshold)
+	}
+	fmt.Fprintf(w, "  binding family      %s\n", s.BindingFamilyID)
+	var shapes []string
+	for _, sh := range s.Shapes {
+		shapes = append(shapes, formatShape(sh))
+	}
+	fmt.Fprintf(w, "  shapes              (%s): %s\n", strings.Join(s.ShapeParams, ", "), strings.Join(shapes, " "))
+}
+
+func describeCorrectness(c catalog.Correctness) string {
+	switch c.Mode {
+	case catalog.MatchedRatio:
+		return fmt.Sprintf("matched_ratio >= %s", c.MinRatio)
+	case catalog.Cosine:
+		d := fmt.Sprintf("cosine >= %s", c.MinCosine)
+		if !c.MaxRelNormErr.IsZero() {
+			d += fmt.Sprintf(", relative norm error <= %s", c.MaxRelNormErr)
+		}
+		return d
+	case catalog.TopKOverlap:
+		return fmt.Sprintf("topk_overlap k=%d >= %s", c.TopK, c.MinOverlap)
+	}
+	return string(c.Mode)
+}
+
+func formatShape(sh []int64) string {
+	parts := make([]string, 0, len(sh))
+	for _, d := range sh {
+		parts = append(parts, fmt.Sprint(d))
+	}
+	return "(" + strings.Join(parts, ",") + ")"
 }

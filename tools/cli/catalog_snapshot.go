@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // catalogSnapshotOptions are the flags and arguments of catalog snapshot.
@@ -33,13 +35,13 @@ without the HCL.`,
 }
 
 func runCatalogSnapshot(_ context.Context, s Streams, o catalogSnapshotOptions) error {
-	l, err := loadCatalogArg(o.args)
+	l, err := enginecli.LoadCatalogArg(o.args)
 	if err != nil {
 		return err
 	}
-	if l.catalog == nil {
-		return l.rejection(s.Err)
+	if l.Catalog == nil {
+		return l.Rejection(s.Err)
 	}
-	_, err = fmt.Fprintf(s.Out, "%s\n", l.catalog.Snapshot())
+	_, err = fmt.Fprintf(s.Out, "%s\n", l.Catalog.Snapshot())
 	return err
 }

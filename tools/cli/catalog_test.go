@@ -13,6 +13,7 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 const goldenCatalogDigest = "171302dde69a419264958499d07cd57f84e84516dee0e89c40a630f807a8152b"
@@ -88,8 +89,8 @@ func TestCatalogCheck(t *testing.T) {
 func TestCatalogCheckJSON(t *testing.T) {
 	broken, line := writeBrokenCatalog(t)
 	code, out, _ := run(t, "", "catalog", "check", broken, "--json")
-	if code != ExitRejected {
-		t.Fatalf("exit %d, want %d", code, ExitRejected)
+	if code != enginecli.ExitRejected {
+		t.Fatalf("exit %d, want %d", code, enginecli.ExitRejected)
 	}
 	want := []string{"artifact_providers", "atomic_targets", "composition_rules", "diagnostics", "embedded", "error_count", "file", "format_version", "slot_targets", "slots", "valid", "warning_count"}
 	if got := catalogJSONKeys(t, out); !reflect.DeepEqual(got, want) {
@@ -118,7 +119,7 @@ func TestCatalogCheckJSON(t *testing.T) {
 	}
 
 	code, out, _ = run(t, "", "catalog", "check", "--json")
-	if code != ExitOK {
+	if code != enginecli.ExitOK {
 		t.Fatalf("exit %d for the default catalog", code)
 	}
 	want = []string{"artifact_providers", "atomic_targets", "catalog_digest", "composition_rules", "diagnostics", "embedded", "error_count", "file", "format_version", "slot_targets", "slots", "valid", "warning_count"}
@@ -157,7 +158,7 @@ func TestCatalogDigest(t *testing.T) {
 		t.Errorf("binding contract digest %q", d)
 	}
 	broken, _ := writeBrokenCatalog(t)
-	if code, out, _ := run(t, "", "catalog", "digest", broken); code != ExitRejected || out != "" {
+	if code, out, _ := run(t, "", "catalog", "digest", broken); code != enginecli.ExitRejected || out != "" {
 		t.Errorf("digest of a broken catalog: exit %d, stdout %q", code, out)
 	}
 }
@@ -218,7 +219,7 @@ func TestCatalogShow(t *testing.T) {
 		t.Errorf("slot view %+v", view.Slots)
 	}
 	code, _, errOut := run(t, "", "catalog", "show", "activation.silu")
-	if code != ExitRejected || !strings.Contains(errOut, "activation.silu_and_mul") {
+	if code != enginecli.ExitRejected || !strings.Contains(errOut, "activation.silu_and_mul") {
 		t.Errorf("unknown target: exit %d, stderr %q", code, errOut)
 	}
 }

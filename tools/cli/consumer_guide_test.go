@@ -10,6 +10,7 @@ import (
 
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // shellBlock returns the body of the first ```sh block of doc holding
@@ -117,7 +118,7 @@ func TestConsumerGuideSnippetsRun(t *testing.T) {
 			args[i] = filepath.Join(work, a)
 		}
 	}
-	if code, out, errOut := run(t, "", args[1:]...); code != ExitOK {
+	if code, out, errOut := run(t, "", args[1:]...); code != enginecli.ExitOK {
 		t.Fatalf("%s: exit %d\n%s%s", first, code, out, errOut)
 	}
 	// cosign keeps its state under HOME; the test's is private.

@@ -15,6 +15,7 @@ import (
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/verify"
 	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // gitCommit commits everything under repo (a new repository) and
@@ -256,8 +257,8 @@ func TestCrownToVerifiedRelease(t *testing.T) {
 		t.Run("build with "+tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "release")
 			code, stdout, errOut := run(t, "", buildArgs(out, tc.reviews...)...)
-			if code != ExitRejected || !strings.Contains(errOut, tc.want) {
-				t.Errorf("exit %d\n%s%s\nwant exit %d naming %q", code, stdout, errOut, ExitRejected, tc.want)
+			if code != enginecli.ExitRejected || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d\n%s%s\nwant exit %d naming %q", code, stdout, errOut, enginecli.ExitRejected, tc.want)
 			}
 			if _, err := os.Stat(out); err == nil {
 				t.Errorf("a refused build left %s", out)
@@ -304,7 +305,7 @@ func TestCrownToVerifiedRelease(t *testing.T) {
 			code, stdout, errOut := run(t, "", "release", "verify", "--json", "--key", keys+".pub", out)
 			rep := oneReport(t, stdout)
 			last := rep.Checks[len(rep.Checks)-1]
-			if code != ExitRejected || rep.Verified || last.Name != verify.CheckIntegrations || last.OK || !strings.Contains(last.Detail, tc.want) {
+			if code != enginecli.ExitRejected || rep.Verified || last.Name != verify.CheckIntegrations || last.OK || !strings.Contains(last.Detail, tc.want) {
 				t.Errorf("exit %d, last check %+v\n%s\nwant %s failing with %q", code, last, errOut, verify.CheckIntegrations, tc.want)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 func newEvidenceCommand(s Streams) *cobra.Command {
@@ -89,7 +90,7 @@ func runEvidenceRegrade(_ context.Context, s Streams, o evidenceRegradeOptions) 
 		speedup = r.Speed.Speedup
 	}
 	if o.json {
-		return writeJSON(s.Out, map[string]any{"agrees": true, "decision": string(r.Decision), "speedup": speedup, "report": o.report})
+		return enginecli.WriteJSON(s.Out, map[string]any{"agrees": true, "decision": string(r.Decision), "speedup": speedup, "report": o.report})
 	}
 	fmt.Fprintf(s.Out, "agrees: %s %s (speedup %s)\n", r.Decision, r.Reason, speedup)
 	return nil

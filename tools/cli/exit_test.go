@@ -15,6 +15,7 @@ import (
 	"github.com/cacheon/engine/models"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 func TestExitCodeMapsOneRoot(t *testing.T) {
@@ -23,24 +24,24 @@ func TestExitCodeMapsOneRoot(t *testing.T) {
 		err  error
 		want int
 	}{
-		{"success", nil, ExitOK},
-		{"plain error is infrastructure", errors.New("connection reset"), ExitError},
-		{"missing file", fmt.Errorf("read x: %w", fs.ErrNotExist), ExitError},
-		{"cancelled", fmt.Errorf("materialize: %w", context.Canceled), ExitError},
-		{"rejection", reject.Errorf("bad %s", "input"), ExitRejected},
-		{"bundle class", fmt.Errorf("load: %w", bundle.ErrMetadata), ExitRejected},
-		{"bundle without a manifest is a missing file", fmt.Errorf("load: %w", bundle.ErrNoManifest), ExitError},
-		{"model class", &models.TreeError{Root: "r", Path: "a", Err: models.ErrSymlink}, ExitRejected},
-		{"store class", &store.FileError{Path: "index.json", Err: store.ErrMalformed}, ExitRejected},
-		{"plan rejection", &plan.Rejection{Reason: plan.ReasonUnknownTarget, Detail: "x"}, ExitRejected},
-		{"a rejection about a missing file", reject.Wrap(fmt.Errorf("open x: %w", fs.ErrNotExist)), ExitError},
-		{"already reported rejection", alreadyReported(reject.ErrRejected), ExitRejected},
-		{"already reported error", alreadyReported(errors.New("worker died")), ExitError},
+		{"success", nil, enginecli.ExitOK},
+		{"plain error is infrastructure", errors.New("connection reset"), enginecli.ExitError},
+		{"missing file", fmt.Errorf("read x: %w", fs.ErrNotExist), enginecli.ExitError},
+		{"cancelled", fmt.Errorf("materialize: %w", context.Canceled), enginecli.ExitError},
+		{"rejection", reject.Errorf("bad %s", "input"), enginecli.ExitRejected},
+		{"bundle class", fmt.Errorf("load: %w", bundle.ErrMetadata), enginecli.ExitRejected},
+		{"bundle without a manifest is a missing file", fmt.Errorf("load: %w", bundle.ErrNoManifest), enginecli.ExitError},
+		{"model class", &models.TreeError{Root: "r", Path: "a", Err: models.ErrSymlink}, enginecli.ExitRejected},
+		{"store class", &store.FileError{Path: "index.json", Err: store.ErrMalformed}, enginecli.ExitRejected},
+		{"plan rejection", &plan.Rejection{Reason: plan.ReasonUnknownTarget, Detail: "x"}, enginecli.ExitRejected},
+		{"a rejection about a missing file", reject.Wrap(fmt.Errorf("open x: %w", fs.ErrNotExist)), enginecli.ExitError},
+		{"already reported rejection", enginecli.AlreadyReported(reject.ErrRejected), enginecli.ExitRejected},
+		{"already reported error", enginecli.AlreadyReported(errors.New("worker died")), enginecli.ExitError},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ExitCode(tc.err); got != tc.want {
-				t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
+			if got := enginecli.ExitCode(tc.err); got != tc.want {
+				t.Errorf("enginecli.ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
 			}
 		})
 	}
@@ -67,23 +68,23 @@ func TestExitCodesOfCommands(t *testing.T) {
 		want      int
 		wantInErr string
 	}{
-		{"stack digest: missing --catalog file", []string{"stack", "digest", "--catalog", missing, stackPath}, ExitError, "nope.hcl"},
-		{"stack digest: invalid --catalog file", []string{"stack", "digest", "--catalog", broken, stackPath}, ExitRejected, "broken.hcl"},
-		{"stack digest: missing stack file", []string{"stack", "digest", filepath.Join(ws, "stacks", "none.hcl")}, ExitError, "none.hcl"},
-		{"stack materialize: missing --catalog file", []string{"stack", "materialize", "--catalog", missing, "--out", filepath.Join(ws, "o"), stackPath}, ExitError, "nope.hcl"},
-		{"stack plan: missing --catalog file", []string{"stack", "plan", "--catalog", missing, "--incumbent", stackPath, "--candidate", bundleDir}, ExitError, "nope.hcl"},
-		{"bundle inspect: missing --catalog file", []string{"bundle", "inspect", "--catalog", missing, bundleDir}, ExitError, "nope.hcl"},
-		{"bundle inspect: invalid --catalog file", []string{"bundle", "inspect", "--catalog", broken, bundleDir}, ExitRejected, "broken.hcl"},
-		{"catalog check: missing file", []string{"catalog", "check", missing}, ExitError, "nope.hcl"},
-		{"catalog check: invalid file", []string{"catalog", "check", broken}, ExitRejected, "broken.hcl"},
-		{"release verify: missing --key file", []string{"release", "verify", "--key", filepath.Join(ws, "nope.pem"), ws}, ExitError, "nope.pem"},
-		{"release verify: malformed --key", []string{"release", "verify", "--key", badKey, ws}, ExitRejected, "bad.pem"},
-		{"release sign: malformed --key", []string{"release", "sign", "--key", badKey, ws}, ExitRejected, "bad.pem"},
-		{"bundle inspect: missing directory", []string{"bundle", "inspect", filepath.Join(ws, "none")}, ExitError, "none"},
-		{"bundle inspect: a closure intake refuses", []string{"bundle", "inspect", compiles}, ExitRejected, `kernels/k.py:3:22: dynamic import: attribute "compile"`},
+		{"stack digest: missing --catalog file", []string{"stack", "digest", "--catalog", missing, stackPath}, enginecli.ExitError, "nope.hcl"},
+		{"stack digest: invalid --catalog file", []string{"stack", "digest", "--catalog", broken, stackPath}, enginecli.ExitRejected, "broken.hcl"},
+		{"stack digest: missing stack file", []string{"stack", "digest", filepath.Join(ws, "stacks", "none.hcl")}, enginecli.ExitError, "none.hcl"},
+		{"stack materialize: missing --catalog file", []string{"stack", "materialize", "--catalog", missing, "--out", filepath.Join(ws, "o"), stackPath}, enginecli.ExitError, "nope.hcl"},
+		{"stack plan: missing --catalog file", []string{"stack", "plan", "--catalog", missing, "--incumbent", stackPath, "--candidate", bundleDir}, enginecli.ExitError, "nope.hcl"},
+		{"bundle inspect: missing --catalog file", []string{"bundle", "inspect", "--catalog", missing, bundleDir}, enginecli.ExitError, "nope.hcl"},
+		{"bundle inspect: invalid --catalog file", []string{"bundle", "inspect", "--catalog", broken, bundleDir}, enginecli.ExitRejected, "broken.hcl"},
+		{"catalog check: missing file", []string{"catalog", "check", missing}, enginecli.ExitError, "nope.hcl"},
+		{"catalog check: invalid file", []string{"catalog", "check", broken}, enginecli.ExitRejected, "broken.hcl"},
+		{"release verify: missing --key file", []string{"release", "verify", "--key", filepath.Join(ws, "nope.pem"), ws}, enginecli.ExitError, "nope.pem"},
+		{"release verify: malformed --key", []string{"release", "verify", "--key", badKey, ws}, enginecli.ExitRejected, "bad.pem"},
+		{"release sign: malformed --key", []string{"release", "sign", "--key", badKey, ws}, enginecli.ExitRejected, "bad.pem"},
+		{"bundle inspect: missing directory", []string{"bundle", "inspect", filepath.Join(ws, "none")}, enginecli.ExitError, "none"},
+		{"bundle inspect: a closure intake refuses", []string{"bundle", "inspect", compiles}, enginecli.ExitRejected, `kernels/k.py:3:22: dynamic import: attribute "compile"`},
 		// verify runs the same check before any worker: no interpreter is
 		// ever looked for, so none need exist.
-		{"verify: a closure intake refuses", []string{"verify", "--quiet", "--python", filepath.Join(ws, "no-python"), compiles}, ExitRejected,
+		{"verify: a closure intake refuses", []string{"verify", "--quiet", "--python", filepath.Join(ws, "no-python"), compiles}, enginecli.ExitRejected,
 			`kernels/k.py:3:22: dynamic import: attribute "compile"`},
 	}
 	for _, tc := range tests {
@@ -109,7 +110,7 @@ func TestCancelledRunIsExit1(t *testing.T) {
 	code := MainContext(ctx, []string{"stack", "plan", "--incumbent", filepath.Join(ws, "stacks", "incumbent.hcl"),
 		"--candidate", filepath.Join(ws, "kernels", "contributions", "silu_and_mul_torch")},
 		Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
-	if code != ExitError || !strings.Contains(errOut.String(), "context canceled") {
+	if code != enginecli.ExitError || !strings.Contains(errOut.String(), "context canceled") {
 		t.Fatalf("exit %d, stderr %q; want exit 1 naming the cancellation", code, errOut.String())
 	}
 	if out.Len() != 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/cacheon/engine/kernels/fingerprint"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // intakeAddOptions are the flags and argument of intake add.
@@ -28,11 +29,11 @@ type intakeAddOptions struct {
 	event     int64
 	subevent  int64
 	json      bool
-	deps      bundleDeps
+	deps      enginecli.BundleDeps
 }
 
 func newIntakeAddCommand(s Streams) *cobra.Command {
-	o := intakeAddOptions{deps: defaultBundleDeps()}
+	o := intakeAddOptions{deps: enginecli.DefaultBundleDeps()}
 	cmd := &cobra.Command{
 		Use:   "add BUNDLE --ledger DB --hotkey H --block N [--event E --subevent S] [--json]",
 		Short: "Reserve a finalized position for a bundle and publish its bytes",
@@ -110,7 +111,7 @@ func runIntakeAdd(ctx context.Context, s Streams, o intakeAddOptions) error {
 	if !info.IsDir() {
 		return fmt.Errorf("%s: not a directory", o.bundle)
 	}
-	cat, err := bundleCatalog(o.catalog)
+	cat, err := enginecli.BundleCatalog(o.catalog)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func runIntakeAdd(ctx context.Context, s Streams, o intakeAddOptions) error {
 	req := ledger.IntakeRequest{Hotkey: o.hotkey, ArenaDigest: o.arena, Position: ledger.Position{Block: o.block, Event: o.event, Subevent: o.subevent}}
 	in, err := contribution.InspectSnapshot(snap, contribution.Options{
 		Catalog: cat,
-		Payload: contribution.PayloadOptions{Closure: o.deps.closure, CUDACheck: o.deps.cudaCheck},
+		Payload: contribution.PayloadOptions{Closure: o.deps.Closure, CUDACheck: o.deps.CUDACheck},
 	})
 	var rejected *contribution.RejectedError
 	switch {
@@ -167,10 +168,10 @@ func runIntakeAdd(ctx context.Context, s Streams, o intakeAddOptions) error {
 		}
 	}
 	if o.json {
-		if err := writeJSON(s.Out, intakeAddJSON{Proposal: p, Existing: res.Existing, Publication: res.Publication, Copy: cv, Seeds: seedNames}); err != nil {
+		if err := enginecli.WriteJSON(s.Out, intakeAddJSON{Proposal: p, Existing: res.Existing, Publication: res.Publication, Copy: cv, Seeds: seedNames}); err != nil {
 			return err
 		}
-		return alreadyReported(verdict)
+		return enginecli.AlreadyReported(verdict)
 	}
 	note := ""
 	if res.Existing {
@@ -211,7 +212,7 @@ func copiedName(v *ledger.CopyVerdict) string {
 // //labels resolved against workspace ("" finds it above the working
 // directory). A ledger without a stack has none. Seeds are read afresh at
 // each intake: they are the repository's own, reviewed bytes.
-func seedPrints(ctx context.Context, l *ledger.Ledger, workspace string, deps bundleDeps) ([]ledger.Seed, error) {
+func seedPrints(ctx context.Context, l *ledger.Ledger, workspace string, deps enginecli.BundleDeps) ([]ledger.Seed, error) {
 	stacks, err := l.Stacks(ctx)
 	if err != nil || len(stacks) == 0 {
 		return nil, err
@@ -234,7 +235,7 @@ func seedPrints(ctx context.Context, l *ledger.Ledger, workspace string, deps bu
 	if err != nil {
 		return nil, reject.Wrap(err)
 	}
-	cat, err := bundleCatalog(catPath)
+	cat, err := enginecli.BundleCatalog(catPath)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +247,7 @@ func seedPrints(ctx context.Context, l *ledger.Ledger, workspace string, deps bu
 		}
 		in, err := contribution.Inspect(dir, contribution.Options{
 			Catalog: cat,
-			Payload: contribution.PayloadOptions{Closure: deps.closure, CUDACheck: deps.cudaCheck},
+			Payload: contribution.PayloadOptions{Closure: deps.Closure, CUDACheck: deps.CUDACheck},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("seed contribution %s (%s): %w", c.Source, dir, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // intakeClearCopyOptions are the flags of intake clear-copy.
@@ -72,7 +73,7 @@ func runIntakeClearCopy(ctx context.Context, s Streams, o intakeClearCopyOptions
 		return err
 	}
 	if o.json {
-		return writeJSON(s.Out, intakeClearCopyJSON{Proposal: p, Event: ev, Body: json.RawMessage(ev.Body)})
+		return enginecli.WriteJSON(s.Out, intakeClearCopyJSON{Proposal: p, Event: ev, Body: json.RawMessage(ev.Body)})
 	}
 	fmt.Fprintf(s.Out, "proposal %d at %s: %s (%s)\n", p.ID, p.Position, p.Status, p.Reason)
 	fmt.Fprintf(s.Out, "  intake event %d %s %s\n", ev.Sequence, ev.EventType, ev.Digest)

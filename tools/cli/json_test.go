@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // oneJSONDocument decodes out as exactly one JSON object and returns it.
@@ -71,7 +72,7 @@ func TestWriteJSON(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := writeJSON(&buf, tc.v); err != nil {
+			if err := enginecli.WriteJSON(&buf, tc.v); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.HasSuffix(buf.String(), "}\n") || !strings.Contains(buf.String(), "\n  ") && tc.want != `{"format_version":1}` {
@@ -87,9 +88,9 @@ func TestWriteJSON(t *testing.T) {
 		})
 	}
 	if in.Inner.Names != nil || in.Nested[0].Names != nil {
-		t.Errorf("writeJSON wrote through the caller's values")
+		t.Errorf("enginecli.WriteJSON wrote through the caller's values")
 	}
-	if err := writeJSON(io.Discard, []string{"a"}); err == nil {
+	if err := enginecli.WriteJSON(io.Discard, []string{"a"}); err == nil {
 		t.Errorf("a JSON array was accepted as a document")
 	}
 }
@@ -135,8 +136,8 @@ func TestJSONRefusalIsOneDocument(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := run(t, "", tc.args...)
-			if code != ExitRejected {
-				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, ExitRejected, out, errOut)
+			if code != enginecli.ExitRejected {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, enginecli.ExitRejected, out, errOut)
 			}
 			doc := oneJSONDocument(t, out)
 			if _, ok := doc["format_version"]; !ok {
@@ -188,7 +189,7 @@ func TestJSONRefusalsWrapEveryJSONCommand(t *testing.T) {
 	plain := &cobra.Command{Use: "plain", RunE: func(*cobra.Command, []string) error { return errors.New("io") }}
 	plain.Flags().Bool("json", false, "")
 	root.AddCommand(leaf, plain)
-	withJSONRefusals(root, s)
+	enginecli.WithJSONRefusals(root, s)
 	tests := []struct {
 		args    []string
 		wantDoc bool
@@ -244,7 +245,7 @@ func TestStackJSONKeys(t *testing.T) {
 	for _, tc := range tests { // in order: verify reads what materialize wrote
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := run(t, "", tc.args...)
-			if code != ExitOK {
+			if code != enginecli.ExitOK {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			doc := oneJSONDocument(t, out)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // ledgerBackupOptions are the flags of ledger backup.
@@ -68,7 +69,7 @@ func runLedgerBackup(ctx context.Context, s Streams, o ledgerBackupOptions) erro
 		return err
 	}
 	if o.json {
-		return writeJSON(s.Out, ledgerBackupJSON{Ledger: o.ledger, Backup: o.out, Report: r})
+		return enginecli.WriteJSON(s.Out, ledgerBackupJSON{Ledger: o.ledger, Backup: o.out, Report: r})
 	}
 	fmt.Fprintf(s.Out, "backup %s of %s: ok (schema %d, chain head %d, %d proposals, %d events)\n",
 		o.out, o.ledger, r.SchemaVersion, r.Head.Sequence, r.Counts.Proposals, r.Counts.Events)

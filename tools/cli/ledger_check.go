@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // ledgerCheckOptions are the flags of ledger check.
@@ -89,10 +90,10 @@ func runLedgerCheck(ctx context.Context, s Streams, o ledgerCheckOptions) error 
 		}
 	}
 	if o.json {
-		if werr := writeJSON(s.Out, ledgerCheckJSON{OK: err == nil, Ledger: o.ledger, Report: r}); werr != nil {
+		if werr := enginecli.WriteJSON(s.Out, ledgerCheckJSON{OK: err == nil, Ledger: o.ledger, Report: r}); werr != nil {
 			return werr
 		}
-		return alreadyReported(err)
+		return enginecli.AlreadyReported(err)
 	}
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/internal/hclload"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // An oversized catalog file is refused without being read whole; a
@@ -20,7 +21,7 @@ func TestCatalogCheckRefusesBombs(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr := run(t, "", "catalog", "check", big)
-	if code != ExitRejected || !strings.Contains(stderr, "size limit") {
+	if code != enginecli.ExitRejected || !strings.Contains(stderr, "size limit") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 
@@ -29,7 +30,7 @@ func TestCatalogCheckRefusesBombs(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ := run(t, "", "catalog", "check", deep, "--json")
-	if code != ExitRejected || !strings.Contains(out, `"source-limits"`) {
+	if code != enginecli.ExitRejected || !strings.Contains(out, `"source-limits"`) {
 		t.Fatalf("exit %d, out %.500s", code, out)
 	}
 }
@@ -42,7 +43,7 @@ func TestStackDigestRefusesBombs(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr := run(t, "", "stack", "digest", deep)
-	if code != ExitRejected || !strings.Contains(stderr, "Nesting too deep") || !strings.Contains(stderr, "deep.hcl:2:") || strings.Contains(stderr, "[[[[") {
+	if code != enginecli.ExitRejected || !strings.Contains(stderr, "Nesting too deep") || !strings.Contains(stderr, "deep.hcl:2:") || strings.Contains(stderr, "[[[[") {
 		t.Fatalf("exit %d, stderr %.500q", code, stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/models"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // modelCheckOptions are the flags and arguments of model check.
@@ -55,12 +56,12 @@ func runModelCheck(_ context.Context, s Streams, o modelCheckOptions) error {
 	if err != nil {
 		return err
 	}
-	got, err := models.Check(root, want, models.Options{Workers: o.workers, Progress: modelProgress(s.Err)})
+	got, err := models.Check(root, want, models.Options{Workers: o.workers, Progress: enginecli.ModelProgress(s.Err)})
 	var mismatch *models.MismatchError
 	if err != nil && !errors.As(err, &mismatch) {
 		return err
 	}
-	view, verr := newModelReceiptView(root, o.receiptPath, got)
+	view, verr := enginecli.NewModelReceiptView(root, o.receiptPath, got)
 	if verr != nil {
 		return verr
 	}
@@ -70,11 +71,11 @@ func runModelCheck(_ context.Context, s Streams, o modelCheckOptions) error {
 		view.Differences = mismatch.Differences
 	}
 	if o.asJSON {
-		if err := writeJSON(s.Out, view); err != nil {
+		if err := enginecli.WriteJSON(s.Out, view); err != nil {
 			return err
 		}
 		if !match {
-			return alreadyReported(reject.ErrRejected)
+			return enginecli.AlreadyReported(reject.ErrRejected)
 		}
 		return nil
 	}

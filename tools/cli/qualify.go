@@ -11,6 +11,7 @@ import (
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/qualify"
 	"github.com/cacheon/engine/internal/atomicwrite"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // qualifyOptions are the flags of qualify.
@@ -26,7 +27,7 @@ type qualifyOptions struct {
 }
 
 func newQualifyCommand(s Streams) *cobra.Command {
-	o := qualifyOptions{env: qualificationFlags{deps: defaultStackDeps()}}
+	o := qualifyOptions{env: qualificationFlags{deps: enginecli.DefaultStackDeps()}}
 	cmd := &cobra.Command{
 		Use:   "qualify --candidate BUNDLE [--incumbent STACK] [--out DIR]",
 		Short: "Measure one candidate's target transition over the incumbent",
@@ -193,14 +194,14 @@ func runQualify(ctx context.Context, s Streams, o qualifyOptions) error {
 		if r.Speed != nil {
 			doc.Speedup = r.Speed.Speedup
 		}
-		if err := writeJSON(s.Out, doc); err != nil {
+		if err := enginecli.WriteJSON(s.Out, doc); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(s.Out, "%s %s\nreport %s\nhtml   %s\n", r.Decision, r.Reason, reportPath, htmlPath)
 	}
 	if code != 0 {
-		return alreadyReported(exitWith(code, fmt.Errorf("%s: %s", r.Decision, r.Reason)))
+		return enginecli.AlreadyReported(enginecli.ExitWith(code, fmt.Errorf("%s: %s", r.Decision, r.Reason)))
 	}
 	return nil
 }

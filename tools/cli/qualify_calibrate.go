@@ -18,6 +18,7 @@ import (
 	"github.com/cacheon/engine/internal/atomicwrite"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // qualifyCalibrateOptions are the flags of qualify calibrate.
@@ -32,7 +33,7 @@ type qualifyCalibrateOptions struct {
 }
 
 func newQualifyCalibrateCommand(s Streams) *cobra.Command {
-	o := qualifyCalibrateOptions{env: qualificationFlags{deps: defaultStackDeps()}}
+	o := qualifyCalibrateOptions{env: qualificationFlags{deps: enginecli.DefaultStackDeps()}}
 	cmd := &cobra.Command{
 		Use:   "calibrate [--rounds N] [--out FILE] [--candidate BUNDLE]",
 		Short: "Measure the lanes' stock-versus-stock noise and the thresholds it supports",
@@ -133,7 +134,7 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 			fmt.Fprintf(s.Err, "cacheon: "+format+"\n", args...)
 		}
 	}
-	req := plan.Request{Incumbent: q.stack.assembled, IncumbentPath: o.env.incumbent, CandidateDir: o.candidate,
+	req := plan.Request{Incumbent: q.stack.Assembled, IncumbentPath: o.env.incumbent, CandidateDir: o.candidate,
 		Materialize: q.materialize, TreeDir: filepath.Join(q.run, "trees"), Progress: progress}
 	bTree, cTree := "", ""
 	if o.candidate == "" {
@@ -195,7 +196,7 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 		}
 	}
 	if o.json {
-		return writeJSON(s.Out, doc)
+		return enginecli.WriteJSON(s.Out, doc)
 	}
 	if doc.Kind == "calibration" {
 		fmt.Fprintf(s.Out, "noise floor %s: supports max_noise %s, min_margin %s (supported %v)\n", doc.NoiseFloor, doc.MaxNoise, doc.MinMargin, doc.Supported)
@@ -303,7 +304,7 @@ func calibrateQuality(ctx context.Context, s Streams, o qualifyCalibrateOptions,
 		return err
 	}
 	if o.json {
-		return writeJSON(s.Out, doc)
+		return enginecli.WriteJSON(s.Out, doc)
 	}
 	fmt.Fprintf(s.Out, "quality calibration of %d rounds: NLL tail threshold %s\n", len(rounds), doc.NLLTailThreshold)
 	for _, m := range quality.MetricNames {

@@ -16,6 +16,7 @@ import (
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/settlement/settle"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // qualifyLedgerJSON is qualify --ledger's --json document.
@@ -89,7 +90,7 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 	defer env.close()
 	// The proposal is measured over the ledger's own incumbent: a report
 	// over any other stack is a measurement settlement could never use.
-	if err := sameAsLedgerIncumbent(ctx, l, o.ledger, o.env.incumbent, env.stack.assembled); err != nil {
+	if err := sameAsLedgerIncumbent(ctx, l, o.ledger, o.env.incumbent, env.stack.Assembled); err != nil {
 		return err
 	}
 	if doc.Proposal, err = chooseProposal(ctx, l, o); err != nil {
@@ -140,7 +141,7 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 	}
 	doc.Status, doc.Reason, doc.Steps = string(res.Status), res.Reason, res.Steps
 	if o.json {
-		if err := writeJSON(s.Out, doc); err != nil {
+		if err := enginecli.WriteJSON(s.Out, doc); err != nil {
 			return err
 		}
 	} else {
@@ -162,9 +163,9 @@ func runQualifyLedger(ctx context.Context, s Streams, o qualifyOptions) error {
 	}
 	switch res.Status {
 	case ledger.Failed:
-		return alreadyReported(exitWith(qualify.Fail.ExitCode(), errors.New(res.Reason)))
+		return enginecli.AlreadyReported(enginecli.ExitWith(qualify.Fail.ExitCode(), errors.New(res.Reason)))
 	case ledger.NoDecision:
-		return alreadyReported(exitWith(qualify.NoDecision.ExitCode(), errors.New(res.Reason)))
+		return enginecli.AlreadyReported(enginecli.ExitWith(qualify.NoDecision.ExitCode(), errors.New(res.Reason)))
 	}
 	return nil
 }

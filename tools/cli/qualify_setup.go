@@ -31,14 +31,15 @@ import (
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // qualificationFlags are the inputs qualify and qualify calibrate share:
 // the incumbent, the model, the workload and policy, the interpreter and
 // the isolation.
 type qualificationFlags struct {
-	input      stackInputOptions
-	deps       stackDeps
+	input      enginecli.StackInputOptions
+	deps       enginecli.StackDeps
 	incumbent  string
 	reference  string
 	qualityCal string
@@ -52,7 +53,7 @@ type qualificationFlags struct {
 }
 
 func (o *qualificationFlags) addFlags(f *pflag.FlagSet) {
-	o.input.addFlags(f)
+	o.input.AddFlags(f)
 	f.StringVar(&o.incumbent, "incumbent", filepath.Join("stacks", "incumbent.hcl"), "the incumbent evaluation stack file")
 	f.StringVar(&o.reference, "reference", filepath.Join("stacks", "reference.hcl"), "the reference stack the pristine reference T runs (no contribution)")
 	f.StringVar(&o.qualityCal, "quality-calibration", "", "quality calibration JSON for T's thresholds (default: the embedded CPU calibration)")
@@ -74,7 +75,7 @@ type qualification struct {
 	workload    *workload.Workload
 	policy      speed.Policy
 	python      string
-	stack       *loadedStack
+	stack       *enginecli.LoadedStack
 	materialize materialize.Options
 	model       string
 	modelDigest string
@@ -94,10 +95,10 @@ type qualification struct {
 // place both qualify and qualify --ledger build it.
 func (q *qualification) options(incumbentPath, candidate string, store *evidence.Store, runDir string, progress func(string, ...any), prior *qualify.Report) qualify.Options {
 	return qualify.Options{
-		Plan:  plan.Request{Incumbent: q.stack.assembled, IncumbentPath: incumbentPath, CandidateDir: candidate, Materialize: q.materialize},
+		Plan:  plan.Request{Incumbent: q.stack.Assembled, IncumbentPath: incumbentPath, CandidateDir: candidate, Materialize: q.materialize},
 		Model: q.model, ModelDigest: q.modelDigest, Workload: q.workload, Policy: q.policy, Store: store, RunDir: runDir, Python: q.python,
 		Lanes: q.lanes, Sample: q.sample, Isolation: q.iso, Controller: q.controller, Progress: progress, Reproduces: prior, Quality: q.quality, AuditSecret: q.auditSecret,
-		Verify:   verify.Options{Device: q.lanes[1].Device, Python: q.python, Catalog: q.stack.catalog, Payload: q.stack.payload},
+		Verify:   verify.Options{Device: q.lanes[1].Device, Python: q.python, Catalog: q.stack.Catalog, Payload: q.stack.Payload},
 		LanePeak: q.peak, LanePeakSource: q.peakSource,
 	}
 }
@@ -153,10 +154,10 @@ func setUpQualification(ctx context.Context, s Streams, o qualificationFlags) (q
 	if q.python, err = worker.ChoosePython(ctx, worker.PythonChoice{Configured: o.python, Sandboxed: !o.unisolated}); err != nil {
 		return nil, err
 	}
-	if q.stack, err = loadStack(s, o.incumbent, o.input, o.deps, o.quiet); err != nil {
+	if q.stack, err = enginecli.LoadStack(s, o.incumbent, o.input, o.deps, o.quiet); err != nil {
 		return nil, err
 	}
-	if q.materialize, err = materializeOptions(s, q.stack, o.deps, true); err != nil {
+	if q.materialize, err = enginecli.MaterializeOptions(s, q.stack, o.deps, true); err != nil {
 		return nil, err
 	}
 	if q.runDir, err = qualificationRunDir(s, o.quiet); err != nil {
@@ -393,14 +394,14 @@ func copyModel(src, dst string) error {
 // for the pristine reference T and reads its quality calibration.
 func qualityInputs(s Streams, o qualificationFlags, run string) (qualify.QualityInputs, error) {
 	var in qualify.QualityInputs
-	ref, err := loadStack(s, o.reference, o.input, o.deps, o.quiet)
+	ref, err := enginecli.LoadStack(s, o.reference, o.input, o.deps, o.quiet)
 	if err != nil {
 		return in, err
 	}
-	if ref.assembled.File.Kind != stack.Reference {
-		return in, reject.Wrap(fmt.Errorf("%s: the reference must be a reference stack, this is a %s stack", o.reference, ref.assembled.File.Kind))
+	if ref.Assembled.File.Kind != stack.Reference {
+		return in, reject.Wrap(fmt.Errorf("%s: the reference must be a reference stack, this is a %s stack", o.reference, ref.Assembled.File.Kind))
 	}
-	mopts, err := materializeOptions(s, ref, o.deps, true)
+	mopts, err := enginecli.MaterializeOptions(s, ref, o.deps, true)
 	if err != nil {
 		return in, err
 	}
@@ -408,7 +409,7 @@ func qualityInputs(s Streams, o qualificationFlags, run string) (qualify.Quality
 	noContribution := func(id string, _ stack.Ref) (string, error) {
 		return "", fmt.Errorf("%s: the reference stack names contribution %s", o.reference, id)
 	}
-	if _, err := materialize.Materialize(ref.assembled.Manifest, noContribution, in.ReferenceTree, mopts); err != nil {
+	if _, err := materialize.Materialize(ref.Assembled.Manifest, noContribution, in.ReferenceTree, mopts); err != nil {
 		return in, err
 	}
 	if o.qualityCal == "" {

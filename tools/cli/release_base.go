@@ -12,6 +12,7 @@ import (
 	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/base"
 	"github.com/cacheon/engine/release/image"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // releaseBaseOptions are the flags of release base.
@@ -76,7 +77,7 @@ func debCache(flag string) string {
 	if flag != "" {
 		return flag
 	}
-	if root, ok := cacheRoot(); ok {
+	if root, ok := enginecli.CacheRoot(); ok {
 		return filepath.Join(root, "debs")
 	}
 	return filepath.Join(os.TempDir(), "cacheon-debs")
@@ -107,7 +108,7 @@ func runReleaseBase(ctx context.Context, s Streams, o releaseBaseOptions) error 
 			return err
 		}
 		if o.jsonOut {
-			return writeJSON(s.Out, map[string]any{"layout": o.out, "digest": d.String(), "name": "scratch", "platform": p.String()})
+			return enginecli.WriteJSON(s.Out, map[string]any{"layout": o.out, "digest": d.String(), "name": "scratch", "platform": p.String()})
 		}
 		fmt.Fprintln(s.Out, d)
 		return nil
@@ -127,7 +128,7 @@ func runReleaseBase(ctx context.Context, s Streams, o releaseBaseOptions) error 
 		return err
 	}
 	if o.jsonOut {
-		return writeJSON(s.Out, map[string]any{"layout": o.out, "digest": res.Digest.String(), "name": l.Name, "ref_name": res.RefName,
+		return enginecli.WriteJSON(s.Out, map[string]any{"layout": o.out, "digest": res.Digest.String(), "name": l.Name, "ref_name": res.RefName,
 			"packages": len(l.Packages), "files": res.Files, "bytes": res.Bytes, "layers": res.Layers})
 	}
 	progress("%s: %d files, %.1f MB in %d layers", o.out, res.Files, float64(res.Bytes)/1e6, len(res.Layers))
@@ -247,7 +248,7 @@ func runReleaseBaseFetch(ctx context.Context, s Streams, o releaseBaseFetchOptio
 		return err // a mismatch is base.ErrMismatch, a rejection
 	}
 	if o.jsonOut {
-		return writeJSON(s.Out, map[string]any{"lock": o.lock, "cache": o.cache, "packages": len(l.Packages), "fetched": n, "fetched_bytes": bytes})
+		return enginecli.WriteJSON(s.Out, map[string]any{"lock": o.lock, "cache": o.cache, "packages": len(l.Packages), "fetched": n, "fetched_bytes": bytes})
 	}
 	fmt.Fprintf(s.Out, "%d packages in %s (%d fetched, %.1f MB)\n", len(l.Packages), o.cache, n, float64(bytes)/1e6)
 	return nil

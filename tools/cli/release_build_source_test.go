@@ -10,6 +10,7 @@ import (
 	"github.com/cacheon/engine/release/provenance"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // What release build records as its entrypoint's source: the URL given,
@@ -64,9 +65,9 @@ func TestReleaseBuildEntrypointSource(t *testing.T) {
 		t.Run("refused "+name, func(t *testing.T) {
 			out := filepath.Join(dir, "refused")
 			code, _, errOut := build(out, "--entrypoint-source-repo", local)
-			if code != ExitRejected || !strings.Contains(errOut, "--entrypoint-source-repo") || !strings.Contains(errOut, "local path") ||
+			if code != enginecli.ExitRejected || !strings.Contains(errOut, "--entrypoint-source-repo") || !strings.Contains(errOut, "local path") ||
 				!strings.Contains(errOut, "--allow-local-source") {
-				t.Fatalf("exit %d, stderr %q; want exit %d naming --entrypoint-source-repo, why, and --allow-local-source", code, errOut, ExitRejected)
+				t.Fatalf("exit %d, stderr %q; want exit %d naming --entrypoint-source-repo, why, and --allow-local-source", code, errOut, enginecli.ExitRejected)
 			}
 			if _, err := os.Stat(out); !os.IsNotExist(err) {
 				t.Errorf("a refused build left %s (%v)", out, err)
@@ -97,7 +98,7 @@ func TestReleaseBuildEntrypointSource(t *testing.T) {
 
 	t.Run("neither URL nor path", func(t *testing.T) {
 		code, _, errOut := build(filepath.Join(dir, "bad"), "--entrypoint-source-repo", "https://user:token@example.com/engine.git", "--allow-local-source")
-		if code != ExitRejected || !strings.Contains(errOut, "password or token") || strings.Contains(errOut, "token@") {
+		if code != enginecli.ExitRejected || !strings.Contains(errOut, "password or token") || strings.Contains(errOut, "token@") {
 			t.Fatalf("exit %d, stderr %q; want a refusal of the credential that does not repeat it", code, errOut)
 		}
 	})
@@ -106,7 +107,7 @@ func TestReleaseBuildEntrypointSource(t *testing.T) {
 		code, _, errOut := run(t, "", "release", "build", "--engine-tree", r.EngineTree, "--release-manifest", r.ReleaseManifest,
 			"--substrate", r.Substrate, "--model-receipt", r.ModelReceipt, "--entrypoint", r.Entrypoint,
 			"--name", "x:1", "--out", filepath.Join(dir, "none"), "--allow-local-source")
-		if code != ExitRejected || !strings.Contains(errOut, "--allow-local-source goes with --entrypoint-source-repo") {
+		if code != enginecli.ExitRejected || !strings.Contains(errOut, "--allow-local-source goes with --entrypoint-source-repo") {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
 		}
 	})

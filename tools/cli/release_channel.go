@@ -4,11 +4,8 @@ import (
 	"context"
 	"crypto"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +15,7 @@ import (
 	"github.com/cacheon/engine/release/channel"
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 func newReleaseChannelCommand(s Streams) *cobra.Command {
@@ -111,17 +109,6 @@ func (o *channelKeyOptions) keys() (channel.Keys, error) {
 	return k, nil
 }
 
-func parseNow(flag, v string) (time.Time, error) {
-	if v == "" {
-		return time.Now().UTC(), nil
-	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}, reject.Errorf("%s: %w", flag, err)
-	}
-	return t.UTC(), nil
-}
-
 func requireFlags(pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i+1] == "" {
@@ -137,7 +124,7 @@ func openChannelRepo(dir string, o channelKeyOptions) (*channel.Repo, channel.Ke
 	if err != nil {
 		return nil, keys, err
 	}
-	now, err := parseNow("--now", o.now)
+	now, err := enginecli.ParseNow("--now", o.now)
 	if err != nil {
 		return nil, keys, err
 	}
@@ -156,7 +143,7 @@ func printChannelResult(s Streams, jsonOut bool, dir, verb string, r *channel.Re
 		for k, v := range extra {
 			doc[k] = v
 		}
-		return writeJSON(s.Out, doc)
+		return enginecli.WriteJSON(s.Out, doc)
 	}
 	fmt.Fprintf(s.Out, "channel %s: %s\n  root v%d, targets v%d, snapshot v%d, timestamp v%d (expires %s)\n", dir, verb, root, targets, snapshot, timestamp, expires.UTC().Format(time.RFC3339))
 	return nil
@@ -197,7 +184,7 @@ func runReleaseChannelInit(_ context.Context, s Streams, o releaseChannelInitOpt
 	if err != nil {
 		return err
 	}
-	now, err := parseNow("--now", o.keys.now)
+	now, err := enginecli.ParseNow("--now", o.keys.now)
 	if err != nil {
 		return err
 	}
@@ -274,7 +261,7 @@ func runReleaseChannelPublish(ctx context.Context, s Streams, o releaseChannelPu
 	}
 	opts := verify.Options{Policy: policy, Now: now}
 	if !o.jsonOut {
-		opts.Progress = releaseProgress(s, "channel publish")
+		opts.Progress = enginecli.ReleaseProgress(s, "channel publish")
 	}
 	rel, err := verify.Run(st, opts)
 	if err != nil {
@@ -436,101 +423,6 @@ func runReleaseChannelRotate(_ context.Context, s Streams, o releaseChannelRotat
 	return printChannelResult(s, o.jsonOut, o.args[0], fmt.Sprintf("the %s role is now key %s", o.role, id), r, map[string]any{"role": o.role, "key_id": id})
 }
 
-// channelCheckOptions are the consumer's flags for checking a release
-// against a channel.
-type channelCheckOptions struct {
-	dir, root, state, name, version, minVersion string
-	noState                                     bool
-}
-
-func (o *channelCheckOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.dir, "channel", "", "release channel to check the release against: a directory (the publisher's or a mirror) or an http(s) URL")
-	f.StringVar(&o.root, "channel-root", "", "the channel's root metadata you trust, obtained with the release key: the newest root you hold (e.g. 1.root.json)")
-	f.StringVar(&o.state, "channel-state", "", "writable directory keeping what the channel check accepted, one file per trusted root key (default $CACHEON_CACHE/channel-state, else ~/.cache/cacheon/channel-state)")
-	f.BoolVar(&o.noState, "no-channel-state", false, "check the channel without state: rollback protection is off (an older copy of the channel that has not expired is accepted)")
-	f.StringVar(&o.name, "name", "", "release name in the channel")
-	f.StringVar(&o.version, "version", "", "accept this exact version (listed and not withdrawn) instead of the current one")
-	f.StringVar(&o.minVersion, "min-version", "", "refuse a current release below this version")
-}
-
-func (o *channelCheckOptions) enabled() bool { return o.dir != "" }
-
-// validate refuses state flags that would do nothing, or contradict each
-// other, before anything is read.
-func (o *channelCheckOptions) validate() error {
-	if o.dir == "" && (o.state != "" || o.noState) {
-		return errors.New("--channel-state and --no-channel-state need --channel")
-	}
-	if o.state != "" && o.noState {
-		return errors.New("give --channel-state or --no-channel-state, not both")
-	}
-	return nil
-}
-
-// stateDir is the directory the channel check keeps its state in: the
-// --channel-state given, else channel-state under the cache directory,
-// made if it is not there ("" with --no-channel-state). State is the
-// default because without it any older copy of the channel that has not
-// expired is accepted.
-func (o *channelCheckOptions) stateDir() (string, error) {
-	if o.noState {
-		return "", nil
-	}
-	dir, flag := o.state, "--channel-state "+o.state
-	if dir == "" {
-		root, ok := cacheRoot()
-		if !ok {
-			return "", fmt.Errorf("release channel: no directory to keep the channel's state in (%s=off, or no user cache directory: HOME is unset); give --channel-state DIR, a writable directory, or --no-channel-state to check without rollback protection", CacheEnv)
-		}
-		dir, flag = filepath.Join(root, "channel-state"), "the default channel state directory "+filepath.Join(root, "channel-state")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("release channel: %s: %w; give --channel-state DIR, a writable directory, or --no-channel-state to check without rollback protection", flag, err)
-	}
-	return dir, nil
-}
-
-// selectRelease checks the channel at now and selects the release the
-// flags accept. Without state it warns on w that rollback protection is
-// off.
-func (o *channelCheckOptions) selectRelease(ctx context.Context, w io.Writer, cmd string, now time.Time) (*channel.Selection, error) {
-	if o.root == "" || o.name == "" {
-		return nil, errors.New("--channel needs --channel-root (the root metadata you trust) and --name")
-	}
-	root, err := os.ReadFile(o.root)
-	if err != nil {
-		return nil, fmt.Errorf("--channel-root: %w", err)
-	}
-	state, err := o.stateDir()
-	if err != nil {
-		return nil, err
-	}
-	if state == "" {
-		fmt.Fprintf(w, "cacheon %s: warning: --no-channel-state: rollback protection is off: an older copy of the channel that has not expired is accepted, and so are a retired key's timestamps where a mirror withholds the root rotation\n", cmd)
-	}
-	src, err := channel.OpenSource(ctx, o.dir)
-	if err != nil {
-		return nil, err
-	}
-	ch, err := channel.Load(channel.Options{Source: src, TrustedRoot: root, Now: now, State: state})
-	if err != nil {
-		return nil, err
-	}
-	return ch.Select(channel.Query{Name: o.name, Version: o.version, MinVersion: o.minVersion})
-}
-
-// describeState says which state a channel check kept, for its report
-// and log lines.
-func describeState(st channel.Status) string {
-	switch {
-	case st.State == "":
-		return "no state kept (--no-channel-state)"
-	case st.StateCreated:
-		return "state " + st.State + " (new)"
-	}
-	return "state " + st.State
-}
-
 // describeSelection is the channel check's detail line.
 func describeSelection(sel *channel.Selection) string {
 	r := sel.Record
@@ -542,14 +434,14 @@ func describeSelection(sel *channel.Selection) string {
 	if sel.Status.Age != "" {
 		signed += " signed " + sel.Status.Age
 	}
-	return fmt.Sprintf("%s %s (%s), published %s; %s, expires %s; %s", r.Name, r.Version, what, r.PublishedAt.UTC().Format(time.RFC3339), signed, sel.Status.TimestampExpires.Format(time.RFC3339), describeState(sel.Status))
+	return fmt.Sprintf("%s %s (%s), published %s; %s, expires %s; %s", r.Name, r.Version, what, r.PublishedAt.UTC().Format(time.RFC3339), signed, sel.Status.TimestampExpires.Format(time.RFC3339), enginecli.DescribeState(sel.Status))
 }
 
 type releaseChannelShowOptions struct {
-	check   channelCheckOptions
-	now     string
-	jsonOut bool
-	args    []string
+	channelRoot, channelState, name string
+	now                             string
+	jsonOut                         bool
+	args                            []string
 }
 
 func newReleaseChannelShowCommand(s Streams) *cobra.Command {
@@ -568,23 +460,23 @@ releases it holds, withdrawn ones with their reason.`,
 			return runReleaseChannelShow(cmd.Context(), s, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.check.root, "channel-root", "", "the channel's root metadata you trust (required)")
-	cmd.Flags().StringVar(&o.check.state, "channel-state", "", "writable directory keeping what the check accepted, one file per trusted root key; an older copy of the channel is then refused (show keeps no state unless given one)")
-	cmd.Flags().StringVar(&o.check.name, "name", "", "list only this release name")
+	cmd.Flags().StringVar(&o.channelRoot, "channel-root", "", "the channel's root metadata you trust (required)")
+	cmd.Flags().StringVar(&o.channelState, "channel-state", "", "writable directory keeping what the check accepted, one file per trusted root key; an older copy of the channel is then refused (show keeps no state unless given one)")
+	cmd.Flags().StringVar(&o.name, "name", "", "list only this release name")
 	cmd.Flags().StringVar(&o.now, "now", "", "judge expiry at this RFC 3339 time instead of now")
 	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print one JSON document")
 	return cmd
 }
 
 func runReleaseChannelShow(ctx context.Context, s Streams, o releaseChannelShowOptions) error {
-	if err := requireFlags("--channel-root", o.check.root); err != nil {
+	if err := requireFlags("--channel-root", o.channelRoot); err != nil {
 		return err
 	}
-	now, err := parseNow("--now", o.now)
+	now, err := enginecli.ParseNow("--now", o.now)
 	if err != nil {
 		return err
 	}
-	root, err := os.ReadFile(o.check.root)
+	root, err := os.ReadFile(o.channelRoot)
 	if err != nil {
 		return fmt.Errorf("--channel-root: %w", err)
 	}
@@ -592,11 +484,11 @@ func runReleaseChannelShow(ctx context.Context, s Streams, o releaseChannelShowO
 	if err != nil {
 		return err
 	}
-	ch, err := channel.Load(channel.Options{Source: src, TrustedRoot: root, Now: now, State: o.check.state})
+	ch, err := channel.Load(channel.Options{Source: src, TrustedRoot: root, Now: now, State: o.channelState})
 	if err != nil {
 		return err
 	}
-	entries, err := ch.Releases(o.check.name)
+	entries, err := ch.Releases(o.name)
 	if err != nil {
 		return err
 	}
@@ -604,7 +496,7 @@ func runReleaseChannelShow(ctx context.Context, s Streams, o releaseChannelShowO
 		entries = []channel.Entry{}
 	}
 	if o.jsonOut {
-		return writeJSON(s.Out, map[string]any{"format_version": 1, "channel": ch.Status, "releases": entries})
+		return enginecli.WriteJSON(s.Out, map[string]any{"format_version": 1, "channel": ch.Status, "releases": entries})
 	}
 	st := ch.Status
 	fmt.Fprintf(s.Out, "channel %s: root v%d, targets v%d, timestamp v%d signed %s, expires %s\n", st.Source, st.RootVersion, st.TargetsVersion, st.TimestampVersion, st.Age, st.TimestampExpires.Format(time.RFC3339))

@@ -11,6 +11,7 @@ import (
 	"github.com/cacheon/engine/release/channel"
 	"github.com/cacheon/engine/release/image"
 	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // channelWorld is a channel that published 1.0.0 and then 1.1.0, a copy
@@ -147,7 +148,7 @@ func TestReleaseChannelStateByDefault(t *testing.T) {
 			name: "a rollback is refused across two runs with no flags",
 			steps: []step{
 				{args: verify(w.ch, w.root, w.v2), want: []string{"cacheon-engine 1.1.0 (the current release)", "state {state} (new)"}},
-				{args: verify(w.old, w.root, w.v1), code: ExitRejected, want: []string{
+				{args: verify(w.old, w.root, w.v1), code: enginecli.ExitRejected, want: []string{
 					"FAIL channel", "an older copy of the channel: timestamp.json is version 2, but this machine accepted version 3 on 2026-06-01T03:00:00Z (state {state})"}},
 			},
 		},
@@ -162,7 +163,7 @@ func TestReleaseChannelStateByDefault(t *testing.T) {
 			name: "a state directory given is used instead of the cache",
 			steps: []step{
 				{args: verify(w.ch, w.root, w.v2, "--channel-state", "{dir}"), want: []string{"state {dir}/"}, not: []string{warning}},
-				{args: verify(w.old, w.root, w.v1, "--channel-state", "{dir}"), code: ExitRejected, want: []string{"an older copy of the channel"}},
+				{args: verify(w.old, w.root, w.v1, "--channel-state", "{dir}"), code: enginecli.ExitRejected, want: []string{"an older copy of the channel"}},
 				// The cache directory holds nothing of it.
 				{args: verify(w.old, w.root, w.v1), want: []string{"state {state} (new)"}},
 			},
@@ -187,21 +188,21 @@ func TestReleaseChannelStateByDefault(t *testing.T) {
 			steps: []step{
 				{args: verify(w.ch, w.root, w.v2)},
 				{args: []string{"CORRUPT"}},
-				{args: verify(w.ch, w.root, w.v2), code: ExitRejected, want: []string{"channel state {state}: does not parse", "it is not replaced"}},
+				{args: verify(w.ch, w.root, w.v2), code: enginecli.ExitRejected, want: []string{"channel state {state}: does not parse", "it is not replaced"}},
 			},
 		},
 		{
 			name: "no cache directory and no flag: no check without protection",
 			steps: []step{
-				{args: verify(w.ch, w.root, w.v2), env: []string{CacheEnv + "=off"}, code: ExitError, want: []string{"no directory to keep the channel's state in", "--channel-state DIR", "--no-channel-state"}},
-				{args: verify(w.ch, w.root, w.v2, "--no-channel-state"), env: []string{CacheEnv + "=off"}, want: []string{warning}},
+				{args: verify(w.ch, w.root, w.v2), env: []string{enginecli.CacheEnv + "=off"}, code: enginecli.ExitError, want: []string{"no directory to keep the channel's state in", "--channel-state DIR", "--no-channel-state"}},
+				{args: verify(w.ch, w.root, w.v2, "--no-channel-state"), env: []string{enginecli.CacheEnv + "=off"}, want: []string{warning}},
 			},
 		},
 		{
 			name: "contradicting or idle state flags",
 			steps: []step{
-				{args: verify(w.ch, w.root, w.v2, "--no-channel-state", "--channel-state", "{dir}"), code: ExitError, want: []string{"not both"}},
-				{args: []string{"release", "verify", "--key", w.r.PublicKey, "--no-channel-state", w.v2}, code: ExitError, want: []string{"need --channel"}},
+				{args: verify(w.ch, w.root, w.v2, "--no-channel-state", "--channel-state", "{dir}"), code: enginecli.ExitError, want: []string{"not both"}},
+				{args: []string{"release", "verify", "--key", w.r.PublicKey, "--no-channel-state", w.v2}, code: enginecli.ExitError, want: []string{"need --channel"}},
 			},
 		},
 		{
@@ -209,7 +210,7 @@ func TestReleaseChannelStateByDefault(t *testing.T) {
 			steps: []step{
 				{args: serve(w.ch, w.root), want: []string{
 					"cacheon release serve: channel " + w.ch + ": cacheon-engine 1.0.0 is pinned (current is 1.1.0) (root v1, timestamp v3 signed 1h0m0s ago); state {state} (new)"}},
-				{args: serve(w.old, w.root), code: ExitRejected, want: []string{"refusing to start", "an older copy of the channel", "(state {state})"}},
+				{args: serve(w.old, w.root), code: enginecli.ExitRejected, want: []string{"refusing to start", "an older copy of the channel", "(state {state})"}},
 				{args: serve(w.old, w.root, "--no-channel-state"), want: []string{warning,
 					"cacheon release serve: channel " + w.old + ": cacheon-engine 1.0.0 is the current release (root v1, timestamp v2 signed 2h0m0s ago); no state kept (--no-channel-state)"}},
 			},
@@ -223,7 +224,7 @@ func TestReleaseChannelStateByDefault(t *testing.T) {
 		{
 			name: "serve with nowhere to keep state does not start",
 			steps: []step{
-				{args: serve(w.ch, w.root), env: []string{CacheEnv + "=off"}, code: ExitError, want: []string{"cannot start: release channel: no directory to keep the channel's state in"}, not: []string{"refusing to start"}},
+				{args: serve(w.ch, w.root), env: []string{enginecli.CacheEnv + "=off"}, code: enginecli.ExitError, want: []string{"cannot start: release channel: no directory to keep the channel's state in"}, not: []string{"refusing to start"}},
 			},
 		},
 	}
@@ -244,7 +245,7 @@ func TestReleaseChannelStateByDefault(t *testing.T) {
 				}
 				// Each step is its own process, as two runs of a
 				// consumer are.
-				env := []string{CacheEnv + "=" + cache}
+				env := []string{enginecli.CacheEnv + "=" + cache}
 				env = append(env, s.env...)
 				code, out, errOut := subprocess{dir: t.TempDir(), env: env, args: args}.run(t)
 				all := out + errOut

@@ -15,6 +15,7 @@ import (
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/sign"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // signedVersion builds and signs the fixture's release under another image
@@ -112,7 +113,7 @@ func TestReleaseChannelCommands(t *testing.T) {
 	expectRefused := func(code int, rep channelVerifyReport, want string) {
 		t.Helper()
 		name, ok, detail := rep.last()
-		if code != ExitRejected || rep.Verified || name != "channel" || ok || !strings.Contains(detail, want) {
+		if code != enginecli.ExitRejected || rep.Verified || name != "channel" || ok || !strings.Contains(detail, want) {
 			t.Fatalf("exit %d, last check %s ok=%v %q; want channel refusing with %q", code, name, ok, detail, want)
 		}
 	}
@@ -164,8 +165,8 @@ func TestReleaseChannelCommands(t *testing.T) {
 	if err := os.WriteFile(policyFile, policy, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, _ := run(t, "", "release", "verify", "--key", policyFile, "--now", "2026-06-01T05:00:00Z", v1); code != ExitRejected {
-		t.Fatalf("a retired key without the channel: exit %d, want %d", code, ExitRejected)
+	if code, _, _ := run(t, "", "release", "verify", "--key", policyFile, "--now", "2026-06-01T05:00:00Z", v1); code != enginecli.ExitRejected {
+		t.Fatalf("a retired key without the channel: exit %d, want %d", code, enginecli.ExitRejected)
 	}
 	code, out, errOut = run(t, "", "release", "verify", "--key", policyFile, "--now", "2026-06-01T05:00:00Z", "--channel", ch, "--channel-root", root, "--name", "cacheon-engine", v1)
 	if code != 0 || !strings.Contains(out, "valid at 2026-06-01T01:00:00Z") {
@@ -206,11 +207,11 @@ func TestReleaseChannelCommands(t *testing.T) {
 	publish("1.2.0", v3, "2026-06-01T06:00:00Z")
 	serve[6] = r.PublicKey // the key flag's value: 1.2.0 was published after the retirement date
 	code, _, errOut = run(t, "", append(serve, "--now", "2026-06-01T07:00:00Z")...)
-	if code != ExitRejected || !strings.Contains(errOut, "refusing to start") || !strings.Contains(errOut, "release descriptor") {
+	if code != enginecli.ExitRejected || !strings.Contains(errOut, "refusing to start") || !strings.Contains(errOut, "release descriptor") {
 		t.Fatalf("serve a superseded release: %d %s", code, errOut)
 	}
 	code, _, errOut = run(t, "", append(serve, "--now", "2026-06-03T07:00:00Z", "--version", "1.0.0")...)
-	if code != ExitRejected || !strings.Contains(errOut, "timestamp.json is expired") {
+	if code != enginecli.ExitRejected || !strings.Contains(errOut, "timestamp.json is expired") {
 		t.Fatalf("serve on an expired channel: %d %s", code, errOut)
 	}
 
@@ -227,7 +228,7 @@ func TestReleaseChannelCommands(t *testing.T) {
 	for _, where := range []string{filepath.Join(work, "nowhere"), "http://127.0.0.1:1/channel/"} {
 		args = []string{"release", "verify", "--json", "--key", r.PublicKey, "--channel", where, "--channel-root", root, "--name", "cacheon-engine", v3}
 		code, out, errOut = run(t, "", args...)
-		if code != ExitError || !strings.Contains(errOut, strings.TrimSuffix(where, "channel/")) {
+		if code != enginecli.ExitError || !strings.Contains(errOut, strings.TrimSuffix(where, "channel/")) {
 			t.Fatalf("verify against a missing channel %s: %d %s %s", where, code, out, errOut)
 		}
 	}

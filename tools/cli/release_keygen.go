@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/release/key"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // releaseKeygenOptions are the flags and arguments of release keygen.
@@ -69,7 +70,7 @@ func runReleaseKeygen(_ context.Context, s Streams, o releaseKeygenOptions) erro
 	}
 	id, _ := key.ID(signer.Public())
 	if o.jsonOut {
-		return writeJSON(s.Out, map[string]any{"format_version": 1, "private_key": o.out + ".key", "public_key": o.out + ".pub", "key_id": id, "algorithm": o.alg})
+		return enginecli.WriteJSON(s.Out, map[string]any{"format_version": 1, "private_key": o.out + ".key", "public_key": o.out + ".pub", "key_id": id, "algorithm": o.alg})
 	}
 	fmt.Fprintf(s.Out, "private key %s.key\npublic key  %s.pub\nkey id      %s\n", o.out, o.out, id)
 	return nil

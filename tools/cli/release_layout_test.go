@@ -11,6 +11,7 @@ import (
 
 	"github.com/cacheon/engine/release/build"
 	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // custodyChain is a release with its supply chain as the crown loop ships
@@ -254,9 +255,9 @@ func TestReleaseCustodyChain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			layout, links := tc.chain(t)
 			code, out, errOut := run(t, "", c.verifyArgs(layout, links)...)
-			if code != ExitRejected || !strings.Contains(out, "FAIL in-toto-layout") ||
+			if code != enginecli.ExitRejected || !strings.Contains(out, "FAIL in-toto-layout") ||
 				!strings.Contains(errOut, "in-toto-layout check failed: layout "+layout+", links "+links+": in-toto verification: "+tc.want) {
-				t.Errorf("verify --layout: exit %d\n%s%s\nwant exit %d naming %q", code, out, errOut, ExitRejected, tc.want)
+				t.Errorf("verify --layout: exit %d\n%s%s\nwant exit %d naming %q", code, out, errOut, enginecli.ExitRejected, tc.want)
 			}
 			if _, err := inTotoVerify(t, layout, c.owner+".pub", links); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("in-toto-golang's verifier: %v, want %q", err, tc.want)
@@ -288,8 +289,8 @@ func TestReleaseLinkRefusesReports(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "links")
 			code, stdout, errOut := run(t, "", c.linkArgs(tc.step, c.va+".key", out, c.release, tc.reports)...)
-			if code != ExitRejected || !strings.Contains(errOut, tc.want) {
-				t.Errorf("exit %d\n%s%s\nwant exit %d naming %q", code, stdout, errOut, ExitRejected, tc.want)
+			if code != enginecli.ExitRejected || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d\n%s%s\nwant exit %d naming %q", code, stdout, errOut, enginecli.ExitRejected, tc.want)
 			}
 			if _, err := os.Stat(out); err == nil {
 				t.Errorf("a refused link left %s", out)

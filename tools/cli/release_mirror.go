@@ -10,6 +10,7 @@ import (
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/publish"
 	"github.com/cacheon/engine/release/store/remote"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // releaseMirrorOptions are the flags and arguments of release mirror.
@@ -84,7 +85,7 @@ func runReleaseMirror(ctx context.Context, s Streams, o releaseMirrorOptions) er
 	}
 	var progress func(string)
 	if !o.jsonOut {
-		progress = releaseProgress(s, "mirror")
+		progress = enginecli.ReleaseProgress(s, "mirror")
 	}
 	res, err := publish.Mirror(src, dst, publish.Options{Progress: progress, LegacyTags: o.legacyTags})
 	if err != nil {
@@ -98,7 +99,7 @@ func runReleaseMirror(ctx context.Context, s Streams, o releaseMirrorOptions) er
 		return err
 	}
 	if o.jsonOut {
-		return writeJSON(s.Out, struct {
+		return enginecli.WriteJSON(s.Out, struct {
 			FormatVersion int  `json:"format_version"`
 			Verified      bool `json:"verified"`
 			*publish.MirrorResult

@@ -11,6 +11,7 @@ import (
 	"github.com/cacheon/engine/release/registrytest"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // The consumer guide's mirroring commands: release mirror copies a
@@ -24,11 +25,11 @@ func TestReleaseMirrorKeepsAttestationsWhereCraneCopyDropsThem(t *testing.T) {
 	r := fixture.New(t)
 	dir := r.Signed(t)
 	src, mirror := regA.Host+"/cacheon/engine:1.0", regB.Host+"/cacheon/engine:1.0"
-	if code, out, errOut := run(t, "", "release", "publish", dir, src); code != ExitOK {
+	if code, out, errOut := run(t, "", "release", "publish", dir, src); code != enginecli.ExitOK {
 		t.Fatalf("publish: %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut := run(t, "", "release", "mirror", "--json", "--key", r.PublicKey, src, mirror)
-	if code != ExitOK {
+	if code != enginecli.ExitOK {
 		t.Fatalf("mirror: %d\n%s%s", code, out, errOut)
 	}
 	var res struct {
@@ -44,7 +45,7 @@ func TestReleaseMirrorKeepsAttestationsWhereCraneCopyDropsThem(t *testing.T) {
 		t.Errorf("mirror result %s", out)
 	}
 	code, out, errOut = run(t, "", "release", "verify", "--json", "--key", r.PublicKey, mirror)
-	if rep := oneReport(t, out); code != ExitOK || !rep.Verified {
+	if rep := oneReport(t, out); code != enginecli.ExitOK || !rep.Verified {
 		t.Fatalf("verify the mirror: exit %d\n%s%s", code, out, errOut)
 	}
 
@@ -58,11 +59,11 @@ func TestReleaseMirrorKeepsAttestationsWhereCraneCopyDropsThem(t *testing.T) {
 	code, out, _ = run(t, "", "release", "verify", "--json", "--key", r.PublicKey, copied)
 	rep := oneReport(t, out)
 	last := rep.Checks[len(rep.Checks)-1]
-	if code != ExitRejected || rep.Verified || last.Name != verify.CheckAttestations || last.OK || !strings.Contains(last.Detail, "no signature bundle") {
-		t.Fatalf("verify the crane copy: exit %d, want %d failing %s\n%s", code, ExitRejected, verify.CheckAttestations, out)
+	if code != enginecli.ExitRejected || rep.Verified || last.Name != verify.CheckAttestations || last.OK || !strings.Contains(last.Detail, "no signature bundle") {
+		t.Fatalf("verify the crane copy: exit %d, want %d failing %s\n%s", code, enginecli.ExitRejected, verify.CheckAttestations, out)
 	}
-	if code, out, errOut := run(t, "", "release", "mirror", copied, regB.Host+"/again/engine:1.0"); code != ExitRejected || !strings.Contains(errOut, "refusing to mirror") {
-		t.Fatalf("mirror from the crane copy: exit %d, want %d\n%s%s", code, ExitRejected, out, errOut)
+	if code, out, errOut := run(t, "", "release", "mirror", copied, regB.Host+"/again/engine:1.0"); code != enginecli.ExitRejected || !strings.Contains(errOut, "refusing to mirror") {
+		t.Fatalf("mirror from the crane copy: exit %d, want %d\n%s%s", code, enginecli.ExitRejected, out, errOut)
 	}
 }
 

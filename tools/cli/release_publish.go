@@ -13,6 +13,7 @@ import (
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // releasePublishOptions are the flags and arguments of release publish.
@@ -118,14 +119,14 @@ func runReleasePublish(ctx context.Context, s Streams, o releasePublishOptions) 
 	}
 	var progress func(string)
 	if !o.jsonOut {
-		progress = releaseProgress(s, "publish")
+		progress = enginecli.ReleaseProgress(s, "publish")
 	}
 	res, err := publish.Publish(l, target, publish.Options{Progress: progress, LegacyTags: o.legacyTags})
 	if err != nil {
 		return pushError(err)
 	}
 	if o.jsonOut {
-		return writeJSON(s.Out, struct {
+		return enginecli.WriteJSON(s.Out, struct {
 			FormatVersion int `json:"format_version"`
 			*publish.Result
 		}{1, res})

@@ -16,6 +16,7 @@ import (
 	"github.com/cacheon/engine/release/registrytest"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/store"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // release publish --legacy-tags writes the .sig and .att tags, reports
@@ -26,7 +27,7 @@ func TestReleasePublishLegacyTags(t *testing.T) {
 	dir := r.Signed(t)
 	ref := reg.Host + "/engine:1.0"
 	code, out, errOut := run(t, "", "release", "publish", "--json", "--legacy-tags", "--key", r.PublicKey, dir, ref)
-	if code != ExitOK {
+	if code != enginecli.ExitOK {
 		t.Fatalf("publish: %d\n%s%s", code, out, errOut)
 	}
 	var res struct {
@@ -51,7 +52,7 @@ func TestReleasePublishLegacyTags(t *testing.T) {
 			t.Errorf("%s: resolves to %v (%v), reported %s", tag, d, err, digest)
 		}
 	}
-	if code, out, errOut := run(t, "", "release", "verify", "--key", r.PublicKey, ref); code != ExitOK {
+	if code, out, errOut := run(t, "", "release", "verify", "--key", r.PublicKey, ref); code != enginecli.ExitOK {
 		t.Fatalf("verify from the registry: %d\n%s%s", code, out, errOut)
 	}
 }
@@ -66,7 +67,7 @@ func TestCosignVerifiesThePublishedAttestation(t *testing.T) {
 	r := fixture.New(t)
 	dir := r.Signed(t)
 	code, out, errOut := run(t, "", "release", "publish", "--json", "--legacy-tags", dir, reg.Host+"/engine:1.0")
-	if code != ExitOK {
+	if code != enginecli.ExitOK {
 		t.Fatalf("publish: %d\n%s%s", code, out, errOut)
 	}
 	var res struct {
@@ -106,7 +107,7 @@ func TestOrasPullsThePublishedFiles(t *testing.T) {
 	r := fixture.New(t)
 	dir := r.Signed(t)
 	code, out, errOut := run(t, "", "release", "publish", "--json", dir, reg.Host+"/engine:1.0")
-	if code != ExitOK {
+	if code != enginecli.ExitOK {
 		t.Fatalf("publish: %d\n%s%s", code, out, errOut)
 	}
 	var res struct {

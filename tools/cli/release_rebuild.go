@@ -12,6 +12,7 @@ import (
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/rebuild"
 	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // releaseRebuildOptions are the flags and arguments of release rebuild.
@@ -104,12 +105,12 @@ func runReleaseRebuild(ctx context.Context, s Streams, o releaseRebuildOptions) 
 		opts.SourcePaths[target] = p
 	}
 	if o.sourceRepo != "" {
-		if opts.Catalog, err = bundleCatalog(o.catalogPath); err != nil {
+		if opts.Catalog, err = enginecli.BundleCatalog(o.catalogPath); err != nil {
 			return reject.Wrap(err)
 		}
 	}
 	if !o.jsonOut {
-		opts.Progress = releaseProgress(s, "rebuild")
+		opts.Progress = enginecli.ReleaseProgress(s, "rebuild")
 	}
 	st, err := openRelease(ctx, o.args[0], o.insecure)
 	if err != nil {
@@ -125,11 +126,11 @@ func runReleaseRebuild(ctx context.Context, s Streams, o releaseRebuildOptions) 
 		return err
 	}
 	if o.jsonOut {
-		if werr := writeJSON(s.Out, res); werr != nil {
+		if werr := enginecli.WriteJSON(s.Out, res); werr != nil {
 			return werr
 		}
 		if mismatch != nil {
-			return alreadyReported(reject.ErrRejected)
+			return enginecli.AlreadyReported(reject.ErrRejected)
 		}
 		return nil
 	}

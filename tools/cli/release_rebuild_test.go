@@ -7,6 +7,7 @@ import (
 
 	"github.com/cacheon/engine/release/descriptor"
 	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // A release that records its entrypoint's source: rebuilding it from
@@ -23,7 +24,7 @@ func TestReleaseRebuildFromSourceNeedsConsent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := r.SignedFrom(t, &descriptor.EntrypointSource{Repository: r.Repo, Commit: strings.TrimSpace(string(head)), BazelTarget: "//tools/cmd/cacheon:cacheon"})
+	out := r.SignedFrom(t, &descriptor.EntrypointSource{Repository: r.Repo, Commit: strings.TrimSpace(string(head)), BazelTarget: "//tools/cmd/cacheon-engine:cacheon-engine"})
 	rebuild := []string{"release", "rebuild", "--key", r.PublicKey, "--source-repo", r.Repo}
 	tests := []struct {
 		name     string
@@ -31,10 +32,10 @@ func TestReleaseRebuildFromSourceNeedsConsent(t *testing.T) {
 		wantCode int
 		want     []string // in stderr
 	}{
-		{"no consent", nil, ExitRejected, []string{"--run-source-build-scripts", "tools/bootstrap.sh", "code the release's signer controls", "--entrypoint-from-image"}},
-		{"a malformed variable", []string{"--run-source-build-scripts", "--source-build-env", "NOT-A-NAME=1"}, ExitRejected, []string{"--source-build-env", "is not a variable name"}},
-		{"the build user root", []string{"--run-source-build-scripts", "--source-build-user", "0:0"}, ExitRejected, []string{"--source-build-user", "must not run as root"}},
-		{"the entrypoint from the image", []string{"--entrypoint-from-image"}, ExitOK, nil},
+		{"no consent", nil, enginecli.ExitRejected, []string{"--run-source-build-scripts", "tools/bootstrap.sh", "code the release's signer controls", "--entrypoint-from-image"}},
+		{"a malformed variable", []string{"--run-source-build-scripts", "--source-build-env", "NOT-A-NAME=1"}, enginecli.ExitRejected, []string{"--source-build-env", "is not a variable name"}},
+		{"the build user root", []string{"--run-source-build-scripts", "--source-build-user", "0:0"}, enginecli.ExitRejected, []string{"--source-build-user", "must not run as root"}},
+		{"the entrypoint from the image", []string{"--entrypoint-from-image"}, enginecli.ExitOK, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

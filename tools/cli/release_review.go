@@ -11,6 +11,7 @@ import (
 	"github.com/cacheon/engine/release/review"
 	"github.com/cacheon/engine/release/review/ledgercrown"
 	"github.com/cacheon/engine/settlement/apply"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // releaseReviewOptions are the flags and arguments of release review.
@@ -117,7 +118,7 @@ func runReleaseReview(ctx context.Context, s Streams, o releaseReviewOptions) er
 	if err != nil {
 		return fmt.Errorf("--%w", err) // the messages start with "evidence"
 	}
-	cat, err := bundleCatalog(o.catalogPath)
+	cat, err := enginecli.BundleCatalog(o.catalogPath)
 	if err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func runReleaseReview(ctx context.Context, s Streams, o releaseReviewOptions) er
 	}
 	refDigest, _ := ref.RefDigest()
 	if o.jsonOut {
-		return writeJSON(s.Out, map[string]any{
+		return enginecli.WriteJSON(s.Out, map[string]any{
 			"format_version": 1, "record": o.out, "record_digest": digest, "integrated_ref": ref,
 			"integrated_ref_digest": refDigest, "integrated_source_tree_digest": rec.IntegratedSourceTreeDigest,
 			"crown_event_sequence": crownEvent, "crown_event_digest": rec.CrownEventDigest,

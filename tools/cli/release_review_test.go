@@ -11,6 +11,7 @@ import (
 	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/settlement/apply/applytest"
 	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // TestReleaseReviewFromTheLedger: a ledger crowned by `cacheon settle`
@@ -59,8 +60,8 @@ func TestReleaseReviewFromTheLedger(t *testing.T) {
 		code  int
 		want  string
 	}{
-		{"no crown at the target", []string{"--ledger", f.Path, "--target", "activation.silu_and_mul"}, ExitRejected, "no_crown"},
-		{"an attempt by hand", []string{"--ledger", f.Path, "--target", "norm.rmsnorm", "--evidence", "primary_attempt=" + filepath.Join(dir, "test_evidence.json")}, ExitRejected, "the crown's own"},
+		{"no crown at the target", []string{"--ledger", f.Path, "--target", "activation.silu_and_mul"}, enginecli.ExitRejected, "no_crown"},
+		{"an attempt by hand", []string{"--ledger", f.Path, "--target", "norm.rmsnorm", "--evidence", "primary_attempt=" + filepath.Join(dir, "test_evidence.json")}, enginecli.ExitRejected, "the crown's own"},
 		{"a ledger and a crown file", []string{"--ledger", f.Path, "--target", "norm.rmsnorm", "--crown", filepath.Join(dir, "crown.json")}, 1, "none of the others can be"},
 		{"neither", nil, 1, "at least one of the flags"},
 	} {
@@ -113,8 +114,8 @@ func TestReleaseReviewRefusesANeutralizedCrown(t *testing.T) {
 	}
 	refused := filepath.Join(dir, "member.json")
 	code, out, errOut := review(first, member, refused)
-	if code != ExitRejected || !strings.Contains(errOut, "crown_not_current") || !strings.Contains(errOut, "NEUTRALIZATION event 5 (displaced)") {
-		t.Errorf("review of the neutralized crown: exit %d\n%s%s\nwant exit %d naming crown_not_current", code, out, errOut, ExitRejected)
+	if code != enginecli.ExitRejected || !strings.Contains(errOut, "crown_not_current") || !strings.Contains(errOut, "NEUTRALIZATION event 5 (displaced)") {
+		t.Errorf("review of the neutralized crown: exit %d\n%s%s\nwant exit %d naming crown_not_current", code, out, errOut, enginecli.ExitRejected)
 	}
 	if _, err := os.Stat(refused); err == nil {
 		t.Errorf("a refused review wrote its record")

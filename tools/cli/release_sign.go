@@ -8,6 +8,7 @@ import (
 
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/sign"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // releaseSignOptions are the flags and arguments of release sign.
@@ -65,7 +66,7 @@ func runReleaseSign(ctx context.Context, s Streams, o releaseSignOptions) error 
 		return err
 	}
 	if o.jsonOut {
-		return writeJSON(s.Out, struct {
+		return enginecli.WriteJSON(s.Out, struct {
 			FormatVersion int `json:"format_version"`
 			*sign.Signed
 		}{1, res})

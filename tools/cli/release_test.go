@@ -13,6 +13,7 @@ import (
 
 	"github.com/cacheon/engine/release/image"
 	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 func mustHash(t *testing.T, s string) v1.Hash {
@@ -76,7 +77,7 @@ func TestReleaseCommandsEndToEnd(t *testing.T) {
 		t.Fatalf("verify JSON: %v\n%s", err, out)
 	}
 	last := rep.Checks[len(rep.Checks)-1]
-	if code != ExitRejected || rep.Verified || last.Name != "key-policy" || last.OK {
+	if code != enginecli.ExitRejected || rep.Verified || last.Name != "key-policy" || last.OK {
 		t.Fatalf("verify with another key: exit %d, report %s", code, out)
 	}
 	code, out, errOut = run(t, "", "release", "rebuild", "--key", keyPrefix+"-key.pub", "--source-repo", r.Repo, layout_)
@@ -105,13 +106,13 @@ func TestReleaseCommandsEndToEnd(t *testing.T) {
 		t.Fatalf("serve --dry-run: %d\n%s\n%s", code, out, errOut)
 	}
 	os.WriteFile(filepath.Join(root, "cacheon", "substrate", "cacheon_substrate", "serve.py"), []byte("evil"), 0o644)
-	if code, _, errOut = run(t, "", serve...); code != ExitRejected || !strings.Contains(errOut, "refusing to start") {
+	if code, _, errOut = run(t, "", serve...); code != enginecli.ExitRejected || !strings.Contains(errOut, "refusing to start") {
 		t.Fatalf("serve on a tampered root: %d %s", code, errOut)
 	}
 
 	if code, _, errOut = run(t, "", "release", "build", "--engine-tree", r.EngineTree, "--release-manifest", r.ReleaseManifest,
 		"--substrate", r.Substrate, "--model-receipt", r.ModelReceipt, "--entrypoint", r.Entrypoint,
-		"--name", "x:1", "--out", filepath.Join(dir, "unreviewed")); code != ExitRejected || !strings.Contains(errOut, "has no integration review record") {
+		"--name", "x:1", "--out", filepath.Join(dir, "unreviewed")); code != enginecli.ExitRejected || !strings.Contains(errOut, "has no integration review record") {
 		t.Fatalf("build without review: exit %d %s", code, errOut)
 	}
 }
@@ -143,7 +144,7 @@ func TestReleaseReviewCommand(t *testing.T) {
 	b, _ = json.Marshal(crown)
 	os.WriteFile(crownPath, b, 0o644)
 	args[len(args)-len(fixture.Evidence())*2-2] = filepath.Join(dir, "record2.json")
-	if code, _, errOut = run(t, "", args...); code != ExitRejected || !strings.Contains(errOut, "does not reproduce the crowned contribution") {
+	if code, _, errOut = run(t, "", args...); code != enginecli.ExitRejected || !strings.Contains(errOut, "does not reproduce the crowned contribution") {
 		t.Fatalf("review of a non-reproducing source: %d %s", code, errOut)
 	}
 }

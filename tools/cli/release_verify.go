@@ -18,6 +18,7 @@ import (
 	"github.com/cacheon/engine/release/key"
 	"github.com/cacheon/engine/release/store/remote"
 	"github.com/cacheon/engine/release/verify"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // releaseVerifyOptions are the flags and arguments of release verify.
@@ -25,7 +26,7 @@ type releaseVerifyOptions struct {
 	keyPath, now, layoutPath, linkDir, bundleOut string
 	rootfs                                       string
 	layoutKeys                                   []string
-	channel                                      channelCheckOptions
+	channel                                      enginecli.ChannelCheckOptions
 	insecure, jsonOut                            bool
 	args                                         []string
 }
@@ -113,7 +114,7 @@ selected record and the channel's versions, age and state file.`,
 	cmd.Flags().StringVar(&o.bundleOut, "bundle-out", "", "write the signature bundle that verified to FILE (for the entrypoint's trust mount)")
 	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
 	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print the verification report as JSON")
-	o.channel.addFlags(cmd.Flags())
+	o.channel.AddFlags(cmd.Flags())
 	cmd.MarkFlagRequired("key")
 	return cmd
 }
@@ -151,16 +152,16 @@ func verifyRelease(ctx context.Context, s Streams, o releaseVerifyOptions) (*ver
 			return nil, reject.Errorf("--now: %w", err)
 		}
 	}
-	if err := o.channel.validate(); err != nil {
+	if err := o.channel.Validate(); err != nil {
 		return nil, err
 	}
 	var sel *channel.Selection
-	if o.channel.enabled() {
+	if o.channel.Enabled() {
 		checkNow := opts.Now
 		if checkNow.IsZero() {
 			checkNow = time.Now()
 		}
-		if sel, err = o.channel.selectRelease(ctx, s.Err, "release verify", checkNow); err != nil {
+		if sel, err = o.channel.SelectRelease(ctx, s.Err, "release verify", checkNow); err != nil {
 			if !reject.Is(err) {
 				return nil, err
 			}
@@ -173,7 +174,7 @@ func verifyRelease(ctx context.Context, s Streams, o releaseVerifyOptions) (*ver
 		opts.Now = sel.Record.PublishedAt
 	}
 	if !o.jsonOut {
-		opts.Progress = releaseProgress(s, "verify")
+		opts.Progress = enginecli.ReleaseProgress(s, "verify")
 	}
 	if o.layoutPath != "" {
 		if len(o.layoutKeys) == 0 || o.linkDir == "" {
@@ -219,17 +220,17 @@ func reportVerification(s Streams, location string, rep *verify.Report, err erro
 		rep.Error = err.Error()
 	}
 	if jsonOut {
-		if werr := writeJSON(s.Out, rep); werr != nil {
+		if werr := enginecli.WriteJSON(s.Out, rep); werr != nil {
 			return werr
 		}
 		switch {
 		case isCheck:
-			return alreadyReported(reject.Wrap(err))
+			return enginecli.AlreadyReported(reject.Wrap(err))
 		case err != nil:
 			// The document is out; the message still goes to stderr,
 			// and the exit code is the error's.
 			fmt.Fprintf(s.Err, "cacheon: %v\n", err)
-			return alreadyReported(err)
+			return enginecli.AlreadyReported(err)
 		}
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	fixture "github.com/cacheon/engine/release/releasetest"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // verifyReport is the part of release verify's JSON report the tests read.
@@ -56,7 +57,7 @@ func TestReleaseVerifyTamperClassesExit2(t *testing.T) {
 			code, out, errOut := run(t, "", "release", "verify", "--json", "--key", r.PublicKey, dir)
 			rep := oneReport(t, out)
 			if c.Check == "" {
-				if code != ExitOK || !rep.Verified {
+				if code != enginecli.ExitOK || !rep.Verified {
 					t.Fatalf("exit %d, verified %v: a genuine release with an attacker's extra must verify\n%s%s", code, rep.Verified, out, errOut)
 				}
 				found := false
@@ -68,8 +69,8 @@ func TestReleaseVerifyTamperClassesExit2(t *testing.T) {
 				}
 				return
 			}
-			if code != ExitRejected {
-				t.Fatalf("exit %d, want %d (check %s)\n%s%s", code, ExitRejected, c.Check, out, errOut)
+			if code != enginecli.ExitRejected {
+				t.Fatalf("exit %d, want %d (check %s)\n%s%s", code, enginecli.ExitRejected, c.Check, out, errOut)
 			}
 			last := rep.Checks[len(rep.Checks)-1]
 			if rep.Verified || last.Name != c.Check || last.OK || !strings.Contains(last.Detail, c.Want) {
@@ -89,7 +90,7 @@ func TestReleaseVerifyPrintsNotes(t *testing.T) {
 		}
 	}
 	code, out, errOut := run(t, "", "release", "verify", "--key", r.PublicKey, dir)
-	if code != ExitOK || !strings.Contains(out, `note skipped referrer sha256:`) || !strings.Contains(out, "application/vnd.example.junk") {
+	if code != enginecli.ExitOK || !strings.Contains(out, `note skipped referrer sha256:`) || !strings.Contains(out, "application/vnd.example.junk") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 }
@@ -106,18 +107,18 @@ func TestReleaseVerifyJSONOnEveryPath(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no such key file", []string{"--key", missing, dir}, ExitError, "nothing-here"},
-		{"no such layout", []string{"--key", r.PublicKey, missing}, ExitError, "no such OCI layout"},
-		{"bad --now", []string{"--key", r.PublicKey, "--now", "yesterday", dir}, ExitRejected, "--now"},
-		{"verified", []string{"--key", r.PublicKey, dir}, ExitOK, ""},
+		{"no such key file", []string{"--key", missing, dir}, enginecli.ExitError, "nothing-here"},
+		{"no such layout", []string{"--key", r.PublicKey, missing}, enginecli.ExitError, "no such OCI layout"},
+		{"bad --now", []string{"--key", r.PublicKey, "--now", "yesterday", dir}, enginecli.ExitRejected, "--now"},
+		{"verified", []string{"--key", r.PublicKey, dir}, enginecli.ExitOK, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errOut := run(t, "", append([]string{"release", "verify", "--json"}, c.args...)...)
 			rep := oneReport(t, out)
-			if code != c.code || !strings.Contains(rep.Error, c.want) || (c.code == ExitOK) != rep.Verified {
+			if code != c.code || !strings.Contains(rep.Error, c.want) || (c.code == enginecli.ExitOK) != rep.Verified {
 				t.Fatalf("exit %d (want %d), report %+v\n%s", code, c.code, rep, errOut)
 			}
-			if c.code != ExitOK && !bytes.Contains([]byte(errOut), []byte(c.want)) {
+			if c.code != enginecli.ExitOK && !bytes.Contains([]byte(errOut), []byte(c.want)) {
 				t.Errorf("stderr %q lacks %q", errOut, c.want)
 			}
 		})

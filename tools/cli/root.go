@@ -1,60 +1,57 @@
-// Package cli implements the cacheon command line. Each command lives in
-// its own file (an options struct, newXCommand binding the flags to it, and
-// runX(ctx, streams, opts)) and is a thin layer over a library package:
-// parsing flags, calling the library and printing results. Exit codes
-// follow upstream (0 success, 2 a rejected input or failed check, 1 a
-// usage or I/O error) and are decided in one place, ExitCode; --json
-// output goes through one writer, writeJSON.
+// Package cli implements the cacheon command line: the engine's commands
+// (package enginecli, the commands the Bazel rules and the release image
+// run, and the plumbing every command shares) and the rest of the
+// pipeline, added to the same groups. Each command lives in its own file
+// (an options struct, newXCommand binding the flags to it, and runX(ctx,
+// streams, opts)) and is a thin layer over a library package: parsing
+// flags, calling the library and printing results. Exit codes follow
+// upstream (0 success, 2 a rejected input or failed check, 1 a usage or
+// I/O error) and are decided in one place, enginecli.ExitCode; --json
+// output goes through one writer, enginecli.WriteJSON.
 package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
-// Streams are the standard streams a command reads and writes, passed in
-// so tests can run commands in-process.
-type Streams struct {
-	In  io.Reader
-	Out io.Writer
-	Err io.Writer
-}
+// Streams are the standard streams a command reads and writes; the
+// engine's command line defines them, and this alias keeps its callers
+// unchanged.
+type Streams = enginecli.Streams
 
-// NewRootCommand builds the cacheon command tree.
+// NewRootCommand builds the cacheon command tree: the engine's commands
+// (package enginecli) and the rest, in the same groups.
 func NewRootCommand(s Streams) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "cacheon",
-		Short: "Build, qualify and release Cacheon inference engines",
-		Long: `cacheon is the command line of Cacheon Engine: it computes the identities of
+	root := enginecli.NewRoot(s, "Build, qualify and release Cacheon inference engines",
+		`cacheon is the command line of Cacheon Engine: it computes the identities of
 contributions and stacks, checks the target catalog, scans and verifies
 kernel bundles, materializes engines and builds, signs and verifies releases.
 
 Exit codes: 0 success, 2 the input was rejected or a check failed,
 1 a usage, I/O or infrastructure error (a missing file included). With
---json every command prints one JSON document, on a refusal too.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetIn(s.In)
-	root.SetOut(s.Out)
-	root.SetErr(s.Err)
-	root.CompletionOptions.DisableDefaultCmd = true
+--json every command prints one JSON document, on a refusal too.`)
+	model := enginecli.NewModelCommand(s)
+	model.AddCommand(newModelCheckCommand(s))
+	catalog := enginecli.NewCatalogCommand(s)
+	catalog.AddCommand(newCatalogShowCommand(s), newCatalogSnapshotCommand(s))
+	bundle := enginecli.NewBundleCommand(s)
+	bundle.AddCommand(newBundleFingerprintCommand(s, enginecli.DefaultBundleDeps()), newBundleCompareCommand(s, enginecli.DefaultBundleDeps()))
+	stack := enginecli.NewStackCommand(s)
+	stack.AddCommand(newStackDigestCommand(s, enginecli.DefaultStackDeps()), newStackVerifyCommand(s), newStackExportCommand(s))
 	root.AddCommand(
 		newDigestCommand(s),
 		newHashCommand(s),
-		newModelCommand(s),
+		model,
 		newVerifyCommand(s),
-		newCatalogCommand(s),
+		catalog,
 		newSlotsCommand(s),
 		newScanCommand(s),
-		newBundleCommand(s),
-		newStackCommand(s),
+		bundle,
+		stack,
 		newReleaseCommand(s),
 		newSpeedCommand(s),
 		newQualifyCommand(s),
@@ -63,42 +60,17 @@ Exit codes: 0 success, 2 the input was rejected or a check failed,
 		newLedgerCommand(s),
 		newSettleCommand(s),
 		newWeightsCommand(s),
-		newVersionCommand(s),
+		enginecli.NewVersionCommand(s),
 	)
-	withJSONRefusals(root, s)
+	enginecli.WithJSONRefusals(root, s)
 	return root
 }
 
-// Main runs the command line with args and returns the process exit code.
-// The first Ctrl-C (or SIGTERM) cancels the context every command runs
-// under, so a command that takes it (stack plan, verify, registry access)
-// stops at its next check and cleans up; it also restores the default
-// handling, so a second one ends the process at once, as it did before,
-// for a step that does not check the context. Every write that matters is
-// atomic (temp file or directory, then rename), so that is always safe.
-func Main(args []string, s Streams) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			stop()
-			fmt.Fprintln(s.Err, "cacheon: interrupted: stopping at the next safe point (interrupt again to quit now)")
-		case <-done:
-		}
-	}()
-	return MainContext(ctx, args, s)
-}
+// Main runs the command line with args and returns the process exit code;
+// enginecli.Execute says how an interrupt stops it.
+func Main(args []string, s Streams) int { return enginecli.Execute(NewRootCommand(s), args, s) }
 
 // MainContext is Main under a context the caller controls (tests cancel it).
 func MainContext(ctx context.Context, args []string, s Streams) int {
-	root := NewRootCommand(s)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	if err != nil && !isReported(err) {
-		fmt.Fprintf(s.Err, "cacheon: %v\n", err)
-	}
-	return ExitCode(err)
+	return enginecli.ExecuteContext(ctx, NewRootCommand(s), args, s)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/scan"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 func printScanReport(w io.Writer, r *scan.Report) {
@@ -98,14 +99,14 @@ func runScan(_ context.Context, s Streams, o scanOptions) error {
 		return fmt.Errorf("scan %s: %w", dir, err)
 	}
 	if o.asJSON {
-		if err := writeJSON(s.Out, report); err != nil {
+		if err := enginecli.WriteJSON(s.Out, report); err != nil {
 			return err
 		}
 	} else {
 		printScanReport(s.Out, report)
 	}
 	if !report.Clean {
-		return alreadyReported(reject.Errorf("%s: the scan found violations", dir))
+		return enginecli.AlreadyReported(reject.Errorf("%s: the scan found violations", dir))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cacheon/engine/settlement/apply"
 	"github.com/cacheon/engine/settlement/ledger"
 	"github.com/cacheon/engine/stacks/stack"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // settleOptions are the flags of settle.
@@ -25,11 +26,11 @@ type settleOptions struct {
 	init      string
 	initTree  string
 	json      bool
-	deps      bundleDeps
+	deps      enginecli.BundleDeps
 }
 
 func newSettleCommand(s Streams) *cobra.Command {
-	o := settleOptions{deps: defaultBundleDeps()}
+	o := settleOptions{deps: enginecli.DefaultBundleDeps()}
 	cmd := &cobra.Command{
 		Use:   "settle --ledger DB [--workspace ROOT] [--init STACK.hcl --init-tree DIGEST] [--json]",
 		Short: "Settle the ledger's qualified proposals: crown one, hold the rest",
@@ -111,11 +112,11 @@ func runSettle(ctx context.Context, s Streams, o settleOptions) error {
 	if (o.init == "") != (o.initTree == "") {
 		return reject.Errorf("--init and --init-tree go together")
 	}
-	digests, err := patcherDigests("")
+	digests, err := enginecli.PatcherDigests("")
 	if err != nil {
 		return err
 	}
-	payload := contribution.PayloadOptions{Closure: o.deps.closure, CUDACheck: o.deps.cudaCheck, PatcherDigests: digests}
+	payload := contribution.PayloadOptions{Closure: o.deps.Closure, CUDACheck: o.deps.CUDACheck, PatcherDigests: digests}
 	// Settlement writes crowns and claims: never onto a ledger that
 	// "ledger check" refuses.
 	l, err := openCheckedLedger(ctx, o.ledger, "settlement")
@@ -142,7 +143,7 @@ func runSettle(ctx context.Context, s Streams, o settleOptions) error {
 		doc.PlanDigest = res.Plan.Digest.String()
 	}
 	if o.json {
-		return writeJSON(s.Out, doc)
+		return enginecli.WriteJSON(s.Out, doc)
 	}
 	if doc.Initialized != nil {
 		fmt.Fprintf(s.Out, "initial stack %s (tree %s) recorded from %s\n", doc.Initialized.StackDigest, doc.Initialized.TreeDigest, o.init)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // The first SIGTERM (or Ctrl-C) cancels the run's context and says so; a
@@ -15,7 +17,7 @@ import (
 // the second signal, which has its default effect again.
 func TestSecondSignalEndsTheProcess(t *testing.T) {
 	ws := incumbentWorkspace(t, t.TempDir())
-	cmd := subprocess{dir: ws, umask: 0o022, env: []string{FaultPauseEnv + "=1"},
+	cmd := subprocess{dir: ws, umask: 0o022, env: []string{enginecli.FaultPauseEnv + "=1"},
 		args: []string{"stack", "materialize", "stacks/incumbent.hcl", "--out", filepath.Join(t.TempDir(), "engine")}}.command(t)
 	stderr, err := cmd.StderrPipe()
 	must(t, err)

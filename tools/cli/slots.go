@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/catalog"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // slotView is one slot in --json output: the whole slot specification.
@@ -121,23 +122,23 @@ func runSlots(_ context.Context, s Streams, o slotsOptions) error {
 	if o.file != "" {
 		fileArgs = []string{o.file}
 	}
-	l, err := loadCatalogArg(fileArgs)
+	l, err := enginecli.LoadCatalogArg(fileArgs)
 	if err != nil {
 		return err
 	}
-	if l.catalog == nil {
-		return l.rejection(s.Err)
+	if l.Catalog == nil {
+		return l.Rejection(s.Err)
 	}
-	slots := l.catalog.Slots()
+	slots := l.Catalog.Slots()
 	if o.asJSON {
 		view := slotsView{
-			FormatVersion: 1, File: l.name, Embedded: l.embedded,
-			CatalogDigest: l.catalog.Digest().String(), Count: len(slots), Slots: []slotView{},
+			FormatVersion: 1, File: l.Name, Embedded: l.Embedded,
+			CatalogDigest: l.Catalog.Digest().String(), Count: len(slots), Slots: []slotView{},
 		}
 		for _, slot := range slots {
 			view.Slots = append(view.Slots, newSlotView(slot))
 		}
-		return writeJSON(s.Out, view)
+		return enginecli.WriteJSON(s.Out, view)
 	}
 	fmt.Fprintln(s.Out, "Registered op-slots (the submission ABI):")
 	tw := tabwriter.NewWriter(s.Out, 0, 0, 2, ' ', 0)

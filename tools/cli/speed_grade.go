@@ -8,6 +8,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/internal/reject"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // speedGradeOptions are the flags and arguments of speed grade.
@@ -114,7 +115,7 @@ func runSpeedGrade(_ context.Context, s Streams, o speedGradeOptions) error {
 		doc.Required, doc.Drift, doc.BPrimeKept = speed.Format(g.Required), speed.Format(g.Drift), &kept
 	}
 	if o.json {
-		return writeJSON(s.Out, doc)
+		return enginecli.WriteJSON(s.Out, doc)
 	}
 	fmt.Fprintf(s.Out, "%s %s: speedup %s (policy v%d %s)\n", g.Decision, g.Reason, doc.Speedup, p.Version, digest)
 	return nil

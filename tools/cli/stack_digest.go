@@ -5,18 +5,20 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // stackDigestOptions are the inputs of stack digest.
 type stackDigestOptions struct {
-	input       stackInputOptions
-	deps        stackDeps
+	input       enginecli.StackInputOptions
+	deps        enginecli.StackDeps
 	stack       string // the stack file
 	json        bool
 	manifestOut string
 }
 
-func newStackDigestCommand(s Streams, deps stackDeps) *cobra.Command {
+func newStackDigestCommand(s Streams, deps enginecli.StackDeps) *cobra.Command {
 	o := stackDigestOptions{deps: deps}
 	cmd := &cobra.Command{
 		Use:   "digest STACK",
@@ -42,24 +44,24 @@ digest covers, without the domain envelope) atomically.`,
 			return runStackDigest(cmd.Context(), s, o)
 		},
 	}
-	o.input.addFlags(cmd.Flags())
+	o.input.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON document")
 	cmd.Flags().StringVar(&o.manifestOut, "manifest-out", "", "also write the canonical stack manifest JSON to FILE")
 	return cmd
 }
 
 func runStackDigest(_ context.Context, s Streams, o stackDigestOptions) error {
-	l, err := loadStack(s, o.stack, o.input, o.deps, o.json)
+	l, err := enginecli.LoadStack(s, o.stack, o.input, o.deps, o.json)
 	if err != nil {
 		return err
 	}
-	m := l.assembled.Manifest
+	m := l.Assembled.Manifest
 	d, err := m.Digest()
 	if err != nil {
 		return err
 	}
 	if o.manifestOut != "" {
-		if err := writeManifest(o.manifestOut, m); err != nil {
+		if err := enginecli.WriteManifest(o.manifestOut, m); err != nil {
 			return err
 		}
 	}
@@ -67,13 +69,13 @@ func runStackDigest(_ context.Context, s Streams, o stackDigestOptions) error {
 		fmt.Fprintln(s.Out, d)
 		return nil
 	}
-	entries, err := entriesJSON(l)
+	entries, err := enginecli.EntriesJSON(l)
 	if err != nil {
 		return err
 	}
 	catDigest, _ := m.Catalog()
-	return writeJSON(s.Out, map[string]any{
-		"format_version": 1, "stack": o.stack, "name": l.assembled.File.Name, "kind": string(l.assembled.File.Kind),
+	return enginecli.WriteJSON(s.Out, map[string]any{
+		"format_version": 1, "stack": o.stack, "name": l.Assembled.File.Name, "kind": string(l.Assembled.File.Kind),
 		"stack_digest": d, "catalog_digest": catDigest, "entries": entries,
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cacheon/engine/kernels/contribution"
 	"github.com/cacheon/engine/settlement/apply"
 	"github.com/cacheon/engine/settlement/ledger"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // stackExportOptions are the flags of stack export.
@@ -18,11 +19,11 @@ type stackExportOptions struct {
 	out       string
 	workspace string
 	json      bool
-	deps      bundleDeps
+	deps      enginecli.BundleDeps
 }
 
 func newStackExportCommand(s Streams) *cobra.Command {
-	o := stackExportOptions{deps: defaultBundleDeps()}
+	o := stackExportOptions{deps: enginecli.DefaultBundleDeps()}
 	cmd := &cobra.Command{
 		Use:   "export --ledger DB (--out FILE | --workspace DIR) [--json]",
 		Short: "Write the ledger's current evaluation stack as a stack file",
@@ -91,7 +92,7 @@ func runStackExport(ctx context.Context, s Streams, o stackExportOptions) error 
 	doc := stackExportJSON{Out: o.out, Labels: []string{}, Crowned: map[string]string{}}
 	var st *ledger.Stack
 	if o.workspace != "" {
-		ex, err := apply.ExportWorkspace(ctx, l, o.workspace, contribution.PayloadOptions{Closure: o.deps.closure, CUDACheck: o.deps.cudaCheck})
+		ex, err := apply.ExportWorkspace(ctx, l, o.workspace, contribution.PayloadOptions{Closure: o.deps.Closure, CUDACheck: o.deps.CUDACheck})
 		if err != nil {
 			return err
 		}
@@ -101,7 +102,7 @@ func runStackExport(ctx context.Context, s Streams, o stackExportOptions) error 
 	}
 	doc.StackDigest, doc.TreeDigest, doc.EventSequence = st.StackDigest, st.TreeDigest, st.EventSequence
 	if o.json {
-		return writeJSON(s.Out, doc)
+		return enginecli.WriteJSON(s.Out, doc)
 	}
 	o.out = doc.Out
 	for label, content := range doc.Crowned {

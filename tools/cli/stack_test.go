@@ -19,6 +19,7 @@ import (
 	"github.com/cacheon/engine/catalog"
 	"github.com/cacheon/engine/internal/canonjson"
 	"github.com/cacheon/engine/internal/identity"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // mainEnv makes the test binary run the command line instead of the
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Setenv(CacheEnv, cache)
+	os.Setenv(enginecli.CacheEnv, cache)
 	code := m.Run()
 	os.RemoveAll(cache)
 	os.Exit(code)
@@ -210,7 +211,7 @@ func TestStackMaterializeIsDeterministic(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Dir(out2), 0o755))
 	man1, man2 := filepath.Join(t.TempDir(), "m1.json"), filepath.Join(t.TempDir(), "m2.json")
 	cache := t.TempDir()
-	if code, _, stderr := (subprocess{dir: ws2, env: []string{CacheEnv + "=" + cache}, args: []string{"stack", "digest", "stacks/incumbent.hcl"}}).run(t); code != 0 {
+	if code, _, stderr := (subprocess{dir: ws2, env: []string{enginecli.CacheEnv + "=" + cache}, args: []string{"stack", "digest", "stacks/incumbent.hcl"}}).run(t); code != 0 {
 		t.Fatalf("warming the cache: exit %d: %s", code, stderr)
 	}
 	if entries, _ := filepath.Glob(filepath.Join(cache, "pyfacts-*", "*", "*.json")); len(entries) == 0 {
@@ -218,14 +219,14 @@ func TestStackMaterializeIsDeterministic(t *testing.T) {
 	}
 
 	code, stdout1, stderr := subprocess{
-		dir: ws1, umask: 0o022, env: []string{"TZ=UTC", "LANG=C", "LC_ALL=C", CacheEnv + "=off"},
+		dir: ws1, umask: 0o022, env: []string{"TZ=UTC", "LANG=C", "LC_ALL=C", enginecli.CacheEnv + "=off"},
 		args: []string{"stack", "materialize", "--json", "stacks/incumbent.hcl", "--out", out1, "--manifest-out", man1},
 	}.run(t)
 	if code != 0 {
 		t.Fatalf("first run exit %d: %s", code, stderr)
 	}
 	code, stdout2, stderr := subprocess{
-		dir: "/", umask: 0o077, env: []string{"TZ=Asia/Kolkata", "LANG=de_DE.UTF-8", "LC_ALL=de_DE.UTF-8", CacheEnv + "=" + cache},
+		dir: "/", umask: 0o077, env: []string{"TZ=Asia/Kolkata", "LANG=de_DE.UTF-8", "LC_ALL=de_DE.UTF-8", enginecli.CacheEnv + "=" + cache},
 		args: []string{"stack", "materialize", "--json", filepath.Join(ws2, "stacks", "incumbent.hcl"), "--out", out2, "--manifest-out", man2,
 			"--catalog", filepath.Join(ws2, "catalog", "targets.hcl"),
 			"--contribution", siluLabel + "=" + filepath.Join(ws2, "kernels", "contributions", "silu_and_mul_triton"),
@@ -234,7 +235,7 @@ func TestStackMaterializeIsDeterministic(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("second run exit %d: %s", code, stderr)
 	}
-	var doc1, doc2 treeJSON
+	var doc1, doc2 enginecli.TreeJSON
 	must(t, json.Unmarshal([]byte(stdout1), &doc1))
 	must(t, json.Unmarshal([]byte(stdout2), &doc2))
 	if doc1.TreeDigest.IsZero() || doc1.TreeDigest != doc2.TreeDigest || doc1.StackDigest != doc2.StackDigest {
@@ -271,7 +272,7 @@ func TestStackMaterializeKilledMidWrite(t *testing.T) {
 	ws := incumbentWorkspace(t, t.TempDir())
 	parent := t.TempDir()
 	out := filepath.Join(parent, "engine")
-	cmd := subprocess{dir: ws, umask: 0o022, env: []string{FaultPauseEnv + "=1"},
+	cmd := subprocess{dir: ws, umask: 0o022, env: []string{enginecli.FaultPauseEnv + "=1"},
 		args: []string{"stack", "materialize", "stacks/incumbent.hcl", "--out", out}}.command(t)
 	stderr, err := cmd.StderrPipe()
 	must(t, err)
@@ -437,8 +438,8 @@ func TestStackBadInputs(t *testing.T) {
 				}
 			}
 			code, _, stderr := subprocess{dir: ws, umask: 0o022, args: args}.run(t)
-			if code != ExitRejected {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, ExitRejected, stderr)
+			if code != enginecli.ExitRejected {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, enginecli.ExitRejected, stderr)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(stderr, w) {
@@ -524,7 +525,7 @@ func TestStackPlanCommand(t *testing.T) {
 	noop := filepath.Join(ws, "candidates", "noop.hcl")
 	code, _, stderr = subprocess{dir: ws, args: []string{"stack", "plan", "--incumbent", "stacks/incumbent.hcl",
 		"--candidate", "kernels/contributions/rmsnorm_triton", "--out", noop}}.run(t)
-	if code != ExitRejected || !strings.Contains(stderr, "candidate rejected (no_op)") {
+	if code != enginecli.ExitRejected || !strings.Contains(stderr, "candidate rejected (no_op)") {
 		t.Errorf("no-op plan: exit %d, %s", code, stderr)
 	}
 	if _, err := os.Lstat(noop); !os.IsNotExist(err) {
@@ -598,8 +599,8 @@ func TestStackPlanReusesTheIncumbentTree(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "c.tree")
 			code, stdout, stderr := subprocess{dir: ws, args: append(planArgs, "--incumbent-tree", tt.tree, "--tree-out", out)}.run(t)
-			if code != ExitRejected || !strings.Contains(stdout, tt.want) {
-				t.Fatalf("exit %d, stdout %s, stderr %s; want exit %d naming %s", code, stdout, stderr, ExitRejected, tt.want)
+			if code != enginecli.ExitRejected || !strings.Contains(stdout, tt.want) {
+				t.Fatalf("exit %d, stdout %s, stderr %s; want exit %d naming %s", code, stdout, stderr, enginecli.ExitRejected, tt.want)
 			}
 			if _, err := os.Lstat(out); !os.IsNotExist(err) {
 				t.Fatalf("a refused plan published %s", out)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/stacks/materialize"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // stackVerifyOptions are the inputs of stack verify.
@@ -52,7 +53,7 @@ func runStackVerify(_ context.Context, s Streams, o stackVerifyOptions) error {
 		return reject.Errorf("%s: %w", o.dir, err)
 	}
 	if o.json {
-		return writeJSON(s.Out, treeDoc(o.dir, "", res))
+		return enginecli.WriteJSON(s.Out, enginecli.TreeDoc(o.dir, "", res))
 	}
 	fmt.Fprintf(s.Out, "stack %s\ntree  %s\n", res.StackDigest, res.TreeDigest)
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 type verifyOptions struct {
@@ -121,28 +122,28 @@ func runVerify(ctx context.Context, s Streams, o verifyOptions) error {
 	if o.quiet {
 		progress = io.Discard
 	}
-	digests, err := patcherDigests(o.patchers)
+	digests, err := enginecli.PatcherDigests(o.patchers)
 	if err != nil {
 		return err
 	}
 	// Intake's payload options, as bundle inspect builds them.
-	deps := defaultBundleDeps()
+	deps := enginecli.DefaultBundleDeps()
 	opts := verify.Options{
 		Unisolated: o.unsafe,
 		Device:     o.device, DType: o.dtype, Seed: o.seed, WorldSize: o.worldSize, Python: o.python,
 		Timeout: o.timeout, KeepWork: o.keepWork, Progress: progress, ChoosePython: true,
-		Payload: contribution.PayloadOptions{Closure: deps.closure, CUDACheck: deps.cudaCheck, PatcherDigests: digests},
+		Payload: contribution.PayloadOptions{Closure: deps.Closure, CUDACheck: deps.CUDACheck, PatcherDigests: digests},
 	}
 	if o.catalog != "" {
-		l, err := loadCatalogArg([]string{o.catalog})
+		l, err := enginecli.LoadCatalogArg([]string{o.catalog})
 		if err != nil {
 			return fmt.Errorf("--catalog: %w", err)
 		}
-		if l.diags.HasErrors() {
-			l.writeDiagnostics(s.Err)
+		if l.Diags.HasErrors() {
+			l.WriteDiagnostics(s.Err)
 			return reject.Errorf("--catalog %s: the catalog does not validate", o.catalog)
 		}
-		opts.Catalog = l.catalog
+		opts.Catalog = l.Catalog
 	}
 	rep, err := verify.Run(ctx, bundle, opts)
 	if err != nil {
@@ -152,7 +153,7 @@ func runVerify(ctx context.Context, s Streams, o verifyOptions) error {
 		return fmt.Errorf("verify %s: %w", bundle, err)
 	}
 	if o.jsonOut {
-		if err := writeJSON(s.Out, rep); err != nil {
+		if err := enginecli.WriteJSON(s.Out, rep); err != nil {
 			return err
 		}
 	} else {
@@ -162,9 +163,9 @@ func runVerify(ctx context.Context, s Streams, o verifyOptions) error {
 	case verify.Pass:
 		return nil
 	case verify.Error:
-		return alreadyReported(fmt.Errorf("verify %s: the verification did not complete (%s)", bundle, rep.Verdict))
+		return enginecli.AlreadyReported(fmt.Errorf("verify %s: the verification did not complete (%s)", bundle, rep.Verdict))
 	default:
-		return alreadyReported(reject.Errorf("verify %s: verdict %s", bundle, rep.Verdict))
+		return enginecli.AlreadyReported(reject.Errorf("verify %s: verdict %s", bundle, rep.Verdict))
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 func verifyPython(t *testing.T) string {
@@ -218,8 +220,8 @@ func TestVerifyCommandRefusesHostileFixturesBeforeAnyWorker(t *testing.T) {
 			}
 			bundle := filepath.Join("..", "..", "kernels", "fixtures", tc.fixture)
 			code, out, errOut := run(t, "", "verify", "--quiet", "--python", python, bundle)
-			if code != ExitRejected {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitRejected, out, errOut)
+			if code != enginecli.ExitRejected {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, enginecli.ExitRejected, out, errOut)
 			}
 			if !strings.Contains(out, "verdict: FAIL") || !strings.Contains(out, tc.want) {
 				t.Errorf("report does not FAIL on %q:\n%s", tc.want, out)

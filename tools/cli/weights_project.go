@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cacheon/engine/settlement/weights"
+	"github.com/cacheon/engine/tools/cli/enginecli"
 )
 
 // weightsProjectOptions are the flags of weights project.
@@ -135,7 +136,7 @@ func projectWeights(s Streams, o weightsProjectOptions, claims weights.Claims) e
 		for _, w := range p.Weights {
 			doc.Weights = append(doc.Weights, weightJSON{Hotkey: w.Hotkey, PPM: w.PPM})
 		}
-		return writeJSON(s.Out, doc)
+		return enginecli.WriteJSON(s.Out, doc)
 	}
 	fmt.Fprintf(s.Out, "policy %s\nblock %d: standing pool %d ppm, discovery pool %d ppm (%d standing claims, %d live and %d expired discovery claims)\n\n",
 		p.PolicyDigest, p.Block, p.StandingPoolPPM, p.DiscoveryPoolPPM, len(p.Standing), len(p.Discovery), len(p.Expired))

@@ -63,6 +63,10 @@ var fences = []fence{
 	{name: "offline-verify-no-sigstore-clients", from: offlineVerify,
 		links: []string{"github.com/sigstore/sigstore-go", "github.com/sigstore/rekor", "github.com/sigstore/rekor-tiles"},
 		why:   "sigstore-go's bundle, verify and root packages link its Rekor client (net/http) and its TUF client; release/envelope reads a keyed bundle without them"},
+	{name: "engine-binary-slim", from: []string{"./tools/cmd/cacheon-engine"},
+		forbidden: []string{"settlement/ledger"},
+		links:     []string{"modernc.org/sqlite", "github.com/sigstore/sigstore-go", "github.com/sigstore/rekor", "github.com/sigstore/rekor-tiles", "google.golang.org/grpc"},
+		why:       "the rules' tool and the image's entrypoint build and serve an engine: the ledger (SQLite), signing, transparency logs and gRPC are most of the full cacheon's compile time, which every cold build of the rules and every rebuild of a release's entrypoint pays, and attack surface the image never runs"},
 }
 
 // graph is the import graph go list reports: each package's direct

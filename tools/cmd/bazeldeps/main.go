@@ -17,11 +17,12 @@ func main() {
 	out := flag.String("out", ".cache/godeps", "output directory: absolute, or relative to the repository root")
 	linked := flag.String("linked", "", "where the workspace finds the output directory, relative to its root (default: -out)")
 	module := flag.String("module", "", "rewrite this MODULE.bazel's use_repo(go_deps, ...) list instead of generating repositories")
-	modinfo := flag.String("modinfo", "", "write the cacheon binary's Go module information (a .bzl file) to this path instead of generating repositories")
+	modinfo := flag.String("modinfo", "", "write a binary's Go module information (a .bzl file) to this path instead of generating repositories")
+	mainPkg := flag.String("main", "github.com/cacheon/engine/tools/cmd/cacheon", "the main package whose module information -modinfo writes")
 	flag.Parse()
 	var err error
 	if *modinfo != "" {
-		err = writeModInfo(*modinfo)
+		err = writeModInfo(*modinfo, *mainPkg)
 	} else {
 		err = run(*gazelle, *out, *linked, *module)
 	}
@@ -31,10 +32,11 @@ func main() {
 	}
 }
 
-// writeModInfo writes the module information the cacheon go_binary links
-// (tools/cmd/cacheon/modinfo.bzl).
-func writeModInfo(path string) error {
-	text, err := bazeldeps.ModInfoBzl(".", "github.com/cacheon/engine/tools/cmd/cacheon")
+// writeModInfo writes the module information a go_binary links (its
+// package's modinfo.bzl): each binary has its own, because it lists only
+// the modules that binary links.
+func writeModInfo(path, mainPkg string) error {
+	text, err := bazeldeps.ModInfoBzl(".", mainPkg)
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,9 @@ import (
 
 var binary = flag.String("cacheon", "", "the cacheon binary Bazel linked (set by the go_test's args)")
 
-// The binary Bazel links (the release entrypoint) carries Go's module
-// information: what `go version -m` and vulnerability scanners read from
-// the file, and what the program itself reads at run time.
+// The binary Bazel links carries Go's module information: what `go
+// version -m` and vulnerability scanners read from the file, and what the
+// program itself reads at run time.
 func TestBazelBinaryCarriesGoBuildInfo(t *testing.T) {
 	if *binary == "" {
 		t.Skip("run by bazel test //tools/cmd/cacheon:cacheon_test, which passes the linked binary")

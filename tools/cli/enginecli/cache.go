@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"os"
@@ -13,11 +13,11 @@ import (
 // Bazel's own cache).
 const CacheEnv = "CACHEON_CACHE"
 
-// cacheRoot is $CACHEON_CACHE, else <user cache directory>/cacheon. ok is
+// CacheRoot is $CACHEON_CACHE, else <user cache directory>/cacheon. ok is
 // false when the variable says "off" or the user has no cache directory
 // (no HOME): a shared temporary directory is never used, because another
 // user could plant entries there.
-func cacheRoot() (string, bool) {
+func CacheRoot() (string, bool) {
 	switch c := os.Getenv(CacheEnv); c {
 	case "off":
 		return "", false
@@ -35,9 +35,9 @@ func cacheRoot() (string, bool) {
 // pythonFactsCache is where bundle inspection keeps what it learned from
 // each Python file, by content digest, so that `stack digest`, `stack
 // plan`, `stack materialize` and `bundle inspect` parse a file once across
-// runs. nil (no cache) when cacheRoot has none.
+// runs. nil (no cache) when CacheRoot has none.
 func pythonFactsCache() pyclosure.FactsCache {
-	root, ok := cacheRoot()
+	root, ok := CacheRoot()
 	if !ok {
 		return nil
 	}

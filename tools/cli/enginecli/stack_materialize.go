@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 
 // stackMaterializeOptions are the inputs of stack materialize.
 type stackMaterializeOptions struct {
-	input       stackInputOptions
-	deps        stackDeps
+	input       StackInputOptions
+	deps        StackDeps
 	stack       string // the stack file
 	out         string
 	manifestOut string
@@ -23,7 +23,7 @@ type stackMaterializeOptions struct {
 	json, quiet bool
 }
 
-func newStackMaterializeCommand(s Streams, deps stackDeps) *cobra.Command {
+func newStackMaterializeCommand(s Streams, deps StackDeps) *cobra.Command {
 	o := stackMaterializeOptions{deps: deps}
 	cmd := &cobra.Command{
 		Use:   "materialize STACK --out DIR",
@@ -65,7 +65,7 @@ or I/O error.`,
 			return runStackMaterialize(cmd.Context(), s, o)
 		},
 	}
-	o.input.addFlags(cmd.Flags())
+	o.input.AddFlags(cmd.Flags())
 	f := cmd.Flags()
 	f.StringVar(&o.out, "out", "", "directory to create (must not exist)")
 	f.StringVar(&o.manifestOut, "manifest-out", "", "also write the canonical stack manifest JSON to FILE")
@@ -79,11 +79,11 @@ func runStackMaterialize(_ context.Context, s Streams, o stackMaterializeOptions
 	if o.out == "" {
 		return errors.New("--out DIR is required")
 	}
-	l, err := loadStack(s, o.stack, o.input, o.deps, o.json)
+	l, err := LoadStack(s, o.stack, o.input, o.deps, o.json)
 	if err != nil {
 		return err
 	}
-	opts, err := materializeOptions(s, l, o.deps, o.quiet || o.json)
+	opts, err := MaterializeOptions(s, l, o.deps, o.quiet || o.json)
 	if err != nil {
 		return err
 	}
@@ -93,18 +93,18 @@ func runStackMaterialize(_ context.Context, s Streams, o stackMaterializeOptions
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(o.out)), 0o755); err != nil {
 		return err
 	}
-	res, err := materialize.Materialize(l.assembled.Manifest, resolverOf(l.assembled.Dirs), o.out, opts)
+	res, err := materialize.Materialize(l.Assembled.Manifest, resolverOf(l.Assembled.Dirs), o.out, opts)
 	if err != nil {
 		return err
 	}
 	if o.manifestOut != "" {
-		if err := writeManifest(o.manifestOut, l.assembled.Manifest); err != nil {
+		if err := WriteManifest(o.manifestOut, l.Assembled.Manifest); err != nil {
 			os.RemoveAll(o.out)
 			return err
 		}
 	}
 	if o.json {
-		return writeJSON(s.Out, treeDoc(o.out, string(l.assembled.File.Kind), res))
+		return WriteJSON(s.Out, TreeDoc(o.out, string(l.Assembled.File.Kind), res))
 	}
 	fmt.Fprintf(s.Out, "stack %s\ntree  %s\n%d files written to %s\n", res.StackDigest, res.TreeDigest, len(res.Files), o.out)
 	return nil

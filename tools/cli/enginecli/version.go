@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 // versionOptions are the flags of version.
 type versionOptions struct{ jsonOut bool }
 
-func newVersionCommand(s Streams) *cobra.Command {
+// NewVersionCommand is version, in both command lines: it reports the
+// modules of the binary it runs in.
+func NewVersionCommand(s Streams) *cobra.Command {
 	var o versionOptions
 	cmd := &cobra.Command{
 		Use:   "version",
@@ -63,7 +65,7 @@ func runVersion(_ context.Context, s Streams, o versionOptions) error {
 		}
 	}
 	if o.jsonOut {
-		return writeJSON(s.Out, rep)
+		return WriteJSON(s.Out, rep)
 	}
 	fmt.Fprintf(s.Out, "cacheon %s\n  go     %s\n  module %s\n", orDash(rep.Path), rep.GoVersion, orDash(rep.MainModule))
 	for _, m := range rep.Modules {

@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"fmt"
@@ -21,13 +21,14 @@ import (
 	"github.com/cacheon/engine/stacks/stack"
 )
 
-// stackDeps are the validator components stack commands run with: those
+// StackDeps are the validator components stack commands run with: those
 // of bundle inspection.
-type stackDeps struct {
-	bundle bundleDeps
+type StackDeps struct {
+	Bundle BundleDeps
 }
 
-func defaultStackDeps() stackDeps { return stackDeps{bundle: defaultBundleDeps()} }
+// DefaultStackDeps are the validator's own components.
+func DefaultStackDeps() StackDeps { return StackDeps{Bundle: DefaultBundleDeps()} }
 
 // FaultPauseEnv names the fault-injection hook of stack materialize: set
 // to N, the command stops after writing the N-th file of the unpublished
@@ -35,7 +36,10 @@ func defaultStackDeps() stackDeps { return stackDeps{bundle: defaultBundleDeps()
 // that a writer killed mid-write leaves nothing at the destination.
 const FaultPauseEnv = "CACHEON_FAULT_PAUSE_AFTER_FILES"
 
-func newStackCommand(s Streams) *cobra.Command {
+// NewStackCommand is the stack group with materialize and plan, which
+// cacheon_stack and cacheon_candidate run; the full command line adds
+// digest, verify and export.
+func NewStackCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stack",
 		Short: "Digest, plan and materialize stacks",
@@ -63,19 +67,16 @@ not name, is an error that says how to fix it.
 docs/concepts/stacks.md explains stacks; docs/validator-guide/stacks.md
 walks through planning and materializing one.`,
 	}
-	deps := defaultStackDeps()
+	deps := DefaultStackDeps()
 	cmd.AddCommand(
-		newStackDigestCommand(s, deps),
 		newStackMaterializeCommand(s, deps),
 		newStackPlanCommand(s, deps),
-		newStackVerifyCommand(s),
-		newStackExportCommand(s),
 	)
 	return cmd
 }
 
-// stackInputOptions locate a stack's sources.
-type stackInputOptions struct {
+// StackInputOptions locate a stack's sources.
+type StackInputOptions struct {
 	workspace     string
 	catalog       string
 	contributions []string
@@ -83,7 +84,7 @@ type stackInputOptions struct {
 	patchers      string
 }
 
-func (o *stackInputOptions) addFlags(f *pflag.FlagSet) {
+func (o *StackInputOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.workspace, "workspace", "", "repository root that //labels resolve against (default: found above the stack file)")
 	f.StringVar(&o.catalog, "catalog", "", "catalog HCL file to use instead of the one the stack names (required with --contribution)")
 	f.StringArrayVar(&o.contributions, "contribution", nil, "LABEL=DIR: the directory of a contribution label (repeat for every label; explicit-input mode)")
@@ -91,7 +92,7 @@ func (o *stackInputOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.allowUnused, "allow-unused-contributions", false, "accept --contribution directories the stack does not name (for generated stacks, such as a planned candidate given the incumbent's full set)")
 }
 
-func (o *stackInputOptions) sources() (stack.Sources, error) {
+func (o *StackInputOptions) sources() (stack.Sources, error) {
 	src := stack.Sources{Workspace: o.workspace, Catalog: o.catalog, AllowUnused: o.allowUnused}
 	if len(o.contributions) > 0 {
 		src.Contributions = map[stack.Label]string{}
@@ -109,18 +110,18 @@ func (o *stackInputOptions) sources() (stack.Sources, error) {
 	return src, nil
 }
 
-// loadedStack is a stack file assembled against its catalog.
-type loadedStack struct {
-	assembled *stack.Assembled
-	catalog   *catalog.Catalog
-	payload   contribution.PayloadOptions
+// LoadedStack is a stack file assembled against its catalog.
+type LoadedStack struct {
+	Assembled *stack.Assembled
+	Catalog   *catalog.Catalog
+	Payload   contribution.PayloadOptions
 	sources   stack.Sources
 }
 
-// loadStack parses, resolves and assembles the stack file at path. HCL
+// LoadStack parses, resolves and assembles the stack file at path. HCL
 // diagnostics are rendered to stderr with snippets; problems with the
 // stack's contents come back as rejections.
-func loadStack(s Streams, path string, o stackInputOptions, deps stackDeps, jsonOut bool) (*loadedStack, error) {
+func LoadStack(s Streams, path string, o StackInputOptions, deps StackDeps, jsonOut bool) (*LoadedStack, error) {
 	f, parser, diags := stack.Load(path)
 	if diags.HasErrors() {
 		if _, err := os.Stat(path); err != nil {
@@ -139,20 +140,20 @@ func loadStack(s Streams, path string, o stackInputOptions, deps stackDeps, json
 	if err != nil {
 		return nil, reject.Wrap(err)
 	}
-	cat, err := bundleCatalog(catPath)
+	cat, err := BundleCatalog(catPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.CatalogRange, err)
 	}
-	digests, err := patcherDigests(o.patchers)
+	digests, err := PatcherDigests(o.patchers)
 	if err != nil {
 		return nil, err
 	}
-	payload := contribution.PayloadOptions{Closure: deps.bundle.closure, CUDACheck: deps.bundle.cudaCheck, PatcherDigests: digests}
+	payload := contribution.PayloadOptions{Closure: deps.Bundle.Closure, CUDACheck: deps.Bundle.CUDACheck, PatcherDigests: digests}
 	a, err := stack.Assemble(f, src, cat, payload)
 	if err != nil {
 		return nil, err
 	}
-	return &loadedStack{assembled: a, catalog: cat, payload: payload, sources: src}, nil
+	return &LoadedStack{Assembled: a, Catalog: cat, Payload: payload, sources: src}, nil
 }
 
 // reportDiagnostics renders a stack file's HCL diagnostics to stderr
@@ -171,8 +172,8 @@ func reportDiagnostics(s Streams, parser *hclparse.Parser, diags hcl.Diagnostics
 	return &diagnosedError{msg: fmt.Sprintf("stack file has %d error(s)", len(diags.Errs())), diags: diags}
 }
 
-// entryJSON is one stack entry in --json output.
-type entryJSON struct {
+// EntryJSON is one stack entry in --json output.
+type EntryJSON struct {
 	TargetID              string          `json:"target_id"`
 	Kind                  string          `json:"kind"`
 	RefDigest             identity.Digest `json:"ref_digest"`
@@ -183,18 +184,18 @@ type entryJSON struct {
 	Source                string          `json:"source"`
 }
 
-func entriesJSON(l *loadedStack) ([]entryJSON, error) {
-	out := []entryJSON{}
-	m := l.assembled.Manifest
+func EntriesJSON(l *LoadedStack) ([]EntryJSON, error) {
+	out := []EntryJSON{}
+	m := l.Assembled.Manifest
 	for _, id := range m.TargetIDs() {
 		ref, _ := m.Entry(id)
 		d, err := ref.RefDigest()
 		if err != nil {
 			return nil, err
 		}
-		in := l.assembled.Inspections[id]
-		c, _ := l.assembled.File.Entry(id)
-		e := entryJSON{TargetID: id, Kind: ref.RefKind(), RefDigest: d, TargetSpecDigest: in.Target.TargetSpecDigest,
+		in := l.Assembled.Inspections[id]
+		c, _ := l.Assembled.File.Entry(id)
+		e := EntryJSON{TargetID: id, Kind: ref.RefKind(), RefDigest: d, TargetSpecDigest: in.Target.TargetSpecDigest,
 			SelectedPayloadDigest: in.SelectedPayloadDigest, SelectedDeltaDigest: in.SelectedDeltaDigest, Source: c.Source}
 		switch r := ref.(type) {
 		case *contribution.ProposalRef:
@@ -207,7 +208,7 @@ func entriesJSON(l *loadedStack) ([]entryJSON, error) {
 	return out, nil
 }
 
-func writeManifest(path string, m stack.Manifest) error {
+func WriteManifest(path string, m stack.Manifest) error {
 	b, err := m.CanonicalJSON()
 	if err != nil {
 		return err
@@ -215,11 +216,11 @@ func writeManifest(path string, m stack.Manifest) error {
 	return atomicwrite.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// materializeOptions returns the library options of a stack command.
-func materializeOptions(s Streams, l *loadedStack, deps stackDeps, quiet bool) (materialize.Options, error) {
+// MaterializeOptions returns the library options of a stack command.
+func MaterializeOptions(s Streams, l *LoadedStack, deps StackDeps, quiet bool) (materialize.Options, error) {
 	// The snapshots and closures assembly took are reused: the tree is
 	// written from the bytes the stack's identities were computed over.
-	opts := materialize.Options{Catalog: l.catalog, Payload: l.payload, Inspections: l.assembled.Inspections}
+	opts := materialize.Options{Catalog: l.Catalog, Payload: l.Payload, Inspections: l.Assembled.Inspections}
 	if !quiet {
 		opts.Progress = func(format string, args ...any) { fmt.Fprintf(s.Err, "cacheon: "+format+"\n", args...) }
 	}
@@ -249,7 +250,7 @@ func resolverOf(dirs map[string]string) materialize.Resolver {
 	}
 }
 
-type treeJSON struct {
+type TreeJSON struct {
 	FormatVersion int                           `json:"format_version"`
 	Out           string                        `json:"out"`
 	Kind          string                        `json:"kind"`
@@ -261,8 +262,8 @@ type treeJSON struct {
 	Files         []materialize.FileRow         `json:"files"`
 }
 
-func treeDoc(out, kind string, r *materialize.Result) treeJSON {
-	doc := treeJSON{FormatVersion: 1, Out: out, Kind: kind, StackDigest: r.StackDigest, TreeDigest: r.TreeDigest,
+func TreeDoc(out, kind string, r *materialize.Result) TreeJSON {
+	doc := TreeJSON{FormatVersion: 1, Out: out, Kind: kind, StackDigest: r.StackDigest, TreeDigest: r.TreeDigest,
 		FileCount: len(r.Files), Contributions: r.Contributions, Files: r.Files}
 	if doc.Contributions == nil {
 		doc.Contributions = []materialize.ContributionRow{}

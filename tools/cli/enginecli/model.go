@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"fmt"
@@ -11,7 +11,9 @@ import (
 	"github.com/cacheon/engine/models"
 )
 
-func newModelCommand(s Streams) *cobra.Command {
+// NewModelCommand is the model group with provision and make-test, which
+// cacheon_test_model runs; the full command line adds check.
+func NewModelCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "model",
 		Short: "Seal model directories and make deterministic test models",
@@ -27,15 +29,14 @@ lanes. Models are never downloaded by these commands.`,
 	}
 	cmd.AddCommand(
 		newModelProvisionCommand(s),
-		newModelCheckCommand(s),
 		newModelMakeTestCommand(s),
 	)
 	return cmd
 }
 
-// modelProgress returns a progress printer for a terminal on w, or nil:
+// ModelProgress returns a progress printer for a terminal on w, or nil:
 // piped output stays free of progress lines.
-func modelProgress(w io.Writer) func(done, total int, f models.File) {
+func ModelProgress(w io.Writer) func(done, total int, f models.File) {
 	f, ok := w.(*os.File)
 	if !ok {
 		return nil
@@ -49,8 +50,8 @@ func modelProgress(w io.Writer) func(done, total int, f models.File) {
 	}
 }
 
-// modelReceiptView is the --json document of provision and check.
-type modelReceiptView struct {
+// ModelReceiptView is the --json document of provision and check.
+type ModelReceiptView struct {
 	FormatVersion int                 `json:"format_version"`
 	Root          string              `json:"root"`
 	Receipt       string              `json:"receipt"`
@@ -63,7 +64,7 @@ type modelReceiptView struct {
 	Differences   []models.Difference `json:"differences,omitempty"`
 }
 
-func newModelReceiptView(root, receiptPath string, r *models.Receipt) (*modelReceiptView, error) {
+func NewModelReceiptView(root, receiptPath string, r *models.Receipt) (*ModelReceiptView, error) {
 	rd, err := r.Digest()
 	if err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func newModelReceiptView(root, receiptPath string, r *models.Receipt) (*modelRec
 	if err != nil {
 		return nil, err
 	}
-	return &modelReceiptView{
+	return &ModelReceiptView{
 		FormatVersion: 1,
 		Root:          abs,
 		Receipt:       receiptPath,

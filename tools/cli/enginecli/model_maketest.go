@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"errors"
@@ -115,7 +115,7 @@ at all. Seal it afterwards with "cacheon model provision DIR".`,
 				view.ModelType = "mixtral"
 			}
 			if asJSON {
-				return writeJSON(s.Out, view)
+				return WriteJSON(s.Out, view)
 			}
 			desc := fmt.Sprintf("%s, %d layers, hidden %d, %d/%d heads, intermediate %d, vocab %d",
 				view.ModelType, sh.Layers, sh.Hidden, sh.Heads, sh.KVHeads, sh.Intermediate, sh.Vocab)

@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // releaseServeOptions are the flags and arguments of release serve.
 type releaseServeOptions struct {
 	root, keyPath, bundlePath, modelDir, now string
-	channel                                  channelCheckOptions
+	channel                                  ChannelCheckOptions
 	dryRun                                   bool
 	args                                     []string
 }
@@ -82,7 +82,7 @@ and state it checked, or, on a line of its own, that it checked no channel.`,
 	f.StringVar(&o.modelDir, "model", "", "mounted model directory (default: the signed model mount)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "verify and print what would run, as JSON, without starting it")
 	f.StringVar(&o.now, "now", "", "judge key validity and the channel's expiry at this RFC 3339 time instead of now (tests)")
-	o.channel.addFlags(f)
+	o.channel.AddFlags(f)
 	return cmd
 }
 
@@ -95,17 +95,17 @@ func runReleaseServe(ctx context.Context, s Streams, o releaseServeOptions) erro
 	if err != nil {
 		return reject.Errorf("%w: signature bundle: %v", entrypoint.ErrRefused, err)
 	}
-	now, err := parseNow("--now", o.now)
+	now, err := ParseNow("--now", o.now)
 	if err != nil {
 		return err
 	}
-	if err := o.channel.validate(); err != nil {
+	if err := o.channel.Validate(); err != nil {
 		return err
 	}
 	keyTime := now
 	var sel *channel.Selection
-	if o.channel.enabled() {
-		if sel, err = o.channel.selectRelease(ctx, s.Err, "release serve", now); err != nil {
+	if o.channel.Enabled() {
+		if sel, err = o.channel.SelectRelease(ctx, s.Err, "release serve", now); err != nil {
 			if !reject.Is(err) {
 				// An unreachable channel or a state directory that
 				// cannot be written gave no verdict (exit 1).
@@ -138,7 +138,7 @@ func runReleaseServe(ctx context.Context, s Streams, o releaseServeOptions) erro
 		if sel != nil {
 			doc["channel"] = sel
 		}
-		return writeJSON(s.Out, doc)
+		return WriteJSON(s.Out, doc)
 	}
 	fmt.Fprintf(s.Err, "cacheon release serve: release %s verified (key %s); starting %s\n", v.DescriptorDigest, v.KeyID, v.Argv[0])
 	return reject.Wrap(entrypoint.Exec(v))
@@ -146,13 +146,13 @@ func runReleaseServe(ctx context.Context, s Streams, o releaseServeOptions) erro
 
 // serveChannelLine is serve's log line about the channel: which channel,
 // release and state it checked, or that it checked none.
-func serveChannelLine(o channelCheckOptions, sel *channel.Selection) string {
+func serveChannelLine(o ChannelCheckOptions, sel *channel.Selection) string {
 	if sel == nil {
 		return "cacheon release serve: no release channel checked (no --channel): a withdrawn or superseded release would start as well"
 	}
 	r, st := sel.Record, sel.Status
 	return fmt.Sprintf("cacheon release serve: channel %s: %s %s is %s (root v%d, timestamp v%d signed %s); %s",
-		st.Source, r.Name, r.Version, selectionRole(sel), st.RootVersion, st.TimestampVersion, orUnknown(st.Age), describeState(st))
+		st.Source, r.Name, r.Version, selectionRole(sel), st.RootVersion, st.TimestampVersion, orUnknown(st.Age), DescribeState(st))
 }
 
 // selectionRole says whether the selected release is the current one or

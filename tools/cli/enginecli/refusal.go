@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"errors"
@@ -51,14 +51,14 @@ func refusalDiagnostics(err error) hcl.Diagnostics {
 	return nil
 }
 
-// withJSONRefusals makes every command with a --json flag write one JSON
+// WithJSONRefusals makes every command with a --json flag write one JSON
 // document on a refusal too: when a command run with --json returns a
 // rejection it has not already written out, the refusal document goes to
 // stdout. The message still goes to stderr, as without --json. It is
 // applied once, to the whole tree, so no command can forget it.
-func withJSONRefusals(c *cobra.Command, s Streams) {
+func WithJSONRefusals(c *cobra.Command, s Streams) {
 	for _, sub := range c.Commands() {
-		withJSONRefusals(sub, s)
+		WithJSONRefusals(sub, s)
 	}
 	if c.RunE == nil || c.Flags().Lookup("json") == nil {
 		return
@@ -73,7 +73,7 @@ func withJSONRefusals(c *cobra.Command, s Streams) {
 			return err
 		}
 		doc := refusalJSON{FormatVersion: jsonFormatVersion, Error: err.Error(), Diagnostics: hclload.JSON(refusalDiagnostics(err))}
-		if werr := writeJSON(s.Out, doc); werr != nil {
+		if werr := WriteJSON(s.Out, doc); werr != nil {
 			return werr
 		}
 		return err

@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func runModelProvision(_ context.Context, s Streams, o modelProvisionOptions) er
 	r, err := models.Provision(root, models.Options{
 		Workers:               o.workers,
 		ExpectedContentDigest: o.expected,
-		Progress:              modelProgress(s.Err),
+		Progress:              ModelProgress(s.Err),
 	})
 	if err != nil {
 		return err
@@ -93,12 +93,12 @@ func runModelProvision(_ context.Context, s Streams, o modelProvisionOptions) er
 	if err := models.WriteReceipt(dest, root, r); err != nil {
 		return err
 	}
-	view, err := newModelReceiptView(root, dest, r)
+	view, err := NewModelReceiptView(root, dest, r)
 	if err != nil {
 		return err
 	}
 	if o.asJSON {
-		return writeJSON(s.Out, view)
+		return WriteJSON(s.Out, view)
 	}
 	fmt.Fprintf(s.Out, "content digest  %s\n", view.ContentDigest)
 	fmt.Fprintf(s.Out, "receipt digest  %s\n", view.ReceiptDigest)

@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"context"
@@ -39,22 +39,22 @@ digest and each composition rule's binding contract digest.`,
 }
 
 func runCatalogDigest(_ context.Context, s Streams, o catalogDigestOptions) error {
-	l, err := loadCatalogArg(o.args)
+	l, err := LoadCatalogArg(o.args)
 	if err != nil {
 		return err
 	}
-	if l.catalog == nil {
-		return l.rejection(s.Err)
+	if l.Catalog == nil {
+		return l.Rejection(s.Err)
 	}
-	c := l.catalog
+	c := l.Catalog
 	if !o.asJSON {
 		fmt.Fprintln(s.Out, c.Digest())
 		return nil
 	}
 	view := catalogDigestView{
 		FormatVersion:                  1,
-		File:                           l.name,
-		Embedded:                       l.embedded,
+		File:                           l.Name,
+		Embedded:                       l.Embedded,
 		CatalogDigest:                  c.Digest().String(),
 		ArtifactProviderRegistryDigest: c.ArtifactProviderRegistryDigest().String(),
 		Targets:                        map[string]targetDigestsView{},
@@ -68,5 +68,5 @@ func runCatalogDigest(_ context.Context, s Streams, o catalogDigestOptions) erro
 	for _, r := range c.CompositionRules() {
 		view.CompositionRules[r.ID] = r.BindingContractDigest.String()
 	}
-	return writeJSON(s.Out, view)
+	return WriteJSON(s.Out, view)
 }

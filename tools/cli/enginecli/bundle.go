@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"context"
@@ -19,13 +19,15 @@ import (
 	"github.com/cacheon/engine/kernels/contribution"
 )
 
-// bundleDeps are the validator components bundle inspection runs with.
-type bundleDeps struct {
-	closure   contribution.ClosureFunc
-	cudaCheck contribution.CUDACheckFunc
+// BundleDeps are the validator components bundle inspection runs with.
+type BundleDeps struct {
+	Closure   contribution.ClosureFunc
+	CUDACheck contribution.CUDACheckFunc
 }
 
-func newBundleCommand(s Streams) *cobra.Command {
+// NewBundleCommand is the bundle group with inspect, which cacheon_contribution
+// runs; the full command line adds fingerprint and compare.
+func NewBundleCommand(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bundle",
 		Short: "Inspect contribution bundles",
@@ -35,22 +37,20 @@ The bundle commands read a bundle the way a validator does, without ever
 importing or running its code. docs/miner-guide/bundle-format.md describes
 the format.`,
 	}
-	cmd.AddCommand(newBundleInspectCommand(s, defaultBundleDeps()))
-	cmd.AddCommand(newBundleFingerprintCommand(s, defaultBundleDeps()))
-	cmd.AddCommand(newBundleCompareCommand(s, defaultBundleDeps()))
+	cmd.AddCommand(newBundleInspectCommand(s, DefaultBundleDeps()))
 	return cmd
 }
 
 type bundleInspectOptions struct {
 	dir      string // the bundle directory
-	deps     bundleDeps
+	deps     BundleDeps
 	jsonOut  bool
 	intake   bool
 	catalog  string
 	patchers string
 }
 
-func newBundleInspectCommand(s Streams, deps bundleDeps) *cobra.Command {
+func newBundleInspectCommand(s Streams, deps BundleDeps) *cobra.Command {
 	var o bundleInspectOptions
 	cmd := &cobra.Command{
 		Use:   "inspect BUNDLE",
@@ -119,26 +119,26 @@ func runBundleInspect(_ context.Context, s Streams, o bundleInspectOptions) erro
 	if !info.IsDir() {
 		return fmt.Errorf("%s: not a directory", dir)
 	}
-	cat, err := bundleCatalog(o.catalog)
+	cat, err := BundleCatalog(o.catalog)
 	if err != nil {
 		return err
 	}
-	digests, err := patcherDigests(o.patchers)
+	digests, err := PatcherDigests(o.patchers)
 	if err != nil {
 		return err
 	}
 	in, err := contribution.Inspect(dir, contribution.Options{
 		Catalog: cat,
-		Payload: contribution.PayloadOptions{Closure: deps.closure, CUDACheck: deps.cudaCheck, PatcherDigests: digests},
+		Payload: contribution.PayloadOptions{Closure: deps.Closure, CUDACheck: deps.CUDACheck, PatcherDigests: digests},
 	})
 	var rejected *contribution.RejectedError
 	switch {
 	case errors.As(err, &rejected):
 		if o.jsonOut {
-			if werr := writeJSON(s.Out, inspectJSON(dir, in, rejected)); werr != nil {
+			if werr := WriteJSON(s.Out, inspectJSON(dir, in, rejected)); werr != nil {
 				return werr
 			}
-			return alreadyReported(reject.ErrRejected)
+			return AlreadyReported(reject.ErrRejected)
 		}
 		return reject.Errorf("%s rejected at %s:\n  %s", dir, rejected.Stage, strings.ReplaceAll(rejected.Err.Error(), "\n", "\n  "))
 	case err != nil:
@@ -148,44 +148,44 @@ func runBundleInspect(_ context.Context, s Streams, o bundleInspectOptions) erro
 		rejected = &contribution.RejectedError{Stage: contribution.StageResolve,
 			Err: fmt.Errorf("intake accepts registered targets only: %s", in.Target.Unregistered)}
 		if o.jsonOut {
-			if werr := writeJSON(s.Out, inspectJSON(dir, in, rejected)); werr != nil {
+			if werr := WriteJSON(s.Out, inspectJSON(dir, in, rejected)); werr != nil {
 				return werr
 			}
-			return alreadyReported(reject.ErrRejected)
+			return AlreadyReported(reject.ErrRejected)
 		}
 		writeInspectText(s.Out, in)
 		return reject.Errorf("%s rejected at %s: %v", dir, rejected.Stage, rejected.Err)
 	}
 	if o.jsonOut {
-		return writeJSON(s.Out, inspectJSON(dir, in, nil))
+		return WriteJSON(s.Out, inspectJSON(dir, in, nil))
 	}
 	writeInspectText(s.Out, in)
 	return nil
 }
 
-// bundleCatalog loads the catalog a --catalog flag names through the one
+// BundleCatalog loads the catalog a --catalog flag names through the one
 // catalog loader (size and nesting limits included), or the embedded
 // default when path is empty. A file that cannot be read is an I/O error
 // (exit 1); one that does not validate rejects the input (exit 2).
-func bundleCatalog(path string) (*catalog.Catalog, error) {
+func BundleCatalog(path string) (*catalog.Catalog, error) {
 	if path == "" {
 		return catalog.Default()
 	}
-	l, err := loadCatalogArg([]string{path})
+	l, err := LoadCatalogArg([]string{path})
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	if l.diags.HasErrors() {
-		return nil, reject.Errorf("catalog %s: %w", path, l.diags)
+	if l.Diags.HasErrors() {
+		return nil, reject.Errorf("catalog %s: %w", path, l.Diags)
 	}
-	return l.catalog, nil
+	return l.Catalog, nil
 }
 
-// patcherDigests hashes the registered patchers found in dir. The
+// PatcherDigests hashes the registered patchers found in dir. The
 // payload binds a patcher it does not name to the validator's own
 // (kernels/patchers), so an operator names only the patcher files they
 // reviewed instead.
-func patcherDigests(dir string) (map[string]string, error) {
+func PatcherDigests(dir string) (map[string]string, error) {
 	out := map[string]string{}
 	if dir == "" {
 		return out, nil
@@ -349,7 +349,7 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// defaultBundleDeps are the validator's own closure and include checks.
-func defaultBundleDeps() bundleDeps {
-	return bundleDeps{closure: contribution.CachedPythonClosure(pythonFactsCache()), cudaCheck: contribution.CUDAIncludeCheck}
+// DefaultBundleDeps are the validator's own closure and include checks.
+func DefaultBundleDeps() BundleDeps {
+	return BundleDeps{Closure: contribution.CachedPythonClosure(pythonFactsCache()), CUDACheck: contribution.CUDAIncludeCheck}
 }

@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"bytes"
@@ -12,14 +12,14 @@ import (
 // does not carry its own.
 const jsonFormatVersion = 1
 
-// writeJSON is the one writer of --json output. Every document is one
+// WriteJSON is the one writer of --json output. Every document is one
 // JSON object on stdout, indented, with format_version first when the
 // value does not version itself (a document with its own format_version,
 // or the evaluator's report, whose "schema" names it because the same
 // bytes are stored as evidence, keeps its own), no HTML escaping (so "<stdin>" and "a->b" read as
 // written), and empty arrays instead of null, so consumers never branch
 // on a missing list.
-func writeJSON(w io.Writer, v any) error {
+func WriteJSON(w io.Writer, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

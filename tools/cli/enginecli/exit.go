@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"errors"
@@ -28,8 +28,8 @@ type decided struct {
 func (d *decided) Error() string { return d.err.Error() }
 func (d *decided) Unwrap() error { return d.err }
 
-// exitWith ends the command with code, explained by err.
-func exitWith(code int, err error) error { return &decided{code, err} }
+// ExitWith ends the command with code, explained by err.
+func ExitWith(code int, err error) error { return &decided{code, err} }
 
 // ExitCode maps the error a command returned to its exit code. It is the
 // one place the contract is decided, over one root: every package's
@@ -55,15 +55,15 @@ func ExitCode(err error) int {
 }
 
 // reported is an error whose result the command already wrote (a JSON
-// refusal document, a scan's violations): Main maps it to its exit code
+// refusal document, a scan's violations): Execute maps it to its exit code
 // but prints nothing more.
 type reported struct{ err error }
 
 func (r *reported) Error() string { return r.err.Error() }
 func (r *reported) Unwrap() error { return r.err }
 
-// alreadyReported marks err as written out by the command itself.
-func alreadyReported(err error) error {
+// AlreadyReported marks err as written out by the command itself.
+func AlreadyReported(err error) error {
 	if err == nil {
 		return nil
 	}

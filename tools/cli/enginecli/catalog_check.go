@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"context"
@@ -45,45 +45,45 @@ it is not, 1 when FILE cannot be read.`,
 }
 
 func runCatalogCheck(_ context.Context, s Streams, o catalogCheckOptions) error {
-	l, err := loadCatalogArg(o.args)
+	l, err := LoadCatalogArg(o.args)
 	if err != nil {
 		return err
 	}
 	if o.asJSON {
 		view := catalogCheckView{
 			FormatVersion: 1,
-			File:          l.name,
-			Embedded:      l.embedded,
-			Valid:         !l.diags.HasErrors(),
-			ErrorCount:    len(l.diags.Errs()),
-			WarningCount:  len(l.diags) - len(l.diags.Errs()),
-			Diagnostics:   hclload.JSON(l.diags),
+			File:          l.Name,
+			Embedded:      l.Embedded,
+			Valid:         !l.Diags.HasErrors(),
+			ErrorCount:    len(l.Diags.Errs()),
+			WarningCount:  len(l.Diags) - len(l.Diags.Errs()),
+			Diagnostics:   hclload.JSON(l.Diags),
 		}
-		if c := l.catalog; c != nil {
+		if c := l.Catalog; c != nil {
 			view.CatalogDigest = c.Digest().String()
 			view.SlotTargets, view.AtomicTargets = countTargets(c)
 			view.Slots = len(c.Slots())
 			view.Rules = len(c.CompositionRules())
 			view.Providers = len(c.ArtifactProviders())
 		}
-		if err := writeJSON(s.Out, view); err != nil {
+		if err := WriteJSON(s.Out, view); err != nil {
 			return err
 		}
 		if !view.Valid {
-			return alreadyReported(reject.ErrRejected)
+			return AlreadyReported(reject.ErrRejected)
 		}
 		return nil
 	}
-	if l.catalog == nil {
-		return l.rejection(s.Err)
+	if l.Catalog == nil {
+		return l.Rejection(s.Err)
 	}
-	if err := l.writeDiagnostics(s.Err); err != nil { // warnings, if any
+	if err := l.WriteDiagnostics(s.Err); err != nil { // warnings, if any
 		return err
 	}
-	c := l.catalog
+	c := l.Catalog
 	slotTargets, atomic := countTargets(c)
 	fmt.Fprintf(s.Out, "%s: valid: %d targets (%d slot, %d atomic), %d slots, %d composition %s, %d artifact %s\n",
-		l.name, slotTargets+atomic, slotTargets, atomic, len(c.Slots()),
+		l.Name, slotTargets+atomic, slotTargets, atomic, len(c.Slots()),
 		len(c.CompositionRules()), plural(len(c.CompositionRules()), "rule", "rules"),
 		len(c.ArtifactProviders()), plural(len(c.ArtifactProviders()), "provider", "providers"))
 	fmt.Fprintf(s.Out, "catalog digest %s\n", c.Digest())

@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"context"
@@ -62,7 +62,7 @@ commit, not the path).`,
     --review reviews/silu.json \
     --substrate kernels/substrate \
     --model-receipt models/model-provision-sha256-<digest>.json \
-    --entrypoint bazel-bin/tools/cmd/cacheon/cacheon_/cacheon \
+    --entrypoint bazel-bin/tools/cmd/cacheon-engine/cacheon-engine_/cacheon-engine \
     --base-layout base-layout --base-digest sha256:<digest> --base-name scratch \
     --name cacheon-engine:1.0 --source-date-epoch 1767225600 \
     --entrypoint-source-repo https://example.com/cacheon/engine.git \
@@ -84,7 +84,7 @@ commit, not the path).`,
 	f.StringVar(&o.sourceRepo, "entrypoint-source-repo", "", "record the repository the entrypoint is built from, a URL consumers clone (https://, ssh://, git://, or user@host:path), with --entrypoint-source-commit, so they rebuild it; a local path or file:// URL is refused without --allow-local-source")
 	f.BoolVar(&o.allowLocalSource, strings.TrimPrefix(allowLocalSourceFlag, "--"), false, "accept a local path as --entrypoint-source-repo: the release records only that the source is an unpublished local checkout (not the path), so consumers need the commit from elsewhere")
 	f.StringVar(&o.sourceCommit, "entrypoint-source-commit", "", "the full git commit the entrypoint is built from")
-	f.StringVar(&o.sourceTarget, "entrypoint-bazel-target", "//tools/cmd/cacheon", "the Bazel target that builds the entrypoint at that commit")
+	f.StringVar(&o.sourceTarget, "entrypoint-bazel-target", "//tools/cmd/cacheon-engine", "the Bazel target that builds the entrypoint at that commit")
 	f.StringVar(&o.in.BaseLayout, "base-layout", "", "OCI layout holding the base image (default: the scratch base)")
 	f.StringVar(&o.in.BaseDigest, "base-digest", "", "manifest digest pinning the base image, sha256:<hex>")
 	f.StringVar(&o.in.BaseName, "base-name", "", "name of the base image, recorded in the SBOM and provenance")
@@ -124,14 +124,14 @@ func runReleaseBuild(_ context.Context, s Streams, o releaseBuildOptions) error 
 	}
 	var progress build.Progress
 	if !o.jsonOut {
-		progress = releaseProgress(s, "build")
+		progress = ReleaseProgress(s, "build")
 	}
 	res, err := build.Build(o.in, progress)
 	if err != nil {
 		return buildError(err)
 	}
 	if o.jsonOut {
-		return writeJSON(s.Out, struct {
+		return WriteJSON(s.Out, struct {
 			FormatVersion int `json:"format_version"`
 			*build.Result
 		}{1, res})

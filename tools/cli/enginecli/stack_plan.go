@@ -1,4 +1,4 @@
-package cli
+package enginecli
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 
 // stackPlanOptions are the inputs of stack plan.
 type stackPlanOptions struct {
-	input          stackInputOptions
-	deps           stackDeps
+	input          StackInputOptions
+	deps           StackDeps
 	incumbent      string // the incumbent stack file
 	candidate      string // the candidate bundle directory
 	candidateLabel string
@@ -31,7 +31,7 @@ type stackPlanOptions struct {
 	json           bool
 }
 
-func newStackPlanCommand(s Streams, deps stackDeps) *cobra.Command {
+func newStackPlanCommand(s Streams, deps StackDeps) *cobra.Command {
 	o := stackPlanOptions{deps: deps}
 	cmd := &cobra.Command{
 		Use:   "plan --incumbent STACK --candidate BUNDLE",
@@ -82,7 +82,7 @@ rule); 1 a usage or I/O error.`,
 			return runStackPlan(cmd.Context(), s, o)
 		},
 	}
-	o.input.addFlags(cmd.Flags())
+	o.input.AddFlags(cmd.Flags())
 	f := cmd.Flags()
 	f.StringVar(&o.incumbent, "incumbent", "", "the incumbent evaluation stack file")
 	f.StringVar(&o.candidate, "candidate", "", "the candidate bundle directory")
@@ -131,15 +131,15 @@ func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) (err error
 			return fmt.Errorf("--candidate-label: %w", err)
 		}
 	}
-	l, err := loadStack(s, o.incumbent, o.input, o.deps, o.json)
+	l, err := LoadStack(s, o.incumbent, o.input, o.deps, o.json)
 	if err != nil {
 		return err
 	}
-	opts, err := materializeOptions(s, l, o.deps, true)
+	opts, err := MaterializeOptions(s, l, o.deps, true)
 	if err != nil {
 		return err
 	}
-	req := plan.Request{Incumbent: l.assembled, IncumbentPath: o.incumbent, CandidateDir: o.candidate, Attribution: o.attribution, Materialize: opts,
+	req := plan.Request{Incumbent: l.Assembled, IncumbentPath: o.incumbent, CandidateDir: o.candidate, Attribution: o.attribution, Materialize: opts,
 		IncumbentTree: o.incumbentTree, CandidateTree: o.treeOut}
 	if o.treeOut != "" {
 		if err := os.MkdirAll(filepath.Dir(filepath.Clean(o.treeOut)), 0o755); err != nil {
@@ -173,13 +173,13 @@ func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) (err error
 		fmt.Fprintf(s.Err, "cacheon: no --attribution: using the local attribution %s (credits no one)\n", res.Attribution)
 	}
 	if o.manifestOut != "" {
-		if err := writeManifest(o.manifestOut, res.Candidate.Stack); err != nil {
+		if err := WriteManifest(o.manifestOut, res.Candidate.Stack); err != nil {
 			return err
 		}
 	}
 	var outPtr *string
 	if o.out != "" {
-		warnings, err := plan.WriteCandidate(o.out, plan.CandidateFile{Incumbent: l.assembled.File, IncumbentPath: o.incumbent,
+		warnings, err := plan.WriteCandidate(o.out, plan.CandidateFile{Incumbent: l.Assembled.File, IncumbentPath: o.incumbent,
 			Result: res, CandidateDir: o.candidate, Label: o.candidateLabel})
 		if err != nil {
 			return err
@@ -190,7 +190,7 @@ func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) (err error
 		outPtr = &o.out
 	}
 	if o.json {
-		return writeJSON(s.Out, planJSON{
+		return WriteJSON(s.Out, planJSON{
 			FormatVersion: planFormatVersion, PlanDigest: res.Digest, Plan: res.Arms, Attribution: res.Attribution, LocalAttrib: res.Local, CandidateOut: outPtr,
 		})
 	}
@@ -202,10 +202,10 @@ func runStackPlan(ctx context.Context, s Streams, o stackPlanOptions) (err error
 // document's "rejected" object, otherwise as the error message.
 func planRejected(s Streams, jsonOut bool, r *plan.Rejection) error {
 	if jsonOut {
-		if err := writeJSON(s.Out, map[string]any{"format_version": planFormatVersion, "rejected": planRejectionJSON{Reason: string(r.Reason), Detail: r.Detail}}); err != nil {
+		if err := WriteJSON(s.Out, map[string]any{"format_version": planFormatVersion, "rejected": planRejectionJSON{Reason: string(r.Reason), Detail: r.Detail}}); err != nil {
 			return err
 		}
-		return alreadyReported(r)
+		return AlreadyReported(r)
 	}
 	return r
 }
