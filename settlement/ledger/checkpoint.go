@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 
 	"github.com/cacheon/engine/internal/canonjson"
 )
@@ -52,8 +53,9 @@ func (cp checkpoint) from(c chain) Head {
 // liveSelections pick the rows a decision reads: the current evaluation
 // stack (qualify, settle, stack export), every standing and discovery
 // claim (weights), and every proposal that is not finished with its
-// attempts and settlement outcomes (intake's later steps, qualify and the
-// settlement queue). A finished proposal is failed, expired, or qualified
+// attempts, settlement outcomes and transitions (intake's later steps,
+// qualify and the settlement queue; a status is read as its last
+// transition). A finished proposal is failed, expired, or qualified
 // and settled by a crown or bounty; none of them is read again but by a
 // full check and by apply.CrownAt (crown review), which runs one.
 func liveSelections() []selection {
@@ -63,6 +65,7 @@ func liveSelections() []selection {
 		{table: "standing_claims"},
 		{table: "discovery_claims"},
 		{table: "proposals", where: live},
+		{table: "proposal_transitions", where: "proposal_id IN (SELECT id FROM proposals WHERE " + live + ")"},
 		{table: "attempts", where: "proposal_id IN (SELECT id FROM proposals WHERE " + live + ")"},
 		{table: "settlement_outcomes", where: "proposal_id IN (SELECT id FROM proposals WHERE " + live + ")"},
 	}
@@ -75,6 +78,21 @@ const liveProposals = `status NOT IN ('failed', 'expired') AND NOT (status = 'qu
 // wholeTables are the live tables every row of which is live, so a row
 // bound since the checkpoint and missing from the table is missing.
 var wholeTables = map[string]bool{"standing_claims": true, "discovery_claims": true}
+
+// liveTransition reports whether the proposal_transitions key k ("<proposal>/<seq>")
+// belongs to a proposal among have's live proposals: every transition of a
+// live proposal is bound since the checkpoint (the checkpoint rebinds them,
+// and a proposal becoming live again rebinds its own), so one bound since
+// and gone from the table was deleted, and the status the quick check
+// compares with the last transition cannot be trusted.
+func liveTransition(have boundRows, k string) bool {
+	id, _, ok := strings.Cut(k, "/")
+	if !ok {
+		return false
+	}
+	_, live := have["proposals"][id]
+	return live
+}
 
 // Checkpoint runs CheckFull and, when it finds nothing wrong, records a
 // checkpoint in one transaction; it returns the checkpoint's record head.
@@ -269,8 +287,8 @@ func (l *Ledger) checkLiveRows(ctx context.Context, r *Report, cp checkpoint) (H
 		for k := range have[b.name] {
 			keys[k] = true
 		}
-		if wholeTables[b.name] {
-			for k := range want[b.name] {
+		for k := range want[b.name] {
+			if wholeTables[b.name] || (b.name == "proposal_transitions" && liveTransition(have, k)) {
 				keys[k] = true
 			}
 		}

@@ -99,7 +99,7 @@ func TestCheckpoint(t *testing.T) {
 		}, atOpen, "checkpoint: row record chain"},
 		{"the checkpoint index moved to another record", func(_, _ int64, cp Head) (string, []any) {
 			return `UPDATE checkpoints SET record_sequence = ? WHERE record_sequence = ?`, []any{cp.Sequence - 1, cp.Sequence}
-		}, atOpen, "a intake record"},
+		}, atOpen, "a transition record"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path, live, finished, cp := checkpointed(t)

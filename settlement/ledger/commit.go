@@ -336,12 +336,7 @@ func (l *Ledger) recordOutcome(ctx context.Context, t *sql.Tx, o Outcome, seqs m
 	if err := checkTransition(o.ProposalID, Qualified, Held); err != nil {
 		return 0, err
 	}
-	var tseq int
-	if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM proposal_transitions WHERE proposal_id = ?`, o.ProposalID).Scan(&tseq); err != nil {
-		return 0, err
-	}
-	if _, err := t.ExecContext(ctx, `INSERT INTO proposal_transitions (proposal_id, seq, from_status, to_status, reason) VALUES (?, ?, ?, ?, ?)`,
-		o.ProposalID, tseq, string(Qualified), string(Held), o.Reason); err != nil {
+	if err := appendTransition(ctx, t, o.ProposalID, Qualified, Held, o.Reason); err != nil {
 		return 0, err
 	}
 	_, err = t.ExecContext(ctx, `UPDATE proposals SET status = ?, reason = ? WHERE id = ?`, string(Held), o.Reason, o.ProposalID)

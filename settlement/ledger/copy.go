@@ -186,14 +186,9 @@ func (l *Ledger) ClearCopy(ctx context.Context, id int64, reason string) (*Propo
 			return err
 		}
 		why := fmt.Sprintf("%s:%d", ReasonCopyCleared, ev.Sequence)
-		var seq int
-		if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM proposal_transitions WHERE proposal_id = ?`, id).Scan(&seq); err != nil {
-			return err
-		}
 		// failed -> published is outside the state machine on purpose:
 		// only a cleared copy verdict, chained above, takes it.
-		if _, err := t.ExecContext(ctx, `INSERT INTO proposal_transitions (proposal_id, seq, from_status, to_status, reason) VALUES (?, ?, ?, ?, ?)`,
-			id, seq, string(Failed), string(Published), why); err != nil {
+		if err := appendTransition(ctx, t, id, Failed, Published, why); err != nil {
 			return err
 		}
 		if _, err := t.ExecContext(ctx, `UPDATE proposals SET status = ?, reason = ? WHERE id = ?`, string(Published), why, id); err != nil {
@@ -203,7 +198,8 @@ func (l *Ledger) ClearCopy(ctx context.Context, id int64, reason string) (*Propo
 		// quick check from a checkpoint taken while it was finished finds
 		// them bound since (checkpoint.go).
 		if err := bindRows(ctx, t, RecordCopyCleared, selection{"proposals", "id = ?", []any{id}},
-			selection{"attempts", "proposal_id = ?", []any{id}}, selection{"settlement_outcomes", "proposal_id = ?", []any{id}}); err != nil {
+			selection{"attempts", "proposal_id = ?", []any{id}}, selection{"settlement_outcomes", "proposal_id = ?", []any{id}},
+			selection{"proposal_transitions", "proposal_id = ?", []any{id}}); err != nil {
 			return err
 		}
 		p.Status, p.Reason = Published, why

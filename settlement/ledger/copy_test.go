@@ -354,8 +354,10 @@ func TestASchema2LedgerMigratesToAntiCopy(t *testing.T) {
 	if err != nil || !rep.OK() || rep.SchemaVersion != SchemaVersion() || SchemaVersion() < 3 || rep.Counts.Proposals != 1 {
 		t.Fatalf("after the migration: %+v (%v)", rep, err)
 	}
-	// Schema 4 bound the rows it found in one schema_upgrade record.
-	if recs, err := eventsOf(ctx, l.db, recordChain, 1, 0); err != nil || len(recs) != 1 || recs[0].EventType != RecordSchemaUpgrade {
+	// Schema 4 bound the rows it found in one schema_upgrade record, and
+	// schema 7 the transitions in another.
+	if recs, err := eventsOf(ctx, l.db, recordChain, 1, 0); err != nil || len(recs) != 2 || recs[0].EventType != RecordSchemaUpgrade ||
+		recs[1].EventType != RecordSchemaUpgrade || !strings.Contains(string(recs[1].Body), `"proposal_transitions":{"1/1"`) {
 		t.Fatalf("row records after the migration: %v (%v)", recs, err)
 	}
 	old, err := l.Proposal(ctx, 1)

@@ -50,4 +50,8 @@
 // checkpoint.go), a row record that rebinds every live row and names the
 // other chains' heads, written only after CheckFull found nothing wrong;
 // CheckFull still replays everything.
+//
+// Every proposal transition is bound by the row record chain (schema 7),
+// so a proposal's status, checked against its last transition, cannot be
+// edited together with that transition unnoticed.
 package ledger

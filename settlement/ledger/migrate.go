@@ -105,10 +105,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			t.Rollback()
 			return fmt.Errorf("apply migration %s: %w", m.name, classify(err))
 		}
-		// Schema 4 makes the row record chain: the rows a ledger already
-		// holds are bound as they stand, in the migration's transaction.
-		if m.version == rowRecordsSchema {
-			if err := bindAll(ctx, t); err != nil {
+		// A schema that makes tables bound (4: the row record chain; 7:
+		// the proposal transitions) binds the rows a ledger already holds
+		// as they stand, in the migration's transaction.
+		if tables := boundBySchema[m.version]; len(tables) > 0 {
+			if err := bindAll(ctx, t, tables...); err != nil {
 				t.Rollback()
 				return fmt.Errorf("apply migration %s: %w", m.name, classify(err))
 			}
@@ -122,6 +123,16 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	return nil
+}
+
+// boundBySchema names, for a schema version that made tables bound, the
+// tables it made bound: applying it binds their rows as they stand. The
+// lists are fixed per version rather than read from boundTables, so that
+// schema 4 applied to an old ledger binds what schema 4 bound, and a
+// later schema adds its own record.
+var boundBySchema = map[int][]string{
+	rowRecordsSchema:       {"proposals", "attempts", "evaluation_stacks", "crowns", "standing_claims", "discovery_claims", "settlement_outcomes"},
+	transitionsBoundSchema: {"proposal_transitions"},
 }
 
 func appliedMigrations(ctx context.Context, q querier) (map[int]migration, error) {

@@ -261,7 +261,8 @@ func (l *Ledger) Intake(ctx context.Context, snap *bundle.Snapshot, r IntakeRequ
 				return err
 			}
 		}
-		if err := bindRows(ctx, t, RecordIntake, selection{"proposals", "id = ?", []any{p.ID}}); err != nil {
+		if err := bindRows(ctx, t, RecordIntake, selection{"proposals", "id = ?", []any{p.ID}},
+			selection{"proposal_transitions", "proposal_id = ?", []any{p.ID}}); err != nil {
 			return err
 		}
 		p.Status, p.Reason = last.to, last.reason
@@ -389,16 +390,28 @@ func (l *Ledger) transition(ctx context.Context, t *sql.Tx, p *Proposal, to Stat
 			return err
 		}
 	}
-	var seq int
-	if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM proposal_transitions WHERE proposal_id = ?`, id).Scan(&seq); err != nil {
-		return err
-	}
-	if _, err := t.ExecContext(ctx, `INSERT INTO proposal_transitions (proposal_id, seq, from_status, to_status, reason) VALUES (?, ?, ?, ?, ?)`,
-		id, seq, string(p.Status), string(to), reason); err != nil {
+	if err := appendTransition(ctx, t, id, p.Status, to, reason); err != nil {
 		return err
 	}
 	_, err := t.ExecContext(ctx, `UPDATE proposals SET status = ?, reason = ? WHERE id = ?`, string(to), reason, id)
 	return err
+}
+
+// appendTransition inserts proposal id's next transition in t and binds
+// it to the row record chain in the same transaction. The proposal's
+// status and reason are checked against its last transition rather than
+// bound themselves, so binding every transition is what makes a hand edit
+// of a status, together with the transition that explains it, refused.
+func appendTransition(ctx context.Context, t *sql.Tx, id int64, from, to Status, reason string) error {
+	var seq int
+	if err := t.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM proposal_transitions WHERE proposal_id = ?`, id).Scan(&seq); err != nil {
+		return fmt.Errorf("proposal %d: next transition: %w", id, classify(err))
+	}
+	if _, err := t.ExecContext(ctx, `INSERT INTO proposal_transitions (proposal_id, seq, from_status, to_status, reason) VALUES (?, ?, ?, ?, ?)`,
+		id, seq, string(from), string(to), reason); err != nil {
+		return fmt.Errorf("proposal %d: insert transition %d: %w", id, seq, classify(err))
+	}
+	return bindRows(ctx, t, RecordTransition, selection{"proposal_transitions", "proposal_id = ? AND seq = ?", []any{id, seq}})
 }
 
 // Attempt is one screen or qualification run on a proposal, with where its

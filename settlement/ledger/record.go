@@ -39,12 +39,18 @@ const (
 	RecordSettlement    = "settlement"
 	RecordCopyCleared   = "copy_cleared"
 	RecordSchemaUpgrade = "schema_upgrade"
+	RecordTransition    = "transition"
 )
+
+// transitionsBoundSchema is the schema version that added the proposal
+// transitions to the row record chain.
+const transitionsBoundSchema = 7
 
 // boundTable is one table whose rows the record chain binds: an SQL
 // expression naming a row, and the JSON object of its bound columns.
 // Columns a later write changes without a record (a proposal's status and
-// reason, checked against its transitions) are left out.
+// reason) are left out: they are checked against the proposal's last
+// transition, and every transition is bound.
 type boundTable struct {
 	name string
 	key  string
@@ -57,6 +63,8 @@ var boundTables = []boundTable{
 		'subevent_index', subevent_index, 'target_id', target_id, 'target_spec_digest', target_spec_digest,
 		'selected_payload_digest', selected_payload_digest, 'selected_delta_digest', selected_delta_digest,
 		'published', published, 'replay_of', replay_of, 'fingerprint', fingerprint)`},
+	{"proposal_transitions", `proposal_id || '/' || seq`, `json_object('proposal_id', proposal_id, 'seq', seq,
+		'from_status', from_status, 'to_status', to_status, 'reason', reason)`},
 	{"attempts", `proposal_id || '/' || seq`, `json_object('proposal_id', proposal_id, 'seq', seq, 'stage', stage,
 		'report_digest', report_digest, 'evidence_address', evidence_address, 'decision', decision, 'reason', reason,
 		'settlement', settlement)`},
@@ -154,12 +162,14 @@ func bindRows(ctx context.Context, t *sql.Tx, recordType string, sels ...selecti
 	return nil
 }
 
-// bindAll binds every bound row as it stands, in one record: run once,
-// when schema 4 is applied to a ledger written before it.
-func bindAll(ctx context.Context, t *sql.Tx) error {
-	sels := make([]selection, len(boundTables))
-	for i, b := range boundTables {
-		sels[i] = selection{table: b.name}
+// bindAll binds every row of tables as it stands, in one record: run
+// once, when the schema that made them bound is applied to a ledger
+// written before it (schema 4 for the tables it made bound, schema 7 for
+// the proposal transitions).
+func bindAll(ctx context.Context, t *sql.Tx, tables ...string) error {
+	sels := make([]selection, len(tables))
+	for i, name := range tables {
+		sels[i] = selection{table: boundTableNamed(name).name}
 	}
 	return bindRows(ctx, t, RecordSchemaUpgrade, sels...)
 }

@@ -82,8 +82,9 @@ func TestCheckReportsTheRecordHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// stack_init, intake, three attempts, settlement.
-	if r.RecordHead.Sequence != 6 || r.Counts.RowRecords != 6 || len(r.RecordHead.Digest) != 64 {
-		t.Errorf("record head %+v, %d records; want sequence 6", r.RecordHead, r.Counts.RowRecords)
+	// stack_init, intake (with its first transition), six transitions,
+	// three attempts, settlement.
+	if r.RecordHead.Sequence != 12 || r.Counts.RowRecords != 12 || len(r.RecordHead.Digest) != 64 {
+		t.Errorf("record head %+v, %d records; want sequence 12", r.RecordHead, r.Counts.RowRecords)
 	}
 }

@@ -72,7 +72,7 @@ func TestIntakeAddAndLedgerCheck(t *testing.T) {
 		t.Errorf("report %s", out)
 	}
 	code, out, _ = run(t, "", "ledger", "check", "--ledger", db)
-	if code != 0 || !strings.Contains(out, "ok (schema 6, integrity ok)") {
+	if code != 0 || !strings.Contains(out, "ok (schema 7, integrity ok)") {
 		t.Errorf("text check: exit %d\n%s", code, out)
 	}
 	// --full replays everything and records a checkpoint; the next check
@@ -88,7 +88,7 @@ func TestIntakeAddAndLedgerCheck(t *testing.T) {
 	}
 	// A backup is a ledger that checks; one over an existing file is refused.
 	backup := filepath.Join(dir, "ledger.bak")
-	if code, out, errOut := run(t, "", "ledger", "backup", "--ledger", db, backup); code != 0 || !strings.Contains(out, "ok (schema 6, chain head 0, 3 proposals") {
+	if code, out, errOut := run(t, "", "ledger", "backup", "--ledger", db, backup); code != 0 || !strings.Contains(out, "ok (schema 7, chain head 0, 3 proposals") {
 		t.Fatalf("backup: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, out, errOut := run(t, "", "ledger", "check", "--ledger", backup, "--json"); code != 0 || !strings.Contains(out, `"proposals": 3`) {

@@ -1,0 +1,12 @@
+-- Schema 7: proposal transitions join the row record chain.
+--
+-- A proposal's status and reason are not bound themselves (every
+-- transition changes them); `ledger check` compares them with the
+-- proposal's last transition. Until this schema no chain bound the
+-- transitions, so a hand edit of a status together with its last
+-- transition went unnoticed. From here every transition is bound by a row
+-- record written in the transaction that inserts it, and applying this
+-- schema binds the transitions a ledger already holds in one
+-- schema_upgrade record (migrate.go). No table changes: the schema
+-- version itself is what tells a ledger whose transitions are bound from
+-- one whose transitions are not.
