@@ -32,7 +32,15 @@ stacks with exactly one current. See docs/operator-guide/ledger.md.`,
 // every row these commands decide on; a crown review reads history, and
 // apply.CrownAt runs the full check itself.
 func openCheckedLedger(ctx context.Context, path, what string) (*ledger.Ledger, error) {
-	l, err := ledger.Open(ctx, path, ledger.Options{})
+	return openCheckedLedgerWith(ctx, path, what, ledger.Options{})
+}
+
+// openCheckedLedgerWith is openCheckedLedger with the open's options:
+// intake add creates the ledger it is the first write to, and checks it
+// like the others, since its anti-copy and replay verdicts read earlier
+// proposals' fingerprints and transitions.
+func openCheckedLedgerWith(ctx context.Context, path, what string, opts ledger.Options) (*ledger.Ledger, error) {
+	l, err := ledger.Open(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}

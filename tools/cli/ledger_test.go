@@ -155,8 +155,10 @@ func TestLedgerCheckRefusals(t *testing.T) {
 					t.Errorf("--json refusal document %q (%v)", out, err)
 				}
 				// What the check refuses, weights and settle refuse too:
-				// no weights from it, no settlement onto it.
+				// no weights from it, no settlement onto it, and no intake
+				// whose anti-copy and replay verdicts read its proposals.
 				for _, args := range [][]string{
+					{"intake", "add", repoCopy(t, "kernels/contributions/rmsnorm_triton"), "--ledger", db, "--hotkey", "hk2", "--block", "2"},
 					{"weights", "--ledger", db, "--block", "100", "--metagraph", repoDir("docs/examples/weights/members.json"),
 						"--validator", "5Fvalidator", "--policy", repoDir("docs/examples/weights/policy.json")},
 					{"settle", "--ledger", db},
