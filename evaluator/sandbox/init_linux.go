@@ -66,7 +66,7 @@ func initMain() int {
 		report(status{Error: err.Error()})
 		return 125
 	}
-	return supervise(&s, cfg.ControlFD, cfg.SessionFD, files, report)
+	return supervise(&s, cfg.ControlFD, cfg.SessionFD, cfg.FilesFD, files, report)
 }
 
 // setup builds the sandbox's root, enters it, opens each process's stdio
@@ -362,7 +362,7 @@ func dropPrivileges() error {
 // supervise starts every process, reaps everything that ends in the
 // namespace (orphans are re-parented to us), and reports each process's
 // end. Returning ends the namespace: the kernel kills what is left.
-func supervise(s *Spec, controlFD []int, sessionFD [][2]int, files [][3]*os.File, report func(status)) int {
+func supervise(s *Spec, controlFD []int, sessionFD [][2]int, filesFD [][]int, files [][3]*os.File, report func(status)) int {
 	pids := map[int]int{} // pid -> index
 	for i, p := range s.Procs {
 		fds := []uintptr{files[i][0].Fd(), files[i][1].Fd(), files[i][2].Fd()}
@@ -373,6 +373,14 @@ func supervise(s *Spec, controlFD []int, sessionFD [][2]int, files [][3]*os.File
 		fds = append(fds, control)
 		if i < len(sessionFD) && sessionFD[i][0] > 0 {
 			fds = append(fds, uintptr(sessionFD[i][0]), uintptr(sessionFD[i][1]))
+		}
+		if i < len(filesFD) && len(filesFD[i]) > 0 {
+			for len(fds) < 6 {
+				fds = append(fds, ^uintptr(0)) // no session pipes: closed
+			}
+			for _, fd := range filesFD[i] {
+				fds = append(fds, uintptr(fd))
+			}
 		}
 		attr := &syscall.ProcAttr{Dir: p.Dir, Env: p.Env, Files: fds,
 			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
@@ -406,6 +414,11 @@ func supervise(s *Spec, controlFD []int, sessionFD [][2]int, files [][3]*os.File
 			if fd > 0 {
 				_ = syscall.Close(fd)
 			}
+		}
+	}
+	for _, fds := range filesFD {
+		for _, fd := range fds {
+			_ = syscall.Close(fd)
 		}
 	}
 	stopping := false

@@ -26,6 +26,8 @@ type config struct {
 	// SessionFD[i] are the init's fds of process i's session pipes (its
 	// fd 4 and fd 5), or zeros.
 	SessionFD [][2]int `json:"session_fd"`
+	// FilesFD[i] are the init's fds of process i's Files (its fds 6...).
+	FilesFD [][]int `json:"files_fd"`
 }
 
 // status is one line the init writes on fd 4: a set-up failure, or the end
@@ -281,6 +283,7 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 	extra := []*os.File{cfgR, stW}
 	controlFD := make([]int, len(s.Procs))
 	sessionFD := make([][2]int, len(s.Procs))
+	filesFD := make([][]int, len(s.Procs))
 	for i, p := range s.Procs {
 		if p.Control {
 			r, w, err := pipe()
@@ -309,6 +312,10 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 			sessionFD[i] = [2]int{3 + len(extra), 4 + len(extra)}
 			extra = append(extra, inR, outW)
 			sb.sessions[i] = &Session{Send: inW, Frames: outR}
+		}
+		for _, f := range p.Files {
+			filesFD[i] = append(filesFD[i], 3+len(extra))
+			extra = append(extra, f)
 		}
 	}
 	uid, gid := HostUser()
@@ -355,7 +362,7 @@ func Start(ctx context.Context, s Spec) (_ *Sandbox, err error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 
-	cfg, err := json.Marshal(config{Spec: s, ControlFD: controlFD, SessionFD: sessionFD})
+	cfg, err := json.Marshal(config{Spec: s, ControlFD: controlFD, SessionFD: sessionFD, FilesFD: filesFD})
 	if err == nil {
 		_, err = cfgW.Write(cfg)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"time"
 
@@ -68,6 +69,10 @@ type Proc struct {
 	// requests on fd 4 and writes replies on fd 5. The controller's ends
 	// are Sandbox.Session(i).
 	Session bool
+	// Files are passed to the process as fds 6, 7, ... (the capability
+	// to a block of shared memory, a socket): descriptors, not paths, so
+	// nothing of the host's tree need be visible for them.
+	Files []*os.File `json:"-"`
 }
 
 // Session is the controller's end of a Session process's two pipes: Send

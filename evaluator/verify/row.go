@@ -195,8 +195,8 @@ func regrowCase(elig *bundle.Eligibility, seqs []worker.PlannedSequence, index i
 // runCandidates runs one candidate process per rank. A non-empty verdict
 // means the row is decided without a reference run (a crash, a timeout, or
 // an infrastructure failure). witnessed are the ranks' directories of the
-// controller's copies of their calls (nil where calls are not witnessed:
-// on CUDA, whose device memory the arena files cannot hold).
+// controller's copies of their calls: of the arena files on the CPU, of
+// the checkers' device blocks on a GPU.
 func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowDir string, world int, cases []worker.CaseRef,
 	graph bool, env worker.Env, row *RowResult) (records []worker.CandidateRecord, dirs, witnessed []string, verdict, reason string) {
 	rendezvous := ""
@@ -207,16 +207,33 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 		}
 	}
 	var witnesses []*worker.Witness
-	if r.o.Device == "cpu" {
-		for rank := 0; rank < world; rank++ {
-			snaps := filepath.Join(rowDir, fmt.Sprintf("witness%d", rank))
-			w, err := worker.NewWitness(filepath.Join(rowDir, fmt.Sprintf("arena%d", rank)), snaps, cases, !r.iso.Unsafe)
-			if err != nil {
-				return nil, nil, nil, Error, err.Error()
-			}
-			witnesses = append(witnesses, w)
-			witnessed = append(witnessed, snaps)
+	var checkers []*worker.Checker
+	// Every checker ends with the row, its run recorded beside the
+	// candidates'.
+	defer func() {
+		for rank, c := range checkers {
+			out, _ := c.Close()
+			row.Workers = append(row.Workers, workerRun(worker.RoleChecker, rank, out))
 		}
+	}()
+	for rank := 0; rank < world; rank++ {
+		snaps := filepath.Join(rowDir, fmt.Sprintf("witness%d", rank))
+		var w *worker.Witness
+		var err error
+		if r.o.Device == "cpu" && !r.o.CheckerWitness {
+			w, err = worker.NewWitness(filepath.Join(rowDir, fmt.Sprintf("arena%d", rank)), snaps, cases, !r.iso.Unsafe)
+		} else {
+			var c *worker.Checker
+			if c, err = r.startChecker(contract, rowDir, rank, world, cases); err == nil {
+				checkers = append(checkers, c)
+				w, err = worker.NewDeviceWitness(snaps, cases, c)
+			}
+		}
+		if err != nil {
+			return nil, nil, nil, Error, err.Error()
+		}
+		witnesses = append(witnesses, w)
+		witnessed = append(witnessed, snaps)
 	}
 	fmt.Fprintf(r.o.Progress, "%s [%s]: running %d case(s) in %d fresh worker process(es)\n", op.Slot, Printable(op.Variant), len(cases), world)
 	// The ranks share one validator copy and one sandbox (a collective
@@ -245,11 +262,14 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 		if rendezvous != "" {
 			specs[rank].Writable = []string{rendezvous}
 		}
-		if witnesses != nil {
-			specs[rank].Witness = witnesses[rank]
-			req.Witness = witnesses[rank].Dir()
-			specs[rank].Request = req
+		specs[rank].Witness = witnesses[rank]
+		req.Witness = witnesses[rank].Dir()
+		if checkers != nil {
+			// The checker's block reaches the harness as fd 6.
+			specs[rank].Files = []*os.File{checkers[rank].Block()}
+			req.DeviceArena = checkers[rank].Arena(6)
 		}
+		specs[rank].Request = req
 	}
 	outs, runErr := worker.RunGroup(r.ctx, r.iso, specs)
 	for rank := 0; rank < world; rank++ {
@@ -320,6 +340,21 @@ func (r *runner) runCandidates(op *bundle.Op, contract worker.SlotContract, rowD
 			"interpreter does not provide", Printable(rec.Load.MissingModule))
 	}
 	return records, dirs, witnessed, "", ""
+}
+
+// startChecker starts the checker of one rank on the GPU: the validator
+// process that owns the device memory of the rank's checked calls. It
+// must outlive the candidate, which starts after it.
+func (r *runner) startChecker(contract worker.SlotContract, rowDir string, rank, world int, cases []worker.CaseRef) (*worker.Checker, error) {
+	root, err := r.validatorRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(rowDir, fmt.Sprintf("checker%d", rank))
+	req := worker.CheckerRequest{Protocol: worker.Protocol, Role: worker.RoleChecker, WorkDir: dir, Contract: contract,
+		Device: r.o.Device, DType: r.o.DType, WorldSize: world, Rank: rank, Cases: cases}
+	return worker.StartChecker(r.ctx, r.iso, worker.Spec{Python: r.python, ValidatorRoot: root, WorkDir: dir, Request: req,
+		Timeout: r.o.Timeout + r.validatorTimeout()})
 }
 
 // mergeVerdict copies the reference verdict into row.

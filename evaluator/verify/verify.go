@@ -56,6 +56,12 @@ type Options struct {
 	// (--unsafe-no-isolation). Without it, a host where sandboxes cannot be
 	// made refuses to run candidate code.
 	Unisolated bool
+	// CheckerWitness has a checker process own the checked calls' memory
+	// on the CPU too (a memfd block), as one always does on a GPU, where
+	// the controller cannot read device memory itself (worker.Checker).
+	// By default the CPU lane's calls live in the controller's own arena
+	// files, which cost no process.
+	CheckerWitness bool
 	// Limits bound each sandboxed worker (memory, processes, files).
 	Limits sandbox.Limits
 	// NativeArtifact is a sealed prebuild artifact of this bundle (a

@@ -1,8 +1,11 @@
 package verify
 
 import (
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/cacheon/engine/evaluator/worker"
 )
 
 // Kernels that forge the harness in their own process. The candidate
@@ -34,13 +37,16 @@ def silu_and_mul(x, out):
 		name       string
 		source     string
 		unisolated bool   // workers as plain processes: the group is stopped instead of the sandbox
+		checker    bool   // a checker process owns the calls' memory, as on a GPU
 		want       string // substring of the row reason
 	}{
 		// Zeroes its input in place, and at import makes the harness's
 		// own check report nothing and record the pre-call digests as the
 		// post-call ones.
-		{"mutates input and forges the check", forgesCheck, false, "input x was modified in place"},
-		{"mutates input and forges the check, unisolated", forgesCheck, true, "input x was modified in place"},
+		{"mutates input and forges the check", forgesCheck, false, false, "input x was modified in place"},
+		{"mutates input and forges the check, unisolated", forgesCheck, true, false, "input x was modified in place"},
+		{"mutates input and forges the check, checker", forgesCheck, false, true, "input x was modified in place"},
+		{"mutates input and forges the check, checker, unisolated", forgesCheck, true, true, "input x was modified in place"},
 		// Never writes the validator's output; the harness's dump is
 		// patched to write the right values, computed on the side.
 		{"writes elsewhere and forges the dump", siluHeader + `
@@ -63,15 +69,51 @@ _h.Call.violations = lambda self, snap, pre: ([], dict(pre))
 def silu_and_mul(x, out):
     d = x.shape[-1] // 2
     _last["out"] = F.silu(x[:, :d]) * x[:, d:]
-`, false, "never written (still the NaN poison)"},
+`, false, false, "never written (still the NaN poison)"},
 	}
+	cases = append(cases, cases[len(cases)-1])
+	cases[len(cases)-1].name += ", checker"
+	cases[len(cases)-1].checker = true
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", c.source, smallSilu),
-				Options{Unisolated: c.unisolated})
+				Options{Unisolated: c.unisolated, CheckerWitness: c.checker})
 			if rep.Verdict != Fail || !strings.Contains(rep.Rows[0].Reason, c.want) {
 				t.Fatalf("verdict %s reason %q, want FAIL with %q", rep.Verdict, rep.Rows[0].Reason, c.want)
+			}
+		})
+	}
+}
+
+// TestVerifyCheckerOwnsTheMemory: with a checker process owning the calls'
+// memory (the GPU lane's witness, here with a memfd block on the CPU), an
+// honest kernel passes on the checker's copies: every checked call was
+// copied, the reference judged them, and the checker's own run is in the
+// row, ended cleanly.
+func TestVerifyCheckerOwnsTheMemory(t *testing.T) {
+	t.Parallel()
+	testPython(t)
+	for _, unisolated := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sandboxed", true: "unisolated"}[unisolated], func(t *testing.T) {
+			t.Parallel()
+			var progress strings.Builder
+			rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", goodSilu, smallSilu),
+				Options{Unisolated: unisolated, CheckerWitness: true, Progress: &progress})
+			if rep.Verdict != Pass {
+				t.Fatalf("verdict %s reason %q\n%s", rep.Verdict, rep.Rows[0].Reason, progress.String())
+			}
+			var checker *WorkerRun
+			for i, w := range rep.Rows[0].Workers {
+				if w.Role == worker.RoleChecker {
+					checker = &rep.Rows[0].Workers[i]
+				}
+			}
+			if checker == nil || checker.Exit != "exited with code 0" {
+				t.Fatalf("the row's workers %+v lack a checker that exited cleanly", rep.Rows[0].Workers)
+			}
+			if !regexp.MustCompile(`witnessed [1-9][0-9]* call`).MatchString(progress.String()) {
+				t.Fatalf("progress does not say the calls were copied:\n%s", progress.String())
 			}
 		})
 	}

@@ -52,6 +52,14 @@ type Spec struct {
 	// group is stopped (see Witness); its arena directory is bound
 	// writable. The caller makes it and reads Err after the run.
 	Witness *Witness
+	// Files are passed to the worker as fds 6, 7, ...
+	Files []*os.File
+	// Converse, when set, is called (on a goroutine of its own) once the
+	// worker runs, with the controller's ends of its session pipes: what
+	// it writes to send reaches the worker's fd 4, and frames reads what
+	// the worker writes on fd 5. A spec has a Witness or Converse, not
+	// both: the witness talks on the same pipes.
+	Converse func(send io.WriteCloser, frames io.ReadCloser)
 }
 
 // Isolation says how worker processes are contained. The zero value is a
@@ -252,7 +260,7 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 		sb.ReadOnly = append(sb.ReadOnly, roots...)
 		sb.Writable = append(sb.Writable, s.WorkDir)
 		sb.Writable = append(sb.Writable, s.Writable...)
-		if s.Witness != nil {
+		if s.Witness != nil && s.Witness.Dir() != "" {
 			sb.Writable = append(sb.Writable, s.Witness.Dir())
 		}
 		argv := command(s.Python, s.ValidatorRoot)
@@ -260,7 +268,8 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 		// announcements on fd 5, answers on fd 4.
 		sb.Procs = append(sb.Procs, sandbox.Proc{Path: argv[0], Args: argv, Env: sandboxEnv(s.Env), Dir: s.WorkDir,
 			Stdin: filepath.Join(s.WorkDir, requestFile), Stdout: filepath.Join(s.WorkDir, StdoutFile),
-			Stderr: filepath.Join(s.WorkDir, StderrFile), Control: true, Session: s.Witness != nil})
+			Stderr: filepath.Join(s.WorkDir, StderrFile), Control: true, Session: s.Witness != nil || s.Converse != nil,
+			Files: s.Files})
 	}
 	sb.ReadOnly, sb.Writable = dedupe(sb.ReadOnly), dedupe(sb.Writable)
 	// The new root's mount point and the init's log sit beside the first
@@ -286,6 +295,10 @@ func runSandboxed(ctx context.Context, iso Isolation, specs []Spec, outs []Outco
 		// copy is taken with all of them stopped.
 		st := namespaceStopper(box.Pid())
 		for i, s := range specs {
+			if s.Converse != nil {
+				ss := box.Session(i)
+				go s.Converse(ss.Send, ss.Frames)
+			}
 			if s.Witness == nil {
 				continue
 			}
@@ -414,9 +427,10 @@ func runProcess(ctx context.Context, s Spec, out *Outcome) error {
 	// Files, not pipes: Wait must not depend on a grandchild closing them.
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.ExtraFiles = []*os.File{controlW}
-	if s.Witness != nil {
+	if s.Witness != nil || s.Converse != nil || len(s.Files) > 0 {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, ansR, annW)
 	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, s.Files...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	start := time.Now()
@@ -436,6 +450,9 @@ func runProcess(ctx context.Context, s Spec, out *Outcome) error {
 	pgid := cmd.Process.Pid
 	if s.Witness != nil {
 		s.Witness.start(groupStopper(pgid), annR, ansW)
+	}
+	if s.Converse != nil {
+		go s.Converse(ansW, annR)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -10,6 +10,7 @@ const (
 	RolePlan      = "plan"
 	RoleCandidate = "candidate"
 	RoleReference = "reference"
+	RoleChecker   = "checker"
 )
 
 // CaseRef names one case to run: its catalog index, input seed and shape
@@ -151,6 +152,41 @@ type CandidateRequest struct {
 	// harness places every checked call's tensors in its files and
 	// announces each call's return on its pipe.
 	Witness string `json:"witness,omitempty"`
+	// DeviceArena, on a GPU, is the checker's block the harness places
+	// every checked call's tensors in instead (it still announces each
+	// call's return on the witness pipe).
+	DeviceArena *DeviceArena `json:"device_arena,omitempty"`
+}
+
+// CheckerRequest starts the checker of one candidate rank: the validator
+// process that owns the device memory of the rank's checked calls (see
+// Checker).
+type CheckerRequest struct {
+	Protocol  string       `json:"protocol"`
+	Role      string       `json:"role"`
+	WorkDir   string       `json:"work_dir"`
+	Contract  SlotContract `json:"contract"`
+	Device    string       `json:"device"`
+	DType     string       `json:"dtype"`
+	WorldSize int          `json:"world_size"`
+	Rank      int          `json:"rank"`
+	Cases     []CaseRef    `json:"cases"`
+}
+
+// DeviceArena is the checker's block as the candidate harness is told of
+// it: the fd it was passed on, the block's size, and where each call
+// holder (named as its arena file would be: "c3.arena", "c5_big.arena")
+// lies in it.
+type DeviceArena struct {
+	FD      int                    `json:"fd"`
+	Bytes   int64                  `json:"bytes"`
+	Holders map[string]ArenaHolder `json:"holders"`
+}
+
+// ArenaHolder is one call holder's place in the checker's block.
+type ArenaHolder struct {
+	Offset int64 `json:"offset"`
+	Bytes  int64 `json:"bytes"`
 }
 
 // NativeLibrary is one prebuilt library a worker loads

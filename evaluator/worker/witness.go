@@ -32,8 +32,13 @@ import (
 // What the candidate can still do is choose what the memory holds at the
 // moment it says the call returned: to pass, the validator's inputs must
 // be intact and its outputs right at that moment, which is the contract.
+//
+// On a GPU the call's memory is device memory the controller cannot read:
+// a Checker owns it, and the witness asks the checker for the copy with
+// the sandbox stopped (NewDeviceWitness).
 type Witness struct {
 	arenaDir string
+	checker  *Checker
 	snapDir  string
 	cases    map[int]witnessCase
 	files    map[string]fileID // arena file name -> the file the controller copies
@@ -78,31 +83,15 @@ var phaseName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 // directory the copies go to. sandboxed says the worker runs as the
 // sandbox user, who must own what it writes.
 func NewWitness(arenaDir, snapDir string, cases []CaseRef, sandboxed bool) (*Witness, error) {
-	w := &Witness{arenaDir: arenaDir, snapDir: snapDir, cases: map[int]witnessCase{}, files: map[string]fileID{},
-		taken: map[string]bool{}, done: make(chan struct{})}
-	for _, d := range []string{arenaDir, snapDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("witness directory: %w", err)
-		}
-		if err := os.Chmod(d, 0o755); err != nil {
-			return nil, fmt.Errorf("witness directory: %w", err)
-		}
+	w, err := newWitness(snapDir, cases)
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range cases {
-		wc := witnessCase{phases: map[string]string{}}
-		if len(c.Steps) > 0 {
-			for _, st := range c.Steps {
-				if !phaseName.MatchString(st.Phase) {
-					return nil, fmt.Errorf("witness: case %d step phase %q is not a phase name", c.Index, st.Phase)
-				}
-				wc.phases[st.Phase] = fmt.Sprintf("c%d_%s.arena", c.Index, st.Phase)
-			}
-		} else {
-			for _, p := range casePhases {
-				wc.phases[p] = fmt.Sprintf("c%d.arena", c.Index)
-			}
-		}
-		w.cases[c.Index] = wc
+	w.arenaDir = arenaDir
+	if err := witnessDir(arenaDir); err != nil {
+		return nil, err
+	}
+	for _, wc := range w.cases {
 		for _, name := range wc.phases {
 			if _, ok := w.files[name]; ok {
 				continue
@@ -128,6 +117,57 @@ func NewWitness(arenaDir, snapDir string, cases []CaseRef, sandboxed bool) (*Wit
 	return w, nil
 }
 
+// NewDeviceWitness witnesses the calls of a worker whose call memory is
+// the checker's block: on each announcement it stops the sandbox and has
+// the checker copy the call's holder into the snapshot directory.
+func NewDeviceWitness(snapDir string, cases []CaseRef, checker *Checker) (*Witness, error) {
+	w, err := newWitness(snapDir, cases)
+	if err != nil {
+		return nil, err
+	}
+	w.checker = checker
+	return w, nil
+}
+
+// newWitness makes the snapshot directory and the list of each case's
+// calls and their holders, named as the harness names its arena files.
+func newWitness(snapDir string, cases []CaseRef) (*Witness, error) {
+	w := &Witness{snapDir: snapDir, cases: map[int]witnessCase{}, files: map[string]fileID{},
+		taken: map[string]bool{}, done: make(chan struct{})}
+	if err := witnessDir(snapDir); err != nil {
+		return nil, err
+	}
+	for _, c := range cases {
+		wc := witnessCase{phases: map[string]string{}}
+		if len(c.Steps) > 0 {
+			for _, st := range c.Steps {
+				if !phaseName.MatchString(st.Phase) {
+					return nil, fmt.Errorf("witness: case %d step phase %q is not a phase name", c.Index, st.Phase)
+				}
+				wc.phases[st.Phase] = fmt.Sprintf("c%d_%s.arena", c.Index, st.Phase)
+			}
+		} else {
+			for _, p := range casePhases {
+				wc.phases[p] = fmt.Sprintf("c%d.arena", c.Index)
+			}
+		}
+		w.cases[c.Index] = wc
+	}
+	return w, nil
+}
+
+// witnessDir makes d, the controller's: the worker may read it, and write
+// files in it it is given, but add, rename or remove none.
+func witnessDir(d string) error {
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("witness directory: %w", err)
+	}
+	if err := os.Chmod(d, 0o755); err != nil {
+		return fmt.Errorf("witness directory: %w", err)
+	}
+	return nil
+}
+
 // adopt records which file each arena name is, as the worker will see it.
 // A sandbox puts its writable directories on a bounded tmpfs of their
 // own, with copies of what they held: it is called again once the sandbox
@@ -148,7 +188,8 @@ func (w *Witness) adopt() error {
 	return nil
 }
 
-// Dir is the arena directory the worker is told about.
+// Dir is the arena directory the worker is told about; "" when the
+// checker's block holds the calls' memory.
 func (w *Witness) Dir() string { return w.arenaDir }
 
 // Calls is how many calls the controller copied, and the time it held
@@ -243,7 +284,11 @@ func (w *Witness) witness(st *stopper, index int, phase string) error {
 	if err != nil {
 		return fmt.Errorf("witness of case %d %s call: %w", index, phase, err)
 	}
-	err = w.copy(name, filepath.Join(w.snapDir, snap))
+	if w.checker != nil {
+		err = w.checker.Copy(name, filepath.Join(w.snapDir, snap))
+	} else {
+		err = w.copy(name, filepath.Join(w.snapDir, snap))
+	}
 	if rerr := resume(); err == nil {
 		err = rerr
 	}

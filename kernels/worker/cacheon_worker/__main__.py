@@ -31,6 +31,8 @@ def main() -> int:
             from . import reference as impl
         elif role == "audit":
             from . import audit as impl
+        elif role == "checker":
+            from . import checker as impl
         else:
             print(f"cacheon_worker: unknown role {role!r}", file=sys.stderr)
             return 3

@@ -21,13 +21,17 @@ followed by three replays on fresh dynamic inputs with poisoned outputs.
 A sequence case (the regrow case of collective slots: big, small, big
 again) makes one eager call per step instead, each at its own shape.
 
-On the CPU every checked call's tensors live in a file the controller made
-(cacheon_reference.arena), mapped shared. After each call the harness says
-so on the witness pipe and waits: the controller stops the whole sandbox,
-copies the file, and lets it go on. That copy, not anything this process
-records, is what the reference judges: this process runs candidate code,
-which can rewrite every check made here (the violations below stay as an
-early, advisory account). The output dump is then not written at all.
+Every checked call's tensors live in memory the validator owns
+(cacheon_reference.arena): on the CPU a file the controller made, mapped
+shared; on a GPU a device block the checker role allocated and exported
+(cacheon_reference.sharedmem), which this process maps. After each call the
+harness synchronizes the device, says so on the witness pipe and waits:
+the controller stops the whole sandbox, copies the call's memory (itself,
+or through the checker), and lets it go on. That copy, not anything this
+process records, is what the reference judges: this process runs
+candidate code, which can rewrite every check made here (the violations
+below stay as an early, advisory account). The output dump is then not
+written at all.
 """
 
 import json
@@ -37,7 +41,7 @@ import traceback
 import torch
 
 import cacheon_reference as ref
-from cacheon_reference import arena, tensorio
+from cacheon_reference import arena, sharedmem, tensorio
 from cacheon_reference.plan import call_inputs, phase_inputs, phase_seeds, sequence_seeds
 from cacheon_reference.slots.base import bind_generators
 
@@ -79,19 +83,19 @@ def _error_text(exc):
 class Call:
     """One case's tensors: inputs, outputs, the prepared state and the call."""
 
-    def __init__(self, slot, params, dtype, device, case_seed, rank, world, group, entry, arena_file=None):
+    def __init__(self, slot, params, dtype, device, case_seed, rank, world, group, entry, holder=None):
         self.slot, self.params, self.dtype, self.device = slot, params, dtype, device
         self.case_seed, self.rank, self.world, self.group = case_seed, rank, world, group
         self.entry = entry
         cpu = phase_inputs(slot, params, dtype, case_seed, case_seed, rank, world)
         self.specs = slot.output_specs(params, dtype)
         self.outputs, self.backing = {}, {}
-        self.witnessed = arena_file is not None
+        self.witnessed = holder is not None
         if self.witnessed:
-            # Every tensor in the controller's file, where the controller
-            # reads it while this process is stopped.
+            # Every tensor in the validator's memory, where the controller
+            # (or the checker) reads it while this process is stopped.
             regions, total = arena.layout(cpu, self.specs)
-            buf = _map_arena(arena_file, total)
+            buf = holder(total)
             placed = {r.name if r.kind == "input" else ("out", r.name): arena.view(buf, r) for r in regions}
             self.inputs = {}
             for k, v in cpu.items():
@@ -191,18 +195,40 @@ def _map_arena(path, nbytes):
 class Witness:
     """The harness's end of the controller's witness: a line on fd 5 saying
     which call returned, then a wait on fd 4 for the controller's answer,
-    which comes once it has copied the call's memory (the arena file of
-    the directory it names) with the whole sandbox stopped."""
+    which comes once it has copied the call's memory with the whole
+    sandbox stopped. The memory is an arena file of the directory the
+    controller names (the CPU), or a holder of the checker's device block
+    (a GPU: device_arena, the block's descriptor, size and holders)."""
 
     ANSWERS_FD, ANNOUNCE_FD = 4, 5
 
-    def __init__(self, directory):
-        self.directory = directory
+    def __init__(self, directory=None, device_arena=None, device=None):
+        self.directory, self.block, self.holders = directory, None, {}
         for fd in (self.ANSWERS_FD, self.ANNOUNCE_FD):
             os.fstat(fd)  # the controller passed both; fail now, not at the first call
+        if device_arena is not None:
+            fd = int(device_arena["fd"])
+            self.block = sharedmem.open_shared(fd, int(device_arena["bytes"]), device)
+            os.close(fd)
+            self.holders = device_arena["holders"]
 
-    def file(self, case_index, step=""):
-        return os.path.join(self.directory, arena.file_name(case_index, step))
+    def holder(self, case_index, step=""):
+        """The mapper of one call holder's memory: given the layout's size,
+        the flat uint8 tensor the Call places its tensors in."""
+        name = arena.file_name(case_index, step)
+        if self.block is None:
+            path = os.path.join(self.directory, name)
+            return lambda total: _map_arena(path, total)
+        h = self.holders.get(name)
+        if h is None:
+            raise RuntimeError(f"the checker's block has no holder {name}")
+
+        def place(total):
+            if total > int(h["bytes"]):
+                raise RuntimeError(f"holder {name} is {h['bytes']} bytes; the call's layout needs {total}")
+            off = int(h["offset"])
+            return self.block[off:off + total]
+        return place
 
     def returned(self, case_index, phase):
         line = json.dumps({"case": case_index, "phase": phase}) + "\n"
@@ -245,7 +271,7 @@ def run_phase(call, work_dir, case_index, phase, seed, fn, progress, witness=Non
     return rec
 
 
-def run_graph(call, work_dir, case_index, seeds, progress):
+def run_graph(call, work_dir, case_index, seeds, progress, witness=None):
     """Capture one call in a CUDA graph and replay it on fresh inputs."""
     graph = {"status": "not_run"}
     phases = []
@@ -267,7 +293,7 @@ def run_graph(call, work_dir, case_index, seeds, progress):
     graph["status"] = "captured"
     for phase, seed in seeds:
         call.load_fresh(phase, seed)
-        phases.append(run_phase(call, work_dir, case_index, phase, seed, g.replay, progress))
+        phases.append(run_phase(call, work_dir, case_index, phase, seed, g.replay, progress, witness))
     return graph, phases
 
 
@@ -310,7 +336,7 @@ def run_sequence(slot, case, crec, dtype, device, rank, world, group, entry, pre
     prepared, prepared_from = None, None
     for phase, seed, params in seeds:
         call = Call(slot, params, dtype, device, case.seed, rank, world, group, entry,
-                    witness.file(case.index, phase) if witness else None)
+                    witness.holder(case.index, phase) if witness else None)
         if prepare is not None:
             digests = tensorio.digests({n: call.inputs[n] for n in slot.prepare_args})
             if digests != prepared_from:
@@ -375,7 +401,9 @@ def run(req, progress):
 
     # The witness pipes are checked before candidate code runs; what the
     # candidate does with them later can only cost it its own calls.
-    witness = Witness(req["witness"]) if req.get("witness") else None
+    witness = None
+    if req.get("witness") or req.get("device_arena"):
+        witness = Witness(req.get("witness"), req.get("device_arena"), device)
 
     # Bind the input generators before any candidate code can rebind torch.
     bind_generators()
@@ -417,7 +445,7 @@ def run(req, progress):
             write_json_atomic(path, result)
             continue
         call = Call(slot, case.params, dtype, device, case.seed, rank, world, group, entry,
-                    witness.file(case.index) if witness else None)
+                    witness.holder(case.index) if witness else None)
         if prepare is not None and not run_prepare(call, prepare, crec, case.index, progress):
             write_json_atomic(path, result)
             continue
@@ -438,7 +466,7 @@ def run(req, progress):
         # Ranks of a collective must make the same calls, so the gate skips
         # only what every rank skips alike: a case whose eager calls raised.
         if req.get("graph") and len(crec["phases"]) == len(eager) and all(p["status"] != "raised" for p in crec["phases"]):
-            graph, replays = run_graph(call, work_dir, case.index, seeds[len(eager):], progress)
+            graph, replays = run_graph(call, work_dir, case.index, seeds[len(eager):], progress, witness)
             crec["graph"] = graph
             crec["phases"].extend(replays)
             write_json_atomic(path, result)

@@ -47,7 +47,7 @@ def read_request(stream=None):
         contracts = req.get("contracts")
         if not isinstance(contracts, list) or not contracts or not all(isinstance(c, dict) for c in contracts):
             raise ProtocolError("an audit request needs 'contracts': the catalog's contracts of the expected slots")
-    elif req["role"] in ("candidate", "reference"):
+    elif req["role"] in ("candidate", "reference", "checker"):
         if not isinstance(req.get("contract"), dict):
             raise ProtocolError(f"a {req['role']} request needs 'contract': the catalog's contract of its slot")
     return req

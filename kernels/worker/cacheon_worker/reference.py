@@ -5,16 +5,17 @@ inputs from the case seeds, computes the fp32 truth, and compares it with
 the call's outputs under the correctness policy and the tolerance for the
 run's dtype that the request's catalog contract states.
 
-With witness_dirs (the CPU), every fact comes from the controller's copy
-of the call's memory, taken while the candidate's sandbox was stopped
-right after the call (Witnessed, cacheon_reference.arena): the inputs must
-be bit-identical to the regenerated ones, the row padding still the
-poison, and the outputs are read at the validator's strides. The
-candidate's own record then only adds reasons to fail. Without them (the
-CUDA lane, until a checker process shares device memory) the outputs are
-the raw bytes the candidate process wrote, and its account of its inputs
-is checked against the reference's own: the digest before each call must
-equal that of the regenerated inputs, and the digest after it unchanged.
+With witness_dirs (verify always gives them), every fact comes from the
+controller's copy of the call's memory, taken while the candidate's
+sandbox was stopped right after the call (Witnessed,
+cacheon_reference.arena; on a GPU the checker role copied the device
+memory): the inputs must be bit-identical to the regenerated ones, the row
+padding still the poison, and the outputs are read at the validator's
+strides. The candidate's own record then only adds reasons to fail.
+Without them the outputs are the raw bytes the candidate process wrote,
+and its account of its inputs is checked against the reference's own: the
+digest before each call must equal that of the regenerated inputs, and
+the digest after it unchanged.
 """
 
 import json
