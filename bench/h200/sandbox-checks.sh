@@ -31,7 +31,7 @@ t=$SECONDS
 (cd evaluator/sandbox/cgroup && "$abs/evaluator_sandbox_cgroup.test" -test.v) >"$out/cgroup.log" 2>&1
 (cd evaluator/sandbox && timeout 120 "$abs/evaluator_sandbox.test" -test.run 'TestGroup|TestCPUQuota|TestWorkDirectory|TestAllowList|TestLandlock' -test.v) >"$out/sandbox.log" 2>&1
 echo "sandbox tests done at $((SECONDS - t)) s" >>"$out/host.log"
-(cd evaluator/verify && CACHEON_TEST_DEVICE=cuda timeout 200 "$abs/evaluator_verify.test" -test.run "${VERIFY_RUN:-TestVerifyCUDAGraphGate|TestVerifyGoodKernelsPass}" -test.v) >"$out/verify.log" 2>&1
+(cd evaluator/verify && CACHEON_TEST_DEVICE=cuda timeout "${VERIFY_TIMEOUT:-200}" "$abs/evaluator_verify.test" -test.run "${VERIFY_RUN:-TestVerifyCUDAWitness|TestVerifyCUDAGraphGate|TestVerifyGoodKernelsPass}" -test.v) >"$out/verify.log" 2>&1
 echo "verify tests done at $((SECONDS - t)) s" >>"$out/host.log"
 export CACHEON=$abs/cacheon
 w=$(mktemp -d)

@@ -337,6 +337,40 @@ func TestSessionPipes(t *testing.T) {
 	}
 }
 
+// TestFilesArePassed: a process gets its Files as fds 6, 7, ... (here
+// without session pipes, whose fds 4 and 5 stay closed), reads what the
+// controller's descriptors hold though no path to them is visible inside,
+// and a file given to one process is not open in another.
+func TestFilesArePassed(t *testing.T) {
+	need(t)
+	b := newBox(t)
+	var files []*os.File
+	for _, content := range []string{"first\n", "second\n"} {
+		// Outside the sandbox's view: the secret directory is hidden.
+		path := filepath.Join(b.secret, strings.TrimSpace(content))
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		files = append(files, f)
+	}
+	s := b.spec(`cat <&6; cat <&7; ls `+b.secret+` 2>/dev/null && echo SAW-SECRET; true`,
+		Proc{Path: "/bin/sh", Args: []string{"sh", "-c", "cat <&6 && echo OTHER-HAD-IT; true"}, Dir: "/",
+			Stdout: filepath.Join(b.work, "other")})
+	s.Procs[0].Files = files
+	runSpec(t, s)
+	if out := b.output(t); !strings.HasPrefix(out, "first\nsecond\n") || strings.Contains(out, "SAW-SECRET") {
+		t.Fatalf("the process's output:\n%s", out)
+	}
+	if other, _ := os.ReadFile(filepath.Join(b.work, "other")); strings.Contains(string(other), "OTHER-HAD-IT") {
+		t.Fatalf("another process had fd 6: %s", other)
+	}
+}
+
 // TestKillEndsASession: a process that never answers is stopped by Kill,
 // and its frames end.
 func TestKillEndsASession(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/cacheon/engine/evaluator/worker"
 )
 
 // The CUDA graph gate can only be exercised on a GPU host: these tests run
@@ -71,6 +73,40 @@ def decode(q, k, v, seq_lens, sm_scale, out):
 					}
 				}
 			}
+		})
+	}
+}
+
+// TestVerifyCUDAWitness: on a GPU the checker owns the calls' device
+// memory and the reference judges its copies, so the kernels that forge
+// the harness's own checks FAIL on what the validator's memory holds, and
+// an honest kernel passes every call, the graph replays included.
+func TestVerifyCUDAWitness(t *testing.T) {
+	requireCUDA(t)
+	cases := []struct {
+		name, source, verdict, want string
+	}{
+		{"honest kernel passes", goodSilu, Pass, ""},
+		{"mutates input and forges the check", forgesInputCheck, Fail, "input x was modified in place"},
+		{"writes elsewhere and forges the dump", forgesOutputDump, Fail, "never written (still the NaN poison)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var progress strings.Builder
+			rep := run(t, oneOpBundle(t, "activation.silu_and_mul", "silu_and_mul", "", tc.source, smallSilu),
+				Options{Device: "cuda", DType: "bfloat16", Progress: &progress})
+			row := rep.Rows[0]
+			if row.Verdict != tc.verdict || !strings.Contains(row.Reason, tc.want) {
+				t.Fatalf("verdict %s reason %q, want %s with %q\n%s", row.Verdict, row.Reason, tc.verdict, tc.want, progress.String())
+			}
+			checker := false
+			for _, w := range row.Workers {
+				checker = checker || (w.Role == worker.RoleChecker && w.Exit == "exited with code 0")
+			}
+			if !checker {
+				t.Fatalf("no checker worker that exited cleanly among %+v", row.Workers)
+			}
+			t.Logf("%s: %s", tc.name, progress.String())
 		})
 	}
 }

@@ -8,18 +8,10 @@ import (
 	"github.com/cacheon/engine/evaluator/worker"
 )
 
-// Kernels that forge the harness in their own process. The candidate
-// process's checks (input digests, violations, the output dump) are its
-// to rewrite; the verdict must come from what the controller itself read
-// from validator memory while the candidate was stopped. The kernels find
-// the harness in sys.modules: scan and intake refuse an import of the
-// validator's packages (the scan, run here past, refuses sys.modules too),
-// and this tests the wall behind them, for what still runs in the
-// candidate's process.
-func TestVerifyControllerWitnessesTheCall(t *testing.T) {
-	t.Parallel()
-	testPython(t)
-	const forgesCheck = siluHeader + `
+// forgesInputCheck zeroes its input in place, and at import makes the
+// harness's own check report nothing and record the pre-call digests as
+// the post-call ones.
+const forgesInputCheck = siluHeader + `
 import sys
 _h = sys.modules["cacheon_worker.candidate"]
 
@@ -33,23 +25,10 @@ def silu_and_mul(x, out):
     out.copy_(F.silu(x[:, :d]) * x[:, d:])
     x.zero_()
 `
-	cases := []struct {
-		name       string
-		source     string
-		unisolated bool   // workers as plain processes: the group is stopped instead of the sandbox
-		checker    bool   // a checker process owns the calls' memory, as on a GPU
-		want       string // substring of the row reason
-	}{
-		// Zeroes its input in place, and at import makes the harness's
-		// own check report nothing and record the pre-call digests as the
-		// post-call ones.
-		{"mutates input and forges the check", forgesCheck, false, false, "input x was modified in place"},
-		{"mutates input and forges the check, unisolated", forgesCheck, true, false, "input x was modified in place"},
-		{"mutates input and forges the check, checker", forgesCheck, false, true, "input x was modified in place"},
-		{"mutates input and forges the check, checker, unisolated", forgesCheck, true, true, "input x was modified in place"},
-		// Never writes the validator's output; the harness's dump is
-		// patched to write the right values, computed on the side.
-		{"writes elsewhere and forges the dump", siluHeader + `
+
+// forgesOutputDump never writes the validator's output; the harness's
+// dump is patched to write the right values, computed on the side.
+const forgesOutputDump = siluHeader + `
 import os, sys
 _h = sys.modules["cacheon_worker.candidate"]
 tensorio = sys.modules["cacheon_reference.tensorio"]
@@ -69,7 +48,31 @@ _h.Call.violations = lambda self, snap, pre: ([], dict(pre))
 def silu_and_mul(x, out):
     d = x.shape[-1] // 2
     _last["out"] = F.silu(x[:, :d]) * x[:, d:]
-`, false, false, "never written (still the NaN poison)"},
+`
+
+// Kernels that forge the harness in their own process. The candidate
+// process's checks (input digests, violations, the output dump) are its
+// to rewrite; the verdict must come from what the controller itself read
+// from validator memory while the candidate was stopped. The kernels find
+// the harness in sys.modules: scan and intake refuse an import of the
+// validator's packages (the scan, run here past, refuses sys.modules too),
+// and this tests the wall behind them, for what still runs in the
+// candidate's process.
+func TestVerifyControllerWitnessesTheCall(t *testing.T) {
+	t.Parallel()
+	testPython(t)
+	cases := []struct {
+		name       string
+		source     string
+		unisolated bool   // workers as plain processes: the group is stopped instead of the sandbox
+		checker    bool   // a checker process owns the calls' memory, as on a GPU
+		want       string // substring of the row reason
+	}{
+		{"mutates input and forges the check", forgesInputCheck, false, false, "input x was modified in place"},
+		{"mutates input and forges the check, unisolated", forgesInputCheck, true, false, "input x was modified in place"},
+		{"mutates input and forges the check, checker", forgesInputCheck, false, true, "input x was modified in place"},
+		{"mutates input and forges the check, checker, unisolated", forgesInputCheck, true, true, "input x was modified in place"},
+		{"writes elsewhere and forges the dump", forgesOutputDump, false, false, "never written (still the NaN poison)"},
 	}
 	cases = append(cases, cases[len(cases)-1])
 	cases[len(cases)-1].name += ", checker"
