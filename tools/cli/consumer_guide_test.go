@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -127,4 +128,102 @@ func TestConsumerGuideSnippetsRun(t *testing.T) {
 		t.Errorf("cosign did not say Verified OK:\n%s", out)
 	}
 	t.Logf("cosign: %s", strings.TrimSpace(out))
+}
+
+// consoleBlock returns the first ```console block of doc holding marker,
+// fences included (as codeLines reads them), and the number of the line
+// before it in doc (add it to a line number codeLines gives).
+func consoleBlock(t *testing.T, doc, marker string) (string, int) {
+	t.Helper()
+	parts := strings.Split(doc, "```console\n")
+	for i, part := range parts[1:] {
+		body, _, ok := strings.Cut(part, "```")
+		if ok && strings.Contains(body, marker) {
+			before := strings.Join(parts[:i+1], "```console\n")
+			return "```console\n" + body + "```\n", strings.Count(before, "\n")
+		}
+	}
+	t.Fatalf("docs/consumer-guide.md has no console block with %q", marker)
+	return "", 0
+}
+
+// cacheonOnPath returns a directory holding a "cacheon" that runs this
+// test binary as the command line, for shell lines of the guides.
+func cacheonOnPath(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := "#!/bin/sh\n" + mainEnv + "=1 exec '" + self + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "cacheon"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// outputPattern turns a line a guide shows a command printing into a
+// pattern of the whole line: "/…/" stands for the start of an absolute
+// path the reader's machine chooses.
+func outputPattern(line string) *regexp.Regexp {
+	return regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(line), "/…/", "/.*/") + "$")
+}
+
+// TestConsumerGuideModelStep runs the consumer guide's "Get the model"
+// commands as written, in a directory of their own, and checks that each
+// prints what the guide shows: the seed the guide names makes the model
+// whose content digest the release names, and provision accepts it and
+// writes the receipt under the name it gives.
+func TestConsumerGuideModelStep(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skipf("bash is not installed: %v", err)
+	}
+	guide, err := os.ReadFile(repoDir("docs/consumer-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, offset := consoleBlock(t, string(guide), "cacheon model make-test")
+	lines := codeLines(block)
+	for i := range lines {
+		lines[i].line += offset
+	}
+	work, bin := t.TempDir(), cacheonOnPath(t)
+	env := append(commandEnv(os.Environ()), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	commands := 0
+	for i := 0; i < len(lines); {
+		c := lines[i]
+		i++
+		if !c.command {
+			t.Fatalf("docs/consumer-guide.md:%d: output before any command: %q", c.line, c.text)
+		}
+		var want []codeLine
+		for ; i < len(lines) && !lines[i].command; i++ {
+			want = append(want, lines[i])
+		}
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", c.text)
+		cmd.Dir, cmd.Env = work, env
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("docs/consumer-guide.md:%d: %s: %v\n%s%s", c.line, c.text, err, out.String(), errOut.String())
+		}
+		commands++
+		got := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+		if len(want) == 0 {
+			continue
+		}
+		if len(got) != len(want) {
+			t.Errorf("docs/consumer-guide.md:%d: %s printed %d lines, the guide shows %d:\n%s", c.line, c.text, len(got), len(want), out.String())
+			continue
+		}
+		for j, w := range want {
+			if g := strings.TrimSpace(got[j]); !outputPattern(w.text).MatchString(g) {
+				t.Errorf("docs/consumer-guide.md:%d: %s printed\n\t%s\nthe guide shows\n\t%s", w.line, c.text, g, w.text)
+			}
+		}
+	}
+	if commands != 3 {
+		t.Errorf("ran %d commands of the guide's model step, want 3 (mkdir, make-test, provision)", commands)
+	}
 }
