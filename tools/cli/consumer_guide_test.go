@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/release/descriptor"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/tools/cli/enginecli"
@@ -225,5 +226,58 @@ func TestConsumerGuideModelStep(t *testing.T) {
 	}
 	if commands != 3 {
 		t.Errorf("ran %d commands of the guide's model step, want 3 (mkdir, make-test, provision)", commands)
+	}
+}
+
+// TestConsumerGuideEntrypointSourceQuery runs the consumer guide's jq
+// line that reads where to fetch the entrypoint's source from the
+// provenance statement, on a release that records the repository and
+// commit the guide shows, and checks it prints the guide's line.
+func TestConsumerGuideEntrypointSourceQuery(t *testing.T) {
+	for _, tool := range []string{"bash", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: %v", tool, err)
+		}
+	}
+	guide, err := os.ReadFile(repoDir("docs/consumer-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := consoleBlock(t, string(guide), `select(.name == "entrypoint-source")`)
+	// The jq program spans two lines (a newline inside its quotes); the
+	// line after it is what it prints.
+	lines := strings.Split(block, "\n")
+	var script []string
+	want := ""
+	for i, l := range lines {
+		if len(script) == 0 && !strings.HasPrefix(l, "$ jq ") {
+			continue
+		}
+		script = append(script, strings.TrimPrefix(l, "$ "))
+		if strings.Contains(l, "provenance.intoto.json") {
+			if i+1 < len(lines) {
+				want = lines[i+1]
+			}
+			break
+		}
+	}
+	repo, commit, ok := strings.Cut(strings.TrimPrefix(want, "git+"), " ")
+	if len(script) == 0 || !strings.HasPrefix(want, "git+") || !ok {
+		t.Fatalf("the guide's block has no jq line over provenance.intoto.json followed by git+URL COMMIT:\n%s", block)
+	}
+	r := fixture.New(t)
+	out := r.SignedFrom(t, &descriptor.EntrypointSource{Repository: repo, Commit: commit, BazelTarget: "//tools/cmd/cacheon-engine:cacheon-engine"})
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "provenance.intoto.json"), fixture.Attached(t, out, store.ArtifactProvenance), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", strings.Join(script, "\n"))
+	cmd.Dir = work
+	got, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the guide's jq line fails: %v\n%s\n%s", err, strings.Join(script, "\n"), got)
+	}
+	if strings.TrimSpace(string(got)) != want {
+		t.Errorf("the guide's jq line printed %q, the guide shows %q", strings.TrimSpace(string(got)), want)
 	}
 }
