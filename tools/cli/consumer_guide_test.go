@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/cacheon/engine/release/descriptor"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/tools/cli/enginecli"
@@ -127,4 +129,155 @@ func TestConsumerGuideSnippetsRun(t *testing.T) {
 		t.Errorf("cosign did not say Verified OK:\n%s", out)
 	}
 	t.Logf("cosign: %s", strings.TrimSpace(out))
+}
+
+// consoleBlock returns the first ```console block of doc holding marker,
+// fences included (as codeLines reads them), and the number of the line
+// before it in doc (add it to a line number codeLines gives).
+func consoleBlock(t *testing.T, doc, marker string) (string, int) {
+	t.Helper()
+	parts := strings.Split(doc, "```console\n")
+	for i, part := range parts[1:] {
+		body, _, ok := strings.Cut(part, "```")
+		if ok && strings.Contains(body, marker) {
+			before := strings.Join(parts[:i+1], "```console\n")
+			return "```console\n" + body + "```\n", strings.Count(before, "\n")
+		}
+	}
+	t.Fatalf("docs/consumer-guide.md has no console block with %q", marker)
+	return "", 0
+}
+
+// cacheonOnPath returns a directory holding a "cacheon" that runs this
+// test binary as the command line, for shell lines of the guides.
+func cacheonOnPath(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := "#!/bin/sh\n" + mainEnv + "=1 exec '" + self + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "cacheon"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// outputPattern turns a line a guide shows a command printing into a
+// pattern of the whole line: "/…/" stands for the start of an absolute
+// path the reader's machine chooses.
+func outputPattern(line string) *regexp.Regexp {
+	return regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(line), "/…/", "/.*/") + "$")
+}
+
+// TestConsumerGuideModelStep runs the consumer guide's "Get the model"
+// commands as written, in a directory of their own, and checks that each
+// prints what the guide shows: the seed the guide names makes the model
+// whose content digest the release names, and provision accepts it and
+// writes the receipt under the name it gives.
+func TestConsumerGuideModelStep(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skipf("bash is not installed: %v", err)
+	}
+	guide, err := os.ReadFile(repoDir("docs/consumer-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, offset := consoleBlock(t, string(guide), "cacheon model make-test")
+	lines := codeLines(block)
+	for i := range lines {
+		lines[i].line += offset
+	}
+	work, bin := t.TempDir(), cacheonOnPath(t)
+	env := append(commandEnv(os.Environ()), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	commands := 0
+	for i := 0; i < len(lines); {
+		c := lines[i]
+		i++
+		if !c.command {
+			t.Fatalf("docs/consumer-guide.md:%d: output before any command: %q", c.line, c.text)
+		}
+		var want []codeLine
+		for ; i < len(lines) && !lines[i].command; i++ {
+			want = append(want, lines[i])
+		}
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", c.text)
+		cmd.Dir, cmd.Env = work, env
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("docs/consumer-guide.md:%d: %s: %v\n%s%s", c.line, c.text, err, out.String(), errOut.String())
+		}
+		commands++
+		got := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+		if len(want) == 0 {
+			continue
+		}
+		if len(got) != len(want) {
+			t.Errorf("docs/consumer-guide.md:%d: %s printed %d lines, the guide shows %d:\n%s", c.line, c.text, len(got), len(want), out.String())
+			continue
+		}
+		for j, w := range want {
+			if g := strings.TrimSpace(got[j]); !outputPattern(w.text).MatchString(g) {
+				t.Errorf("docs/consumer-guide.md:%d: %s printed\n\t%s\nthe guide shows\n\t%s", w.line, c.text, g, w.text)
+			}
+		}
+	}
+	if commands != 3 {
+		t.Errorf("ran %d commands of the guide's model step, want 3 (mkdir, make-test, provision)", commands)
+	}
+}
+
+// TestConsumerGuideEntrypointSourceQuery runs the consumer guide's jq
+// line that reads where to fetch the entrypoint's source from the
+// provenance statement, on a release that records the repository and
+// commit the guide shows, and checks it prints the guide's line.
+func TestConsumerGuideEntrypointSourceQuery(t *testing.T) {
+	for _, tool := range []string{"bash", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: %v", tool, err)
+		}
+	}
+	guide, err := os.ReadFile(repoDir("docs/consumer-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := consoleBlock(t, string(guide), `select(.name == "entrypoint-source")`)
+	// The jq program spans two lines (a newline inside its quotes); the
+	// line after it is what it prints.
+	lines := strings.Split(block, "\n")
+	var script []string
+	want := ""
+	for i, l := range lines {
+		if len(script) == 0 && !strings.HasPrefix(l, "$ jq ") {
+			continue
+		}
+		script = append(script, strings.TrimPrefix(l, "$ "))
+		if strings.Contains(l, "provenance.intoto.json") {
+			if i+1 < len(lines) {
+				want = lines[i+1]
+			}
+			break
+		}
+	}
+	repo, commit, ok := strings.Cut(strings.TrimPrefix(want, "git+"), " ")
+	if len(script) == 0 || !strings.HasPrefix(want, "git+") || !ok {
+		t.Fatalf("the guide's block has no jq line over provenance.intoto.json followed by git+URL COMMIT:\n%s", block)
+	}
+	r := fixture.New(t)
+	out := r.SignedFrom(t, &descriptor.EntrypointSource{Repository: repo, Commit: commit, BazelTarget: "//tools/cmd/cacheon-engine:cacheon-engine"})
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "provenance.intoto.json"), fixture.Attached(t, out, store.ArtifactProvenance), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", strings.Join(script, "\n"))
+	cmd.Dir = work
+	got, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the guide's jq line fails: %v\n%s\n%s", err, strings.Join(script, "\n"), got)
+	}
+	if strings.TrimSpace(string(got)) != want {
+		t.Errorf("the guide's jq line printed %q, the guide shows %q", strings.TrimSpace(string(got)), want)
+	}
 }

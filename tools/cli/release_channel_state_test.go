@@ -222,6 +222,15 @@ func TestReleaseChannelStateByDefault(t *testing.T) {
 			},
 		},
 		{
+			// As for verify: no channel to judge is no verdict (exit 1),
+			// never a refusal of the release.
+			name: "serve with a channel that is not there or cannot be reached does not start",
+			steps: []step{
+				{args: serve(w.ch+"-nowhere", w.root), code: enginecli.ExitError, want: []string{"cannot start: ", w.ch + "-nowhere"}, not: []string{"refusing to start"}},
+				{args: serve("http://127.0.0.1:1/channel/", w.root), code: enginecli.ExitError, want: []string{"cannot start: ", "http://127.0.0.1:1/channel/"}, not: []string{"refusing to start"}},
+			},
+		},
+		{
 			name: "serve with nowhere to keep state does not start",
 			steps: []step{
 				{args: serve(w.ch, w.root), env: []string{enginecli.CacheEnv + "=off"}, code: enginecli.ExitError, want: []string{"cannot start: release channel: no directory to keep the channel's state in"}, not: []string{"refusing to start"}},

@@ -3,13 +3,16 @@ package cli
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	toto "github.com/in-toto/in-toto-golang/in_toto"
 
 	"github.com/cacheon/engine/release/build"
+	"github.com/cacheon/engine/release/intoto"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/tools/cli/enginecli"
 )
@@ -296,5 +299,134 @@ func TestReleaseLinkRefusesReports(t *testing.T) {
 				t.Errorf("a refused link left %s", out)
 			}
 		})
+	}
+}
+
+// TestCustodyChainScript runs tools/custody_chain.sh, the script the crown
+// loop ships its release's chain of custody with, on a signed release and
+// the two recorded CPU crown reports laid out as cacheon qualify --ledger
+// writes them (beside a failing report, which it must leave out). The
+// shipped chain must verify with release verify --layout and with
+// in-toto-golang's verifier, and its layout must name each functionary
+// the script made: two validators for qualify, the reviewer, the builder
+// for materialize and build, the release key for sign. The main job's
+// check verifies the crown loop's chain only when the loop crowns, which a
+// loaded CPU may prevent; this runs the script every time.
+func TestCustodyChainScript(t *testing.T) {
+	for _, tool := range []string{"bash", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: %v", tool, err)
+		}
+	}
+	r := fixture.New(t)
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release")
+	if err := os.Rename(r.Signed(t), release); err != nil {
+		t.Fatal(err)
+	}
+	copyFile := func(src, dst string) {
+		t.Helper()
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(r.PrivateKey, filepath.Join(dir, "keys", "release.key"))
+	copyFile(r.PublicKey, filepath.Join(dir, "keys", "release.pub"))
+	quals := filepath.Join(dir, "qualification")
+	copyFile(repoDir("settlement/settle/testdata/cpu-first.report.json"), filepath.Join(quals, "proposal-1", "report-1.json"))
+	copyFile(repoDir("settlement/settle/testdata/cpu-reproduction.report.json"), filepath.Join(quals, "proposal-1", "report-2.json"))
+	// Another proposal's qualification that failed.
+	failed, err := os.ReadFile(repoDir("settlement/settle/testdata/cpu-first.report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(quals, "proposal-2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(quals, "proposal-2", "report-1.json"), bytes.Replace(failed, []byte(`"decision":"PASS"`), []byte(`"decision":"FAIL"`), -1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command("bash", repoDir("tools/custody_chain.sh"), filepath.Join(cacheonOnPath(t), "cacheon"), dir)
+	cmd.Env = commandEnv(os.Environ())
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tools/custody_chain.sh: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	chain := filepath.Join(dir, "in-toto")
+	layout, links := filepath.Join(chain, "root.layout"), filepath.Join(chain, "links")
+	if !strings.Contains(out.String(), "in-toto-layout      layout "+layout+": qualify, review, materialize, build and sign links verified") ||
+		!strings.Contains(errOut.String(), "(2 qualification reports, 6 links)") {
+		t.Fatalf("tools/custody_chain.sh did not verify a chain of 2 reports and 6 links:\n%s%s", out.String(), errOut.String())
+	}
+
+	// What it shipped verifies on its own, with both verifiers.
+	c := &custodyChain{releasePub: filepath.Join(dir, "keys", "release.pub"), owner: filepath.Join(dir, "keys", "owner"), release: release}
+	if code, stdout, stderr := run(t, "", c.verifyArgs(layout, links)...); code != 0 || !strings.Contains(stdout, "ok   in-toto-layout") {
+		t.Fatalf("verify --layout of the shipped chain: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := inTotoVerify(t, layout, c.owner+".pub", links); err != nil {
+		t.Fatalf("in-toto-golang's verifier refuses the shipped chain: %v", err)
+	}
+	// The qualify link names the two passing reports, not the failing one.
+	qualify, _ := filepath.Glob(filepath.Join(links, "qualify.*.link"))
+	if len(qualify) != 2 {
+		t.Fatalf("qualify links %v, want two", qualify)
+	}
+	var ql toto.Metablock
+	if err := ql.Load(qualify[0]); err != nil {
+		t.Fatal(err)
+	}
+	var reports []string
+	for n := range ql.Signed.(toto.Link).Products {
+		if strings.HasPrefix(n, "qualification/") {
+			reports = append(reports, n)
+		}
+	}
+	sort.Strings(reports)
+	if strings.Join(reports, " ") != "qualification/report-1.json qualification/report-2.json" {
+		t.Errorf("the qualify link names reports %v, want the two passing ones", reports)
+	}
+	// Each step's functionaries are the keys the script made for it.
+	var lay toto.Metablock
+	if err := lay.Load(layout); err != nil {
+		t.Fatal(err)
+	}
+	id := func(name string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, "keys", name+".pub"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := intoto.KeyID(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	want := map[string][]string{
+		"qualify": {id("validator-a"), id("validator-b")}, "review": {id("reviewer")},
+		"materialize": {id("builder")}, "build": {id("builder")}, "sign": {id("release")},
+	}
+	steps := lay.Signed.(toto.Layout).Steps
+	if len(steps) != len(want) {
+		t.Fatalf("the layout has %d steps, want %d", len(steps), len(want))
+	}
+	for _, s := range steps {
+		w := append([]string(nil), want[s.Name]...)
+		sort.Strings(w)
+		got := append([]string(nil), s.PubKeys...)
+		sort.Strings(got)
+		if strings.Join(got, " ") != strings.Join(w, " ") || s.Threshold != len(w) {
+			t.Errorf("step %s: keys %v threshold %d, want %v threshold %d", s.Name, got, s.Threshold, w, len(w))
+		}
 	}
 }

@@ -99,8 +99,9 @@ func TestCosignVerifiesThePublishedAttestation(t *testing.T) {
 	}
 }
 
-// oras, where it is installed, pulls each published artifact as the file
-// its title names, with the bytes attached to the layout.
+// oras, where it is installed, lists every published artifact under the
+// image's tag (the consumer guide's oras discover) and pulls each as the
+// file its title names, with the bytes attached to the layout.
 func TestOrasPullsThePublishedFiles(t *testing.T) {
 	stockTool(t, "oras")
 	reg := registrytest.Start(t)
@@ -124,6 +125,18 @@ func TestOrasPullsThePublishedFiles(t *testing.T) {
 	}
 	pulled := t.TempDir()
 	home := t.TempDir()
+	// The guide's oras discover lists every artifact under the image's tag.
+	discover := exec.Command("oras", "discover", "--plain-http", "--format", "tree", reg.Host+"/engine:1.0")
+	discover.Env = append(os.Environ(), "HOME="+home)
+	tree, err := discover.CombinedOutput()
+	if err != nil {
+		t.Fatalf("oras discover --format tree: %v\n%s", err, tree)
+	}
+	for _, a := range res.Artifacts {
+		if _, digest, _ := strings.Cut(a, "@"); !strings.Contains(string(tree), digest) {
+			t.Errorf("oras discover does not list %s:\n%s", a, tree)
+		}
+	}
 	for _, a := range res.Artifacts {
 		_, digest, _ := strings.Cut(a, "@")
 		cmd := exec.Command("oras", "pull", "--plain-http", "-o", pulled, reg.Host+"/engine@"+digest)
