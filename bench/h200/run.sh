@@ -10,6 +10,9 @@
 #   bench/h200/run.sh fixtures    every stage for the integrity fixtures only a GPU shows (side streams,
 #                                 graph capture; FIXTURES picks some, and may name a contribution
 #                                 too), with the committed T calibration
+#   bench/h200/run.sh attention   the same for an honest attention.decode contribution over an incumbent
+#                                 whose attention.decode entry is the same kernel slowed by SPIN cycles a
+#                                 call (default 4,800), so that the audit runs at the attention slot
 #   bench/h200/run.sh silu        every stage for an honest activation.silu_and_mul contribution over
 #                                 an incumbent slowed by 4,800 cycles a call (ROUNDS qualifications,
 #                                 default 1), so that the audit runs at the MLP slot, whose records
@@ -73,12 +76,90 @@ PY
   echo "$dst"
 }
 
+# attention_bundle NAME SPIN: the pure-torch attention.decode contribution
+# under a new bundle id, its entry spinning the GPU for SPIN cycles after
+# the kernel (0: none, the same code re-packaged).
+attention_bundle() {
+  local name=$1 spin=$2
+  local dst=$work/bundles/$name
+  mkdir -p "$work/bundles"
+  cp -r kernels/contributions/decode_attention_torch "$dst"
+  sed -i "s/^bundle_id = \"\(.*\)\"/bundle_id = \"\1-$name\"/" "$dst/manifest.toml"
+  cat >>"$dst/kernels/attention_decode.py" <<PY
+
+
+# Re-packaged as $name.
+_SPIN_CYCLES = $spin
+_kernel = attention_decode
+
+
+def attention_decode(q, k, v, seq_lens, sm_scale, out):
+    _kernel(q, k, v, seq_lens, sm_scale, out)
+    if _SPIN_CYCLES and q.is_cuda:
+        torch.cuda._sleep(_SPIN_CYCLES)
+PY
+  echo "$dst"
+}
+
+# attention_stack BUNDLE: the incumbent with an attention.decode entry
+# taken from BUNDLE (the incumbent itself leaves that target to the
+# substrate's stock kernel). The attribution is a bench constant.
+attention_stack() {
+  local f=$work/incumbent-attention-$(basename "$1").hcl
+  sed '$d' stacks/incumbent.hcl >"$f"
+  cat >>"$f" <<HCL
+
+  contribution "attention.decode" {
+    source             = "$1"
+    attribution_digest = "$(printf 'cacheon bench attention incumbent' | sha256sum | cut -c1-64)"
+  }
+}
+HCL
+  echo "$f"
+}
+
 # stack SILU_BUNDLE: the incumbent with its activation.silu_and_mul entry
 # taken from SILU_BUNDLE.
 stack() {
   local f=$work/incumbent-$(basename "$1").hcl
   sed "s|\"//kernels/contributions:silu_and_mul_triton\"|\"$1\"|" stacks/incumbent.hcl >"$f"
   echo "$f"
+}
+
+# audit_rounds NAME INCUMBENT CANDIDATE: ROUNDS qualifications with every
+# stage of CANDIDATE over INCUMBENT (a transition whose speed stage passes,
+# so that the audit runs at its slot), each regraded, summarized in
+# NAME.tsv. T's committed calibration is the 8-layer model's; SMOKE runs
+# the test model under the embedded CPU calibration unless QCAL names one.
+audit_rounds() {
+  local name=$1 inc=$2 cand=$3 i start code qcal=()
+  if [[ -n ${QCAL:-} || -z ${SMOKE:-} ]]; then
+    qcal=(--quality-calibration "${QCAL:-$repo/docs/results/qualify-h200/full/quality-calibration.json}")
+  fi
+  local summary=$out/$name.tsv
+  printf 'round\texit\twall_s\tdecision\tspeed\taudit\n' >"$summary"
+  set +e
+  for i in $(seq "${ROUNDS:-1}"); do
+    start=$SECONDS
+    "$cacheon" qualify --incumbent "$inc" --candidate "$cand" "${common[@]}" \
+      "${qcal[@]}" --out "$out/$name-$i" --evidence "$out/evidence" >"$out/$name-$i.log" 2>&1
+    code=$?
+    "$cacheon" evidence regrade "$out/$name-$i/report.json" --evidence "$out/evidence" >>"$out/$name-$i.log" 2>&1 ||
+      echo "regrade of $name-$i failed" >&2
+    "${CACHEON_PYTHON:-python3}" - "$out/$name-$i/report.json" "$i" "$code" "$((SECONDS - start))" >>"$summary" <<'PY'
+import json, sys
+path, i, code, wall = sys.argv[1:5]
+try:
+    r = json.load(open(path))
+except OSError as e:
+    print(f"{i}\t{code}\t{wall}\tno report\t\t{e}")
+    sys.exit(0)
+stage = {s["name"]: f"{s['decision']}: {s.get('reason', '')}".replace(chr(9), " ") for s in r["stages"]}
+print(f"{i}\t{code}\t{wall}\t{r['decision']}\t{stage.get('speed', '')}\t{stage.get('audit', 'not run')}")
+PY
+  done
+  set -e
+  cat "$summary" >&2
 }
 
 case ${1:-} in
@@ -171,47 +252,26 @@ PY
   set -e
   cat "$summary" >&2
   ;;
+attention)
+  # The attention slot's audit on the real model: the incumbent's
+  # attention.decode entry is the pure-torch kernel slowed by SPIN cycles
+  # a call, the candidate the same kernel without them, so the speed stage
+  # passes and the audit runs at the attention slot, whose records (the
+  # KV cache of every call) outgrow the budget as the MLP slot's do.
+  audit_rounds attention "$(attention_stack "$(attention_bundle "spin${SPIN:-4800}" "${SPIN:-4800}")")" \
+    "$(attention_bundle spin0 0)"
+  ;;
 silu)
   # The MLP slot's audit on the real model (docs/reference/audit.md, "The
   # budget"): the candidate is the incumbent's Triton silu_and_mul without
   # the spin, correct and faster, so the speed stage passes and the audit
   # runs. Its 528 silu calls (264 prefill records of about 5.8 MB) outgrow
   # the 1 GiB record budget: the recorder keeps a sample of 186 of them.
-  # T's committed calibration is the 8-layer model's; SMOKE runs the test
-  # model under the embedded CPU calibration unless QCAL names one.
-  qcal=()
-  if [[ -n ${QCAL:-} || -z ${SMOKE:-} ]]; then
-    qcal=(--quality-calibration "${QCAL:-$repo/docs/results/qualify-h200/full/quality-calibration.json}")
-  fi
-  inc=$(stack "$(bundle kernels/contributions/silu_and_mul_triton spin4800 4800)")
-  cand=$(bundle kernels/contributions/silu_and_mul_triton spin0 0)
-  summary=$out/silu.tsv
-  printf 'round\texit\twall_s\tdecision\tspeed\taudit\n' >"$summary"
-  set +e
-  for i in $(seq "${ROUNDS:-1}"); do
-    start=$SECONDS
-    "$cacheon" qualify --incumbent "$inc" --candidate "$cand" "${common[@]}" \
-      "${qcal[@]}" --out "$out/silu-$i" --evidence "$out/evidence" >"$out/silu-$i.log" 2>&1
-    code=$?
-    "$cacheon" evidence regrade "$out/silu-$i/report.json" --evidence "$out/evidence" >>"$out/silu-$i.log" 2>&1 ||
-      echo "regrade of silu-$i failed" >&2
-    "${CACHEON_PYTHON:-python3}" - "$out/silu-$i/report.json" "$i" "$code" "$((SECONDS - start))" >>"$summary" <<'PY'
-import json, sys
-path, i, code, wall = sys.argv[1:5]
-try:
-    r = json.load(open(path))
-except OSError as e:
-    print(f"{i}\t{code}\t{wall}\tno report\t\t{e}")
-    sys.exit(0)
-stage = {s["name"]: f"{s['decision']}: {s.get('reason', '')}".replace(chr(9), " ") for s in r["stages"]}
-print(f"{i}\t{code}\t{wall}\t{r['decision']}\t{stage.get('speed', '')}\t{stage.get('audit', 'not run')}")
-PY
-  done
-  set -e
-  cat "$summary" >&2
+  audit_rounds silu "$(stack "$(bundle kernels/contributions/silu_and_mul_triton spin4800 4800)")" \
+    "$(bundle kernels/contributions/silu_and_mul_triton spin0 0)"
   ;;
 *)
-  echo "usage: $0 aa|resolution|qualify|full|fixtures|silu" >&2
+  echo "usage: $0 aa|resolution|qualify|full|fixtures|attention|silu" >&2
   exit 2
   ;;
 esac
