@@ -46,13 +46,22 @@ type CalibrationRound struct {
 	Speedup  string   `json:"speedup"`
 	Decision Decision `json:"decision"`
 	Reason   string   `json:"reason"`
+	// Reread says why a resolution round's first read set was set aside
+	// and read again, as a qualification does ("" when it was not; then
+	// the key is absent and the round's digest is as before rereads).
+	// The rates above are the second set's.
+	Reread string `json:"reread,omitempty"`
 }
 
 // Digest identifies the calibration.
 func (c *Calibration) Digest() (string, error) {
 	rounds := []any{}
 	for _, r := range c.Rounds {
-		rounds = append(rounds, map[string]any{"b": r.B, "c": r.C, "b_prime": r.BPrime, "speedup": r.Speedup, "decision": string(r.Decision), "reason": r.Reason})
+		round := map[string]any{"b": r.B, "c": r.C, "b_prime": r.BPrime, "speedup": r.Speedup, "decision": string(r.Decision), "reason": r.Reason}
+		if r.Reread != "" {
+			round["reread"] = r.Reread
+		}
+		rounds = append(rounds, round)
 	}
 	d, err := identity.H(identity.DomainCalibration, map[string]any{
 		"workload": c.Workload, "lanes": c.Lanes, "rounds": rounds,
@@ -99,7 +108,9 @@ func Calibrate(ctx context.Context, o RoundsOptions) (*Calibration, error) {
 	for i := range o.Arms {
 		o.Arms[i].Candidate = false
 	}
-	c, rates, err := rounds(ctx, o)
+	// A calibration measures the lanes as they are, drift included: it
+	// never sets a read set aside.
+	c, rates, err := rounds(ctx, o, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +122,14 @@ func Calibrate(ctx context.Context, o RoundsOptions) (*Calibration, error) {
 // Resolution runs the same rounds with a candidate on the C arm: how often
 // a candidate of a known speed difference passes (a resolution curve is a
 // few of these). It returns the rounds only; no thresholds follow from them.
+// Each round decides as a qualification would: a read set the lanes
+// spoiled is read again once (runSpeedV8).
 func Resolution(ctx context.Context, o RoundsOptions) (*Calibration, error) {
-	c, _, err := rounds(ctx, o)
+	c, _, err := rounds(ctx, o, 1)
 	return c, err
 }
 
-func rounds(ctx context.Context, o RoundsOptions) (*Calibration, [][3]float64, error) {
+func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, [][3]float64, error) {
 	if o.Rounds < 2 {
 		return nil, nil, fmt.Errorf("calibration needs at least 2 rounds, got %d", o.Rounds)
 	}
@@ -132,7 +145,7 @@ func rounds(ctx context.Context, o RoundsOptions) (*Calibration, [][3]float64, e
 			a.Spec.WorkDir = fmt.Sprintf("%s-round%d", a.Spec.WorkDir, i)
 			round[j] = a
 		}
-		ev := runSpeedV8(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample)
+		ev := runSpeedV8(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample, rereads)
 		if ev.Grade == nil {
 			return nil, nil, fmt.Errorf("calibration round %d: %s", i, ev.Reason)
 		}
@@ -143,6 +156,9 @@ func rounds(ctx context.Context, o RoundsOptions) (*Calibration, [][3]float64, e
 		rates = append(rates, r)
 		cr := CalibrationRound{B: speed.Format(r[0]), C: speed.Format(r[1]), BPrime: speed.Format(r[2]),
 			Speedup: speed.Format(ev.Grade.Speedup), Decision: ev.Decision, Reason: ev.Reason}
+		if ev.SetAside != nil {
+			cr.Reread = ev.SetAside.Reason
+		}
 		c.Rounds = append(c.Rounds, cr)
 		if o.Progress != nil {
 			o.Progress(i, cr)

@@ -61,6 +61,24 @@ func publishSpeed(store *evidence.Store, ev *SpeedEvidence) (*Speed, error) {
 		}
 		s.IdleCPU = &ref
 	}
+	if sa := ev.SetAside; sa != nil {
+		rec := &SetAsideRecord{Reason: sa.Reason}
+		reads, err := speed.MarshalReads(sa.Reads)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Reads, err = store.Put(ArtifactReads, "application/json", "speed-reads.v1", reads); err != nil {
+			return nil, err
+		}
+		samples, err := json.Marshal(sa.Samples)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Samples, err = store.Put(ArtifactSamples, "application/json", "lane-samples.v1", samples); err != nil {
+			return nil, err
+		}
+		s.SetAside = rec
+	}
 	if ev.Grade != nil {
 		s.Speedup = speed.Format(ev.Grade.Speedup)
 	}

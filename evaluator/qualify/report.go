@@ -141,6 +141,20 @@ type Speed struct {
 	// read ([]IdleCPU), the noisy-neighbour check's evidence; absent in
 	// reports from before the check.
 	IdleCPU *evidence.Ref `json:"idle_cpu,omitempty"`
+	// SetAside is the v8 read set the lanes spoiled (a device that slowed
+	// itself down, or stock drift), read again in the same engines: the
+	// reads and lane samples above are then the second set's. Absent when
+	// the first set decided, so earlier reports keep their bytes.
+	SetAside *SetAsideRecord `json:"set_aside,omitempty"`
+}
+
+// SetAsideRecord is a set-aside read set in the report: why, and its
+// retained reads and lane samples, which Regrade grades again to check
+// that the rule set it aside.
+type SetAsideRecord struct {
+	Reason  string       `json:"reason"`
+	Reads   evidence.Ref `json:"reads"`
+	Samples evidence.Ref `json:"lane_samples"`
 }
 
 // Quality is T's record in the report: its decision and the evidence it
@@ -218,11 +232,20 @@ func Regrade(store *evidence.Store, r *Report) error {
 			return fmt.Errorf("lane samples: %w", err)
 		}
 		out := speedOutcome(g, samples)
+		var setAside []speed.Read
+		if sa := r.Speed.SetAside; sa != nil {
+			if setAside, err = regradeSetAside(store, p, *sa); err != nil {
+				return err
+			}
+		}
+		if err := countReadSets(store, r.Speed, p); err != nil {
+			return err
+		}
 		if rf := r.Speed.Roofline; rf != nil {
 			if _, err := rf.floor(); err != nil {
 				return fmt.Errorf("%w: %v", ErrRegrade, err)
 			}
-			if o, ok := plausible(reads, rf); !ok {
+			if o, ok := plausibleSets(setAside, reads, rf); !ok {
 				out = o
 			}
 		}
@@ -340,4 +363,61 @@ func (r *Report) Canonical() ([]byte, error) {
 		return nil, fmt.Errorf("qualification report: %w", err)
 	}
 	return canonjson.Marshal(v)
+}
+
+// regradeSetAside grades a set-aside read set again from its retained
+// evidence and checks that the rule set it aside for the reason the
+// report gives: a set that decided cannot be swapped for a second try.
+// It returns the set's reads, for the roofline.
+func regradeSetAside(store *evidence.Store, p speed.Policy, sa SetAsideRecord) ([]speed.Read, error) {
+	readsJSON, err := store.Get(sa.Reads)
+	if err != nil {
+		return nil, fmt.Errorf("set-aside speed reads: %w", err)
+	}
+	reads, err := speed.ParseReads(readsJSON)
+	if err != nil {
+		return nil, err
+	}
+	g, err := speed.GradeReads(p, reads, speed.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: the set-aside reads do not grade: %v", ErrRegrade, err)
+	}
+	samplesJSON, err := store.Get(sa.Samples)
+	if err != nil {
+		return nil, fmt.Errorf("set-aside lane samples: %w", err)
+	}
+	var samples []ReadSamples
+	if err := json.Unmarshal(samplesJSON, &samples); err != nil {
+		return nil, fmt.Errorf("set-aside lane samples: %w", err)
+	}
+	if why := rereadReason(g, samples); why == "" || why != sa.Reason {
+		return nil, fmt.Errorf("%w: the set-aside reads grade %s at %s and give reason %q to read again, the report says %q", ErrRegrade, g.Decision, speed.Format(g.Speedup), why, sa.Reason)
+	}
+	return reads, nil
+}
+
+// countReadSets checks that a v8 stage's idle records, two for every read
+// (the engines that waited), count as many read sets as the report shows:
+// one, or two when one was set aside. A report that hid a set-aside set,
+// or read again more often than the rule allows, is caught here.
+func countReadSets(store *evidence.Store, s *Speed, p speed.Policy) error {
+	if p.Version != speed.V8 || s.IdleCPU == nil {
+		return nil
+	}
+	data, err := store.Get(*s.IdleCPU)
+	if err != nil {
+		return fmt.Errorf("idle CPU: %w", err)
+	}
+	var records []IdleCPU
+	if err := json.Unmarshal(data, &records); err != nil {
+		return fmt.Errorf("idle CPU: %w", err)
+	}
+	sets := 1
+	if s.SetAside != nil {
+		sets = 2
+	}
+	if want := 6 * sets; len(records) != want {
+		return fmt.Errorf("%w: the idle records show %d reads, the report %d read set(s) of three", ErrRegrade, len(records)/2, sets)
+	}
+	return nil
 }

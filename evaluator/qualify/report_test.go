@@ -145,6 +145,11 @@ func TestReportKeys(t *testing.T) {
 		// noisy-neighbour check keeps its canonical bytes and its address.
 		{"speed", Speed{IdleCPU: &evidence.Ref{}}, []string{"batches", "decision", "idle_cpu", "lane_samples", "policy", "policy_version", "reads", "reason", "speedup", "swaps"}},
 		{"speed before the idle check", Speed{}, []string{"batches", "decision", "lane_samples", "policy", "policy_version", "reads", "reason", "speedup", "swaps"}},
+		// set_aside is omitted when the first read set decided, so a report
+		// from before rereads keeps its canonical bytes.
+		{"speed with a set-aside read set", Speed{IdleCPU: &evidence.Ref{}, SetAside: &SetAsideRecord{}},
+			[]string{"batches", "decision", "idle_cpu", "lane_samples", "policy", "policy_version", "reads", "reason", "set_aside", "speedup", "swaps"}},
+		{"set aside", SetAsideRecord{}, []string{"lane_samples", "reads", "reason"}},
 		// left_running is omitted when no thread ran between batches, so a
 		// batch from before the check keeps its canonical bytes.
 		{"batch", Batch{}, []string{"engine_seconds", "index", "output", "phase", "prefill_engine_seconds", "prefill_seconds", "seconds", "tokens"}},

@@ -2,6 +2,8 @@ package qualify
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,9 +55,11 @@ func smi(t *testing.T, mask string) (lanes.Runner, string) {
 }
 
 // TestSpeedStageSamplesAroundEveryRead: each read is bracketed by samples
-// kept in the evidence; a device that throttles makes the stage
-// NO_DECISION, which Regrade recomputes from the retained samples; a lane
-// that disappears is NO_DECISION too.
+// kept in the evidence; a device that throttles spoils the read set, which
+// is set aside and read again once, as a qualification does; throttling
+// again makes the stage NO_DECISION, which Regrade recomputes from the
+// retained samples, the set-aside set's included; a lane that disappears
+// is NO_DECISION too.
 func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -81,7 +85,7 @@ func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
 			for i := range a {
 				a[i].Spec.WorkDir = filepath.Join(f.Run, strings.ReplaceAll(c.name, " ", "-"), string(a[i].Role))
 			}
-			ev := runSpeedV8(context.Background(), f.Iso, a, smoke(t), testPolicy(), r.Read)
+			ev := runSpeedV8(context.Background(), f.Iso, a, smoke(t), testPolicy(), r.Read, 1)
 			if c.want != "" && (ev.Decision != c.want || !strings.Contains(ev.Reason, c.reason)) {
 				t.Fatalf("%s: %s %s, want %s for %q", c.name, ev.Decision, ev.Reason, c.want, c.reason)
 			}
@@ -107,6 +111,108 @@ func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
 				Stages: []Stage{{Name: StageSpeed, Decision: ev.Decision, Reason: ev.Reason}}, Speed: sp}
 			if err := Regrade(store, rep); err != nil {
 				t.Fatalf("regrade: %v", err)
+			}
+			if c.mask == "0x0000000000000040" {
+				requireSetAsideRegraded(t, store, ev, rep)
+			}
+		})
+	}
+}
+
+// requireSetAsideRegraded checks a stage whose first read set a throttling
+// device spoiled: it was set aside with its reason, read again, and the
+// report's set-aside record is re-graded; edited, dropped or swapped for a
+// set that decided, it is caught.
+func requireSetAsideRegraded(t *testing.T, store *evidence.Store, ev *SpeedEvidence, rep *Report) {
+	t.Helper()
+	if ev.SetAside == nil || !strings.Contains(ev.SetAside.Reason, "lane drift") || len(ev.SetAside.Reads) != 3 || len(ev.SetAside.Samples) != 3 {
+		t.Fatalf("set aside %+v", ev.SetAside)
+	}
+	requireQuietNeighbours(t, ev, 12)
+	if rep.Speed.SetAside == nil {
+		t.Fatal("the report has no set-aside record")
+	}
+	// A steady set in place of the spoiled one: the same reads with B′
+	// read as B, under samples of a GPU at its power cap.
+	steadyReads := append([]speed.Read(nil), ev.SetAside.Reads...)
+	steadyReads[2].Windows = steadyReads[0].Windows
+	steadyReads[2].ConditioningSeconds = steadyReads[0].ConditioningSeconds
+	data, err := speed.MarshalReads(steadyReads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steady, err := store.Put(ArtifactReads, "application/json", "speed-reads.v1", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calm := append([]ReadSamples(nil), ev.SetAside.Samples...)
+	for i := range calm {
+		capped := []lanes.Sample{{UUID: "GPU-aaaa", ThrottleActive: "0x0000000000000004"}}
+		calm[i].Before, calm[i].After = capped, capped
+	}
+	data, _ = json.Marshal(calm)
+	calmSamples, err := store.Put(ArtifactSamples, "application/json", "lane-samples.v1", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []struct {
+		name string
+		edit func(s *Speed)
+	}{
+		{"the reason edited", func(s *Speed) { s.SetAside.Reason = "stock drift: B and B′ differ by 0.5, over max_noise" }},
+		{"the set-aside set hidden", func(s *Speed) { s.SetAside = nil }},
+		{"a set that decided set aside", func(s *Speed) { s.SetAside.Reads, s.SetAside.Samples = steady, calmSamples }},
+	} {
+		t.Run(e.name, func(t *testing.T) {
+			edited := *rep
+			sp := *rep.Speed
+			sa := *rep.Speed.SetAside
+			sp.SetAside = &sa
+			edited.Speed = &sp
+			e.edit(edited.Speed)
+			if err := Regrade(store, &edited); !errors.Is(err, ErrRegrade) {
+				t.Fatalf("regrade: %v, want ErrRegrade", err)
+			}
+		})
+	}
+}
+
+// TestRereadReason: a read set is read again only for what the lanes did
+// (a throttling device, B and B′ apart by more than max_noise), never
+// for C's read.
+func TestRereadReason(t *testing.T) {
+	throttled := []ReadSamples{{Role: speed.C, After: []lanes.Sample{{UUID: "GPU-1", ThrottleActive: "0x0000000000000040"}}}}
+	steady := []ReadSamples{{Role: speed.C, After: []lanes.Sample{{UUID: "GPU-1", ThrottleActive: "0x0000000000000004"}}}}
+	rate := func(b, c, bp float64) []speed.Read {
+		read := func(role speed.Role, x float64) speed.Read {
+			r := speed.Read{Role: role, ConditioningTokens: 8, ConditioningSeconds: 1}
+			for i := 0; i < 3; i++ {
+				r.Windows = append(r.Windows, speed.Window{Tokens: 100, Seconds: 100 / x})
+			}
+			return r
+		}
+		return []speed.Read{read(speed.B, b), read(speed.C, c), read(speed.BPrime, bp)}
+	}
+	for _, c := range []struct {
+		name    string
+		reads   []speed.Read
+		samples []ReadSamples
+		want    string
+	}{
+		{"steady stock arms, C faster", rate(100, 110, 100.5), steady, ""},
+		{"steady stock arms, C far slower", rate(100, 50, 100.5), steady, ""},
+		{"the first arm 10 % slow", rate(90, 100, 100), steady, "stock drift: B and B′ differ by"},
+		{"B′ slow", rate(100, 100, 95), nil, "stock drift"},
+		{"a throttling device, steady arms", rate(100, 101, 100), throttled, "lane drift"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := speed.GradeReads(testPolicy(), c.reads, speed.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rereadReason(g, c.samples)
+			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+				t.Fatalf("rereadReason = %q, want %q", got, c.want)
 			}
 		})
 	}

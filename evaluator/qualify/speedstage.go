@@ -34,6 +34,9 @@ type SpeedEvidence struct {
 	// Idle is the CPU time every waiting engine consumed during each read
 	// (idle.go): the evidence of the noisy-neighbour check.
 	Idle []IdleCPU `json:"-"`
+	// SetAside is the first v8 read set when the lanes spoiled it and it
+	// was read again (Reads, Samples and Grade are then the second's).
+	SetAside *SetAside `json:"-"`
 
 	mu sync.Mutex // Batches, while engines warm up together
 }
@@ -41,7 +44,12 @@ type SpeedEvidence struct {
 // runSpeedV8 is the non-swappable schedule: three engine processes (B, C
 // and B′) start together and warm up together; then their reads are
 // timed one after another, B, C, B′, so no timed work overlaps.
-func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
+//
+// rereads is how many times a read set the lanes spoiled is read again in
+// the same engines (see rereadReason): 1 in a qualification, so that a
+// first arm read slow does not end it NO_DECISION; the set aside is kept
+// in the evidence (SpeedEvidence.SetAside) and re-graded.
+func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler, rereads int) *SpeedEvidence {
 	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
 	if len(arms) != 3 || arms[0].Role != speed.B || arms[1].Role != speed.C || arms[2].Role != speed.BPrime {
 		ev.Outcome = Outcome{NoDecision, "the v8 schedule needs the arms B, C and B′ in that order"}
@@ -81,6 +89,36 @@ func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *worklo
 		}
 		ev.Ready[arms[i].Role] = engines[i].Ready
 	}
+	for set := 0; ; set++ {
+		reads, samples, out, ok := ev.readSet(ctx, arms, engines, w, sample)
+		if !ok {
+			ev.Outcome = out
+			return ev
+		}
+		g, err := speed.GradeReads(p, reads, speed.Options{})
+		if err != nil {
+			// The controller's own reads of the wrong shape: its bug or its
+			// policy's, never the candidate's loss.
+			ev.Reads, ev.Samples = reads, samples
+			ev.Outcome = Outcome{NoDecision, fmt.Sprintf("grading: %v", err)}
+			return ev
+		}
+		if why := rereadReason(g, samples); why != "" && set < rereads {
+			ev.SetAside = &SetAside{Reason: why, Reads: reads, Samples: samples}
+			continue
+		}
+		ev.Reads, ev.Samples, ev.Grade = reads, samples, g
+		ev.Outcome = speedOutcome(g, samples)
+		return ev
+	}
+}
+
+// readSet times one read of each engine in arm order, the other two
+// watched for the CPU they burn meanwhile. ok is false when the set ended
+// early; out then says how. Idle records and batches go to ev as they are
+// taken.
+func (ev *SpeedEvidence) readSet(ctx context.Context, arms []Arm, engines []*engine.Engine, w *workload.Workload, sample Sampler) (reads []speed.Read, samples []ReadSamples, out Outcome, ok bool) {
+	samples = []ReadSamples{}
 	for i, a := range arms {
 		// The other two engines wait while this one is timed: each is
 		// watched for the CPU it burns meanwhile (the noisy neighbour).
@@ -103,36 +141,25 @@ func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *worklo
 		})
 		ev.Idle = append(ev.Idle, records...)
 		if rs != nil {
-			ev.Samples = append(ev.Samples, *rs)
+			samples = append(samples, *rs)
 		}
+		// The reads taken so far are kept, so a NO_DECISION can be inspected.
+		ev.Reads, ev.Samples = reads, samples
 		if readErr != nil {
-			ev.Outcome = attribute(string(a.Role), a.Candidate, fmt.Errorf("read: %w", readErr))
-			return ev
+			return nil, nil, attribute(string(a.Role), a.Candidate, fmt.Errorf("read: %w", readErr)), false
 		}
 		if err != nil {
-			ev.Outcome = Outcome{NoDecision, err.Error()}
-			return ev
+			return nil, nil, Outcome{NoDecision, err.Error()}, false
 		}
 		if out, noisy := idleOutcome(records); noisy {
-			ev.Outcome = out
-			return ev
+			return nil, nil, out, false
 		}
 		if !accounted {
-			ev.Outcome = idleOut
-			return ev
+			return nil, nil, idleOut, false
 		}
-		ev.Reads = append(ev.Reads, r)
+		reads = append(reads, r)
 	}
-	g, err := speed.GradeReads(p, ev.Reads, speed.Options{})
-	if err != nil {
-		// The controller's own reads of the wrong shape: its bug or its
-		// policy's, never the candidate's loss.
-		ev.Outcome = Outcome{NoDecision, fmt.Sprintf("grading: %v", err)}
-		return ev
-	}
-	ev.Grade = g
-	ev.Outcome = speedOutcome(g, ev.Samples)
-	return ev
+	return reads, samples, Outcome{}, true
 }
 
 func (ev *SpeedEvidence) recordBatches(role speed.Role, b []Batch) {
@@ -143,6 +170,33 @@ func (ev *SpeedEvidence) recordBatches(role speed.Role, b []Batch) {
 
 // armDir is an arm's work directory under the run directory.
 func armDir(run string, role speed.Role) string { return filepath.Join(run, "arms", string(role)) }
+
+// SetAside is a v8 read set the lanes spoiled, read again in the same
+// engines: its reads, the lane samples around them, and why it was set
+// aside (the NO_DECISION it would have been).
+type SetAside struct {
+	Reason  string
+	Reads   []speed.Read
+	Samples []ReadSamples
+}
+
+// rereadReason says why a graded read set tells nothing about the
+// candidate and is worth reading again: a device that slowed itself down
+// under a read, or B and B′ disagreeing by more than max_noise (stock
+// drift). Both are the lanes, not the candidate: on an H200 the first arm
+// timed sometimes read about 10 % slow (docs/results/qualify-h200.md), and
+// such a round ended NO_DECISION. "" when the set decides. The rule looks
+// at the stock arms and the lane samples only, never at C's read, so
+// reading again cannot be steered by how the candidate did.
+func rereadReason(g *speed.Grade, samples []ReadSamples) string {
+	if d := Drift(samples); d != "" {
+		return d
+	}
+	if g.Concluded && !g.BPrimeKept {
+		return fmt.Sprintf("stock drift: B and B′ differ by %s, over max_noise", speed.Format(g.Drift))
+	}
+	return ""
+}
 
 // speedOutcome is the speed stage's decision from its grade and the lane
 // samples around its reads. The grade is the policy's, to the bit; two

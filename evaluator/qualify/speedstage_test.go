@@ -77,7 +77,7 @@ func stockAAEvidence(t *testing.T, f enginetest.Fixture) *SpeedEvidence {
 	stockAA.mu.Lock()
 	defer stockAA.mu.Unlock()
 	if stockAA.ev == nil {
-		stockAA.ev = runSpeedV8(context.Background(), f.Iso, arms(f), smoke(t), testPolicy(), nil)
+		stockAA.ev = runSpeedV8(context.Background(), f.Iso, arms(f), smoke(t), testPolicy(), nil, 0)
 	}
 	return stockAA.ev
 }
@@ -166,7 +166,7 @@ serve(d)
 					arms[i].Spec.Root = forged
 				}
 			}
-			ev := runSpeedV8(context.Background(), f.Iso, arms, smoke(t), testPolicy(), nil)
+			ev := runSpeedV8(context.Background(), f.Iso, arms, smoke(t), testPolicy(), nil, 0)
 			if ev.Decision != c.want || !strings.Contains(ev.Reason, "forged_timing") {
 				t.Fatalf("%s forging its timer: %s %s, want %s for forged_timing", c.role, ev.Decision, ev.Reason, c.want)
 			}

@@ -61,6 +61,10 @@ policy on which only clear two-leg decisions conclude.
 With --candidate, the C arm runs that candidate's tree instead: the same
 rounds measure how often a candidate of a known speed difference passes,
 the points of a resolution curve. No thresholds follow from such rounds.
+Each decides as a qualification would: a read set whose stock arms
+drifted apart, or whose device throttled, is set aside and read again once
+in the same engines (the round's "reread" says why); stock rounds without
+--candidate never are, so the calibration sees the drift.
 
 With --quality, the rounds calibrate the pristine reference T instead:
 each round serves every prompt of the workload on three fresh incumbent
@@ -166,7 +170,11 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 		Isolation: q.iso, Workload: q.workload, Policy: q.policy, Sample: q.sample, Rounds: o.rounds, Lanes: lanesName(q.lanes),
 		Arms: []qualify.Arm{arm(speed.B, bTree, 0), arm(speed.C, cTree, 1), arm(speed.BPrime, bTree, 0)},
 		Progress: func(i int, r qualify.CalibrationRound) {
-			progress("round %d/%d: B %s C %s B′ %s tok/s: %s %s", i+1, o.rounds, short6(r.B), short6(r.C), short6(r.BPrime), r.Decision, r.Reason)
+			again := ""
+			if r.Reread != "" {
+				again = " (read again after: " + r.Reread + ")"
+			}
+			progress("round %d/%d: B %s C %s B′ %s tok/s: %s %s%s", i+1, o.rounds, short6(r.B), short6(r.C), short6(r.BPrime), r.Decision, r.Reason, again)
 		},
 	}
 	doc := calibrationJSON{Kind: "calibration", File: out}
