@@ -272,3 +272,122 @@ func TestCheckpointHoldsLiveLeases(t *testing.T) {
 		t.Fatalf("CheckFull: %v", err)
 	}
 }
+
+// TestCheckBeforeWrite: below the threshold the check before a write is
+// the quick one from the latest checkpoint and records nothing; at or
+// past it, the full check and a new checkpoint the next check starts
+// from; with no checkpoint the records are counted from the start. An
+// edited row a decision reads is refused on both paths; an edit of
+// history no decision reads is the full check's, so it is refused once
+// the threshold is crossed, and no checkpoint is recorded over it.
+func TestCheckBeforeWrite(t *testing.T) {
+	ctx := context.Background()
+	below := func(since int64) int { return int(since) + 1 }
+	at := func(since int64) int { return int(since) }
+	past := func(since int64) int { return int(since) - 1 }
+	for _, c := range []struct {
+		name  string
+		every func(since int64) int
+		// drop deletes the checkpoint's index row: no checkpoint.
+		drop bool
+		edit func(live, finished int64) (string, []any)
+		// record: a new checkpoint is recorded; full: the check replayed
+		// everything; want: the refusal names it.
+		record, full bool
+		want         string
+	}{
+		{name: "below the threshold", every: below},
+		{name: "at the threshold", every: at, record: true, full: true},
+		{name: "past the threshold", every: past, record: true, full: true},
+		{name: "no checkpoint, below the threshold", every: below, drop: true, full: true},
+		{name: "no checkpoint, at the threshold", every: at, drop: true, record: true, full: true},
+		{name: "a live row edited, below the threshold", every: below, edit: func(live, _ int64) (string, []any) {
+			return `UPDATE proposals SET hotkey = 'thief' WHERE id = ?`, []any{live}
+		}, want: "column hotkey differs from row record"},
+		{name: "a live row edited, at the threshold", every: at, full: true, edit: func(live, _ int64) (string, []any) {
+			return `UPDATE proposals SET hotkey = 'thief' WHERE id = ?`, []any{live}
+		}, want: "column hotkey differs from row record"},
+		{name: "a finished row edited, below the threshold", every: below, edit: func(_, finished int64) (string, []any) {
+			return `UPDATE proposals SET hotkey = 'thief' WHERE id = ?`, []any{finished}
+		}},
+		{name: "a finished row edited, at the threshold", every: at, full: true, edit: func(_, finished int64) (string, []any) {
+			return `UPDATE proposals SET hotkey = 'thief' WHERE id = ?`, []any{finished}
+		}, want: "column hotkey differs from row record"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path, live, finished, cp := checkpointed(t)
+			raw := rawDB(t, path)
+			if c.drop {
+				if _, err := raw.Exec(`DELETE FROM checkpoints`); err != nil {
+					t.Fatal(err)
+				}
+				cp = Head{}
+			}
+			if c.edit != nil {
+				query, args := c.edit(live, finished)
+				if res, err := raw.Exec(query, args...); err != nil {
+					t.Fatal(err)
+				} else if n, _ := res.RowsAffected(); n != 1 {
+					t.Fatalf("the edit changed %d rows", n)
+				}
+			}
+			checkpoints := func() int {
+				t.Helper()
+				var n int
+				if err := raw.QueryRow(`SELECT count(*) FROM checkpoints`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			before := checkpoints()
+			l, err := Open(ctx, path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			since, err := recordsSince(ctx, l.db, l.cp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// After the checkpoint: the fourth crown's three events and
+			// its row record.
+			if !c.drop && since != 4 {
+				t.Fatalf("%d chain records since the checkpoint, want 4", since)
+			}
+			l.checkpointEvery = c.every(since)
+			r, err := l.CheckBeforeWrite(ctx)
+			if c.want != "" {
+				if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("%v, want a refusal naming %s and %q", err, path, c.want)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if r.Full != c.full {
+				t.Errorf("full %v, want %v", r.Full, c.full)
+			}
+			if got := checkpoints() - before; got != map[bool]int{false: 0, true: 1}[c.record] {
+				t.Fatalf("%d checkpoints recorded", got)
+			}
+			if !c.record {
+				// The quick check names the checkpoint it ran from; a
+				// full one none.
+				if want := map[bool]Head{false: cp}[c.full]; r.Checkpoint != want {
+					t.Errorf("checked from %+v, want %+v", r.Checkpoint, want)
+				}
+				return
+			}
+			if r.Checkpoint.Sequence <= cp.Sequence || r.Checkpoint != l.cp.record {
+				t.Fatalf("checkpoint %+v after %+v (the ledger's latest: %+v)", r.Checkpoint, cp, l.cp.record)
+			}
+			// The next write's check is the quick one from it, with
+			// nothing since.
+			if n, err := recordsSince(ctx, l.db, l.cp); err != nil || n != 0 {
+				t.Fatalf("%d chain records since the new checkpoint (%v)", n, err)
+			}
+			if q, err := l.CheckBeforeWrite(ctx); err != nil || q.Full || q.Checkpoint != r.Checkpoint {
+				t.Fatalf("the next check: full %v from %+v (%v), want the quick one from %+v", q.Full, q.Checkpoint, err, r.Checkpoint)
+			}
+		})
+	}
+}
