@@ -156,6 +156,7 @@ func (l *Ledger) Checkpoint(ctx context.Context) (*Report, Head, error) {
 	if l.cp, err = latestCheckpoint(ctx, l.db); err != nil {
 		return r, h, err
 	}
+	l.checkedAt = h
 	r.Checkpoint = h
 	return r, h, nil
 }
@@ -205,6 +206,23 @@ func recordsSince(ctx context.Context, q querier, cp checkpoint) (int64, error) 
 		n += k
 	}
 	return n, nil
+}
+
+// checkedFull makes sure the whole history was replayed right before a
+// write that rebinds rows the quick check does not read (ClearCopy makes
+// a finished proposal live again): unless the last checkpoint this writer
+// recorded is still the record chain's head, it runs Checkpoint, whose
+// full check refuses a hand edit anywhere.
+func (l *Ledger) checkedFull(ctx context.Context) error {
+	h, err := headOf(ctx, l.db, recordChain)
+	if err != nil {
+		return classify(err)
+	}
+	if l.checkedAt.Sequence != 0 && h == l.checkedAt {
+		return nil
+	}
+	_, _, err = l.Checkpoint(ctx)
+	return err
 }
 
 // latestCheckpoint reads the latest checkpoint and verifies its record

@@ -391,3 +391,58 @@ func TestCheckBeforeWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestClearCopyRefusesAHandEdit: clearing a copy verdict rebinds the
+// proposal's rows, which the quick check does not read while it is
+// failed; a hand edit of them must be refused, not bound into the chain.
+// ClearCopy replays the whole history first, so the edit is refused, the
+// proposal stays failed and the full check still names the edit.
+func TestClearCopyRefusesAHandEdit(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, edit, want string
+	}{
+		{"the proposal's hotkey", `UPDATE proposals SET hotkey = 'thief' WHERE id = 2`, "proposals row 2: column hotkey differs from row record"},
+		{"its first transition's reason", `UPDATE proposal_transitions SET reason = 'edited' WHERE proposal_id = 2 AND seq = 1`,
+			"proposal_transitions row 2/1: column reason differs from row record"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := ledgerPath(t)
+			l := openNew(t, path)
+			for i, hk := range []string{"hkA", "hkB"} {
+				readme := ""
+				if i == 1 {
+					readme = "copy\n"
+				}
+				snap, r := inspected(t, kernelBundle(t, rmsKernel, readme), hk, int64(10+i))
+				if _, err := l.Intake(ctx, snap, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, err := l.Checkpoint(ctx); err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+			if _, err := rawDB(t, path).Exec(c.edit); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Open(ctx, path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if _, err := l.Check(ctx); err != nil {
+				t.Fatalf("quick check: %v (the edit is of a failed proposal, which it does not read)", err)
+			}
+			if _, _, err := l.ClearCopy(ctx, 2, "the authors are one team"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("clear copy over the edit: %v, want a refusal naming %q", err, c.want)
+			}
+			if p, err := l.Proposal(ctx, 2); err != nil || p.Status != Failed {
+				t.Fatalf("proposal 2 after the refusal: %+v (%v)", p, err)
+			}
+			if _, err := l.CheckFull(ctx); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("full check after the refusal: %v, want a refusal naming %q", err, c.want)
+			}
+		})
+	}
+}

@@ -45,16 +45,19 @@ func openCheckedLedger(ctx context.Context, path, what string) (*ledger.Ledger, 
 }
 
 // openWritingLedger opens the ledger at path for a command that writes to
-// it (settle, qualify --ledger, intake add) and runs the check before the
-// write, ledger.CheckBeforeWrite: the quick check from the latest
-// checkpoint, or, once ledger.AutoCheckpointRecords chain records stand
-// since it, the full check and a new checkpoint, so that a ledger whose
-// operator never runs "ledger check --full" still opens in time
-// independent of its history. Nothing is written onto a ledger the check
-// refuses. what says what the command would have done, for the error;
+// it (settle, qualify --ledger, intake add, intake clear-copy) and runs
+// the check before the write, ledger.CheckBeforeWrite: the quick check
+// from the latest checkpoint, or, once ledger.AutoCheckpointRecords chain
+// records stand since it, the full check and a new checkpoint, so that a
+// ledger whose operator never runs "ledger check --full" still opens in
+// time independent of its history. Nothing is written onto a ledger the
+// check refuses. what says what the command would have done, for the error;
 // opts are the open's (intake add creates the ledger it is the first
 // write to, and checks it like the others, since its anti-copy and replay
 // verdicts read earlier proposals' fingerprints and transitions).
+// Clearing a copy verdict rebinds rows the quick check does not read, so
+// ledger.ClearCopy runs the full check and records a checkpoint itself
+// unless this one just did.
 func openWritingLedger(ctx context.Context, path, what string, opts ledger.Options) (*ledger.Ledger, error) {
 	l, err := ledger.Open(ctx, path, opts)
 	if err != nil {

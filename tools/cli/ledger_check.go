@@ -51,7 +51,7 @@ regularly, and pin the record head it prints. The commands that write
 record checkpoints too: settle, qualify --ledger and intake add run the
 full check and record one before they write once ` + strconv.Itoa(ledger.AutoCheckpointRecords) + ` chain records
 (settlement, intake and lease events and row records) stand since the
-latest.
+latest, and intake clear-copy before every clearing.
 
 Exit status: 0 when everything holds; 2 when the ledger is refused (damaged
 or not a ledger, a newer schema, a tampered event, a broken invariant: the

@@ -159,14 +159,16 @@ func TestLedgerCheckRefusals(t *testing.T) {
 					t.Errorf("--json refusal document %q (%v)", out, err)
 				}
 				// What the check refuses, weights and settle refuse too:
-				// no weights from it, no settlement onto it, and no intake
-				// whose anti-copy and replay verdicts read its proposals.
+				// no weights from it, no settlement onto it, no intake
+				// whose anti-copy and replay verdicts read its proposals,
+				// and no cleared copy verdict (which runs the full check).
 				for _, args := range [][]string{
 					{"intake", "add", repoCopy(t, "kernels/contributions/rmsnorm_triton"), "--ledger", db, "--hotkey", "hk2", "--block", "2"},
 					{"weights", "--ledger", db, "--block", "100", "--metagraph", repoDir("docs/examples/weights/members.json"),
 						"--validator", "5Fvalidator", "--policy", repoDir("docs/examples/weights/policy.json")},
 					{"settle", "--ledger", db},
 					{"stack", "export", "--ledger", db, "--out", filepath.Join(t.TempDir(), "stack.hcl")},
+					{"intake", "clear-copy", "--ledger", db, "--proposal", "1", "--reason", "reviewed"},
 				} {
 					if code, out, errOut := run(t, "", args...); code != 2 || !strings.Contains(errOut, tc.stderr) {
 						t.Errorf("%s on it: exit %d\n%s\n%s", args[0], code, out, errOut)
