@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/cacheon/engine/kernels/bundle"
@@ -117,6 +118,26 @@ func BenchmarkCheck1000Crowns(b *testing.B) {
 	}
 }
 
+// copyLedger copies the closed ledger at path (and its write-ahead log,
+// if any is left) to a fresh path and returns it.
+func copyLedger(b *testing.B, path string) string {
+	b.Helper()
+	out := ledgerPath(b)
+	for _, suffix := range []string{"", "-wal"} {
+		data, err := os.ReadFile(path + suffix)
+		if suffix != "" && os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(out+suffix, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
+}
+
 // crownHistory builds a ledger of n crowns (3n events, n+1 stacks, n
 // crowns, one standing claim replaced n times) and returns its path.
 func crownHistory(b *testing.B, n int) string {
@@ -142,39 +163,50 @@ func crownHistory(b *testing.B, n int) string {
 // BenchmarkHistory measures what a command pays on each open as the
 // ledger's history grows: "open" is Open (the writer lock, migrations,
 // the chains' verification), "open+check" is Open and the Check every
-// command that acts on the ledger runs first (settle, weights, qualify
-// --ledger, stack export). Each runs on the ledger as built (no
-// checkpoint: Check replays everything), then after a checkpoint ("cp/"),
-// where "cp/open+full" is Open and CheckFull, what `ledger check --full`
-// replays. "noop-settle" is open+check and the ledger reads of a settle
-// with nothing queued (apply.Settle: SettlementQueue, CurrentStack,
-// Undecided), which settlement/apply cannot be imported here to run.
+// command that acts on the ledger runs first (weights, stack export; the
+// writers ran it too before CheckBeforeWrite). Each runs on the ledger as
+// built (no checkpoint: Check replays everything), then after a
+// checkpoint ("cp/"), where "cp/open+full" is Open and CheckFull, what
+// `ledger check --full` replays. "noop-settle" is open+check and the
+// ledger reads of a settle with nothing queued (apply.Settle:
+// SettlementQueue, CurrentStack, Undecided), which settlement/apply cannot
+// be imported here to run.
+//
+// "write/first" is Open and CheckBeforeWrite, the check a writer (settle,
+// qualify --ledger, intake add) runs, on a copy of the ledger as built:
+// past AutoCheckpointRecords chain records it is the full check and a new
+// checkpoint, below it the check that replays everything (a ledger with
+// no checkpoint). "write/later" is the same on the ledger after that
+// first write: the quick check from the checkpoint it recorded, if any.
 func BenchmarkHistory(b *testing.B) {
 	ctx := context.Background()
+	once := func(b *testing.B, path string, check func(*Ledger, context.Context) (*Report, error), settle bool) {
+		l, err := Open(ctx, path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		if check != nil {
+			if _, err := check(l, ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if settle {
+			if _, err := l.SettlementQueue(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := l.CurrentStack(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := l.Undecided(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	run := func(path string, check func(*Ledger, context.Context) (*Report, error), settle bool) func(*testing.B) {
 		return func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				l, err := Open(ctx, path, Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if check != nil {
-					if _, err := check(l, ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if settle {
-					if _, err := l.SettlementQueue(ctx); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := l.CurrentStack(ctx); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := l.Undecided(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-				l.Close()
+				once(b, path, check, settle)
 			}
 		}
 	}
@@ -184,6 +216,16 @@ func BenchmarkHistory(b *testing.B) {
 			b.Run("open", run(path, nil, false))
 			b.Run("open+check", run(path, (*Ledger).Check, false))
 			b.Run("noop-settle", run(path, (*Ledger).Check, true))
+			b.Run("write/first", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					first := copyLedger(b, path)
+					b.StartTimer()
+					once(b, first, (*Ledger).CheckBeforeWrite, false)
+				}
+			})
+			once(b, path, (*Ledger).CheckBeforeWrite, false)
+			b.Run("write/later", run(path, (*Ledger).CheckBeforeWrite, false))
 			l, err := Open(ctx, path, Options{})
 			if err != nil {
 				b.Fatal(err)

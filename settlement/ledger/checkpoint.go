@@ -156,8 +156,73 @@ func (l *Ledger) Checkpoint(ctx context.Context) (*Report, Head, error) {
 	if l.cp, err = latestCheckpoint(ctx, l.db); err != nil {
 		return r, h, err
 	}
+	l.checkedAt = h
 	r.Checkpoint = h
 	return r, h, nil
+}
+
+// AutoCheckpointRecords is how many chain records since the latest
+// checkpoint (since the start, on a ledger with none) make a writer
+// record a checkpoint before it writes (CheckBeforeWrite). A chain record
+// is an event of any of the four hash chains: a settlement event, an
+// intake event, a lease event or a row record. Open and the quick check
+// verify every chain record since the checkpoint, so this bounds what
+// they cost on a ledger whose operator never runs `ledger check --full`.
+const AutoCheckpointRecords = 1024
+
+// CheckBeforeWrite is the check a command that writes runs before it
+// writes. Below AutoCheckpointRecords chain records since the latest
+// checkpoint it is Check, the quick check from that checkpoint. At or past
+// the threshold it is Checkpoint: the full check and, when that finds
+// nothing wrong, a new checkpoint, so the next open verifies from here.
+// Either way a problem refuses the write, under ErrRefused naming the
+// ledger and the first problem, and the Report names them all.
+func (l *Ledger) CheckBeforeWrite(ctx context.Context) (*Report, error) {
+	n, err := recordsSince(ctx, l.db, l.cp)
+	if err != nil {
+		return &Report{Stranded: []InFlight{}, Leased: []InFlight{}}, err
+	}
+	every := int64(AutoCheckpointRecords)
+	if l.checkpointEvery > 0 {
+		every = int64(l.checkpointEvery)
+	}
+	if n < every {
+		return l.Check(ctx)
+	}
+	r, _, err := l.Checkpoint(ctx)
+	return r, err
+}
+
+// recordsSince counts the chain records after the heads cp names: every
+// one of them without a checkpoint. A checkpoint's own record is not
+// counted.
+func recordsSince(ctx context.Context, q querier, cp checkpoint) (int64, error) {
+	var n int64
+	for _, c := range []chain{settlementChain, intakeChain, leaseChain, recordChain} {
+		var k int64
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM `+c.table+` WHERE sequence > ?`, cp.from(c).Sequence).Scan(&k); err != nil {
+			return 0, classify(err)
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// checkedFull makes sure the whole history was replayed right before a
+// write that rebinds rows the quick check does not read (ClearCopy makes
+// a finished proposal live again): unless the last checkpoint this writer
+// recorded is still the record chain's head, it runs Checkpoint, whose
+// full check refuses a hand edit anywhere.
+func (l *Ledger) checkedFull(ctx context.Context) error {
+	h, err := headOf(ctx, l.db, recordChain)
+	if err != nil {
+		return classify(err)
+	}
+	if l.checkedAt.Sequence != 0 && h == l.checkedAt {
+		return nil
+	}
+	_, _, err = l.Checkpoint(ctx)
+	return err
 }
 
 // latestCheckpoint reads the latest checkpoint and verifies its record

@@ -272,3 +272,177 @@ func TestCheckpointHoldsLiveLeases(t *testing.T) {
 		t.Fatalf("CheckFull: %v", err)
 	}
 }
+
+// TestCheckBeforeWrite: below the threshold the check before a write is
+// the quick one from the latest checkpoint and records nothing; at or
+// past it, the full check and a new checkpoint the next check starts
+// from; with no checkpoint the records are counted from the start. An
+// edited row a decision reads is refused on both paths; an edit of
+// history no decision reads is the full check's, so it is refused once
+// the threshold is crossed, and no checkpoint is recorded over it.
+func TestCheckBeforeWrite(t *testing.T) {
+	ctx := context.Background()
+	below := func(since int64) int { return int(since) + 1 }
+	at := func(since int64) int { return int(since) }
+	past := func(since int64) int { return int(since) - 1 }
+	for _, c := range []struct {
+		name  string
+		every func(since int64) int
+		// drop deletes the checkpoint's index row: no checkpoint.
+		drop bool
+		edit func(live, finished int64) (string, []any)
+		// record: a new checkpoint is recorded; full: the check replayed
+		// everything; want: the refusal names it.
+		record, full bool
+		want         string
+	}{
+		{name: "below the threshold", every: below},
+		{name: "at the threshold", every: at, record: true, full: true},
+		{name: "past the threshold", every: past, record: true, full: true},
+		{name: "no checkpoint, below the threshold", every: below, drop: true, full: true},
+		{name: "no checkpoint, at the threshold", every: at, drop: true, record: true, full: true},
+		{name: "a live row edited, below the threshold", every: below, edit: func(live, _ int64) (string, []any) {
+			return `UPDATE proposals SET hotkey = 'thief' WHERE id = ?`, []any{live}
+		}, want: "column hotkey differs from row record"},
+		{name: "a live row edited, at the threshold", every: at, full: true, edit: func(live, _ int64) (string, []any) {
+			return `UPDATE proposals SET hotkey = 'thief' WHERE id = ?`, []any{live}
+		}, want: "column hotkey differs from row record"},
+		{name: "a finished row edited, below the threshold", every: below, edit: func(_, finished int64) (string, []any) {
+			return `UPDATE proposals SET hotkey = 'thief' WHERE id = ?`, []any{finished}
+		}},
+		{name: "a finished row edited, at the threshold", every: at, full: true, edit: func(_, finished int64) (string, []any) {
+			return `UPDATE proposals SET hotkey = 'thief' WHERE id = ?`, []any{finished}
+		}, want: "column hotkey differs from row record"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path, live, finished, cp := checkpointed(t)
+			raw := rawDB(t, path)
+			if c.drop {
+				if _, err := raw.Exec(`DELETE FROM checkpoints`); err != nil {
+					t.Fatal(err)
+				}
+				cp = Head{}
+			}
+			if c.edit != nil {
+				query, args := c.edit(live, finished)
+				if res, err := raw.Exec(query, args...); err != nil {
+					t.Fatal(err)
+				} else if n, _ := res.RowsAffected(); n != 1 {
+					t.Fatalf("the edit changed %d rows", n)
+				}
+			}
+			checkpoints := func() int {
+				t.Helper()
+				var n int
+				if err := raw.QueryRow(`SELECT count(*) FROM checkpoints`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			before := checkpoints()
+			l, err := Open(ctx, path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			since, err := recordsSince(ctx, l.db, l.cp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// After the checkpoint: the fourth crown's three events and
+			// its row record.
+			if !c.drop && since != 4 {
+				t.Fatalf("%d chain records since the checkpoint, want 4", since)
+			}
+			l.checkpointEvery = c.every(since)
+			r, err := l.CheckBeforeWrite(ctx)
+			if c.want != "" {
+				if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("%v, want a refusal naming %s and %q", err, path, c.want)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if r.Full != c.full {
+				t.Errorf("full %v, want %v", r.Full, c.full)
+			}
+			if got := checkpoints() - before; got != map[bool]int{false: 0, true: 1}[c.record] {
+				t.Fatalf("%d checkpoints recorded", got)
+			}
+			if !c.record {
+				// The quick check names the checkpoint it ran from; a
+				// full one none.
+				if want := map[bool]Head{false: cp}[c.full]; r.Checkpoint != want {
+					t.Errorf("checked from %+v, want %+v", r.Checkpoint, want)
+				}
+				return
+			}
+			if r.Checkpoint.Sequence <= cp.Sequence || r.Checkpoint != l.cp.record {
+				t.Fatalf("checkpoint %+v after %+v (the ledger's latest: %+v)", r.Checkpoint, cp, l.cp.record)
+			}
+			// The next write's check is the quick one from it, with
+			// nothing since.
+			if n, err := recordsSince(ctx, l.db, l.cp); err != nil || n != 0 {
+				t.Fatalf("%d chain records since the new checkpoint (%v)", n, err)
+			}
+			if q, err := l.CheckBeforeWrite(ctx); err != nil || q.Full || q.Checkpoint != r.Checkpoint {
+				t.Fatalf("the next check: full %v from %+v (%v), want the quick one from %+v", q.Full, q.Checkpoint, err, r.Checkpoint)
+			}
+		})
+	}
+}
+
+// TestClearCopyRefusesAHandEdit: clearing a copy verdict rebinds the
+// proposal's rows, which the quick check does not read while it is
+// failed; a hand edit of them must be refused, not bound into the chain.
+// ClearCopy replays the whole history first, so the edit is refused, the
+// proposal stays failed and the full check still names the edit.
+func TestClearCopyRefusesAHandEdit(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, edit, want string
+	}{
+		{"the proposal's hotkey", `UPDATE proposals SET hotkey = 'thief' WHERE id = 2`, "proposals row 2: column hotkey differs from row record"},
+		{"its first transition's reason", `UPDATE proposal_transitions SET reason = 'edited' WHERE proposal_id = 2 AND seq = 1`,
+			"proposal_transitions row 2/1: column reason differs from row record"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := ledgerPath(t)
+			l := openNew(t, path)
+			for i, hk := range []string{"hkA", "hkB"} {
+				readme := ""
+				if i == 1 {
+					readme = "copy\n"
+				}
+				snap, r := inspected(t, kernelBundle(t, rmsKernel, readme), hk, int64(10+i))
+				if _, err := l.Intake(ctx, snap, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, err := l.Checkpoint(ctx); err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+			if _, err := rawDB(t, path).Exec(c.edit); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Open(ctx, path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if _, err := l.Check(ctx); err != nil {
+				t.Fatalf("quick check: %v (the edit is of a failed proposal, which it does not read)", err)
+			}
+			if _, _, err := l.ClearCopy(ctx, 2, "the authors are one team"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("clear copy over the edit: %v, want a refusal naming %q", err, c.want)
+			}
+			if p, err := l.Proposal(ctx, 2); err != nil || p.Status != Failed {
+				t.Fatalf("proposal 2 after the refusal: %+v (%v)", p, err)
+			}
+			if _, err := l.CheckFull(ctx); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("full check after the refusal: %v, want a refusal naming %q", err, c.want)
+			}
+		})
+	}
+}

@@ -129,10 +129,20 @@ func copyVerdict(ctx context.Context, q querier, id int64) (*CopyVerdict, error)
 // It is refused once settlement has decided the proposal or a proposal
 // at a later position in its namespace (arena, target): a crown settled
 // after the copy was refused is not reopened by clearing it.
+//
+// It rebinds the proposal's rows as they stand, rows the quick check does
+// not read while the proposal is failed: a hand edit of them would be
+// bound into the chain and pass every later check. So it writes only
+// right after a full check of the whole history that found nothing wrong,
+// and records a checkpoint from it (checkedFull): the caller's own
+// Checkpoint when nothing was written since, otherwise one it runs.
 func (l *Ledger) ClearCopy(ctx context.Context, id int64, reason string) (*Proposal, Event, error) {
 	reason = strings.TrimSpace(reason)
 	if reason == "" || strings.ContainsAny(reason, "\x00\r\n") {
 		return nil, Event{}, fmt.Errorf("%w: clear copy of proposal %d: the reason must be one non-empty line", ErrIllegal, id)
+	}
+	if err := l.checkedFull(ctx); err != nil {
+		return nil, Event{}, fmt.Errorf("clear copy of proposal %d: %w", id, err)
 	}
 	var p *Proposal
 	var ev Event

@@ -49,7 +49,12 @@
 // Open and Check verify from the latest checkpoint (schema 6,
 // checkpoint.go), a row record that rebinds every live row and names the
 // other chains' heads, written only after CheckFull found nothing wrong;
-// CheckFull still replays everything.
+// CheckFull still replays everything. A writer runs CheckBeforeWrite
+// before it writes, which records a checkpoint itself once
+// AutoCheckpointRecords chain records stand since the latest, so the
+// history an open verifies stays short without an operator's full check;
+// ClearCopy, which rebinds rows no quick check reads, runs the full check
+// and records a checkpoint before every clearing.
 //
 // Every proposal transition is bound by the row record chain (schema 7),
 // so a proposal's status, checked against its last transition, cannot be

@@ -57,6 +57,14 @@ type Ledger struct {
 	// cp is the latest checkpoint, read at Open and replaced by
 	// Checkpoint: the one writer is the only one to write one.
 	cp checkpoint
+	// checkedAt is the record head of the last checkpoint this writer
+	// recorded itself (zero before any): while it is still the record
+	// chain's head, nothing was written since that full check.
+	checkedAt Head
+	// checkpointEvery, when positive, replaces AutoCheckpointRecords
+	// (CheckBeforeWrite). Only this package's tests set it, to cross the
+	// threshold with a small ledger.
+	checkpointEvery int
 
 	// fault, when set, is called at each named step of Commit and Intake.
 	// Only this package's tests set it (to kill the process there).

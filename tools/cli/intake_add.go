@@ -137,7 +137,7 @@ func runIntakeAdd(ctx context.Context, s Streams, o intakeAddOptions) error {
 			return fmt.Errorf("fingerprint %s: %w", o.bundle, err)
 		}
 	}
-	l, err := openCheckedLedgerWith(ctx, o.ledger, "intake", ledger.Options{Create: true})
+	l, err := openWritingLedger(ctx, o.ledger, "intake", ledger.Options{Create: true})
 	if err != nil {
 		return err
 	}

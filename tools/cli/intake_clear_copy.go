@@ -34,6 +34,12 @@ and TEXT (one line) is chained into the ledger's intake hash chain, and
 the proposal's transition back to published names that event
 (copy_cleared:<sequence>).
 
+Clearing rebinds the proposal's rows into the ledger's row record chain,
+rows the quick check skips while the proposal is failed. So before it
+writes, clear-copy replays the whole history as "ledger check --full" does
+and records a checkpoint: a ledger with a row edited by hand anywhere is
+refused (exit 2, naming the row), and the edit is never bound.
+
 It is refused (exit 2) when the proposal has no standing copy verdict,
 and once settlement has decided the proposal or any proposal at a later
 finalized position at its arena and target: a verdict is corrected before
@@ -63,11 +69,14 @@ type intakeClearCopyJSON struct {
 }
 
 func runIntakeClearCopy(ctx context.Context, s Streams, o intakeClearCopyOptions) error {
-	l, err := ledger.Open(ctx, o.ledger, ledger.Options{})
+	l, err := openWritingLedger(ctx, o.ledger, "copy clearing", ledger.Options{})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	// ClearCopy replays the whole history and records a checkpoint
+	// before it writes: a hand edit of the rows it rebinds is refused
+	// here, never bound.
 	p, ev, err := l.ClearCopy(ctx, o.proposal, o.reason)
 	if err != nil {
 		return err

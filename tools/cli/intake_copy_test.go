@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -119,7 +120,9 @@ func TestIntakeAntiCopyAndClearCopy(t *testing.T) {
 	if doc.Proposal.Status != "published" || doc.Event.Sequence != 2 || doc.Event.EventType != "COPY_CLEARED" || doc.Body["verdict"] != "copy_of:seed:"+rmsLabel+":payload" {
 		t.Errorf("document %s", out)
 	}
-	if code, out, _ := run(t, "", "ledger", "check", "--ledger", db); code != 0 || !strings.Contains(out, "integrity ok") {
+	// Each clearing recorded a checkpoint first: the check is the quick
+	// one from the latest.
+	if code, out, _ := run(t, "", "ledger", "check", "--ledger", db); code != 0 || !strings.Contains(out, ": ok (schema") || !strings.Contains(out, "quick check     from the checkpoint") {
 		t.Errorf("check: %d\n%s", code, out)
 	}
 }
@@ -160,4 +163,56 @@ func TestIntakeRefusesTheStockRebundledFixture(t *testing.T) {
 		t.Fatalf("document %s", out)
 	}
 	t.Logf("refused: %s (%s)", doc.Proposal.Reason, doc.Copy.Detail)
+}
+
+// TestIntakeClearCopyRefusesAHandEdit: clearing a copy verdict rebinds
+// the proposal's rows, which the quick check skips while the proposal is
+// failed. A row of it edited by hand after a checkpoint passes "ledger
+// check"; clear-copy runs the full check first, so it refuses (exit 2,
+// naming the row), the proposal stays failed, and the edit is not bound:
+// "ledger check --full" still names it.
+func TestIntakeClearCopyRefusesAHandEdit(t *testing.T) {
+	dir := t.TempDir()
+	t.Cleanup(func() { makeWritable(dir) })
+	ws := incumbentWorkspace(t, dir)
+	db := filepath.Join(dir, "ledger.db")
+	copied := repoCopy(t, "kernels/contributions/rmsnorm_torch")
+	must(t, os.WriteFile(filepath.Join(copied, "README.md"), []byte("my own kernel\n"), 0o644))
+	for _, step := range []struct {
+		bundle string
+		args   []string
+		code   int
+	}{
+		{repoCopy(t, "kernels/contributions/rmsnorm_torch"), []string{"--hotkey", "hk1", "--block", "10"}, 0},
+		{copied, []string{"--hotkey", "hk2", "--block", "11"}, 2}, // copy_of:1
+	} {
+		args := append([]string{"intake", "add", step.bundle, "--ledger", db, "--workspace", ws}, step.args...)
+		if code, out, errOut := run(t, "", args...); code != step.code {
+			t.Fatalf("intake: exit %d, want %d\n%s\n%s", code, step.code, out, errOut)
+		}
+	}
+	if code, out, errOut := run(t, "", "ledger", "check", "--full", "--ledger", db); code != 0 {
+		t.Fatalf("check --full: exit %d\n%s\n%s", code, out, errOut)
+	}
+	raw, err := sql.Open("sqlite", "file:"+db)
+	must(t, err)
+	defer raw.Close()
+	if _, err := raw.Exec(`UPDATE proposals SET hotkey = 'thief' WHERE id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	const row = "proposals row 2: column hotkey differs from row record"
+	if code, out, errOut := run(t, "", "ledger", "check", "--ledger", db); code != 0 {
+		t.Fatalf("the quick check reads no failed proposal, yet: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut := run(t, "", "intake", "clear-copy", "--ledger", db, "--proposal", "2", "--reason", "same team, reviewed")
+	if code != 2 || !strings.Contains(errOut, row) || !strings.Contains(errOut, db) {
+		t.Fatalf("clear-copy over a hand edit: exit %d, want 2 naming %s and %q\n%s\n%s", code, db, row, out, errOut)
+	}
+	var status string
+	if err := raw.QueryRow(`SELECT status FROM proposals WHERE id = 2`).Scan(&status); err != nil || status != "failed" {
+		t.Fatalf("proposal 2 is %q after the refusal (%v)", status, err)
+	}
+	if code, out, errOut := run(t, "", "ledger", "check", "--full", "--ledger", db); code != 2 || !strings.Contains(errOut, row) {
+		t.Fatalf("check --full after the refusal: exit %d, want 2 naming %q\n%s\n%s", code, row, out, errOut)
+	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,7 +47,11 @@ rather than the whole history; SQLite's page checks and history no
 decision reads are left out. --full replays everything, as a ledger with
 no checkpoint always gets, and when everything holds records a new
 checkpoint (a hashed row record rebinding every live row). Run it
-regularly, and pin the record head it prints.
+regularly, and pin the record head it prints. The commands that write
+record checkpoints too: settle, qualify --ledger and intake add run the
+full check and record one before they write once ` + strconv.Itoa(ledger.AutoCheckpointRecords) + ` chain records
+(settlement, intake and lease events and row records) stand since the
+latest, and intake clear-copy before every clearing.
 
 Exit status: 0 when everything holds; 2 when the ledger is refused (damaged
 or not a ledger, a newer schema, a tampered event, a broken invariant: the

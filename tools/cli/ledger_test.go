@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/cacheon/engine/settlement/ledger"
 )
 
 func TestIntakeAddAndLedgerCheck(t *testing.T) {
@@ -155,14 +159,16 @@ func TestLedgerCheckRefusals(t *testing.T) {
 					t.Errorf("--json refusal document %q (%v)", out, err)
 				}
 				// What the check refuses, weights and settle refuse too:
-				// no weights from it, no settlement onto it, and no intake
-				// whose anti-copy and replay verdicts read its proposals.
+				// no weights from it, no settlement onto it, no intake
+				// whose anti-copy and replay verdicts read its proposals,
+				// and no cleared copy verdict (which runs the full check).
 				for _, args := range [][]string{
 					{"intake", "add", repoCopy(t, "kernels/contributions/rmsnorm_triton"), "--ledger", db, "--hotkey", "hk2", "--block", "2"},
 					{"weights", "--ledger", db, "--block", "100", "--metagraph", repoDir("docs/examples/weights/members.json"),
 						"--validator", "5Fvalidator", "--policy", repoDir("docs/examples/weights/policy.json")},
 					{"settle", "--ledger", db},
 					{"stack", "export", "--ledger", db, "--out", filepath.Join(t.TempDir(), "stack.hcl")},
+					{"intake", "clear-copy", "--ledger", db, "--proposal", "1", "--reason", "reviewed"},
 				} {
 					if code, out, errOut := run(t, "", args...); code != 2 || !strings.Contains(errOut, tc.stderr) {
 						t.Errorf("%s on it: exit %d\n%s\n%s", args[0], code, out, errOut)
@@ -180,4 +186,81 @@ func makeWritable(root string) {
 		}
 		return nil
 	})
+}
+
+// TestLedgerWritersCheckpointPastTheThreshold: a ledger whose operator
+// never runs "ledger check --full" still gets checkpoints: a command that
+// writes, opening a ledger with ledger.AutoCheckpointRecords chain
+// records or more since the latest checkpoint (here none), runs the full
+// check and records one before it writes. Its next run, with fewer since,
+// records none. (qualify --ledger opens the ledger through the same
+// helper; it needs a Python with torch to get that far, so it is not run
+// here.)
+func TestLedgerWritersCheckpointPastTheThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args func(t *testing.T, db string) []string
+	}{
+		{"intake add", func(t *testing.T, db string) []string {
+			return []string{"intake", "add", repoCopy(t, "kernels/contributions/rmsnorm_torch"), "--ledger", db, "--hotkey", "hk", "--block", "1"}
+		}},
+		{"settle", func(t *testing.T, db string) []string { return []string{"settle", "--ledger", db} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			t.Cleanup(func() { makeWritable(dir) })
+			db := filepath.Join(dir, "ledger.db")
+			l, err := ledger.Open(ctx, db, ledger.Options{Create: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One settlement of held events, as many as the threshold.
+			var events []ledger.Event
+			var h ledger.Head
+			for j := 0; j < ledger.AutoCheckpointRecords; j++ {
+				e, err := ledger.NextEvent(h, "HOLD", map[string]any{"reason": "stale_incumbent", "candidate_digest": fmt.Sprintf("%064x", j)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				events, h = append(events, e), e.Head()
+			}
+			if _, err := l.Commit(ctx, ledger.Settlement{Events: events}); err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+			checkpoints := func() (n int, last int64) {
+				t.Helper()
+				raw, err := sql.Open("sqlite", "file:"+db)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer raw.Close()
+				if err := raw.QueryRow(`SELECT count(*), coalesce(max(record_sequence), 0) FROM checkpoints`).Scan(&n, &last); err != nil {
+					t.Fatal(err)
+				}
+				return n, last
+			}
+			if n, _ := checkpoints(); n != 0 {
+				t.Fatalf("%d checkpoints before the write", n)
+			}
+			for i, want := range []int{1, 1} {
+				if code, out, errOut := run(t, "", tc.args(t, db)...); code != 0 {
+					t.Fatalf("run %d: exit %d\n%s\n%s", i+1, code, out, errOut)
+				}
+				if n, last := checkpoints(); n != want || last == 0 {
+					t.Fatalf("after run %d: %d checkpoints (the latest at row record %d), want %d", i+1, n, last, want)
+				}
+			}
+			// The next check is the quick one from that checkpoint.
+			code, out, errOut := run(t, "", "ledger", "check", "--ledger", db, "--json")
+			var rep struct {
+				Full       bool        `json:"full"`
+				Checkpoint ledger.Head `json:"checkpoint"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || rep.Full || rep.Checkpoint.Sequence == 0 {
+				t.Fatalf("ledger check after the writes: exit %d (%v)\n%s\n%s", code, err, out, errOut)
+			}
+		})
+	}
 }

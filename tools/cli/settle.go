@@ -119,7 +119,7 @@ func runSettle(ctx context.Context, s Streams, o settleOptions) error {
 	payload := contribution.PayloadOptions{Closure: o.deps.Closure, CUDACheck: o.deps.CUDACheck, PatcherDigests: digests}
 	// Settlement writes crowns and claims: never onto a ledger that
 	// "ledger check" refuses.
-	l, err := openCheckedLedger(ctx, o.ledger, "settlement")
+	l, err := openWritingLedger(ctx, o.ledger, "settlement", ledger.Options{})
 	if err != nil {
 		return err
 	}
