@@ -150,3 +150,23 @@ func TestQuiet(t *testing.T) {
 		}
 	}
 }
+
+// quiet reads words and a tail; it must agree with the byte table at
+// every position of a loud byte in texts of every length up to 40.
+func TestQuietMatchesByteTable(t *testing.T) {
+	base := []byte("T0 = \"0123456789abcdef\" # ABC wyz_()[]\n")
+	for n := 0; n <= len(base); n++ {
+		if !quiet(string(base[:n])) {
+			t.Fatalf("quiet(%q) = false", base[:n])
+		}
+		for at := 0; at < n; at++ {
+			for c := 0; c < 256; c++ {
+				text := append([]byte(nil), base[:n]...)
+				text[at] = byte(c)
+				if got, want := quiet(string(text)), !loud[c]; got != want {
+					t.Fatalf("quiet(%q) = %v, want %v", text, got, want)
+				}
+			}
+		}
+	}
+}
