@@ -60,16 +60,16 @@ var loud = func() (t [256]bool) {
 // (y - 0x01…01) &^ y & 0x80…80 is nonzero exactly when y has a zero byte.
 func quiet(text string) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(text); i += 8 {
-		w := uint64(text[i]) | uint64(text[i+1])<<8 | uint64(text[i+2])<<16 | uint64(text[i+3])<<24 |
-			uint64(text[i+4])<<32 | uint64(text[i+5])<<40 | uint64(text[i+6])<<48 | uint64(text[i+7])<<56
+	for len(text) >= 8 {
+		w := uint64(text[0]) | uint64(text[1])<<8 | uint64(text[2])<<16 | uint64(text[3])<<24 |
+			uint64(text[4])<<32 | uint64(text[5])<<40 | uint64(text[6])<<48 | uint64(text[7])<<56
 		m, u, v, x := w^(ones*'m'), w^(ones*'u'), w^(ones*'v'), w^(ones*'x')
 		if (w|(m-ones)&^m|(u-ones)&^u|(v-ones)&^v|(x-ones)&^x)&highs != 0 {
 			return false
 		}
+		text = text[8:]
 	}
-	for ; i < len(text); i++ {
+	for i := 0; i < len(text); i++ {
 		if loud[text[i]] {
 			return false
 		}
