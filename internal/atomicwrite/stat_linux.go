@@ -58,9 +58,10 @@ const deferSync = true
 
 // startWriteback asks the kernel to start writing f's dirty pages to the
 // disk, without waiting for it. It promises nothing about durability: the
-// file is still synced (fsync) before the tree is published.
-func startWriteback(f *os.File) error {
-	return unix.SyncFileRange(int(f.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
+// file is still synced (fsync) before the tree is published, and that
+// sync reports any error.
+func startWriteback(f *os.File) {
+	_ = unix.SyncFileRange(int(f.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
 }
 
 // openNoFollow opens path for reading, refusing a symbolic link.

@@ -362,9 +362,9 @@ func writeOne(root string, f File, h hash.Hash, buf []byte) (Written, fileID, er
 		return Written{}, fileID{}, fmt.Errorf("write %s: contents have sha256 %s, want %s", f.Path, sum, f.SHA256)
 	}
 	if deferSync {
-		if err := startWriteback(out); err != nil {
-			return Written{}, fileID{}, fmt.Errorf("start writeback of %s: %w", full, err)
-		}
+		// A hint: a filesystem that refuses it (or fails the write it
+		// starts) leaves the work, and the error, to the sync.
+		startWriteback(out)
 	} else if err := out.Sync(); err != nil {
 		return Written{}, fileID{}, fmt.Errorf("sync %s: %w", full, err)
 	}
