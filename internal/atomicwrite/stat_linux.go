@@ -51,3 +51,20 @@ func identity(info fs.FileInfo) fileID {
 	}
 	return fileID{known: true, dev: st.Dev, ino: st.Ino, size: st.Size, ctime: st.Ctim.Sec, ctimeN: st.Ctim.Nsec}
 }
+
+// deferSync: WriteTree starts each file's writeback as soon as the file
+// is written and syncs the files once all are written (see writeAll).
+const deferSync = true
+
+// startWriteback asks the kernel to start writing f's dirty pages to the
+// disk, without waiting for it. It promises nothing about durability: the
+// file is still synced (fsync) before the tree is published, and that
+// sync reports any error.
+func startWriteback(f *os.File) {
+	_ = unix.SyncFileRange(int(f.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
+}
+
+// openNoFollow opens path for reading, refusing a symbolic link.
+func openNoFollow(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+}

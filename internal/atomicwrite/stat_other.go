@@ -4,6 +4,7 @@ package atomicwrite
 
 import (
 	"io/fs"
+	"os"
 	"time"
 )
 
@@ -15,3 +16,11 @@ func renameNoReplace(from, to string) error { return renameChecked(from, to) }
 type fileID struct{ known bool }
 
 func identity(fs.FileInfo) fileID { return fileID{} }
+
+// deferSync is false off Linux: WriteTree syncs each file as soon as it
+// is written (see writeAll), so nothing below is called.
+const deferSync = false
+
+func startWriteback(*os.File) {}
+
+func openNoFollow(path string) (*os.File, error) { return os.Open(path) }

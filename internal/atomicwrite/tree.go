@@ -241,48 +241,93 @@ func fill(root string, files []File, dirs []string, o options) ([]Written, error
 // writeAll writes the files with one worker per CPU (each file is
 // written, hashed and synced independently; the tree is the same whatever
 // the order) and returns their inventory in path order.
+//
+// Where the platform can start a file's writeback without waiting for it
+// (Linux), every file is written first, its writeback started as soon as
+// its bytes are in, and only then is each one synced, so the disk works
+// on one file while the next is written and the syncs mostly find their
+// data already on the way. Each file is reopened for its sync, and
+// refused unless it is still the inode this call created. Elsewhere each
+// file is synced as soon as it is written.
 func writeAll(root string, files []File, o options) ([]Written, error) {
 	written := make([]Written, len(files))
-	errs := make([]error, len(files))
-	next := make(chan int)
+	ids := make([]fileID, len(files))
 	var mu sync.Mutex
 	done := 0
+	after := func(i int) {
+		if o.afterFile != nil {
+			mu.Lock()
+			done++
+			o.afterFile(done, files[i].Path)
+			mu.Unlock()
+		}
+	}
+	err := eachFile(len(files), func() func(int) error {
+		h := sha256.New()
+		buf := make([]byte, 1<<20)
+		return func(i int) (err error) {
+			written[i], ids[i], err = writeOne(root, files[i], h, buf)
+			if err == nil && !deferSync {
+				after(i)
+			}
+			return err
+		}
+	})
+	if err != nil || !deferSync {
+		return written, err
+	}
+	err = eachFile(len(files), func() func(int) error {
+		return func(i int) error {
+			if err := syncWritten(filepath.Join(root, filepath.FromSlash(files[i].Path)), ids[i]); err != nil {
+				return err
+			}
+			after(i)
+			return nil
+		}
+	})
+	return written, err
+}
+
+// eachFile calls a function for every index below n, on one worker per
+// CPU (each made by worker, so it can keep its own buffers), and returns
+// the error of the lowest failing index.
+func eachFile(n int, worker func() func(int) error) error {
+	errs := make([]error, n)
+	next := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(files)); w++ {
+	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
 		wg.Add(1)
+		do := worker()
 		go func() {
 			defer wg.Done()
-			h := sha256.New()
-			buf := make([]byte, 1<<20)
 			for i := range next {
-				written[i], errs[i] = writeOne(root, files[i], h, buf)
-				if errs[i] == nil && o.afterFile != nil {
-					mu.Lock()
-					done++
-					o.afterFile(done, files[i].Path)
-					mu.Unlock()
-				}
+				errs[i] = do(i)
 			}
 		}()
 	}
-	for i := range files {
+	for i := 0; i < n; i++ {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return written, nil
+	return nil
 }
 
-func writeOne(root string, f File, h hash.Hash, buf []byte) (Written, error) {
+// writeOne creates and writes one file of the tree. Where syncs are not
+// deferred (deferSync) it syncs the file too; otherwise it starts the
+// file's writeback and returns the identity of the file it created (its
+// device and inode, and its size and change time once written), which
+// syncWritten checks before the sync.
+func writeOne(root string, f File, h hash.Hash, buf []byte) (Written, fileID, error) {
 	full := filepath.Join(root, filepath.FromSlash(f.Path))
 	out, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return Written{}, fmt.Errorf("create %s: %w", full, err)
+		return Written{}, fileID{}, fmt.Errorf("create %s: %w", full, err)
 	}
 	defer out.Close()
 	h.Reset()
@@ -295,37 +340,77 @@ func writeOne(root string, f File, h hash.Hash, buf []byte) (Written, error) {
 		// every file and compares it with this digest).
 		n, err := out.Write(f.Data)
 		if err != nil {
-			return Written{}, fmt.Errorf("write %s: %w", full, err)
+			return Written{}, fileID{}, fmt.Errorf("write %s: %w", full, err)
 		}
 		size, sum = int64(n), f.SHA256
 	case f.Data != nil:
 		n, err := io.MultiWriter(out, h).Write(f.Data)
 		if err != nil {
-			return Written{}, fmt.Errorf("write %s: %w", full, err)
+			return Written{}, fileID{}, fmt.Errorf("write %s: %w", full, err)
 		}
 		size = int64(n)
 	default:
 		size, err = copyFrom(io.MultiWriter(out, h), f.From, buf)
 		if err != nil {
-			return Written{}, fmt.Errorf("write %s: %w", full, err)
+			return Written{}, fileID{}, fmt.Errorf("write %s: %w", full, err)
 		}
 	}
 	if sum == "" {
 		sum = hex.EncodeToString(h.Sum(nil))
 	}
 	if f.SHA256 != "" && f.SHA256 != sum {
-		return Written{}, fmt.Errorf("write %s: contents have sha256 %s, want %s", f.Path, sum, f.SHA256)
+		return Written{}, fileID{}, fmt.Errorf("write %s: contents have sha256 %s, want %s", f.Path, sum, f.SHA256)
 	}
-	if err := out.Sync(); err != nil {
-		return Written{}, fmt.Errorf("sync %s: %w", full, err)
+	if deferSync {
+		// A hint: a filesystem that refuses it (or fails the write it
+		// starts) leaves the work, and the error, to the sync.
+		startWriteback(out)
+	} else if err := out.Sync(); err != nil {
+		return Written{}, fileID{}, fmt.Errorf("sync %s: %w", full, err)
 	}
 	if err := out.Chmod(FileMode); err != nil {
-		return Written{}, fmt.Errorf("chmod %s: %w", full, err)
+		return Written{}, fileID{}, fmt.Errorf("chmod %s: %w", full, err)
+	}
+	var id fileID
+	if deferSync {
+		info, err := out.Stat()
+		if err != nil {
+			return Written{}, fileID{}, fmt.Errorf("stat %s: %w", full, err)
+		}
+		if id = identity(info); !id.known {
+			return Written{}, fileID{}, fmt.Errorf("stat %s: no inode number", full)
+		}
 	}
 	if err := out.Close(); err != nil {
-		return Written{}, fmt.Errorf("close %s: %w", full, err)
+		return Written{}, fileID{}, fmt.Errorf("close %s: %w", full, err)
 	}
-	return Written{Path: f.Path, SHA256: sum, Size: size}, nil
+	return Written{Path: f.Path, SHA256: sum, Size: size}, id, nil
+}
+
+// syncWritten reopens a file writeOne wrote, without following a
+// symbolic link, and syncs it, unless it is no longer the file writeOne
+// created (id): a file put in its place is refused, never synced and
+// published as if it were the one written. The inode number alone would
+// not do: a file created after the written one was removed may be given
+// the same number, but not the same change time, which moves with every
+// write and cannot be set back.
+func syncWritten(full string, id fileID) error {
+	f, err := openNoFollow(full)
+	if err != nil {
+		return fmt.Errorf("reopen %s to sync it: %w", full, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", full, err)
+	}
+	if !info.Mode().IsRegular() || identity(info) != id {
+		return fmt.Errorf("sync %s: not the file written there (replaced before it was synced)", full)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", full, err)
+	}
+	return f.Close()
 }
 
 func copyFrom(w io.Writer, src string, buf []byte) (int64, error) {

@@ -27,11 +27,73 @@ type ban struct {
 	carved    map[*pyparse.Attribute]bool // the functions of the statement's cute.compile(<callable>, ...) calls
 	found     []Problem
 	allowable []int // indexes in found of the findings the carve-out allows
+	// end is where the text of the statements walked so far ends; full
+	// turns the quiet-text shortcut off (see statement), for tests.
+	end  int
+	full bool
+}
+
+// loud marks the bytes one of which every identifier the walk acts on
+// contains: m (import, __import__, import_module, compile, load_module,
+// spec_from_file_location), v (eval), x (exec, exec_module) and u (cute),
+// and every byte of a non-ASCII character, since a non-ASCII identifier
+// can normalize (NFKC) to any of them.
+var loud = func() (t [256]bool) {
+	for _, c := range "mvxu" {
+		t[c] = true
+	}
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = true
+	}
+	return t
+}()
+
+// quiet reports whether text holds no loud byte. The walk of a statement
+// whose text is quiet would find nothing: every node it acts on (an
+// import, a banned or loader name or attribute, a binding of cute, a
+// cute.compile call) is spelled with a loud byte. Strings and comments
+// are read too, so a loud byte in one only costs the walk.
+//
+// It reads eight bytes at a time: a word has a loud byte when it has a
+// byte with the high bit set or a byte equal to m, u, v or x, that is a
+// zero byte in the word XORed with that byte repeated, and
+// (y - 0x01…01) &^ y & 0x80…80 is nonzero exactly when y has a zero byte.
+func quiet(text string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(text) >= 8 {
+		w := uint64(text[0]) | uint64(text[1])<<8 | uint64(text[2])<<16 | uint64(text[3])<<24 |
+			uint64(text[4])<<32 | uint64(text[5])<<40 | uint64(text[6])<<48 | uint64(text[7])<<56
+		m, u, v, x := w^(ones*'m'), w^(ones*'u'), w^(ones*'v'), w^(ones*'x')
+		if (w|(m-ones)&^m|(u-ones)&^u|(v-ones)&^v|(x-ones)&^x)&highs != 0 {
+			return false
+		}
+		text = text[8:]
+	}
+	for i := 0; i < len(text); i++ {
+		if loud[text[i]] {
+			return false
+		}
+	}
+	return true
 }
 
 // statement walks one top-level statement. It keeps no node: the parser
 // may reuse their memory once it returns.
+//
+// The walk is skipped when the statement's text, from where the previous
+// statement ended to where this one ends (decorators, comments and any
+// ';' before it included), is quiet: nothing in it is banned, binds
+// cute or imports (so b.visit, which only collects imports, would be
+// handed nothing it keeps either).
 func (b *ban) statement(pf *pyparse.File, st pyparse.Stmt) {
+	from := b.end
+	_, end := st.Span()
+	if end >= from && end <= len(pf.Src) {
+		b.end = end
+		if !b.full && quiet(pf.Src[from:end]) {
+			return
+		}
+	}
 	report := func(n pyparse.Node, format string, args ...any) {
 		s, _ := n.Span()
 		line, col := position(pf, s)

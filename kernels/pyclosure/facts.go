@@ -70,10 +70,14 @@ func moduleRef(n *pyparse.DottedName) *ModuleRef {
 // Any other failure of the parser is returned (and such a result is never
 // kept in a cache). src must not change while Analyze runs; nothing
 // returned refers to it.
-func Analyze(src []byte) (*Facts, error) {
+func Analyze(src []byte) (*Facts, error) { return analyze(src, false) }
+
+// analyze is Analyze; with full set the ban walks every statement, quiet
+// or not (differential tests compare the two).
+func analyze(src []byte, full bool) (*Facts, error) {
 	facts := &Facts{}
 	// The imports are collected in the ban's own walk of the tree.
-	b := &ban{visit: func(pf *pyparse.File, n pyparse.Node) {
+	b := &ban{full: full, visit: func(pf *pyparse.File, n pyparse.Node) {
 		switch x := n.(type) {
 		case *pyparse.Import:
 			s := ImportStmt{}

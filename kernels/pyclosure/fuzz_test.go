@@ -11,7 +11,12 @@ func FuzzClosureAndRewrite(f *testing.F) {
 	f.Add([]byte("import helpers\nfrom pkg import mod\nimport pkg.mod as m\nfrom . import helpers\n"))
 	f.Add([]byte("import pkg . \\\n mod\nfrom pkg.mod import (a,\n b)\n"))
 	f.Add([]byte("import cutlass.cute as cute\nk = cute.compile(f, x)\n"))
+	for _, c := range quietCases {
+		f.Add([]byte(c))
+	}
 	f.Fuzz(func(t *testing.T, src []byte) {
+		// The quiet-text shortcut of the ban never changes the facts.
+		checkQuietShortcut(t, "fuzzed source", src)
 		fsys := fstest.MapFS{
 			"k.py":            &fstest.MapFile{Data: src},
 			"helpers.py":      &fstest.MapFile{Data: []byte("X = 1\n")},

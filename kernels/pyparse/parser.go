@@ -102,6 +102,8 @@ type parser struct {
 	// module (see ParseStatements); stmts is its scratch list.
 	each  func(*File, Stmt)
 	stmts []Stmt
+	// general turns the leafAssign shortcut off, for tests.
+	general bool
 }
 
 type parseError struct{ err *SyntaxError }
@@ -531,6 +533,9 @@ func (p *parser) atStmtEnd() bool {
 }
 
 func (p *parser) exprOrAssign() Stmt {
+	if !p.general && p.isLeafAssign() {
+		return p.leafAssign()
+	}
 	start := int(p.tok().start)
 	parenthesized := p.isOp("(")
 	first := p.starExpressionsOrYield()
@@ -584,6 +589,50 @@ func (p *parser) exprOrAssign() Stmt {
 	s := p.nodes.exprStmts.new()
 	*s = ExprStmt{Loc{start, p.prevEnd()}, first}
 	return s
+}
+
+// isLeafAssign reports whether the statement at the current token is
+// `name = leaf`: a name (not a keyword), '=', one name (not a keyword),
+// number or string token, and the end of the statement (a newline or
+// ';'). The commonest statement of data modules, it is what leafAssign
+// parses without the descent.
+func (p *parser) isLeafAssign() bool {
+	if t := p.tok(); t.kind != tName || t.kw || p.depth >= maxNesting {
+		return false
+	}
+	if !p.opIs(p.peek(1), "=") {
+		return false
+	}
+	switch v := p.peek(2); v.kind {
+	case tName:
+		if v.kw {
+			return false
+		}
+	case tNumber, tString:
+	default:
+		return false
+	}
+	n := p.peek(3)
+	return n.kind == tNewline || p.opIs(n, ";")
+}
+
+// leafAssign parses the statement isLeafAssign found as exprOrAssign
+// would, in the same order. There, each side is an expression whose one
+// token loneAtom sees followed by '=' or the statement's end, so
+// expression hands it to atom (after entering a nesting level, which
+// isLeafAssign made sure cannot fail), and every level above returns it
+// unchanged; then the target is given the Store context.
+func (p *parser) leafAssign() Stmt {
+	start := int(p.tok().start)
+	first := p.atom()
+	targets := append(p.exprList2(), first)
+	p.step() // '='
+	value := p.atom()
+	targets = append(targets, value)[:1] // as exprOrAssign leaves them
+	p.setContext(first, Store)
+	a := p.nodes.assigns.new()
+	*a = Assign{Loc{start, p.prevEnd()}, targets, value}
+	return a
 }
 
 var augOps = map[string]bool{"+=": true, "-=": true, "*=": true, "/=": true, "//=": true, "%=": true,

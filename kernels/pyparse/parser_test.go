@@ -269,7 +269,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("f'{x:{y!r}}'"))
 	f.Add([]byte("match x:\n case [1, *r] if r: pass\n"))
 	f.Add([]byte("s = f'{x['k']}' + f'{1 +\n2}'\ntype X = int\n"))
+	for _, c := range leafCases {
+		f.Add([]byte(c))
+	}
 	f.Fuzz(func(t *testing.T, src []byte) {
+		// The leafAssign shortcut parses exactly as the general path.
+		checkLeafAssign(t, "fuzz.py", src, allVersions...)
 		file, mod, err := Parse("fuzz.py", src)
 		if err != nil {
 			checkStatements(t, src, nil, err)
