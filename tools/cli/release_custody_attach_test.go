@@ -10,6 +10,7 @@ import (
 
 	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/intoto"
+	"github.com/cacheon/engine/release/registrytest"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/tools/cli/enginecli"
@@ -299,4 +300,51 @@ func TestReleaseAttachCustodyRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReleaseCustodyTravels checks that the chain of custody travels with
+// the release through a registry: attach-custody attaches it to a
+// release already published (a registry reference), release publish
+// copies a chain attached in a layout directory, and release mirror
+// copies it to a second registry; each copy verifies from itself with
+// --layout-key alone.
+func TestReleaseCustodyTravels(t *testing.T) {
+	c := newCustodyChain(t)
+	regA, regB := registrytest.Start(t), registrytest.Start(t)
+	verifyRef := func(t *testing.T, ref string) {
+		t.Helper()
+		code, out, errOut := run(t, "", c.verifyAttachedArgs(ref)...)
+		if code != 0 || !strings.Contains(out, "ok   in-toto-layout      the layout and 6 links attached to the release") || strings.Contains(out, "skipped referrer") {
+			t.Fatalf("verify --layout-key %s: exit %d\n%s%s", ref, code, out, errOut)
+		}
+	}
+
+	// Attached in the registry, after publication.
+	published := regA.Host + "/cacheon/published:1.0"
+	if code, out, errOut := run(t, "", "release", "publish", c.releaseCopy(t), published); code != 0 {
+		t.Fatalf("publish: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, "", c.attachArgs(c.layout, c.links, published)...); code != 0 {
+		t.Fatalf("attach-custody to %s: exit %d\n%s%s", published, code, out, errOut)
+	}
+	verifyRef(t, published)
+	if code, out, errOut := run(t, "", c.attachArgs(c.layout, c.links, published)...); code != enginecli.ExitRejected || !strings.Contains(errOut, "already attached") {
+		t.Errorf("attach-custody twice to %s: exit %d\n%s%s", published, code, out, errOut)
+	}
+
+	// Attached in the layout directory, then published and mirrored.
+	release := c.releaseCopy(t)
+	if code, out, errOut := run(t, "", c.attachArgs(c.layout, c.links, release)...); code != 0 {
+		t.Fatalf("attach-custody: exit %d\n%s%s", code, out, errOut)
+	}
+	src, mirror := regA.Host+"/cacheon/engine:1.0", regB.Host+"/cacheon/engine:1.0"
+	if code, out, errOut := run(t, "", "release", "publish", release, src); code != 0 {
+		t.Fatalf("publish: exit %d\n%s%s", code, out, errOut)
+	}
+	verifyRef(t, src)
+	code, out, errOut := run(t, "", "release", "mirror", "--key", c.releasePub, src, mirror)
+	if code != 0 {
+		t.Fatalf("mirror: exit %d\n%s%s", code, out, errOut)
+	}
+	verifyRef(t, mirror)
 }
