@@ -82,6 +82,23 @@ func attachUnchecked(t *testing.T, release, layout, links string) {
 	}
 }
 
+// attachRaw attaches one artifact to release as it is, beside whatever
+// it carries.
+func attachRaw(t *testing.T, release, typ, title string, data []byte) {
+	t.Helper()
+	l, err := store.OpenLayout(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := l.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Attach(desc, store.Artifact{ArtifactType: typ, Data: data, Title: title}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // custodyFromRelease reads back the chain of custody attached to release
 // into a new directory, as oras pull would: root.layout and links/.
 func custodyFromRelease(t *testing.T, release string) (layout, links string) {
@@ -140,8 +157,11 @@ func (c *custodyChain) verifyAttachedArgs(release string) []string {
 // release's referrers. Chains attached broken (a step's link missing,
 // one qualification, links of another release, a link signed by a key
 // the layout does not name), and a release that carries none, are
-// refused with exit 2 naming the step; --layout and --links still
-// override what the release carries.
+// refused with exit 2 naming the step, and so are a release whose only
+// layout is not signed by a layout key and one carrying two layouts the
+// owner signed; a stranger's layout and links beside the genuine chain
+// change nothing; --layout and --links still override what the release
+// carries.
 func TestReleaseCustodyAttached(t *testing.T) {
 	c := newCustodyChain(t)
 
@@ -203,6 +223,12 @@ func TestReleaseCustodyAttached(t *testing.T) {
 		}
 	}
 	oneQualify, _ := filepath.Glob(filepath.Join(c.links, "qualify.*.link"))
+	strangerLayout := filepath.Join(t.TempDir(), "root.layout")
+	if code, _, errOut := run(t, "", "release", "layout", "--owner-key", stranger+".key", "--qualify", c.va+".pub", "--qualify", c.vb+".pub",
+		"--review", c.reviewer+".pub", "--materialize", c.builder+".pub", "--build", c.builder+".pub", "--sign", c.releasePub,
+		"--expires", "2099-01-01T00:00:00Z", "--out", strangerLayout); code != 0 {
+		t.Fatalf("release layout by a stranger: exit %d\n%s", code, errOut)
+	}
 	tests := []struct {
 		name string
 		// attach attaches a chain to release, or nothing.
@@ -211,6 +237,13 @@ func TestReleaseCustodyAttached(t *testing.T) {
 	}{
 		{"no chain attached", func(t *testing.T, release string) {},
 			"no chain of custody is attached to sha256:"},
+		{"only a layout signed by a key that is not a layout key", func(t *testing.T, release string) {
+			attachUnchecked(t, release, strangerLayout, c.links)
+		}, "no layout attached to sha256:"},
+		{"two layouts signed by the owner", func(t *testing.T, release string) {
+			attachUnchecked(t, release, c.layout, c.links)
+			attachRaw(t, release, store.ArtifactInTotoLayout, store.TitleLayout, []byte(mustRead(t, c.writeLayout(t, "2098-01-01T00:00:00Z"))))
+		}, "two layouts signed by a layout key are attached to sha256:"},
 		{"the review link missing", func(t *testing.T, release string) {
 			attachUnchecked(t, release, c.layout, c.linksCopy(t, "review.*.link"))
 		}, "in-toto verification: step 'review' requires '1' link metadata file(s), found '0'"},
@@ -238,7 +271,7 @@ func TestReleaseCustodyAttached(t *testing.T) {
 				!strings.Contains(errOut, "in-toto-layout check failed: ") || !strings.Contains(errOut, tc.want) {
 				t.Errorf("verify --layout-key: exit %d\n%s%s\nwant exit %d naming %q", code, out, errOut, enginecli.ExitRejected, tc.want)
 			}
-			if tc.name == "no chain attached" {
+			if !strings.Contains(tc.want, "in-toto verification: ") {
 				return
 			}
 			// in-toto-golang's verifier refuses what the release carries
@@ -254,6 +287,28 @@ func TestReleaseCustodyAttached(t *testing.T) {
 				t.Errorf("verify --layout --links of a release carrying a broken chain: exit %d\n%s%s", code, out, errOut)
 			}
 		})
+	}
+
+	// Anyone who can push to a repository can attach referrers: a
+	// stranger's layout, a stranger's review link and a forged copy of the
+	// genuine one beside the genuine chain change nothing.
+	crowded := c.releaseCopy(t)
+	attachUnchecked(t, crowded, c.layout, c.links)
+	attachRaw(t, crowded, store.ArtifactInTotoLayout, store.TitleLayout, []byte(mustRead(t, strangerLayout)))
+	dir := c.linksCopy(t, "*")
+	relink(t, dir, "review", stranger+".key", c.release, c.reports)
+	strangerReview, _ := filepath.Glob(filepath.Join(dir, "review.*.link"))
+	attachRaw(t, crowded, store.ArtifactInTotoLink, filepath.Base(strangerReview[0]), []byte(mustRead(t, strangerReview[0])))
+	// A copy of the genuine review link with its signer's key id but not
+	// its signature (a product changed): the one that verifies is kept.
+	genuineReview, _ := filepath.Glob(filepath.Join(c.links, "review.*.link"))
+	forged := strings.Replace(mustRead(t, genuineReview[0]), `"source/`, `"source/x`, 1)
+	if forged == mustRead(t, genuineReview[0]) {
+		t.Fatal("the review link names no source")
+	}
+	attachRaw(t, crowded, store.ArtifactInTotoLink, filepath.Base(genuineReview[0]), []byte(forged))
+	if code, out, errOut := run(t, "", c.verifyAttachedArgs(crowded)...); code != 0 || !strings.Contains(out, "ok   in-toto-layout") {
+		t.Errorf("verify --layout-key of a release carrying a stranger's layout and link beside its chain: exit %d\n%s%s", code, out, errOut)
 	}
 }
 
