@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -359,7 +360,7 @@ func TestReleaseAttachCustodyRefuses(t *testing.T) {
 
 // TestReleaseCustodyTravels checks that the chain of custody travels with
 // the release through a registry: attach-custody attaches it to a
-// release already published (a registry reference), release publish
+// release already published (a registry reference, with --json), release publish
 // copies a chain attached in a layout directory, and release mirror
 // copies it to a second registry; each copy verifies from itself with
 // --layout-key alone.
@@ -379,8 +380,18 @@ func TestReleaseCustodyTravels(t *testing.T) {
 	if code, out, errOut := run(t, "", "release", "publish", c.releaseCopy(t), published); code != 0 {
 		t.Fatalf("publish: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, out, errOut := run(t, "", c.attachArgs(c.layout, c.links, published)...); code != 0 {
+	code, out, errOut := run(t, "", append([]string{"release", "attach-custody", "--json"}, c.attachArgs(c.layout, c.links, published)[2:]...)...)
+	if code != 0 {
 		t.Fatalf("attach-custody to %s: exit %d\n%s%s", published, code, out, errOut)
+	}
+	var res struct {
+		FormatVersion int               `json:"format_version"`
+		ImageDigest   string            `json:"image_digest"`
+		Attached      []intoto.Attached `json:"attached"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.FormatVersion != 1 || !strings.HasPrefix(res.ImageDigest, "sha256:") || len(res.Attached) != 7 ||
+		res.Attached[0].Title != store.TitleLayout || res.Attached[0].ArtifactType != store.ArtifactInTotoLayout || res.Attached[1].ArtifactType != store.ArtifactInTotoLink {
+		t.Errorf("attach-custody --json: %v\n%s", err, out)
 	}
 	verifyRef(t, published)
 	if code, out, errOut := run(t, "", c.attachArgs(c.layout, c.links, published)...); code != enginecli.ExitRejected || !strings.Contains(errOut, "already attached") {
@@ -397,7 +408,7 @@ func TestReleaseCustodyTravels(t *testing.T) {
 		t.Fatalf("publish: exit %d\n%s%s", code, out, errOut)
 	}
 	verifyRef(t, src)
-	code, out, errOut := run(t, "", "release", "mirror", "--key", c.releasePub, src, mirror)
+	code, out, errOut = run(t, "", "release", "mirror", "--key", c.releasePub, src, mirror)
 	if code != 0 {
 		t.Fatalf("mirror: exit %d\n%s%s", code, out, errOut)
 	}
