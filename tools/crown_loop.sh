@@ -14,7 +14,8 @@
 #   6. build, sign and verify the release that ships it;
 #   7. its chain of custody: the owner's in-toto layout and each step's
 #      signed link (two validators, reviewer, builder, release key), made
-#      from what the loop ran, in OUT/in-toto, verified with the release.
+#      from what the loop ran, in OUT/in-toto, attached to the release
+#      and verified from the release alone.
 #
 # The demonstration incumbent's norm.rmsnorm is correct and deliberately
 # slow (kernels/demo/rmsnorm_slow): a shared CPU cannot resolve the small

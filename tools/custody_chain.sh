@@ -3,14 +3,17 @@
 # (tools/crown_loop.sh) ships it: each functionary's key, the owner's
 # in-toto layout and every step's signed link, made from what ran, then
 # the release verified against them (docs/consumer-guide.md, "Check the
-# chain of custody").
+# chain of custody"). The chain is attached to the release, so whoever
+# pulls or mirrors it gets it, and is also left in in-toto/.
 #
 # usage: tools/custody_chain.sh CACHEON DIR
 #   DIR holds release/ (the signed OCI layout), keys/release.key and .pub
 #   (its release key) and qualification/proposal-*/report-*.json (the
 #   reports cacheon qualify --ledger wrote). Writes keys/owner,
 #   keys/validator-a, keys/validator-b, keys/reviewer and keys/builder
-#   (.key and .pub), and in-toto/root.layout and in-toto/links/ (replaced).
+#   (.key and .pub), and in-toto/root.layout and in-toto/links/ (replaced),
+#   and attaches the layout and the links to release/ (which must not carry
+#   a chain yet: attach-custody refuses a second).
 #
 # Each functionary has its own key, as in a deployment: the owner signs
 # the layout; validators a and b sign the qualify links; the reviewer the
@@ -44,6 +47,10 @@ link --step review --key "$dir/keys/reviewer.key" ${reports[@]+"${reports[@]}"}
 link --step materialize --key "$dir/keys/builder.key"
 link --step build --key "$dir/keys/builder.key"
 link --step sign --key "$dir/keys/release.key"
-"$cacheon" release verify --key "$dir/keys/release.pub" --layout "$chain/root.layout" \
-  --layout-key "$dir/keys/owner.pub" --links "$chain/links" "$dir/release" | grep in-toto-layout
+# The chain travels with the release: attach-custody checks it against
+# the release, then attaches the layout and every link as referrers of
+# its image; the release alone then verifies against it.
+"$cacheon" release attach-custody --key "$dir/keys/release.pub" --layout "$chain/root.layout" \
+  --layout-key "$dir/keys/owner.pub" --links "$chain/links" "$dir/release" >/dev/null
+"$cacheon" release verify --key "$dir/keys/release.pub" --layout-key "$dir/keys/owner.pub" "$dir/release" | grep in-toto-layout
 echo "chain of custody: $chain ($((${#reports[@]} / 2)) qualification reports, $(find "$chain/links" -name '*.link' | wc -l) links) in $((SECONDS - t)) s" >&2

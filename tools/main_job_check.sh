@@ -8,9 +8,9 @@
 #   2. the servable release it signed verifies offline and against the
 #      release channel it published, with the cacheon binary the clone built;
 #   2b. the crown loop's release carries its chain of custody: release
-#      verify --layout checks the owner's in-toto layout and every step's
-#      link (two qualifications, review, materialization, build,
-#      signature) against it;
+#      verify --layout-key, from the release alone, checks the owner's
+#      in-toto layout and every step's link (two qualifications, review,
+#      materialization, build, signature) the release carries against it;
 #   3. cosign (the stock tool) verifies the release's SLSA provenance;
 #   4. the image served tokens with no network: the sandbox it ran in has
 #      loopback only, and under another release key the fail-closed
@@ -119,10 +119,11 @@ say "out/release verifies offline and against out/channel"
 # release it signed must carry its layout and links.
 crown=$out/crown-loop
 if [[ -d $crown/release ]]; then
-  "$cacheon" release verify --key "$crown/keys/release.pub" --layout "$crown/in-toto/root.layout" \
-    --layout-key "$crown/keys/owner.pub" --links "$crown/in-toto/links" "$crown/release" >"$work/custody.out" 2>&1 || {
+  # From the release alone: the layout and links it carries as referrers.
+  "$cacheon" release verify --key "$crown/keys/release.pub" --layout-key "$crown/keys/owner.pub" \
+    "$crown/release" >"$work/custody.out" 2>&1 || {
     cat "$work/custody.out" >&2
-    fail "the crown loop's release does not verify against its in-toto layout and links"
+    fail "the crown loop's release does not verify against the in-toto layout and links it carries"
   }
   say "the crown loop's release verifies against its chain of custody: $(grep in-toto-layout "$work/custody.out")"
 else

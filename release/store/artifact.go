@@ -28,6 +28,11 @@ const (
 	ArtifactProvenance = "application/vnd.in-toto+json"
 	ArtifactSBOM       = "application/spdx+json"
 	ArtifactBundle     = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	// ArtifactInTotoLayout and ArtifactInTotoLink are the release's chain
+	// of custody (release/intoto): the owner's signed in-toto layout and
+	// each functionary's signed link, one artifact each.
+	ArtifactInTotoLayout = "application/vnd.dev.cacheon.in-toto.layout+json"
+	ArtifactInTotoLink   = "application/vnd.dev.cacheon.in-toto.link+json"
 
 	// AnnotationPredicateType names the in-toto predicate inside a
 	// statement or a signed bundle.
@@ -61,6 +66,9 @@ const (
 	TitleBundle     = "provenance.sigstore.json"
 	// TitleSBOMBundle is the signed SBOM attestation's bundle.
 	TitleSBOMBundle = "sbom.sigstore.json"
+	// TitleLayout is the chain of custody's layout; each link is titled
+	// <step>.<keyid>.link, as in-toto names it.
+	TitleLayout = "root.layout"
 )
 
 // Artifact is one attachment: a single blob of a given artifact type.

@@ -68,6 +68,9 @@ type attachments struct {
 	// rejected are candidates read and checked that a check turned down
 	// (a bundle that does not verify or binds another image), and why.
 	rejected []store.Skipped
+	// read are the artifact types a check after the verification read
+	// (Release.Attached), which the notes do not call skipped.
+	read map[string]bool
 }
 
 func listAttachments(s store.Store, subject v1.Hash) (*attachments, error) {
@@ -75,7 +78,7 @@ func listAttachments(s store.Store, subject v1.Hash) (*attachments, error) {
 	if err != nil {
 		return nil, classify(CheckAttestations, err)
 	}
-	a := &attachments{s: s, subject: subject, cands: cands, opened: map[v1.Hash]*store.Referrer{}, bad: map[v1.Hash]bool{}}
+	a := &attachments{s: s, subject: subject, cands: cands, opened: map[v1.Hash]*store.Referrer{}, bad: map[v1.Hash]bool{}, read: map[string]bool{}}
 	for _, sk := range skipped {
 		a.skip(sk.Descriptor, sk.Err)
 	}
@@ -231,6 +234,10 @@ func (a *attachments) passedOver() string {
 // ours are the artifact types a release verification reads.
 var ours = map[string]bool{store.ArtifactBundle: true, store.ArtifactProvenance: true, store.ArtifactSBOM: true}
 
+// custody are the artifact types of the release's chain of custody, read
+// only by the in-toto layout check (release verify --layout-key).
+var custody = map[string]bool{store.ArtifactInTotoLayout: true, store.ArtifactInTotoLink: true}
+
 // notes says, for the report, which referrers the verification passed
 // over and why: unreadable ones, ones turned down by a check, and ones of
 // types a release does not use. Candidates of the release's types that
@@ -243,11 +250,23 @@ func (a *attachments) notes() []string {
 	for _, sk := range a.rejected {
 		out = append(out, fmt.Sprintf("skipped referrer %s: %v", sk.Descriptor.Digest, sk.Err))
 	}
+	unchecked := 0
 	for _, d := range a.cands {
 		if a.bad[d.Digest] {
 			continue
 		}
 		r, opened := a.opened[d.Digest]
+		typ := d.ArtifactType
+		if opened && r != nil {
+			typ = r.ArtifactType
+		}
+		if a.read[typ] {
+			continue
+		}
+		if custody[typ] {
+			unchecked++
+			continue
+		}
 		switch {
 		case opened && r == nil:
 			out = append(out, fmt.Sprintf("skipped referrer %s: not an artifact manifest with one blob attached to %s", d.Digest, a.subject))
@@ -256,6 +275,9 @@ func (a *attachments) notes() []string {
 		case !opened && d.ArtifactType != "" && !ours[d.ArtifactType]:
 			out = append(out, fmt.Sprintf("skipped referrer %s: listed as artifact type %q, which a release verification does not read (not read)", d.Digest, d.ArtifactType))
 		}
+	}
+	if unchecked > 0 {
+		out = append(out, fmt.Sprintf("the release carries a chain of custody (%d in-toto layout and link artifact(s)), not checked: verify with --layout-key to check it", unchecked))
 	}
 	return out
 }

@@ -9,6 +9,7 @@ func (v *verification) checkLayout() error {
 	if v.opts.Layout == nil {
 		return nil
 	}
+	v.rel.attached = v.att
 	if err := v.opts.Layout(v.rel); err != nil {
 		var f *Failure
 		if errors.As(err, &f) {

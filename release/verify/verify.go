@@ -173,6 +173,38 @@ type Release struct {
 	// signature bundle, the provenance statement, the SBOM and the SBOM
 	// attestation's bundle.
 	Attachments []store.Referrer
+
+	// attached are the image's referrers as the verification listed
+	// them, for a check run after it (Attached).
+	attached *attachments
+}
+
+// Attached reads every artifact of type typ attached to the verified
+// image, each checked against its descriptor, in digest order: what a
+// check run after the verification (the in-toto layout check, reading
+// the chain of custody the release carries) needs beside what the
+// verification used. Referrers that cannot be read are passed over and
+// noted in the report, as the verification's own are; artifacts of a
+// type read here are not noted as skipped. A release that did not come
+// from a verification has no attachments to read.
+func (r *Release) Attached(typ string) ([]store.Referrer, error) {
+	a := r.attached
+	if a == nil {
+		return nil, errors.New("the release's attachments were not listed by a verification")
+	}
+	a.read[typ] = true
+	var out []store.Referrer
+	err := a.each(typ, func(ref *store.Referrer) (bool, error) {
+		ok, err := a.load(ref)
+		if err != nil {
+			return true, err
+		}
+		if ok {
+			out = append(out, *ref)
+		}
+		return false, nil
+	})
+	return out, err
 }
 
 // Our layers, in image order, after the base image's.

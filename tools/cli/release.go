@@ -29,6 +29,7 @@ func newReleaseCommand(s Streams) *cobra.Command {
 		newReleaseRebuildCommand(s),
 		newReleaseLayoutCommand(s),
 		newReleaseLinkCommand(s),
+		newReleaseAttachCustodyCommand(s),
 	)
 	return cmd
 }

@@ -306,8 +306,9 @@ func TestReleaseLinkRefusesReports(t *testing.T) {
 // loop ships its release's chain of custody with, on a signed release and
 // the two recorded CPU crown reports laid out as cacheon qualify --ledger
 // writes them (beside a failing report, which it must leave out). The
-// shipped chain must verify with release verify --layout and with
-// in-toto-golang's verifier, and its layout must name each functionary
+// shipped chain must verify with release verify and with in-toto-golang's
+// verifier, both from the release alone (the chain attached to it) and
+// from the in-toto/ directory, and its layout must name each functionary
 // the script made: two validators for qualify, the reviewer, the builder
 // for materialize and build, the release key for sign. The main job's
 // check verifies the crown loop's chain only when the loop crowns, which a
@@ -363,18 +364,26 @@ func TestCustodyChainScript(t *testing.T) {
 	}
 	chain := filepath.Join(dir, "in-toto")
 	layout, links := filepath.Join(chain, "root.layout"), filepath.Join(chain, "links")
-	if !strings.Contains(out.String(), "in-toto-layout      layout "+layout+": qualify, review, materialize, build and sign links verified") ||
+	if !strings.Contains(out.String(), "in-toto-layout      the layout and 6 links attached to the release: qualify, review, materialize, build and sign links verified") ||
 		!strings.Contains(errOut.String(), "(2 qualification reports, 6 links)") {
 		t.Fatalf("tools/custody_chain.sh did not verify a chain of 2 reports and 6 links:\n%s%s", out.String(), errOut.String())
 	}
 
-	// What it shipped verifies on its own, with both verifiers.
+	// What it shipped verifies on its own, with both verifiers: from the
+	// release alone, and from the in-toto/ directory it also leaves.
 	c := &custodyChain{releasePub: filepath.Join(dir, "keys", "release.pub"), owner: filepath.Join(dir, "keys", "owner"), release: release}
+	if code, stdout, stderr := run(t, "", c.verifyAttachedArgs(release)...); code != 0 || !strings.Contains(stdout, "ok   in-toto-layout      the layout and 6 links attached") {
+		t.Fatalf("verify --layout-key of the shipped release: exit %d\n%s%s", code, stdout, stderr)
+	}
 	if code, stdout, stderr := run(t, "", c.verifyArgs(layout, links)...); code != 0 || !strings.Contains(stdout, "ok   in-toto-layout") {
 		t.Fatalf("verify --layout of the shipped chain: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if _, err := inTotoVerify(t, layout, c.owner+".pub", links); err != nil {
 		t.Fatalf("in-toto-golang's verifier refuses the shipped chain: %v", err)
+	}
+	pulledLayout, pulledLinks := custodyFromRelease(t, release)
+	if _, err := inTotoVerify(t, pulledLayout, c.owner+".pub", pulledLinks); err != nil {
+		t.Fatalf("in-toto-golang's verifier refuses the chain the shipped release carries: %v", err)
 	}
 	// The qualify link names the two passing reports, not the failing one.
 	qualify, _ := filepath.Glob(filepath.Join(links, "qualify.*.link"))

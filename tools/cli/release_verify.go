@@ -34,7 +34,7 @@ type releaseVerifyOptions struct {
 func newReleaseVerifyCommand(s Streams) *cobra.Command {
 	var o releaseVerifyOptions
 	cmd := &cobra.Command{
-		Use:   "verify --key PUB [--layout FILE --layout-key PUB --links DIR] LAYOUT|REF",
+		Use:   "verify --key PUB [--layout-key PUB [--layout FILE --links DIR]] LAYOUT|REF",
 		Short: "Verify a release offline against a trusted public key",
 		Long: `Verify a release with nothing but the release itself (an OCI layout
 directory or a registry reference) and the public key you trust. No chain,
@@ -69,13 +69,18 @@ blob, or a layer that does not decompress or unpack, fails a named check
 (exit 2). With --json one report is printed on every path, with "error"
 set when verification did not complete.
 
-With --layout the release is also checked against the project's signed
-in-toto supply-chain layout (see "cacheon release layout"): the layout's
-signature by a --layout-key and its expiry, the functionaries' links in
---links (two qualifications by distinct validator keys, the review, the
-materialization, the build and the signature), the artifact rules between
-the steps, and that the links describe this very release (check
-in-toto-layout).
+With --layout-key the release is also checked against its chain of
+custody, the project's signed in-toto supply-chain layout (see "cacheon
+release layout"): the layout's signature by a --layout-key and its expiry,
+the functionaries' links (two qualifications by distinct validator keys,
+the review, the materialization, the build and the signature), the
+artifact rules between the steps, and that the links describe this very
+release (check in-toto-layout). The layout and the links are read from the
+release itself, where "cacheon release attach-custody" attached them (a
+release that carries none fails the check); --layout FILE and --links DIR
+check a layout and links held beside the release instead. Without
+--layout-key, a chain the release carries is not checked, and a note says
+so.
 
 With --channel the release is also checked against a signed release channel
 (see "cacheon release channel"), starting from the root metadata you trust
@@ -95,6 +100,7 @@ timestamps back. --no-channel-state checks without state and warns that
 rollback protection is off. The report's "channel" object holds the
 selected record and the channel's versions, age and state file.`,
 		Example: `  cacheon release verify --key release.pub release-1.0
+  cacheon release verify --key release.pub --layout-key owner.pub release-1.0
   cacheon release verify --key release.pub --layout root.layout --layout-key owner.pub --links links release-1.0
   cacheon release verify --key release.pub --json registry.example.com/cacheon/engine:1.0
   cacheon release verify --key release.pub --channel https://example.com/channel --channel-root 2.root.json \
@@ -107,9 +113,9 @@ selected record and the channel's versions, age and state file.`,
 	}
 	cmd.Flags().StringVar(&o.keyPath, "key", "", "trusted public key (PEM) or key policy file (required)")
 	cmd.Flags().StringVar(&o.now, "now", "", "evaluate key validity at this RFC 3339 time instead of now")
-	cmd.Flags().StringVar(&o.layoutPath, "layout", "", "signed in-toto supply-chain layout to check the release against")
-	cmd.Flags().StringArrayVar(&o.layoutKeys, "layout-key", nil, "public key of the layout's owner (repeat)")
-	cmd.Flags().StringVar(&o.linkDir, "links", "", "directory of the functionaries' in-toto links")
+	cmd.Flags().StringVar(&o.layoutPath, "layout", "", "signed in-toto supply-chain layout to check the release against, instead of the one the release carries")
+	cmd.Flags().StringArrayVar(&o.layoutKeys, "layout-key", nil, "public key of the layout's owner (repeat): check the chain of custody (the release's own, or --layout and --links)")
+	cmd.Flags().StringVar(&o.linkDir, "links", "", "directory of the functionaries' in-toto links (with --layout)")
 	cmd.Flags().StringVar(&o.rootfs, "rootfs", "", "after it verified, unpack the image's root filesystem into this new directory (to run with chroot, unshare or an OCI runtime)")
 	cmd.Flags().StringVar(&o.bundleOut, "bundle-out", "", "write the signature bundle that verified to FILE (for the entrypoint's trust mount)")
 	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "use plain HTTP for the registry")
@@ -176,11 +182,21 @@ func verifyRelease(ctx context.Context, s Streams, o releaseVerifyOptions) (*ver
 	if !o.jsonOut {
 		opts.Progress = enginecli.ReleaseProgress(s, "verify")
 	}
-	if o.layoutPath != "" {
+	switch {
+	case o.layoutPath != "":
 		if len(o.layoutKeys) == 0 || o.linkDir == "" {
 			return nil, errors.New("--layout needs --layout-key and --links")
 		}
 		check, err := intoto.LoadCheck(o.layoutPath, o.layoutKeys, o.linkDir)
+		if err != nil {
+			return nil, err
+		}
+		opts.Layout = check
+	case o.linkDir != "":
+		return nil, errors.New("--links needs --layout (without both, --layout-key checks the chain of custody the release carries)")
+	case len(o.layoutKeys) > 0:
+		// The chain of custody the release carries.
+		check, err := intoto.AttachedCheck(o.layoutKeys)
 		if err != nil {
 			return nil, err
 		}
