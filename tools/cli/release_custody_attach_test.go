@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -413,4 +414,56 @@ func TestReleaseCustodyTravels(t *testing.T) {
 		t.Fatalf("mirror: exit %d\n%s%s", code, out, errOut)
 	}
 	verifyRef(t, mirror)
+
+	// The consumer guide's oras commands take the chain out of the mirror:
+	// discover lists it by artifact type, each pull writes the blob under
+	// its title, and the files pulled verify as a layout and a links
+	// directory, with cacheon and with in-toto-golang.
+	t.Run("oras", func(t *testing.T) {
+		stockTool(t, "oras")
+		home := t.TempDir()
+		oras := func(args ...string) []byte {
+			t.Helper()
+			cmd := exec.Command("oras", args...)
+			cmd.Env = append(os.Environ(), "HOME="+home)
+			b, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("oras %s: %v\n%s", strings.Join(args, " "), err, b)
+			}
+			return b
+		}
+		var found struct {
+			Referrers []struct {
+				Digest       string `json:"digest"`
+				ArtifactType string `json:"artifactType"`
+			} `json:"referrers"`
+		}
+		if err := json.Unmarshal(oras("discover", "--plain-http", "--format", "json", mirror), &found); err != nil {
+			t.Fatal(err)
+		}
+		pulled := t.TempDir()
+		links := filepath.Join(pulled, "links")
+		layouts, linkCount := 0, 0
+		for _, r := range found.Referrers {
+			switch r.ArtifactType {
+			case store.ArtifactInTotoLayout:
+				layouts++
+				oras("pull", "--plain-http", "-o", pulled, regB.Host+"/cacheon/engine@"+r.Digest)
+			case store.ArtifactInTotoLink:
+				linkCount++
+				oras("pull", "--plain-http", "-o", links, regB.Host+"/cacheon/engine@"+r.Digest)
+			}
+		}
+		if layouts != 1 || linkCount != 6 {
+			t.Fatalf("oras discover listed %d layouts and %d links, want 1 and 6", layouts, linkCount)
+		}
+		layout := filepath.Join(pulled, store.TitleLayout)
+		args := []string{"release", "verify", "--key", c.releasePub, "--layout", layout, "--layout-key", c.owner + ".pub", "--links", links, mirror}
+		if code, out, errOut := run(t, "", args...); code != 0 || !strings.Contains(out, "ok   in-toto-layout") {
+			t.Fatalf("verify of the pulled chain: exit %d\n%s%s", code, out, errOut)
+		}
+		if _, err := inTotoVerify(t, layout, c.owner+".pub", links); err != nil {
+			t.Errorf("in-toto-golang refuses the pulled chain: %v", err)
+		}
+	})
 }
