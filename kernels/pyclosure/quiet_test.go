@@ -2,11 +2,11 @@ package pyclosure
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/cacheon/engine/internal/testtree"
 )
 
 // diffCorpus is the source the differential tests start from: every
@@ -16,41 +16,11 @@ import (
 func diffCorpus(t testing.TB) map[string][]byte {
 	t.Helper()
 	root := filepath.Join("..", "..")
-	corpus := map[string][]byte{}
 	if _, err := os.Stat(filepath.Join(root, "MODULE.bazel")); err != nil {
 		t.Log("not run from the source tree: no corpus")
-		return corpus
+		return map[string][]byte{}
 	}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "node_modules" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		inTestdata := strings.Contains("/"+rel, "/testdata/")
-		if !d.Type().IsRegular() || !(inTestdata || strings.HasPrefix(rel, "kernels/") && strings.HasSuffix(rel, ".py")) {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil || info.Size() > 1<<20 {
-			return err
-		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		corpus[rel] = src
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	corpus := testtree.PythonCorpus(t, root)
 	if len(corpus) < 100 {
 		t.Fatalf("corpus has %d files; expected the repository's Python files", len(corpus))
 	}

@@ -2,11 +2,12 @@ package pyparse
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cacheon/engine/internal/testtree"
 )
 
 // parseGeneral is ParseVersion with the leafAssign shortcut off: every
@@ -57,42 +58,10 @@ func checkLeafAssign(t testing.TB, name string, src []byte, versions ...Version)
 // testdata when the test does not run from the source tree.
 func leafCorpus(t testing.TB) map[string][]byte {
 	t.Helper()
-	root, under := filepath.Join("..", ".."), ""
-	if _, err := os.Stat(filepath.Join(root, "MODULE.bazel")); err != nil {
-		root, under = "testdata", "testdata/"
+	if _, err := os.Stat(filepath.Join("..", "..", "MODULE.bazel")); err != nil {
+		return testtree.PythonCorpus(t, ".")
 	}
-	corpus := map[string][]byte{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = under + filepath.ToSlash(rel)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && p != root || d.Name() == "node_modules" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		inTestdata := strings.Contains("/"+rel, "/testdata/")
-		if !d.Type().IsRegular() || !(inTestdata || strings.HasPrefix(rel, "kernels/") && strings.HasSuffix(rel, ".py")) {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil || info.Size() > 1<<20 {
-			return err
-		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		corpus[rel] = src
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return corpus
+	return testtree.PythonCorpus(t, filepath.Join("..", ".."))
 }
 
 // leafCases are statements at and around the `name = leaf` shape.
