@@ -10,10 +10,8 @@ import (
 
 	toto "github.com/in-toto/in-toto-golang/in_toto"
 
-	"github.com/cacheon/engine/release/build"
 	"github.com/cacheon/engine/release/intoto"
 	"github.com/cacheon/engine/release/registrytest"
-	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/tools/cli/enginecli"
 )
@@ -205,19 +203,7 @@ func TestReleaseCustodyAttached(t *testing.T) {
 
 	// A release whose build and materialize links describe another
 	// release, and a stranger's key.
-	r2 := fixture.New(t)
-	in := r2.Inputs(filepath.Join(t.TempDir(), "other"))
-	in.Epoch++
-	if _, err := build.Build(in, nil); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, errOut := run(t, "", "release", "sign", "--key", c.releaseKey, in.Out); code != 0 {
-		t.Fatalf("sign the other release: %s", errOut)
-	}
-	stranger := filepath.Join(c.dir, "stranger")
-	if code, _, errOut := run(t, "", "release", "keygen", "--out", stranger); code != 0 {
-		t.Fatal(errOut)
-	}
+	other, stranger := c.otherReleaseAndStranger(t)
 	relink := func(t *testing.T, dir, step, keyPath, release string, reports []string) {
 		t.Helper()
 		if code, _, errOut := run(t, "", c.linkArgs(step, keyPath, dir, release, reports)...); code != 0 {
@@ -254,8 +240,8 @@ func TestReleaseCustodyAttached(t *testing.T) {
 		}, "in-toto verification: step 'qualify' requires '2' link metadata file(s), found '1'"},
 		{"build and materialize links of another release", func(t *testing.T, release string) {
 			dir := c.linksCopy(t, "build.*.link", "materialize.*.link")
-			relink(t, dir, "materialize", c.builder+".key", in.Out, nil)
-			relink(t, dir, "build", c.builder+".key", in.Out, nil)
+			relink(t, dir, "materialize", c.builder+".key", other, nil)
+			relink(t, dir, "build", c.builder+".key", other, nil)
 			attachUnchecked(t, release, c.layout, dir)
 		}, "in-toto verification: artifact verification failed for Step 'sign', materials "},
 		{"review signed by a key the layout does not name", func(t *testing.T, release string) {

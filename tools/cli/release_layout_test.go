@@ -157,19 +157,7 @@ func TestReleaseCustodyChain(t *testing.T) {
 	// A chain whose build and materialize links describe another release
 	// (the same inputs, built at another time): sign's materials are not
 	// build's products.
-	r2 := fixture.New(t)
-	in := r2.Inputs(filepath.Join(t.TempDir(), "other"))
-	in.Epoch++
-	if _, err := build.Build(in, nil); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, errOut := run(t, "", "release", "sign", "--key", c.releaseKey, in.Out); code != 0 {
-		t.Fatalf("sign the other release: %s", errOut)
-	}
-	stranger := filepath.Join(c.dir, "stranger")
-	if code, _, errOut := run(t, "", "release", "keygen", "--out", stranger); code != 0 {
-		t.Fatal(errOut)
-	}
+	other, stranger := c.otherReleaseAndStranger(t)
 	// A second pair of passing reports, one of them with other bytes under
 	// the same name.
 	altered := filepath.Join(t.TempDir(), "cpu-reproduction.report.json")
@@ -240,8 +228,8 @@ func TestReleaseCustodyChain(t *testing.T) {
 			dir := copyLinks(t)
 			remove(t, dir, "build.*.link")
 			remove(t, dir, "materialize.*.link")
-			relink(t, dir, "materialize", c.builder+".key", in.Out, nil)
-			relink(t, dir, "build", c.builder+".key", in.Out, nil)
+			relink(t, dir, "materialize", c.builder+".key", other, nil)
+			relink(t, dir, "build", c.builder+".key", other, nil)
 			return c.layout, dir
 		}, "artifact verification failed for Step 'sign', materials "},
 		{"review signed by a key the layout does not name", func(t *testing.T) (string, string) {
@@ -438,4 +426,26 @@ func TestCustodyChainScript(t *testing.T) {
 			t.Errorf("step %s: keys %v threshold %d, want %v threshold %d", s.Name, got, s.Threshold, w, len(w))
 		}
 	}
+}
+
+// otherReleaseAndStranger builds and signs, with the chain's release key,
+// another release of the same inputs (built at another time, so links
+// made of it describe other bytes), and makes a key pair no layout names.
+// It returns the other release's layout directory and the stranger's key
+// path prefix (.key and .pub).
+func (c *custodyChain) otherReleaseAndStranger(t *testing.T) (other, stranger string) {
+	t.Helper()
+	in := fixture.New(t).Inputs(filepath.Join(t.TempDir(), "other"))
+	in.Epoch++
+	if _, err := build.Build(in, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "", "release", "sign", "--key", c.releaseKey, in.Out); code != 0 {
+		t.Fatalf("sign the other release: %s", errOut)
+	}
+	stranger = filepath.Join(t.TempDir(), "stranger")
+	if code, _, errOut := run(t, "", "release", "keygen", "--out", stranger); code != 0 {
+		t.Fatal(errOut)
+	}
+	return in.Out, stranger
 }
