@@ -325,7 +325,7 @@ func ImageManifest(t testing.TB, dir string) imageManifest {
 // from the layout at dir.
 func ReadImageManifest(t testing.TB, dir string) (v1.Descriptor, *v1.Manifest) {
 	t.Helper()
-	l, desc := openResolved(t, dir)
+	l, desc := OpenResolved(t, dir)
 	raw, err := store.ReadManifest(l, desc)
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +340,7 @@ func ReadImageManifest(t testing.TB, dir string) (v1.Descriptor, *v1.Manifest) {
 // attached returns every artifact attached to the layout's image.
 func attached(t testing.TB, dir string) []store.Referrer {
 	t.Helper()
-	l, desc := openResolved(t, dir)
+	l, desc := OpenResolved(t, dir)
 	refs, err := store.Referrers(l, desc.Digest)
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +418,7 @@ func ReplaceSBOMAttestation(t testing.TB, dir string, bundle []byte) {
 // first.
 func attachSBOMBundleBefore(t testing.TB, dir string, bundle []byte) {
 	t.Helper()
-	_, desc := openResolved(t, dir)
+	_, desc := OpenResolved(t, dir)
 	before := SBOMAttestation(t, dir).Descriptor.Digest.String()
 	for i := 0; i < 10000; i++ {
 		a := sbomBundleArtifact(bundle)
@@ -469,7 +469,7 @@ func artifactBlob(t testing.TB, dir, typ string) v1.Hash { return referrer(t, di
 // manifest and blob.
 func Attach(t testing.TB, dir string, a store.Artifact) (manifest, blob v1.Hash) {
 	t.Helper()
-	l, desc := openResolved(t, dir)
+	l, desc := OpenResolved(t, dir)
 	d, err := l.Attach(desc, a)
 	if err != nil {
 		t.Fatal(err)
@@ -486,7 +486,7 @@ func Attach(t testing.TB, dir string, a store.Artifact) (manifest, blob v1.Hash)
 // digest order meets it first; it returns the blob's digest.
 func attachBefore(t testing.TB, dir, typ string, data []byte, before v1.Hash) v1.Hash {
 	t.Helper()
-	_, desc := openResolved(t, dir)
+	_, desc := OpenResolved(t, dir)
 	for i := 0; i < 10000; i++ {
 		a := store.Artifact{ArtifactType: typ, Data: data, Annotations: map[string]string{"org.example.nonce": fmt.Sprint(i)}}
 		_, md, _, err := a.Manifest(desc)
@@ -629,8 +629,9 @@ func HasNote(rep *verify.Report, want string) bool {
 	return false
 }
 
-// openResolved opens the layout at dir and resolves its release image.
-func openResolved(t testing.TB, dir string) (*store.Layout, v1.Descriptor) {
+// OpenResolved opens the layout at dir and resolves its release image,
+// failing the test on either error.
+func OpenResolved(t testing.TB, dir string) (*store.Layout, v1.Descriptor) {
 	t.Helper()
 	l, err := store.OpenLayout(dir)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cacheon/engine/release/intoto"
 	"github.com/cacheon/engine/release/registrytest"
+	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/store"
 	"github.com/cacheon/engine/tools/cli/enginecli"
 )
@@ -69,14 +70,7 @@ func attachUnchecked(t *testing.T, release, layout, links string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := store.OpenLayout(release)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := l.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, desc := fixture.OpenResolved(t, release)
 	if _, err := intoto.Attach(l, desc, chain); err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +80,7 @@ func attachUnchecked(t *testing.T, release, layout, links string) {
 // it carries.
 func attachRaw(t *testing.T, release, typ, title string, data []byte) {
 	t.Helper()
-	l, err := store.OpenLayout(release)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := l.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, desc := fixture.OpenResolved(t, release)
 	if _, err := l.Attach(desc, store.Artifact{ArtifactType: typ, Data: data, Title: title}); err != nil {
 		t.Fatal(err)
 	}
@@ -103,14 +90,7 @@ func attachRaw(t *testing.T, release, typ, title string, data []byte) {
 // into a new directory, as oras pull would: root.layout and links/.
 func custodyFromRelease(t *testing.T, release string) (layout, links string) {
 	t.Helper()
-	l, err := store.OpenLayout(release)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := l.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, desc := fixture.OpenResolved(t, release)
 	refs, err := store.Referrers(l, desc.Digest)
 	if err != nil {
 		t.Fatal(err)
