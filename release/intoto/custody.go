@@ -171,40 +171,59 @@ type Attached struct {
 	Title        string `json:"title"`
 	ArtifactType string `json:"artifact_type"`
 	Digest       string `json:"digest"`
+	// AlreadyAttached says the artifact was attached before this call
+	// (an earlier attach of the same chain that stopped part way).
+	AlreadyAttached bool `json:"already_attached,omitempty"`
 }
 
 // Attach attaches the chain c to the image subject in s: the layout
 // (titled root.layout) and then each link (titled with its file name),
-// each its own artifact. It refuses, attaching nothing, an image that
-// already carries a chain of custody: a release has one, and attaching
-// the same chain again is a mistake to report, not to hide. Attach does
-// not check the chain: AttachChecked does.
+// each its own artifact. A release carries one chain, so Attach refuses,
+// attaching nothing, an image that already carries any layout or link
+// that is not this chain's own artifact under the same title. Artifacts
+// of this very chain already attached are kept and reported as such:
+// attaching the same chain again completes an attach that stopped part
+// way (a crash, a lost connection to the registry) and otherwise
+// attaches nothing, so an operator can always retry. Attach does not
+// check the chain: AttachChecked does.
 func Attach(s store.Store, subject v1.Descriptor, c *Chain) ([]Attached, error) {
 	if len(c.Links) == 0 {
 		return nil, reject.Errorf("a chain of custody without links")
-	}
-	refs, err := store.Referrers(s, subject.Digest)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range refs {
-		if r.ArtifactType == store.ArtifactInTotoLayout || r.ArtifactType == store.ArtifactInTotoLink {
-			what := "a chain of custody"
-			if bytes.Equal(r.Data, c.Layout) || bytes.Equal(r.Data, c.Links[r.Title()]) {
-				what = "this chain of custody"
-			}
-			return nil, reject.Errorf("%s is already attached to %s in %s (%s as %s): a release carries one chain", what, subject.Digest, s.Location(), r.Title(), r.Descriptor.Digest)
-		}
 	}
 	arts := []store.Artifact{{ArtifactType: store.ArtifactInTotoLayout, Data: c.Layout, Title: store.TitleLayout}}
 	for _, name := range c.Names() {
 		arts = append(arts, store.Artifact{ArtifactType: store.ArtifactInTotoLink, Data: c.Links[name], Title: name})
 	}
+	refs, err := store.Referrers(s, subject.Digest)
+	if err != nil {
+		return nil, err
+	}
+	present := map[string]v1.Descriptor{} // title -> the attached artifact of this chain
+	for _, r := range refs {
+		if r.ArtifactType != store.ArtifactInTotoLayout && r.ArtifactType != store.ArtifactInTotoLink {
+			continue
+		}
+		own := false
+		for _, a := range arts {
+			if a.ArtifactType == r.ArtifactType && a.Title == r.Title() && bytes.Equal(a.Data, r.Data) {
+				own = true
+				break
+			}
+		}
+		if !own {
+			return nil, reject.Errorf("another chain of custody is already attached to %s in %s (%s as %s is not this chain's): a release carries one chain", subject.Digest, s.Location(), r.Title(), r.Descriptor.Digest)
+		}
+		present[r.Title()] = r.Descriptor
+	}
 	var out []Attached
 	for _, a := range arts {
+		if d, ok := present[a.Title]; ok {
+			out = append(out, Attached{Title: a.Title, ArtifactType: a.ArtifactType, Digest: d.Digest.String(), AlreadyAttached: true})
+			continue
+		}
 		d, err := s.Attach(subject, a)
 		if err != nil {
-			return out, fmt.Errorf("attach %s to %s: %w", a.Title, subject.Digest, err)
+			return out, fmt.Errorf("attach %s to %s (attach the same chain again to finish): %w", a.Title, subject.Digest, err)
 		}
 		out = append(out, Attached{Title: a.Title, ArtifactType: a.ArtifactType, Digest: d.Digest.String()})
 	}

@@ -50,8 +50,12 @@ Refused with exit 2, naming the file and the reason, attaching nothing: a
 --links directory without *.link files, a file that is not a signed in-toto
 layout or link (or a link not named <step>.<keyid>.link as in-toto names
 it), a chain that does not verify against the release, and a release that
-already carries a chain of custody (attaching the same chain twice is
-refused, not repeated: a release carries one chain).`,
+already carries another chain of custody (a release carries one chain).
+
+Attaching the same chain again is safe and is how an interrupted attach
+is finished: the layout and links already attached are kept and reported
+as already attached, and only the missing ones are attached (nothing,
+exit 0, when all of them are there).`,
 		Example: `  cacheon release attach-custody --key release.pub --layout root.layout --layout-key owner.pub --links links release-1.0
   cacheon release attach-custody --key release.pub --layout root.layout --layout-key owner.pub --links links \
     registry.example.com/cacheon/engine:1.0`,
@@ -110,9 +114,27 @@ func runReleaseAttachCustody(ctx context.Context, s Streams, o releaseAttachCust
 			Attached      []intoto.Attached `json:"attached"`
 		}{1, rel.Image.Digest.String(), attached})
 	}
-	fmt.Fprintf(s.Out, "attached the chain of custody to %s (%d links)\n", rel.Image.Digest, len(attached)-1)
+	before := 0
 	for _, a := range attached {
-		fmt.Fprintf(s.Out, "  %-40s %s\n", a.Title, a.Digest)
+		if a.AlreadyAttached {
+			before++
+		}
+	}
+	switch before {
+	case 0:
+		fmt.Fprintf(s.Out, "attached the chain of custody to %s (%d links)\n", rel.Image.Digest, len(attached)-1)
+	case len(attached):
+		fmt.Fprintf(s.Out, "the chain of custody is already attached to %s (%d links): nothing to attach\n", rel.Image.Digest, len(attached)-1)
+	default:
+		fmt.Fprintf(s.Out, "attached the rest of the chain of custody to %s (%d links; %d of %d artifacts were already attached)\n",
+			rel.Image.Digest, len(attached)-1, before, len(attached))
+	}
+	for _, a := range attached {
+		note := ""
+		if a.AlreadyAttached {
+			note = "  (already attached)"
+		}
+		fmt.Fprintf(s.Out, "  %-40s %s%s\n", a.Title, a.Digest, note)
 	}
 	return nil
 }
