@@ -2,6 +2,8 @@ package base
 
 import (
 	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"path"
@@ -20,6 +22,12 @@ import (
 type Installed struct {
 	Distro   string // os-release ID-VERSION_ID, e.g. "debian-12"; "" without one
 	Packages []descriptor.BasePackage
+	// DiffIDs are the SHA-256 digests of each layer's uncompressed
+	// stream, in layer order, as read here (not as the image's config
+	// claims them): reading the package database decompresses every
+	// layer anyway, so an image assembled on this base need not do it
+	// again to learn them.
+	DiffIDs []v1.Hash
 }
 
 // maxRecord bounds one package database file read from a layer.
@@ -41,6 +49,7 @@ func ReadInstalled(img v1.Image) (*Installed, error) {
 	// Layers are decompressed in parallel (most of the time is gunzip),
 	// then their changes applied in layer order.
 	changes := make([][]change, len(layers))
+	diffIDs := make([]v1.Hash, len(layers))
 	errs := make([]error, len(layers))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -50,7 +59,7 @@ func ReadInstalled(img v1.Image) (*Installed, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			changes[i], errs[i] = scanLayer(l)
+			changes[i], diffIDs[i], errs[i] = scanLayer(l)
 		}()
 	}
 	wg.Wait()
@@ -72,7 +81,7 @@ func ReadInstalled(img v1.Image) (*Installed, error) {
 			}
 		}
 	}
-	in := &Installed{Distro: distroOf(files)}
+	in := &Installed{Distro: distroOf(files), DiffIDs: diffIDs}
 	seen := map[string]bool{}
 	var names []string
 	for n := range files {
@@ -148,21 +157,27 @@ func (c change) apply(files map[string][]byte) {
 	}
 }
 
-func scanLayer(l v1.Layer) ([]change, error) {
+func scanLayer(l v1.Layer) ([]change, v1.Hash, error) {
 	rc, err := image.OpenLayer(l, nil)
 	if err != nil {
-		return nil, err
+		return nil, v1.Hash{}, err
 	}
 	defer rc.Close()
+	diff := sha256.New()
+	stream := io.TeeReader(rc, diff)
 	var out []change
-	tr := tar.NewReader(rc)
+	tr := tar.NewReader(stream)
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			return out, nil
+			// What follows the tar's end marker is part of the diff ID.
+			if _, err := io.Copy(io.Discard, stream); err != nil {
+				return nil, v1.Hash{}, err
+			}
+			return out, v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(diff.Sum(nil))}, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, v1.Hash{}, err
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/")
 		dir, base := path.Split(name)
@@ -180,11 +195,11 @@ func scanLayer(l v1.Layer) ([]change, error) {
 		switch hdr.Typeflag {
 		case tar.TypeReg:
 			if hdr.Size > maxRecord {
-				return nil, fmt.Errorf("%s: %d bytes, over the %d a package database file may have", name, hdr.Size, maxRecord)
+				return nil, v1.Hash{}, fmt.Errorf("%s: %d bytes, over the %d a package database file may have", name, hdr.Size, maxRecord)
 			}
 			b, err := io.ReadAll(tr)
 			if err != nil {
-				return nil, err
+				return nil, v1.Hash{}, err
 			}
 			out = append(out, change{name: name, data: b})
 		case tar.TypeSymlink:

@@ -30,6 +30,25 @@ func layerOf(t *testing.T, entries ...debEntry) v1.Layer {
 	return static.NewLayer(b.Bytes(), types.OCILayer)
 }
 
+// gunzipDigest is the SHA-256 of l's gzip stream decompressed.
+func gunzipDigest(t *testing.T, l v1.Layer) v1.Hash {
+	t.Helper()
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	zr, err := gzip.NewReader(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := v1.SHA256(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 const dpkgStatus = `Package: libc6
 Status: install ok installed
 Architecture: amd64
@@ -116,6 +135,17 @@ func TestReadInstalled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The diff IDs read are the digests of the layers'
+			// decompressed bytes.
+			if len(got.DiffIDs) != len(layers) {
+				t.Fatalf("%d diff IDs for %d layers", len(got.DiffIDs), len(layers))
+			}
+			for i, l := range layers {
+				if want := gunzipDigest(t, l); got.DiffIDs[i] != want {
+					t.Errorf("layer %d: diff ID %s, want %s", i, got.DiffIDs[i], want)
+				}
+			}
+			got.DiffIDs = nil
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %+v\nwant %+v", got, tc.want)
 			}

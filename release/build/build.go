@@ -201,11 +201,14 @@ func ToolVersions() map[string]string {
 // layout. Between the two nothing is read from the inputs but the files
 // the layers list.
 type Plan struct {
-	Name       string
-	Platform   image.Platform
-	Base       v1.Image
-	BaseName   string
-	Descriptor *descriptor.Descriptor
+	Name     string
+	Platform image.Platform
+	Base     v1.Image
+	BaseName string
+	// BaseDiffIDs are the base layers' uncompressed digests, measured
+	// while reading its package database and checked against its config.
+	BaseDiffIDs []v1.Hash
+	Descriptor  *descriptor.Descriptor
 	// Layers are the four release layers in image order: substrate,
 	// entrypoint, engine-tree, release (release.json is added by Write).
 	Layers []PlanLayer
@@ -388,6 +391,20 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("base image %s: %w", baseDigest, err)
 	}
+	// The layers as read must be the layers the base's config lists: an
+	// image whose config names other diff IDs would not load in a runtime.
+	baseCfg, err := baseImg.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("base image %s: config: %w", baseDigest, err)
+	}
+	if got, want := len(installed.DiffIDs), len(baseCfg.RootFS.DiffIDs); got != want {
+		return nil, fmt.Errorf("base image %s: %d layers, but its config lists %d diff IDs (rootfs.diff_ids)", baseDigest, got, want)
+	}
+	for i, d := range installed.DiffIDs {
+		if d != baseCfg.RootFS.DiffIDs[i] {
+			return nil, fmt.Errorf("base image %s: layer %d (%s) decompresses to %s, but its config lists diff ID %s (rootfs.diff_ids)", baseDigest, i, baseLayers[i], d, baseCfg.RootFS.DiffIDs[i])
+		}
+	}
 
 	d := &descriptor.Descriptor{
 		Type:                  descriptor.Type,
@@ -456,7 +473,7 @@ func Prepare(in Inputs, progress Progress) (*Plan, error) {
 	}
 	entryEntries := []layer.Entry{{Path: descriptor.EntrypointPath, Data: entryBytes, Executable: true}}
 	return &Plan{
-		Name: in.Name, Platform: platform, Base: baseImg, BaseName: baseName, Descriptor: d,
+		Name: in.Name, Platform: platform, Base: baseImg, BaseName: baseName, BaseDiffIDs: installed.DiffIDs, Descriptor: d,
 		// What changes least comes first, so releases share layers.
 		Layers: []PlanLayer{
 			{RoleSubstrate, substrateEntries}, {RoleEntrypoint, entryEntries},
@@ -534,7 +551,7 @@ func (p *Plan) Write(out string, progress Progress) (*Result, error) {
 
 	progress("assembling the image")
 	img, err := image.Assemble(image.Spec{
-		Base: p.Base, BaseName: p.BaseName, Platform: p.Platform, Layers: added, Epoch: p.Epoch,
+		Base: p.Base, BaseName: p.BaseName, BaseDiffIDs: p.BaseDiffIDs, Platform: p.Platform, Layers: added, Epoch: p.Epoch,
 		Config: image.Config{
 			Entrypoint: []string{"/" + descriptor.EntrypointPath, "release", "serve"},
 			WorkingDir: "/",

@@ -12,7 +12,14 @@ import (
 	"syscall"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	ggcrlayout "github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+
 	"github.com/cacheon/engine/release/build"
+	"github.com/cacheon/engine/release/image"
 	"github.com/cacheon/engine/release/layer"
 	fixture "github.com/cacheon/engine/release/releasetest"
 	"github.com/cacheon/engine/release/review"
@@ -194,6 +201,103 @@ func TestBuildRejectsBadInputsAndLeavesNothing(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// baseLayout writes a linux/amd64 base image of two random gzip layers
+// as an OCI layout; lie replaces the config's second diff ID with
+// another layer's. It returns the layout and the manifest digest.
+func baseLayout(t *testing.T, lie bool) (string, string) {
+	t.Helper()
+	var layers []v1.Layer
+	for range 3 {
+		l, err := random.Layer(4096, "application/vnd.oci.image.layer.v1.tar+gzip")
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers = append(layers, l)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layers[:2]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", "amd64"
+	if lie {
+		cfg.RootFS.DiffIDs[1], _ = layers[2].DiffID()
+	}
+	if img, err = mutate.ConfigFile(img, cfg); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "base")
+	d, err := image.WriteLayout(dir, img, "base:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, d.String()
+}
+
+// A base's layers are decompressed once, to read its package database;
+// the diff IDs measured there go into the image, and a base whose config
+// lists other diff IDs than its layers decompress to is refused.
+func TestBuildOnABaseUsesTheDiffIDsItMeasured(t *testing.T) {
+	r := fixture.New(t)
+	for _, lie := range []bool{false, true} {
+		dir, digest := baseLayout(t, lie)
+		in := r.Inputs(filepath.Join(t.TempDir(), "release"))
+		in.BaseLayout, in.BaseDigest, in.BaseName = dir, digest, "base:test"
+		res, err := build.Build(in, nil)
+		if lie {
+			if err == nil || !strings.Contains(err.Error(), "layer 1 (sha256:") || !strings.Contains(err.Error(), "but its config lists diff ID sha256:") {
+				t.Errorf("a base whose config lies about a diff ID: %v", err)
+			}
+			if _, err := os.Stat(in.Out); !os.IsNotExist(err) {
+				t.Errorf("output left at %s after a refused base", in.Out)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := ggcrlayout.ImageIndexFromPath(in.Out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := v1.NewHash(res.ImageDigest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := idx.Image(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := img.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(cfg.RootFS.DiffIDs) || len(got) < 3 {
+			t.Fatalf("%d layers, %d diff IDs", len(got), len(cfg.RootFS.DiffIDs))
+		}
+		// Every diff ID recomputed from the layer's bytes.
+		for i, gl := range got {
+			rc, err := gl.Uncompressed()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, _, err := v1.SHA256(rc)
+			rc.Close()
+			if err != nil || h != cfg.RootFS.DiffIDs[i] {
+				t.Errorf("layer %d: config diff ID %s, bytes %s (%v)", i, cfg.RootFS.DiffIDs[i], h, err)
+			}
+		}
+	}
 }
 
 func TestParseReleaseManifestRefusesProposals(t *testing.T) {

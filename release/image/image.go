@@ -206,7 +206,20 @@ type Spec struct {
 	Config     Config
 	Epoch      int64
 	Annotation map[string]string // extra manifest annotations
+	// BaseDiffIDs, when set, are the base layers' uncompressed digests as
+	// the caller measured them (base.ReadInstalled does), so Assemble
+	// does not decompress every base layer again to learn them; nil
+	// computes them from the layers.
+	BaseDiffIDs []v1.Hash
 }
+
+// measuredLayer is a base layer whose diff ID the caller measured.
+type measuredLayer struct {
+	v1.Layer
+	diffID v1.Hash
+}
+
+func (l measuredLayer) DiffID() (v1.Hash, error) { return l.diffID, nil }
 
 // Assemble builds the image described by spec.
 func Assemble(spec Spec) (v1.Image, error) {
@@ -230,12 +243,18 @@ func Assemble(spec Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("base layers: %w", err)
 	}
+	if spec.BaseDiffIDs != nil && len(spec.BaseDiffIDs) != len(baseLayers) {
+		return nil, fmt.Errorf("assemble image: %d base diff IDs for %d base layers", len(spec.BaseDiffIDs), len(baseLayers))
+	}
 	img := ociEmpty()
 	var adds []mutate.Addendum
 	for i, l := range baseLayers {
 		mt, err := ociLayerType(baseManifest.Layers[i].MediaType)
 		if err != nil {
 			return nil, fmt.Errorf("base layer %d (%s): %w", i, baseManifest.Layers[i].Digest, err)
+		}
+		if spec.BaseDiffIDs != nil {
+			l = measuredLayer{Layer: l, diffID: spec.BaseDiffIDs[i]}
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: mt})
 	}

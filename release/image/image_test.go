@@ -76,6 +76,51 @@ func TestAssembleIsDeterministic(t *testing.T) {
 	}
 }
 
+// Base diff IDs the caller measured give the same image as computing them
+// from the layers; a count that does not match the base's layers is an
+// error.
+func TestAssembleWithMeasuredBaseDiffIDs(t *testing.T) {
+	scratch, _ := Scratch(amd64)
+	base, err := Assemble(Spec{Base: scratch, Platform: amd64, Layers: []Added{{Layer: testLayer(t, "one")}, {Layer: testLayer(t, "two")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := base.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var measured []v1.Hash
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _, err := v1.SHA256(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		measured = append(measured, h)
+	}
+	digest := func(ids []v1.Hash) (v1.Hash, error) {
+		img, err := Assemble(Spec{Base: base, Platform: amd64, BaseDiffIDs: ids, Layers: []Added{{Layer: testLayer(t, "top")}}})
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		return img.Digest()
+	}
+	computed, err := digest(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := digest(measured); err != nil || got != computed {
+		t.Errorf("with measured diff IDs: %s (%v), computed: %s", got, err, computed)
+	}
+	if _, err := digest(measured[:1]); err == nil || !strings.Contains(err.Error(), "1 base diff IDs for 2 base layers") {
+		t.Errorf("one diff ID for two layers: %v", err)
+	}
+}
+
 func TestLoadBaseChecksThePin(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "base")
 	pin, err := WriteScratchLayout(dir, amd64)
