@@ -11,8 +11,9 @@
 #                                 graph capture; FIXTURES picks some, and may name a contribution
 #                                 too), with the committed T calibration
 #   bench/h200/run.sh attention   the same for an honest attention.decode contribution over an incumbent
-#                                 whose attention.decode entry is the same kernel slowed by SPIN cycles a
-#                                 call (default 4,800), so that the audit runs at the attention slot
+#                                 whose attention.decode entry is the same kernel slowed by SPIN GPU cycles
+#                                 a call (default 4,800) and HOST_SPIN_US microseconds of host time a call
+#                                 (default 0), so that the audit runs at the attention slot
 #   bench/h200/run.sh silu        every stage for an honest activation.silu_and_mul contribution over
 #                                 an incumbent slowed by 4,800 cycles a call (ROUNDS qualifications,
 #                                 default 1), so that the audit runs at the MLP slot, whose records
@@ -20,7 +21,8 @@
 #
 # Environment: CACHEON (the cacheon binary, default: cacheon on PATH),
 # CACHEON_PYTHON (an interpreter with torch and Triton), OUT (where the
-# results go, default ./h200-results). Every engine runs in the worker
+# results go, default ./h200-results), EVIDENCE (the evidence store,
+# default OUT/evidence). Every engine runs in the worker
 # sandbox; nothing here changes a GPU setting.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -29,6 +31,9 @@ cd "$repo"
 cacheon=${CACHEON:-cacheon}
 out=${OUT:-$PWD/h200-results}
 mkdir -p "$out"
+# The evidence store the qualifications write (EVIDENCE moves it out of
+# OUT, whose many small files a copy back may not want).
+evidence=${EVIDENCE:-$out/evidence}
 work=$(mktemp -d "${TMPDIR:-/tmp}/cacheon-h200.XXXXXX")
 chmod 755 "$work"
 trap 'rm -rf "$work"' EXIT
@@ -76,11 +81,15 @@ PY
   echo "$dst"
 }
 
-# attention_bundle NAME SPIN: the pure-torch attention.decode contribution
-# under a new bundle id, its entry spinning the GPU for SPIN cycles after
-# the kernel (0: none, the same code re-packaged).
+# attention_bundle NAME SPIN [HOST_US]: the pure-torch attention.decode
+# contribution under a new bundle id, its entry spinning the GPU for SPIN
+# cycles after the kernel and then the host for HOST_US microseconds (0:
+# none; both 0: the same code re-packaged). attention.decode runs outside
+# CUDA graphs, where a GPU spin mostly fills time the GPU would idle
+# waiting for the host's launches (docs/results/rereads-h100.md): a delay
+# on the host slows such an engine where a GPU spin hardly does.
 attention_bundle() {
-  local name=$1 spin=$2
+  local name=$1 spin=$2 host_us=${3:-0}
   local dst=$work/bundles/$name
   mkdir -p "$work/bundles"
   cp -r kernels/contributions/decode_attention_torch "$dst"
@@ -89,7 +98,10 @@ attention_bundle() {
 
 
 # Re-packaged as $name.
+import time as _time
+
 _SPIN_CYCLES = $spin
+_HOST_SPIN_S = $host_us / 1e6
 _kernel = attention_decode
 
 
@@ -97,6 +109,10 @@ def attention_decode(q, k, v, seq_lens, sm_scale, out):
     _kernel(q, k, v, seq_lens, sm_scale, out)
     if _SPIN_CYCLES and q.is_cuda:
         torch.cuda._sleep(_SPIN_CYCLES)
+    if _HOST_SPIN_S:
+        _end = _time.perf_counter() + _HOST_SPIN_S
+        while _time.perf_counter() < _end:
+            pass
 PY
   echo "$dst"
 }
@@ -142,9 +158,9 @@ audit_rounds() {
   for i in $(seq "${ROUNDS:-1}"); do
     start=$SECONDS
     "$cacheon" qualify --incumbent "$inc" --candidate "$cand" "${common[@]}" \
-      "${qcal[@]}" --out "$out/$name-$i" --evidence "$out/evidence" >"$out/$name-$i.log" 2>&1
+      "${qcal[@]}" --out "$out/$name-$i" --evidence "$evidence" >"$out/$name-$i.log" 2>&1
     code=$?
-    "$cacheon" evidence regrade "$out/$name-$i/report.json" --evidence "$out/evidence" >>"$out/$name-$i.log" 2>&1 ||
+    "$cacheon" evidence regrade "$out/$name-$i/report.json" --evidence "$evidence" >>"$out/$name-$i.log" 2>&1 ||
       echo "regrade of $name-$i failed" >&2
     "${CACHEON_PYTHON:-python3}" - "$out/$name-$i/report.json" "$i" "$code" "$((SECONDS - start))" >>"$summary" <<'PY'
 import json, sys
@@ -187,14 +203,14 @@ qualify)
   sed "s|//kernels/contributions:rmsnorm_triton|$repo/kernels/contributions/rmsnorm_torch|" stacks/incumbent.hcl >"$inc"
   set +e
   "$cacheon" qualify --incumbent "$inc" --candidate kernels/contributions/rmsnorm_triton "${common[@]}" \
-    --out "$out/faster" --evidence "$out/evidence"
+    --out "$out/faster" --evidence "$evidence"
   "$cacheon" qualify --incumbent "$inc" --candidate kernels/contributions/rmsnorm_triton "${common[@]}" \
-    --out "$out/faster-reproduction" --evidence "$out/evidence" --reproduce "$out/faster/report.json"
+    --out "$out/faster-reproduction" --evidence "$evidence" --reproduce "$out/faster/report.json"
   "$cacheon" qualify --candidate kernels/fixtures/silu_drops_silu "${common[@]}" \
-    --out "$out/broken" --evidence "$out/evidence"
+    --out "$out/broken" --evidence "$evidence"
   set -e
   for d in faster faster-reproduction broken; do
-    "$cacheon" evidence regrade "$out/$d/report.json" --evidence "$out/evidence" || echo "regrade of $d failed" >&2
+    "$cacheon" evidence regrade "$out/$d/report.json" --evidence "$evidence" || echo "regrade of $d failed" >&2
   done
   ;;
 full)
@@ -210,12 +226,12 @@ full)
   for c in rmsnorm_triton rmsnorm_cuda; do
     start=$SECONDS
     "$cacheon" qualify --incumbent "$inc" --candidate "kernels/contributions/$c" "${common[@]}" \
-      --quality-calibration "$qcal" --out "$out/full-$c" --evidence "$out/evidence"
+      --quality-calibration "$qcal" --out "$out/full-$c" --evidence "$evidence"
     echo "$c: exit $?, $((SECONDS - start)) s wall" >&2
   done
   set -e
   for c in rmsnorm_triton rmsnorm_cuda; do
-    "$cacheon" evidence regrade "$out/full-$c/report.json" --evidence "$out/evidence" || echo "regrade of $c failed" >&2
+    "$cacheon" evidence regrade "$out/full-$c/report.json" --evidence "$evidence" || echo "regrade of $c failed" >&2
   done
   ;;
 fixtures)
@@ -232,7 +248,7 @@ fixtures)
     dir=kernels/fixtures/$c
     [[ -d $dir ]] || dir=kernels/contributions/$c # an honest contribution, for comparison
     "$cacheon" qualify --incumbent "$inc" --candidate "$dir" "${common[@]}" \
-      --quality-calibration "$qcal" --out "$out/fixture-$c" --evidence "$out/evidence" --json >"$out/fixture-$c.json"
+      --quality-calibration "$qcal" --out "$out/fixture-$c" --evidence "$evidence" --json >"$out/fixture-$c.json"
     code=$?
     wall=$((SECONDS - start))
     # The verdict, and the first stage that did not pass, from the report.
@@ -258,7 +274,7 @@ attention)
   # a call, the candidate the same kernel without them, so the speed stage
   # passes and the audit runs at the attention slot, whose records (the
   # KV cache of every call) outgrow the budget as the MLP slot's do.
-  audit_rounds attention "$(attention_stack "$(attention_bundle "spin${SPIN:-4800}" "${SPIN:-4800}")")" \
+  audit_rounds attention "$(attention_stack "$(attention_bundle "spin${SPIN:-4800}host${HOST_SPIN_US:-0}" "${SPIN:-4800}" "${HOST_SPIN_US:-0}")")" \
     "$(attention_bundle spin0 0)"
   ;;
 silu)
