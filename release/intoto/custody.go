@@ -191,8 +191,11 @@ func Attach(s store.Store, subject v1.Descriptor, c *Chain) ([]Attached, error) 
 		return nil, reject.Errorf("a chain of custody without links")
 	}
 	arts := []store.Artifact{{ArtifactType: store.ArtifactInTotoLayout, Data: c.Layout, Title: store.TitleLayout}}
+	byTitle := map[string]store.Artifact{store.TitleLayout: arts[0]}
 	for _, name := range c.Names() {
-		arts = append(arts, store.Artifact{ArtifactType: store.ArtifactInTotoLink, Data: c.Links[name], Title: name})
+		a := store.Artifact{ArtifactType: store.ArtifactInTotoLink, Data: c.Links[name], Title: name}
+		arts = append(arts, a)
+		byTitle[name] = a
 	}
 	refs, err := store.Referrers(s, subject.Digest)
 	if err != nil {
@@ -203,14 +206,8 @@ func Attach(s store.Store, subject v1.Descriptor, c *Chain) ([]Attached, error) 
 		if r.ArtifactType != store.ArtifactInTotoLayout && r.ArtifactType != store.ArtifactInTotoLink {
 			continue
 		}
-		own := false
-		for _, a := range arts {
-			if a.ArtifactType == r.ArtifactType && a.Title == r.Title() && bytes.Equal(a.Data, r.Data) {
-				own = true
-				break
-			}
-		}
-		if !own {
+		a, ok := byTitle[r.Title()]
+		if !ok || a.ArtifactType != r.ArtifactType || !bytes.Equal(a.Data, r.Data) {
 			return nil, reject.Errorf("another chain of custody is already attached to %s in %s (%s as %s is not this chain's): a release carries one chain", subject.Digest, s.Location(), r.Title(), r.Descriptor.Digest)
 		}
 		present[r.Title()] = r.Descriptor
