@@ -81,8 +81,11 @@ if wants test; then
   # skopeo: the release tests address the layout by tag with the
   # distribution's own client, as a consumer would. umoci and runc: the
   # main job check runs the release with the consumer guide's commands,
-  # the distribution's packages being what a consumer without Docker has.
-  apt_packages+=(libtorch-dev g++ docker-registry locales nginx chromium skopeo umoci runc)
+  # the distribution's packages being what a consumer without Docker has;
+  # docker.io: it runs the guide's Docker commands too, in a daemon of its
+  # own (tools/docker_guide_check.sh; a Docker service the package starts
+  # is not used).
+  apt_packages+=(libtorch-dev g++ docker-registry locales nginx chromium skopeo umoci runc docker.io)
 fi
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -18,7 +18,9 @@
 #   4b. the consumer guide's umoci and runc commands, run as written there,
 #      serve tokens from the same release, with no network but loopback,
 #      the root, trust and model read-only, and the channel's state
-#      written to the writable state mount;
+#      written to the writable state mount; and its Docker commands
+#      (tools/docker_guide_check.sh) verify it from a registry and serve
+#      it, the channel checked;
 #   5. `cacheon release rebuild --source-repo --run-source-build-scripts` rebuilds the release, its
 #      entrypoint from the commit it records, byte for byte.
 #
@@ -171,9 +173,12 @@ if ((status != 2)) || [[ -s $work/refused.out ]]; then
 fi
 say "served with loopback only; refused under another key: $(tail -1 "$work/refused.err")"
 
-# --- 4b. With umoci and runc, as the consumer guide says ------------------------------
+# --- 4b. With umoci and runc, and with Docker, as the consumer guide says ------------
 # The clone's own guide and script: what is checked is the snapshot.
 bash "$clone/tools/runc_guide_check.sh" "$out" "$model" "$cacheon" || fail "the consumer guide's umoci and runc commands did not serve as it says"
+# And with Docker (a private daemon and registry; without --gpus all, as
+# the guide says).
+bash "$clone/tools/docker_guide_check.sh" "$out" "$model" "$cacheon" || fail "the consumer guide's Docker commands did not serve as it says"
 
 # --- 5. Rebuilt from source, byte for byte ------------------------------------------
 t=$SECONDS
