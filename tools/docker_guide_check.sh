@@ -26,6 +26,7 @@
 set -euo pipefail
 shopt -s extglob # the digest's pattern in run_guide
 guide=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/docs/consumer-guide.md
+source "$(dirname "${BASH_SOURCE[0]}")/guide_lib.sh"
 say() { printf 'docker-guide: %s\n' "$*" >&2; }
 fail() {
   say "FAIL: $*"
@@ -123,27 +124,12 @@ bin=$work/bin
 mkdir -p "$bin"
 ln -s "$(realpath "$cacheon")" "$bin/cacheon"
 
-# guide_block MARKER prints the first sh block of the guide that holds
-# MARKER, and fails where none does.
-guide_block() {
-  awk -v m="$1" '
-    /^```sh$/ { inb = 1; body = ""; next }
-    inb && /^```$/ { inb = 0; if (index(body, m)) { printf "%s", body; found = 1; exit } next }
-    inb { body = body $0 "\n" }
-    END { exit !found }' "$guide"
-}
-# answered FILE ID N: whether FILE holds exactly one answer to request ID,
-# of N tokens.
-answered() {
-  jq -e -R -s --argjson id "$2" --argjson n "$3" '[split("\n")[] | fromjson? | select(type == "object" and .id == $id)] |
-    length == 1 and (.[0].tokens | length == 1 and (.[0] | length == $n))' "$1" >/dev/null
-}
 # run_guide MARKER NAME runs the guide's block with MARKER in the consumer's
 # directory, with the three substitutions of the header, its output into
 # $work/NAME.out and .err.
 run_guide() {
   local block
-  block=$(guide_block "$1") || fail "the consumer guide has no sh block with '$1'"
+  block=$(guide_block "$guide" "$1") || fail "the consumer guide has no sh block with '$1'"
   [[ $block == *"--gpus all "* && $block == *registry.example.com/cacheon/engine* ]] ||
     fail "the consumer guide's block with '$1' no longer runs --gpus all from registry.example.com: update this check"
   block=${block//"--gpus all "/}

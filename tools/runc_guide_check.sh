@@ -21,6 +21,7 @@
 # tools/bootstrap.sh test installs both). Ends with "runc-guide: PASS (N s)".
 set -euo pipefail
 guide=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/docs/consumer-guide.md
+source "$(dirname "${BASH_SOURCE[0]}")/guide_lib.sh"
 say() { printf 'runc-guide: %s\n' "$*" >&2; }
 fail() {
   say "FAIL: $*"
@@ -40,22 +41,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/cacheon-runc-guide.XXXXXX")
 # write permission in it.
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 
-# guide_block MARKER prints the first sh block of the guide that holds
-# MARKER, and fails where none does.
-guide_block() {
-  awk -v m="$1" '
-    /^```sh$/ { inb = 1; body = ""; next }
-    inb && /^```$/ { inb = 0; if (index(body, m)) { printf "%s", body; found = 1; exit } next }
-    inb { body = body $0 "\n" }
-    END { exit !found }' "$guide"
-}
-# answered FILE ID N: whether FILE holds exactly one answer to request ID,
-# of N tokens (the main job's check of its own request).
-answered() {
-  jq -e -R -s --argjson id "$2" --argjson n "$3" '[split("\n")[] | fromjson? | select(type == "object" and .id == $id)] |
-    length == 1 and (.[0].tokens | length == 1 and (.[0] | length == $n))' "$1" >/dev/null
-}
-
 # What the guide's commands start from: the layout as out/release (a link:
 # umoci only reads it), the release key, the model as models/llama-tiny,
 # and the channel as out/channel (a copy: the guide copies it into trust/,
@@ -73,7 +58,7 @@ ln -s "$(realpath "$cacheon")" "$bin/cacheon"
 # directory, its output into $work/NAME.out and .err.
 run_guide() {
   local block
-  block=$(guide_block "$1") || fail "the consumer guide has no sh block with '$1'"
+  block=$(guide_block "$guide" "$1") || fail "the consumer guide has no sh block with '$1'"
   (cd "$r" && PATH="$bin:$PATH" bash -euo pipefail -c "$block") >"$work/$2.out" 2>"$work/$2.err" || {
     cat "$work/$2.out" "$work/$2.err" >&2
     fail "the consumer guide's block with '$1' failed"
