@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/cacheon/engine/evaluator/speed"
@@ -51,6 +52,12 @@ type CalibrationRound struct {
 	// the key is absent and the round's digest is as before rereads).
 	// The rates above are the second set's.
 	Reread string `json:"reread,omitempty"`
+	// Scatter is each read's window scatter (B, C, B′: the median absolute
+	// deviation of its window rates over their median), for the operator's
+	// progress: it says how steady one engine was across its own windows,
+	// against which the spread between the engines (B against B′) is read.
+	// Advisory, so neither in the file nor in the digest.
+	Scatter [3]float64 `json:"-"`
 }
 
 // Digest identifies the calibration.
@@ -149,13 +156,13 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, []
 		if ev.Grade == nil {
 			return nil, nil, fmt.Errorf("calibration round %d: %s", i, ev.Reason)
 		}
-		var r [3]float64
+		var r, scatter [3]float64
 		for k := range r {
-			r[k] = ev.Grade.Rates[k].Scored
+			r[k], scatter[k] = ev.Grade.Rates[k].Scored, ev.Grade.Rates[k].Scatter
 		}
 		rates = append(rates, r)
 		cr := CalibrationRound{B: speed.Format(r[0]), C: speed.Format(r[1]), BPrime: speed.Format(r[2]),
-			Speedup: speed.Format(ev.Grade.Speedup), Decision: ev.Decision, Reason: ev.Reason}
+			Speedup: speed.Format(ev.Grade.Speedup), Decision: ev.Decision, Reason: ev.Reason, Scatter: scatter}
 		if ev.SetAside != nil {
 			cr.Reread = ev.SetAside.Reason
 		}
@@ -165,6 +172,41 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, []
 		}
 	}
 	return c, rates, nil
+}
+
+// ReadNoise says where fresh rounds' read noise lies: within is the
+// median window scatter of every read (each engine against itself, across
+// its own windows), between the median relative spread of B and B′ (the
+// same tree in two engine processes of one round). A between far over
+// within is noise that more windows per read would not reduce: each
+// engine process runs at a speed of its own. The scatters are not kept in
+// a calibration file, so only rounds just run have them; ok is false for
+// rounds without any.
+func ReadNoise(rounds []CalibrationRound) (within, between float64, ok bool) {
+	var scatters, spreads []float64
+	for _, r := range rounds {
+		b, err1 := strconv.ParseFloat(r.B, 64)
+		bp, err2 := strconv.ParseFloat(r.BPrime, 64)
+		if err1 != nil || err2 != nil || r.Scatter == [3]float64{} {
+			continue
+		}
+		scatters = append(scatters, r.Scatter[:]...)
+		spreads = append(spreads, relativeSpread2(b, bp))
+	}
+	if len(spreads) == 0 {
+		return 0, 0, false
+	}
+	return medianOf(scatters), medianOf(spreads), true
+}
+
+// medianOf is the median of xs (which it sorts).
+func medianOf(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // Passes counts the rounds the policy passed.

@@ -2,8 +2,10 @@ package qualify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/cacheon/engine/evaluator/speed"
@@ -46,9 +48,52 @@ func TestCalibrateOnTheCPU(t *testing.T) {
 	if err != nil || len(d1) != 64 {
 		t.Fatalf("digest %q, %v", d1, err)
 	}
+	// Each read's window scatter reaches the progress and ReadNoise, and
+	// neither the digest nor the file.
+	if _, _, ok := ReadNoise(c.Rounds); !ok {
+		t.Fatalf("fresh rounds carry no window scatter: %+v", c.Rounds)
+	}
+	c.Rounds[1].Scatter = [3]float64{0.5, 0.5, 0.5}
+	if d, _ := c.Digest(); d != d1 {
+		t.Fatal("the digest covers the advisory window scatter")
+	}
+	if data, _ := json.Marshal(c.Rounds[1]); strings.Contains(string(data), "0.5") {
+		t.Fatalf("the window scatter is written to the file: %s", data)
+	}
 	c.Rounds[0].B = "1"
 	if d2, _ := c.Digest(); d2 == d1 {
 		t.Fatal("the digest does not cover the rounds")
+	}
+}
+
+// TestReadNoise: the median window scatter of every read against the
+// median spread of the stock pair, over the rounds that carry scatters.
+func TestReadNoise(t *testing.T) {
+	round := func(b, bp string, scatter ...float64) CalibrationRound {
+		r := CalibrationRound{B: b, C: "100", BPrime: bp}
+		copy(r.Scatter[:], scatter)
+		return r
+	}
+	cases := []struct {
+		name            string
+		rounds          []CalibrationRound
+		within, between float64
+		ok              bool
+	}{
+		{"between processes", []CalibrationRound{round("100", "100.4", 0.0005, 0.0004, 0.0006), round("100", "99.8", 0.0005, 0.0005, 0.0005)},
+			0.0005, (0.4/100.2 + 0.2/99.9) / 2, true},
+		{"within a read", []CalibrationRound{round("100", "100", 0.01, 0.02, 0.03)}, 0.02, 0, true},
+		{"a file's rounds carry none", []CalibrationRound{round("100", "101")}, 0, 0, false},
+		{"no rounds", nil, 0, 0, false},
+		{"unreadable rates are skipped", []CalibrationRound{round("x", "100", 0.1, 0.1, 0.1), round("100", "100", 0.001, 0.001, 0.001)}, 0.001, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			within, between, ok := ReadNoise(c.rounds)
+			if ok != c.ok || math.Abs(within-c.within) > 1e-12 || math.Abs(between-c.between) > 1e-12 {
+				t.Fatalf("ReadNoise = %g, %g, %v; want %g, %g, %v", within, between, ok, c.within, c.between, c.ok)
+			}
+		})
 	}
 }
 

@@ -174,7 +174,8 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 			if r.Reread != "" {
 				again = " (read again after: " + r.Reread + ")"
 			}
-			progress("round %d/%d: B %s C %s B′ %s tok/s: %s %s%s", i+1, o.rounds, short6(r.B), short6(r.C), short6(r.BPrime), r.Decision, r.Reason, again)
+			progress("round %d/%d: B %s C %s B′ %s tok/s (window scatter %.2g %%, %.2g %%, %.2g %%): %s %s%s", i+1, o.rounds,
+				short6(r.B), short6(r.C), short6(r.BPrime), 100*r.Scatter[0], 100*r.Scatter[1], 100*r.Scatter[2], r.Decision, r.Reason, again)
 		},
 	}
 	doc := calibrationJSON{Kind: "calibration", File: out}
@@ -216,6 +217,10 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 		}
 	} else if doc.PolicyRefused != "" {
 		fmt.Fprintf(s.Out, "no speed policy written: %s\n", doc.PolicyRefused)
+	}
+	if within, between, ok := qualify.ReadNoise(doc.Rounds); ok {
+		fmt.Fprintf(s.Out, "read noise: each engine's windows scattered by a median %.3g %% about their median; B and B′, one tree in two engine processes, differed by a median %.3g %%\n",
+			100*within, 100*between)
 	}
 	fmt.Fprintf(s.Out, "%d of %d rounds PASS under the policy\ncalibration %s\ndigest %s\n", doc.Passes, len(doc.Rounds), out, doc.Digest)
 	return nil
