@@ -17,3 +17,19 @@ answered() {
   jq -e -R -s --argjson id "$2" --argjson n "$3" '[split("\n")[] | fromjson? | select(type == "object" and .id == $id)] |
     length == 1 and (.[0].tokens | length == 1 and (.[0] | length == $n))' "$1" >/dev/null
 }
+
+# channel_served WORK RUNTIME STATE: the checks of the guide's channel block,
+# whose output is in WORK/channel.out and .err: the engine answered request
+# 2 with 3 tokens, the entrypoint checked the channel, and it wrote its
+# state to STATE. It ends the caller through the caller's fail.
+channel_served() {
+  answered "$1/channel.out" 2 3 || {
+    cat "$1/channel.out" "$1/channel.err" >&2
+    fail "under $2 with the channel the image did not answer the guide's second request with 3 tokens"
+  }
+  grep -q 'is the current release' "$1/channel.err" || {
+    cat "$1/channel.err" >&2
+    fail "under $2 the entrypoint did not check the channel"
+  }
+  [[ -n $(ls -A "$3") ]] || fail "under $2 the channel's state was not written to the state mount"
+}

@@ -99,14 +99,6 @@ want
 $want"
 
 run_guide '.process.args += ["--channel"' channel
-answered "$work/channel.out" 2 3 || {
-  cat "$work/channel.out" "$work/channel.err" >&2
-  fail "under runc with the channel the image did not answer the guide's second request with 3 tokens"
-}
-grep -q 'is the current release' "$work/channel.err" || {
-  cat "$work/channel.err" >&2
-  fail "under runc the entrypoint did not check the channel"
-}
-[[ -n $(ls -A "$r/state") ]] || fail "under runc the channel's state was not written to the state mount"
+channel_served "$work" runc "$r/state"
 say "served with loopback only, the root, trust and model read-only, and the channel checked into the state mount"
 echo "runc-guide: PASS ($((SECONDS - start)) s)"
