@@ -43,9 +43,9 @@ for tool in dockerd docker docker-registry; do
   fi
 done
 start=$SECONDS
-# Short: the daemon's sockets live under it, and a unix socket's path is
-# at most 107 bytes.
-work=$(mktemp -d /tmp/cdg.XXXXXX)
+# Under /tmp rather than $TMPDIR, which may be long: the daemon's sockets
+# live under it, and a unix socket's path is at most 107 bytes.
+work=$(mktemp -d /tmp/cacheon-docker-guide.XXXXXX)
 dockerd_pid="" registry_pid=""
 cleanup() {
   set +e # every step is tried, whatever the one before did

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/cacheon/engine/evaluator/speed"
@@ -196,17 +195,7 @@ func ReadNoise(rounds []CalibrationRound) (within, between float64, ok bool) {
 	if len(spreads) == 0 {
 		return 0, 0, false
 	}
-	return medianOf(scatters), medianOf(spreads), true
-}
-
-// medianOf is the median of xs (which it sorts).
-func medianOf(xs []float64) float64 {
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
+	return speed.Median(scatters), speed.Median(spreads), true
 }
 
 // Passes counts the rounds the policy passed.

@@ -189,10 +189,10 @@ func rateOf(r Read) Rate {
 	for i, w := range r.Windows {
 		rates[i] = float64(w.Tokens) / w.Seconds
 	}
-	m := median(rates)
+	m := Median(rates)
 	dev := make([]float64, len(rates))
 	for i, x := range rates {
 		dev[i] = math.Abs(x - m)
 	}
-	return Rate{Role: r.Role, Scored: m, Scatter: median(dev) / m, Windows: rates}
+	return Rate{Role: r.Role, Scored: m, Scatter: Median(dev) / m, Windows: rates}
 }

@@ -193,7 +193,7 @@ func TestStatisticsMatchPython(t *testing.T) {
 	if got := pstdev([]float64{1, 2, 3, 4}); got != 1.118033988749895 {
 		t.Errorf("pstdev = %v, want 1.118033988749895", got)
 	}
-	if got := median([]float64{3, 1, 2, 10}); got != 2.5 {
+	if got := Median([]float64{3, 1, 2, 10}); got != 2.5 {
 		t.Errorf("median = %v", got)
 	}
 	if got := relativeSpread([]float64{100}); !math.IsInf(got, 1) {

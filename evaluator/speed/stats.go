@@ -6,9 +6,9 @@ import (
 	"sort"
 )
 
-// median of xs as Python's statistics.median computes it: the middle value,
+// Median of xs as Python's statistics.median computes it: the middle value,
 // or the float mean of the two middle values.
-func median(xs []float64) float64 {
+func Median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	n := len(s)
