@@ -2,6 +2,8 @@
 # The qualification measurements on one GPU (docs/results/qualify-h200.md):
 #
 #   bench/h200/run.sh aa          20 stock-versus-stock rounds with a re-packaged incumbent kernel on C
+#                                 (aa and resolution with ONE_ENGINE=1: each round's reads in one
+#                                 resident engine that swaps trees, qualify calibrate --one-engine)
 #   bench/h200/run.sh resolution  10 rounds at each of three known speed differences (LEVELS picks some)
 #   bench/h200/run.sh qualify     a faster contribution, its reproduction, and a broken kernel
 #   bench/h200/run.sh full        T's quality calibration on these lanes, then every stage (screens,
@@ -43,6 +45,10 @@ trap 'rm -rf "$work"' EXIT
 # policy instead (on the CPU lane, to check the script itself).
 model=$work/model
 common=(--workspace "$repo")
+# ONE_ENGINE=1: the aa and resolution rounds read B, C and B′ in one
+# resident engine that swaps trees (qualify calibrate --one-engine).
+calib=()
+[[ -n ${ONE_ENGINE:-} ]] && calib=(--one-engine)
 if [[ -z ${SMOKE:-} ]]; then
   echo "== model" >&2
   "$cacheon" model make-test --seed 1 --out "$model" --layers 8 --hidden 2048 --heads 16 --kv-heads 4 \
@@ -182,7 +188,7 @@ case ${1:-} in
 aa)
   # The incumbent's own RMSNorm kernel re-packaged as a new bundle, on C.
   cand=$(bundle kernels/contributions/rmsnorm_triton aa)
-  "$cacheon" qualify calibrate --rounds "${ROUNDS:-20}" --candidate "$cand" "${common[@]}" --out "$out/aa.json"
+  "$cacheon" qualify calibrate --rounds "${ROUNDS:-20}" --candidate "$cand" "${calib[@]}" "${common[@]}" --out "$out/aa.json"
   ;;
 resolution)
   # An incumbent slowed by 4,800 cycles per silu_and_mul call; candidates
@@ -191,7 +197,7 @@ resolution)
   inc=$(stack "$(bundle kernels/contributions/silu_and_mul_triton spin4800 4800)")
   for keep in ${LEVELS:-3600 2400 0}; do
     cand=$(bundle kernels/contributions/silu_and_mul_triton "spin$keep" "$keep")
-    "$cacheon" qualify calibrate --rounds "${ROUNDS:-10}" --incumbent "$inc" --candidate "$cand" "${common[@]}" \
+    "$cacheon" qualify calibrate --rounds "${ROUNDS:-10}" --incumbent "$inc" --candidate "$cand" "${calib[@]}" "${common[@]}" \
       --out "$out/resolution-minus$((4800 - keep)).json"
   done
   ;;

@@ -20,6 +20,10 @@ type Calibration struct {
 	Workload string             `json:"workload"` // digest
 	Lanes    string             `json:"lanes"`    // e.g. "cpu", "cuda shared", "cuda disjoint"
 	Rounds   []CalibrationRound `json:"rounds"`
+	// Schedule is "one_engine" when every round read B, C and B′ in one
+	// resident engine (RoundsOptions.OneEngine); empty for the three
+	// processes of the v8 schedule, which qualifications use.
+	Schedule string `json:"schedule,omitempty"`
 	// NoiseFloor is the largest disagreement of a stock engine with
 	// itself: max over rounds of |C/B − 1| and the B/B′ drift.
 	NoiseFloor string `json:"noise_floor"`
@@ -59,6 +63,10 @@ type CalibrationRound struct {
 	Scatter [3]float64 `json:"-"`
 }
 
+// ScheduleOneEngine is Calibration.Schedule for rounds read in one
+// resident engine.
+const ScheduleOneEngine = "one_engine"
+
 // Digest identifies the calibration.
 func (c *Calibration) Digest() (string, error) {
 	rounds := []any{}
@@ -69,10 +77,14 @@ func (c *Calibration) Digest() (string, error) {
 		}
 		rounds = append(rounds, round)
 	}
-	d, err := identity.H(identity.DomainCalibration, map[string]any{
+	fields := map[string]any{
 		"workload": c.Workload, "lanes": c.Lanes, "rounds": rounds,
 		"noise_floor": c.NoiseFloor, "max_noise": c.MaxNoise, "min_margin": c.MinMargin, "supported": c.Supported,
-	})
+	}
+	if c.Schedule != "" {
+		fields["schedule"] = c.Schedule
+	}
+	d, err := identity.H(identity.DomainCalibration, fields)
 	return d.String(), err
 }
 
@@ -103,7 +115,11 @@ type RoundsOptions struct {
 	Sample   Sampler
 	Rounds   int
 	Lanes    string // e.g. "cpu", "cuda shared", "cuda disjoint"
-	Progress func(round int, r CalibrationRound)
+	// OneEngine reads B, C and B′ of a round in one resident engine that
+	// swaps trees (B's spec, C's tree) instead of three processes: the
+	// noise of one process against itself (runSpeedOneEngine).
+	OneEngine bool
+	Progress  func(round int, r CalibrationRound)
 }
 
 // Calibrate runs rounds of the v8 schedule with the incumbent on every
@@ -144,6 +160,9 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, []
 		return nil, nil, err
 	}
 	c := &Calibration{Workload: wd, Lanes: o.Lanes, Rounds: []CalibrationRound{}}
+	if o.OneEngine {
+		c.Schedule = ScheduleOneEngine
+	}
 	var rates [][3]float64
 	for i := 0; i < o.Rounds; i++ {
 		round := make([]Arm, len(o.Arms))
@@ -151,7 +170,12 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, []
 			a.Spec.WorkDir = fmt.Sprintf("%s-round%d", a.Spec.WorkDir, i)
 			round[j] = a
 		}
-		ev := runSpeedV8(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample, rereads)
+		var ev *SpeedEvidence
+		if o.OneEngine {
+			ev = runSpeedOneEngine(ctx, o.Isolation, round[0], round[0].Spec.Tree, round[1].Spec.Tree, round[1].Candidate, o.Workload, o.Policy, o.Sample)
+		} else {
+			ev = runSpeedV8(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample, rereads)
+		}
 		if ev.Grade == nil {
 			return nil, nil, fmt.Errorf("calibration round %d: %s", i, ev.Reason)
 		}
@@ -234,6 +258,9 @@ const maxCalibratedMargin = 0.9
 // dropped as drift, so only a clear two-leg decision concludes on them, and
 // every three-read grade is NO_DECISION.
 func (c *Calibration) Policy(base speed.Policy) (speed.Policy, error) {
+	if c.Schedule != "" {
+		return speed.Policy{}, fmt.Errorf("%w: the calibration's rounds read one engine (schedule %q), and a qualification reads three engine processes, whose noise it did not measure", ErrUnsupportedLanes, c.Schedule)
+	}
 	noise, err := strconv.ParseFloat(c.NoiseFloor, 64)
 	if err != nil {
 		return speed.Policy{}, fmt.Errorf("calibration noise_floor %q: %w", c.NoiseFloor, err)

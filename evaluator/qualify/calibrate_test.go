@@ -136,4 +136,29 @@ func TestCalibrationPolicy(t *testing.T) {
 	if _, err := cal([][3]float64{{100, 150, 100}}).Policy(base); !errors.Is(err, ErrUnsupportedLanes) {
 		t.Fatalf("noisy lanes gave a policy: %v", err)
 	}
+	// One engine's noise is not a qualification's: no policy, and the
+	// digest tells the two schedules apart.
+	one := cal([][3]float64{{100, 101, 100.5}, {100, 99.5, 100}})
+	one.Schedule = ScheduleOneEngine
+	if _, err := one.Policy(base); !errors.Is(err, ErrUnsupportedLanes) {
+		t.Fatalf("a one-engine calibration gave a policy: %v", err)
+	}
+	if d1, _ := one.Digest(); d1 == d {
+		t.Fatal("the digest does not cover the schedule")
+	}
+}
+
+// TestOneEngineRoundsOnTheCPU: rounds read in one resident engine are
+// graded and recorded as such.
+func TestOneEngineRoundsOnTheCPU(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c, err := Calibrate(context.Background(), RoundsOptions{Isolation: f.Iso, Arms: arms(f), Workload: smoke(t), Policy: testPolicy(),
+		Rounds: 2, Lanes: "cpu", OneEngine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Schedule != ScheduleOneEngine || len(c.Rounds) != 2 || c.Rounds[1].Decision == "" || c.NoiseFloor == "" {
+		t.Fatalf("calibration %+v", c)
+	}
 }

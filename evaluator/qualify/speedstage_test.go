@@ -229,3 +229,39 @@ func TestSpeedV7OnTheCPU(t *testing.T) {
 	requireQuietNeighbours(t, ev, 3)
 	t.Logf("A/A under v7 on the CPU: %s %s", ev.Decision, ev.Reason)
 }
+
+// TestSpeedOneEngineOnTheCPU: B, C and B′ are read in one resident engine
+// that swaps before every read, and the three reads are graded together.
+func TestSpeedOneEngineOnTheCPU(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	a := arms(f)
+	ev := runSpeedOneEngine(context.Background(), f.Iso, a[0], f.Tree, f.Tree, false, smoke(t), testPolicy(), nil)
+	if ev.Grade == nil {
+		t.Fatalf("no grade: %+v", ev.Outcome)
+	}
+	if len(ev.Reads) != 3 || ev.Reads[0].Role != speed.B || ev.Reads[1].Role != speed.C || ev.Reads[2].Role != speed.BPrime {
+		t.Fatalf("reads %+v, want B, C and B′", ev.Reads)
+	}
+	var swaps []string
+	for _, s := range ev.Swaps {
+		swaps = append(swaps, string(s.Role)+":"+s.Lane+":"+s.Tree)
+	}
+	if want := "B:shared:incumbent C:shared:incumbent B_prime:shared:incumbent"; strings.Join(swaps, " ") != want {
+		t.Fatalf("swaps %v, want %s", swaps, want)
+	}
+	// Each read starts as warm as the others: the warm-up batches run
+	// again after every swap (B's also count the first warm-up).
+	for role, want := range map[speed.Role]int{speed.C: 6, speed.BPrime: 6, speed.B: 7} {
+		if n := len(ev.Batches[role]); n != want {
+			t.Fatalf("%s served %d batches, want %d", role, n, want)
+		}
+	}
+	// One process for every read: no engine waits, and each role names it.
+	if len(ev.Idle) != 0 || len(ev.Ready) != 3 || ev.Ready[speed.C].Substrate != ev.Ready[speed.B].Substrate {
+		t.Fatalf("idle %+v, ready %+v", ev.Idle, ev.Ready)
+	}
+	if g, err := speed.GradeReads(testPolicy(), ev.Reads, speed.Options{}); err != nil || g.Decision != ev.Grade.Decision {
+		t.Fatalf("regrade %v %v, live %v", g, err, ev.Grade.Decision)
+	}
+}

@@ -97,63 +97,11 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 		}
 		return []idleEngine{{name: "baseline-lane", e: base}}
 	}
-	// idleVerdict is false (with the outcome set) when the waiting
-	// engine was noisy or could not be accounted for.
-	idleVerdict := func(records []IdleCPU, out Outcome, accounted bool) bool {
-		ev.Idle = append(ev.Idle, records...)
-		if noisy, over := idleOutcome(records); over {
-			ev.Outcome = noisy
-			return false
-		}
-		if !accounted {
-			ev.Outcome = out
-			return false
-		}
-		return true
-	}
-
-	// read swaps e to tree, warms it and takes one timed read.
+	// read swaps e to tree, warms it and takes one timed read, the other
+	// engine watched while it waits.
 	read := func(e *engine.Engine, role speed.Role, lane, tree, treeName string, candidate bool) bool {
 		candidateLoaded = candidateLoaded || candidate
-		secs, _, err := e.Swap(ctx, tree)
-		ev.Swaps = append(ev.Swaps, Swap{Role: role, Lane: lane, Tree: treeName, Seconds: secs})
-		if err != nil {
-			ev.Outcome = attribute(string(role), candidate, fmt.Errorf("swap to the %s tree: %w", treeName, err))
-			return false
-		}
-		b, err := warm(ctx, e, w)
-		ev.recordBatches(role, b)
-		if err != nil {
-			ev.Outcome = attribute(string(role), candidate, fmt.Errorf("warm-up after the swap: %w", err))
-			return false
-		}
-		var rd speed.Read
-		var readErr error
-		var rs *ReadSamples
-		records, idleOut, accounted := watchIdle(string(role), other(e), func() {
-			rs, err = sampleAround(ctx, sample, role, func() error {
-				var b []Batch
-				rd, b, readErr = timedRead(ctx, e, w, role)
-				ev.recordBatches(role, b)
-				return readErr
-			})
-		})
-		if rs != nil {
-			ev.Samples = append(ev.Samples, *rs)
-		}
-		if readErr != nil {
-			ev.Outcome = attribute(string(role), candidate, fmt.Errorf("read: %w", readErr))
-			return false
-		}
-		if err != nil {
-			ev.Outcome = Outcome{NoDecision, err.Error()}
-			return false
-		}
-		if !idleVerdict(records, idleOut, accounted) {
-			return false
-		}
-		ev.Reads = append(ev.Reads, rd)
-		return true
+		return ev.swapAndRead(ctx, e, swapRead{role: role, lane: lane, tree: tree, treeName: treeName, candidate: candidate}, other(e), w, sample)
 	}
 	if !read(base, speed.B, "baseline", r.IncumbentTree, "incumbent", false) ||
 		!read(cand, speed.C, "candidate", r.CandidateTree, "candidate", true) {
@@ -205,11 +153,82 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 		// it after its code ran: a neighbour that is noisy now was noisy
 		// whenever it waited, and the grade cannot tell which reads it
 		// slowed.
-		if !idleVerdict(records, idleOut, accounted) {
+		if !ev.idleVerdict(records, idleOut, accounted) {
 			return ev
 		}
 	}
 	ev.Grade = g
 	ev.Outcome = speedOutcome(g, ev.Samples)
 	return ev
+}
+
+// swapRead is one read of a resident engine: the role it is read as, the
+// lane and tree names the evidence records, the tree it swaps to, and
+// whether that tree is the candidate's.
+type swapRead struct {
+	role           speed.Role
+	lane           string
+	tree, treeName string
+	candidate      bool
+}
+
+// swapAndRead swaps e to r's tree, warms it with the workload's warm-up
+// batches and takes one timed read, the engines in others watched for the
+// CPU they burn meanwhile. It is false, with ev's outcome set, when the
+// read did not complete.
+func (ev *SpeedEvidence) swapAndRead(ctx context.Context, e *engine.Engine, r swapRead, others []idleEngine, w *workload.Workload, sample Sampler) bool {
+	secs, _, err := e.Swap(ctx, r.tree)
+	ev.Swaps = append(ev.Swaps, Swap{Role: r.role, Lane: r.lane, Tree: r.treeName, Seconds: secs})
+	if err != nil {
+		ev.Outcome = attribute(string(r.role), r.candidate, fmt.Errorf("swap to the %s tree: %w", r.treeName, err))
+		return false
+	}
+	b, err := warm(ctx, e, w)
+	ev.recordBatches(r.role, b)
+	if err != nil {
+		ev.Outcome = attribute(string(r.role), r.candidate, fmt.Errorf("warm-up after the swap: %w", err))
+		return false
+	}
+	var rd speed.Read
+	var readErr error
+	var rs *ReadSamples
+	records, idleOut, accounted := watchIdle(string(r.role), others, func() {
+		rs, err = sampleAround(ctx, sample, r.role, func() error {
+			var b []Batch
+			rd, b, readErr = timedRead(ctx, e, w, r.role)
+			ev.recordBatches(r.role, b)
+			return readErr
+		})
+	})
+	if rs != nil {
+		ev.Samples = append(ev.Samples, *rs)
+	}
+	if readErr != nil {
+		ev.Outcome = attribute(string(r.role), r.candidate, fmt.Errorf("read: %w", readErr))
+		return false
+	}
+	if err != nil {
+		ev.Outcome = Outcome{NoDecision, err.Error()}
+		return false
+	}
+	if !ev.idleVerdict(records, idleOut, accounted) {
+		return false
+	}
+	ev.Reads = append(ev.Reads, rd)
+	return true
+}
+
+// idleVerdict keeps the idle records and is false (with the outcome set)
+// when a waiting engine was noisy or could not be accounted for.
+func (ev *SpeedEvidence) idleVerdict(records []IdleCPU, out Outcome, accounted bool) bool {
+	ev.Idle = append(ev.Idle, records...)
+	if noisy, over := idleOutcome(records); over {
+		ev.Outcome = noisy
+		return false
+	}
+	if !accounted {
+		ev.Outcome = out
+		return false
+	}
+	return true
 }

@@ -26,6 +26,7 @@ type qualifyCalibrateOptions struct {
 	env       qualificationFlags
 	candidate string
 	quality   bool
+	oneEngine bool
 	rounds    int
 	out       string
 	policyOut string
@@ -66,6 +67,15 @@ drifted apart, or whose device throttled, is set aside and read again once
 in the same engines (the round's "reread" says why); stock rounds without
 --candidate never are, so the calibration sees the drift.
 
+With --one-engine, each round reads B, C and B′ in one resident engine
+that swaps trees between the reads (B after a stock→stock swap, C after
+the C arm's tree is swapped in, B′ after the swap back) instead of three
+engine processes: the noise of one process against itself, to compare
+with the three-process rounds, whose reads also differ by process. The
+file records "schedule": "one_engine". Such a calibration supports no
+qualification policy (a qualification reads three processes), so it takes
+no --policy-out. The trees must be hot-swappable (Python and Triton).
+
 With --quality, the rounds calibrate the pristine reference T instead:
 each round serves every prompt of the workload on three fresh incumbent
 engines (B, C and B′) and a fresh reference engine (--reference)
@@ -82,6 +92,7 @@ infrastructure failure (a round that could not be graded).`,
   cacheon qualify calibrate --rounds 20 --workload gpu.hcl --model ./m --json
   cacheon qualify calibrate --rounds 3 --out calibration.json --policy-out policy.hcl
   cacheon qualify calibrate --rounds 10 --candidate ./faster-by-1pct --out resolution-1pct.json
+  cacheon qualify calibrate --rounds 10 --candidate ./faster-by-1pct --one-engine --out one-engine-1pct.json
   cacheon qualify calibrate --quality --rounds 3 --out quality-calibration.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -92,6 +103,7 @@ infrastructure failure (a round that could not be graded).`,
 	f := cmd.Flags()
 	f.StringVar(&o.candidate, "candidate", "", "run this candidate bundle on the C arm (a resolution run)")
 	f.BoolVar(&o.quality, "quality", false, "calibrate the pristine reference T's thresholds instead of the speed stage's")
+	f.BoolVar(&o.oneEngine, "one-engine", false, "read B, C and B′ of each round in one resident engine that swaps trees, not three processes (a measurement; supports no policy)")
 	f.IntVar(&o.rounds, "rounds", 5, "rounds of fresh B, C and B′ engines (at least 2)")
 	f.StringVar(&o.out, "out", "calibration.json", "the calibration file to write")
 	f.StringVar(&o.policyOut, "policy-out", "", "also write the speed policy this calibration supports: --policy (or the embedded v8 policy) with its min_margin and max_noise, bound to its digest; none when the stock engines disagreed by more than 0.45")
@@ -122,6 +134,9 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 	}
 	if o.policyOut != "" && (o.quality || o.candidate != "") {
 		return fmt.Errorf("--policy-out: only stock speed rounds calibrate a speed policy (not --quality or --candidate)")
+	}
+	if o.oneEngine && (o.quality || o.policyOut != "") {
+		return fmt.Errorf("--one-engine measures one speed engine's noise: it takes no --quality or --policy-out")
 	}
 	out, err := filepath.Abs(o.out)
 	if err != nil {
@@ -167,7 +182,7 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 			Graph: l.Device == "cuda" && q.workload.Engine.CUDAGraphs, WorkDir: filepath.Join(q.run, "arms", string(role))}}
 	}
 	ro := qualify.RoundsOptions{
-		Isolation: q.iso, Workload: q.workload, Policy: q.policy, Sample: q.sample, Rounds: o.rounds, Lanes: lanesName(q.lanes),
+		Isolation: q.iso, Workload: q.workload, Policy: q.policy, Sample: q.sample, Rounds: o.rounds, Lanes: lanesName(q.lanes), OneEngine: o.oneEngine,
 		Arms: []qualify.Arm{arm(speed.B, bTree, 0), arm(speed.C, cTree, 1), arm(speed.BPrime, bTree, 0)},
 		Progress: func(i int, r qualify.CalibrationRound) {
 			again := ""

@@ -56,6 +56,8 @@ func TestQualifyRefusesBadInputsBeforeRunning(t *testing.T) {
 		{"calibrate with one round", []string{"qualify", "calibrate", "--rounds", "1", "--out", filepath.Join(dir, "c.json")}, 1, "at least 2 rounds"},
 		{"a policy from a quality calibration", []string{"qualify", "calibrate", "--quality", "--out", filepath.Join(dir, "c.json"), "--policy-out", filepath.Join(dir, "p.out.hcl")}, 1, "only stock speed rounds"},
 		{"a policy from a resolution run", []string{"qualify", "calibrate", "--candidate", dir, "--out", filepath.Join(dir, "c.json"), "--policy-out", filepath.Join(dir, "p.out.hcl")}, 1, "only stock speed rounds"},
+		{"a policy from one engine's rounds", []string{"qualify", "calibrate", "--one-engine", "--out", filepath.Join(dir, "c.json"), "--policy-out", filepath.Join(dir, "p.out.hcl")}, 1, "takes no --quality or --policy-out"},
+		{"one engine's quality rounds", []string{"qualify", "calibrate", "--one-engine", "--quality", "--out", filepath.Join(dir, "c.json")}, 1, "takes no --quality or --policy-out"},
 		{"calibrate with a bad workload", []string{"qualify", "calibrate", "--out", filepath.Join(dir, "c.json"), "--workload", badWorkload, "--json"}, 2, "w.hcl:1"},
 		{"reproduce a missing report", []string{"qualify", "--candidate", dir, "--out", dir, "--reproduce", filepath.Join(dir, "absent.json")}, 1, "absent.json"},
 		{"regrade of a missing report", []string{"evidence", "regrade", filepath.Join(dir, "absent.json")}, 1, "absent.json"},
