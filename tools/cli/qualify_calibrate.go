@@ -234,8 +234,12 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 		fmt.Fprintf(s.Out, "no speed policy written: %s\n", doc.PolicyRefused)
 	}
 	if within, between, ok := qualify.ReadNoise(doc.Rounds); ok {
-		fmt.Fprintf(s.Out, "read noise: each engine's windows scattered by a median %.3g %% about their median; B and B′, one tree in two engine processes, differed by a median %.3g %%\n",
-			100*within, 100*between)
+		pair := "one tree in two engine processes"
+		if doc.Schedule == qualify.ScheduleOneEngine {
+			pair = "one tree read twice in one engine process"
+		}
+		fmt.Fprintf(s.Out, "read noise: each read's windows scattered by a median %.3g %% about their median; B and B′, %s, differed by a median %.3g %%\n",
+			100*within, pair, 100*between)
 	}
 	fmt.Fprintf(s.Out, "%d of %d rounds PASS under the policy\ncalibration %s\ndigest %s\n", doc.Passes, len(doc.Rounds), out, doc.Digest)
 	return nil
