@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/worker"
 	"github.com/cacheon/engine/evaluator/workload"
@@ -61,6 +62,57 @@ type CalibrationRound struct {
 	// against which the spread between the engines (B against B′) is read.
 	// Advisory, so neither in the file nor in the digest.
 	Scatter [3]float64 `json:"-"`
+	// Around are what the lanes did around each read (B, C, B′), for the
+	// same progress: when one read of a round is slow, they say whether
+	// its device clocked lower or its waiting neighbours were busy. Also
+	// advisory, in neither the file nor the digest.
+	Around [3]AroundRead `json:"-"`
+}
+
+// AroundRead is what a read's lanes did around it: the lowest SM clock
+// and highest board power sampled just before and after it (zero on the
+// CPU lane, which has no samples), and the CPU time the engines that
+// waited meanwhile burned.
+type AroundRead struct {
+	SMClockMHz   int
+	PowerW       float64
+	NeighbourCPU float64
+}
+
+// around summarizes ev's samples and idle records for each read.
+func around(ev *SpeedEvidence) [3]AroundRead {
+	var a [3]AroundRead
+	roles := []speed.Role{speed.B, speed.C, speed.BPrime}
+	for k, role := range roles {
+		for _, rs := range ev.Samples {
+			if rs.Role != role {
+				continue
+			}
+			for _, set := range [][]lanes.Sample{rs.Before, rs.After} {
+				for _, smp := range set {
+					if a[k].SMClockMHz == 0 || smp.SMClockMHz < a[k].SMClockMHz {
+						a[k].SMClockMHz = smp.SMClockMHz
+					}
+					a[k].PowerW = math.Max(a[k].PowerW, smp.PowerW)
+				}
+			}
+		}
+		var idle []IdleCPU
+		for _, r := range ev.Idle {
+			if r.Window == string(role) {
+				idle = append(idle, r)
+			}
+		}
+		// A set read again: the idle records of both sets are kept, the
+		// samples of the second only; so are these.
+		if ev.SetAside != nil {
+			idle = idle[len(idle)/2:]
+		}
+		for _, r := range idle {
+			a[k].NeighbourCPU += r.CPUSeconds
+		}
+	}
+	return a
 }
 
 // ScheduleOneEngine is Calibration.Schedule for rounds read in one
@@ -185,7 +237,7 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, []
 		}
 		rates = append(rates, r)
 		cr := CalibrationRound{B: speed.Format(r[0]), C: speed.Format(r[1]), BPrime: speed.Format(r[2]),
-			Speedup: speed.Format(ev.Grade.Speedup), Decision: ev.Decision, Reason: ev.Reason, Scatter: scatter}
+			Speedup: speed.Format(ev.Grade.Speedup), Decision: ev.Decision, Reason: ev.Reason, Scatter: scatter, Around: around(ev)}
 		if ev.SetAside != nil {
 			cr.Reread = ev.SetAside.Reason
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/speed"
 )
 
@@ -160,5 +161,41 @@ func TestOneEngineRoundsOnTheCPU(t *testing.T) {
 	}
 	if c.Schedule != ScheduleOneEngine || len(c.Rounds) != 2 || c.Rounds[1].Decision == "" || c.NoiseFloor == "" {
 		t.Fatalf("calibration %+v", c)
+	}
+}
+
+// TestAround: per read, the lowest SM clock and highest power sampled
+// around it and its neighbours' CPU; of a set read again, the second's.
+func TestAround(t *testing.T) {
+	smp := func(mhz int, w float64) lanes.Sample { return lanes.Sample{SMClockMHz: mhz, PowerW: w} }
+	idle := func(window string, cpu float64) IdleCPU { return IdleCPU{Window: window, CPUSeconds: cpu} }
+	cases := []struct {
+		name string
+		ev   *SpeedEvidence
+		want [3]AroundRead
+	}{
+		{"three processes", &SpeedEvidence{
+			Samples: []ReadSamples{
+				{Role: speed.B, Before: []lanes.Sample{smp(1980, 120)}, After: []lanes.Sample{smp(1755, 690)}},
+				{Role: speed.C, Before: []lanes.Sample{smp(1980, 130)}, After: []lanes.Sample{smp(1980, 650)}},
+				{Role: speed.BPrime, Before: []lanes.Sample{smp(1980, 125)}, After: []lanes.Sample{smp(1965, 640)}},
+			},
+			Idle: []IdleCPU{idle("B", 0.5), idle("B", 0.25), idle("C", 0.01), idle("C", 0.02), idle("B_prime", 0), idle("B_prime", 0.1)},
+		}, [3]AroundRead{{1755, 690, 0.75}, {1980, 650, 0.03}, {1965, 640, 0.1}}},
+		{"a set read again", &SpeedEvidence{
+			Idle:     []IdleCPU{idle("B", 9), idle("B", 9), idle("C", 9), idle("C", 9), idle("B_prime", 9), idle("B_prime", 9), idle("B", 1), idle("B", 2), idle("C", 0), idle("C", 0), idle("B_prime", 0), idle("B_prime", 0.5)},
+			SetAside: &SetAside{},
+		}, [3]AroundRead{{0, 0, 3}, {0, 0, 0}, {0, 0, 0.5}}},
+		{"the CPU lane and one engine", &SpeedEvidence{}, [3]AroundRead{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := around(c.ev)
+			for k := range got {
+				if got[k].SMClockMHz != c.want[k].SMClockMHz || got[k].PowerW != c.want[k].PowerW || math.Abs(got[k].NeighbourCPU-c.want[k].NeighbourCPU) > 1e-12 {
+					t.Fatalf("around = %+v, want %+v", got, c.want)
+				}
+			}
+		})
 	}
 }

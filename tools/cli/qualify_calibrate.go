@@ -189,8 +189,8 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 			if r.Reread != "" {
 				again = " (read again after: " + r.Reread + ")"
 			}
-			progress("round %d/%d: B %s C %s B′ %s tok/s (window scatter %.2g %%, %.2g %%, %.2g %%): %s %s%s", i+1, o.rounds,
-				short6(r.B), short6(r.C), short6(r.BPrime), 100*r.Scatter[0], 100*r.Scatter[1], 100*r.Scatter[2], r.Decision, r.Reason, again)
+			progress("round %d/%d: B %s C %s B′ %s tok/s (window scatter %.2g %%, %.2g %%, %.2g %%; %s): %s %s%s", i+1, o.rounds,
+				short6(r.B), short6(r.C), short6(r.BPrime), 100*r.Scatter[0], 100*r.Scatter[1], 100*r.Scatter[2], aroundReads(r.Around), r.Decision, r.Reason, again)
 		},
 	}
 	doc := calibrationJSON{Kind: "calibration", File: out}
@@ -345,4 +345,18 @@ func calibrateQuality(ctx context.Context, s Streams, o qualifyCalibrateOptions,
 	}
 	fmt.Fprintf(s.Out, "calibration %s\ndigest %s\n", out, doc.Digest)
 	return nil
+}
+
+// aroundReads is a round's lane facts for its progress line, each for B,
+// C and B′: the CPU seconds the waiting neighbours burned during the read
+// and, on a GPU, the lowest SM clock and highest power sampled around it,
+// so that a read slower than the others can be told apart from a device
+// clocked down or a busy host.
+func aroundReads(a [3]qualify.AroundRead) string {
+	s := fmt.Sprintf("neighbours' CPU %.2f, %.2f, %.2f s", a[0].NeighbourCPU, a[1].NeighbourCPU, a[2].NeighbourCPU)
+	if a[0].SMClockMHz > 0 || a[1].SMClockMHz > 0 || a[2].SMClockMHz > 0 {
+		s += fmt.Sprintf("; SM clock %d, %d, %d MHz; power %.0f, %.0f, %.0f W", a[0].SMClockMHz, a[1].SMClockMHz, a[2].SMClockMHz,
+			a[0].PowerW, a[1].PowerW, a[2].PowerW)
+	}
+	return s
 }
