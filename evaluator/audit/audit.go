@@ -280,6 +280,10 @@ type Request struct {
 	RatePPM    int                   `json:"rate_ppm"`
 	// BudgetBytes is the recorder's budget: the judge reads no more.
 	BudgetBytes int64 `json:"budget_bytes"`
+	// ModelDir is the sealed model the audited engine served, mounted
+	// read-only: a MoE expert call's record names the layer its prepared
+	// state came from, and the judge reads that layer's experts here.
+	ModelDir string `json:"model_dir,omitempty"`
 }
 
 // Result is the audit role's result file.
@@ -309,15 +313,15 @@ func judge(ctx context.Context, o Options, seed string, p Policy, recDir string)
 	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
 		return nil, ByJudge, NoDecision, fmt.Sprintf("audit judge: %v", err)
 	}
-	root, err := worker.ValidatorRoot(filepath.Join(o.WorkDir, "validator"))
+	root, err := worker.JudgeRoot(filepath.Join(o.WorkDir, "validator"))
 	if err != nil {
 		return nil, ByJudge, NoDecision, fmt.Sprintf("audit judge: %v", err)
 	}
 	dir := filepath.Join(o.WorkDir, "judge")
 	req := Request{Protocol: worker.Protocol, Role: RoleAudit, WorkDir: dir, Contracts: o.Contracts,
-		RecordDirs: []string{recDir}, Seed: seed, RatePPM: p.RatePPM, BudgetBytes: p.BudgetBytes}
+		RecordDirs: []string{recDir}, Seed: seed, RatePPM: p.RatePPM, BudgetBytes: p.BudgetBytes, ModelDir: o.Model}
 	out, err := worker.Run(ctx, o.Isolation, worker.Spec{Python: o.Python, ValidatorRoot: root, WorkDir: dir, Request: req,
-		Timeout: o.JudgeTimeout, ReadOnly: []string{recDir}})
+		Timeout: o.JudgeTimeout, ReadOnly: []string{recDir, o.Model}})
 	if err != nil {
 		return nil, ByJudge, NoDecision, fmt.Sprintf("audit judge: %v", err)
 	}

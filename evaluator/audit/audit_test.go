@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +21,8 @@ import (
 	"github.com/cacheon/engine/internal/reject"
 	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/contribution"
+	"github.com/cacheon/engine/models"
+	"github.com/cacheon/engine/models/testmodel"
 	"github.com/cacheon/engine/stacks/materialize"
 	"github.com/cacheon/engine/stacks/plan"
 	"github.com/cacheon/engine/stacks/stack"
@@ -159,6 +162,87 @@ func TestAuditOnTheCPU(t *testing.T) {
 			}
 			if ev.Receipts[0].Origins["stock"] != 0 {
 				t.Errorf("recorded calls ran stock: %v", ev.Receipts[0].Origins)
+			}
+			store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := Publish(store, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Regrade(store, ref); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// moeModel writes and provisions a MoE test model (4 experts, top 2, two
+// layers) beside f's dense one, its expert weights scaled by 5: at the
+// test model's std of 0.02 an expert's output is about 0.002, far inside
+// bfloat16's atol of 0.02, so any weights (or none) would match; scaled,
+// the outputs are about 0.5, and the judge matches an honest kernel only
+// if it recomputes with the very experts the engine served.
+func moeModel(t *testing.T, f enginetest.Fixture) string {
+	t.Helper()
+	dir := filepath.Join(filepath.Dir(f.Model), "moe-model")
+	if _, err := testmodel.Write(dir, testmodel.DefaultShape(true), 3); err != nil {
+		t.Fatal(err)
+	}
+	scale := `import sys
+sys.path.insert(0, sys.argv[1])
+from cacheon_substrate import safetensors as st
+path = sys.argv[2] + "/model.safetensors"
+t = st.load(path)
+st.save(path, {k: (v.float() * 5).to(v.dtype) if ".experts." in k else v for k, v in t.items()})
+`
+	if out, err := exec.Command(f.Python, "-c", scale, f.Root, dir).CombinedOutput(); err != nil {
+		t.Fatalf("scaling the experts: %v\n%s", err, out)
+	}
+	if _, err := models.Provision(dir, models.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestAuditMoEOnTheCPU audits the MoE expert slot on a MoE model. The
+// candidates' prepare keeps the experts transposed, so a record holds no
+// weights the judge could use: it names the layer its prepared state came
+// from, and the judge reads that layer's experts from the model. The
+// honest kernel passes; the one that drops every token's second expert
+// after call 40 fails there, and its records are re-graded.
+func TestAuditMoEOnTheCPU(t *testing.T) {
+	cases := []struct {
+		candidate string
+		decision  string
+		reason    []string
+	}{
+		{"kernels/contributions/moe_fused_experts_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
+		{"kernels/fixtures/moe_wrong_after_n_calls", Fail, []string{"audit violation: moe.fused_experts rank 0 call 40:"}},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.candidate), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			o := options(t, f, c.candidate)
+			o.Model = moeModel(t, f)
+			ev, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("receipts %+v", ev.Receipts)
+			t.Logf("%s by %s: %s (engine %s s, judge %s s)", ev.Decision, ev.DecidedBy, ev.Reason, ev.EngineSeconds, ev.JudgeSeconds)
+			if ev.Decision != c.decision || ev.DecidedBy != ByGate {
+				t.Fatalf("decision %s by %s (%s), want %s by the gate", ev.Decision, ev.DecidedBy, ev.Reason, c.decision)
+			}
+			for _, want := range c.reason {
+				if !strings.Contains(ev.Reason, want) {
+					t.Errorf("reason %q lacks %q", ev.Reason, want)
+				}
+			}
+			if len(ev.Receipts) != 1 || ev.Receipts[0].Slot != "moe.fused_experts" || ev.Receipts[0].N < DefaultMinCalls || ev.Receipts[0].Origins["stock"] != 0 {
+				t.Fatalf("receipts %+v", ev.Receipts)
 			}
 			store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
 			if err != nil {
@@ -395,7 +479,7 @@ func TestVerifyPassesTheAuditFixtures(t *testing.T) {
 	f := newFixture(t)
 	ws := testtree.Workspace(t, "../..", "catalog/targets.hcl", "kernels/fixtures")
 	for _, name := range []string{"rmsnorm_wrong_after_n_calls", "rmsnorm_wrong_after_the_budget", "rmsnorm_lower_precision", "rmsnorm_mutates_input", "rmsnorm_wrong_unless_audited",
-		"rmsnorm_honest_when_sampled", "decode_attention_wrong_after_n_calls"} {
+		"rmsnorm_honest_when_sampled", "decode_attention_wrong_after_n_calls", "moe_wrong_after_n_calls"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			if strings.HasPrefix(name, "rmsnorm_") {
@@ -498,12 +582,12 @@ func TestASlotTheJudgeCannotRecomputeIsNoDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Contracts = append(o.Contracts, contractsOf(t, cat, "moe.fused_experts")...)
+	o.Contracts = append(o.Contracts, contractsOf(t, cat, "moe.fused_experts_reduce")...)
 	ev, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Decision != NoDecision || ev.DecidedBy != ByJudge || !strings.Contains(ev.Reason, "cannot audit slot(s) moe.fused_experts") {
+	if ev.Decision != NoDecision || ev.DecidedBy != ByJudge || !strings.Contains(ev.Reason, "cannot audit slot(s) moe.fused_experts_reduce") {
 		t.Fatalf("%s by %s: %s", ev.Decision, ev.DecidedBy, ev.Reason)
 	}
 }

@@ -212,6 +212,15 @@ func ValidatorRoot(dir string) (string, error) {
 	return writeRoot(dir, "validator root", kref.Files, kworker.Files)
 }
 
+// JudgeRoot is ValidatorRoot with the engine substrate beside the
+// validator packages: the audit's judge reads a MoE layer's experts from
+// the model with the substrate's own loader and stacking, so that it sees
+// them as the audited engine did. The substrate is the validator's code;
+// no candidate code is in either.
+func JudgeRoot(dir string) (string, error) {
+	return writeRoot(dir, "judge root", kref.Files, kworker.Files, ksubstrate.Files)
+}
+
 // EngineRoot writes the embedded engine substrate under dir (which must
 // not exist yet) with read-only files, and returns dir: the sys.path root
 // of engine sessions.

@@ -34,6 +34,7 @@ var fixtures = map[string]fixtureExpectation{
 	"rmsnorm_wrong_after_n_calls":          {stage: "audit"},
 	"rmsnorm_wrong_after_the_budget":       {stage: "audit"},
 	"decode_attention_wrong_after_n_calls": {stage: "audit"},
+	"moe_wrong_after_n_calls":              {stage: "audit"},
 	"rmsnorm_lower_precision":              {stage: "audit"},
 	"rmsnorm_mutates_input":                {stage: "audit"},
 	"rmsnorm_honest_when_sampled":          {stage: "audit"},

@@ -171,17 +171,21 @@ class Recorder:
             # Every sampled call is cloned, whether the reservoir will keep
             # it or not, and the draw is made after the call: a kernel that
             # watched the allocator for the clones would learn nothing.
-            pre = [_clone(a) for a in args]
+            # A prepared expert state is recorded as the layer it was
+            # prepared from (its raw weights are in the model, where the
+            # judge reads them), so it is neither cloned nor copied.
+            layers = [_prepared_layer(seam, a) for a in args]
+            pre = [a if layer is not None else _clone(a) for a, layer in zip(args, layers)]
             result = inner(slot, live, *args, graph=graph)
             if args and isinstance(args[0], torch.Tensor) and args[0].device.type == "cuda":
                 torch.cuda.synchronize()
-            self._keep(slot, i, lambda: seam.resolve(slot, live, graph).origin, pre, args)
+            self._keep(slot, i, lambda: seam.resolve(slot, live, graph).origin, pre, args, layers)
             return result
 
         seam.call = call
         return self
 
-    def _keep(self, slot, i, origin, pre, post):
+    def _keep(self, slot, i, origin, pre, post, layers):
         """The reservoir's step for sampled call i of slot: keep its record
         (the slot's first, or while the reservoir has room, or in place of
         the kept record the draw names) or drop it. A record that does not
@@ -202,7 +206,7 @@ class Recorder:
                 if position >= room:
                     return
                 evicted = res[position]
-        header, blobs = self._encode(slot, i, origin(), pre, post)
+        header, blobs = self._encode(slot, i, origin(), pre, post, layers)
         size = 8 + len(header) + sum(len(b) for b in blobs)
         total = self.kept_bytes[slot] - (evicted[1] if evicted else 0) + size
         if size > RECORD_LIMIT or total > self.share:
@@ -234,7 +238,7 @@ class Recorder:
         first = [self.first[slot]] if slot in self.first else []
         return sorted(first + [c for c, _ in self.reservoir[slot]])
 
-    def _encode(self, slot, i, origin, pre, post):
+    def _encode(self, slot, i, origin, pre, post, layers):
         blobs, entries, offset = [], [], 0
 
         def put(data):
@@ -252,8 +256,10 @@ class Recorder:
             e["post"] = e["pre"] if after == before else put(after)
             return e
 
-        for p, q in zip(pre, post):
-            if isinstance(p, torch.Tensor):
+        for p, q, layer in zip(pre, post, layers):
+            if layer is not None:
+                entries.append({"kind": "expert_weights", "layer": layer})
+            elif isinstance(p, torch.Tensor):
                 entries.append(tensor_entry(p, q))
             elif isinstance(p, tuple) and p and all(isinstance(x, torch.Tensor) for x in p):
                 entries.append({"kind": "tuple", "items": [tensor_entry(a, b) for a, b in zip(p, q)]})
@@ -317,6 +323,15 @@ def parse_outputs(value):
         if any(p < 0 for p in out[slot]):
             raise AuditError(f"{ENV_OUTPUTS}: entry {item!r} has a negative position")
     return out
+
+
+def _prepared_layer(seam, a):
+    """The layer whose expert weights a was prepared from, when a is a
+    prepared state the model registered on seam; None otherwise."""
+    entry = getattr(seam, "prepared_from", {}).get(id(a))
+    if entry is None or entry[0] is not a or not isinstance(entry[1], int) or entry[1] < 0:
+        return None
+    return entry[1]
 
 
 def _clone(a):

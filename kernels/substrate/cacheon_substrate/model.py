@@ -159,7 +159,9 @@ class Model:
         prepare may lay them out its own way)."""
         key = f"{choice.slot}:{choice.origin}"
         if key not in layer.prepared:
-            layer.prepared[key] = choice.prepare(layer.w13, layer.w2)
+            state = choice.prepare(layer.w13, layer.w2)
+            layer.prepared[key] = state
+            self.seam.prepared_from[id(state)] = (state, layer.index)
         return layer.prepared[key]
 
     # -- passes ---------------------------------------------------------------

@@ -144,6 +144,10 @@ class Seam:
     calls: Dict[str, Dict[str, int]] = field(default_factory=dict)
     count_calls: bool = True
     skipped: Dict[str, List[str]] = field(default_factory=dict)  # slot -> why rows were left out
+    # id of a prepared expert state -> (the state, the layer whose raw
+    # expert weights it was prepared from): the audit records the layer,
+    # not the state, and its judge reads those weights from the model.
+    prepared_from: Dict[int, tuple] = field(default_factory=dict)
     _cache: Dict[tuple, Choice] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -23,6 +23,7 @@ class Layer:
     w13: Optional[torch.Tensor] = None  # MoE: (E, 2 * local I, H), w1 (gate) over w3 (up)
     w2: Optional[torch.Tensor] = None  # MoE: (E, H, local I)
     prepared: Dict[str, object] = field(default_factory=dict)  # per seam choice
+    index: int = -1  # the layer's position in the model (the audit names a layer's expert weights by it)
 
 
 @dataclass
@@ -136,6 +137,24 @@ def _cols(t: torch.Tensor, rank: int, tp: int) -> torch.Tensor:
     return t[..., rank * n:(rank + 1) * n]
 
 
+def expert_names(cfg: ModelConfig, layer: int) -> List[str]:
+    """The Hugging Face names of one layer's expert matrices."""
+    pre = f"model.layers.{layer}.block_sparse_moe.experts."
+    return [f"{pre}{j}.{w}.weight" for j in range(cfg.num_local_experts) for w in ("w1", "w2", "w3")]
+
+
+def stack_experts(hf: Dict[str, torch.Tensor], cfg: ModelConfig, layer: int, rank: int = 0, tp: int = 1):
+    """One layer's experts as the MoE slot takes them: w13 (E, 2 * local I,
+    H), w1 (gate) over w3 (up), and w2 (E, H, local I). The audit's judge
+    stacks a recorded call's experts with this too."""
+    pre = f"model.layers.{layer}.block_sparse_moe.experts."
+    e = cfg.num_local_experts
+    w1 = torch.stack([_rows(hf[f"{pre}{j}.w1.weight"], rank, tp) for j in range(e)])
+    w3 = torch.stack([_rows(hf[f"{pre}{j}.w3.weight"], rank, tp) for j in range(e)])
+    w2 = torch.stack([_cols(hf[f"{pre}{j}.w2.weight"], rank, tp) for j in range(e)])
+    return torch.cat([w1, w3], 1), w2
+
+
 def build(hf: Dict[str, torch.Tensor], cfg: ModelConfig, rank: int = 0, tp: int = 1, device=None) -> Weights:
     """Fuse (q|k|v, gate|up, w1|w3) and shard Megatron-style: column-parallel
     projections split their output rows, row-parallel ones (o, down, w2)
@@ -153,14 +172,10 @@ def build(hf: Dict[str, torch.Tensor], cfg: ModelConfig, rank: int = 0, tp: int 
         k = _rows(hf[p + "self_attn.k_proj.weight"], rank, tp)
         v = _rows(hf[p + "self_attn.v_proj.weight"], rank, tp)
         layer = Layer(input_norm=dev(hf[p + "input_layernorm.weight"]), post_norm=dev(hf[p + "post_attention_layernorm.weight"]),
-                      wqkv=dev(torch.cat([q, k, v], 0)), wo=dev(_cols(hf[p + "self_attn.o_proj.weight"], rank, tp)))
+                      wqkv=dev(torch.cat([q, k, v], 0)), wo=dev(_cols(hf[p + "self_attn.o_proj.weight"], rank, tp)), index=i)
         if cfg.is_moe:
-            e = cfg.num_local_experts
-            pre = p + "block_sparse_moe.experts."
-            w1 = torch.stack([_rows(hf[f"{pre}{j}.w1.weight"], rank, tp) for j in range(e)])
-            w3 = torch.stack([_rows(hf[f"{pre}{j}.w3.weight"], rank, tp) for j in range(e)])
-            layer.w13 = dev(torch.cat([w1, w3], 1))
-            layer.w2 = dev(torch.stack([_cols(hf[f"{pre}{j}.w2.weight"], rank, tp) for j in range(e)]))
+            w13, w2 = stack_experts(hf, cfg, i, rank, tp)
+            layer.w13, layer.w2 = dev(w13), dev(w2)
             layer.router = dev(hf[p + "block_sparse_moe.gate.weight"])
         else:
             gate = _rows(hf[p + "mlp.gate_proj.weight"], rank, tp)

@@ -119,6 +119,34 @@ class RecorderTest(unittest.TestCase):
             self.assertEqual(idx["capacity"], {"norm.rmsnorm": audit.MAX_KEPT})
             self.assertEqual((idx["budget_bytes"], idx["overflow"]), (1 << 30, {}))
 
+    def test_a_prepared_expert_state_is_recorded_as_its_layer(self):
+        # The model registers each prepared state with the layer whose
+        # experts it came from; the record names that layer (the judge
+        # reads its experts from the model) and holds none of the state's
+        # bytes, whatever layout the candidate's prepare chose.
+        with tempfile.TemporaryDirectory() as d:
+            s = seam_mod.Seam()
+
+            def experts(x, ids, weights, prepared, out):
+                out.copy_(x)
+
+            s.rows["moe.fused_experts"] = [seam_mod.Row("moe.fused_experts", "default", "k.py", experts, None, (), True, "tree")]
+            rec = audit.Recorder(d, audit.PPM, SEED, ["moe.fused_experts"], {"moe.fused_experts": (4,)}).install(s)
+            state = (torch.ones(4, 8, 3), torch.ones(4, 3, 4))  # a candidate's transposed layout
+            s.prepared_from[id(state)] = (state, 1)
+            x, ids, w, out = torch.ones(2, 3), torch.zeros(2, 2, dtype=torch.int32), torch.full((2, 2), 0.5), torch.empty(2, 3)
+            s.call("moe.fused_experts", {}, x, ids, w, state, out)
+            # A tuple of tensors the model did not register is recorded as one.
+            s.call("moe.fused_experts", {}, x, ids, w, (torch.ones(1),), out)
+            rec.close()
+            head, body = read_record(os.path.join(d, "moe.fused_experts.0000000.rec"))
+            self.assertEqual(head["args"][3], {"kind": "expert_weights", "layer": 1})
+            sizes = sum(e["post"][1] - e["pre"][0] for e in head["args"] if e["kind"] == "tensor")
+            self.assertLess(len(body), 4 * 8 * 3 * 4, "the prepared state's bytes are in the record")
+            self.assertGreater(sizes, 0)
+            head, _ = read_record(os.path.join(d, "moe.fused_experts.0000001.rec"))
+            self.assertEqual(head["args"][3]["kind"], "tuple")
+
     def test_an_unwritten_output_is_the_poison_not_a_stale_answer(self):
         """The cheat of a stale buffer (integrity class 4): the output
         tensor already holds the right answer (an allocator handed back

@@ -53,19 +53,70 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
           "int32": torch.int32, "int64": torch.int64, "bool": torch.bool, "uint8": torch.uint8}
 
 # The shape parameters of a slot's truth, from a recorded call's named
-# tensors. Slots absent here cannot be audited by this validator yet.
-# The attention truths read their shapes from the recorded tensors
-# themselves; the parameters are what their contracts name. The MoE slots
-# take prepared expert weights, which a record does not hold (an opaque
-# argument), so they stay unsupported: NO_DECISION, the validator's
-# shortfall, never the candidate's.
+# tensors. Slots absent here cannot be audited by this validator yet
+# (NO_DECISION, the validator's shortfall, never the candidate's). The
+# attention truths read their shapes from the recorded tensors
+# themselves; the parameters are what their contracts name. The MoE
+# expert slot's prepared state is recorded as the layer it was prepared
+# from, and its w13 and w2 are read from the model (ModelExperts).
 PARAMS = {
     "norm.rmsnorm": lambda t: {"T": t["x"].shape[0], "H": t["x"].shape[1]},
     "activation.silu_and_mul": lambda t: {"T": t["x"].shape[0], "d": t["out"].shape[-1]},
     "attention.sdpa": lambda t: {"T": t["q"].shape[0], "Hq": t["q"].shape[1], "Hkv": t["k"].shape[1], "D": t["q"].shape[2]},
     "attention.decode": lambda t: {"B": t["q"].shape[0], "Hq": t["q"].shape[1], "Hkv": t["k"].shape[2], "D": t["q"].shape[2],
                                    "ctx": t["k"].shape[1]},
+    "moe.fused_experts": lambda t: {"M": t["x"].shape[0], "E": t["w13"].shape[0], "H": t["x"].shape[1],
+                                    "I": t["w13"].shape[1] // 2, "K": t["topk_ids"].shape[1]},
 }
+
+# How many bytes of expert weights the judge keeps between records: the
+# records come in call order, which cycles through the layers, so a model
+# whose experts fit is read once; a larger one is read again per layer.
+EXPERT_CACHE_BYTES = 4 << 30
+
+
+class ModelError(Exception):
+    """The model could not be read: the validator's trouble (the judge's
+    harness error, NO_DECISION), never a record's fault."""
+
+
+class ModelExperts:
+    """One layer's expert weights (w13, w2) as the audited engine built
+    them: read from the sealed model the engine served (its
+    model.safetensors, cast to the config's dtype, stacked by the
+    substrate's own code), never from the candidate's process."""
+
+    def __init__(self, model_dir):
+        self.dir, self.cfg, self.cache, self.bytes = model_dir, None, {}, 0
+
+    def __call__(self, layer, where):
+        if not isinstance(layer, int) or isinstance(layer, bool):
+            raise RecordError(f"{where}: expert_weights layer {layer!r} is not an integer")
+        if self.dir is None:
+            raise ModelError(f"{where}: the call names expert weights, and the audit was given no model to read them from")
+        from cacheon_substrate import safetensors as st, weights
+        from cacheon_substrate.config import ModelConfig
+        if self.cfg is None:
+            try:
+                self.cfg = ModelConfig.load(self.dir)
+            except Exception as e:
+                raise ModelError(f"the model's config: {type(e).__name__}: {e}") from None
+        cfg = self.cfg
+        if not cfg.is_moe or not 0 <= layer < cfg.num_hidden_layers:
+            raise RecordError(f"{where}: expert_weights layer {layer}: the model has "
+                              f"{cfg.num_hidden_layers} layers{'' if cfg.is_moe else ' and no experts'}")
+        if layer not in self.cache:
+            try:
+                hf = st.load(os.path.join(self.dir, "model.safetensors"), weights.expert_names(cfg, layer))
+                w13, w2 = weights.stack_experts({k: v.to(cfg.dtype) for k, v in hf.items()}, cfg, layer)
+            except Exception as e:
+                raise ModelError(f"layer {layer}'s experts: {type(e).__name__}: {e}") from None
+            size = (w13.numel() + w2.numel()) * w13.element_size()
+            if self.bytes + size > EXPERT_CACHE_BYTES:
+                self.cache, self.bytes = {}, 0
+            self.cache[layer] = (w13, w2)
+            self.bytes += size
+        return self.cache[layer]
 
 
 def record_name(slot, call):
@@ -195,8 +246,9 @@ def _tensor(entry, body, where, which):
     return raw.view(dtype).reshape(shape).clone()
 
 
-def judge_call(bound, head, body, name):
-    """(score, passed, reason) of one record."""
+def judge_call(bound, head, body, name, experts=None):
+    """(score, passed, reason) of one record. experts reads a layer's
+    expert weights (ModelExperts) for a call that names them."""
     c = bound.contract
     args = head["args"]
     if len(args) != len(c.call):
@@ -220,6 +272,10 @@ def judge_call(bound, head, body, name):
             if not isinstance(v, (bool, int, float)):
                 raise RecordError(f"{where}: scalar {v!r}")
             inputs[argname] = v
+        elif kind == "expert_weights":
+            if experts is None:
+                raise RecordError(f"{where}: expert weights, and the audit reads none")
+            inputs["w13"], inputs["w2"] = experts(entry.get("layer"), where)
         elif kind in ("tuple", "opaque"):
             inputs[argname] = None  # prepared state or a process group: not needed by the op truths audited here
         else:
@@ -316,7 +372,7 @@ def expected_sample(d, slot, idx, seed, rate, share, budget, nslots):
                          f"records from its first record of {len(first[0])} bytes)")
 
 
-def judge_rank(d, rank, bounds, seed, rate, budget):
+def judge_rank(d, rank, bounds, seed, rate, budget, experts=None):
     """Receipts of one rank's directory and why any slot stopped
     recording, or a record error."""
     slots = sorted(bounds)
@@ -362,8 +418,8 @@ def judge_rank(d, rank, bounds, seed, rate, budget):
                                   f"(a budget of {budget} bytes over {len(slots)} slot(s))")
             r["origins"][head["origin"][:200]] = r["origins"].get(head["origin"][:200], 0) + 1
             try:
-                score, passed, reason, threshold = judge_call(bound, head, body, n)
-            except RecordError:
+                score, passed, reason, threshold = judge_call(bound, head, body, n, experts)
+            except (RecordError, ModelError):
                 raise
             except Exception as e:  # the truth could not be computed on what was recorded
                 r["compare_errors"] += 1
@@ -401,10 +457,14 @@ def run(req, progress):
            "overflow": []}
     if unsupported:
         return out
+    model = req.get("model_dir")
+    if model is not None and not isinstance(model, str):
+        raise ValueError("model_dir must be a path")
+    experts = ModelExperts(model)
     for rank, d in enumerate(dirs):
         progress("audit_rank", case=rank)
         try:
-            receipts, overflow = judge_rank(d, rank, bounds, seed, rate, budget)
+            receipts, overflow = judge_rank(d, rank, bounds, seed, rate, budget, experts)
         except (RecordError, OSError, ValueError) as e:
             out["record_errors"].append({"rank": rank, "reason": str(e)[:1000]})
             continue
