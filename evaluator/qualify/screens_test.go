@@ -78,4 +78,15 @@ func TestScreenGraph(t *testing.T) {
 			}
 		})
 	}
+	// A row left out of CUDA graphs is named: the graph-replayed decode
+	// will time the stock kernel in its place.
+	att := verify.RowResult{Slot: "attention.decode", Variant: "default", Verdict: verify.Pass, Graph: verify.GraphNotRequired}
+	got := screenGraph(&verify.Report{Rows: []verify.RowResult{row("required", ok), att}})
+	if got.Decision != Pass || !strings.Contains(got.Reason, "1 cases of 1 rows captured") ||
+		!strings.Contains(got.Reason, "attention.decode [default] declare(s) no graph_safe, so inside CUDA graphs the stock kernel serves them") {
+		t.Fatalf("graph screen %+v", got)
+	}
+	if got := screenGraph(&verify.Report{Rows: []verify.RowResult{row("required", ok)}}); strings.Contains(got.Reason, "graph_safe") {
+		t.Fatalf("graph screen %+v names a row left out of graphs where there is none", got)
+	}
 }
