@@ -118,32 +118,43 @@ func TestAuditOnTheCPU(t *testing.T) {
 		candidate string
 		decision  string
 		reason    []string // substrings of the reason
+		moe       bool     // served on a MoE model
 	}{
-		{"kernels/contributions/rmsnorm_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
-		{"kernels/fixtures/rmsnorm_wrong_after_n_calls", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}},
-		{"kernels/fixtures/rmsnorm_lower_precision", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 0:", "bar 0.995"}},
-		{"kernels/fixtures/rmsnorm_mutates_input", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "inputs x changed by the call"}},
+		{"kernels/contributions/rmsnorm_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}, false},
+		{"kernels/fixtures/rmsnorm_wrong_after_n_calls", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}, false},
+		{"kernels/fixtures/rmsnorm_lower_precision", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 0:", "bar 0.995"}, false},
+		{"kernels/fixtures/rmsnorm_mutates_input", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "inputs x changed by the call"}, false},
 		// Integrity class 4: every other output left unwritten after call
 		// 40. The recorder poisons outputs before every call, so what the
 		// judge reads there is the poison, never a stale answer.
-		{"kernels/fixtures/rmsnorm_stale_output", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 41:", "non-finite where finite expected"}},
+		{"kernels/fixtures/rmsnorm_stale_output", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 41:", "non-finite where finite expected"}, false},
 		// The reverse fixture: honest exactly when audited. The audit passes
 		// it (the kernel can tell it is audited); T must catch it.
-		{"kernels/fixtures/rmsnorm_wrong_unless_audited", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
+		{"kernels/fixtures/rmsnorm_wrong_unless_audited", Pass, []string{"1 slot(s) × 1 rank(s) audited"}, false},
 		// Honest on exactly the sampled calls where it finds the sample's
 		// seed and rate in its environment; they are not there (they come
 		// on the request pipe), so it cheats from call 40 and is recorded.
-		{"kernels/fixtures/rmsnorm_honest_when_sampled", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}},
+		{"kernels/fixtures/rmsnorm_honest_when_sampled", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}, false},
 		// Attention decode: the judge recomputes it from the recorded q, KV
 		// cache and sequence lengths; calls 0–39 are honest and pass it, the
 		// first wrong one is the violation.
-		{"kernels/fixtures/decode_attention_wrong_after_n_calls", Fail, []string{"audit violation: attention.decode rank 0 call 40:"}},
+		{"kernels/fixtures/decode_attention_wrong_after_n_calls", Fail, []string{"audit violation: attention.decode rank 0 call 40:"}, false},
+		// The MoE expert slot, on a MoE model (moeModel). The candidates'
+		// prepare keeps the experts transposed, so a record holds no
+		// weights the judge could use: it names the layer its prepared
+		// state came from, and the judge reads that layer's experts from
+		// the model. The fixture skips its experts after call 40.
+		{"kernels/contributions/moe_fused_experts_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}, true},
+		{"kernels/fixtures/moe_wrong_after_n_calls", Fail, []string{"audit violation: moe.fused_experts rank 0 call 40:"}, true},
 	}
 	for _, c := range cases {
 		t.Run(filepath.Base(c.candidate), func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
 			o := options(t, f, c.candidate)
+			if c.moe {
+				o.Model = moeModel(t, f)
+			}
 			ev, err := Run(context.Background(), o)
 			if err != nil {
 				t.Fatal(err)
@@ -204,59 +215,6 @@ st.save(path, {k: (v.float() * 5).to(v.dtype) if ".experts." in k else v for k, 
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// TestAuditMoEOnTheCPU audits the MoE expert slot on a MoE model. The
-// candidates' prepare keeps the experts transposed, so a record holds no
-// weights the judge could use: it names the layer its prepared state came
-// from, and the judge reads that layer's experts from the model. The
-// honest kernel passes; the one that drops every token's second expert
-// after call 40 fails there, and its records are re-graded.
-func TestAuditMoEOnTheCPU(t *testing.T) {
-	cases := []struct {
-		candidate string
-		decision  string
-		reason    []string
-	}{
-		{"kernels/contributions/moe_fused_experts_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}},
-		{"kernels/fixtures/moe_wrong_after_n_calls", Fail, []string{"audit violation: moe.fused_experts rank 0 call 40:"}},
-	}
-	for _, c := range cases {
-		t.Run(filepath.Base(c.candidate), func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t)
-			o := options(t, f, c.candidate)
-			o.Model = moeModel(t, f)
-			ev, err := Run(context.Background(), o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("receipts %+v", ev.Receipts)
-			t.Logf("%s by %s: %s (engine %s s, judge %s s)", ev.Decision, ev.DecidedBy, ev.Reason, ev.EngineSeconds, ev.JudgeSeconds)
-			if ev.Decision != c.decision || ev.DecidedBy != ByGate {
-				t.Fatalf("decision %s by %s (%s), want %s by the gate", ev.Decision, ev.DecidedBy, ev.Reason, c.decision)
-			}
-			for _, want := range c.reason {
-				if !strings.Contains(ev.Reason, want) {
-					t.Errorf("reason %q lacks %q", ev.Reason, want)
-				}
-			}
-			if len(ev.Receipts) != 1 || ev.Receipts[0].Slot != "moe.fused_experts" || ev.Receipts[0].N < DefaultMinCalls || ev.Receipts[0].Origins["stock"] != 0 {
-				t.Fatalf("receipts %+v", ev.Receipts)
-			}
-			store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref, err := Publish(store, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Regrade(store, ref); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
 }
 
 // smallBudget is a recorder budget that holds far fewer records than
