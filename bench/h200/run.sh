@@ -14,8 +14,9 @@
 #                                 too), with the committed T calibration
 #   bench/h200/run.sh attention   the same for an honest attention.decode contribution over an incumbent
 #                                 whose attention.decode entry is the same kernel slowed by SPIN GPU cycles
-#                                 a call (default 4,800) and HOST_SPIN_US microseconds of host time a call
-#                                 (default 0), so that the audit runs at the attention slot
+#                                 a call (default 4,800), both declared graph_safe so that the timed decode's
+#                                 graphs capture them, so that the audit runs at the attention slot;
+#                                 HOST_SPIN_US adds host time a call, which graph replays never run
 #   bench/h200/run.sh silu        every stage for an honest activation.silu_and_mul contribution over
 #                                 an incumbent slowed by 4,800 cycles a call (ROUNDS qualifications,
 #                                 default 1), so that the audit runs at the MLP slot, whose records
