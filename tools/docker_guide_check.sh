@@ -27,21 +27,9 @@ set -euo pipefail
 shopt -s extglob # the digest's pattern in run_guide
 guide=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/docs/consumer-guide.md
 source "$(dirname "${BASH_SOURCE[0]}")/guide_lib.sh"
-say() { printf 'docker-guide: %s\n' "$*" >&2; }
-fail() {
-  say "FAIL: $*"
-  exit 1
-}
 (($# == 3)) || { echo "usage: $0 OUT MODEL CACHEON" >&2; exit 64; }
 out=$1 model=$2 cacheon=$3
-for tool in dockerd docker docker-registry; do
-  if ! command -v "$tool" >/dev/null; then
-    [[ ${CACHEON_REQUIRE_STOCK_TOOLS:-0} == 1 ]] &&
-      fail "$tool is not installed and CACHEON_REQUIRE_STOCK_TOOLS is set (tools/bootstrap.sh test installs docker.io and docker-registry)"
-    say "SKIP: $tool is not installed (tools/bootstrap.sh test installs docker.io and docker-registry)"
-    exit 0
-  fi
-done
+guide_prelude docker-guide "tools/bootstrap.sh test installs docker.io and docker-registry" dockerd docker docker-registry
 start=$SECONDS
 # Under /tmp rather than $TMPDIR, which may be long: the daemon's sockets
 # live under it, and a unix socket's path is at most 107 bytes.

@@ -33,3 +33,26 @@ channel_served() {
   }
   [[ -n $(ls -A "$3") ]] || fail "under $2 the channel's state was not written to the state mount"
 }
+
+# guide_prelude NAME HINT TOOL... starts a guide check named NAME: say and
+# fail print under that name, and where a TOOL is not installed the check
+# skips (exit 0, saying so), or fails where CACHEON_REQUIRE_STOCK_TOOLS=1;
+# HINT says what installs them.
+guide_prelude() {
+  check=$1 hint=$2
+  shift 2
+  say() { printf '%s: %s\n' "$check" "$*" >&2; }
+  fail() {
+    say "FAIL: $*"
+    exit 1
+  }
+  local tool
+  for tool in "$@"; do
+    if ! command -v "$tool" >/dev/null; then
+      [[ ${CACHEON_REQUIRE_STOCK_TOOLS:-0} == 1 ]] &&
+        fail "$tool is not installed and CACHEON_REQUIRE_STOCK_TOOLS is set ($hint)"
+      say "SKIP: $tool is not installed ($hint)"
+      exit 0
+    fi
+  done
+}

@@ -22,19 +22,9 @@
 set -euo pipefail
 guide=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/docs/consumer-guide.md
 source "$(dirname "${BASH_SOURCE[0]}")/guide_lib.sh"
-say() { printf 'runc-guide: %s\n' "$*" >&2; }
-fail() {
-  say "FAIL: $*"
-  exit 1
-}
 (($# == 3)) || { echo "usage: $0 OUT MODEL CACHEON" >&2; exit 64; }
 out=$1 model=$2 cacheon=$3
-if ! command -v runc >/dev/null || ! command -v umoci >/dev/null; then
-  [[ ${CACHEON_REQUIRE_STOCK_TOOLS:-0} == 1 ]] &&
-    fail "runc or umoci is not installed and CACHEON_REQUIRE_STOCK_TOOLS is set (tools/bootstrap.sh test installs both)"
-  say "SKIP: runc or umoci is not installed (tools/bootstrap.sh test installs both)"
-  exit 0
-fi
+guide_prelude runc-guide "tools/bootstrap.sh test installs runc and umoci" runc umoci
 start=$SECONDS
 work=$(mktemp -d "${TMPDIR:-/tmp}/cacheon-runc-guide.XXXXXX")
 # The unpacked bundle is a gigabyte; umoci may leave directories without

@@ -224,7 +224,7 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, []
 		}
 		var ev *SpeedEvidence
 		if o.OneEngine {
-			ev = runSpeedOneEngine(ctx, o.Isolation, round[0], round[0].Spec.Tree, round[1].Spec.Tree, round[1].Candidate, o.Workload, o.Policy, o.Sample)
+			ev = runSpeedOneEngine(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample)
 		} else {
 			ev = runSpeedV8(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample, rereads)
 		}

@@ -25,10 +25,17 @@ import (
 // every read, and only the swapped tree and its captured graphs differ.
 // It is a calibration schedule (qualify calibrate --one-engine), not a
 // qualification's: B′ is read in the process the candidate's code ran in.
-func runSpeedOneEngine(ctx context.Context, iso worker.Isolation, a Arm, incumbentTree, cTree string, candidate bool, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
+//
+// arms are the v8 schedule's B, C and B′: the engine is started from B's
+// spec, and C's spec gives the tree swapped in for C.
+func runSpeedOneEngine(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
 	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
-	spec := a.Spec
-	spec.Tree = incumbentTree
+	if !armsInOrder(arms) {
+		ev.Outcome = Outcome{NoDecision, "the one-engine schedule needs the arms B, C and B′ in that order"}
+		return ev
+	}
+	incumbentTree, cTree, candidate := arms[0].Spec.Tree, arms[1].Spec.Tree, arms[1].Candidate
+	spec := arms[0].Spec
 	spec.SwapTrees = []string{incumbentTree, cTree}
 	e, err := engine.Start(ctx, iso, spec)
 	if err != nil {

@@ -51,7 +51,7 @@ type SpeedEvidence struct {
 // in the evidence (SpeedEvidence.SetAside) and re-graded.
 func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler, rereads int) *SpeedEvidence {
 	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
-	if len(arms) != 3 || arms[0].Role != speed.B || arms[1].Role != speed.C || arms[2].Role != speed.BPrime {
+	if !armsInOrder(arms) {
 		ev.Outcome = Outcome{NoDecision, "the v8 schedule needs the arms B, C and B′ in that order"}
 		return ev
 	}
@@ -111,6 +111,12 @@ func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *worklo
 		ev.Outcome = speedOutcome(g, samples)
 		return ev
 	}
+}
+
+// armsInOrder is whether arms are B, C and B′, in that order: the read
+// order both the v8 and the one-engine schedule take.
+func armsInOrder(arms []Arm) bool {
+	return len(arms) == 3 && arms[0].Role == speed.B && arms[1].Role == speed.C && arms[2].Role == speed.BPrime
 }
 
 // readSet times one read of each engine in arm order, the other two

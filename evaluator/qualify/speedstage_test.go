@@ -236,7 +236,8 @@ func TestSpeedOneEngineOnTheCPU(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	a := arms(f)
-	ev := runSpeedOneEngine(context.Background(), f.Iso, a[0], f.Tree, f.Tree, false, smoke(t), testPolicy(), nil)
+	a[1].Candidate = false // the same tree on every arm: a stock round
+	ev := runSpeedOneEngine(context.Background(), f.Iso, a, smoke(t), testPolicy(), nil)
 	if ev.Grade == nil {
 		t.Fatalf("no grade: %+v", ev.Outcome)
 	}

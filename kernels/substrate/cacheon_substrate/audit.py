@@ -328,7 +328,7 @@ def parse_outputs(value):
 def _prepared_layer(seam, a):
     """The layer whose expert weights a was prepared from, when a is a
     prepared state the model registered on seam; None otherwise."""
-    entry = getattr(seam, "prepared_from", {}).get(id(a))
+    entry = seam.prepared_from.get(id(a))
     if entry is None or entry[0] is not a or not isinstance(entry[1], int) or entry[1] < 0:
         return None
     return entry[1]

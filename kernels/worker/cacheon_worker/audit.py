@@ -246,7 +246,7 @@ def _tensor(entry, body, where, which):
     return raw.view(dtype).reshape(shape).clone()
 
 
-def judge_call(bound, head, body, name, experts=None):
+def judge_call(bound, head, body, name, experts):
     """(score, passed, reason) of one record. experts reads a layer's
     expert weights (ModelExperts) for a call that names them."""
     c = bound.contract
@@ -273,8 +273,6 @@ def judge_call(bound, head, body, name, experts=None):
                 raise RecordError(f"{where}: scalar {v!r}")
             inputs[argname] = v
         elif kind == "expert_weights":
-            if experts is None:
-                raise RecordError(f"{where}: expert weights, and the audit reads none")
             inputs["w13"], inputs["w2"] = experts(entry.get("layer"), where)
         elif kind in ("tuple", "opaque"):
             inputs[argname] = None  # prepared state or a process group: not needed by the op truths audited here
@@ -372,7 +370,7 @@ def expected_sample(d, slot, idx, seed, rate, share, budget, nslots):
                          f"records from its first record of {len(first[0])} bytes)")
 
 
-def judge_rank(d, rank, bounds, seed, rate, budget, experts=None):
+def judge_rank(d, rank, bounds, seed, rate, budget, experts):
     """Receipts of one rank's directory and why any slot stopped
     recording, or a record error."""
     slots = sorted(bounds)
