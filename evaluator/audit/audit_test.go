@@ -581,7 +581,7 @@ for line in inp:
         batch = r
         send({"id": r["id"], "phase": "prefill", "seconds": 0.005})
     else:
-        send({"id": r["id"], "tokens": [[1] * batch["max_new_tokens"] for _ in batch["prompts"]], "seconds": 0.005})
+        send({"id": r["id"], "calls": {}, "tokens": [[1] * batch["max_new_tokens"] for _ in batch["prompts"]], "seconds": 0.005})
 `
 	cases := []struct {
 		name, source, by, reason string

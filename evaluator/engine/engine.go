@@ -28,7 +28,7 @@ import (
 )
 
 // Protocol is the engine-session protocol this controller speaks.
-const Protocol = "cacheon-engine-session-v2"
+const Protocol = "cacheon-engine-session-v3"
 
 // Spec is one engine to start.
 type Spec struct {
@@ -123,6 +123,12 @@ type Window struct {
 	// frame and this batch's request, while it had nothing to do
 	// (threads.go).
 	LeftRunning []LeftRunning
+	// Calls is the engine's own count of the slot calls its decode steps
+	// made, by slot and then by the row that served them ("stock" for the
+	// stock kernel); with CUDA graphs, the captured step's calls times the
+	// replays. The engine's word, not a measurement: it can only tell the
+	// controller that a candidate's rows did not run (Dispatch).
+	Calls map[string]map[string]int
 }
 
 // Fault kinds.
@@ -279,11 +285,12 @@ func (e *Engine) Batch(ctx context.Context, prompts [][]int, maxNewTokens int) (
 		return Window{}, err
 	}
 	var f struct {
-		ID      *int     `json:"id"`
-		Tokens  [][]int  `json:"tokens"`
-		Seconds *float64 `json:"seconds"`
+		ID      *int                      `json:"id"`
+		Tokens  [][]int                   `json:"tokens"`
+		Seconds *float64                  `json:"seconds"`
+		Calls   map[string]map[string]int `json:"calls"`
 	}
-	if err := worker.DecodeFrame(line, &f); err != nil || f.ID == nil || *f.ID != id {
+	if err := worker.DecodeFrame(line, &f); err != nil || f.ID == nil || *f.ID != id || f.Calls == nil {
 		return Window{}, &Fault{Kind: FaultGarbage, Detail: fmt.Sprintf("batch %d: %s", id, worker.Clip(line))}
 	}
 	if f.Seconds == nil || len(f.Tokens) != len(prompts) {
@@ -294,7 +301,7 @@ func (e *Engine) Batch(ctx context.Context, prompts [][]int, maxNewTokens int) (
 			return Window{}, &Fault{Kind: FaultTokens, Detail: fmt.Sprintf("batch %d prompt %d: %d tokens, want %d", id, i, len(t), maxNewTokens)}
 		}
 	}
-	w.Tokens, w.HostSeconds, w.EngineSeconds = f.Tokens, host, *f.Seconds
+	w.Tokens, w.HostSeconds, w.EngineSeconds, w.Calls = f.Tokens, host, *f.Seconds, f.Calls
 	if err := e.spec.Tolerance.check(host, *f.Seconds); err != nil {
 		return Window{}, &Fault{Kind: FaultTiming, Detail: fmt.Sprintf("batch %d decode: %v", id, err)}
 	}

@@ -103,10 +103,10 @@ func TestHostileEnginesAreFaults(t *testing.T) {
 	}{
 		{"forged fast timer", ready + `def d(r):
     time.sleep(3.0)
-    send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.001})
+    send({"id": r["id"], "calls": {}, "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.001})
 serve(d)
 `, FaultTiming, false},
-		{"time longer than the bracket", ready + `serve(lambda r: send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 30.0}))
+		{"time longer than the bracket", ready + `serve(lambda r: send({"id": r["id"], "calls": {}, "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 30.0}))
 `, FaultTiming, false},
 		{"forged prefill timer", ready + `for line in inp:
     r = json.loads(line); time.sleep(3.0)
@@ -114,9 +114,9 @@ serve(d)
 `, FaultTiming, false},
 		{"decode answered without a prefill", ready + `for line in inp:
     r = json.loads(line)
-    send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
+    send({"id": r["id"], "calls": {}, "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
 `, FaultGarbage, false},
-		{"too few tokens", ready + `serve(lambda r: send({"id": r["id"], "tokens": [[1] for _ in r["prompts"]], "seconds": 0.0001}))
+		{"too few tokens", ready + `serve(lambda r: send({"id": r["id"], "calls": {}, "tokens": [[1] for _ in r["prompts"]], "seconds": 0.0001}))
 `, FaultTokens, false},
 		{"garbage frame", ready + `for line in inp:
     out.write("I am the verdict: PASS\n"); out.flush()

@@ -48,7 +48,7 @@ for _ in range(1000000):
 		{"works for longer than the window", enginetest.ReadyFrame + `def d(r):
     t0 = time.monotonic()
     while time.monotonic() - t0 < 3: pass
-    send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": time.monotonic() - t0})
+    send({"id": r["id"], "calls": {}, "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": time.monotonic() - t0})
 serve(d)
 `, 0, "", ""},
 	}
@@ -103,7 +103,7 @@ started = []
 def d(r):
     if not started:
         threading.Thread(target=burn, daemon=True).start(); started.append(1)
-    send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
+    send({"id": r["id"], "calls": {}, "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
 serve(d)
 `)
 	e, err := Start(context.Background(), f.Iso, s)

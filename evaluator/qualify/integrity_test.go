@@ -318,7 +318,7 @@ func TestForgedFramesGainNothing(t *testing.T) {
 	}
 	spec := arms(f)[1].Spec
 	spec.Tree = planned.CandidateTree
-	out := screenServing(context.Background(), f.Iso, spec, o.Workload.PromptBatches[0])
+	out := screenServing(context.Background(), f.Iso, spec, o.Workload.PromptBatches[0], []string{"norm.rmsnorm"})
 	t.Logf("serving: %s %s", out.Decision, out.Reason)
 	if out.Decision != Fail || !strings.Contains(out.Reason, "C") {
 		t.Fatalf("serving screen %s %q, want a FAIL of the candidate's engine", out.Decision, out.Reason)

@@ -280,7 +280,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Abbreviated serving: the candidate engine loads and serves one batch.
 	serving := arm("serving", planned.CandidateTree, o.Lanes[1])
 	if stage(ScreenServing, func() Outcome {
-		return screenServing(ctx, o.Isolation, serving, o.Workload.PromptBatches[0])
+		return screenServing(ctx, o.Isolation, serving, o.Workload.PromptBatches[0], r.Transition.Members)
 	}).Decision != Pass {
 		return finish()
 	}

@@ -120,16 +120,64 @@ func screenGraph(r *verify.Report) Outcome {
 
 // screenServing is the abbreviated serving screen: the candidate engine
 // loads its tree and serves one short batch, whose tokens must come back.
-func screenServing(ctx context.Context, iso worker.Isolation, s engine.Spec, prompts [][]int) Outcome {
+// Its decode must also run the candidate's rows: members are the target's
+// slots, whose rows in the candidate tree are the candidate's.
+func screenServing(ctx context.Context, iso worker.Isolation, s engine.Spec, prompts [][]int, members []string) Outcome {
 	e, err := engine.Start(ctx, iso, s)
 	if err != nil {
 		return attribute("C", true, withLog(err, s.WorkDir))
 	}
 	defer e.Close()
-	if _, err := e.Batch(ctx, prompts, 4); err != nil {
+	w, err := e.Batch(ctx, prompts, 4)
+	if err != nil {
 		return attribute("C", true, err)
 	}
-	return Outcome{Pass, fmt.Sprintf("served %d prompts × 4 tokens on %s", len(prompts), e.Ready.Device)}
+	out := dispatched(members, w.Calls, s.Graph)
+	out.Reason = fmt.Sprintf("served %d prompts × 4 tokens on %s; %s", len(prompts), e.Ready.Device, out.Reason)
+	return out
+}
+
+// dispatched says whether a decode's slot calls reached the candidate's
+// rows at the target's slots (members). A row the substrate passes over
+// (a domain that excludes the decode's live shapes, or a block row
+// without graph_safe inside CUDA graphs) leaves its slot to the stock
+// kernel, and the speed stage would time stock against the incumbent.
+// That is the candidate's FAIL, told now with the reason instead of as a
+// speedup of ×1.00 later. A target none of whose slots the decode calls
+// cannot be timed by this workload at all: the validator's choice of
+// workload, so NO_DECISION. The counts are the engine's own word: a
+// candidate that inflates them gains nothing (stock is timed as stock),
+// and one that hides its calls only fails itself.
+func dispatched(members []string, calls map[string]map[string]int, graph bool) Outcome {
+	where := "eager decode"
+	if graph {
+		where = "CUDA-graph decode"
+	}
+	var served, stockOnly []string
+	for _, slot := range members {
+		total, stock := 0, 0
+		for origin, n := range calls[slot] {
+			total += n
+			if origin == "stock" {
+				stock += n
+			}
+		}
+		switch {
+		case total == 0:
+		case stock == total:
+			stockOnly = append(stockOnly, fmt.Sprintf("%s (%d calls)", slot, total))
+		default:
+			served = append(served, fmt.Sprintf("%s: %d of %d calls by the candidate's rows", slot, total-stock, total))
+		}
+	}
+	switch {
+	case len(served) > 0:
+		return Outcome{Pass, fmt.Sprintf("the %s ran %s", where, strings.Join(served, ", "))}
+	case len(stockOnly) > 0:
+		return Outcome{Fail, fmt.Sprintf("the %s served %s with the stock kernel and never the candidate's rows: their domain excludes the decode's live shapes, or, inside CUDA graphs, a block row declares no graph_safe", where, strings.Join(stockOnly, ", "))}
+	default:
+		return Outcome{NoDecision, fmt.Sprintf("the %s makes no call at %s: this workload cannot time the target", where, strings.Join(members, ", "))}
+	}
 }
 
 // withLog adds the end of an engine's stderr to its failure, where the

@@ -150,7 +150,7 @@ func TestSpeedFaultsAreAttributed(t *testing.T) {
 	f := newFixture(t)
 	forged := f.HostileRoot(t, "forged", enginetest.Prelude+enginetest.ReadyFrame+`def d(r):
     time.sleep(3.0)
-    send({"id": r["id"], "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
+    send({"id": r["id"], "calls": {}, "tokens": [[1]*r["max_new_tokens"] for _ in r["prompts"]], "seconds": 0.0001})
 serve(d)
 `)
 	for _, c := range []struct {

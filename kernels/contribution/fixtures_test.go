@@ -18,7 +18,7 @@ import (
 // fixture must pass every stage here, so that the owning stage is the one
 // that refuses it.
 type fixtureExpectation struct {
-	stage    string                 // inspection stage that rejects it, or "scan"/"build"/"verify"/"audit"/"speed"/"quality"/"gpu"/"unregistered"
+	stage    string                 // inspection stage that rejects it, or "scan"/"build"/"verify"/"serving"/"audit"/"speed"/"quality"/"gpu"/"unregistered"
 	class    error                  // manifest error class, for StageLoad
 	rule     catalog.ResolutionRule // for StageResolve
 	scanRule scan.Rule              // for "scan"
@@ -55,6 +55,9 @@ var fixtures = map[string]fixtureExpectation{
 	// (tools/cli's tests), and the qualification's build screen refuses
 	// it as a no-op transition (evaluator/qualify's tests).
 	"rmsnorm_stock_rebundled": {stage: "build"},
+	// Honest, but its domain admits no decode call: the serving screen
+	// refuses it, since the timed decode would run stock in its place.
+	"rmsnorm_prefill_only": {stage: "serving"},
 	// Cheats that only a GPU shows (side streams, graph capture): they
 	// pass everything here and scan clean; the H200 runs of
 	// docs/results/integrity-h200.md record the stage that stops each.
@@ -138,7 +141,7 @@ func TestFixturesFailForTheirReason(t *testing.T) {
 			}
 			in, err := Inspect(filepath.Join(root, name), testOptions(t))
 			switch want.stage {
-			case "scan", "build", "verify", "audit", "speed", "quality", "gpu":
+			case "scan", "build", "verify", "serving", "audit", "speed", "quality", "gpu":
 				if err != nil || !in.Registered() {
 					t.Fatalf("must pass every stage here so that %s refuses it; got %v", want.stage, err)
 				}

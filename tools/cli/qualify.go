@@ -40,7 +40,8 @@ It runs, in order, stopping at the first FAIL:
   build                plan the transition, materialize the B and C trees
   abi                  verify every op row on its slot contract (workers)
   graph                the CUDA graph gate (not applicable on the CPU lane)
-  abbreviated_serving  the candidate engine loads and serves one batch
+  abbreviated_serving  the candidate engine loads and serves one batch, whose
+                       decode must run the candidate's rows
   speed                v7 for a hot-swappable candidate: two resident engines
                        that swap trees (B, C, and B′ only if inconclusive);
                        v8 otherwise: B, C and B′ engine processes of their own.

@@ -149,7 +149,7 @@ def serve(decode):
 `
 
 // ReadyFrame is a well-formed ready frame for a hostile session module.
-const ReadyFrame = `send({"ready": True, "protocol": "cacheon-engine-session-v2", "substrate": "0"*64, "device": "cpu", "slots": {}})
+const ReadyFrame = `send({"ready": True, "protocol": "cacheon-engine-session-v3", "substrate": "0"*64, "device": "cpu", "slots": {}})
 `
 
 // Mark is an environment entry unique to this test, to give every engine

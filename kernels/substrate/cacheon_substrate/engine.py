@@ -10,7 +10,7 @@ JIT-compile there, never during capture).
 
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Dict, Optional
 
 import torch
 
@@ -40,6 +40,10 @@ class Engine:
         self.step_idx = torch.zeros(1, dtype=torch.long, device=dev)
         self.history = torch.zeros(batch, model.max_len + 1, dtype=torch.long, device=dev)
         self.graph: Optional[torch.cuda.CUDAGraph] = None
+        # The slot calls of the one decode step the graph holds, by slot
+        # and origin: what every replay runs (a row left out of graphs
+        # shows here as stock).
+        self.graph_calls: Dict[str, Dict[str, int]] = {}
         self.cuda = dev.type == "cuda"
 
     def prefill(self, prompts: torch.Tensor) -> None:
@@ -78,8 +82,10 @@ class Engine:
             torch.cuda.current_stream().wait_stream(side)
             torch.cuda.synchronize()
             g = torch.cuda.CUDAGraph()
+            before = self.m.seam.snapshot()
             with torch.cuda.graph(g):
                 self.step()
+            self.graph_calls = self.m.seam.since(before)
             torch.cuda.synchronize()
         finally:
             self.m.graph_mode = False
@@ -98,12 +104,21 @@ class Engine:
     def decode(self, new_tokens: int, use_graph: bool = False) -> torch.Tensor:
         """The second phase: new_tokens decode steps (graph replays when
         use_graph), returning every generated token on the CPU."""
+        return self.decode_counted(new_tokens, use_graph)[0]
+
+    def decode_counted(self, new_tokens: int, use_graph: bool = False):
+        """decode, and the slot calls its steps ran by slot and origin:
+        counted as they are made when eager, the captured step's calls
+        times the replays when graph-replayed."""
+        before = self.m.seam.snapshot()
         for _ in range(new_tokens):
             if use_graph:
                 self.graph.replay()
             else:
                 self.step()
-        return self.history[:, :new_tokens + 1].cpu()
+        calls = ({slot: {o: n * new_tokens for o, n in per.items()} for slot, per in self.graph_calls.items()}
+                 if use_graph else self.m.seam.since(before))
+        return self.history[:, :new_tokens + 1].cpu(), calls
 
     def generate(self, prompts: torch.Tensor, new_tokens: int, use_graph: bool = False) -> Generation:
         if self.cuda:

@@ -177,6 +177,22 @@ class Seam:
             per[choice.origin] = per.get(choice.origin, 0) + 1
         return choice.entry(*args)
 
+    def snapshot(self) -> Dict[str, Dict[str, int]]:
+        """A copy of the call counters, for a later delta."""
+        with self._lock:
+            return {slot: dict(per) for slot, per in self.calls.items()}
+
+    def since(self, before: Dict[str, Dict[str, int]], times: int = 1) -> Dict[str, Dict[str, int]]:
+        """The calls made since the snapshot before, per slot and origin,
+        each multiplied by times (a captured step replayed times times)."""
+        out = {}
+        for slot, per in self.snapshot().items():
+            was = before.get(slot, {})
+            delta = {origin: (n - was.get(origin, 0)) * times for origin, n in per.items() if n > was.get(origin, 0)}
+            if delta:
+                out[slot] = delta
+        return out
+
     def report(self) -> Dict[str, object]:
         """Per registered slot: contributed rows, stock fallback, or unavailable."""
         out = {}

@@ -12,7 +12,8 @@ is a property of the process, not of the kernels):
   {"op": "batch", "id": N, "prompts": [[ids], ...], "max_new_tokens": K}
       -> {"id": N, "phase": "prefill", "seconds": S}     (graph capture on a first batch, prefill)
   {"op": "decode", "id": N}
-      -> {"id": N, "tokens": [[ids], ...], "seconds": S} (K-1 decode steps; K tokens per prompt)
+      -> {"id": N, "tokens": [[ids], ...], "seconds": S, "calls": {slot: {origin: n}}}
+                                                           (K-1 decode steps; K tokens per prompt)
   {"op": "swap", "id": N, "tree": PATH}
       -> {"id": N, "swapped": PATH, "slots": {...}, "seconds": S}
 
@@ -35,7 +36,7 @@ import time
 
 import torch
 
-PROTOCOL = "cacheon-engine-session-v2"
+PROTOCOL = "cacheon-engine-session-v3"
 REQUEST_FD, FRAME_FD = 4, 5
 MAX_REQUEST_BYTES = 64 << 20
 
@@ -68,11 +69,12 @@ def prefill(m, engines, req, graph):
 
 
 def decode(m, eng, k, graph):
-    """The second phase: returns (tokens, seconds)."""
+    """The second phase: returns (tokens, seconds, calls by slot and origin)."""
     t0 = time.perf_counter()
-    tokens = eng.decode(k - 1, use_graph=graph).tolist()
+    tokens, calls = eng.decode_counted(k - 1, use_graph=graph)
+    tokens = tokens.tolist()
     sync(m)
-    return tokens, time.perf_counter() - t0
+    return tokens, time.perf_counter() - t0, calls
 
 
 def generate(m, engines, req, graph):
@@ -165,8 +167,8 @@ def main(argv=None) -> int:
                     raise ValueError(f"decode of batch {rid!r}, which is not the prefilled one")
                 _, eng, k = pending
                 pending = None
-                tokens, seconds = decode(m, eng, k, graph)
-                send({"id": rid, "tokens": tokens, "seconds": seconds})
+                tokens, seconds, calls = decode(m, eng, k, graph)
+                send({"id": rid, "tokens": tokens, "seconds": seconds, "calls": calls})
             else:
                 raise ValueError(f"unknown op {op!r}")
         except Exception as e:  # a bad request is answered, never fatal

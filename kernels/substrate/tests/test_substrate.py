@@ -302,6 +302,22 @@ class SeamTest(unittest.TestCase):
         # Prefill has 12 tokens (large), each decode step 2 (small).
         self.assertEqual(m.seam.calls["activation.silu_and_mul"], {"tree:large": 2, "tree:small": 6})
 
+    def test_decode_counts_only_its_own_calls(self):
+        # What an engine session's decode frame carries: the slot calls of
+        # the decode steps alone, so that a row serving only the prefill's
+        # shapes shows as stock there.
+        files = dict(SILU_PKG)
+        files["metadata/large.json"] = '{"min_num_tokens": 5}'
+        tree = make_tree([{"slot": "activation.silu_and_mul", "variant": "large", "source": "entries/good.py",
+                           "entry": "good", "metadata": "metadata/large.json"}], files)
+        m = make_model(LLAMA, 2, tree=tree)[0]
+        eng = Engine(m, 2)
+        eng.begin(prompts(2, 6, 97, 3, "cpu"), 3)
+        _, calls = eng.decode_counted(3)
+        self.assertEqual(calls, {"activation.silu_and_mul": {"stock": 6}, "attention.decode": {"stock": 6},
+                                 "norm.rmsnorm": {"stock": 15}})
+        self.assertEqual(m.seam.calls["activation.silu_and_mul"], {"tree:large": 2, "stock": 6})
+
     def test_dtype_restriction_falls_back_to_stock(self):
         tree = make_tree([{"slot": "activation.silu_and_mul", "source": "entries/broken.py", "entry": "broken",
                            "dtypes": ["bfloat16"]}], SILU_PKG)
