@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,42 +119,52 @@ func TestAuditOnTheCPU(t *testing.T) {
 		candidate string
 		decision  string
 		reason    []string // substrings of the reason
-		moe       bool     // served on a MoE model
+		moe       float64  // served on a MoE model whose experts are scaled by this (0: the dense model)
 	}{
-		{"kernels/contributions/rmsnorm_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}, false},
-		{"kernels/fixtures/rmsnorm_wrong_after_n_calls", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}, false},
-		{"kernels/fixtures/rmsnorm_lower_precision", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 0:", "bar 0.995"}, false},
-		{"kernels/fixtures/rmsnorm_mutates_input", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "inputs x changed by the call"}, false},
+		{"kernels/contributions/rmsnorm_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}, 0},
+		{"kernels/fixtures/rmsnorm_wrong_after_n_calls", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}, 0},
+		{"kernels/fixtures/rmsnorm_lower_precision", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 0:", "bar 0.995"}, 0},
+		{"kernels/fixtures/rmsnorm_mutates_input", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "inputs x changed by the call"}, 0},
 		// Integrity class 4: every other output left unwritten after call
 		// 40. The recorder poisons outputs before every call, so what the
 		// judge reads there is the poison, never a stale answer.
-		{"kernels/fixtures/rmsnorm_stale_output", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 41:", "non-finite where finite expected"}, false},
+		{"kernels/fixtures/rmsnorm_stale_output", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 41:", "non-finite where finite expected"}, 0},
 		// The reverse fixture: honest exactly when audited. The audit passes
 		// it (the kernel can tell it is audited); T must catch it.
-		{"kernels/fixtures/rmsnorm_wrong_unless_audited", Pass, []string{"1 slot(s) × 1 rank(s) audited"}, false},
+		{"kernels/fixtures/rmsnorm_wrong_unless_audited", Pass, []string{"1 slot(s) × 1 rank(s) audited"}, 0},
 		// Honest on exactly the sampled calls where it finds the sample's
 		// seed and rate in its environment; they are not there (they come
 		// on the request pipe), so it cheats from call 40 and is recorded.
-		{"kernels/fixtures/rmsnorm_honest_when_sampled", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}, false},
+		{"kernels/fixtures/rmsnorm_honest_when_sampled", Fail, []string{"audit violation: norm.rmsnorm rank 0 call 40:", "bar 0.995"}, 0},
 		// Attention decode: the judge recomputes it from the recorded q, KV
 		// cache and sequence lengths; calls 0–39 are honest and pass it, the
 		// first wrong one is the violation.
-		{"kernels/fixtures/decode_attention_wrong_after_n_calls", Fail, []string{"audit violation: attention.decode rank 0 call 40:"}, false},
+		{"kernels/fixtures/decode_attention_wrong_after_n_calls", Fail, []string{"audit violation: attention.decode rank 0 call 40:"}, 0},
 		// The MoE expert slot, on a MoE model (moeModel). The candidates'
 		// prepare keeps the experts transposed, so a record holds no
 		// weights the judge could use: it names the layer its prepared
 		// state came from, and the judge reads that layer's experts from
 		// the model. The fixture skips its experts after call 40.
-		{"kernels/contributions/moe_fused_experts_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}, true},
-		{"kernels/fixtures/moe_wrong_after_n_calls", Fail, []string{"audit violation: moe.fused_experts rank 0 call 40:"}, true},
+		{"kernels/contributions/moe_fused_experts_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}, 5},
+		{"kernels/fixtures/moe_wrong_after_n_calls", Fail, []string{"audit violation: moe.fused_experts rank 0 call 40:"}, 5},
+		// Unscaled, the experts' outputs (about 0.002) lie inside
+		// bfloat16's atol: the judge holds the matched elements to rtol
+		// of the truth together, so the honest kernel still passes and one
+		// that leaves out each token's last expert fails from its first call.
+		{"kernels/contributions/moe_fused_experts_torch", Pass, []string{"1 slot(s) × 1 rank(s) audited"}, 1},
+		{"kernels/fixtures/moe_drops_last_expert", Fail, []string{"audit violation: moe.fused_experts rank 0 call 0:", "cannot tell an output from zero"}, 1},
 	}
 	for _, c := range cases {
-		t.Run(filepath.Base(c.candidate), func(t *testing.T) {
+		name := filepath.Base(c.candidate)
+		if c.moe == 1 {
+			name += "_unscaled"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
 			o := options(t, f, c.candidate)
-			if c.moe {
-				o.Model = moeModel(t, f)
+			if c.moe != 0 {
+				o.Model = moeModel(t, f, c.moe)
 			}
 			ev, err := Run(context.Background(), o)
 			if err != nil {
@@ -190,25 +201,26 @@ func TestAuditOnTheCPU(t *testing.T) {
 }
 
 // moeModel writes and provisions a MoE test model (4 experts, top 2, two
-// layers) beside f's dense one, its expert weights scaled by 5: at the
-// test model's std of 0.02 an expert's output is about 0.002, far inside
-// bfloat16's atol of 0.02, so any weights (or none) would match; scaled,
-// the outputs are about 0.5, and the judge matches an honest kernel only
-// if it recomputes with the very experts the engine served.
-func moeModel(t *testing.T, f enginetest.Fixture) string {
+// layers) beside f's dense one, its expert weights scaled by scale. At
+// the test model's std of 0.02 an expert's output is about 0.002, far
+// inside bfloat16's atol of 0.02, where only the judge's rule for a truth
+// below atol tells outputs apart; scaled by 5, the outputs are about 0.5,
+// and the elementwise rule alone matches an honest kernel only if the
+// judge recomputes with the very experts the engine served.
+func moeModel(t *testing.T, f enginetest.Fixture, scale float64) string {
 	t.Helper()
 	dir := filepath.Join(filepath.Dir(f.Model), "moe-model")
 	if _, err := testmodel.Write(dir, testmodel.DefaultShape(true), 3); err != nil {
 		t.Fatal(err)
 	}
-	scale := `import sys
+	scaling := `import sys
 sys.path.insert(0, sys.argv[1])
 from cacheon_substrate import safetensors as st
-path = sys.argv[2] + "/model.safetensors"
+path, scale = sys.argv[2] + "/model.safetensors", float(sys.argv[3])
 t = st.load(path)
-st.save(path, {k: (v.float() * 5).to(v.dtype) if ".experts." in k else v for k, v in t.items()})
+st.save(path, {k: (v.float() * scale).to(v.dtype) if ".experts." in k else v for k, v in t.items()})
 `
-	if out, err := exec.Command(f.Python, "-c", scale, f.Root, dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command(f.Python, "-c", scaling, f.Root, dir, strconv.FormatFloat(scale, 'g', -1, 64)).CombinedOutput(); err != nil {
 		t.Fatalf("scaling the experts: %v\n%s", err, out)
 	}
 	if _, err := models.Provision(dir, models.Options{}); err != nil {

@@ -59,6 +59,39 @@ func TestVerifyCatchesTheIntegrityFixtures(t *testing.T) {
 	}
 }
 
+// TestVerifyHoldsATinyTruthToItsScale: the MoE cases' outputs (about
+// 0.002) lie far inside bfloat16's atol of 0.02, so the elementwise rule
+// alone passed an output that leaves out each token's last expert (it
+// passed an output of zeros too). Where the truth's RMS is below atol the
+// output as a whole must be within rtol of it; the honest kernel's
+// relative error is about 0.004.
+func TestVerifyHoldsATinyTruthToItsScale(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		bundle, want, reason string
+	}{
+		{"kernels/contributions/moe_fused_experts_torch", Pass, "the truth's RMS"},
+		{"kernels/fixtures/moe_drops_last_expert", Fail, "where the tolerance cannot tell an output from zero, so the matched elements must be within rtol=0.02 of it as a whole"},
+	} {
+		t.Run(filepath.Base(c.bundle), func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "bundle")
+			testtree.Copy(t, filepath.Join("..", "..", filepath.FromSlash(c.bundle)), dir)
+			rep := run(t, dir, Options{DType: "bfloat16"})
+			if rep.Verdict != c.want || len(rep.Rows) != 1 {
+				t.Fatalf("verdict %s (%s), want %s", rep.Verdict, rep.Reason, c.want)
+			}
+			found := false
+			for _, cs := range rep.Rows[0].Cases {
+				found = found || strings.Contains(cs.Reason, c.reason)
+			}
+			if !found {
+				t.Fatalf("no case reason mentions %q: %+v", c.reason, rep.Rows[0].Cases)
+			}
+		})
+	}
+}
+
 // TestVerifyInputsAreUnpredictableOnlyUnderASecretSeed: the fixture that
 // replays the validator's input stream for seed 0 computes nothing from
 // its inputs. Under the public seed it predicts every call and passes,

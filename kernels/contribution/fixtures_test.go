@@ -31,6 +31,7 @@ var fixtures = map[string]fixtureExpectation{
 	"silu_new_tensor":                      {stage: "verify"},
 	"silu_mutates_input":                   {stage: "verify"},
 	"all_reduce_stale_regrow":              {stage: "verify"},
+	"moe_drops_last_expert":                {stage: "verify"}, // in bfloat16; it once passed verify there
 	"rmsnorm_wrong_after_n_calls":          {stage: "audit"},
 	"rmsnorm_wrong_after_the_budget":       {stage: "audit"},
 	"decode_attention_wrong_after_n_calls": {stage: "audit"},

@@ -69,9 +69,40 @@ class CompareTest(unittest.TestCase):
                     self.assertEqual(c.score, frac)
                     self.assertEqual(c.max_abs_err, mae)
                     want = frac == 1.0 if policy.mode == "allclose" else frac >= policy.min_ratio
+                    fe = torch.isfinite(e)
+                    if want and bool(fe.any()) and float(e[fe].pow(2).mean().sqrt()) < 0.01:
+                        # A truth below atol: its matched elements are held to rtol together.
+                        m = (fe & torch.isfinite(a)) & ((a - e).abs() <= 0.01 + 0.01 * e.abs())
+                        if float(e[m].norm()) > 0:
+                            want = bool(float((a - e)[m].norm()) <= 0.01 * float(e[m].norm()))
                     self.assertEqual(c.passed, want)
                     nonfinite = int((~torch.isfinite(a) & torch.isfinite(e)).sum())
                     self.assertEqual(f"{nonfinite} non-finite where finite expected" in c.reason, bool(nonfinite) and not want)
+
+    def test_a_truth_below_atol_is_held_to_its_scale(self):
+        # Elementwise, anything within atol of a truth smaller than atol
+        # passes, zeros included; the whole output is held to rtol there.
+        g = torch.Generator().manual_seed(3)
+        e = torch.randn(64, 64, generator=g) * 0.002
+        matched = Correctness("matched_ratio", min_ratio=0.97)
+        cases = [
+            ("honest rounding", e * (1 + torch.randn(64, 64, generator=g) * 0.004), True, "relative L2 error"),
+            ("zeros", torch.zeros_like(e), False, "cannot tell an output from zero"),
+            ("half the sum", e * 0.5, False, "relative L2 error 0.5"),
+            # A few unmatched elements are the ratio's business: the rest
+            # are held to rtol together.
+            ("nan where finite", e.masked_fill(torch.eye(64, dtype=torch.bool), float("nan")), None, ""),
+        ]
+        for name, a, want, reason in cases:
+            for policy in (ALLCLOSE, matched):
+                with self.subTest(name, mode=policy.mode):
+                    c = ref.compare(a, e, policy, 0.02, 0.02)
+                    want_here = want if want is not None else policy is matched  # 64 of 4096 NaN: 0.984 matched
+                    self.assertEqual(c.passed, want_here, c.reason)
+                    self.assertIn(reason, c.reason)
+        # A truth at or above atol keeps the elementwise rule alone.
+        big = torch.randn(64, 64, generator=g)
+        self.assertNotIn("RMS", ref.compare(big + 0.01, big, ALLCLOSE, 0.02, 0.02).reason)
 
     def test_nan_never_matches_nan(self):
         e = torch.tensor([float("nan"), 1.0])
