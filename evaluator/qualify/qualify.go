@@ -248,26 +248,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return finish()
 	}
 
-	// ABI: every op row on its slot contract, in worker processes, on
-	// inputs drawn from the secret seed.
-	vo := o.Verify
-	vo.Seed = verifySeed
-	vo.Unisolated = o.Isolation.Unsafe
-	vo.WorkDir = o.RunDir
-	// The candidate's libraries were sealed with its tree; verify binds
-	// them to the bundle's bytes by content instead of compiling again.
-	vo.NativeArtifact = natives[planned.CandidateTree]
-	var abi *verify.Report
-	if stage(ScreenABI, func() Outcome { out, rep := screenABI(ctx, o.Plan.CandidateDir, vo); abi = rep; return out }).Decision != Pass {
-		return finish()
-	}
-	// Graph: the CUDA graph gate, from the ABI screen's captures; the CPU
-	// lane captures none.
-	if o.Lanes[1].Device != "cuda" {
-		r.Stages = append(r.Stages, Stage{Name: ScreenGraph, Decision: NotApplicable, Reason: "the CPU lane captures no CUDA graph", Start: seconds(time.Since(t0)), Seconds: "0"})
-	} else if stage(ScreenGraph, func() Outcome { return screenGraph(abi) }).Decision != Pass {
-		return finish()
-	}
 	root, err := worker.EngineRoot(filepath.Join(o.RunDir, "engine-root"))
 	if err != nil {
 		stage(ScreenServing, func() Outcome { return Outcome{NoDecision, err.Error()} })
@@ -278,11 +258,101 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			Graph: lane.Device == "cuda" && o.Workload.Engine.CUDAGraphs, WorkDir: armDir(o.RunDir, role)}
 	}
 	// Abbreviated serving: the candidate engine loads and serves one batch.
+	// It runs beside the ABI and graph screens: none of the three is timed,
+	// each runs the candidate in a sandbox of its own, and the engine's
+	// start (the model's load, the graphs' capture) is most of its time,
+	// so the qualification does not wait for it twice. Its outcome counts
+	// only once the screens before it have passed; a qualification that
+	// stops earlier ends the engine and waits for it.
+	//
+	// Side by side, candidate code shares the GPU with the validator's
+	// workers, and no control group bounds device memory: a kernel could
+	// fill the device so that the other screen cannot start, turning its
+	// own FAIL into a NO_DECISION. So a NO_DECISION from either screen
+	// while the other ran is never taken: that screen runs again alone.
 	serving := arm("serving", planned.CandidateTree, o.Lanes[1])
-	if stage(ScreenServing, func() Outcome {
-		return screenServing(ctx, o.Isolation, serving, o.Workload.PromptBatches[0], r.Transition.Members)
+	servingCtx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	type servingResult struct {
+		out        Outcome
+		start, end time.Time
+	}
+	servingDone := make(chan servingResult, 1)
+	go func() {
+		start := time.Now()
+		out := screenServing(servingCtx, o.Isolation, serving, o.Workload.PromptBatches[0], r.Transition.Members)
+		servingDone <- servingResult{out, start, time.Now()}
+	}()
+	servingBeside := true
+	abandonServing := func() {
+		if servingBeside {
+			stopServing()
+			<-servingDone
+			servingBeside = false
+		}
+	}
+
+	// ABI: every op row on its slot contract, in worker processes, on
+	// inputs drawn from the secret seed.
+	vo := o.Verify
+	vo.Seed = verifySeed
+	vo.Unisolated = o.Isolation.Unsafe
+	vo.WorkDir = o.RunDir
+	// The candidate's libraries were sealed with its tree; verify binds
+	// them to the bundle's bytes by content instead of compiling again.
+	vo.NativeArtifact = natives[planned.CandidateTree]
+	var abi *verify.Report
+	if stage(ScreenABI, func() Outcome {
+		out, rep := screenABI(ctx, o.Plan.CandidateDir, vo)
+		if out.Decision == NoDecision && ctx.Err() == nil {
+			abandonServing()
+			r.Notes = append(r.Notes, fmt.Sprintf("abi: NO_DECISION beside the serving engine (%s); ran again alone", out.Reason))
+			progress("%s: NO_DECISION beside the serving engine; again alone", ScreenABI)
+			out, rep = screenABI(ctx, o.Plan.CandidateDir, vo)
+		}
+		abi = rep
+		return out
 	}).Decision != Pass {
+		abandonServing()
 		return finish()
+	}
+	// Graph: the CUDA graph gate, from the ABI screen's captures; the CPU
+	// lane captures none.
+	if o.Lanes[1].Device != "cuda" {
+		r.Stages = append(r.Stages, Stage{Name: ScreenGraph, Decision: NotApplicable, Reason: "the CPU lane captures no CUDA graph", Start: seconds(time.Since(t0)), Seconds: "0"})
+	} else if stage(ScreenGraph, func() Outcome { return screenGraph(abi) }).Decision != Pass {
+		abandonServing()
+		return finish()
+	}
+	// The serving screen's outcome, with its own start and length.
+	servingAlone := func() Outcome {
+		return screenServing(ctx, o.Isolation, serving, o.Workload.PromptBatches[0], r.Transition.Members)
+	}
+	if !servingBeside {
+		if stage(ScreenServing, servingAlone).Decision != Pass {
+			return finish()
+		}
+	} else {
+		progress("%s …", ScreenServing)
+		sv := <-servingDone
+		servingBeside = false
+		if sv.out.Decision == NoDecision && ctx.Err() == nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("abbreviated_serving: NO_DECISION beside the ABI screen (%s); ran again alone", sv.out.Reason))
+			progress("%s: NO_DECISION beside the ABI screen; again alone", ScreenServing)
+			if stage(ScreenServing, servingAlone).Decision != Pass {
+				return finish()
+			}
+		} else {
+			if ctx.Err() != nil && sv.out.Decision != Fail {
+				sv.out = Outcome{NoDecision, "interrupted: " + ctx.Err().Error()}
+			}
+			r.Stages = append(r.Stages, Stage{Name: ScreenServing, Decision: sv.out.Decision, Reason: sv.out.Reason,
+				Start: seconds(sv.start.Sub(t0)), Seconds: seconds(sv.end.Sub(sv.start))})
+			progress("%s: %s %s (%s, beside the ABI screen)", ScreenServing, sv.out.Decision, sv.out.Reason, sv.end.Sub(sv.start).Round(time.Millisecond))
+			if sv.out.Decision != Pass {
+				return finish()
+			}
+		}
 	}
 	// Speed: v7 in two resident engines that swap trees, or v8 in three
 	// engine processes of their own.

@@ -235,6 +235,39 @@ func TestQualifyStopsAtTheFirstFailingScreen(t *testing.T) {
 	}
 }
 
+// TestQualifyRunsANoDecisionScreenAgainAlone: the ABI screen runs beside
+// the serving engine, and a NO_DECISION it reads there is never taken (a
+// kernel in that engine could have crowded the validator's workers off
+// the device): the serving engine is ended and the screen runs again
+// alone. Here verify's interpreter is missing, so both runs are
+// NO_DECISION, and the qualification stops at the ABI screen with its
+// one entry and a note that says it ran twice.
+func TestQualifyRunsANoDecisionScreenAgainAlone(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
+	o.Verify.Python = filepath.Join(t.TempDir(), "no-such-python")
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoStrays(t, o.RunDir)
+	r := res.Report
+	last := r.Stages[len(r.Stages)-1]
+	if r.Decision != NoDecision || last.Name != ScreenABI || r.Stages[len(r.Stages)-2].Name != ScreenBuild {
+		t.Fatalf("report %s: %+v", r.Decision, r.Stages)
+	}
+	again := 0
+	for _, n := range r.Notes {
+		if strings.Contains(n, "abi: NO_DECISION beside the serving engine") && strings.HasSuffix(n, "ran again alone") {
+			again++
+		}
+	}
+	if again != 1 {
+		t.Fatalf("notes %q: want one saying the ABI screen ran again alone", r.Notes)
+	}
+}
+
 func TestDefaultsAreValid(t *testing.T) {
 	w, err := DefaultWorkload()
 	if err != nil {

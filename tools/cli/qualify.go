@@ -41,7 +41,9 @@ It runs, in order, stopping at the first FAIL:
   abi                  verify every op row on its slot contract (workers)
   graph                the CUDA graph gate (not applicable on the CPU lane)
   abbreviated_serving  the candidate engine loads and serves one batch, whose
-                       decode must run the candidate's rows
+                       decode must run the candidate's rows; it runs beside
+                       the abi and graph screens and counts after them (a
+                       NO_DECISION read side by side is read again alone)
   speed                v7 for a hot-swappable candidate: two resident engines
                        that swap trees (B, C, and B′ only if inconclusive);
                        v8 otherwise: B, C and B′ engine processes of their own.
