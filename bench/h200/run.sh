@@ -17,6 +17,11 @@
 #                                 a call (default 4,800), both declared graph_safe so that the timed decode's
 #                                 graphs capture them, so that the audit runs at the attention slot;
 #                                 HOST_SPIN_US adds host time a call, which graph replays never run
+#   bench/h200/run.sh moe         every stage for an honest moe.fused_experts contribution on an 8-layer
+#                                 mixture-of-experts model (8 experts, top 2) over an incumbent whose
+#                                 moe.fused_experts entry is the same kernel slowed by SPIN cycles a call
+#                                 (default 4,800), with T's calibration made first on that model (QCAL
+#                                 reuses one), so that the audit runs at the MoE slot
 #   bench/h200/run.sh silu        every stage for an honest activation.silu_and_mul contribution over
 #                                 an incumbent slowed by 4,800 cycles a call (ROUNDS qualifications,
 #                                 default 1), so that the audit runs at the MLP slot, whose records
@@ -52,9 +57,18 @@ calib=()
 [[ -n ${ONE_ENGINE:-} ]] && calib=(--one-engine)
 if [[ -z ${SMOKE:-} ]]; then
   echo "== model" >&2
-  "$cacheon" model make-test --seed 1 --out "$model" --layers 8 --hidden 2048 --heads 16 --kv-heads 4 \
-    --intermediate 5632 --vocab 32000 --max-position-embeddings 512 >&2
+  if [[ ${1:-} == moe ]]; then
+    # Mixtral-style: 8 experts of intermediate 1408, top 2 (770 M parameters).
+    "$cacheon" model make-test --seed 1 --out "$model" --moe --experts 8 --top-k 2 --layers 8 --hidden 2048 --heads 16 \
+      --kv-heads 4 --intermediate 1408 --vocab 32000 --max-position-embeddings 512 >&2
+  else
+    "$cacheon" model make-test --seed 1 --out "$model" --layers 8 --hidden 2048 --heads 16 --kv-heads 4 \
+      --intermediate 5632 --vocab 32000 --max-position-embeddings 512 >&2
+  fi
   common+=(--model "$model" --workload "$here/workload.hcl" --policy "$here/policy.hcl")
+elif [[ ${1:-} == moe ]]; then
+  "$cacheon" model make-test --seed 1 --out "$model" --moe >&2
+  common+=(--model "$model")
 fi
 
 # bundle SRC NAME [SPIN]: a copy of the bundle SRC under a new bundle id
@@ -131,17 +145,67 @@ PY
   echo "$dst"
 }
 
+# moe_bundle NAME SPIN: the moe_fused_experts_torch contribution under a
+# new bundle id, declared graph_safe, its experts computed the way a CUDA
+# graph can capture (every expert over every token, weighted by the
+# token's routing weight for it, zero when unrouted; the contribution's
+# own loop gathers each expert's tokens with nonzero(), a host sync no
+# capture allows), and its entry spinning the GPU for SPIN cycles after
+# the kernel (0: the same code re-packaged). Its prepare keeps the
+# contribution's transposed layout, so the audit judges prepared weights
+# that are not the checkpoint's.
+moe_bundle() {
+  local name=$1 spin=$2
+  local dst=$work/bundles/$name
+  mkdir -p "$work/bundles"
+  cp -r kernels/contributions/moe_fused_experts_torch "$dst"
+  sed -i "s/^bundle_id = \"\(.*\)\"/bundle_id = \"\1-$name\"/" "$dst/manifest.toml"
+  sed -i 's/^  "op": "moe.fused_experts",$/  "op": "moe.fused_experts",\n  "graph_safe": true,/' "$dst"/metadata/*.json
+  grep -q '"graph_safe": true' "$dst"/metadata/*.json || { echo "moe_bundle: graph_safe not declared" >&2; exit 1; }
+  cat >>"$dst/kernels/fused_experts.py" <<PY
+
+
+# Re-packaged as $name: every expert over every token, masked, which a
+# CUDA graph can capture.
+_SPIN_CYCLES = $spin
+
+
+def fused_experts(x, topk_ids, topk_weights, prepared, out):
+    w13t, w2t = prepared
+    inter = w13t.shape[2] // 2
+    ids = topk_ids.to(torch.int64)
+    weights = topk_weights.to(torch.float32)
+    acc = torch.zeros(out.shape, dtype=torch.float32, device=x.device)
+    for e in range(w13t.shape[0]):
+        weight = (weights * (ids == e)).sum(dim=-1, keepdim=True)
+        h = (x @ w13t[e]).float()
+        act = (F.silu(h[:, :inter]) * h[:, inter:]).to(x.dtype)
+        acc += weight * (act @ w2t[e]).float()
+    out.copy_(acc)
+    if _SPIN_CYCLES and x.is_cuda:
+        torch.cuda._sleep(_SPIN_CYCLES)
+PY
+  echo "$dst"
+}
+
 # attention_stack BUNDLE: the incumbent with an attention.decode entry
 # taken from BUNDLE (the incumbent itself leaves that target to the
 # substrate's stock kernel). The attribution is a bench constant.
 attention_stack() {
-  local f=$work/incumbent-attention-$(basename "$1").hcl
+  slot_stack attention.decode "$1"
+}
+
+# slot_stack SLOT BUNDLE: the incumbent with a SLOT entry taken from BUNDLE
+# (a slot the incumbent leaves to the substrate's stock kernel). The
+# attribution is a bench constant.
+slot_stack() {
+  local f=$work/incumbent-$1-$(basename "$2").hcl
   sed '$d' stacks/incumbent.hcl >"$f"
   cat >>"$f" <<HCL
 
-  contribution "attention.decode" {
-    source             = "$1"
-    attribution_digest = "$(printf 'cacheon bench attention incumbent' | sha256sum | cut -c1-64)"
+  contribution "$1" {
+    source             = "$2"
+    attribution_digest = "$(printf 'cacheon bench %s incumbent' "$1" | sha256sum | cut -c1-64)"
   }
 }
 HCL
@@ -291,6 +355,17 @@ attention)
   audit_rounds attention "$(attention_stack "$(attention_bundle "spin${SPIN:-4800}host${HOST_SPIN_US:-0}" "${SPIN:-4800}" "${HOST_SPIN_US:-0}")")" \
     "$(attention_bundle spin0 0)"
   ;;
+moe)
+  # The MoE slot's audit on a mixture-of-experts model: T's calibration
+  # is made on that model first (a calibration of another model is
+  # refused), then the honest kernel qualifies over its slowed copy.
+  qcal=${QCAL:-$out/quality-calibration-moe.json}
+  if [[ ! -f $qcal ]]; then
+    "$cacheon" qualify calibrate --quality --rounds "${QROUNDS:-3}" "${common[@]}" --out "$qcal"
+  fi
+  QCAL=$qcal audit_rounds moe "$(slot_stack moe.fused_experts "$(moe_bundle "spin${SPIN:-4800}" "${SPIN:-4800}")")" \
+    "$(moe_bundle spin0 0)"
+  ;;
 silu)
   # The MLP slot's audit on the real model (docs/reference/audit.md, "The
   # budget"): the candidate is the incumbent's Triton silu_and_mul without
@@ -301,7 +376,7 @@ silu)
     "$(bundle kernels/contributions/silu_and_mul_triton spin0 0)"
   ;;
 *)
-  echo "usage: $0 aa|resolution|qualify|full|fixtures|attention|silu" >&2
+  echo "usage: $0 aa|resolution|qualify|full|fixtures|attention|moe|silu" >&2
   exit 2
   ;;
 esac
