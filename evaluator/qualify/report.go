@@ -396,11 +396,37 @@ func regradeSetAside(store *evidence.Store, p speed.Policy, sa SetAsideRecord) (
 	return reads, nil
 }
 
-// countReadSets checks that a v8 stage's idle records, two for every read
-// (the engines that waited), count as many read sets as the report shows:
-// one, or two when one was set aside. A report that hid a set-aside set,
-// or read again more often than the rule allows, is caught here.
+// countReadSets checks that the stage's own records count as many read
+// sets as the report shows: one, or two when one was set aside. Under v8
+// they are the idle records, two for every read (the engines that
+// waited); under v7 the hot swaps, one stock→stock swap of the baseline
+// engine before every B. A report that hid a set-aside set, or read again
+// more often than the rule allows, is caught here.
 func countReadSets(store *evidence.Store, s *Speed, p speed.Policy) error {
+	sets := 1
+	if s.SetAside != nil {
+		sets = 2
+	}
+	if p.Version == speed.V7 {
+		data, err := store.Get(s.Swaps)
+		if err != nil {
+			return fmt.Errorf("hot swaps: %w", err)
+		}
+		var swaps []Swap
+		if err := json.Unmarshal(data, &swaps); err != nil {
+			return fmt.Errorf("hot swaps: %w", err)
+		}
+		bs := 0
+		for _, sw := range swaps {
+			if sw.Role == speed.B {
+				bs++
+			}
+		}
+		if bs != sets {
+			return fmt.Errorf("%w: the hot swaps show %d read set(s), the report %d", ErrRegrade, bs, sets)
+		}
+		return nil
+	}
 	if p.Version != speed.V8 || s.IdleCPU == nil {
 		return nil
 	}
@@ -411,10 +437,6 @@ func countReadSets(store *evidence.Store, s *Speed, p speed.Policy) error {
 	var records []IdleCPU
 	if err := json.Unmarshal(data, &records); err != nil {
 		return fmt.Errorf("idle CPU: %w", err)
-	}
-	sets := 1
-	if s.SetAside != nil {
-		sets = 2
 	}
 	if want := 6 * sets; len(records) != want {
 		return fmt.Errorf("%w: the idle records show %d reads, the report %d read set(s) of three", ErrRegrade, len(records)/2, sets)

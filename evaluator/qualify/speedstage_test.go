@@ -2,6 +2,7 @@ package qualify
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
+	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/workload"
 )
@@ -228,6 +230,62 @@ func TestSpeedV7OnTheCPU(t *testing.T) {
 	// One engine waits through each read, and through the stock control.
 	requireQuietNeighbours(t, ev, 3)
 	t.Logf("A/A under v7 on the CPU: %s %s", ev.Decision, ev.Reason)
+}
+
+// TestSpeedV7ReadsASpoiledSetAgain: under v7 too, a read set the lanes
+// spoiled (here a device that reports a thermal slowdown around every
+// read) is set aside and read once more in the same resident engines;
+// spoiled again, the stage is NO_DECISION. The report's set-aside record
+// re-grades, and its swaps count the two sets: a report that hides the
+// set-aside set is caught.
+func TestSpeedV7ReadsASpoiledSetAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	a := arms(f)
+	for i := range a {
+		a[i].Spec.WorkDir = filepath.Join(f.Run, "v7-reread", string(a[i].Role))
+	}
+	p := testPolicy()
+	p.Version = speed.V7
+	r, _ := smi(t, "0x0000000000000040")
+	ev := runSpeedV7(context.Background(), f.Iso, Resident{Baseline: a[0].Spec, Candidate: a[1].Spec, IncumbentTree: f.Tree, CandidateTree: f.Tree},
+		smoke(t), p, r.Read)
+	if ev.Decision != NoDecision || !strings.Contains(ev.Reason, "lane drift") {
+		t.Fatalf("%s %s, want NO_DECISION for lane drift", ev.Decision, ev.Reason)
+	}
+	if ev.SetAside == nil || !strings.Contains(ev.SetAside.Reason, "lane drift") || len(ev.SetAside.Reads) < 2 ||
+		len(ev.SetAside.Samples) != len(ev.SetAside.Reads) || len(ev.Samples) != len(ev.Reads) {
+		t.Fatalf("set aside %+v, samples %d for %d reads", ev.SetAside, len(ev.Samples), len(ev.Reads))
+	}
+	var swaps []string
+	for _, s := range ev.Swaps {
+		swaps = append(swaps, string(s.Role)+":"+s.Lane)
+	}
+	if got := strings.Count(strings.Join(swaps, " "), "B:baseline"); got != 2 {
+		t.Fatalf("swaps %v: %d read sets, want 2", swaps, got)
+	}
+	store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := publishSpeed(store, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, _ := ev.Policy.Digest()
+	rep := &Report{Schema: ReportSchema, Decision: ev.Decision, Inputs: Inputs{Policy: pd},
+		Lanes:  []Lane{{Name: "baseline", Device: "cpu", GPUs: []string{}}, {Name: "candidate", Device: "cpu", GPUs: []string{}, SharedDevice: true}},
+		Stages: []Stage{{Name: StageSpeed, Decision: ev.Decision, Reason: ev.Reason}}, Speed: sp}
+	if err := Regrade(store, rep); err != nil {
+		t.Fatalf("regrade: %v", err)
+	}
+	hidden := *rep
+	spHidden := *sp
+	spHidden.SetAside = nil
+	hidden.Speed = &spHidden
+	if err := Regrade(store, &hidden); !errors.Is(err, ErrRegrade) {
+		t.Fatalf("regrade of a report that hid its set-aside set: %v, want ErrRegrade", err)
+	}
 }
 
 // TestSpeedOneEngineOnTheCPU: B, C and B′ are read in one resident engine
