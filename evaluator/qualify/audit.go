@@ -18,7 +18,7 @@ const StageAudit = "audit"
 // candidate's tree on the candidate's lane, the target's member slots as
 // the expected slots, the workload's shortest prompt, its own work
 // directory under the run directory (hidden from every other engine).
-func auditOptions(o Options, planned *plan.Result, root, native string, secret []byte) (audit.Options, error) {
+func auditOptions(o Options, planned *plan.Result, root, native string, secret []byte, dir string) (audit.Options, error) {
 	cat := o.Plan.Materialize.Catalog
 	if cat == nil {
 		return audit.Options{}, fmt.Errorf("audit: the plan request carries no catalog")
@@ -37,7 +37,7 @@ func auditOptions(o Options, planned *plan.Result, root, native string, secret [
 		contracts = append(contracts, worker.ContractOf(s))
 	}
 	return audit.Options{Python: o.Python, Root: root, Tree: planned.CandidateTree, Model: o.Model, Native: native, Device: o.Lanes[1].Device,
-		WorkDir: filepath.Join(o.RunDir, "audit"), Isolation: o.Isolation, Workload: o.Workload, Contracts: contracts,
+		WorkDir: filepath.Join(o.RunDir, dir), Isolation: o.Isolation, Workload: o.Workload, Contracts: contracts,
 		Secret: secret, SelectedDelta: planned.Inspection.SelectedDeltaDigest.String(), Progress: o.Progress}, nil
 }
 
@@ -46,9 +46,10 @@ func auditOptions(o Options, planned *plan.Result, root, native string, secret [
 // could not be stored (as publishSpeed's). native is the candidate
 // tree's sealed prebuild artifact ("" for none); secret is the validator's
 // audit secret (at least audit.MinSecretBytes; only its commitment is
-// published). An audit that cannot be set up is NO_DECISION.
-func runAuditStage(ctx context.Context, o Options, planned *plan.Result, root, native string, secret []byte) (Outcome, *audit.Evidence, *evidence.Ref, error) {
-	ao, err := auditOptions(o, planned, root, native, secret)
+// published); dir names its work directory under the run directory. An
+// audit that cannot be set up is NO_DECISION.
+func runAuditStage(ctx context.Context, o Options, planned *plan.Result, root, native string, secret []byte, dir string) (Outcome, *audit.Evidence, *evidence.Ref, error) {
+	ao, err := auditOptions(o, planned, root, native, secret, dir)
 	if err != nil {
 		return Outcome{NoDecision, err.Error()}, nil, nil, nil
 	}

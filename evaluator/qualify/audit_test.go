@@ -82,7 +82,7 @@ func TestAuditStageAfterTheSpeedStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, published, ref, err := runAuditStage(context.Background(), o, planned, root, "", secret)
+	out, published, ref, err := runAuditStage(context.Background(), o, planned, root, "", secret, "audit")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,39 +257,51 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return engine.Spec{Python: o.Python, Root: root, Tree: tree, Model: o.Model, Device: lane.Device, Native: natives[tree],
 			Graph: lane.Device == "cuda" && o.Workload.Engine.CUDAGraphs, WorkDir: armDir(o.RunDir, role)}
 	}
-	// Abbreviated serving: the candidate engine loads and serves one batch.
-	// It runs beside the ABI and graph screens: none of the three is timed,
-	// each runs the candidate in a sandbox of its own, and the engine's
-	// start (the model's load, the graphs' capture) is most of its time,
-	// so the qualification does not wait for it twice. Its outcome counts
-	// only once the screens before it have passed; a qualification that
-	// stops earlier ends the engine and waits for it.
-	//
-	// Side by side, candidate code shares the GPU with the validator's
-	// workers, and no control group bounds device memory: a kernel could
-	// fill the device so that the other screen cannot start, turning its
-	// own FAIL into a NO_DECISION. So a NO_DECISION from either screen
-	// while the other ran is never taken: that screen runs again alone.
+	// Abbreviated serving and the audit run beside the ABI and graph
+	// screens (besideRun): none of them is timed, each runs the candidate
+	// in a sandbox of its own, and an engine's start is most of each
+	// one's time. Serving's outcome is recorded after the graph screen's,
+	// the audit's after a speed PASS, as if each had run there; both have
+	// ended, their engines reaped, before the speed stage times anything.
+	// A qualification that stops earlier ends them and waits for them.
 	serving := arm("serving", planned.CandidateTree, o.Lanes[1])
-	servingCtx, stopServing := context.WithCancel(ctx)
-	defer stopServing()
-	type servingResult struct {
-		out        Outcome
-		start, end time.Time
-	}
-	servingDone := make(chan servingResult, 1)
-	go func() {
-		start := time.Now()
-		out := screenServing(servingCtx, o.Isolation, serving, o.Workload.PromptBatches[0], r.Transition.Members)
-		servingDone <- servingResult{out, start, time.Now()}
-	}()
-	servingBeside := true
-	abandonServing := func() {
-		if servingBeside {
-			stopServing()
-			<-servingDone
-			servingBeside = false
+	servingB := startBeside(ctx, ScreenServing, func(c context.Context) Outcome {
+		return screenServing(c, o.Isolation, serving, o.Workload.PromptBatches[0], r.Transition.Members)
+	})
+	// The audit's evidence of the run whose outcome is taken.
+	var aev *audit.Evidence
+	var aref *evidence.Ref
+	var aerr error
+	auditB := startBeside(ctx, StageAudit, func(c context.Context) Outcome {
+		var out Outcome
+		out, aev, aref, aerr = runAuditStage(c, o, planned, root, natives[planned.CandidateTree], auditSecret, "audit")
+		return out
+	})
+	abandonAll := func() { servingB.abandon(); auditB.abandon() }
+	defer abandonAll()
+	// take records a stage that ran beside others: its outcome, or, when
+	// it was abandoned or said NO_DECISION there, the outcome of running
+	// it again alone.
+	take := func(b *besideRun, alone func() Outcome) Outcome {
+		if b.abandoned {
+			return stage(b.name, alone)
 		}
+		progress("%s …", b.name)
+		b.wait()
+		if b.out.Decision == NoDecision && ctx.Err() == nil {
+			abandonAll()
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: NO_DECISION beside the ABI screen (%s); ran again alone", b.name, b.out.Reason))
+			progress("%s: NO_DECISION beside the ABI screen; again alone", b.name)
+			return stage(b.name, alone)
+		}
+		out := b.out
+		if ctx.Err() != nil && out.Decision != Fail {
+			out = Outcome{NoDecision, "interrupted: " + ctx.Err().Error()}
+		}
+		r.Stages = append(r.Stages, Stage{Name: b.name, Decision: out.Decision, Reason: out.Reason,
+			Start: seconds(b.start.Sub(t0)), Seconds: seconds(b.end.Sub(b.start))})
+		progress("%s: %s %s (%s, beside the ABI screen)", b.name, out.Decision, out.Reason, b.end.Sub(b.start).Round(time.Millisecond))
+		return out
 	}
 
 	// ABI: every op row on its slot contract, in worker processes, on
@@ -305,15 +317,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if stage(ScreenABI, func() Outcome {
 		out, rep := screenABI(ctx, o.Plan.CandidateDir, vo)
 		if out.Decision == NoDecision && ctx.Err() == nil {
-			abandonServing()
-			r.Notes = append(r.Notes, fmt.Sprintf("abi: NO_DECISION beside the serving engine (%s); ran again alone", out.Reason))
-			progress("%s: NO_DECISION beside the serving engine; again alone", ScreenABI)
+			abandonAll()
+			r.Notes = append(r.Notes, fmt.Sprintf("abi: NO_DECISION beside the serving and audit engines (%s); ran again alone", out.Reason))
+			progress("%s: NO_DECISION beside the serving and audit engines; again alone", ScreenABI)
 			out, rep = screenABI(ctx, o.Plan.CandidateDir, vo)
 		}
 		abi = rep
 		return out
 	}).Decision != Pass {
-		abandonServing()
 		return finish()
 	}
 	// Graph: the CUDA graph gate, from the ABI screen's captures; the CPU
@@ -321,38 +332,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Lanes[1].Device != "cuda" {
 		r.Stages = append(r.Stages, Stage{Name: ScreenGraph, Decision: NotApplicable, Reason: "the CPU lane captures no CUDA graph", Start: seconds(time.Since(t0)), Seconds: "0"})
 	} else if stage(ScreenGraph, func() Outcome { return screenGraph(abi) }).Decision != Pass {
-		abandonServing()
 		return finish()
 	}
-	// The serving screen's outcome, with its own start and length.
-	servingAlone := func() Outcome {
-		return screenServing(ctx, o.Isolation, serving, o.Workload.PromptBatches[0], r.Transition.Members)
+	if take(servingB, func() Outcome {
+		again := arm("serving-again", planned.CandidateTree, o.Lanes[1])
+		return screenServing(ctx, o.Isolation, again, o.Workload.PromptBatches[0], r.Transition.Members)
+	}).Decision != Pass {
+		return finish()
 	}
-	if !servingBeside {
-		if stage(ScreenServing, servingAlone).Decision != Pass {
-			return finish()
-		}
-	} else {
-		progress("%s …", ScreenServing)
-		sv := <-servingDone
-		servingBeside = false
-		if sv.out.Decision == NoDecision && ctx.Err() == nil {
-			r.Notes = append(r.Notes, fmt.Sprintf("abbreviated_serving: NO_DECISION beside the ABI screen (%s); ran again alone", sv.out.Reason))
-			progress("%s: NO_DECISION beside the ABI screen; again alone", ScreenServing)
-			if stage(ScreenServing, servingAlone).Decision != Pass {
-				return finish()
-			}
-		} else {
-			if ctx.Err() != nil && sv.out.Decision != Fail {
-				sv.out = Outcome{NoDecision, "interrupted: " + ctx.Err().Error()}
-			}
-			r.Stages = append(r.Stages, Stage{Name: ScreenServing, Decision: sv.out.Decision, Reason: sv.out.Reason,
-				Start: seconds(sv.start.Sub(t0)), Seconds: seconds(sv.end.Sub(sv.start))})
-			progress("%s: %s %s (%s, beside the ABI screen)", ScreenServing, sv.out.Decision, sv.out.Reason, sv.end.Sub(sv.start).Round(time.Millisecond))
-			if sv.out.Decision != Pass {
-				return finish()
-			}
-		}
+	// No candidate engine may run while the speed stage times its reads.
+	if !auditB.abandoned {
+		progress("waiting for the audit's engine, beside the screens, to end before the speed stage")
+		auditB.wait()
 	}
 	// Speed: v7 in two resident engines that swap trees, or v8 in three
 	// engine processes of their own.
@@ -403,18 +394,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if r.LaneOrientation, err = orientationOf(r); err != nil {
 		return nil, err
 	}
-	// Audit: after a speed PASS, an eager, untimed candidate engine records
-	// its slot calls, judged afterwards by a worker that runs no candidate
-	// code. Then quality: the pristine reference T scores the speed
+	// Audit: an eager, untimed candidate engine recorded its slot calls,
+	// judged afterwards by a worker that runs no candidate code, beside
+	// the screens; its outcome counts after a speed PASS, and is dropped
+	// otherwise. Then quality: the pristine reference T scores the speed
 	// stage's trajectories (the candidate's engines are gone by now). A
 	// speed PASS alone never makes a PASS; a failed audit ends it.
 	if ev.Decision == Pass {
-		var aref *evidence.Ref
-		var aev *audit.Evidence
-		var aerr error
-		aout := stage(StageAudit, func() Outcome {
+		aout := take(auditB, func() Outcome {
 			var out Outcome
-			out, aev, aref, aerr = runAuditStage(ctx, o, planned, root, natives[planned.CandidateTree], auditSecret)
+			out, aev, aref, aerr = runAuditStage(ctx, o, planned, root, natives[planned.CandidateTree], auditSecret, "audit-again")
 			return out
 		})
 		if aerr != nil {

@@ -259,7 +259,7 @@ func TestQualifyRunsANoDecisionScreenAgainAlone(t *testing.T) {
 	}
 	again := 0
 	for _, n := range r.Notes {
-		if strings.Contains(n, "abi: NO_DECISION beside the serving engine") && strings.HasSuffix(n, "ran again alone") {
+		if strings.Contains(n, "abi: NO_DECISION beside the serving and audit engines") && strings.HasSuffix(n, "ran again alone") {
 			again++
 		}
 	}

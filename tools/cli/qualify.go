@@ -50,6 +50,13 @@ It runs, in order, stopping at the first FAIL:
                        Reads are timed one after another by the controller
                        (the graph-replayed decode only); --policy gives the
                        thresholds, the candidate the version
+  audit                after a speed PASS: the candidate's calls recorded in
+                       an eager engine, recomputed by a judge that runs no
+                       candidate code; it runs beside the abi and graph
+                       screens, ends before any read is timed, and counts
+                       here (dropped when speed does not pass)
+  quality              the pristine reference T scores the speed stage's
+                       trajectories against --quality-calibration
 
 Every engine is a substrate process in the worker sandbox (its own
 namespaces, read-only tree and model, limits); --unsafe-no-isolation runs
