@@ -102,6 +102,18 @@ PY
   echo "$dst"
 }
 
+# graph_safe_copy SRC OP DST: a copy of the bundle SRC at DST under a new
+# bundle id (SRC's with DST's name appended), its OP row's metadata
+# declaring graph_safe.
+graph_safe_copy() {
+  local src=$1 op=$2 dst=$3
+  mkdir -p "$(dirname "$dst")"
+  cp -r "$src" "$dst"
+  sed -i "s/^bundle_id = \"\(.*\)\"/bundle_id = \"\1-$(basename "$dst")\"/" "$dst/manifest.toml"
+  sed -i "s/^  \"op\": \"$op\",\$/  \"op\": \"$op\",\\n  \"graph_safe\": true,/" "$dst"/metadata/*.json
+  grep -q '"graph_safe": true' "$dst"/metadata/*.json || { echo "graph_safe_copy: $op: graph_safe not declared" >&2; exit 1; }
+}
+
 # attention_bundle NAME SPIN [HOST_US]: the pure-torch attention.decode
 # contribution under a new bundle id, declared graph_safe, its entry
 # spinning the GPU for SPIN cycles after the kernel and then the host for
@@ -117,11 +129,7 @@ PY
 attention_bundle() {
   local name=$1 spin=$2 host_us=${3:-0}
   local dst=$work/bundles/$name
-  mkdir -p "$work/bundles"
-  cp -r kernels/contributions/decode_attention_torch "$dst"
-  sed -i "s/^bundle_id = \"\(.*\)\"/bundle_id = \"\1-$name\"/" "$dst/manifest.toml"
-  sed -i 's/^  "op": "attention.decode",$/  "op": "attention.decode",\n  "graph_safe": true,/' "$dst"/metadata/*.json
-  grep -q '"graph_safe": true' "$dst"/metadata/*.json || { echo "attention_bundle: graph_safe not declared" >&2; exit 1; }
+  graph_safe_copy kernels/contributions/decode_attention_torch attention.decode "$dst"
   cat >>"$dst/kernels/attention_decode.py" <<PY
 
 
@@ -157,11 +165,7 @@ PY
 moe_bundle() {
   local name=$1 spin=$2
   local dst=$work/bundles/$name
-  mkdir -p "$work/bundles"
-  cp -r kernels/contributions/moe_fused_experts_torch "$dst"
-  sed -i "s/^bundle_id = \"\(.*\)\"/bundle_id = \"\1-$name\"/" "$dst/manifest.toml"
-  sed -i 's/^  "op": "moe.fused_experts",$/  "op": "moe.fused_experts",\n  "graph_safe": true,/' "$dst"/metadata/*.json
-  grep -q '"graph_safe": true' "$dst"/metadata/*.json || { echo "moe_bundle: graph_safe not declared" >&2; exit 1; }
+  graph_safe_copy kernels/contributions/moe_fused_experts_torch moe.fused_experts "$dst"
   cat >>"$dst/kernels/fused_experts.py" <<PY
 
 

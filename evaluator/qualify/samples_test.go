@@ -95,20 +95,7 @@ func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
 			if len(ev.Samples) != 3 || len(ev.Samples[2].After) != 1 || ev.Samples[2].After[0].SMClockMHz != 1980 {
 				t.Fatalf("samples %+v", ev.Samples)
 			}
-			store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sp, err := publishSpeed(store, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pd, _ := ev.Policy.Digest()
-			// The engines ran on the CPU, one device for both lanes: no
-			// lane orientation.
-			rep := &Report{Schema: ReportSchema, Decision: ev.Decision, Inputs: Inputs{Policy: pd},
-				Lanes:  []Lane{{Name: "baseline", Device: "cpu", GPUs: []string{}}, {Name: "candidate", Device: "cpu", GPUs: []string{}, SharedDevice: true}},
-				Stages: []Stage{{Name: StageSpeed, Decision: ev.Decision, Reason: ev.Reason}}, Speed: sp}
+			store, rep := speedOnlyReport(t, ev)
 			if err := Regrade(store, rep); err != nil {
 				t.Fatalf("regrade: %v", err)
 			}
@@ -117,6 +104,25 @@ func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// speedOnlyReport publishes ev to a new evidence store and wraps it in a
+// report whose only stage is speed. The engines ran on the CPU, one device
+// for both lanes: no lane orientation.
+func speedOnlyReport(t *testing.T, ev *SpeedEvidence) (*evidence.Store, *Report) {
+	t.Helper()
+	store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := publishSpeed(store, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, _ := ev.Policy.Digest()
+	return store, &Report{Schema: ReportSchema, Decision: ev.Decision, Inputs: Inputs{Policy: pd},
+		Lanes:  []Lane{{Name: "baseline", Device: "cpu", GPUs: []string{}}, {Name: "candidate", Device: "cpu", GPUs: []string{}, SharedDevice: true}},
+		Stages: []Stage{{Name: StageSpeed, Decision: ev.Decision, Reason: ev.Reason}}, Speed: sp}
 }
 
 // requireSetAsideRegraded checks a stage whose first read set a throttling

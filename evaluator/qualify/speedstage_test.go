@@ -11,7 +11,6 @@ import (
 
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/engine/enginetest"
-	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/workload"
 )
@@ -264,23 +263,12 @@ func TestSpeedV7ReadsASpoiledSetAgain(t *testing.T) {
 	if got := strings.Count(strings.Join(swaps, " "), "B:baseline"); got != 2 {
 		t.Fatalf("swaps %v: %d read sets, want 2", swaps, got)
 	}
-	store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := publishSpeed(store, ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pd, _ := ev.Policy.Digest()
-	rep := &Report{Schema: ReportSchema, Decision: ev.Decision, Inputs: Inputs{Policy: pd},
-		Lanes:  []Lane{{Name: "baseline", Device: "cpu", GPUs: []string{}}, {Name: "candidate", Device: "cpu", GPUs: []string{}, SharedDevice: true}},
-		Stages: []Stage{{Name: StageSpeed, Decision: ev.Decision, Reason: ev.Reason}}, Speed: sp}
+	store, rep := speedOnlyReport(t, ev)
 	if err := Regrade(store, rep); err != nil {
 		t.Fatalf("regrade: %v", err)
 	}
 	hidden := *rep
-	spHidden := *sp
+	spHidden := *rep.Speed
 	spHidden.SetAside = nil
 	hidden.Speed = &spHidden
 	if err := Regrade(store, &hidden); !errors.Is(err, ErrRegrade) {
