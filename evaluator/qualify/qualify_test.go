@@ -241,9 +241,9 @@ func TestQualifyStopsAtTheFirstFailingScreen(t *testing.T) {
 // the device): the serving engine is ended and the screen runs again
 // alone. Here verify's interpreter is missing, so both runs are
 // NO_DECISION, and the qualification stops at the ABI screen with its
-// one entry and a note that says it ran twice.
+// one entry and a note that says it ran twice. Not parallel: its check
+// that no process outlives the qualification would see other tests'.
 func TestQualifyRunsANoDecisionScreenAgainAlone(t *testing.T) {
-	t.Parallel()
 	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
 	o.Verify.Python = filepath.Join(t.TempDir(), "no-such-python")
