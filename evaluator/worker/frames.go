@@ -66,14 +66,17 @@ func (f *Frames) NextWatched(ctx context.Context, limit, stall time.Duration, wh
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	var stalled chan error
+	var done chan struct{}
 	if stall > 0 {
 		stalled = make(chan error, 1)
-		done := make(chan struct{})
+		done = make(chan struct{})
 		go func() { stalled <- f.session.watch(ctx, stall, done) }()
 		// The watcher has ended before this returns, so the next wait's
 		// watcher never runs beside it.
 		defer func() {
-			close(done)
+			if done != nil {
+				close(done)
+			}
 			if stalled != nil {
 				<-stalled
 			}
@@ -89,6 +92,19 @@ func (f *Frames) NextWatched(ctx context.Context, limit, stall time.Duration, wh
 		case fr, ok := <-f.ch:
 			switch {
 			case !ok || errors.Is(fr.err, io.EOF):
+				// A watcher that ended the session itself sees the pipe
+				// close before it can say why: its verdict, not the end it
+				// caused, decides. A host-starved engine reported as one
+				// that exited would be the candidate's fault.
+				if stalled != nil {
+					close(done)
+					done = nil
+					err := <-stalled
+					stalled = nil
+					if err != nil {
+						return nil, fmt.Errorf("%w (waiting for %s)", err, what)
+					}
+				}
 				return nil, fmt.Errorf("%w before %s", ErrSessionEnded, what)
 			case fr.err != nil:
 				return nil, fr.err
