@@ -118,16 +118,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.Inputs.Policy = d
 	}
 
+	// record appends a stage's outcome, run from start to end, to the
+	// report; how follows its length in the progress line.
+	record := func(name string, out Outcome, start, end time.Time, how string) Outcome {
+		if ctx.Err() != nil && out.Decision != Fail {
+			out = Outcome{NoDecision, "interrupted: " + ctx.Err().Error()}
+		}
+		r.Stages = append(r.Stages, Stage{Name: name, Decision: out.Decision, Reason: out.Reason, Start: seconds(start.Sub(t0)), Seconds: seconds(end.Sub(start))})
+		progress("%s: %s %s (%s%s)", name, out.Decision, out.Reason, end.Sub(start).Round(time.Millisecond), how)
+		return out
+	}
 	stage := func(name string, run func() Outcome) Outcome {
 		progress("%s …", name)
 		start := time.Now()
 		out := run()
-		if ctx.Err() != nil && out.Decision != Fail {
-			out = Outcome{NoDecision, "interrupted: " + ctx.Err().Error()}
-		}
-		r.Stages = append(r.Stages, Stage{Name: name, Decision: out.Decision, Reason: out.Reason, Start: seconds(start.Sub(t0)), Seconds: seconds(time.Since(start))})
-		progress("%s: %s %s (%s)", name, out.Decision, out.Reason, time.Since(start).Round(time.Millisecond))
-		return out
+		return record(name, out, start, time.Now(), "")
 	}
 	finish := func() (*Result, error) {
 		var outcomes []Outcome
@@ -264,44 +269,45 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// the audit's after a speed PASS, as if each had run there; both have
 	// ended, their engines reaped, before the speed stage times anything.
 	// A qualification that stops earlier ends them and waits for them.
-	serving := arm("serving", planned.CandidateTree, o.Lanes[1])
-	servingB := startBeside(ctx, ScreenServing, func(c context.Context) Outcome {
-		return screenServing(c, o.Isolation, serving, o.Workload.PromptBatches[0], r.Transition.Members)
-	})
+	// serve and runAudit run a stage's work under c; role and dir name its
+	// work directory (another for a run again alone).
+	serve := func(c context.Context, role speed.Role) Outcome {
+		return screenServing(c, o.Isolation, arm(role, planned.CandidateTree, o.Lanes[1]), o.Workload.PromptBatches[0], r.Transition.Members)
+	}
 	// The audit's evidence of the run whose outcome is taken.
 	var aev *audit.Evidence
 	var aref *evidence.Ref
 	var aerr error
-	auditB := startBeside(ctx, StageAudit, func(c context.Context) Outcome {
+	runAudit := func(c context.Context, dir string) Outcome {
 		var out Outcome
-		out, aev, aref, aerr = runAuditStage(c, o, planned, root, natives[planned.CandidateTree], auditSecret, "audit")
+		out, aev, aref, aerr = runAuditStage(c, o, planned, root, natives[planned.CandidateTree], auditSecret, dir)
 		return out
-	})
+	}
+	servingB := startBeside(ctx, ScreenServing, func(c context.Context) Outcome { return serve(c, "serving") })
+	auditB := startBeside(ctx, StageAudit, func(c context.Context) Outcome { return runAudit(c, "audit") })
 	abandonAll := func() { servingB.abandon(); auditB.abandon() }
 	defer abandonAll()
+	// alone notes that a stage read NO_DECISION beside others and is run
+	// again alone, once the others are ended.
+	alone := func(name, beside, reason string) {
+		abandonAll()
+		r.Notes = append(r.Notes, fmt.Sprintf("%s: NO_DECISION beside %s (%s); ran again alone", name, beside, reason))
+		progress("%s: NO_DECISION beside %s; again alone", name, beside)
+	}
 	// take records a stage that ran beside others: its outcome, or, when
 	// it was abandoned or said NO_DECISION there, the outcome of running
-	// it again alone.
-	take := func(b *besideRun, alone func() Outcome) Outcome {
+	// it again alone (again).
+	take := func(b *besideRun, again func() Outcome) Outcome {
 		if b.abandoned {
-			return stage(b.name, alone)
+			return stage(b.name, again)
 		}
 		progress("%s …", b.name)
 		b.wait()
 		if b.out.Decision == NoDecision && ctx.Err() == nil {
-			abandonAll()
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: NO_DECISION beside the ABI screen (%s); ran again alone", b.name, b.out.Reason))
-			progress("%s: NO_DECISION beside the ABI screen; again alone", b.name)
-			return stage(b.name, alone)
+			alone(b.name, "the ABI screen", b.out.Reason)
+			return stage(b.name, again)
 		}
-		out := b.out
-		if ctx.Err() != nil && out.Decision != Fail {
-			out = Outcome{NoDecision, "interrupted: " + ctx.Err().Error()}
-		}
-		r.Stages = append(r.Stages, Stage{Name: b.name, Decision: out.Decision, Reason: out.Reason,
-			Start: seconds(b.start.Sub(t0)), Seconds: seconds(b.end.Sub(b.start))})
-		progress("%s: %s %s (%s, beside the ABI screen)", b.name, out.Decision, out.Reason, b.end.Sub(b.start).Round(time.Millisecond))
-		return out
+		return record(b.name, b.out, b.start, b.end, ", beside the ABI screen")
 	}
 
 	// ABI: every op row on its slot contract, in worker processes, on
@@ -317,9 +323,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if stage(ScreenABI, func() Outcome {
 		out, rep := screenABI(ctx, o.Plan.CandidateDir, vo)
 		if out.Decision == NoDecision && ctx.Err() == nil {
-			abandonAll()
-			r.Notes = append(r.Notes, fmt.Sprintf("abi: NO_DECISION beside the serving and audit engines (%s); ran again alone", out.Reason))
-			progress("%s: NO_DECISION beside the serving and audit engines; again alone", ScreenABI)
+			alone(ScreenABI, "the serving and audit engines", out.Reason)
 			out, rep = screenABI(ctx, o.Plan.CandidateDir, vo)
 		}
 		abi = rep
@@ -334,10 +338,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	} else if stage(ScreenGraph, func() Outcome { return screenGraph(abi) }).Decision != Pass {
 		return finish()
 	}
-	if take(servingB, func() Outcome {
-		again := arm("serving-again", planned.CandidateTree, o.Lanes[1])
-		return screenServing(ctx, o.Isolation, again, o.Workload.PromptBatches[0], r.Transition.Members)
-	}).Decision != Pass {
+	if take(servingB, func() Outcome { return serve(ctx, "serving-again") }).Decision != Pass {
 		return finish()
 	}
 	// No candidate engine may run while the speed stage times its reads.
@@ -401,11 +402,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// stage's trajectories (the candidate's engines are gone by now). A
 	// speed PASS alone never makes a PASS; a failed audit ends it.
 	if ev.Decision == Pass {
-		aout := take(auditB, func() Outcome {
-			var out Outcome
-			out, aev, aref, aerr = runAuditStage(ctx, o, planned, root, natives[planned.CandidateTree], auditSecret, "audit-again")
-			return out
-		})
+		aout := take(auditB, func() Outcome { return runAudit(ctx, "audit-again") })
 		if aerr != nil {
 			return nil, aerr
 		}

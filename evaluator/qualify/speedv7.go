@@ -146,7 +146,7 @@ func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *worklo
 	// engines, as v8 does (rereadReason looks at the stock reads and the
 	// samples only, never at C). On an H100 an honest attention candidate
 	// ended NO_DECISION this way, B and B′ 0.58 % apart
-	// (docs/results/rereads-h100.md).
+	// (docs/results/stages-h100.md).
 	if why := rereadReason(g, ev.Samples); why != "" {
 		ev.SetAside = &SetAside{Reason: why, Reads: ev.Reads, Samples: ev.Samples}
 		if g, ok = set(); !ok {

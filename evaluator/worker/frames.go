@@ -66,21 +66,24 @@ func (f *Frames) NextWatched(ctx context.Context, limit, stall time.Duration, wh
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	var stalled chan error
-	var done chan struct{}
+	// stopWatch ends a watcher still running and returns its verdict.
+	stopWatch := func() error { return nil }
 	if stall > 0 {
 		stalled = make(chan error, 1)
-		done = make(chan struct{})
+		done := make(chan struct{})
 		go func() { stalled <- f.session.watch(ctx, stall, done) }()
+		stopWatch = func() error {
+			if stalled == nil {
+				return nil
+			}
+			close(done)
+			err := <-stalled
+			stalled = nil
+			return err
+		}
 		// The watcher has ended before this returns, so the next wait's
 		// watcher never runs beside it.
-		defer func() {
-			if done != nil {
-				close(done)
-			}
-			if stalled != nil {
-				<-stalled
-			}
-		}()
+		defer stopWatch()
 	}
 	for {
 		select {
@@ -96,14 +99,8 @@ func (f *Frames) NextWatched(ctx context.Context, limit, stall time.Duration, wh
 				// close before it can say why: its verdict, not the end it
 				// caused, decides. A host-starved engine reported as one
 				// that exited would be the candidate's fault.
-				if stalled != nil {
-					close(done)
-					done = nil
-					err := <-stalled
-					stalled = nil
-					if err != nil {
-						return nil, fmt.Errorf("%w (waiting for %s)", err, what)
-					}
+				if err := stopWatch(); err != nil {
+					return nil, fmt.Errorf("%w (waiting for %s)", err, what)
 				}
 				return nil, fmt.Errorf("%w before %s", ErrSessionEnded, what)
 			case fr.err != nil:
