@@ -57,14 +57,14 @@ calib=()
 [[ -n ${ONE_ENGINE:-} ]] && calib=(--one-engine)
 if [[ -z ${SMOKE:-} ]]; then
   echo "== model" >&2
+  shape=(--layers 8 --hidden 2048 --heads 16 --kv-heads 4 --vocab 32000 --max-position-embeddings 512)
   if [[ ${1:-} == moe ]]; then
-    # Mixtral-style: 8 experts of intermediate 1408, top 2 (770 M parameters).
-    "$cacheon" model make-test --seed 1 --out "$model" --moe --experts 8 --top-k 2 --layers 8 --hidden 2048 --heads 16 \
-      --kv-heads 4 --intermediate 1408 --vocab 32000 --max-position-embeddings 512 >&2
+    # Mixtral-style: 8 experts of intermediate 1408, top 2 (769 M parameters).
+    shape+=(--moe --experts 8 --top-k 2 --intermediate 1408)
   else
-    "$cacheon" model make-test --seed 1 --out "$model" --layers 8 --hidden 2048 --heads 16 --kv-heads 4 \
-      --intermediate 5632 --vocab 32000 --max-position-embeddings 512 >&2
+    shape+=(--intermediate 5632)
   fi
+  "$cacheon" model make-test --seed 1 --out "$model" "${shape[@]}" >&2
   common+=(--model "$model" --workload "$here/workload.hcl" --policy "$here/policy.hcl")
 elif [[ ${1:-} == moe ]]; then
   "$cacheon" model make-test --seed 1 --out "$model" --moe >&2
@@ -192,16 +192,10 @@ PY
   echo "$dst"
 }
 
-# attention_stack BUNDLE: the incumbent with an attention.decode entry
-# taken from BUNDLE (the incumbent itself leaves that target to the
-# substrate's stock kernel). The attribution is a bench constant.
-attention_stack() {
-  slot_stack attention.decode "$1"
-}
-
 # slot_stack SLOT BUNDLE: the incumbent with a SLOT entry taken from BUNDLE
-# (a slot the incumbent leaves to the substrate's stock kernel). The
-# attribution is a bench constant.
+# (a slot the incumbent leaves to the substrate's stock kernel, such as
+# attention.decode or moe.fused_experts). The attribution is a bench
+# constant.
 slot_stack() {
   local f=$work/incumbent-$1-$(basename "$2").hcl
   sed '$d' stacks/incumbent.hcl >"$f"
@@ -356,7 +350,7 @@ attention)
   # a call, the candidate the same kernel without them, so the speed stage
   # passes and the audit runs at the attention slot, whose records (the
   # KV cache of every call) outgrow the budget as the MLP slot's do.
-  audit_rounds attention "$(attention_stack "$(attention_bundle "spin${SPIN:-4800}host${HOST_SPIN_US:-0}" "${SPIN:-4800}" "${HOST_SPIN_US:-0}")")" \
+  audit_rounds attention "$(slot_stack attention.decode "$(attention_bundle "spin${SPIN:-4800}host${HOST_SPIN_US:-0}" "${SPIN:-4800}" "${HOST_SPIN_US:-0}")")" \
     "$(attention_bundle spin0 0)"
   ;;
 moe)
