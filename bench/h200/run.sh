@@ -30,7 +30,9 @@
 # Environment: CACHEON (the cacheon binary, default: cacheon on PATH),
 # CACHEON_PYTHON (an interpreter with torch and Triton), OUT (where the
 # results go, default ./h200-results), EVIDENCE (the evidence store,
-# default OUT/evidence). Every engine runs in the worker
+# default OUT/evidence), POLICY (the speed policy file, default
+# bench/h200/policy.hcl; bench/h200/policy-sets.hcl is the version 9
+# policy that averages four read sets). Every engine runs in the worker
 # sandbox; nothing here changes a GPU setting.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -65,10 +67,13 @@ if [[ -z ${SMOKE:-} ]]; then
     shape+=(--intermediate 5632)
   fi
   "$cacheon" model make-test --seed 1 --out "$model" "${shape[@]}" >&2
-  common+=(--model "$model" --workload "$here/workload.hcl" --policy "$here/policy.hcl")
-elif [[ ${1:-} == moe ]]; then
-  "$cacheon" model make-test --seed 1 --out "$model" --moe >&2
-  common+=(--model "$model")
+  common+=(--model "$model" --workload "$here/workload.hcl" --policy "${POLICY:-$here/policy.hcl}")
+else
+  if [[ ${1:-} == moe ]]; then
+    "$cacheon" model make-test --seed 1 --out "$model" --moe >&2
+    common+=(--model "$model")
+  fi
+  [[ -z ${POLICY:-} ]] || common+=(--policy "$POLICY")
 fi
 
 # bundle SRC NAME [SPIN]: a copy of the bundle SRC under a new bundle id

@@ -25,12 +25,17 @@ type Calibration struct {
 	// resident engine (RoundsOptions.OneEngine); empty for the three
 	// processes of the v8 schedule, which qualifications use.
 	Schedule string `json:"schedule,omitempty"`
+	// Sets is how many B, C, B′ read sets every round read: the v9
+	// policy's Sets the rounds ran under (0 for one set, v8). A v9 policy
+	// takes its thresholds only from a calibration of as many sets.
+	Sets int `json:"sets,omitempty"`
 	// NoiseFloor is the largest disagreement of a stock engine with
 	// itself: max over rounds of |C/B − 1| and the B/B′ drift.
 	NoiseFloor string `json:"noise_floor"`
 	// The thresholds it supports: max_noise covers every round's drift
 	// with half again as much room (at most 0.02); min_margin is twice the
-	// noise floor, at least 0.005 and at most maxCalibratedMargin. Both as
+	// noise floor, at least 0.005 and at most maxCalibratedMargin; for
+	// rounds of v9 sets it is setMargin's instead. Both as
 	// 17-significant-digit decimals.
 	MaxNoise  string `json:"max_noise"`
 	MinMargin string `json:"min_margin"`
@@ -51,6 +56,10 @@ type CalibrationRound struct {
 	Speedup  string   `json:"speedup"`
 	Decision Decision `json:"decision"`
 	Reason   string   `json:"reason"`
+	// SetSpeedups are each read set's C over the mean of its B and B′,
+	// under a v9 policy (absent for one set; then the round's digest is as
+	// before sets). B, C and B′ are then each role's mean over the sets.
+	SetSpeedups []string `json:"set_speedups,omitempty"`
 	// Reread says why a resolution round's first read set was set aside
 	// and read again, as a qualification does ("" when it was not; then
 	// the key is absent and the round's digest is as before rereads).
@@ -127,6 +136,13 @@ func (c *Calibration) Digest() (string, error) {
 		if r.Reread != "" {
 			round["reread"] = r.Reread
 		}
+		if len(r.SetSpeedups) > 0 {
+			speedups := []any{}
+			for _, x := range r.SetSpeedups {
+				speedups = append(speedups, x)
+			}
+			round["set_speedups"] = speedups
+		}
 		rounds = append(rounds, round)
 	}
 	fields := map[string]any{
@@ -135,6 +151,9 @@ func (c *Calibration) Digest() (string, error) {
 	}
 	if c.Schedule != "" {
 		fields["schedule"] = c.Schedule
+	}
+	if c.Sets != 0 {
+		fields["sets"] = c.Sets
 	}
 	d, err := identity.H(identity.DomainCalibration, fields)
 	return d.String(), err
@@ -154,6 +173,25 @@ func summarize(rates [][3]float64) (noise, maxNoise, minMargin float64, supporte
 }
 
 func relativeSpread2(a, b float64) float64 { return math.Abs(a-b) / ((a + b) / 2) }
+
+// minSetMargin is the smallest min_margin a v9 calibration sets: 0.1 %,
+// a fifth of the smallest speedup the grade is meant to resolve.
+const minSetMargin = 0.001
+
+// setMargin is a v9 calibration's min_margin: p.NoiseMultiplier standard
+// errors of the mean of p.Sets set speedups, where one set's error is the
+// root mean square of every stock-versus-stock set's speedup about 1 (a
+// C that reads slow or fast on the same tree counts as noise, not only
+// the scatter about the sets' own mean). Between minSetMargin and
+// maxCalibratedMargin.
+func setMargin(p speed.Policy, speedups []float64) float64 {
+	ss := 0.0
+	for _, x := range speedups {
+		ss += (x - 1) * (x - 1)
+	}
+	rms := math.Sqrt(ss / float64(len(speedups)))
+	return math.Min(maxCalibratedMargin, math.Max(minSetMargin, p.NoiseMultiplier*rms/math.Sqrt(float64(p.Sets))))
+}
 
 // RoundsOptions are repeated rounds of the v8 speed schedule, fresh
 // engine processes each round.
@@ -189,6 +227,21 @@ func Calibrate(ctx context.Context, o RoundsOptions) (*Calibration, error) {
 		return nil, err
 	}
 	noise, maxNoise, minMargin, ok := summarize(rates)
+	if o.Policy.Version == speed.V9 {
+		// From the set speedups as the file records them, so that anyone
+		// can derive the margin again from the file alone.
+		var speedups []float64
+		for _, r := range c.Rounds {
+			for _, x := range r.SetSpeedups {
+				f, err := strconv.ParseFloat(x, 64)
+				if err != nil {
+					return nil, fmt.Errorf("set speedup %q: %w", x, err)
+				}
+				speedups = append(speedups, f)
+			}
+		}
+		minMargin = setMargin(o.Policy, speedups)
+	}
 	c.NoiseFloor, c.MaxNoise, c.MinMargin, c.Supported = speed.Format(noise), speed.Format(maxNoise), speed.Format(minMargin), ok
 	return c, nil
 }
@@ -197,7 +250,7 @@ func Calibrate(ctx context.Context, o RoundsOptions) (*Calibration, error) {
 // a candidate of a known speed difference passes (a resolution curve is a
 // few of these). It returns the rounds only; no thresholds follow from them.
 // Each round decides as a qualification would: a read set the lanes
-// spoiled is read again once (runSpeedV8).
+// spoiled is read again once (runSpeedSets).
 func Resolution(ctx context.Context, o RoundsOptions) (*Calibration, error) {
 	c, _, err := rounds(ctx, o, 1)
 	return c, err
@@ -213,8 +266,15 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, []
 	}
 	c := &Calibration{Workload: wd, Lanes: o.Lanes, Rounds: []CalibrationRound{}}
 	if o.OneEngine {
+		if o.Policy.Version == speed.V9 {
+			return nil, nil, fmt.Errorf("a version 9 policy reads %d sets of three engine processes; the one-engine schedule reads one set in one engine", o.Policy.Sets)
+		}
 		c.Schedule = ScheduleOneEngine
 	}
+	if o.Policy.Version == speed.V9 {
+		c.Sets = o.Policy.Sets
+	}
+	// rates are every read set's scored B, C and B′ rates.
 	var rates [][3]float64
 	for i := 0; i < o.Rounds; i++ {
 		round := make([]Arm, len(o.Arms))
@@ -222,22 +282,31 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, []
 			a.Spec.WorkDir = fmt.Sprintf("%s-round%d", a.Spec.WorkDir, i)
 			round[j] = a
 		}
+		round = setArms(round, readSets(o.Policy.Sets))
 		var ev *SpeedEvidence
 		if o.OneEngine {
 			ev = runSpeedOneEngine(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample)
 		} else {
-			ev = runSpeedV8(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample, rereads)
+			ev = runSpeedSets(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample, rereads)
 		}
 		if ev.Grade == nil {
 			return nil, nil, fmt.Errorf("calibration round %d: %s", i, ev.Reason)
 		}
+		// r and scatter are each role's mean over the round's sets.
 		var r, scatter [3]float64
-		for k := range r {
-			r[k], scatter[k] = ev.Grade.Rates[k].Scored, ev.Grade.Rates[k].Scatter
+		sets := len(ev.Grade.Rates) / 3
+		for k, rate := range ev.Grade.Rates {
+			r[k%3] += rate.Scored / float64(sets)
+			scatter[k%3] += rate.Scatter / float64(sets)
+			if k%3 == 2 {
+				rates = append(rates, [3]float64{ev.Grade.Rates[k-2].Scored, ev.Grade.Rates[k-1].Scored, rate.Scored})
+			}
 		}
-		rates = append(rates, r)
 		cr := CalibrationRound{B: speed.Format(r[0]), C: speed.Format(r[1]), BPrime: speed.Format(r[2]),
 			Speedup: speed.Format(ev.Grade.Speedup), Decision: ev.Decision, Reason: ev.Reason, Scatter: scatter, Around: around(ev)}
+		for _, x := range ev.Grade.SetSpeedups {
+			cr.SetSpeedups = append(cr.SetSpeedups, speed.Format(x))
+		}
 		if ev.SetAside != nil {
 			cr.Reread = ev.SetAside.Reason
 		}
@@ -312,6 +381,9 @@ const maxCalibratedMargin = 0.9
 func (c *Calibration) Policy(base speed.Policy) (speed.Policy, error) {
 	if c.Schedule != "" {
 		return speed.Policy{}, fmt.Errorf("%w: the calibration's rounds read one engine (schedule %q), and a qualification reads three engine processes, whose noise it did not measure", ErrUnsupportedLanes, c.Schedule)
+	}
+	if c.Sets != base.Sets {
+		return speed.Policy{}, fmt.Errorf("%w: the calibration's rounds read %d set(s) each, and a version %d policy of %d set(s) needs a margin for as many", ErrUnsupportedLanes, readSets(c.Sets), base.Version, readSets(base.Sets))
 	}
 	noise, err := strconv.ParseFloat(c.NoiseFloor, 64)
 	if err != nil {

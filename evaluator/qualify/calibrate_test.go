@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cacheon/engine/evaluator/lanes"
@@ -146,6 +148,77 @@ func TestCalibrationPolicy(t *testing.T) {
 	}
 	if d1, _ := one.Digest(); d1 == d {
 		t.Fatal("the digest does not cover the schedule")
+	}
+	// A version 9 policy takes a margin only from rounds of as many sets.
+	v9 := base
+	v9.Version, v9.Sets = speed.V9, 4
+	if _, err := quiet.Policy(v9); !errors.Is(err, ErrUnsupportedLanes) || !strings.Contains(err.Error(), "read 1 set(s) each") {
+		t.Fatalf("a one-set calibration gave a v9 policy: %v", err)
+	}
+	sets := cal([][3]float64{{100, 101, 100.5}, {100, 99.5, 100}})
+	sets.Sets = 4
+	if p, err := sets.Policy(v9); err != nil || p.Sets != 4 || p.Version != speed.V9 {
+		t.Fatalf("a four-set calibration: %+v, %v", p, err)
+	}
+	if _, err := sets.Policy(base); !errors.Is(err, ErrUnsupportedLanes) {
+		t.Fatalf("a four-set calibration gave a v8 policy: %v", err)
+	}
+	if d1, _ := sets.Digest(); d1 == d {
+		t.Fatal("the digest does not cover the sets")
+	}
+}
+
+func TestSetMargin(t *testing.T) {
+	p := testPolicy()
+	p.Version, p.Sets, p.NoiseMultiplier = speed.V9, 4, 3
+	cases := []struct {
+		name     string
+		speedups []float64
+		want     float64
+	}{
+		// rms 0.0015811: three standard errors of a mean of four sets.
+		{"quiet", []float64{1.002, 0.998, 1.001, 0.999}, 3 * math.Sqrt(2.5e-6) / 2},
+		// A C that reads slow on the same tree is noise too: the rms is
+		// about 1, not about the sets' own mean.
+		{"biased", []float64{0.997, 0.997}, 3 * 0.003 / 2},
+		{"floor", []float64{1.0001, 0.9999}, minSetMargin},
+		{"ceiling", []float64{2, 0}, maxCalibratedMargin},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := setMargin(p, c.speedups); math.Abs(got-c.want) > 1e-12 {
+				t.Fatalf("setMargin = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestCalibrateSetsOnTheCPU: rounds under a version 9 policy read its
+// sets, record each set's speedup, and derive min_margin from them.
+func TestCalibrateSetsOnTheCPU(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	p := testPolicy()
+	p.Version, p.Sets = speed.V9, 2
+	c, err := Calibrate(context.Background(), RoundsOptions{Isolation: f.Iso, Arms: arms(f), Workload: smoke(t), Policy: p, Rounds: 2, Lanes: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var speedups []float64
+	for _, r := range c.Rounds {
+		if len(r.SetSpeedups) != 2 {
+			t.Fatalf("round %+v: want two set speedups", r)
+		}
+		for _, x := range r.SetSpeedups {
+			f, _ := strconv.ParseFloat(x, 64)
+			speedups = append(speedups, f)
+		}
+	}
+	if c.Sets != 2 || c.MinMargin != speed.Format(setMargin(p, speedups)) {
+		t.Fatalf("calibration of %d sets, min_margin %s; want 2 sets and %s", c.Sets, c.MinMargin, speed.Format(setMargin(p, speedups)))
+	}
+	if _, err := Calibrate(context.Background(), RoundsOptions{Isolation: f.Iso, Arms: arms(f), Workload: smoke(t), Policy: p, Rounds: 2, Lanes: "cpu", OneEngine: true}); err == nil || !strings.Contains(err.Error(), "one-engine schedule reads one set") {
+		t.Fatalf("v9 rounds in one engine: %v", err)
 	}
 }
 

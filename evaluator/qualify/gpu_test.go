@@ -109,7 +109,7 @@ func TestIdleEnginesAreQuietOnTheGPU(t *testing.T) {
 		for i := range arms {
 			arms[i].Spec.WorkDir = filepath.Join(f.Run, fmt.Sprint(round), string(arms[i].Role))
 		}
-		ev := runSpeedV8(context.Background(), f.Iso, arms, w, p, lanes.Runner{}.Read, 0)
+		ev := runSpeedSets(context.Background(), f.Iso, arms, w, p, lanes.Runner{}.Read, 0)
 		t.Logf("round %d: %s %s", round, ev.Decision, ev.Reason)
 		requireQuietNeighbours(t, ev, 6)
 	}

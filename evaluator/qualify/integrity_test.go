@@ -69,7 +69,7 @@ func speedWithCandidateOn(t *testing.T, f enginetest.Fixture, candidate string, 
 			a[i].Spec.Tree = planned.CandidateTree
 		}
 	}
-	ev := runSpeedV8(context.Background(), f.Iso, a, w, testPolicy(), nil, 0)
+	ev := runSpeedSets(context.Background(), f.Iso, a, w, testPolicy(), nil, 0)
 	t.Logf("speed: %s %s", ev.Decision, ev.Reason)
 	return ev
 }

@@ -346,8 +346,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		progress("waiting for the audit's engine, beside the screens, to end before the speed stage")
 		auditB.wait()
 	}
-	// Speed: v7 in two resident engines that swap trees, or v8 in three
-	// engine processes of their own.
+	// Speed: v7 in two resident engines that swap trees, v8 in three
+	// engine processes of their own, or v9 in as many sets of three.
 	// Every timed window is held to the roofline floor: the controller's
 	// own reading of the sealed model's weights at the lane's peak
 	// bandwidth.
@@ -364,13 +364,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				IncumbentTree: planned.IncumbentTree, CandidateTree: planned.CandidateTree,
 			}, o.Workload, policy, o.Sample)
 		} else {
-			arms := []Arm{
+			arms := setArms([]Arm{
 				{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
 				{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
 				{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
-			}
+			}, readSets(policy.Sets))
 			// A read set the lanes spoiled is read again once.
-			ev = runSpeedV8(ctx, o.Isolation, arms, o.Workload, policy, o.Sample, 1)
+			ev = runSpeedSets(ctx, o.Isolation, arms, o.Workload, policy, o.Sample, 1)
 		}
 		if ev.Grade != nil {
 			var setAside []speed.Read
@@ -438,8 +438,13 @@ func short(d string) string {
 }
 
 // scheduled is the policy a candidate's speed stage grades under: the
-// given thresholds at version 7 for a hot-swappable candidate, else 8.
+// given thresholds at version 7 for a hot-swappable candidate, else 8; a
+// version 9 policy stays 9 (its sets are fresh engine processes, whatever
+// the candidate can swap).
 func scheduled(p speed.Policy, swappable bool) speed.Policy {
+	if p.Version == speed.V9 {
+		return p
+	}
 	p.Version = speed.V8
 	if swappable {
 		p.Version = speed.V7

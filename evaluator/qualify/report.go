@@ -397,9 +397,10 @@ func regradeSetAside(store *evidence.Store, p speed.Policy, sa SetAsideRecord) (
 }
 
 // countReadSets checks that the stage's own records count as many read
-// sets as the report shows: one, or two when one was set aside. Under v8
-// they are the idle records, two for every read (the engines that
-// waited); under v7 the hot swaps, one stock→stock swap of the baseline
+// sets as the report shows: one, or two when one was set aside (under v9
+// a "read set" is all of the policy's sets, read again together). Under
+// v8 and v9 they are the idle records, one for every engine that waited
+// through every read; under v7 the hot swaps, one stock→stock swap of the baseline
 // engine before every B. A report that hid a set-aside set, or read again
 // more often than the rule allows, is caught here.
 func countReadSets(store *evidence.Store, s *Speed, p speed.Policy) error {
@@ -427,7 +428,7 @@ func countReadSets(store *evidence.Store, s *Speed, p speed.Policy) error {
 		}
 		return nil
 	}
-	if p.Version != speed.V8 || s.IdleCPU == nil {
+	if p.Version == speed.V7 || s.IdleCPU == nil {
 		return nil
 	}
 	data, err := store.Get(*s.IdleCPU)
@@ -438,8 +439,11 @@ func countReadSets(store *evidence.Store, s *Speed, p speed.Policy) error {
 	if err := json.Unmarshal(data, &records); err != nil {
 		return fmt.Errorf("idle CPU: %w", err)
 	}
-	if want := 6 * sets; len(records) != want {
-		return fmt.Errorf("%w: the idle records show %d reads, the report %d read set(s) of three", ErrRegrade, len(records)/2, sets)
+	// Every read has one idle record for each engine that waited: all
+	// the schedule's engines but the one read.
+	engines := 3 * readSets(p.Sets)
+	if want := engines * (engines - 1) * sets; len(records) != want {
+		return fmt.Errorf("%w: the idle records show %d reads, the report %d read set(s) of %d", ErrRegrade, len(records)/(engines-1), sets, engines)
 	}
 	return nil
 }

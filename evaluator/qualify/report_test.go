@@ -1,6 +1,7 @@
 package qualify
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/evidence"
+	"github.com/cacheon/engine/evaluator/speed"
 )
 
 // TestRegradeAgreesAndCatchesEdits publishes a real speed stage (the
@@ -193,5 +195,61 @@ func TestDecidedBy(t *testing.T) {
 				t.Errorf("DecidedBy %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestSpeedV9OnTheCPU runs the version 9 schedule with two sets and the
+// same stock tree on every arm (an A/A run): six engine processes of
+// their own, read B, C, B′, B, C, B′, each watched by the other five
+// while it is timed, graded on the mean of the two sets' speedups; its
+// published evidence re-grades, and a report that hides one read's idle
+// records does not.
+func TestSpeedV9OnTheCPU(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	p := testPolicy()
+	p.Version, p.Sets = speed.V9, 2
+	a := setArms(arms(f), p.Sets)
+	ev := runSpeedSets(context.Background(), f.Iso, a, smoke(t), p, nil, 0)
+	if ev.Grade == nil {
+		t.Fatalf("no grade: %+v", ev.Outcome)
+	}
+	var roles []string
+	for _, r := range ev.Reads {
+		roles = append(roles, string(r.Role))
+	}
+	if got := strings.Join(roles, " "); got != "B C B_prime B C B_prime" {
+		t.Fatalf("read order %s", got)
+	}
+	if len(ev.Grade.SetSpeedups) != 2 || ev.Grade.Reason != speed.ReasonMeanFaster && ev.Grade.Reason != speed.ReasonMeanNotFaster && ev.Grade.Reason != speed.ReasonConditioningRegression {
+		t.Fatalf("grade %+v", ev.Grade)
+	}
+	// Each engine is a process of its own, in a work directory of its own.
+	for _, dir := range []string{"B", "B-set2", "C-set2", "B_prime-set2"} {
+		if _, err := os.Stat(filepath.Join(f.Run, "arms", dir)); err != nil {
+			t.Errorf("arm work directory %s: %v", dir, err)
+		}
+	}
+	for _, r := range []speed.Role{speed.B, speed.C, speed.BPrime} {
+		if n := len(ev.Batches[r]); n != 12 {
+			t.Errorf("%s served %d batches over two engines, want 12", r, n)
+		}
+	}
+	requireQuietNeighbours(t, ev, 6*5)
+	t.Logf("A/A under v9 on the CPU: %s %s (set speedups %v)", ev.Decision, ev.Reason, ev.Grade.SetSpeedups)
+
+	store, rep := speedOnlyReport(t, ev)
+	if err := Regrade(store, rep); err != nil {
+		t.Fatalf("regrade of the v9 stage: %v", err)
+	}
+	sp := rep.Speed
+	hidden, _ := json.Marshal(ev.Idle[:len(ev.Idle)-5])
+	ref, err := store.Put(ArtifactIdleCPU, "application/json", "idle-cpu.v1", hidden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.IdleCPU = &ref
+	if err := Regrade(store, rep); !errors.Is(err, ErrRegrade) || !strings.Contains(err.Error(), "idle records show 5 reads") {
+		t.Fatalf("a read's idle records hidden: %v", err)
 	}
 }

@@ -85,7 +85,7 @@ func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
 			for i := range a {
 				a[i].Spec.WorkDir = filepath.Join(f.Run, strings.ReplaceAll(c.name, " ", "-"), string(a[i].Role))
 			}
-			ev := runSpeedV8(context.Background(), f.Iso, a, smoke(t), testPolicy(), r.Read, 1)
+			ev := runSpeedSets(context.Background(), f.Iso, a, smoke(t), testPolicy(), r.Read, 1)
 			if c.want != "" && (ev.Decision != c.want || !strings.Contains(ev.Reason, c.reason)) {
 				t.Fatalf("%s: %s %s, want %s for %q", c.name, ev.Decision, ev.Reason, c.want, c.reason)
 			}

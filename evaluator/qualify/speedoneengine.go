@@ -30,7 +30,7 @@ import (
 // spec, and C's spec gives the tree swapped in for C.
 func runSpeedOneEngine(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
 	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
-	if !armsInOrder(arms) {
+	if !armsInSets(arms, 1) {
 		ev.Outcome = Outcome{NoDecision, "the one-engine schedule needs the arms B, C and B′ in that order"}
 		return ev
 	}

@@ -41,18 +41,20 @@ type SpeedEvidence struct {
 	mu sync.Mutex // Batches, while engines warm up together
 }
 
-// runSpeedV8 is the non-swappable schedule: three engine processes (B, C
-// and B′) start together and warm up together; then their reads are
-// timed one after another, B, C, B′, so no timed work overlaps.
+// runSpeedSets is the non-swappable schedule: every arm its own engine
+// process, the arms in read sets of B, C and B′ (one set under v8, the
+// policy's Sets under v9). Every engine starts and warms up at once; then
+// their reads are timed one after another in arm order, so no timed work
+// overlaps, and every engine not being read is watched meanwhile.
 //
 // rereads is how many times a read set the lanes spoiled is read again in
 // the same engines (see rereadReason): 1 in a qualification, so that a
 // first arm read slow does not end it NO_DECISION; the set aside is kept
 // in the evidence (SpeedEvidence.SetAside) and re-graded.
-func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler, rereads int) *SpeedEvidence {
+func runSpeedSets(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler, rereads int) *SpeedEvidence {
 	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
-	if !armsInOrder(arms) {
-		ev.Outcome = Outcome{NoDecision, "the v8 schedule needs the arms B, C and B′ in that order"}
+	if !armsInSets(arms, readSets(p.Sets)) {
+		ev.Outcome = Outcome{NoDecision, fmt.Sprintf("the version %d schedule needs %d set(s) of the arms B, C and B′ in that order", p.Version, readSets(p.Sets))}
 		return ev
 	}
 	engines := make([]*engine.Engine, len(arms))
@@ -113,20 +115,47 @@ func runSpeedV8(ctx context.Context, iso worker.Isolation, arms []Arm, w *worklo
 	}
 }
 
-// armsInOrder is whether arms are B, C and B′, in that order: the read
-// order both the v8 and the one-engine schedule take.
-func armsInOrder(arms []Arm) bool {
-	return len(arms) == 3 && arms[0].Role == speed.B && arms[1].Role == speed.C && arms[2].Role == speed.BPrime
+// armsInSets is whether arms are sets read sets of B, C and B′, in that
+// order: the read order of the v8 schedule (one set), of v9's and of the
+// one-engine schedule (one set).
+func armsInSets(arms []Arm, sets int) bool {
+	if len(arms) != 3*sets {
+		return false
+	}
+	for i, a := range arms {
+		if a.Role != []speed.Role{speed.B, speed.C, speed.BPrime}[i%3] {
+			return false
+		}
+	}
+	return true
 }
 
-// readSet times one read of each engine in arm order, the other two
-// watched for the CPU they burn meanwhile. ok is false when the set ended
+// setArms is arms, one B, C, B′ set, repeated into sets sets: every later
+// set's arms start engines of their own, in work directories of their own
+// ("B-set2", …).
+func setArms(arms []Arm, sets int) []Arm {
+	out := append([]Arm(nil), arms...)
+	for set := 2; set <= sets; set++ {
+		for _, a := range arms {
+			a.Spec.WorkDir = fmt.Sprintf("%s-set%d", a.Spec.WorkDir, set)
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// readSets is how many B, C, B′ sets a schedule reads for a policy's (or
+// a calibration's) Sets: that many under v9, one otherwise (Sets 0).
+func readSets(sets int) int { return max(1, sets) }
+
+// readSet times one read of each engine in arm order, every other engine
+// watched for the CPU it burns meanwhile. ok is false when the set ended
 // early; out then says how. Idle records and batches go to ev as they are
 // taken.
 func (ev *SpeedEvidence) readSet(ctx context.Context, arms []Arm, engines []*engine.Engine, w *workload.Workload, sample Sampler) (reads []speed.Read, samples []ReadSamples, out Outcome, ok bool) {
 	samples = []ReadSamples{}
 	for i, a := range arms {
-		// The other two engines wait while this one is timed: each is
+		// The other engines wait while this one is timed: each is
 		// watched for the CPU it burns meanwhile (the noisy neighbour).
 		var idle []idleEngine
 		for j, o := range arms {
@@ -199,9 +228,24 @@ func rereadReason(g *speed.Grade, samples []ReadSamples) string {
 		return d
 	}
 	if g.Concluded && !g.BPrimeKept {
-		return fmt.Sprintf("stock drift: B and B′ differ by %s, over max_noise", speed.Format(g.Drift))
+		return stockDrift(g)
 	}
 	return ""
+}
+
+// stockDrift says how a concluded grade's stock reads disagreed: B and B′
+// of the one set (v7, v8), or of more sets than a v9 grade may drop.
+func stockDrift(g *speed.Grade) string {
+	if len(g.SetDrifts) == 0 {
+		return fmt.Sprintf("stock drift: B and B′ differ by %s, over max_noise", speed.Format(g.Drift))
+	}
+	dropped := 0
+	for _, kept := range g.SetsKept {
+		if !kept {
+			dropped++
+		}
+	}
+	return fmt.Sprintf("stock drift: B and B′ differ by over max_noise in %d of %d read sets (up to %s)", dropped, len(g.SetDrifts), speed.Format(g.Drift))
 }
 
 // speedOutcome is the speed stage's decision from its grade and the lane
@@ -219,7 +263,11 @@ func speedOutcome(g *speed.Grade, samples []ReadSamples) Outcome {
 		return Outcome{NoDecision, fmt.Sprintf("%s; the reads graded %s at %s", d, g.Decision, speed.Format(g.Speedup))}
 	}
 	if g.Concluded && !g.BPrimeKept {
-		return Outcome{NoDecision, fmt.Sprintf("stock drift: B and B′ differ by %s, over max_noise; the reads graded %s at %s on B alone", speed.Format(g.Drift), g.Decision, speed.Format(g.Speedup))}
+		on := " on B alone" // v8 drops B′ and grades C on B
+		if len(g.SetDrifts) > 0 {
+			on = ""
+		}
+		return Outcome{NoDecision, fmt.Sprintf("%s; the reads graded %s at %s%s", stockDrift(g), g.Decision, speed.Format(g.Speedup), on)}
 	}
 	return Outcome{Decision(g.Decision), fmt.Sprintf("%s (speedup %s)", g.Reason, speed.Format(g.Speedup))}
 }

@@ -25,6 +25,9 @@ import (
 //	  calibration_digest         = "…64 hex…"
 //	  calibration_context_digest = "…64 hex…"
 //	}
+//
+// A version 9 policy also says how many read sets it averages:
+// sets = 4.
 var policyBlockSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "version", Required: true},
 	{Name: "min_margin", Required: true},
@@ -37,6 +40,7 @@ var policyBlockSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "max_qualification_seconds", Required: true},
 	{Name: "calibration_digest", Required: true},
 	{Name: "calibration_context_digest", Required: true},
+	{Name: "sets"},
 }}
 
 // LoadPolicyFile reads the policy file at path.
@@ -73,6 +77,9 @@ func ParsePolicyFile(filename string, src []byte) (Policy, hcl.Diagnostics) {
 		MaxQualificationSeconds:  hclload.Int(a["max_qualification_seconds"], &diags),
 		CalibrationDigest:        hclload.String(a["calibration_digest"], &diags),
 		CalibrationContextDigest: hclload.String(a["calibration_context_digest"], &diags),
+	}
+	if a["sets"] != nil {
+		p.Sets = hclload.Int(a["sets"], &diags)
 	}
 	if diags.HasErrors() {
 		return Policy{}, diags
@@ -115,7 +122,11 @@ func FormatPolicyFile(name string, p Policy, comment string) []byte {
 		{"max_qualification_seconds", strconv.Itoa(p.MaxQualificationSeconds)},
 		{"calibration_digest", strconv.Quote(p.CalibrationDigest)},
 		{"calibration_context_digest", strconv.Quote(p.CalibrationContextDigest)},
+		{"sets", strconv.Itoa(p.Sets)},
 	} {
+		if kv[0] == "sets" && p.Sets == 0 {
+			continue // versions 7 and 8 read one set and name none
+		}
 		fmt.Fprintf(&b, "  %-26s = %s\n", kv[0], kv[1])
 	}
 	b.WriteString("}\n")

@@ -1,6 +1,7 @@
 package speed
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -37,6 +38,8 @@ func TestPolicyFileErrorsPointAtTheAttribute(t *testing.T) {
 		{"old version", "version                    = 8", "version = 5", "p.hcl:3,"},
 		{"string where number", "max_noise                  = 0.02", `max_noise = "0.02"`, "Number required"},
 		{"missing attribute", "min_windows                = 3\n", "", `"min_windows" is required`},
+		{"sets under version 8", "version                    = 8", "version = 8\nsets = 4", "version 8 reads one set"},
+		{"version 9 without sets", "version                    = 8", "version = 9", "sets: 0 is outside [2, 8]"},
 		{"bad digest", `"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"`, `"zz"`, "p.hcl:12,"},
 	}
 	for _, c := range cases {
@@ -62,6 +65,7 @@ func TestFormatPolicyFileReadsBack(t *testing.T) {
 		{"test values", func(*Policy) {}, ""},
 		{"calibrated thresholds", func(p *Policy) { p.MinMargin, p.MaxNoise = 0.031415926535897934, 0.0172 }, "from calibration x\nrounds: 3"},
 		{"version 7", func(p *Policy) { p.Version = V7 }, "one line"},
+		{"version 9", func(p *Policy) { p.Version, p.Sets = V9, 4 }, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want := testPolicy(V8)
@@ -78,5 +82,20 @@ func TestFormatPolicyFileReadsBack(t *testing.T) {
 				t.Fatalf("comment not printed first:\n%s", src)
 			}
 		})
+	}
+}
+
+// TestBenchPoliciesAreValid: the measurement policies the GPU bench
+// reads are policies, so that a run on a GPU never ends at its first
+// command over a typo.
+func TestBenchPoliciesAreValid(t *testing.T) {
+	for file, version := range map[string]int{"policy.hcl": V8, "policy-sets.hcl": V9} {
+		p, diags := LoadPolicyFile(filepath.Join("..", "..", "bench", "h200", file))
+		if diags.HasErrors() {
+			t.Fatalf("%s: %s", file, diags.Error())
+		}
+		if p.Version != version {
+			t.Errorf("%s: version %d, want %d", file, p.Version, version)
+		}
 	}
 }

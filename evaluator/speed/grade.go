@@ -26,6 +26,8 @@ const (
 	ReasonProvenFaster           = "proven_faster"           // min(C)/max(B) clears the requirement
 	ReasonProvenSlower           = "proven_slower"           // max(C)/min(B) falls short of it
 	ReasonNotProvenFaster        = "valid_not_faster"        // between the two: not proven faster
+	ReasonMeanFaster             = "mean_faster"             // v9: the mean of the sets' speedups clears 1+min_margin
+	ReasonMeanNotFaster          = "mean_not_faster"         // v9: it falls short
 )
 
 // Options change how a read set is taken.
@@ -53,7 +55,24 @@ type Grade struct {
 	ProvenLow    float64 // min(C)/max(kept baselines)
 	ProvenHigh   float64 // max(C)/min(kept baselines)
 	Conditioning float64 // C's conditioning seconds over B's
+	// Version 9's read sets, in read order (none under 7 and 8): each
+	// set's C over the mean of its B and B′, the relative spread of its B
+	// and B′, and whether it was graded (a set whose B and B′ differ by
+	// more than max_noise is not). Under v9, Drift is the largest set's
+	// spread, BPrimeKept is false when more sets were dropped than
+	// SetsKeptAtLeast allows, and ProvenLow and ProvenHigh are the
+	// smallest and largest kept set's speedup.
+	SetSpeedups []float64
+	SetDrifts   []float64
+	SetsKept    []bool
 }
+
+// SetsKeptAtLeast is how many of a version 9 policy's sets must be graded
+// for the mean to decide: all but one, and at least two. One set whose
+// stock reads drifted apart is dropped (it says nothing about the
+// candidate, and the rule looks at its B and B′ only, never at C); two
+// are the lanes not being steady.
+func SetsKeptAtLeast(sets int) int { return max(2, sets-1) }
 
 // TwoLegLimits are v7's limits on C/B before any B′: below failBelow no B′
 // can make it pass, at or above passAt none can make it fail.
@@ -77,17 +96,36 @@ func GradeReads(p Policy, reads []Read, o Options) (*Grade, error) {
 			return nil, err
 		}
 	}
-	if reads[0].ConditioningTokens != reads[1].ConditioningTokens {
-		return nil, &EvidenceError{Where: "reads[1].conditioning_tokens", Reason: fmt.Sprintf("%d differs from B's %d: conditioning is compared at equal warmth only", reads[1].ConditioningTokens, reads[0].ConditioningTokens)}
+	for i, r := range reads[1:] {
+		if r.ConditioningTokens != reads[0].ConditioningTokens {
+			return nil, &EvidenceError{Where: fmt.Sprintf("reads[%d].conditioning_tokens", i+1), Reason: fmt.Sprintf("%d differs from B's %d: conditioning is compared at equal warmth only", r.ConditioningTokens, reads[0].ConditioningTokens)}
+		}
 	}
 	g := &Grade{}
 	for _, r := range reads {
 		g.Rates = append(g.Rates, rateOf(r))
 	}
-	g.Conditioning = reads[1].ConditioningSeconds / reads[0].ConditioningSeconds
-	regressed := reads[1].ConditioningSeconds > p.MaxConditioningSlowdown*reads[0].ConditioningSeconds
+	// C's conditioning against B's: the first set's under 7 and 8, every
+	// set's together under 9.
+	var bCond, cCond float64
+	for i := 0; i < len(reads); i += 3 {
+		bCond += reads[i].ConditioningSeconds
+		cCond += reads[i+1].ConditioningSeconds
+		if p.Version != V9 {
+			break
+		}
+	}
+	g.Conditioning = cCond / bCond
+	regressed := cCond > p.MaxConditioningSlowdown*bCond
 	b, c := g.Rates[0].Scored, g.Rates[1].Scored
 
+	if p.Version == V9 {
+		concludeSets(p, g)
+		if regressed && g.Decision == Pass {
+			g.Decision, g.Reason = Fail, ReasonConditioningRegression
+		}
+		return g, nil
+	}
 	if p.Version == V8 {
 		conclude(p, g, []float64{b, g.Rates[2].Scored}, []float64{c})
 		if regressed && g.Decision == Pass {
@@ -129,14 +167,16 @@ func GradeReads(p Policy, reads []Read, o Options) (*Grade, error) {
 func checkSchedule(p Policy, reads []Read, o Options) error {
 	want := []Role{B, C, BPrime}
 	switch {
+	case p.Version == V9 && len(reads) != 3*p.Sets:
+		return &EvidenceError{Where: "reads", Reason: fmt.Sprintf("version 9 reads %d sets of B, C and B′ (%d reads); got %d reads", p.Sets, 3*p.Sets, len(reads))}
 	case p.Version == V8 && len(reads) != 3:
 		return &EvidenceError{Where: "reads", Reason: fmt.Sprintf("version 8 reads B, C and B′ always; got %d reads", len(reads))}
 	case p.Version == V7 && (len(reads) < 2 || len(reads) > 3):
 		return &EvidenceError{Where: "reads", Reason: fmt.Sprintf("version 7 reads B, C and B′ only if inconclusive; got %d reads", len(reads))}
 	}
 	for i, r := range reads {
-		if r.Role != want[i] {
-			return &EvidenceError{Where: fmt.Sprintf("reads[%d].role", i), Reason: fmt.Sprintf("%q where the schedule reads %q", r.Role, want[i])}
+		if r.Role != want[i%3] {
+			return &EvidenceError{Where: fmt.Sprintf("reads[%d].role", i), Reason: fmt.Sprintf("%q where the schedule reads %q", r.Role, want[i%3])}
 		}
 	}
 	return nil
@@ -176,5 +216,46 @@ func conclude(p Policy, g *Grade, baselines, candidates []float64) {
 		g.Decision, g.Reason = Pass, ReasonProvenFaster
 	default:
 		g.Decision, g.Reason = Fail, ReasonNotProvenFaster
+	}
+}
+
+// concludeSets is version 9's grade over g.Rates, Sets sets of B, C and
+// B′ in read order. Each set's speedup is its C over the mean of its B and
+// B′; a set whose B and B′ differ by more than max_noise is dropped. The
+// candidate passes when the mean of the kept sets' speedups is at least
+// 1+min_margin. Engine processes differ from one another by about 0.2 %
+// in speed, so one set's ratio scatters by about that much; the mean of k
+// sets scatters √k times less, and a calibration (qualify calibrate under
+// a v9 policy) sets min_margin to noise_multiplier standard errors of
+// that mean. Unlike v8's invariant grade, no single pairing decides: the
+// candidate's speed in every set counts, the slow ones with the fast.
+func concludeSets(p Policy, g *Grade) {
+	g.Concluded, g.BPrimeKept = true, true
+	var kept []float64
+	for s := 0; s+2 < len(g.Rates); s += 3 {
+		b, c, bp := g.Rates[s].Scored, g.Rates[s+1].Scored, g.Rates[s+2].Scored
+		speedup, drift := c/mean([]float64{b, bp}), relativeSpread([]float64{b, bp})
+		keep := drift <= p.MaxNoise
+		g.SetSpeedups = append(g.SetSpeedups, speedup)
+		g.SetDrifts = append(g.SetDrifts, drift)
+		g.SetsKept = append(g.SetsKept, keep)
+		g.Drift = math.Max(g.Drift, drift)
+		if keep {
+			kept = append(kept, speedup)
+		}
+	}
+	if len(kept) < SetsKeptAtLeast(p.Sets) {
+		g.BPrimeKept = false
+	}
+	if len(kept) == 0 {
+		kept = g.SetSpeedups // every set drifted: the mean of all, for the record
+	}
+	g.Required = 1 + p.MinMargin
+	g.Speedup = mean(kept)
+	g.ProvenLow, g.ProvenHigh = minOf(kept), maxOf(kept)
+	if g.Speedup >= g.Required {
+		g.Decision, g.Reason = Pass, ReasonMeanFaster
+	} else {
+		g.Decision, g.Reason = Fail, ReasonMeanNotFaster
 	}
 }

@@ -16,6 +16,19 @@ import (
 const (
 	V7 = 7 // hot-swappable candidates: B, C, B′ only if inconclusive
 	V8 = 8 // non-swappable candidates: B, C, B′ always
+	// V9 is this project's own, outside upstream's range: Sets read sets
+	// of B, C and B′, each in three fresh engine processes, graded on the
+	// mean of their speedups (GradeReads). Engine processes differ in
+	// speed from one another by about 0.2 %, so the invariant grade of one
+	// set cannot resolve a 0.5 % speedup; averaging k sets divides that
+	// by √k (docs/reference/speed-policy.md, "Version 9").
+	V9 = 9
+)
+
+// The number of read sets a version 9 policy may take.
+const (
+	MinSets = 2
+	MaxSets = 8
 )
 
 // Timing names how reads are timed: one read at a time across lanes, on
@@ -35,6 +48,9 @@ type Policy struct {
 	MaxConditioningSlowdown float64 // C's conditioning may take at most this many times B's
 	MaxStageSeconds         int
 	MaxQualificationSeconds int
+	// Sets is how many B, C, B′ read sets a version 9 policy reads and
+	// averages; zero under versions 7 and 8, which read one.
+	Sets int
 	// CalibrationDigest and CalibrationContextDigest bind the policy to
 	// the calibration its thresholds were taken from.
 	CalibrationDigest        string
@@ -61,8 +77,12 @@ func (p Policy) Validate() error {
 	}
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
-	case p.Version != V7 && p.Version != V8:
-		return bad("version", "%d is not a graded version (7 or 8)", p.Version)
+	case p.Version != V7 && p.Version != V8 && p.Version != V9:
+		return bad("version", "%d is not a graded version (7, 8 or 9)", p.Version)
+	case p.Version == V9 && (p.Sets < MinSets || p.Sets > MaxSets):
+		return bad("sets", "%d is outside [%d, %d]: version 9 averages that many read sets", p.Sets, MinSets, MaxSets)
+	case p.Version != V9 && p.Sets != 0:
+		return bad("sets", "version %d reads one set; only version 9 takes sets", p.Version)
 	case p.MaxStageSeconds < 60 || p.MaxStageSeconds > 7200:
 		return bad("max_stage_seconds", "%d is outside [60, 7200]", p.MaxStageSeconds)
 	case p.MaxQualificationSeconds < p.MaxStageSeconds || p.MaxQualificationSeconds > 14400:
@@ -92,7 +112,7 @@ func (p Policy) Validate() error {
 // ReadOrder is the schedule of reads the version runs, as recorded in the
 // policy's identity.
 func (p Policy) ReadOrder() []string {
-	if p.Version == V8 {
+	if p.Version == V8 || p.Version == V9 {
 		return []string{string(B), string(C), string(BPrime)}
 	}
 	return []string{string(B), string(C), "B_prime_if_inconclusive"}
@@ -102,22 +122,27 @@ func (p Policy) ReadOrder() []string {
 // v7 reads B′ and grades invariantly over the bookends; v8 grades once,
 // invariantly, over every read taken. The labels are upstream's own, so
 // the policy digest equals upstream's for the same policy
-// (docs/reference/compatibility.md).
+// (docs/reference/compatibility.md). v9's label is this project's.
 func (p Policy) BorderlineBand() string {
-	if p.Version == V8 {
+	switch p.Version {
+	case V8:
 		return "invariant_over_reads_taken"
+	case V9:
+		return "mean_over_sets"
 	}
 	return "pod_bookend_invariant"
 }
 
 // Projection is the policy as its identity and its JSON file carry it:
-// decimals as 17-significant-digit strings, integers as integers.
+// decimals as 17-significant-digit strings, integers as integers. Only a
+// version 9 policy carries "sets", so versions 7 and 8 keep upstream's
+// identity.
 func (p Policy) Projection() map[string]any {
 	order := []any{}
 	for _, r := range p.ReadOrder() {
 		order = append(order, r)
 	}
-	return map[string]any{
+	m := map[string]any{
 		"version":                    p.Version,
 		"min_margin":                 Format(p.MinMargin),
 		"noise_multiplier":           Format(p.NoiseMultiplier),
@@ -133,6 +158,10 @@ func (p Policy) Projection() map[string]any {
 		"read_order":                 order,
 		"timing":                     Timing,
 	}
+	if p.Version == V9 {
+		m["sets"] = p.Sets
+	}
+	return m
 }
 
 // Digest is the policy's identity.
@@ -156,6 +185,7 @@ type policyFile struct {
 	MaxConditioningSlowdown  *string  `json:"max_conditioning_slowdown"`
 	MaxStageSeconds          *int     `json:"max_stage_seconds"`
 	MaxQualificationSeconds  *int     `json:"max_qualification_seconds"`
+	Sets                     *int     `json:"sets"`
 	CalibrationDigest        *string  `json:"calibration_digest"`
 	CalibrationContextDigest *string  `json:"calibration_context_digest"`
 	BorderlineBand           *string  `json:"borderline_band"`
@@ -194,6 +224,11 @@ func ParsePolicy(data []byte) (Policy, error) {
 			return Policy{}, &PolicyError{Field: i.name, Reason: "missing"}
 		}
 		*i.dst = *i.src
+	}
+	if f.Sets != nil {
+		p.Sets = *f.Sets
+	} else if p.Version == V9 {
+		return Policy{}, &PolicyError{Field: "sets", Reason: "missing"}
 	}
 	decimals := []struct {
 		name string

@@ -45,7 +45,7 @@ func TestPolicyValidateNamesTheField(t *testing.T) {
 }
 
 func TestPolicyProjectionRoundTrips(t *testing.T) {
-	for _, v := range []int{V7, V8} {
+	for _, v := range []int{V7, V8, V9} {
 		p := testPolicy(v)
 		data, err := json.Marshal(p.Projection())
 		if err != nil {
@@ -67,6 +67,7 @@ func TestPolicyDigestIsPinned(t *testing.T) {
 	want := map[int]string{
 		V7: "0e6cc961067df054cbab48aefa39aa3d22cf590154ad23349dd71ca1fe3d028c",
 		V8: "5469f44e2df8e394fa03a769f235e008035888bf952b652facef656614eb466b",
+		V9: "e339a6429d0acb646ef38a66b8917829ea1e92e482ec0cb5760d88d931eaee2a",
 	}
 	for v := range want {
 		got, err := testPolicy(v).Digest()
@@ -98,6 +99,9 @@ func TestParsePolicyRefuses(t *testing.T) {
 		{"not a decimal", "not a decimal", edit(func(m map[string]any) { m["max_noise"] = "0x1p-6" })},
 		{"read order of another version", "read_order", edit(func(m map[string]any) { m["read_order"] = []string{"B", "C", "B_prime_if_inconclusive"} })},
 		{"timing", "timing", edit(func(m map[string]any) { m["timing"] = "parallel" })},
+		{"sets under version 8", "sets: version 8 reads one set", edit(func(m map[string]any) { m["sets"] = 4 })},
+		{"version 9 without sets", "sets: missing", edit(func(m map[string]any) { m["version"] = 9; m["borderline_band"] = "mean_over_sets" })},
+		{"version 9 with one set", "sets: 1 is outside [2, 8]", edit(func(m map[string]any) { m["version"] = 9; m["sets"] = 1; m["borderline_band"] = "mean_over_sets" })},
 		{"trailing", "trailing data", append(append([]byte{}, good...), []byte(" {}")...)},
 	}
 	for _, c := range cases {

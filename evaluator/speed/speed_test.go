@@ -2,6 +2,7 @@ package speed
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"strings"
@@ -9,13 +10,17 @@ import (
 )
 
 func testPolicy(version int) Policy {
-	return Policy{
+	p := Policy{
 		Version: version, MinMargin: 0.005, NoiseMultiplier: 2.0, MaxNoise: 0.02,
 		MinWindows: 3, MaxWindowScatter: 0.05, MaxConditioningSlowdown: 1.25,
 		MaxStageSeconds: 1800, MaxQualificationSeconds: 7200,
 		CalibrationDigest:        strings.Repeat("a", 64),
 		CalibrationContextDigest: strings.Repeat("b", 64),
 	}
+	if version == V9 {
+		p.Sets = 3
+	}
+	return p
 }
 
 // steady is a read whose every window runs at rate tokens per second:
@@ -125,6 +130,89 @@ func TestGradeV8(t *testing.T) {
 				t.Errorf("got %s/%s, want %s/%s", g.Decision, g.Reason, c.decision, c.reason)
 			}
 		})
+	}
+}
+
+// sets is version 9 evidence: one B, C, B′ set for each triple of rates.
+func sets(rates ...[3]float64) []Read {
+	var reads []Read
+	for _, r := range rates {
+		reads = append(reads, steady(B, r[0], 4), steady(C, r[1], 4), steady(BPrime, r[2], 4))
+	}
+	return reads
+}
+
+func TestGradeV9(t *testing.T) {
+	p := testPolicy(V9) // three sets, min_margin 0.005, max_noise 0.02
+	slowCond := func(reads []Read) []Read {
+		for i := 1; i < len(reads); i += 3 {
+			reads[i].ConditioningSeconds = 0.5 * 1.3
+		}
+		return reads
+	}
+	cases := []struct {
+		name     string
+		reads    []Read
+		decision Decision
+		reason   string
+		speedup  float64
+		kept     []bool
+		spoiled  bool // fewer sets kept than the grade needs
+		err      string
+	}{
+		{name: "every set faster", reads: sets([3]float64{100, 101, 100}, [3]float64{100, 101, 100}, [3]float64{100, 101, 100}),
+			decision: Pass, reason: ReasonMeanFaster, speedup: 1.01, kept: []bool{true, true, true}},
+		// v8 would fail the second set alone (C slower than both stock
+		// reads); the mean of the three still clears 1.005.
+		{name: "one set slower, the mean faster", reads: sets([3]float64{100, 101, 100}, [3]float64{100, 99.8, 100}, [3]float64{100, 101, 100}),
+			decision: Pass, reason: ReasonMeanFaster, speedup: (1.01 + 0.998 + 1.01) / 3, kept: []bool{true, true, true}},
+		{name: "the mean short of the margin", reads: sets([3]float64{100, 100.4, 100}, [3]float64{100, 100.4, 100}, [3]float64{100, 100.6, 100}),
+			decision: Fail, reason: ReasonMeanNotFaster, speedup: (1.004 + 1.004 + 1.006) / 3, kept: []bool{true, true, true}},
+		// The drifted set's C (×1.3) would have carried the mean; its
+		// stock reads disagree, so it is not graded.
+		{name: "a drifted set dropped", reads: sets([3]float64{100, 100.2, 100}, [3]float64{100, 130, 103}, [3]float64{100, 100.2, 100}),
+			decision: Fail, reason: ReasonMeanNotFaster, speedup: 1.002, kept: []bool{true, false, true}},
+		{name: "two drifted sets spoil the grade", reads: sets([3]float64{100, 101, 103}, [3]float64{100, 101, 100}, [3]float64{103, 101, 100}),
+			decision: Pass, reason: ReasonMeanFaster, speedup: 1.01, kept: []bool{false, true, false}, spoiled: true},
+		{name: "faster but conditioning regressed", reads: slowCond(sets([3]float64{100, 110, 100}, [3]float64{100, 110, 100}, [3]float64{100, 110, 100})),
+			decision: Fail, reason: ReasonConditioningRegression, speedup: 1.1, kept: []bool{true, true, true}},
+		{name: "too few sets refused", reads: sets([3]float64{100, 101, 100}, [3]float64{100, 101, 100}), err: "version 9 reads 3 sets"},
+		{name: "roles out of order refused", reads: append(sets([3]float64{100, 101, 100}, [3]float64{100, 101, 100})[:5], steady(C, 100, 4), steady(B, 100, 4), steady(C, 100, 4), steady(BPrime, 100, 4)),
+			err: `reads[5].role: "C" where the schedule reads "B_prime"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := GradeReads(p, c.reads, Options{})
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrEvidence) {
+					t.Fatalf("err = %v, want ErrEvidence with %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Decision != c.decision || g.Reason != c.reason {
+				t.Errorf("got %s/%s, want %s/%s", g.Decision, g.Reason, c.decision, c.reason)
+			}
+			if math.Abs(g.Speedup-c.speedup) > 1e-12 {
+				t.Errorf("speedup %v, want %v", g.Speedup, c.speedup)
+			}
+			if fmt.Sprint(g.SetsKept) != fmt.Sprint(c.kept) || g.BPrimeKept == c.spoiled || !g.Concluded {
+				t.Errorf("kept %v, BPrimeKept %v, concluded %v; want kept %v, spoiled %v", g.SetsKept, g.BPrimeKept, g.Concluded, c.kept, c.spoiled)
+			}
+			if g.Required != 1.005 || len(g.SetSpeedups) != 3 || len(g.SetDrifts) != 3 {
+				t.Errorf("required %v, %d set speedups, %d drifts", g.Required, len(g.SetSpeedups), len(g.SetDrifts))
+			}
+		})
+	}
+}
+
+func TestSetsKeptAtLeast(t *testing.T) {
+	for sets, want := range map[int]int{2: 2, 3: 2, 4: 3, 8: 7} {
+		if got := SetsKeptAtLeast(sets); got != want {
+			t.Errorf("SetsKeptAtLeast(%d) = %d, want %d", sets, got, want)
+		}
 	}
 }
 

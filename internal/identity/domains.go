@@ -146,7 +146,7 @@ func Domains() []DomainInfo {
 		{DomainSubstrateBaseEngine, "DomainSubstrateBaseEngine", "stacks/*.hcl (cacheon digest)", "the substrate descriptor `stacks/substrate.json`"},
 		{DomainSubstrateRuntime, "DomainSubstrateRuntime", "stacks/*.hcl (cacheon digest)", "the runtime descriptor `stacks/runtime.json`"},
 		{DomainArenaDescriptor, "DomainArenaDescriptor", "stacks/*.hcl (cacheon digest)", "the arena descriptor `stacks/arena.json`"},
-		{DomainResidentSpeedPolicy, "DomainResidentSpeedPolicy", "evaluator/speed", "a resident speed policy (v7, v8) with its read order and timing"},
+		{DomainResidentSpeedPolicy, "DomainResidentSpeedPolicy", "evaluator/speed", "a resident speed policy (v7, v8, v9) with its read order and timing"},
 		{DomainMarginalWorkload, "DomainMarginalWorkload", "evaluator/workload", "a qualification workload: prompt batches and read structure"},
 		{DomainEngineConfig, "DomainEngineConfig", "evaluator/workload", "the engine configuration every arm is served with"},
 		{DomainCalibration, "DomainCalibration", "evaluator/qualify", "stock-versus-stock rounds on a machine's lanes and the thresholds they support"},

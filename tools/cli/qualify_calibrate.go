@@ -59,6 +59,13 @@ is, and the command says why (exit 0; "policy_refused" in --json). Lanes
 that drift more than 0.02 between B and B′ ("supported": false) get a
 policy on which only clear two-leg decisions conclude.
 
+Under a version 9 policy (sets = k), every round reads k sets of B, C and
+B′, each set three fresh engine processes, and records each set's
+speedup; min_margin is then noise_multiplier standard errors of the mean
+of k set speedups, one set's error being the root mean square of every
+stock set's speedup about 1 (at least 0.001), and "sets" names k. A v9
+policy takes its thresholds only from a calibration of as many sets.
+
 With --candidate, the C arm runs that candidate's tree instead: the same
 rounds measure how often a candidate of a known speed difference passes,
 the points of a resolution curve. No thresholds follow from such rounds.
@@ -189,8 +196,17 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 			if r.Reread != "" {
 				again = " (read again after: " + r.Reread + ")"
 			}
-			progress("round %d/%d: B %s C %s B′ %s tok/s (window scatter %.2g %%, %.2g %%, %.2g %%; %s): %s %s%s", i+1, o.rounds,
-				short6(r.B), short6(r.C), short6(r.BPrime), 100*r.Scatter[0], 100*r.Scatter[1], 100*r.Scatter[2], aroundReads(r.Around), r.Decision, r.Reason, again)
+			sets := ""
+			if len(r.SetSpeedups) > 0 {
+				// Under v9 the rates are each role's mean over the sets.
+				sets = fmt.Sprintf("mean of %d sets, speedups", len(r.SetSpeedups))
+				for _, x := range r.SetSpeedups {
+					sets += " ×" + short6(x)
+				}
+				sets += "; "
+			}
+			progress("round %d/%d: B %s C %s B′ %s tok/s (%swindow scatter %.2g %%, %.2g %%, %.2g %%; %s): %s %s%s", i+1, o.rounds,
+				short6(r.B), short6(r.C), short6(r.BPrime), sets, 100*r.Scatter[0], 100*r.Scatter[1], 100*r.Scatter[2], aroundReads(r.Around), r.Decision, r.Reason, again)
 		},
 	}
 	doc := calibrationJSON{Kind: "calibration", File: out}

@@ -34,7 +34,13 @@ digests. READS.json is {"reads": [{"role": "B"|"C"|"B_prime",
 [{"tokens": N, "seconds": "decimal"}, ...]}, ...]} in read order.
 
 Version 7 reads B′ only when C/B lies between its two-leg limits; version
-8 always reads all three. Evidence of the wrong shape for its version (a
+8 always reads all three. Version 9, this project's own, reads the
+policy's "sets" sets of B, C and B′ in that order (each set three fresh
+engine processes) and passes when the mean of the sets' speedups (each C
+over the mean of its B and B′) is at least 1+min_margin; a set whose B
+and B′ differ by more than max_noise is dropped, and more than one dropped
+leaves b_prime_kept false (a qualification reads that as NO_DECISION).
+Evidence of the wrong shape for its version (a
 clear v7 decision with a B′, an inconclusive one without, a v8 set
 without three reads, too few windows) is rejected with the reason, exit 2.
 --live grades a v7 read set still being taken: an inconclusive B and C
@@ -70,6 +76,14 @@ type speedGradeJSON struct {
 	Required     string  `json:"required,omitempty"`
 	Drift        string  `json:"drift,omitempty"`
 	BPrimeKept   *bool   `json:"b_prime_kept,omitempty"`
+	Sets         []setJ  `json:"sets,omitempty"`
+}
+
+// setJ is one version 9 read set's grade.
+type setJ struct {
+	Speedup string `json:"speedup"`
+	Drift   string `json:"drift"`
+	Kept    bool   `json:"kept"`
 }
 
 type rateJ struct {
@@ -113,6 +127,9 @@ func runSpeedGrade(_ context.Context, s Streams, o speedGradeOptions) error {
 	if g.Concluded {
 		kept := g.BPrimeKept
 		doc.Required, doc.Drift, doc.BPrimeKept = speed.Format(g.Required), speed.Format(g.Drift), &kept
+	}
+	for i := range g.SetSpeedups {
+		doc.Sets = append(doc.Sets, setJ{Speedup: speed.Format(g.SetSpeedups[i]), Drift: speed.Format(g.SetDrifts[i]), Kept: g.SetsKept[i]})
 	}
 	if o.json {
 		return enginecli.WriteJSON(s.Out, doc)
