@@ -35,7 +35,7 @@ func HTML(store *evidence.Store, r *Report) ([]byte, error) {
 		},
 	}
 	if r.Speed != nil {
-		schedule := map[int]string{7: "v7: two resident engines, hot swaps, B′ only if inconclusive", 8: "v8: B, C and B′ engines of their own"}[r.Speed.Version]
+		schedule := map[int]string{7: "v7: two resident engines, hot swaps, B′ only if inconclusive", 8: "v8: B, C and B′ engines of their own", 9: "v9: read sets of B, C and B′ engines of their own, graded on the mean of their speedups"}[r.Speed.Version]
 		v.Facts = append(v.Facts, report.Fact{Label: "speed schedule", Value: schedule})
 	}
 	if r.Reproduces != "" {
@@ -79,6 +79,12 @@ func HTML(store *evidence.Store, r *Report) ([]byte, error) {
 			v.Series = append(v.Series, report.Series{Role: string(rate.Role), Scored: rate.Scored, Windows: rate.Windows})
 		}
 		v.FailBelow, v.PassAt, v.Required, v.NoiseBand = g.FailBelow, g.PassAt, g.Required, p.MaxNoise
+		for i, x := range g.SetSpeedups {
+			v.Sets = append(v.Sets, report.ReadSet{Speedup: x, Kept: g.SetsKept[i]})
+		}
+		if len(v.Sets) > 0 {
+			v.SetMean = g.Speedup
+		}
 	}
 	if q := r.Quality; q != nil && q.Evidence.SHA256 != "" {
 		data, err := store.Get(q.Evidence)

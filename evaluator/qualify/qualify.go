@@ -205,7 +205,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.Inputs.SelectedDelta = planned.Inspection.SelectedDeltaDigest.String()
 	// The schedule follows the candidate (spec §1.4): a hot-swappable one
 	// is read under v7 in resident engines, any other under v8 in engines
-	// of its own; the policy file gives the thresholds of both.
+	// of its own; the policy file gives the thresholds of both. A v9
+	// policy reads every candidate in engines of its own.
 	// A resident engine never loads native libraries across a swap, so an
 	// incumbent with prebuilt rows reads every candidate under v8 too.
 	resident := planned.Inspection.Swappable && natives[planned.IncumbentTree] == "" && natives[planned.CandidateTree] == ""
@@ -214,6 +215,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.Inputs.Policy = d
 	}
 	switch {
+	case policy.Version == speed.V9:
+		r.Notes = append(r.Notes, fmt.Sprintf("speed policy v9: %d read sets of B, C and B′ in engines of their own, graded on the mean of their speedups", policy.Sets))
 	case resident:
 		r.Notes = append(r.Notes, "the candidate is hot-swappable: speed policy v7 in resident engines")
 	case !planned.Inspection.Swappable:

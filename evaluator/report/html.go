@@ -1,8 +1,9 @@
 // Package report renders a qualification's human report: one
 // self-contained HTML file (no script, no external resource) with the
 // verdict, an SVG plot of every read's per-window rates against the noise
-// band and the pass/fail limits, the pristine reference's per-prompt NLL
-// of each role when T scored, and a timeline of the stages.
+// band and the pass/fail limits, under a v9 policy each read set's speedup
+// against the bar, the pristine reference's per-prompt NLL of each role
+// when T scored, and a timeline of the stages.
 //
 // The HTML is a view of the canonical JSON report, never the evidence
 // itself: `cacheon evidence regrade` works from the JSON and the raw reads.
@@ -40,6 +41,18 @@ type View struct {
 	Prompts []PromptNLL
 	// QualityDecision and QualityReason are T's verdict, shown with it.
 	QualityDecision, QualityReason string
+	// Sets are a version 9 grade's read sets, in read order (none under
+	// v7 and v8): drawn as each set's speedup against Required and their
+	// mean, SetMean.
+	Sets    []ReadSet
+	SetMean float64
+}
+
+// ReadSet is one v9 read set: its C over the mean of its B and B′, and
+// whether the grade kept it (a set whose B and B′ drifted apart is not).
+type ReadSet struct {
+	Speedup float64
+	Kept    bool
 }
 
 // PromptNLL is one prompt's mean NLL per role ("B", "C", "B_prime").
@@ -72,6 +85,7 @@ var colors = map[string]string{"B": "#1f77b4", "C": "#d62728", "B_prime": "#2ca0
 // Geometry of the plot, in SVG user units.
 const (
 	plotW, plotH           = 720, 320
+	setsH                  = 220 // the read-sets plot's height
 	padL, padR, padT, padB = 70, 20, 20, 40
 )
 
@@ -84,6 +98,7 @@ type svgDot struct{ X, Y string }
 
 type svgRule struct {
 	Y, Label, Color, Dash string
+	Below                 bool // the label goes under the line, not over it
 }
 
 type svgBar struct {
@@ -104,7 +119,16 @@ type page struct {
 	// The NLL plot: one dot per prompt and role, its y ticks.
 	NLLDots  []svgNLLDot
 	NLLTicks []svgRule
+	// Legend is one entry per role drawn in the rates plot (a v9 stage
+	// reads each role once per set).
+	Legend []svgLine
+	// The read-sets plot: one dot per set, the bar, the mean and 1.
+	SetDots  []svgSetDot
+	SetRules []svgRule
+	SetTicks []svgRule
 }
+
+type svgSetDot struct{ X, Y, Fill, Class, Title string }
 
 type svgNLLDot struct{ X, Y, Color, Role, Title string }
 
@@ -112,6 +136,7 @@ type svgNLLDot struct{ X, Y, Color, Role, Title string }
 func Render(w io.Writer, v View) error {
 	p := page{View: v, DecisionCls: strings.ToLower(strings.ReplaceAll(v.Decision, "_", "-"))}
 	p.plot()
+	p.setsPlot()
 	p.nllPlot()
 	p.timeline()
 	return pageTemplate.Execute(w, p)
@@ -170,6 +195,9 @@ func (p *page) plot() {
 		}
 		l.Points = strings.Join(pts, " ")
 		p.Lines = append(p.Lines, l)
+		if !hasRole(p.Legend, s.Role) {
+			p.Legend = append(p.Legend, svgLine{Color: color, Role: s.Role})
+		}
 	}
 	if base > 0 {
 		if p.NoiseBand > 0 {
@@ -190,6 +218,70 @@ func (p *page) plot() {
 		r := lo + (hi-lo)*float64(i)/4
 		p.YTicks = append(p.YTicks, svgRule{Y: f(y(r)), Label: fmt.Sprintf("%.4g", r)})
 	}
+}
+
+func hasRole(lines []svgLine, role string) bool {
+	for _, l := range lines {
+		if l.Role == role {
+			return true
+		}
+	}
+	return false
+}
+
+// setsPlot places each v9 read set's speedup (filled when kept, hollow
+// when dropped) against 1, the bar (Required) and the kept sets' mean: a
+// candidate passes when the mean line is at or above the bar, whatever a
+// single set shows.
+func (p *page) setsPlot() {
+	if len(p.Sets) == 0 {
+		return
+	}
+	lo, hi := math.Min(1, p.SetMean), math.Max(1, p.SetMean)
+	if p.Required > 0 {
+		lo, hi = math.Min(lo, p.Required), math.Max(hi, p.Required)
+	}
+	for _, s := range p.Sets {
+		lo, hi = math.Min(lo, s.Speedup), math.Max(hi, s.Speedup)
+	}
+	span := math.Max(hi-lo, 1e-4)
+	lo, hi = lo-span*0.1, hi+span*0.1
+	n := len(p.Sets)
+	x := func(i int) float64 { return padL + (float64(i)+0.5)*float64(plotW-padL-padR)/float64(n) }
+	y := func(v float64) float64 { return padT + (hi-v)/(hi-lo)*float64(setsH-padT-padB) }
+	f := func(v float64) string { return fmt.Sprintf("%.1f", v) }
+	for i, s := range p.Sets {
+		d := svgSetDot{X: f(x(i)), Y: f(y(s.Speedup)), Fill: colors["C"], Class: "set",
+			Title: fmt.Sprintf("set %d: C ×%.5f over the mean of its B and B′", i+1, s.Speedup)}
+		if !s.Kept {
+			d.Fill, d.Class = "#fff", "set dropped"
+			d.Title += " (dropped: its B and B′ drifted apart)"
+		}
+		p.SetDots = append(p.SetDots, d)
+	}
+	// ×1's label goes under its line: the bar is usually just above it.
+	p.SetRules = append(p.SetRules, svgRule{Y: f(y(1)), Label: "×1 (B and B′)", Color: colors["B"], Dash: "2,2", Below: true})
+	if p.Required > 0 {
+		p.SetRules = append(p.SetRules, svgRule{Y: f(y(p.Required)), Label: fmt.Sprintf("required ×%.4f", p.Required), Color: "#8c564b", Dash: "6,3"})
+	}
+	mean := "mean of the kept sets"
+	if !anyKept(p.Sets) {
+		mean = "mean of the sets (none kept)"
+	}
+	p.SetRules = append(p.SetRules, svgRule{Y: f(y(p.SetMean)), Label: fmt.Sprintf("%s ×%.4f", mean, p.SetMean), Color: colors["C"], Dash: ""})
+	for i := 0; i <= 4; i++ {
+		v := lo + (hi-lo)*float64(i)/4
+		p.SetTicks = append(p.SetTicks, svgRule{Y: f(y(v)), Label: fmt.Sprintf("×%.4f", v)})
+	}
+}
+
+func anyKept(sets []ReadSet) bool {
+	for _, s := range sets {
+		if s.Kept {
+			return true
+		}
+	}
+	return false
 }
 
 // nllPlot places every prompt's mean NLL per role: x is the prompt's rank
@@ -312,7 +404,16 @@ svg text { font-size: 11px; fill: #333; }
 <text x="385" y="312" text-anchor="middle">timed window</text>
 <text x="14" y="170" transform="rotate(-90 14 170)" text-anchor="middle">tokens / s</text>
 </svg>
-<p>{{range .Lines}}<span style="color:{{.Color}}">■</span> {{.Role}} &nbsp; {{end}}</p>{{end}}
+<p>{{range .Legend}}<span style="color:{{.Color}}">■</span> {{.Role}} &nbsp; {{end}}</p>{{end}}
+{{if .SetDots}}<h2>Read sets</h2>
+<p>Each set is its own B, C and B′ engine processes; the grade is the mean of the kept sets' speedups against the bar.</p>
+<svg id="sets" xmlns="http://www.w3.org/2000/svg" width="720" height="220" viewBox="0 0 720 220" role="img" aria-label="each read set's speedup, the bar and the mean">
+<rect x="0" y="0" width="720" height="220" fill="#fff"/>
+{{range .SetTicks}}<line x1="70" x2="700" y1="{{.Y}}" y2="{{.Y}}" stroke="#eee"/><text x="64" y="{{.Y}}" text-anchor="end" dominant-baseline="middle">{{.Label}}</text>{{end}}
+{{range .SetRules}}<line class="limit" x1="70" x2="700" y1="{{.Y}}" y2="{{.Y}}" stroke="{{.Color}}" stroke-width="1.5"{{if .Dash}} stroke-dasharray="{{.Dash}}"{{end}}/><text x="698" y="{{.Y}}" dy="{{if .Below}}12{{else}}-3{{end}}" text-anchor="end">{{.Label}}</text>{{end}}
+{{range .SetDots}}<circle class="{{.Class}}" cx="{{.X}}" cy="{{.Y}}" r="6" fill="{{.Fill}}" stroke="#d62728" stroke-width="2"><title>{{.Title}}</title></circle>{{end}}
+<text x="385" y="212" text-anchor="middle">read set</text>
+</svg>{{end}}
 {{if .NLLDots}}<h2>Pristine reference T: mean NLL per prompt</h2>
 <p id="quality-verdict">{{.QualityDecision}} {{.QualityReason}}</p>
 <svg id="nll" xmlns="http://www.w3.org/2000/svg" width="720" height="320" viewBox="0 0 720 320" role="img" aria-label="the reference's mean token NLL of each role's trajectory, per prompt">

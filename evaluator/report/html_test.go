@@ -59,6 +59,36 @@ func TestRenderIsSelfContainedAndEscaped(t *testing.T) {
 	}
 }
 
+// withSets makes v a version 9 view of four read sets: three kept, one
+// dropped, their mean over the bar.
+func withSets(v View) View {
+	v.Series = nil
+	for set := 0; set < 4; set++ {
+		v.Series = append(v.Series, sampleView().Series...)
+	}
+	v.Sets = []ReadSet{{1.006, true}, {1.002, true}, {1.031, false}, {1.007, true}}
+	v.SetMean, v.Required = 1.005, 1.0033
+	return v
+}
+
+func TestRenderReadSets(t *testing.T) {
+	var b bytes.Buffer
+	if err := Render(&b, withSets(sampleView())); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for want, n := range map[string]int{`id="sets"`: 1, `<circle class="set"`: 3, `<circle class="set dropped"`: 1,
+		"mean of the kept sets ×1.0050": 1, "required ×1.0033": 2, `<g class="read" data-role="C"`: 4, `■</span> C`: 1} {
+		if got := strings.Count(html, want); got != n {
+			t.Errorf("page has %d of %s, want %d", got, want, n)
+		}
+	}
+	b.Reset()
+	if err := Render(&b, sampleView()); err != nil || strings.Contains(b.String(), `id="sets"`) {
+		t.Fatalf("a v8 view draws a read-sets plot (err %v)", err)
+	}
+}
+
 func TestRenderWithoutReads(t *testing.T) {
 	v := sampleView()
 	v.Series, v.Decision, v.Reason = nil, "FAIL", "static screen"
@@ -101,6 +131,12 @@ func TestPlotRendersInABrowser(t *testing.T) {
 	v.Series = nil
 	if red, _ := pixels(t, browser, v); red < 100 {
 		t.Errorf("only %d red pixels: the per-prompt NLL of C is not drawn", red)
+	}
+	// The read-sets plot alone: its red is the sets' dots and mean line.
+	v = withSets(sampleView())
+	v.Series = nil
+	if red, _ := pixels(t, browser, v); red < 200 {
+		t.Errorf("only %d red pixels: the read sets are not drawn", red)
 	}
 }
 
