@@ -41,9 +41,10 @@ type SpeedEvidence struct {
 	mu sync.Mutex // Batches, while engines warm up together
 }
 
-// runSpeedSets is the non-swappable schedule: every arm its own engine
-// process, the arms in read sets of B, C and B′ (one set under v8, the
-// policy's Sets under v9). Every engine starts and warms up at once; then
+// runSpeedSets is the schedule of engines of their own (v8's for a
+// candidate that cannot be hot-swapped, v9's for every candidate): every
+// arm its own engine process, the arms in read sets of B, C and B′ (one
+// set under v8, the policy's Sets under v9). Every engine starts and warms up at once; then
 // their reads are timed one after another in arm order, so no timed work
 // overlaps, and every engine not being read is watched meanwhile.
 //
@@ -115,8 +116,8 @@ func runSpeedSets(ctx context.Context, iso worker.Isolation, arms []Arm, w *work
 	}
 }
 
-// armsInSets is whether arms are sets read sets of B, C and B′, in that
-// order: the read order of the v8 schedule (one set), of v9's and of the
+// armsInSets is whether arms are exactly `sets` read sets of B, C and B′,
+// in that order: the read order of the v8 schedule (one set), of v9's and of the
 // one-engine schedule (one set).
 func armsInSets(arms []Arm, sets int) bool {
 	if len(arms) != 3*sets {
