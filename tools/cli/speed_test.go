@@ -16,6 +16,9 @@ func speedFiles(t *testing.T, version int, reads []speed.Read) (policy, readsPat
 	p := speed.Policy{Version: version, MinMargin: 0.005, NoiseMultiplier: 2, MaxNoise: 0.02, MinWindows: 3,
 		MaxWindowScatter: 0.05, MaxConditioningSlowdown: 1.25, MaxStageSeconds: 1800, MaxQualificationSeconds: 7200,
 		CalibrationDigest: strings.Repeat("a", 64), CalibrationContextDigest: strings.Repeat("b", 64)}
+	if version == speed.V9 {
+		p.Sets = 2
+	}
 	pj, _ := json.Marshal(p.Projection())
 	rj, err := speed.MarshalReads(reads)
 	if err != nil {
@@ -49,6 +52,9 @@ func TestSpeedGrade(t *testing.T) {
 		{"v7 clear fail", 7, []speed.Read{steadyRead(speed.B, 100), steadyRead(speed.C, 100.2)}, nil, 0, "FAIL", ""},
 		{"v7 inconclusive live", 7, []speed.Read{steadyRead(speed.B, 100), steadyRead(speed.C, 103)}, []string{"--live"}, 0, "B_PRIME_REQUIRED", ""},
 		{"v7 inconclusive without B′", 7, []speed.Read{steadyRead(speed.B, 100), steadyRead(speed.C, 103)}, nil, 2, "", "must then carry B′"},
+		{"v9 two sets pass", 9, []speed.Read{steadyRead(speed.B, 100), steadyRead(speed.C, 101), steadyRead(speed.BPrime, 100),
+			steadyRead(speed.B, 100), steadyRead(speed.C, 100.2), steadyRead(speed.BPrime, 100)}, nil, 0, "PASS", ""},
+		{"v9 one set of two", 9, []speed.Read{steadyRead(speed.B, 100), steadyRead(speed.C, 103), steadyRead(speed.BPrime, 100)}, nil, 2, "", "version 9 reads 2 sets of B, C and B′ (6 reads)"},
 		{"v8 two reads", 8, []speed.Read{steadyRead(speed.B, 100), steadyRead(speed.C, 103)}, nil, 2, "", "version 8 reads B, C and B′ always"},
 	}
 	for _, c := range cases {
@@ -66,6 +72,15 @@ func TestSpeedGrade(t *testing.T) {
 			if c.code == 0 {
 				if doc["decision"] != c.decision || len(doc["policy_digest"].(string)) != 64 || doc["speedup"] == "" {
 					t.Fatalf("document %v", doc)
+				}
+				// A v9 grade names each set's speedup, drift and whether
+				// it was kept.
+				want := 0
+				if c.version == 9 {
+					want = len(c.reads) / 3
+				}
+				if sets, _ := doc["sets"].([]any); len(sets) != want {
+					t.Fatalf("sets %v in document %v", doc["sets"], doc)
 				}
 				return
 			}
