@@ -23,6 +23,27 @@ func testPolicy(version int) Policy {
 	return p
 }
 
+// gradeCase grades reads under p and checks either the refusal (wantErr,
+// an ErrEvidence containing it) or the decision and reason. It returns the
+// grade, or nil after the refusal expected.
+func gradeCase(t *testing.T, p Policy, reads []Read, o Options, wantErr string, decision Decision, reason string) *Grade {
+	t.Helper()
+	g, err := GradeReads(p, reads, o)
+	if wantErr != "" {
+		if err == nil || !errors.Is(err, ErrEvidence) || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err = %v, want an ErrEvidence containing %q", err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Decision != decision || g.Reason != reason {
+		t.Errorf("got %s/%s, want %s/%s", g.Decision, g.Reason, decision, reason)
+	}
+	return g
+}
+
 // steady is a read whose every window runs at rate tokens per second:
 // 1000 tokens in 1000/rate seconds.
 func steady(role Role, rate float64, windows int) Read {
@@ -77,20 +98,8 @@ func TestGradeV7(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g, err := GradeReads(p, c.reads, Options{Live: c.live})
-			if c.err != "" {
-				if err == nil || !errors.Is(err, ErrEvidence) || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("err = %v, want an ErrEvidence containing %q", err, c.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g.Decision != c.decision || g.Reason != c.reason {
-				t.Errorf("got %s/%s, want %s/%s", g.Decision, g.Reason, c.decision, c.reason)
-			}
-			if math.Abs(g.Speedup-c.speedup) > 1e-12 {
+			g := gradeCase(t, p, c.reads, Options{Live: c.live}, c.err, c.decision, c.reason)
+			if g != nil && math.Abs(g.Speedup-c.speedup) > 1e-12 {
 				t.Errorf("speedup = %v, want %v", g.Speedup, c.speedup)
 			}
 		})
@@ -116,19 +125,7 @@ func TestGradeV8(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g, err := GradeReads(p, c.reads, Options{Live: true})
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("err = %v, want %q", err, c.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g.Decision != c.decision || g.Reason != c.reason {
-				t.Errorf("got %s/%s, want %s/%s", g.Decision, g.Reason, c.decision, c.reason)
-			}
+			gradeCase(t, p, c.reads, Options{Live: true}, c.err, c.decision, c.reason)
 		})
 	}
 }
@@ -182,18 +179,9 @@ func TestGradeV9(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g, err := GradeReads(p, c.reads, Options{})
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrEvidence) {
-					t.Fatalf("err = %v, want ErrEvidence with %q", err, c.err)
-				}
+			g := gradeCase(t, p, c.reads, Options{}, c.err, c.decision, c.reason)
+			if g == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g.Decision != c.decision || g.Reason != c.reason {
-				t.Errorf("got %s/%s, want %s/%s", g.Decision, g.Reason, c.decision, c.reason)
 			}
 			if math.Abs(g.Speedup-c.speedup) > 1e-12 {
 				t.Errorf("speedup %v, want %v", g.Speedup, c.speedup)
