@@ -210,6 +210,9 @@ func (p *page) plot() {
 			}
 		}
 		add(1, "B scored", colors["B"], "2,2")
+		// B's label goes under its line: the limits above it are usually
+		// within a label's height of it.
+		p.Rules[len(p.Rules)-1].Below = true
 		add(p.FailBelow, fmt.Sprintf("fail below ×%.4f", p.FailBelow), "#9467bd", "6,3")
 		add(p.PassAt, fmt.Sprintf("pass at ×%.4f", p.PassAt), "#ff7f0e", "6,3")
 		add(p.Required, fmt.Sprintf("required ×%.4f", p.Required), "#8c564b", "6,3")
@@ -399,7 +402,7 @@ svg text { font-size: 11px; fill: #333; }
 <rect x="0" y="0" width="720" height="320" fill="#fff"/>
 {{if .BandH}}<rect class="noise-band" x="70" y="{{.BandY}}" width="630" height="{{.BandH}}" fill="#1f77b4" fill-opacity="0.12"><title>noise band: B scored ± max_noise</title></rect>{{end}}
 {{range .YTicks}}<line x1="70" x2="700" y1="{{.Y}}" y2="{{.Y}}" stroke="#eee"/><text x="64" y="{{.Y}}" text-anchor="end" dominant-baseline="middle">{{.Label}}</text>{{end}}
-{{range .Rules}}<line class="limit" x1="70" x2="700" y1="{{.Y}}" y2="{{.Y}}" stroke="{{.Color}}" stroke-dasharray="{{.Dash}}"/><text x="698" y="{{.Y}}" dy="-3" text-anchor="end">{{.Label}}</text>{{end}}
+{{range .Rules}}<line class="limit" x1="70" x2="700" y1="{{.Y}}" y2="{{.Y}}" stroke="{{.Color}}" stroke-dasharray="{{.Dash}}"/><text x="698" y="{{.Y}}" dy="{{if .Below}}12{{else}}-3{{end}}" text-anchor="end">{{.Label}}</text>{{end}}
 {{range .Lines}}<g class="read" data-role="{{.Role}}"><polyline points="{{.Points}}" fill="none" stroke="{{.Color}}" stroke-width="2"/>{{$c := .Color}}{{range .Dots}}<circle cx="{{.X}}" cy="{{.Y}}" r="3" fill="{{$c}}"/>{{end}}</g>{{end}}
 <text x="385" y="312" text-anchor="middle">timed window</text>
 <text x="14" y="170" transform="rotate(-90 14 170)" text-anchor="middle">tokens / s</text>
