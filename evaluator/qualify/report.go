@@ -400,8 +400,8 @@ func regradeSetAside(store *evidence.Store, p speed.Policy, sa SetAsideRecord) (
 // sets as the report shows: one, or two when one was set aside (under v9
 // a "read set" is all of the policy's sets, read again together). Under
 // v8 and v9 they are the idle records, one for every engine that waited
-// through every read; under v7 the hot swaps, one stock→stock swap of the baseline
-// engine before every B. A report that hid a set-aside set, or read again
+// through every read; under v7 the hot swaps, one stock→stock swap of
+// the baseline engine before every B. A report that hid a set-aside set, or read again
 // more often than the rule allows, is caught here.
 func countReadSets(store *evidence.Store, s *Speed, p speed.Policy) error {
 	sets := 1
@@ -428,7 +428,7 @@ func countReadSets(store *evidence.Store, s *Speed, p speed.Policy) error {
 		}
 		return nil
 	}
-	if p.Version == speed.V7 || s.IdleCPU == nil {
+	if s.IdleCPU == nil {
 		return nil
 	}
 	data, err := store.Get(*s.IdleCPU)

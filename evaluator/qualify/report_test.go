@@ -24,14 +24,7 @@ func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
 	if ev.Grade == nil {
 		t.Fatalf("no grade: %+v", ev.Outcome)
 	}
-	store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := publishSpeed(store, ev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, sp := publishedSpeed(t, ev)
 	if sp.IdleCPU == nil {
 		t.Fatal("no idle CPU evidence published")
 	}

@@ -106,10 +106,8 @@ func TestSpeedStageSamplesAroundEveryRead(t *testing.T) {
 	}
 }
 
-// speedOnlyReport publishes ev to a new evidence store and wraps it in a
-// report whose only stage is speed. The engines ran on the CPU, one device
-// for both lanes: no lane orientation.
-func speedOnlyReport(t *testing.T, ev *SpeedEvidence) (*evidence.Store, *Report) {
+// publishedSpeed publishes ev's speed evidence into a fresh store.
+func publishedSpeed(t *testing.T, ev *SpeedEvidence) (*evidence.Store, *Speed) {
 	t.Helper()
 	store, err := evidence.Open(filepath.Join(t.TempDir(), "evidence"), 0)
 	if err != nil {
@@ -119,6 +117,15 @@ func speedOnlyReport(t *testing.T, ev *SpeedEvidence) (*evidence.Store, *Report)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return store, sp
+}
+
+// speedOnlyReport publishes ev to a new evidence store and wraps it in a
+// report whose only stage is speed. The engines ran on the CPU, one device
+// for both lanes: no lane orientation.
+func speedOnlyReport(t *testing.T, ev *SpeedEvidence) (*evidence.Store, *Report) {
+	t.Helper()
+	store, sp := publishedSpeed(t, ev)
 	pd, _ := ev.Policy.Digest()
 	return store, &Report{Schema: ReportSchema, Decision: ev.Decision, Inputs: Inputs{Policy: pd},
 		Lanes:  []Lane{{Name: "baseline", Device: "cpu", GPUs: []string{}}, {Name: "candidate", Device: "cpu", GPUs: []string{}, SharedDevice: true}},

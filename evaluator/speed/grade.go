@@ -105,15 +105,16 @@ func GradeReads(p Policy, reads []Read, o Options) (*Grade, error) {
 	for _, r := range reads {
 		g.Rates = append(g.Rates, rateOf(r))
 	}
-	// C's conditioning against B's: the first set's under 7 and 8, every
+	// C's conditioning against B's: the one set's under 7 and 8, every
 	// set's together under 9.
+	sets := 1
+	if p.Version == V9 {
+		sets = p.Sets
+	}
 	var bCond, cCond float64
-	for i := 0; i < len(reads); i += 3 {
-		bCond += reads[i].ConditioningSeconds
-		cCond += reads[i+1].ConditioningSeconds
-		if p.Version != V9 {
-			break
-		}
+	for s := 0; s < sets; s++ {
+		bCond += reads[3*s].ConditioningSeconds
+		cCond += reads[3*s+1].ConditioningSeconds
 	}
 	g.Conditioning = cCond / bCond
 	regressed := cCond > p.MaxConditioningSlowdown*bCond

@@ -49,7 +49,9 @@ It runs, in order, stopping at the first FAIL:
                        v8 otherwise: B, C and B′ engine processes of their own.
                        Reads are timed one after another by the controller
                        (the graph-replayed decode only); --policy gives the
-                       thresholds, the candidate the version
+                       thresholds, the candidate the version, unless the
+                       policy is v9: its sets of B, C and B′ processes for
+                       every candidate, graded on the mean of their speedups
   audit                after a speed PASS: the candidate's calls recorded in
                        an eager engine, recomputed by a judge that runs no
                        candidate code; it runs beside the abi and graph
