@@ -288,7 +288,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	servingB := startBeside(ctx, ScreenServing, func(c context.Context) Outcome { return serve(c, "serving") })
 	auditB := startBeside(ctx, StageAudit, func(c context.Context) Outcome { return runAudit(c, "audit") })
-	abandonAll := func() { servingB.abandon(); auditB.abandon() }
+	// The speed stage's engines (v8, v9: engines of their own) start and
+	// warm up beside the screens too: their start is most of the stage's
+	// time and none of it is timed. Their reads wait until the screens
+	// have passed and every other engine has ended. The roofline floor is
+	// the controller's own reading of the sealed model, needed first.
+	rf, rerr := qualificationRoofline(o)
+	speedArms := setArms([]Arm{
+		{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
+		{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
+		{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
+	}, readSets(policy.Sets))
+	var speedB *speedEngines
+	if policy.Version != speed.V7 && rerr == nil {
+		progress("speed: starting %d engines beside the screens", len(speedArms))
+		speedB = startSpeedEngines(ctx, o.Isolation, speedArms, o.Workload, policy)
+	}
+	abandonAll := func() {
+		servingB.abandon()
+		auditB.abandon()
+		if speedB != nil {
+			speedB.close()
+		}
+	}
 	defer abandonAll()
 	// alone notes that a stage read NO_DECISION beside others and is run
 	// again alone, once the others are ended.
@@ -354,9 +376,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Every timed window is held to the roofline floor: the controller's
 	// own reading of the sealed model's weights at the lane's peak
 	// bandwidth.
-	rf, rerr := qualificationRoofline(o)
 	var ev *SpeedEvidence
-	stage(StageSpeed, func() Outcome {
+	readSpeed := func() Outcome {
 		if rerr != nil {
 			ev = &SpeedEvidence{Outcome: Outcome{NoDecision, rerr.Error()}, Policy: policy, Batches: map[speed.Role][]Batch{}, Samples: []ReadSamples{}, Swaps: []Swap{}}
 			return ev.Outcome
@@ -367,13 +388,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				IncumbentTree: planned.IncumbentTree, CandidateTree: planned.CandidateTree,
 			}, o.Workload, policy, o.Sample)
 		} else {
-			arms := setArms([]Arm{
-				{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
-				{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
-				{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
-			}, readSets(policy.Sets))
 			// A read set the lanes spoiled is read again once.
-			ev = runSpeedSets(ctx, o.Isolation, arms, o.Workload, policy, o.Sample, 1)
+			ev = speedB.read(ctx, o.Workload, policy, o.Sample, 1)
+			// Quality and the audit's judge run on the device next.
+			speedB.close()
 		}
 		if ev.Grade != nil {
 			var setAside []speed.Read
@@ -385,7 +403,31 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			}
 		}
 		return ev.Outcome
-	})
+	}
+	switch {
+	case speedB == nil:
+		stage(StageSpeed, readSpeed)
+	case speedB.closed:
+		// Ended with the other engines beside the screens (a NO_DECISION
+		// run again alone): started again, alone, in the stage.
+		speedB = startSpeedEngines(ctx, o.Isolation, speedArms, o.Workload, policy)
+		stage(StageSpeed, readSpeed)
+	default:
+		progress("%s …", StageSpeed)
+		how := ", its engines started beside the screens"
+		if !speedB.ready() {
+			// A start that failed beside the screens, the audit's and
+			// serving's engines, is not taken: all of them shared the
+			// device. Started again alone.
+			abandonAll()
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: the engines' start beside the screens read %s (%s); started again alone", StageSpeed, speedB.ev.Decision, speedB.ev.Reason))
+			progress("%s: the engines' start beside the screens read %s; again alone", StageSpeed, speedB.ev.Decision)
+			speedB = startSpeedEngines(ctx, o.Isolation, speedArms, o.Workload, policy)
+			how = ""
+		}
+		start := speedB.start
+		record(StageSpeed, readSpeed(), start, time.Now(), how)
+	}
 	for _, rd := range ev.Ready {
 		r.Inputs.Substrate = rd.Substrate
 	}

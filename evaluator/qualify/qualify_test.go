@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/cacheon/engine/evaluator/evidence"
 	"github.com/cacheon/engine/evaluator/lanes"
 	"github.com/cacheon/engine/evaluator/prebuild"
+	"github.com/cacheon/engine/evaluator/speed"
 	"github.com/cacheon/engine/evaluator/verify"
 	"github.com/cacheon/engine/internal/testtree"
 	"github.com/cacheon/engine/kernels/contribution"
@@ -241,12 +243,16 @@ func TestQualifyStopsAtTheFirstFailingScreen(t *testing.T) {
 // the device): the serving engine is ended and the screen runs again
 // alone. Here verify's interpreter is missing, so both runs are
 // NO_DECISION, and the qualification stops at the ABI screen with its
-// one entry and a note that says it ran twice. Not parallel: its check
-// that no process outlives the qualification would see other tests'.
+// one entry and a note that says it ran twice. Under a v9 policy the
+// speed stage's engines were starting beside the screens too: they are
+// ended with the others, none outliving the qualification. Not parallel:
+// its check that no process outlives the qualification would see other
+// tests'.
 func TestQualifyRunsANoDecisionScreenAgainAlone(t *testing.T) {
 	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
 	o.Verify.Python = filepath.Join(t.TempDir(), "no-such-python")
+	o.Policy.Version, o.Policy.Sets = speed.V9, 2
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +334,36 @@ func TestQualifyPrebuildsACUDASourcesCandidate(t *testing.T) {
 	if !prebuilt {
 		t.Fatalf("the report notes no prebuild: %v", r.Notes)
 	}
+	// v8's engines started beside the screens: the speed stage began
+	// before the ABI screen ended.
+	abi, sp := stageNamed(t, r, ScreenABI), stageNamed(t, r, StageSpeed)
+	if startOf(t, sp) >= startOf(t, abi)+secondsOf(t, abi) {
+		t.Fatalf("the speed stage began at %s s, after the ABI screen (%s s from %s s)", sp.Start, abi.Seconds, abi.Start)
+	}
+}
+
+// stageNamed is the report's stage of that name.
+func stageNamed(t *testing.T, r *Report, name string) Stage {
+	t.Helper()
+	for _, s := range r.Stages {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no %s stage in %+v", name, r.Stages)
+	return Stage{}
+}
+
+func startOf(t *testing.T, s Stage) float64   { return parseSeconds(t, s.Start) }
+func secondsOf(t *testing.T, s Stage) float64 { return parseSeconds(t, s.Seconds) }
+
+func parseSeconds(t *testing.T, v string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		t.Fatalf("stage time %q: %v", v, err)
+	}
+	return f
 }
 
 // requireQuietRecords reads a speed record's idle CPU evidence, logs it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/cacheon/engine/evaluator/engine"
 	"github.com/cacheon/engine/evaluator/speed"
@@ -44,56 +45,135 @@ type SpeedEvidence struct {
 // runSpeedSets is the schedule of engines of their own (v8's for a
 // candidate that cannot be hot-swapped, v9's for every candidate): every
 // arm its own engine process, the arms in read sets of B, C and B′ (one
-// set under v8, the policy's Sets under v9). Every engine starts and warms up at once; then
-// their reads are timed one after another in arm order, so no timed work
-// overlaps, and every engine not being read is watched meanwhile.
+// set under v8, the policy's Sets under v9). Every engine starts and warms
+// up at once (startSpeedEngines); then their reads are timed one after
+// another in arm order, so no timed work overlaps, and every engine not
+// being read is watched meanwhile.
 //
 // rereads is how many times a read set the lanes spoiled is read again in
 // the same engines (see rereadReason): 1 in a qualification, so that a
 // first arm read slow does not end it NO_DECISION; the set aside is kept
 // in the evidence (SpeedEvidence.SetAside) and re-graded.
 func runSpeedSets(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler, rereads int) *SpeedEvidence {
-	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
-	if !armsInSets(arms, readSets(p.Sets)) {
-		ev.Outcome = Outcome{NoDecision, fmt.Sprintf("the version %d schedule needs %d set(s) of the arms B, C and B′ in that order", p.Version, readSets(p.Sets))}
-		return ev
+	s := startSpeedEngines(ctx, iso, arms, w, p)
+	defer s.close()
+	return s.read(ctx, w, p, sample, rereads)
+}
+
+// speedEngines are the engines of a schedule of engines of their own,
+// every arm's started and warmed up at once, in the background, before any
+// read is timed. Starting them is most of the stage's time (twelve engine
+// processes under a four-set v9 policy) and none of it is timed, so a
+// qualification starts them beside the screens and reads them once the
+// screens have passed (Run).
+type speedEngines struct {
+	arms []Arm
+	// ev holds what the start recorded: the warm-up's batches, every
+	// engine's Ready, and the outcome when an engine failed.
+	ev *SpeedEvidence
+	// engines are the arms' engines, in arm order (nil for one that did
+	// not start); set before done is closed.
+	engines []*engine.Engine
+	// cancel ends the engines: they run under a context of their own, so
+	// that they outlive the goroutine that started them.
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+	closed bool
+	// start and end bound the start and warm-up (end set before done is
+	// closed).
+	start, end time.Time
+}
+
+// startSpeedEngines starts and warms up every arm's engine at once, in
+// the background; read waits for them, close ends them.
+func startSpeedEngines(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy) *speedEngines {
+	c, cancel := context.WithCancel(ctx)
+	s := &speedEngines{
+		arms:    arms,
+		ev:      &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}},
+		engines: make([]*engine.Engine, len(arms)),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		start:   time.Now(),
 	}
-	engines := make([]*engine.Engine, len(arms))
-	defer func() {
-		for _, e := range engines {
-			if e != nil {
-				_, _ = e.Close()
-			}
-		}
+	go func() {
+		defer close(s.done)
+		s.startAll(c, iso, w, p)
+		s.end = time.Now()
 	}()
-	// Start and warm every engine at once; the first failure decides.
-	errs := make([]error, len(arms))
+	return s
+}
+
+// startAll starts and warms up every engine at once; the first failure
+// (in arm order) decides the outcome.
+func (s *speedEngines) startAll(ctx context.Context, iso worker.Isolation, w *workload.Workload, p speed.Policy) {
+	if !armsInSets(s.arms, readSets(p.Sets)) {
+		s.ev.Outcome = Outcome{NoDecision, fmt.Sprintf("the version %d schedule needs %d set(s) of the arms B, C and B′ in that order", p.Version, readSets(p.Sets))}
+		return
+	}
+	errs := make([]error, len(s.arms))
 	var wg sync.WaitGroup
-	for i := range arms {
+	for i := range s.arms {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			e, err := engine.Start(ctx, iso, arms[i].Spec)
+			e, err := engine.Start(ctx, iso, s.arms[i].Spec)
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			engines[i] = e
+			s.engines[i] = e
 			b, err := warm(ctx, e, w)
 			errs[i] = err
-			ev.recordBatches(arms[i].Role, b)
+			s.ev.recordBatches(s.arms[i].Role, b)
 		}(i)
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			ev.Outcome = attribute(string(arms[i].Role), arms[i].Candidate, fmt.Errorf("start and warm-up: %w", err))
-			return ev
+			s.ev.Outcome = attribute(string(s.arms[i].Role), s.arms[i].Candidate, fmt.Errorf("start and warm-up: %w", err))
+			return
 		}
-		ev.Ready[arms[i].Role] = engines[i].Ready
+		s.ev.Ready[s.arms[i].Role] = s.engines[i].Ready
+	}
+}
+
+// ready waits for the start to end: true when every engine is warm, false
+// when one failed (the evidence's outcome says how) or close ended them.
+func (s *speedEngines) ready() bool {
+	<-s.done
+	return s.ev.Outcome == (Outcome{}) && !s.closed
+}
+
+// close ends every engine, a start still under way too, and waits for
+// the start to end. A second close does nothing.
+func (s *speedEngines) close() {
+	s.once.Do(func() {
+		s.cancel()
+		<-s.done
+		s.closed = true
+		for _, e := range s.engines {
+			if e != nil {
+				_, _ = e.Close()
+			}
+		}
+	})
+}
+
+// read waits for the engines and times their read sets: the stage's
+// evidence, its outcome the failed start's when an engine did not start.
+// The engines stay up; close ends them.
+func (s *speedEngines) read(ctx context.Context, w *workload.Workload, p speed.Policy, sample Sampler, rereads int) *SpeedEvidence {
+	ev := s.ev
+	if !s.ready() {
+		if ev.Outcome == (Outcome{}) {
+			ev.Outcome = Outcome{NoDecision, "the speed stage's engines were ended before their reads"}
+		}
+		return ev
 	}
 	for set := 0; ; set++ {
-		reads, samples, out, ok := ev.readSet(ctx, arms, engines, w, sample)
+		reads, samples, out, ok := ev.readSet(ctx, s.arms, s.engines, w, sample)
 		if !ok {
 			ev.Outcome = out
 			return ev
