@@ -424,6 +424,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			progress("%s: the engines' start beside the screens read %s; again alone", StageSpeed, speedB.ev.Decision)
 			speedB = startSpeedEngines(ctx, o.Isolation, speedArms, o.Workload, policy)
 			how = ""
+		} else {
+			// The screens and the engines' start are behind: the reads
+			// begin now.
+			how += fmt.Sprintf("; its reads began %s into the qualification", time.Since(t0).Round(100*time.Millisecond))
 		}
 		start := speedB.start
 		record(StageSpeed, readSpeed(), start, time.Now(), how)
