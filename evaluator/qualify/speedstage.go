@@ -130,6 +130,13 @@ func (s *speedEngines) startAll(ctx context.Context, iso worker.Isolation, w *wo
 		}(i)
 	}
 	wg.Wait()
+	if ctx.Err() != nil {
+		// close ended the start (a screen stopped the qualification, or
+		// it was interrupted): an engine killed in its start is nobody's
+		// fault.
+		s.ev.Outcome = Outcome{NoDecision, "the speed stage's engines were ended during their start: " + ctx.Err().Error()}
+		return
+	}
 	for i, err := range errs {
 		if err != nil {
 			s.ev.Outcome = attribute(string(s.arms[i].Role), s.arms[i].Candidate, fmt.Errorf("start and warm-up: %w", err))
@@ -146,18 +153,24 @@ func (s *speedEngines) ready() bool {
 	return s.ev.Outcome == (Outcome{}) && !s.closed
 }
 
-// close ends every engine, a start still under way too, and waits for
-// the start to end. A second close does nothing.
+// close ends every engine: a start still under way is cut short (its
+// engines killed), engines that started are closed. A second close does
+// nothing.
 func (s *speedEngines) close() {
 	s.once.Do(func() {
-		s.cancel()
-		<-s.done
+		select {
+		case <-s.done:
+		default:
+			s.cancel()
+			<-s.done
+		}
 		s.closed = true
 		for _, e := range s.engines {
 			if e != nil {
 				_, _ = e.Close()
 			}
 		}
+		s.cancel()
 	})
 }
 

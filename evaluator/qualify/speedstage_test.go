@@ -175,6 +175,25 @@ serve(d)
 	}
 }
 
+// TestSpeedEnginesClosedInTheirStart: engines a qualification closes
+// while they start (a screen stopped it, or it was interrupted) are killed
+// and leave no process; their read is NO_DECISION, never a candidate's
+// FAIL, whichever engine the kill caught; a second close does nothing.
+// Not parallel: its check that no process is left would see other
+// tests'.
+func TestSpeedEnginesClosedInTheirStart(t *testing.T) {
+	f := newFixture(t)
+	s := startSpeedEngines(context.Background(), f.Iso, arms(f), smoke(t), testPolicy())
+	time.Sleep(500 * time.Millisecond)
+	s.close()
+	s.close()
+	requireNoStrays(t, f.Run)
+	ev := s.read(context.Background(), smoke(t), testPolicy(), nil, 0)
+	if ev.Decision != NoDecision || len(ev.Reads) != 0 {
+		t.Fatalf("engines closed in their start read %s %q with %d reads, want NO_DECISION and none", ev.Decision, ev.Reason, len(ev.Reads))
+	}
+}
+
 // TestSpeedV7OnTheCPU runs the hot-swap schedule with the stock tree as
 // both trees (an A/A run): two resident engines, B after a stock→stock
 // swap, C after the "candidate" swap and its restoration, B′ exactly when
