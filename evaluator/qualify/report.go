@@ -249,6 +249,19 @@ func Regrade(store *evidence.Store, r *Report) error {
 				out = o
 			}
 		}
+		// The span the report records for the stage, held to the policy's
+		// max_stage_seconds as the controller held it. The span is the
+		// report's own word (the controller's clock), like every stage's.
+		for _, s := range r.Stages {
+			if s.Name != StageSpeed || s.Seconds == "" {
+				continue
+			}
+			span, err := speed.ParseDecimal(s.Seconds)
+			if err != nil {
+				return fmt.Errorf("%w: the speed stage's seconds: %v", ErrRegrade, err)
+			}
+			out = overStage(p, span, out)
+		}
 		if out.Decision != r.Speed.Decision || speed.Format(g.Speedup) != r.Speed.Speedup {
 			return fmt.Errorf("%w: speed grades %s at %s, the report says %s at %s", ErrRegrade, out.Decision, speed.Format(g.Speedup), r.Speed.Decision, r.Speed.Speedup)
 		}

@@ -87,6 +87,40 @@ func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
 			}
 		})
 	}
+	// The span the report records for the stage is held to the policy's
+	// max_stage_seconds (600 here): at the limit the decision stands;
+	// over it a PASS is NO_DECISION, so a report that kept its PASS does
+	// not regrade and one that says NO_DECISION does. A FAIL or a
+	// NO_DECISION stands either way.
+	atLimit := report()
+	atLimit.Stages[0].Seconds = "600"
+	if err := Regrade(store, atLimit); err != nil {
+		t.Fatalf("regrade of a stage at max_stage_seconds: %v", err)
+	}
+	over := report()
+	over.Stages[0].Seconds = "600.5"
+	err = Regrade(store, over)
+	if ev.Decision != Pass {
+		if err != nil {
+			t.Fatalf("regrade of a %s over max_stage_seconds: %v", ev.Decision, err)
+		}
+	} else {
+		if !errors.Is(err, ErrRegrade) || !strings.Contains(err.Error(), "NO_DECISION") {
+			t.Fatalf("regrade of a PASS kept over max_stage_seconds: %v, want ErrRegrade grading NO_DECISION", err)
+		}
+		over.Decision, over.Stages[0].Decision, over.Speed.Decision = NoDecision, NoDecision, NoDecision
+		if err := Regrade(store, over); err != nil {
+			t.Fatalf("regrade of a NO_DECISION over max_stage_seconds: %v", err)
+		}
+	}
+	// A forged PASS over the limit, whatever the reads graded: the
+	// regrade refuses it unless the reads themselves FAIL.
+	forged := report()
+	forged.Stages[0].Seconds = "601"
+	forged.Decision, forged.Stages[0].Decision, forged.Speed.Decision = Pass, Pass, Pass
+	if err := Regrade(store, forged); !errors.Is(err, ErrRegrade) {
+		t.Fatalf("regrade of a PASS over max_stage_seconds: %v, want ErrRegrade", err)
+	}
 	// The stored reads themselves rewritten: the store refuses them.
 	path := store.Path(sp.Reads.SHA256)
 	os.Chmod(path, 0o644)

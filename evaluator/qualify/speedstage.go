@@ -342,6 +342,20 @@ func stockDrift(g *speed.Grade) string {
 	return fmt.Sprintf("stock drift: B and B′ differ by over max_noise in %d of %d read sets (up to %s)", dropped, len(g.SetDrifts), speed.Format(g.Drift))
 }
 
+// overStage is the outcome of a speed stage that ran for seconds (its
+// span as the report records it, its engines' start included): out,
+// unless the span is over the policy's max_stage_seconds. Then the stage's
+// evidence is not the policy's (a speed witness spans at most that, spec
+// §5.6): NO_DECISION, whatever it graded, except a FAIL, which the
+// candidate earned before the limit could matter (a candidate that stalls
+// cannot trade its FAIL for a NO_DECISION by stalling longer).
+func overStage(p speed.Policy, seconds float64, out Outcome) Outcome {
+	if p.MaxStageSeconds <= 0 || seconds <= float64(p.MaxStageSeconds) || out.Decision == Fail {
+		return out
+	}
+	return Outcome{NoDecision, fmt.Sprintf("the speed stage ran %s s, over max_stage_seconds (%d); it read %s %s", speed.Format(seconds), p.MaxStageSeconds, out.Decision, out.Reason)}
+}
+
 // speedOutcome is the speed stage's decision from its grade and the lane
 // samples around its reads. The grade is the policy's, to the bit; two
 // things it cannot see make it NO_DECISION, whatever it says: a device

@@ -175,6 +175,39 @@ serve(d)
 	}
 }
 
+// TestOverStage: a speed stage's span over max_stage_seconds makes it
+// NO_DECISION, except a FAIL; at the limit, or with no limit, the outcome
+// stands.
+func TestOverStage(t *testing.T) {
+	t.Parallel()
+	p := testPolicy() // max_stage_seconds 600
+	unlimited := p
+	unlimited.MaxStageSeconds = 0
+	pass, fail, none := Outcome{Pass, "proven_faster"}, Outcome{Fail, "below_fail_limit"}, Outcome{NoDecision, "stock drift"}
+	for _, c := range []struct {
+		name    string
+		p       speed.Policy
+		seconds float64
+		out     Outcome
+		want    Decision
+		over    bool
+	}{
+		{"a PASS inside the limit", p, 42, pass, Pass, false},
+		{"a PASS at the limit", p, 600, pass, Pass, false},
+		{"a PASS over the limit", p, 600.001, pass, NoDecision, true},
+		{"a NO_DECISION over the limit", p, 900, none, NoDecision, true},
+		{"a FAIL over the limit", p, 900, fail, Fail, false},
+		{"no limit", unlimited, 1e6, pass, Pass, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := overStage(c.p, c.seconds, c.out)
+			if got.Decision != c.want || strings.Contains(got.Reason, "over max_stage_seconds") != c.over {
+				t.Fatalf("overStage(%g s, %s) = %s %q, want %s (over the limit: %v)", c.seconds, c.out.Decision, got.Decision, got.Reason, c.want, c.over)
+			}
+		})
+	}
+}
+
 // TestSpeedEnginesClosedInTheirStart: engines a qualification closes
 // while they start (a screen stopped it, or it was interrupted) are killed
 // and leave no process; their read is NO_DECISION, never a candidate's
