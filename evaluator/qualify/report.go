@@ -414,8 +414,8 @@ func regradeSetAside(store *evidence.Store, p speed.Policy, sa SetAsideRecord) (
 // a "read set" is all of the policy's sets, read again together). Under
 // v8 and v9 they are the idle records, one for every engine that waited
 // through every read; under v7 the hot swaps, one stock→stock swap of
-// the baseline engine before every B. A report that hid a set-aside set, or read again
-// more often than the rule allows, is caught here.
+// the baseline engine before every B. A report that hid a set-aside set,
+// or read again more often than the rule allows, is caught here.
 func countReadSets(store *evidence.Store, s *Speed, p speed.Policy) error {
 	sets := 1
 	if s.SetAside != nil {

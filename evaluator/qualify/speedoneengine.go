@@ -29,7 +29,7 @@ import (
 // arms are the v8 schedule's B, C and B′: the engine is started from B's
 // spec, and C's spec gives the tree swapped in for C.
 func runSpeedOneEngine(ctx context.Context, iso worker.Isolation, arms []Arm, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
-	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
+	ev := newSpeedEvidence(p)
 	if !armsInSets(arms, 1) {
 		ev.Outcome = Outcome{NoDecision, "the one-engine schedule needs the arms B, C and B′ in that order"}
 		return ev

@@ -80,9 +80,8 @@ type speedEngines struct {
 	done   chan struct{}
 	once   sync.Once
 	closed bool
-	// start and end bound the start and warm-up (end set before done is
-	// closed).
-	start, end time.Time
+	// start is when the start began: the speed stage's own start.
+	start time.Time
 }
 
 // startSpeedEngines starts and warms up every arm's engine at once, in
@@ -91,7 +90,7 @@ func startSpeedEngines(ctx context.Context, iso worker.Isolation, arms []Arm, w 
 	c, cancel := context.WithCancel(ctx)
 	s := &speedEngines{
 		arms:    arms,
-		ev:      &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}},
+		ev:      newSpeedEvidence(p),
 		engines: make([]*engine.Engine, len(arms)),
 		cancel:  cancel,
 		done:    make(chan struct{}),
@@ -100,7 +99,6 @@ func startSpeedEngines(ctx context.Context, iso worker.Isolation, arms []Arm, w 
 	go func() {
 		defer close(s.done)
 		s.startAll(c, iso, w, p)
-		s.end = time.Now()
 	}()
 	return s
 }
@@ -289,6 +287,12 @@ func (ev *SpeedEvidence) readSet(ctx context.Context, arms []Arm, engines []*eng
 		reads = append(reads, r)
 	}
 	return reads, samples, Outcome{}, true
+}
+
+// newSpeedEvidence is the empty evidence of a speed stage under p, every
+// collection present (the published records list none rather than null).
+func newSpeedEvidence(p speed.Policy) *SpeedEvidence {
+	return &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
 }
 
 func (ev *SpeedEvidence) recordBatches(role speed.Role, b []Batch) {

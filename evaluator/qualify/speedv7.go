@@ -41,7 +41,7 @@ type Resident struct {
 // the baseline engine serves the workload once more untimed (phase
 // "control"): the stock trajectories the pristine reference compares.
 func runSpeedV7(ctx context.Context, iso worker.Isolation, r Resident, w *workload.Workload, p speed.Policy, sample Sampler) *SpeedEvidence {
-	ev := &SpeedEvidence{Policy: p, Batches: map[speed.Role][]Batch{}, Ready: map[speed.Role]engine.Ready{}, Samples: []ReadSamples{}, Swaps: []Swap{}, Idle: []IdleCPU{}}
+	ev := newSpeedEvidence(p)
 	if p.Version != speed.V7 {
 		ev.Outcome = Outcome{NoDecision, fmt.Sprintf("the hot-swap schedule grades under policy version 7, not %d", p.Version)}
 		return ev
