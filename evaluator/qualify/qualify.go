@@ -118,11 +118,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.Inputs.Policy = d
 	}
 
+	// The policy's max_qualification_seconds bounds the whole
+	// qualification: at that deadline the stage under way ends
+	// NO_DECISION, naming the limit, and nothing after it runs; finish
+	// holds the whole run's recorded seconds to it too.
+	if limit := o.Policy.MaxQualificationSeconds; limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(limit)*time.Second, fmt.Errorf("the qualification reached max_qualification_seconds (%d)", limit))
+		defer cancel()
+	}
+
 	// record appends a stage's outcome, run from start to end, to the
 	// report; how follows its length in the progress line.
 	record := func(name string, out Outcome, start, end time.Time, how string) Outcome {
 		if ctx.Err() != nil && out.Decision != Fail {
-			out = Outcome{NoDecision, "interrupted: " + ctx.Err().Error()}
+			out = Outcome{NoDecision, "interrupted: " + context.Cause(ctx).Error()}
 		}
 		r.Stages = append(r.Stages, Stage{Name: name, Decision: out.Decision, Reason: out.Reason, Start: seconds(start.Sub(t0)), Seconds: seconds(end.Sub(start))})
 		progress("%s: %s %s (%s%s)", name, out.Decision, out.Reason, end.Sub(start).Round(time.Millisecond), how)
@@ -146,7 +156,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if s, ok := r.decider(); ok {
 			r.Reason = s.Name + ": " + s.Reason
 		}
-		r.Seconds = seconds(time.Since(t0))
+		elapsed := time.Since(t0)
+		r.Seconds = seconds(elapsed)
+		if d, why := overQualification(o.Policy, elapsed.Seconds(), r.Decision); why != "" {
+			r.Decision, r.Reason = d, why
+		}
 		data, err := r.Canonical()
 		if err != nil {
 			return nil, err

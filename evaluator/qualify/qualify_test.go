@@ -274,6 +274,36 @@ func TestQualifyRunsANoDecisionScreenAgainAlone(t *testing.T) {
 	}
 }
 
+// TestQualifyEndsAtMaxQualificationSeconds: the policy's
+// max_qualification_seconds is the whole qualification's deadline. Two
+// seconds (below the smallest a policy file may say, so that the test is
+// short) end it inside its screens: the stage under way is NO_DECISION,
+// naming the limit, nothing after it runs, and no process outlives it.
+// Not parallel: its check that no process is left would see other tests'.
+func TestQualifyEndsAtMaxQualificationSeconds(t *testing.T) {
+	f := newFixture(t)
+	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
+	o.Policy.MaxQualificationSeconds = 2
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoStrays(t, o.RunDir)
+	r := res.Report
+	last := r.Stages[len(r.Stages)-1]
+	if r.Decision != NoDecision || last.Decision != NoDecision || !strings.Contains(last.Reason, "interrupted: the qualification reached max_qualification_seconds (2)") {
+		t.Fatalf("report %s %q: %+v", r.Decision, r.Reason, r.Stages)
+	}
+	for _, s := range r.Stages {
+		if s.Name == StageSpeed || s.Name == StageQuality {
+			t.Fatalf("stage %s ran after the deadline: %+v", s.Name, r.Stages)
+		}
+	}
+	if err := Regrade(o.Store, r); err != nil {
+		t.Fatalf("regrade: %v", err)
+	}
+}
+
 func TestDefaultsAreValid(t *testing.T) {
 	w, err := DefaultWorkload()
 	if err != nil {

@@ -184,6 +184,7 @@ func Regrade(store *evidence.Store, r *Report) error {
 		return fmt.Errorf("report schema %q, want %q (or %q)", r.Schema, ReportSchema, ReportSchemaV1)
 	}
 	stages := []Outcome{}
+	var policy *speed.Policy // the retained speed policy, where speed graded
 	for _, s := range r.Stages {
 		if s.Decision != NotApplicable {
 			stages = append(stages, Outcome{s.Decision, s.Reason})
@@ -211,6 +212,7 @@ func Regrade(store *evidence.Store, r *Report) error {
 		if err != nil {
 			return err
 		}
+		policy = &p
 		readsJSON, err := store.Get(r.Speed.Reads)
 		if err != nil {
 			return fmt.Errorf("speed reads: %w", err)
@@ -304,10 +306,33 @@ func Regrade(store *evidence.Store, r *Report) error {
 			return err
 		}
 	}
-	if got := Aggregate(stages); got != r.Decision {
+	got := Aggregate(stages)
+	if policy != nil && r.Seconds != "" {
+		// The whole run's recorded seconds, held to the policy's
+		// max_qualification_seconds as the controller held them.
+		secs, err := speed.ParseDecimal(r.Seconds)
+		if err != nil {
+			return fmt.Errorf("%w: the qualification's seconds: %v", ErrRegrade, err)
+		}
+		got, _ = overQualification(*policy, secs, got)
+	}
+	if got != r.Decision {
 		return fmt.Errorf("%w: the stages aggregate to %s, the report says %s", ErrRegrade, got, r.Decision)
 	}
 	return nil
+}
+
+// overQualification is the decision of a qualification whose stages
+// aggregate to d and which ran for seconds in all: d, unless a PASS ran
+// over the policy's max_qualification_seconds. Then its evidence is not
+// the policy's: NO_DECISION, with the reason why (empty when d stands). A
+// FAIL stands, as at max_stage_seconds, and so does a NO_DECISION, whose
+// stage's reason (an interrupted stage names the limit) says more.
+func overQualification(p speed.Policy, seconds float64, d Decision) (Decision, string) {
+	if p.MaxQualificationSeconds <= 0 || seconds <= float64(p.MaxQualificationSeconds) || d != Pass {
+		return d, ""
+	}
+	return NoDecision, fmt.Sprintf("the qualification ran %s s, over max_qualification_seconds (%d); its stages read PASS", speed.Format(seconds), p.MaxQualificationSeconds)
 }
 
 // Aggregate is the qualification's decision over its stages: any FAIL is

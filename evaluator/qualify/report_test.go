@@ -121,6 +121,41 @@ func TestRegradeAgreesAndCatchesEdits(t *testing.T) {
 	if err := Regrade(store, forged); !errors.Is(err, ErrRegrade) {
 		t.Fatalf("regrade of a PASS over max_stage_seconds: %v, want ErrRegrade", err)
 	}
+	// The whole run's recorded seconds are held to max_qualification_seconds
+	// (1800 here) the same way: at the limit the decision stands; over
+	// it a PASS is NO_DECISION, however its stages read.
+	whole := report()
+	whole.Seconds = "1800"
+	if err := Regrade(store, whole); err != nil {
+		t.Fatalf("regrade of a qualification at max_qualification_seconds: %v", err)
+	}
+	whole = report()
+	whole.Seconds = "1800.5"
+	err = Regrade(store, whole)
+	if ev.Decision != Pass {
+		if err != nil {
+			t.Fatalf("regrade of a %s over max_qualification_seconds: %v", ev.Decision, err)
+		}
+	} else {
+		if !errors.Is(err, ErrRegrade) {
+			t.Fatalf("regrade of a PASS kept over max_qualification_seconds: %v, want ErrRegrade", err)
+		}
+		whole.Decision = NoDecision
+		if err := Regrade(store, whole); err != nil {
+			t.Fatalf("regrade of a NO_DECISION over max_qualification_seconds: %v", err)
+		}
+	}
+	whole = report()
+	whole.Seconds = "1801"
+	whole.Decision, whole.Stages[0].Decision, whole.Speed.Decision = Pass, Pass, Pass
+	if err := Regrade(store, whole); !errors.Is(err, ErrRegrade) {
+		t.Fatalf("regrade of a PASS over max_qualification_seconds: %v, want ErrRegrade", err)
+	}
+	whole = report()
+	whole.Seconds = "long"
+	if err := Regrade(store, whole); !errors.Is(err, ErrRegrade) {
+		t.Fatalf("regrade of unreadable seconds: %v, want ErrRegrade", err)
+	}
 	// The stored reads themselves rewritten: the store refuses them.
 	path := store.Path(sp.Reads.SHA256)
 	os.Chmod(path, 0o644)

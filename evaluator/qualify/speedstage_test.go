@@ -208,6 +208,37 @@ func TestOverStage(t *testing.T) {
 	}
 }
 
+// TestOverQualification: a whole qualification's seconds over
+// max_qualification_seconds make its PASS NO_DECISION; a FAIL and a
+// NO_DECISION stand, and a policy without the limit bounds nothing.
+func TestOverQualification(t *testing.T) {
+	t.Parallel()
+	p := testPolicy() // max_qualification_seconds 1800
+	unlimited := p
+	unlimited.MaxQualificationSeconds = 0
+	for _, c := range []struct {
+		name    string
+		p       speed.Policy
+		seconds float64
+		d, want Decision
+	}{
+		{"a PASS inside the limit", p, 44.3, Pass, Pass},
+		{"a PASS at the limit", p, 1800, Pass, Pass},
+		{"a PASS over the limit", p, 1800.001, Pass, NoDecision},
+		{"a NO_DECISION over the limit", p, 2400, NoDecision, NoDecision},
+		{"a FAIL over the limit", p, 2400, Fail, Fail},
+		{"no limit", unlimited, 1e6, Pass, Pass},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, why := overQualification(c.p, c.seconds, c.d)
+			changed := got != c.d
+			if got != c.want || (why != "") != changed || (changed && !strings.Contains(why, "over max_qualification_seconds (1800)")) {
+				t.Fatalf("overQualification(%g s, %s) = %s %q, want %s", c.seconds, c.d, got, why, c.want)
+			}
+		})
+	}
+}
+
 // TestSpeedEnginesClosedInTheirStart: engines a qualification closes
 // while they start (a screen stopped it, or it was interrupted) are killed
 // and leave no process; their read is NO_DECISION, never a candidate's
