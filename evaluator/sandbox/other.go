@@ -67,3 +67,6 @@ func Executable(path string) error { return nil }
 
 // Provided is false: no sandbox root is built here.
 func Provided(path string) bool { return false }
+
+// UnmountStaleWork does nothing: no sandbox mounts work directories here.
+func UnmountStaleWork() {}

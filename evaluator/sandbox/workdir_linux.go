@@ -53,7 +53,7 @@ func mountWork(dirs []string, l Limits) (mounts []workMount, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	cleanStaleWork()
+	UnmountStaleWork()
 	sorted := append([]string{}, dirs...)
 	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) < len(sorted[j]) })
 	defer func() {
@@ -219,10 +219,13 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 	return err
 }
 
-// cleanStaleWork unmounts the work tmpfs mounts whose controller ended
-// without unmounting them (it crashed), so their memory is freed. What
-// they held is lost with the run it belonged to.
-func cleanStaleWork() {
+// UnmountStaleWork unmounts the work tmpfs mounts whose controller ended
+// without unmounting them (it crashed, or was killed), so that their
+// memory is freed and the directories under them can be removed. What
+// they held is lost with the run it belonged to. A live controller's
+// mounts, and another PID namespace's, stay. It needs root, as mounting
+// them did; otherwise it does nothing.
+func UnmountStaleWork() {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return

@@ -123,6 +123,10 @@ func qualificationRunBase() string { return filepath.Join(os.TempDir(), "cacheon
 // each): unlocked, older than a minute. A live run's directory is locked
 // and stays.
 func qualificationRunDir(s Streams, quiet bool) (*atomicwrite.Scratch, error) {
+	// A killed run's engines may have left their bounded work directories
+	// mounted (a tmpfs each, mounted by the controller on the host): they
+	// are unmounted first, or its directory could not be removed.
+	sandbox.UnmountStaleWork()
 	removed, err := atomicwrite.RemoveStale(qualificationRunBase())
 	if err != nil && !quiet {
 		// Another user's directory, say: sweeping is housekeeping, never
