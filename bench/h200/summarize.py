@@ -69,7 +69,10 @@ def main():
         count = {d: sum(1 for r in rs if r[0] == d) for d in ("PASS", "FAIL", "NO_DECISION")}
         decided = [r[1] for r in rs if r[0] != "NO_DECISION"]
         sets = [x for r in rs for x in r[2]]
-        print(f"{path}: {len(rs)} rounds: {count['PASS']} PASS, {count['FAIL']} FAIL, {count['NO_DECISION']} NO_DECISION, "
+        # A file a run cut short wrote holds fewer rounds than it asked for.
+        asked = json.load(open(path)).get("rounds_asked", 0) if path.endswith(".json") else 0
+        short = f" (cut short: {asked} asked)" if asked > len(rs) else ""
+        print(f"{path}: {len(rs)} rounds{short}: {count['PASS']} PASS, {count['FAIL']} FAIL, {count['NO_DECISION']} NO_DECISION, "
               f"{sum(1 for r in rs if r[3])} read again")
         print(f"  round speedups (decided): {describe(decided)}")
         print(f"  set speedups ({len(sets)}): {describe(sets)}")

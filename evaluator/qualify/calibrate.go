@@ -210,6 +210,12 @@ type RoundsOptions struct {
 	// noise of one process against itself (runSpeedOneEngine).
 	OneEngine bool
 	Progress  func(round int, r CalibrationRound)
+	// Checkpoint, when set, receives after every round from the second
+	// on the calibration of the rounds read so far, summarized as a run
+	// of that many rounds would be, so that a run cut short (a deadline,
+	// an interrupt, a round that could not be read) keeps what it
+	// measured. Its error ends the run.
+	Checkpoint func(*Calibration) error
 }
 
 // Calibrate runs rounds of the v8 schedule with the incumbent on every
@@ -222,12 +228,14 @@ func Calibrate(ctx context.Context, o RoundsOptions) (*Calibration, error) {
 	}
 	// A calibration measures the lanes as they are, drift included: it
 	// never sets a read set aside.
-	c, rates, err := rounds(ctx, o, 0)
-	if err != nil {
-		return nil, err
-	}
+	return rounds(ctx, o, 0, func(c *Calibration, rates [][3]float64) error { return thresholds(c, rates, o.Policy) })
+}
+
+// thresholds sets the noise floor and the thresholds c's rounds (whose
+// read sets' rates are rates) support under the policy they ran under.
+func thresholds(c *Calibration, rates [][3]float64, p speed.Policy) error {
 	noise, maxNoise, minMargin, ok := summarize(rates)
-	if o.Policy.Version == speed.V9 {
+	if p.Version == speed.V9 {
 		// From the set speedups as the file records them, so that anyone
 		// can derive the margin again from the file alone.
 		var speedups []float64
@@ -235,15 +243,15 @@ func Calibrate(ctx context.Context, o RoundsOptions) (*Calibration, error) {
 			for _, x := range r.SetSpeedups {
 				f, err := strconv.ParseFloat(x, 64)
 				if err != nil {
-					return nil, fmt.Errorf("set speedup %q: %w", x, err)
+					return fmt.Errorf("set speedup %q: %w", x, err)
 				}
 				speedups = append(speedups, f)
 			}
 		}
-		minMargin = setMargin(o.Policy, speedups)
+		minMargin = setMargin(p, speedups)
 	}
 	c.NoiseFloor, c.MaxNoise, c.MinMargin, c.Supported = speed.Format(noise), speed.Format(maxNoise), speed.Format(minMargin), ok
-	return c, nil
+	return nil
 }
 
 // Resolution runs the same rounds with a candidate on the C arm: how often
@@ -252,22 +260,25 @@ func Calibrate(ctx context.Context, o RoundsOptions) (*Calibration, error) {
 // Each round decides as a qualification would: a read set the lanes
 // spoiled is read again once (runSpeedSets).
 func Resolution(ctx context.Context, o RoundsOptions) (*Calibration, error) {
-	c, _, err := rounds(ctx, o, 1)
-	return c, err
+	return rounds(ctx, o, 1, nil)
 }
 
-func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, [][3]float64, error) {
+// rounds reads o.Rounds rounds. After each, summary (when set) brings the
+// calibration's summary up to date with the rounds read so far, from the
+// rates of every read set, and o.Checkpoint receives it from the second
+// round on.
+func rounds(ctx context.Context, o RoundsOptions, rereads int, summary func(*Calibration, [][3]float64) error) (*Calibration, error) {
 	if o.Rounds < 2 {
-		return nil, nil, fmt.Errorf("calibration needs at least 2 rounds, got %d", o.Rounds)
+		return nil, fmt.Errorf("calibration needs at least 2 rounds, got %d", o.Rounds)
 	}
 	wd, err := o.Workload.Digest()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	c := &Calibration{Workload: wd, Lanes: o.Lanes, Rounds: []CalibrationRound{}}
 	if o.OneEngine {
 		if o.Policy.Version == speed.V9 {
-			return nil, nil, fmt.Errorf("a version 9 policy reads %d sets of three engine processes; the one-engine schedule reads one set in one engine", o.Policy.Sets)
+			return nil, fmt.Errorf("a version 9 policy reads %d sets of three engine processes; the one-engine schedule reads one set in one engine", o.Policy.Sets)
 		}
 		c.Schedule = ScheduleOneEngine
 	}
@@ -290,7 +301,7 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, []
 			ev = runSpeedSets(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample, rereads)
 		}
 		if ev.Grade == nil {
-			return nil, nil, fmt.Errorf("calibration round %d: %s", i, ev.Reason)
+			return nil, fmt.Errorf("calibration round %d: %s", i, ev.Reason)
 		}
 		// r and scatter are each role's mean over the round's sets.
 		var r, scatter [3]float64
@@ -314,8 +325,18 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int) (*Calibration, []
 		if o.Progress != nil {
 			o.Progress(i, cr)
 		}
+		if summary != nil {
+			if err := summary(c, rates); err != nil {
+				return nil, err
+			}
+		}
+		if o.Checkpoint != nil && len(c.Rounds) >= 2 {
+			if err := o.Checkpoint(c); err != nil {
+				return nil, fmt.Errorf("calibration round %d: %w", i, err)
+			}
+		}
 	}
-	return c, rates, nil
+	return c, nil
 }
 
 // ReadNoise says where fresh rounds' read noise lies: within is the

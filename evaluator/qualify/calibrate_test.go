@@ -38,10 +38,20 @@ func TestCalibrateOnTheCPU(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	var seen []int
+	var checkpoints []string // each checkpoint's digest
 	c, err := Calibrate(context.Background(), RoundsOptions{Isolation: f.Iso, Arms: arms(f), Workload: smoke(t), Policy: testPolicy(),
-		Rounds: 2, Lanes: "cpu", Progress: func(i int, _ CalibrationRound) { seen = append(seen, i) }})
+		Rounds: 2, Lanes: "cpu", Progress: func(i int, _ CalibrationRound) { seen = append(seen, i) },
+		Checkpoint: func(c *Calibration) error {
+			d, err := c.Digest()
+			checkpoints = append(checkpoints, d)
+			return err
+		}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The last round's checkpoint is the calibration itself.
+	if d, _ := c.Digest(); len(checkpoints) != 1 || checkpoints[0] != d {
+		t.Fatalf("checkpoints %q, want one, of the calibration %s", checkpoints, d)
 	}
 	if len(c.Rounds) != 2 || len(seen) != 2 || c.NoiseFloor == "" || c.Rounds[0].Decision == "" || c.Rounds[0].Speedup == "" {
 		t.Fatalf("calibration %+v", c)
@@ -68,6 +78,46 @@ func TestCalibrateOnTheCPU(t *testing.T) {
 	c.Rounds[0].B = "1"
 	if d2, _ := c.Digest(); d2 == d1 {
 		t.Fatal("the digest does not cover the rounds")
+	}
+}
+
+// TestCalibrateCutShortKeepsItsRounds: a run stopped after its second of
+// three rounds has checkpointed those two, summarized from their own
+// rates as a two-round run would be, and ends with an error.
+func TestCalibrateCutShortKeepsItsRounds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var kept []Calibration
+	_, err := Calibrate(ctx, RoundsOptions{Isolation: f.Iso, Arms: arms(f), Workload: smoke(t), Policy: testPolicy(), Rounds: 3, Lanes: "cpu",
+		Checkpoint: func(c *Calibration) error {
+			cp := *c
+			cp.Rounds = append([]CalibrationRound{}, c.Rounds...)
+			kept = append(kept, cp)
+			cancel() // stop before the third round
+			return nil
+		}})
+	if err == nil {
+		t.Fatal("a run stopped after two of three rounds ended without an error")
+	}
+	if len(kept) != 1 || len(kept[0].Rounds) != 2 {
+		t.Fatalf("checkpoints %+v, want one of two rounds", kept)
+	}
+	var rates [][3]float64
+	for _, r := range kept[0].Rounds {
+		var x [3]float64
+		for i, v := range []string{r.B, r.C, r.BPrime} {
+			if x[i], err = strconv.ParseFloat(v, 64); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rates = append(rates, x)
+	}
+	noise, _, _, _ := summarize(rates)
+	got, _ := strconv.ParseFloat(kept[0].NoiseFloor, 64)
+	if math.Abs(got-noise) > 1e-9*noise {
+		t.Fatalf("the checkpoint's noise floor %s, its rounds' %g", kept[0].NoiseFloor, noise)
 	}
 }
 

@@ -74,6 +74,12 @@ drifted apart, or whose device throttled, is set aside and read again once
 in the same engines (the round's "reread" says why); stock rounds without
 --candidate never are, so the calibration sees the drift.
 
+The file is written whole after every round from the second on, so a run
+cut short (a deadline, an interrupt, a round that could not be read)
+keeps the rounds it read, summarized as a run of that many rounds would
+be; "rounds_asked" says how many the run was asked for, and the command
+says so on stderr and exits non-zero.
+
 With --one-engine, each round reads B, C and B′ in one resident engine
 that swaps trees between the reads (B after a stock→stock swap, C after
 the C arm's tree is swapped in, B′ after the swap back) instead of three
@@ -125,6 +131,10 @@ type calibrationJSON struct {
 	Digest string `json:"digest"`
 	Passes int    `json:"passes"`
 	File   string `json:"file"`
+	// RoundsAsked is how many rounds the run was asked for: a file whose
+	// rounds are fewer is what a run cut short had read (the file is
+	// written after every round from the second on).
+	RoundsAsked int `json:"rounds_asked"`
 	// PolicyFile is the speed policy written with --policy-out, and
 	// PolicyRefused why none was; neither is part of the calibration file.
 	PolicyFile    string `json:"policy_file,omitempty"`
@@ -209,25 +219,33 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 				short6(r.B), short6(r.C), short6(r.BPrime), sets, 100*r.Scatter[0], 100*r.Scatter[1], 100*r.Scatter[2], aroundReads(r.Around), r.Decision, r.Reason, again)
 		},
 	}
-	doc := calibrationJSON{Kind: "calibration", File: out}
-	if o.candidate == "" {
-		doc.Calibration, err = qualify.Calibrate(ctx, ro)
-	} else {
+	doc := calibrationJSON{Kind: "calibration", File: out, RoundsAsked: o.rounds}
+	if o.candidate != "" {
 		doc.Kind = "resolution"
-		doc.Calibration, err = qualify.Resolution(ctx, ro)
+	}
+	// The file is written whole after every round from the second on, so
+	// that a run cut short keeps the rounds it read.
+	written := 0
+	ro.Checkpoint = func(c *qualify.Calibration) error {
+		if err := writeCalibration(&doc, c); err != nil {
+			return err
+		}
+		written = len(c.Rounds)
+		return nil
+	}
+	var c *qualify.Calibration
+	if o.candidate == "" {
+		c, err = qualify.Calibrate(ctx, ro)
+	} else {
+		c, err = qualify.Resolution(ctx, ro)
 	}
 	if err != nil {
+		if written > 0 {
+			fmt.Fprintf(s.Err, "cacheon: %s holds the %d of %d rounds read before the run stopped\n", out, written, o.rounds)
+		}
 		return err
 	}
-	if doc.Digest, err = doc.Calibration.Digest(); err != nil {
-		return err
-	}
-	doc.Passes = doc.Calibration.Passes()
-	data, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := atomicwrite.WriteFile(out, append(data, '\n'), 0o644); err != nil {
+	if err := writeCalibration(&doc, c); err != nil {
 		return err
 	}
 	if o.policyOut != "" {
@@ -259,6 +277,21 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 	}
 	fmt.Fprintf(s.Out, "%d of %d rounds PASS under the policy\ncalibration %s\ndigest %s\n", doc.Passes, len(doc.Rounds), out, doc.Digest)
 	return nil
+}
+
+// writeCalibration sets doc's calibration to c, with its digest and
+// passes, and writes doc to its file in one step.
+func writeCalibration(doc *calibrationJSON, c *qualify.Calibration) error {
+	d, err := c.Digest()
+	if err != nil {
+		return err
+	}
+	doc.Calibration, doc.Digest, doc.Passes = c, d, c.Passes()
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicwrite.WriteFile(doc.File, append(data, '\n'), 0o644)
 }
 
 // writeCalibratedPolicy writes the speed policy doc's calibration

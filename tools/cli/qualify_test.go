@@ -158,6 +158,9 @@ func TestQualifyCalibratePolicy(t *testing.T) {
 	if strings.Contains(string(data), "policy_") {
 		t.Fatalf("the calibration file carries the policy fields:\n%s", data)
 	}
+	if !strings.Contains(string(data), `"rounds_asked": 2,`) {
+		t.Fatalf("the calibration file does not say how many rounds were asked for:\n%s", data)
+	}
 	var noise float64
 	if _, err := fmt.Sscan(doc.NoiseFloor, &noise); err != nil {
 		t.Fatal(err)
