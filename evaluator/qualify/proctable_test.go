@@ -89,6 +89,18 @@ func strays(t *testing.T, dirs ...string) []liveProcess {
 	return out
 }
 
+// runLeavingNothing runs the qualification o and fails the test if it
+// produced no report or if any process of its run outlives it.
+func runLeavingNothing(t *testing.T, o Options) *Report {
+	t.Helper()
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireNoStrays(t, o.RunDir)
+	return res.Report
+}
+
 // requireNoStrays fails the test if processes of the run outlive it. The
 // supervisor reaps asynchronously after a kill, so it allows a short
 // grace period before it decides.

@@ -253,12 +253,7 @@ func TestQualifyRunsANoDecisionScreenAgainAlone(t *testing.T) {
 	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
 	o.Verify.Python = filepath.Join(t.TempDir(), "no-such-python")
 	o.Policy.Version, o.Policy.Sets = speed.V9, 2
-	res, err := Run(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	requireNoStrays(t, o.RunDir)
-	r := res.Report
+	r := runLeavingNothing(t, o)
 	last := r.Stages[len(r.Stages)-1]
 	if r.Decision != NoDecision || last.Name != ScreenABI || r.Stages[len(r.Stages)-2].Name != ScreenBuild {
 		t.Fatalf("report %s: %+v", r.Decision, r.Stages)
@@ -284,12 +279,7 @@ func TestQualifyEndsAtMaxQualificationSeconds(t *testing.T) {
 	f := newFixture(t)
 	o := qualifyOptions(t, f, "kernels/contributions/rmsnorm_torch")
 	o.Policy.MaxQualificationSeconds = 2
-	res, err := Run(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	requireNoStrays(t, o.RunDir)
-	r := res.Report
+	r := runLeavingNothing(t, o)
 	last := r.Stages[len(r.Stages)-1]
 	if r.Decision != NoDecision || last.Decision != NoDecision || !strings.Contains(last.Reason, "interrupted: the qualification reached max_qualification_seconds (2)") {
 		t.Fatalf("report %s %q: %+v", r.Decision, r.Reason, r.Stages)

@@ -233,11 +233,10 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 		written = len(c.Rounds)
 		return nil
 	}
-	var c *qualify.Calibration
 	if o.candidate == "" {
-		c, err = qualify.Calibrate(ctx, ro)
+		_, err = qualify.Calibrate(ctx, ro)
 	} else {
-		c, err = qualify.Resolution(ctx, ro)
+		_, err = qualify.Resolution(ctx, ro)
 	}
 	if err != nil {
 		if written > 0 {
@@ -245,9 +244,8 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 		}
 		return err
 	}
-	if err := writeCalibration(&doc, c); err != nil {
-		return err
-	}
+	// A run of at least two rounds that ended well was checkpointed after
+	// its last round: doc and the file are the whole run's.
 	if o.policyOut != "" {
 		if err := writeCalibratedPolicy(&doc, q.policy, o.policyOut); err != nil {
 			return err

@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -55,21 +53,13 @@ func TestQualificationRunDirUnmountsAKilledRunsWork(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	old := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(killed, old, old); err != nil {
-		t.Fatal(err)
-	}
-	var errOut bytes.Buffer
-	dir, err := qualificationRunDir(Streams{Err: &errOut}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Remove()
+	makeOld(t, killed)
+	_, errOut := sweep(t)
 	if _, err := os.Stat(killed); !os.IsNotExist(err) {
-		t.Errorf("the killed run's directory is still there (%v); stderr %q", err, errOut.String())
+		t.Errorf("the killed run's directory is still there (%v); stderr %q", err, errOut)
 	}
-	if strings.Contains(errOut.String(), "left the work directories") {
-		t.Errorf("stderr %q", errOut.String())
+	if strings.Contains(errOut, "left the work directories") {
+		t.Errorf("stderr %q", errOut)
 	}
 	if _, err := os.Stat(filepath.Join(live, "arms", "B", "engine.log")); err != nil {
 		t.Errorf("the live controller's mount was undone: %v", err)

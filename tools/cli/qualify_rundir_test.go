@@ -26,33 +26,49 @@ func TestQualificationRunDirSweepsKilledRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	old := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(killed, old, old); err != nil {
-		t.Fatal(err)
-	}
+	makeOld(t, killed)
 	live, err := atomicwrite.MkdirScratch(qualificationRunBase(), atomicwrite.KindWork)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer live.Remove()
-	if err := os.Chtimes(live.Path, old, old); err != nil {
-		t.Fatal(err)
-	}
-	var errOut bytes.Buffer
-	dir, err := qualificationRunDir(Streams{Err: &errOut}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Remove()
+	makeOld(t, live.Path)
+	dir, errOut := sweep(t)
 	if _, err := os.Stat(killed); !os.IsNotExist(err) {
 		t.Errorf("the killed run's directory is still there (%v)", err)
 	}
-	if !strings.Contains(errOut.String(), "removed "+killed+", the work directory of a qualification that was killed") {
-		t.Errorf("stderr %q", errOut.String())
+	if !strings.Contains(errOut, "removed "+killed+", the work directory of a qualification that was killed") {
+		t.Errorf("stderr %q", errOut)
 	}
-	for _, d := range []string{young, other, live.Path, dir.Path} {
+	for _, d := range []string{young, other, live.Path, dir} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s was removed: %v", d, err)
 		}
 	}
+}
+
+// makeOld dates each of paths an hour back, past the minute a scratch
+// entry must be left alone.
+func makeOld(t *testing.T, paths ...string) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	for _, p := range paths {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sweep makes a qualification's work directory as a qualification does,
+// after its sweep of killed runs' directories. It returns the directory,
+// removed when the test ends, and what the sweep said on stderr.
+func sweep(t *testing.T) (dir, stderr string) {
+	t.Helper()
+	var errOut bytes.Buffer
+	d, err := qualificationRunDir(Streams{Err: &errOut}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Remove() })
+	return d.Path, errOut.String()
 }
