@@ -368,6 +368,21 @@ func (w *LayoutWriter) AddImage(img v1.Image, refName string) (v1.Descriptor, er
 	if w.image != nil {
 		return v1.Descriptor{}, errors.New("a release layout holds exactly one image")
 	}
+	d, err := w.writeImage(img)
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	if refName != "" {
+		d.Annotations = map[string]string{annotationRef: refName}
+	}
+	w.image = &d
+	w.entries = append(w.entries, d)
+	return d, nil
+}
+
+// writeImage writes img's layers, config and manifest as blobs and
+// returns the manifest's descriptor (without annotations).
+func (w *LayoutWriter) writeImage(img v1.Image) (v1.Descriptor, error) {
 	layers, err := img.Layers()
 	if err != nil {
 		return v1.Descriptor{}, err
@@ -403,13 +418,7 @@ func (w *LayoutWriter) AddImage(img v1.Image, refName string) (v1.Descriptor, er
 	if err := writeBlobBytes(w.tmp, h, raw); err != nil {
 		return v1.Descriptor{}, err
 	}
-	d := v1.Descriptor{MediaType: mt, Digest: h, Size: n}
-	if refName != "" {
-		d.Annotations = map[string]string{annotationRef: refName}
-	}
-	w.image = &d
-	w.entries = append(w.entries, d)
-	return d, nil
+	return v1.Descriptor{MediaType: mt, Digest: h, Size: n}, nil
 }
 
 func (w *LayoutWriter) addLayer(l v1.Layer) error {
@@ -462,42 +471,11 @@ func (w *LayoutWriter) addLayer(l v1.Layer) error {
 // are the release image's first layers, written by AddImage) and lists it
 // in index.json marked as the base.
 func (w *LayoutWriter) AddBase(base v1.Image) (v1.Descriptor, error) {
-	cfgName, err := base.ConfigName()
+	d, err := w.writeImage(base)
 	if err != nil {
 		return v1.Descriptor{}, err
 	}
-	cfg, err := base.RawConfigFile()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	if err := writeBlobBytes(w.tmp, cfgName, cfg); err != nil {
-		return v1.Descriptor{}, err
-	}
-	layers, err := base.Layers()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	for _, l := range layers {
-		if err := w.addLayer(l); err != nil {
-			return v1.Descriptor{}, err
-		}
-	}
-	raw, err := base.RawManifest()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	mt, err := base.MediaType()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	h, n, err := v1.SHA256(bytes.NewReader(raw))
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	if err := writeBlobBytes(w.tmp, h, raw); err != nil {
-		return v1.Descriptor{}, err
-	}
-	d := v1.Descriptor{MediaType: mt, Digest: h, Size: n, Annotations: map[string]string{AnnotationRole: RoleBase}}
+	d.Annotations = map[string]string{AnnotationRole: RoleBase}
 	w.entries = append(w.entries, d)
 	return d, nil
 }
