@@ -293,7 +293,7 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int, summary func(*Cal
 			a.Spec.WorkDir = fmt.Sprintf("%s-round%d", a.Spec.WorkDir, i)
 			round[j] = a
 		}
-		round = setArms(round, readSets(o.Policy.Sets))
+		round = setArms(round, speed.ReadSets(o.Policy.Sets))
 		var ev *SpeedEvidence
 		if o.OneEngine {
 			ev = runSpeedOneEngine(ctx, o.Isolation, round, o.Workload, o.Policy, o.Sample)
@@ -404,7 +404,7 @@ func (c *Calibration) Policy(base speed.Policy) (speed.Policy, error) {
 		return speed.Policy{}, fmt.Errorf("%w: the calibration's rounds read one engine (schedule %q), and a qualification reads three engine processes, whose noise it did not measure", ErrUnsupportedLanes, c.Schedule)
 	}
 	if c.Sets != base.Sets {
-		return speed.Policy{}, fmt.Errorf("%w: the calibration's rounds read %d set(s) each, and a version %d policy of %d set(s) needs a margin for as many", ErrUnsupportedLanes, readSets(c.Sets), base.Version, readSets(base.Sets))
+		return speed.Policy{}, fmt.Errorf("%w: the calibration's rounds read %d set(s) each, and a version %d policy of %d set(s) needs a margin for as many", ErrUnsupportedLanes, speed.ReadSets(c.Sets), base.Version, speed.ReadSets(base.Sets))
 	}
 	noise, err := strconv.ParseFloat(c.NoiseFloor, 64)
 	if err != nil {

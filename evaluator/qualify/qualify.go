@@ -312,7 +312,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		{Role: speed.B, Spec: arm(speed.B, planned.IncumbentTree, o.Lanes[0])},
 		{Role: speed.C, Candidate: true, Spec: arm(speed.C, planned.CandidateTree, o.Lanes[1])},
 		{Role: speed.BPrime, Spec: arm(speed.BPrime, planned.IncumbentTree, o.Lanes[0])},
-	}, readSets(policy.Sets))
+	}, speed.ReadSets(policy.Sets))
 	var speedB *speedEngines
 	if policy.Version != speed.V7 && rerr == nil {
 		progress("speed: starting %d engines beside the screens", len(speedArms))

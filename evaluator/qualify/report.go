@@ -479,7 +479,7 @@ func countReadSets(store *evidence.Store, s *Speed, p speed.Policy) error {
 	}
 	// Every read has one idle record for each engine that waited: all
 	// the schedule's engines but the one read.
-	engines := 3 * readSets(p.Sets)
+	engines := 3 * speed.ReadSets(p.Sets)
 	if want := engines * (engines - 1) * sets; len(records) != want {
 		return fmt.Errorf("%w: the idle records show %d reads, the report %d read set(s) of %d", ErrRegrade, len(records)/(engines-1), sets, engines)
 	}

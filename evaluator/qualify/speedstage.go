@@ -106,8 +106,8 @@ func startSpeedEngines(ctx context.Context, iso worker.Isolation, arms []Arm, w 
 // startAll starts and warms up every engine at once; the first failure
 // (in arm order) decides the outcome.
 func (s *speedEngines) startAll(ctx context.Context, iso worker.Isolation, w *workload.Workload, p speed.Policy) {
-	if !armsInSets(s.arms, readSets(p.Sets)) {
-		s.ev.Outcome = Outcome{NoDecision, fmt.Sprintf("the version %d schedule needs %d set(s) of the arms B, C and B′ in that order", p.Version, readSets(p.Sets))}
+	if !armsInSets(s.arms, speed.ReadSets(p.Sets)) {
+		s.ev.Outcome = Outcome{NoDecision, fmt.Sprintf("the version %d schedule needs %d set(s) of the arms B, C and B′ in that order", p.Version, speed.ReadSets(p.Sets))}
 		return
 	}
 	errs := make([]error, len(s.arms))
@@ -236,9 +236,6 @@ func setArms(arms []Arm, sets int) []Arm {
 	return out
 }
 
-// readSets is how many B, C, B′ sets a schedule reads for a policy's (or
-// a calibration's) Sets: that many under v9, one otherwise (Sets 0).
-func readSets(sets int) int { return max(1, sets) }
 
 // readSet times one read of each engine in arm order, every other engine
 // watched for the CPU it burns meanwhile. ok is false when the set ended

@@ -107,10 +107,7 @@ func GradeReads(p Policy, reads []Read, o Options) (*Grade, error) {
 	}
 	// C's conditioning against B's: the one set's under 7 and 8, every
 	// set's together under 9.
-	sets := 1
-	if p.Version == V9 {
-		sets = p.Sets
-	}
+	sets := ReadSets(p.Sets)
 	var bCond, cCond float64
 	for s := 0; s < sets; s++ {
 		bCond += reads[3*s].ConditioningSeconds

@@ -70,6 +70,11 @@ type PolicyError struct {
 func (e *PolicyError) Error() string { return fmt.Sprintf("speed policy: %s: %s", e.Field, e.Reason) }
 func (e *PolicyError) Unwrap() error { return ErrPolicy }
 
+// ReadSets is how many B, C, B′ sets a schedule reads for a policy's (or
+// a calibration's) Sets: that many under version 9, one otherwise, where
+// Validate holds Sets at 0.
+func ReadSets(sets int) int { return max(1, sets) }
+
 // Validate applies the upstream constraints of spec §5.2 for v7 and v8.
 func (p Policy) Validate() error {
 	bad := func(field, format string, args ...any) error {
