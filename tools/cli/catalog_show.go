@@ -52,12 +52,9 @@ func runCatalogShow(_ context.Context, s Streams, o catalogShowOptions) error {
 	if o.file != "" {
 		fileArgs = []string{o.file}
 	}
-	l, err := enginecli.LoadCatalogArg(fileArgs)
+	l, err := enginecli.LoadValidCatalog(fileArgs, s.Err)
 	if err != nil {
 		return err
-	}
-	if l.Catalog == nil {
-		return l.Rejection(s.Err)
 	}
 	c := l.Catalog
 	t, ok := c.Target(o.args[0])

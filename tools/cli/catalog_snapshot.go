@@ -35,12 +35,9 @@ without the HCL.`,
 }
 
 func runCatalogSnapshot(_ context.Context, s Streams, o catalogSnapshotOptions) error {
-	l, err := enginecli.LoadCatalogArg(o.args)
+	l, err := enginecli.LoadValidCatalog(o.args, s.Err)
 	if err != nil {
 		return err
-	}
-	if l.Catalog == nil {
-		return l.Rejection(s.Err)
 	}
 	_, err = fmt.Fprintf(s.Out, "%s\n", l.Catalog.Snapshot())
 	return err

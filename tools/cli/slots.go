@@ -122,12 +122,9 @@ func runSlots(_ context.Context, s Streams, o slotsOptions) error {
 	if o.file != "" {
 		fileArgs = []string{o.file}
 	}
-	l, err := enginecli.LoadCatalogArg(fileArgs)
+	l, err := enginecli.LoadValidCatalog(fileArgs, s.Err)
 	if err != nil {
 		return err
-	}
-	if l.Catalog == nil {
-		return l.Rejection(s.Err)
 	}
 	slots := l.Catalog.Slots()
 	if o.asJSON {

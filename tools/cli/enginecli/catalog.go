@@ -66,6 +66,20 @@ func LoadCatalogArg(args []string) (*LoadedCatalog, error) {
 	return l, nil
 }
 
+// LoadValidCatalog is LoadCatalogArg for a command that needs a valid
+// catalog: an invalid one's diagnostics go to diag, and the error is the
+// exit-2 rejection.
+func LoadValidCatalog(args []string, diag io.Writer) (*LoadedCatalog, error) {
+	l, err := LoadCatalogArg(args)
+	if err != nil {
+		return nil, err
+	}
+	if l.Catalog == nil {
+		return nil, l.Rejection(diag)
+	}
+	return l, nil
+}
+
 // WriteDiagnostics renders the diagnostics as every HCL file's are.
 func (l *LoadedCatalog) WriteDiagnostics(w io.Writer) error {
 	return hclload.WriteText(w, map[string][]byte{l.Name: l.src}, l.Diags)

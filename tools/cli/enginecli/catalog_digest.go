@@ -39,12 +39,9 @@ digest and each composition rule's binding contract digest.`,
 }
 
 func runCatalogDigest(_ context.Context, s Streams, o catalogDigestOptions) error {
-	l, err := LoadCatalogArg(o.args)
+	l, err := LoadValidCatalog(o.args, s.Err)
 	if err != nil {
 		return err
-	}
-	if l.Catalog == nil {
-		return l.Rejection(s.Err)
 	}
 	c := l.Catalog
 	if !o.asJSON {
