@@ -236,7 +236,6 @@ func setArms(arms []Arm, sets int) []Arm {
 	return out
 }
 
-
 // readSet times one read of each engine in arm order, every other engine
 // watched for the CPU it burns meanwhile. ok is false when the set ended
 // early; out then says how. Idle records and batches go to ev as they are
