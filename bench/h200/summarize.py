@@ -14,6 +14,13 @@ of K sets with min_margin X − 1 would decide sets like these.
 A calibration that a cut-off run never wrote can be summarized from its
 log instead (the progress lines, rates rounded to six digits): pass the
 .log.
+
+A version 9 grade drops a set whose B and B′ differ by more than
+max_noise, and the round's speedup is the mean of the kept sets. Files
+record which sets were kept (sets_kept) and logs mark a dropped one
+"(dropped)"; for a file or log written before they did, a round whose
+speedup is not the mean of all its sets is counted as one that dropped
+the set whose leaving out gives its speedup.
 """
 import argparse
 import itertools
@@ -23,18 +30,34 @@ import re
 import statistics
 
 ROUND = re.compile(r"round \d+/\d+: B ([\d.]+) C ([\d.]+) B′ ([\d.]+) ")
-SETS = re.compile(r"speedups ((?:×[\d.]+ ?)+);")
+SETS = re.compile(r"speedups ((?:×[\d.]+(?: \(dropped\))? ?)+);")
 VERDICT = re.compile(r"(?:\)|tok/s): (PASS|FAIL|NO_DECISION) (.*)$")
 
 
+def kept_sets(sets, speedup, kept, tolerance):
+    """Which sets the round's grade kept: as recorded, else all of them if
+    their mean is the speedup, else all but the one whose leaving out
+    gives it (None when no such set is found)."""
+    if kept:
+        return kept
+    if len(sets) < 2 or abs(statistics.mean(sets) - speedup) <= tolerance:
+        return [True] * len(sets)
+    for i in range(len(sets)):
+        if abs(statistics.mean(sets[:i] + sets[i + 1:]) - speedup) <= tolerance:
+            return [k != i for k in range(len(sets))]
+    return None
+
+
 def rounds_of(path):
-    """Each round as (decision, speedup, [set speedups], read again)."""
+    """Each round as (decision, speedup, [set speedups], read again, [kept])."""
     out = []
     if path.endswith(".json"):
         for r in json.load(open(path))["rounds"]:
             b, c, bp = float(r["b"]), float(r["c"]), float(r["b_prime"])
             sets = [float(x) for x in r.get("set_speedups", [])] or [c / ((b + bp) / 2)]
-            out.append((r["decision"], float(r["speedup"]), sets, bool(r.get("reread"))))
+            speedup = float(r["speedup"])
+            kept = kept_sets(sets, speedup, r.get("sets_kept"), 1e-12)
+            out.append((r["decision"], speedup, sets, bool(r.get("reread")), kept))
         return out
     for line in open(path):
         m, v = ROUND.search(line), VERDICT.search(line)
@@ -42,9 +65,14 @@ def rounds_of(path):
             continue
         b, c, bp = map(float, m.groups())
         s = SETS.search(line)
-        sets = [float(x) for x in re.findall(r"×([\d.]+)", s.group(1))] if s else [c / ((b + bp) / 2)]
+        marks = re.findall(r"×([\d.]+)( \(dropped\))?", s.group(1)) if s else []
+        sets = [float(x) for x, _ in marks] or [c / ((b + bp) / 2)]
         speedup = re.search(r"(?:speedup|at) ([\d.]+)", v.group(2))
-        out.append((v.group(1), float(speedup.group(1)) if speedup else float("nan"), sets, "read again after" in line))
+        speedup = float(speedup.group(1)) if speedup else float("nan")
+        recorded = [not d for _, d in marks] if any(d for _, d in marks) else None
+        # The log rounds set speedups to six significant digits.
+        kept = kept_sets(sets, speedup, recorded, 2e-5)
+        out.append((v.group(1), speedup, sets, "read again after" in line, kept))
     return out
 
 
@@ -74,8 +102,17 @@ def main():
         short = f" (cut short: {asked} asked)" if asked > len(rs) else ""
         print(f"{path}: {len(rs)} rounds{short}: {count['PASS']} PASS, {count['FAIL']} FAIL, {count['NO_DECISION']} NO_DECISION, "
               f"{sum(1 for r in rs if r[3])} read again")
+        dropped = [r for r in rs if r[4] is not None and not all(r[4])]
+        unknown = sum(1 for r in rs if r[4] is None)
+        if dropped or unknown:
+            n = sum(r[4].count(False) for r in dropped)
+            print(f"  rounds that dropped a set for B/B′ drift over max_noise: {len(dropped)} ({n} sets)"
+                  + (f"; {unknown} rounds' speedups are the mean of no subset found" if unknown else ""))
         print(f"  round speedups (decided): {describe(decided)}")
         print(f"  set speedups ({len(sets)}): {describe(sets)}")
+        if dropped:
+            kept = [x for r in rs if r[4] is not None for x, k in zip(r[2], r[4]) if k]
+            print(f"  kept set speedups ({len(kept)}): {describe(kept)}")
         if a.sets and a.bar and len(sets) >= a.sets:
             choices = list(itertools.combinations(sets, a.sets))
             passing = sum(1 for c in choices if statistics.mean(c) >= a.bar)

@@ -60,6 +60,12 @@ type CalibrationRound struct {
 	// under a v9 policy (absent for one set; then the round's digest is as
 	// before sets). B, C and B′ are then each role's mean over the sets.
 	SetSpeedups []string `json:"set_speedups,omitempty"`
+	// SetsKept says, set by set, which sets the grade kept: a set whose B
+	// and B′ differ by more than max_noise is dropped, and the round's
+	// speedup is the mean of the kept sets' speedups alone. Written for
+	// every round of sets; a file written before it was recorded lacks it
+	// (its round digests are as they were then).
+	SetsKept []bool `json:"sets_kept,omitempty"`
 	// Reread says why a resolution round's first read set was set aside
 	// and read again, as a qualification does ("" when it was not; then
 	// the key is absent and the round's digest is as before rereads).
@@ -142,6 +148,13 @@ func (c *Calibration) Digest() (string, error) {
 				speedups = append(speedups, x)
 			}
 			round["set_speedups"] = speedups
+		}
+		if len(r.SetsKept) > 0 {
+			kept := []any{}
+			for _, k := range r.SetsKept {
+				kept = append(kept, k)
+			}
+			round["sets_kept"] = kept
 		}
 		rounds = append(rounds, round)
 	}
@@ -318,6 +331,7 @@ func rounds(ctx context.Context, o RoundsOptions, rereads int, summary func(*Cal
 		for _, x := range ev.Grade.SetSpeedups {
 			cr.SetSpeedups = append(cr.SetSpeedups, speed.Format(x))
 		}
+		cr.SetsKept = append(cr.SetsKept, ev.Grade.SetsKept...)
 		if ev.SetAside != nil {
 			cr.Reread = ev.SetAside.Reason
 		}

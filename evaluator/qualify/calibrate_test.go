@@ -213,8 +213,18 @@ func TestCalibrationPolicy(t *testing.T) {
 	if _, err := sets.Policy(base); !errors.Is(err, ErrUnsupportedLanes) {
 		t.Fatalf("a four-set calibration gave a v8 policy: %v", err)
 	}
-	if d1, _ := sets.Digest(); d1 == d {
+	d1, _ := sets.Digest()
+	if d1 == d {
 		t.Fatal("the digest does not cover the sets")
+	}
+	// Which sets a round kept is part of the evidence: the round's speedup
+	// is their mean alone.
+	sets.Rounds = []CalibrationRound{{B: "100", C: "101", BPrime: "100", Speedup: "1.01", Decision: Pass,
+		SetSpeedups: []string{"1.01", "1.01", "1.02", "1.01"}}}
+	d1, _ = sets.Digest()
+	sets.Rounds[0].SetsKept = []bool{true, true, false, true}
+	if d2, _ := sets.Digest(); d2 == d1 {
+		t.Fatal("the digest does not cover the kept sets")
 	}
 }
 
@@ -256,12 +266,28 @@ func TestCalibrateSetsOnTheCPU(t *testing.T) {
 	}
 	var speedups []float64
 	for _, r := range c.Rounds {
-		if len(r.SetSpeedups) != 2 {
-			t.Fatalf("round %+v: want two set speedups", r)
+		if len(r.SetSpeedups) != 2 || len(r.SetsKept) != 2 {
+			t.Fatalf("round %+v: want two set speedups and two kept flags", r)
 		}
-		for _, x := range r.SetSpeedups {
+		// The round's speedup is the mean of the sets it kept (of every
+		// set when it kept none), as the grade took it.
+		var kept, all []float64
+		for k, x := range r.SetSpeedups {
 			f, _ := strconv.ParseFloat(x, 64)
-			speedups = append(speedups, f)
+			speedups, all = append(speedups, f), append(all, f)
+			if r.SetsKept[k] {
+				kept = append(kept, f)
+			}
+		}
+		if len(kept) == 0 {
+			kept = all
+		}
+		want := 0.0
+		for _, x := range kept {
+			want += x / float64(len(kept))
+		}
+		if got, _ := strconv.ParseFloat(r.Speedup, 64); math.Abs(got-want) > 1e-12 {
+			t.Fatalf("round speedup %s; the mean of its kept sets %v is %v", r.Speedup, kept, want)
 		}
 	}
 	if c.Sets != 2 || c.MinMargin != speed.Format(setMargin(p, speedups)) {

@@ -210,8 +210,13 @@ func runQualifyCalibrate(ctx context.Context, s Streams, o qualifyCalibrateOptio
 			if len(r.SetSpeedups) > 0 {
 				// Under v9 the rates are each role's mean over the sets.
 				sets = fmt.Sprintf("mean of %d sets, speedups", len(r.SetSpeedups))
-				for _, x := range r.SetSpeedups {
+				for k, x := range r.SetSpeedups {
 					sets += " ×" + short6(x)
+					if k < len(r.SetsKept) && !r.SetsKept[k] {
+						// Its B and B′ drifted apart by more than
+						// max_noise: the round's mean leaves it out.
+						sets += " (dropped)"
+					}
 				}
 				sets += "; "
 			}
