@@ -119,18 +119,16 @@ func keptMean(sets []float64, kept []bool) float64 {
 
 // someMeanIs is whether x is the mean of every set or of all but one.
 func someMeanIs(sets []float64, x float64) bool {
-	all := make([]bool, len(sets))
-	for k := range all {
-		all[k] = true
+	var sum float64
+	for _, s := range sets {
+		sum += s
 	}
-	if math.Abs(keptMean(sets, all)-x) <= 1e-12 {
+	n := float64(len(sets))
+	if math.Abs(sum/n-x) <= 1e-12 {
 		return true
 	}
-	for k := range all {
-		all[k] = false
-		m := keptMean(sets, all)
-		all[k] = true
-		if math.Abs(m-x) <= 1e-12 {
+	for _, s := range sets {
+		if math.Abs((sum-s)/(n-1)-x) <= 1e-12 {
 			return true
 		}
 	}
